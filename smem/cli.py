@@ -1,0 +1,143 @@
+"""The command line: options in, calls out.  No parsing or arithmetic here."""
+
+import os
+import sys
+
+import click
+
+from . import __version__
+from .errors import SmemError, UsageError
+from .model import Selection, load_snapshot
+from .report import ReportOptions, make_table, parse_columns, render_classic, selected_columns, sort_column
+from .sources import open_source
+from .units import parse_size
+from .views import VIEWS
+
+CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
+
+EPILOG = """\b
+Examples:
+  smem -t -k                 processes, with totals and unit suffixes
+  smem -u -p                 memory per user, as a share of RAM
+  smem -m -P firefox         the mappings of processes matching "firefox"
+  smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
+  smem -S capture.tgz        a capture made with scripts/smemcap.sh
+  smem -c "pid name pss" -s name -r
+
+\b
+Exit status: 0 on success, 1 when a source or file cannot be used,
+2 for a wrong option or field.
+"""
+
+
+def _fail(message, code):
+    click.echo(f"smem: {message}", err=True)
+    sys.exit(code)
+
+
+def _warn(message):
+    click.echo(f"smem: warning: {message}", err=True)
+
+
+@click.command(context_settings=CONTEXT, epilog=EPILOG)
+@click.option("-H", "--no-header", is_flag=True, help="Disable the header line.")
+@click.option("-c", "--columns", metavar="COLUMNS", help='Columns to show, e.g. "pid user pss" or pid,user,pss.')
+@click.option("-t", "--totals", is_flag=True, help="Show totals.")
+@click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal.")
+@click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
+@click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
+@click.option("-m", "--mappings", is_flag=True, help="Show mappings.")
+@click.option("-u", "--users", is_flag=True, help="Show users.")
+@click.option("-w", "--system", is_flag=True, help="Show the whole system.")
+@click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line).")
+@click.option("-M", "--mapfilter", metavar="REGEX", help="Mapping filter regex.")
+@click.option("-U", "--userfilter", metavar="REGEX", help="User filter regex.")
+@click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names.")
+@click.option("-s", "--sort", metavar="FIELD", help="Field to sort on (default pss; order for -w).")
+@click.option("-r", "--reverse", is_flag=True, help="Reverse the sort.")
+@click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap).")
+@click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes.")
+@click.option("--pie", metavar="FIELD", help="Show a pie chart of the sort field, labelled by FIELD.")
+@click.option("--bar", metavar="FIELD", help="Show a bar chart, labelled by FIELD.")
+@click.option("-S", "--source", metavar="SOURCE",
+              help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
+@click.version_option(__version__, "--version", prog_name="smem")
+def report(no_header, columns, totals, autosize, realmem, kernel, mappings, users, system,
+           processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
+           pie, bar, source):
+    """Report memory usage by process, mapping, user or for the whole system,
+    accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
+
+    Also: smem capture --help (write a capture of this or a remote machine).
+    """
+    view = VIEWS["mapping" if mappings else "user" if users else "system" if system else "process"]
+    options = ReportOptions(
+        columns=parse_columns(columns) if columns else None,
+        sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
+        abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar,
+        ram_kib=parse_size(realmem) // 1024 if realmem else None,
+    )
+    selected_columns(view, options)  # unknown fields fail before any /proc is read
+    if options.sort:
+        sort_column(view, options)
+    selection = Selection(processfilter, userfilter, mapfilter)
+    if kernel:
+        from .kernel import kernel_image_kib
+        options.kernel_kib = kernel_image_kib(kernel)
+    src = open_source(source)
+    try:
+        snapshot = load_snapshot(src, selection, with_processes=view.name != "system")
+    finally:
+        src.close()
+    for reason, count in sorted(snapshot.unreadable.items()):
+        hint = "; run as root to see them" if "ermission" in reason and os.geteuid() != 0 else ""
+        _warn(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}){hint}")
+    if snapshot.pss_missing:
+        _warn("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
+    table = make_table(snapshot, view, options)
+    if pie or bar:
+        from .charts import show_chart
+        show_chart(table, options, snapshot)
+        return
+    _write(render_classic(table, options))
+
+
+def _write(text):
+    data = text.encode("utf-8", "surrogateescape")
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+
+
+def _quiet_broken_pipe():
+    import os
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
+def main(argv=None):
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = report
+    if args and args[0] == "capture":
+        from .capture_cli import capture
+        command, args = capture, args[1:]
+    try:
+        command.main(args=args, prog_name="smem" if command is report else "smem capture",
+                     standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except SmemError as e:
+        _fail(str(e), e.exit_code)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)

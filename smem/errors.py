@@ -1,0 +1,51 @@
+"""The exceptions smem raises, in one place.
+
+Everything a user can cause (a bad option value, an unreadable or corrupt
+capture, a kernel image we cannot size) is an :class:`SmemError`; the CLI turns
+it into one line on stderr and a non-zero exit.  A process that vanishes while
+we read it is not an error at all: sources raise :class:`ProcessGone` and the
+core skips the process silently.
+"""
+
+
+class SmemError(Exception):
+    """An error the user should see as one line, without a traceback."""
+
+    exit_code = 1
+
+
+class UsageError(SmemError):
+    """A wrong option value or combination."""
+
+    exit_code = 2
+
+
+class SourceError(SmemError):
+    """A data source (live /proc, capture, remote host) cannot be used."""
+
+
+class CaptureError(SourceError):
+    """A capture is truncated, corrupt, hostile or lacks what smem needs."""
+
+
+class KernelImageError(SmemError):
+    """A file given with -K is not a kernel image we can size."""
+
+
+class ProcessGone(Exception):
+    """A process exited (or became unreadable) while we were reading it.
+
+    Not an :class:`SmemError`: callers skip the process silently.
+    """
+
+
+class ProcessUnreadable(Exception):
+    """A process exists but its files cannot be read (usually permissions).
+
+    Counted, and summarised in one warning, rather than reported one by one.
+    """
+
+    def __init__(self, pid, reason):
+        super().__init__(f"{pid}: {reason}")
+        self.pid = pid
+        self.reason = reason

@@ -1,0 +1,208 @@
+"""The core model: processes with their mappings, and the system they ran on.
+
+:func:`load_snapshot` reads everything a report needs from a source, once:
+for each process its cmdline, stat (name, kernel-thread flag) and smaps, and
+the system's meminfo.  Filters (``-P``, ``-U``, ``-M``) are applied while
+loading so that filtered-out processes' smaps are never read.
+
+Errors are mapped here, in one place: a process whose files vanish is
+skipped silently; one whose smaps cannot be read is counted and summarised in
+one warning; anything the user caused is an :class:`~smem.errors.SmemError`.
+"""
+
+import errno
+import os
+import re
+
+from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
+from .parsers.cmdline import parse_cmdline
+from .parsers.meminfo import parse_meminfo
+from .parsers.smaps import parse_smaps
+from .parsers.stat import parse_stat
+
+__all__ = ["Process", "Snapshot", "Selection", "load_snapshot", "uss_of"]
+
+_GONE = (errno.ENOENT, errno.ESRCH, errno.ENOTDIR)
+
+
+def uss_of(counters):
+    """Unique set size: pages mapped by this process alone (Private_Clean + Private_Dirty)."""
+    clean = counters.get("Private_Clean")
+    dirty = counters.get("Private_Dirty")
+    if clean is None and dirty is None:
+        return None
+    return (clean or 0) + (dirty or 0)
+
+
+class Process:
+    """One process: identity, owner and the mappings that passed the map filter."""
+
+    __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "_totals")
+
+    def __init__(self, pid, name, cmdline, uid, user, stat, mappings):
+        self.pid = pid
+        self.name = name          # comm, from stat; "?" if unknown
+        self.cmdline = cmdline    # arguments joined by spaces; "?" if unknown
+        self.uid = uid            # None if unknown
+        self.user = user          # user name, str(uid), or "?"
+        self.stat = stat          # PidStat or None
+        self.mappings = mappings
+        self._totals = None
+
+    @property
+    def totals(self):
+        """Every smaps counter summed over the mappings (KiB); absent keys stay absent."""
+        if self._totals is None:
+            totals = {}
+            get = totals.get
+            for m in self.mappings:
+                for key, value in m.counters.items():
+                    totals[key] = get(key, 0) + value
+            self._totals = totals
+        return self._totals
+
+    @property
+    def command(self):
+        """The command line as shown: the cmdline, or "[name]" where it is empty."""
+        return self.cmdline if self.cmdline else f"[{self.name}]"
+
+    def __repr__(self):
+        return f"Process({self.pid}, {self.name!r}, {len(self.mappings)} maps)"
+
+
+class Selection:
+    """The -P / -U / -M filters, compiled once (a bad regex is a usage error)."""
+
+    def __init__(self, process=None, user=None, mapping=None):
+        self.process = self._compile(process, "-P")
+        self.user = self._compile(user, "-U")
+        self.mapping = self._compile(mapping, "-M")
+
+    @staticmethod
+    def _compile(pattern, option):
+        if pattern is None:
+            return None
+        try:
+            return re.compile(pattern)
+        except re.error as e:
+            raise UsageError(f"invalid regular expression for {option} {pattern!r}: {e}") from None
+
+
+class Snapshot:
+    """What one report needs: processes, meminfo, the source's facts and what went wrong."""
+
+    def __init__(self, source, processes, meminfo, unreadable, pss_missing):
+        self.source = source
+        self.processes = processes
+        self.meminfo = meminfo          # parsers.meminfo.Meminfo
+        self.unreadable = unreadable    # {reason: count} of processes we could not read
+        self.pss_missing = pss_missing  # some smaps had no Pss line (kernel < 2.6.25)
+
+    @property
+    def mem_total(self):
+        return self.meminfo.kib.get("MemTotal")
+
+    @property
+    def swap_total(self):
+        return self.meminfo.kib.get("SwapTotal")
+
+
+def read_meminfo(source):
+    try:
+        return parse_meminfo(source.read("meminfo"))
+    except FileNotFoundError:
+        raise SourceError(f"{source.description}: no meminfo") from None
+    except PermissionError:
+        raise SourceError(f"{source.description}: meminfo is not readable") from None
+
+
+def _read_process_file(source, pid, name):
+    try:
+        return source.read(f"{pid}/{name}")
+    except PermissionError as e:
+        raise ProcessUnreadable(pid, e.strerror or "permission denied") from None
+    except OSError as e:
+        if e.errno in _GONE:
+            raise ProcessGone(pid) from None
+        raise ProcessUnreadable(pid, e.strerror or str(e)) from None
+
+
+def _user_name(source, uid, cache):
+    if uid is None:
+        return "?"
+    name = cache.get(uid)
+    if name is None:
+        name = cache[uid] = source.user_name(uid) or str(uid)
+    return name
+
+
+def load_snapshot(source, selection=None, *, with_processes=True):
+    """Read every process of ``source`` that passes ``selection``.
+
+    With ``with_processes=False`` only the system files are read (the -w view).
+    Kernel threads and zombies (empty cmdline, and stat says so) are left out
+    without reading their smaps; a process whose smaps is empty is kept with
+    no mappings (views drop it).
+    """
+    selection = selection or Selection()
+    meminfo = read_meminfo(source)
+    own_pid = os.getpid() if source.is_live else None
+    names = {}
+    processes = []
+    unreadable = {}
+    pss_missing = False
+    for pid in source.pids() if with_processes else ():
+        try:
+            process = _load_process(source, pid, selection, own_pid, names)
+            if process is None:
+                continue
+            data = _read_process_file(source, pid, "smaps")
+        except ProcessGone:
+            continue
+        except ProcessUnreadable as e:
+            unreadable[e.reason] = unreadable.get(e.reason, 0) + 1
+            continue
+        try:
+            mappings = parse_smaps(data)
+        except ValueError:
+            unreadable["malformed smaps"] = unreadable.get("malformed smaps", 0) + 1
+            continue
+        if mappings and "Pss" not in mappings[0].counters:
+            pss_missing = True
+        if selection.mapping is not None:
+            search = selection.mapping.search
+            mappings = [m for m in mappings if search(m.name)]
+        process.mappings = mappings
+        processes.append(process)
+    return Snapshot(source, processes, meminfo, unreadable, pss_missing)
+
+
+def _load_process(source, pid, selection, own_pid, names):
+    """Identity and owner of ``pid``, or None if it is not to be reported."""
+    raw_cmdline = source.read_optional(f"{pid}/cmdline")
+    raw_stat = source.read_optional(f"{pid}/stat")
+    if raw_cmdline is None and raw_stat is None and source.is_live:
+        raise ProcessGone(pid)
+    stat = None
+    if raw_stat:
+        try:
+            stat = parse_stat(raw_stat)
+        except ValueError:
+            stat = None
+    cmdline = parse_cmdline(raw_cmdline) if raw_cmdline is not None else "?"
+    if cmdline == "":
+        # Kernel threads and zombies have no cmdline and no memory of their own.
+        if stat is None or stat.is_kernel_thread or stat.is_zombie:
+            return None
+    name = stat.comm if stat is not None else "?"
+    if selection.process is not None:
+        if pid == own_pid:
+            return None  # never match our own command line
+        search = selection.process.search
+        if not (search(name) or search(cmdline)):
+            return None
+    uid = source.owner(pid)
+    user = _user_name(source, uid, names)
+    if selection.user is not None and not selection.user.search(user):
+        return None
+    return Process(pid, name, cmdline, uid, user, stat, [])

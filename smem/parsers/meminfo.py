@@ -1,0 +1,38 @@
+"""Parser for /proc/meminfo (Documentation/filesystems/proc.rst, "meminfo").
+
+Lines are ``Key:   value kB`` or, for page counts such as HugePages_Total,
+``Key:   value``.  Keys are kept exactly as the kernel spells them; a field a
+kernel does not print (SReclaimable before 2.6.19, MemAvailable before 3.14)
+is absent from the result, never 0.
+"""
+
+from typing import Dict, NamedTuple
+
+__all__ = ["Meminfo", "parse_meminfo"]
+
+
+class Meminfo(NamedTuple):
+    kib: Dict[str, int]     # fields given in kB
+    counts: Dict[str, int]  # unitless fields (page counts)
+
+
+def parse_meminfo(data):
+    kib = {}
+    counts = {}
+    for line in data.split(b"\n"):
+        key, sep, rest = line.partition(b":")
+        if not sep:
+            continue
+        fields = rest.split()
+        if not fields:
+            continue
+        try:
+            value = int(fields[0])
+        except ValueError:
+            continue
+        name = key.strip().decode("ascii", "replace")
+        if len(fields) > 1 and fields[1].lower() == b"kb":
+            kib[name] = value
+        else:
+            counts[name] = value
+    return Meminfo(kib, counts)

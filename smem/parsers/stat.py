@@ -1,0 +1,60 @@
+"""Parser for /proc/PID/stat (Documentation/filesystems/proc.rst, Table 1-4).
+
+The second field is the command name in parentheses, and the name itself may
+contain spaces and parentheses ("(sd-pam)", "a) b"), so it runs from the first
+"(" to the *last* ")"; the numbered fields follow.
+"""
+
+from typing import NamedTuple, Optional
+
+__all__ = ["PidStat", "parse_stat", "PF_KTHREAD"]
+
+#: include/linux/sched.h: the task is a kernel thread.
+PF_KTHREAD = 0x00200000
+
+
+class PidStat(NamedTuple):
+    pid: int
+    comm: str
+    state: str
+    ppid: int
+    flags: Optional[int]
+    num_threads: Optional[int]
+    vsize: Optional[int]   # bytes
+    rss_pages: Optional[int]
+
+    @property
+    def is_kernel_thread(self):
+        return self.flags is not None and bool(self.flags & PF_KTHREAD)
+
+    @property
+    def is_zombie(self):
+        return self.state in ("Z", "X", "x")
+
+
+def _int(fields, index):
+    try:
+        return int(fields[index])
+    except (IndexError, ValueError):
+        return None
+
+
+def parse_stat(data):
+    """Parse stat bytes; raises ValueError if there is no "(comm)" field."""
+    open_ = data.find(b"(")
+    close = data.rfind(b")")
+    if open_ < 0 or close < open_:
+        raise ValueError("malformed stat: no (comm) field")
+    pid = int(data[:open_])
+    comm = data[open_ + 1:close].decode("utf-8", "surrogateescape")
+    # fields after comm, numbered from 3 (state) in proc.rst's Table 1-4
+    rest = data[close + 1:].split()
+    state = rest[0].decode("ascii", "replace") if rest else "?"
+    return PidStat(
+        pid=pid, comm=comm, state=state,
+        ppid=_int(rest, 1) or 0,
+        flags=_int(rest, 6),
+        num_threads=_int(rest, 17),
+        vsize=_int(rest, 20),
+        rss_pages=_int(rest, 21),
+    )

@@ -1,0 +1,221 @@
+"""Captures: a tar archive of /proc files, or a directory holding them.
+
+Archive layouts accepted (docs/capture-format.md): C smemcap's plain tar
+(``meminfo``, ``version``, ``N/``, ``N/smaps``, ``N/cmdline``, ``N/stat``),
+our scripts/smemcap.sh and ``smem capture`` (the same plus ``N/status``,
+``N/smaps_rollup``, ``iomem``, ``passwd``, ``capture-info``, ...), and the old
+``capture`` script's ``proc/``-prefixed archive; members may start with
+``./``.  Compression (gzip, bzip2, xz, zstd) is recognised by content, not by
+name.  An archive is read in memory and never extracted: members that are
+links, devices, absolute paths or contain ``..`` are ignored.
+"""
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import pwd
+import tarfile
+import zlib
+
+from ..errors import CaptureError, SourceError
+from ..parsers.capture_info import parse_capture_info
+from ..parsers.passwd import parse_passwd
+from ..parsers.status import parse_status, status_ids
+from .base import Source
+
+__all__ = ["ArchiveSource", "DirectorySource", "decompress"]
+
+#: A decompressed capture larger than this is refused (a bomb, not a capture).
+MAX_CAPTURE_BYTES = 8 << 30
+
+
+def _zstd_decompress(data):
+    try:
+        import zstandard
+    except ImportError:
+        raise CaptureError("capture is zstd-compressed; install the 'zstandard' package to read it") from None
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
+    return _bounded_read(reader)
+
+
+def _bounded_read(stream):
+    chunks = []
+    total = 0
+    while True:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_CAPTURE_BYTES:
+            raise CaptureError(f"capture decompresses to more than {MAX_CAPTURE_BYTES >> 30} GiB")
+        chunks.append(chunk)
+
+
+_COMPRESSIONS = (
+    (b"\x1f\x8b", "gzip", lambda d: _bounded_read(gzip.GzipFile(fileobj=io.BytesIO(d)))),
+    (b"BZh", "bzip2", lambda d: _bounded_read(bz2.BZ2File(io.BytesIO(d)))),
+    (b"\xfd7zXZ\x00", "xz", lambda d: _bounded_read(lzma.LZMAFile(io.BytesIO(d)))),
+    (b"\x28\xb5\x2f\xfd", "zstd", _zstd_decompress),
+)
+
+
+def decompress(data, name="capture"):
+    """Undo gzip/bzip2/xz/zstd compression recognised by magic bytes."""
+    for magic, kind, undo in _COMPRESSIONS:
+        if data.startswith(magic):
+            try:
+                return undo(data)
+            except CaptureError:
+                raise
+            except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as e:
+                raise CaptureError(f"{name}: {kind} data is truncated or corrupt ({e})") from None
+    return data
+
+
+def _member_path(name):
+    """The proc-relative path of a member, or None for one we must not use."""
+    if name.startswith("/") or "\\" in name:
+        return None
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        return None
+    if parts and parts[0] == "proc" and len(parts) > 1:
+        parts = parts[1:]
+    return "/".join(parts) or None
+
+
+class _CaptureFacts:
+    """Facts shared by archive and directory captures (read from their own files)."""
+
+    def facts(self):
+        facts = {}
+        info = self.read_optional("capture-info")
+        if info:
+            facts.update(parse_capture_info(info))
+        version = self.read_optional("version")
+        if version and "kernel" not in facts:
+            words = version.split()
+            if len(words) > 2:
+                facts["kernel"] = words[2].decode("utf-8", "replace")
+        return facts
+
+    def _passwd_names(self):
+        if self._passwd is None:
+            data = self.read_optional("passwd")
+            self._passwd = parse_passwd(data) if data else {}
+        return self._passwd
+
+    def _status_owner(self, pid):
+        data = self.read_optional(f"{pid}/status")
+        if data:
+            ids = status_ids(parse_status(data), "Uid")
+            if ids and len(ids) > 1:
+                return ids[1]
+        return None
+
+
+class ArchiveSource(_CaptureFacts, Source):
+    """A capture archive held in memory (from a file, stdin or a remote host)."""
+
+    def __init__(self, data, name):
+        self.description = f"capture {name}"
+        self.name = name
+        self._passwd = None
+        raw = decompress(data, name)
+        self._data = memoryview(raw)
+        self._files = {}   # path -> (offset, size)
+        self._dirs = {}    # pid -> uid, from the pid directory members
+        self._unames = {}  # uid -> user name, from the same members
+        try:
+            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+                for member in tar:
+                    self._add(member, len(raw))
+        except tarfile.TarError as e:
+            raise CaptureError(f"{name}: not a readable capture archive ({e})") from None
+        except EOFError:
+            raise CaptureError(f"{name}: capture archive is truncated") from None
+        if "meminfo" not in self._files:
+            raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
+
+    def _add(self, member, archive_size):
+        path = _member_path(member.name)
+        if path is None:
+            return
+        if member.isdir():
+            if path.isdigit():
+                self._dirs[int(path)] = member.uid
+                if member.uname:
+                    self._unames.setdefault(member.uid, member.uname)
+            return
+        if not member.isreg():
+            return  # links, devices, fifos: never followed
+        if member.offset_data + member.size > archive_size:
+            raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
+        self._files[path] = (member.offset_data, member.size)
+
+    def pids(self):
+        pids = set(self._dirs)
+        for path in self._files:
+            head, sep, _ = path.partition("/")
+            if sep and head.isdigit():
+                pids.add(int(head))
+        return sorted(pids)
+
+    def read(self, path):
+        try:
+            offset, size = self._files[path]
+        except KeyError:
+            raise FileNotFoundError(2, "not in capture", path) from None
+        return self._data[offset:offset + size].tobytes()
+
+    def owner(self, pid):
+        uid = self._dirs.get(pid)
+        return uid if uid is not None else self._status_owner(pid)
+
+    def user_name(self, uid):
+        return self._unames.get(uid) or self._passwd_names().get(uid)
+
+
+class DirectorySource(_CaptureFacts, Source):
+    """A capture extracted into a directory, or any proc-like tree.
+
+    The directory may hold ``proc/`` (smem 1.5's layout) or the proc files
+    themselves.  Owners come from the pid directories' owners, as smem 1.5
+    takes them; names from the capture's passwd copy, else this machine's.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self.description = f"capture {path}"
+        self._passwd = None
+        proc = os.path.join(path, "proc")
+        self.root = proc if os.path.isdir(proc) else path
+        if not os.path.exists(os.path.join(self.root, "meminfo")):
+            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)")
+
+    def pids(self):
+        try:
+            return sorted(int(e) for e in os.listdir(self.root) if e.isdigit())
+        except OSError as e:
+            raise SourceError(f"{self.path}: {e.strerror}") from None
+
+    def read(self, path):
+        with open(os.path.join(self.root, path), "rb") as f:
+            return f.read()
+
+    def owner(self, pid):
+        try:
+            return os.stat(os.path.join(self.root, str(pid))).st_uid
+        except OSError:
+            return self._status_owner(pid)
+
+    def user_name(self, uid):
+        names = self._passwd_names()
+        if names:
+            return names.get(uid)
+        try:
+            return pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return None

@@ -1,0 +1,58 @@
+"""The live system: /proc of the machine smem runs on."""
+
+import os
+import platform
+import pwd
+import socket
+import time
+
+from .base import Source
+
+__all__ = ["LiveSource"]
+
+
+class LiveSource(Source):
+    is_live = True
+    description = "live system"
+
+    def __init__(self, root="/proc"):
+        self.root = root
+        self._names = {}
+
+    def pids(self):
+        return sorted(int(e) for e in os.listdir(self.root) if e.isdigit())
+
+    def read(self, path):
+        with open(os.path.join(self.root, path), "rb", buffering=0) as f:
+            return f.readall()
+
+    def read_at(self, path, offset, length):
+        fd = os.open(os.path.join(self.root, path), os.O_RDONLY)
+        try:
+            return os.pread(fd, length, offset)
+        finally:
+            os.close(fd)
+
+    def owner(self, pid):
+        try:
+            return os.stat(os.path.join(self.root, str(pid))).st_uid
+        except OSError:
+            return None
+
+    def user_name(self, uid):
+        if uid not in self._names:
+            try:
+                self._names[uid] = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                self._names[uid] = None
+        return self._names[uid]
+
+    def facts(self):
+        uname = platform.uname()
+        return {
+            "hostname": socket.gethostname(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "pagesize": str(os.sysconf("SC_PAGE_SIZE")),
+            "kernel": uname.release,
+            "machine": uname.machine,
+        }

@@ -1,0 +1,75 @@
+"""The system view (-w): where all of RAM goes, from meminfo (KiB).
+
+The areas, as smem 1.5 defines them (Documentation/filesystems/proc.rst,
+"meminfo", for the fields):
+
+- firmware/hardware: installed RAM (``-R``) the kernel never sees:
+  RAM - MemTotal - kernel image, never below 0;
+- kernel image: text, data and bss of the kernel (``-K``);
+- kernel dynamic memory: MemTotal - MemFree - userspace, of which
+  Buffers + SReclaimable + (Cached - Mapped) is reclaimable cache;
+- userspace memory: AnonPages + Mapped, of which Mapped is cache;
+- free memory: MemFree (all of it counts as "cache": it is available).
+
+They add up to RAM exactly.  A meminfo field an old kernel lacks
+(SReclaimable before 2.6.19) counts as 0 in these sums.
+"""
+
+from .columns import Column, View, amount
+
+__all__ = ["SYSTEM_VIEW", "system_areas"]
+
+
+class AreaRow:
+    __slots__ = ("order", "area", "used", "cache")
+
+    def __init__(self, order, area, used, cache):
+        self.order = order
+        self.area = area
+        self.used = used
+        self.cache = cache
+
+    @property
+    def noncache(self):
+        return self.used - self.cache
+
+
+def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
+    """The five areas as (name, used, cache) in KiB."""
+    m = meminfo_kib
+    mem_total = m.get("MemTotal", 0)
+    free = m.get("MemFree", 0)
+    mapped = m.get("Mapped", 0)
+    ram = ram_kib if ram_kib is not None else mem_total
+    kernel = kernel_kib or 0
+    firmware = max(ram - mem_total - kernel, 0)
+    userspace = m.get("AnonPages", 0) + mapped
+    kernel_dynamic = mem_total - free - userspace
+    kernel_cache = m.get("Buffers", 0) + m.get("SReclaimable", 0) + (m.get("Cached", 0) - mapped)
+    return [
+        ("firmware/hardware", firmware, 0),
+        ("kernel image", kernel, 0),
+        ("kernel dynamic memory", kernel_dynamic, kernel_cache),
+        ("userspace memory", userspace, mapped),
+        ("free memory", free, free),
+    ]
+
+
+def rows(snapshot, options):
+    areas = system_areas(snapshot.meminfo.kib, options.ram_kib, options.kernel_kib)
+    return [AreaRow(i, *area) for i, area in enumerate(areas)]
+
+
+COLUMNS = {c.key: c for c in (
+    Column("order", "Order", lambda r: r.order, "hierarchical order", width=1, total=None),
+    Column("area", "Area", lambda r: r.area, "memory area", width=24, align="<"),
+    amount("used", "Used", lambda r: r.used, "area in use", width=10),
+    amount("cache", "Cache", lambda r: r.cache, "part of the area that is reclaimable cache", width=10),
+    amount("noncache", "Noncache", lambda r: r.noncache, "part of the area that is not reclaimable", width=10),
+)}
+
+SYSTEM_VIEW = View(
+    name="system", title="system memory", columns=COLUMNS,
+    default_columns=("area", "used", "cache", "noncache"),
+    default_sort="order", rows=rows,
+)
