@@ -102,6 +102,55 @@ def report(no_header, columns, totals, autosize, realmem, kernel, mappings, user
     _write(render_classic(table, options))
 
 
+@click.command(context_settings=CONTEXT)
+@click.option("-o", "--output", metavar="FILE", help="Write the capture to FILE (default: standard output).")
+@click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
+@click.option("--compression", type=click.Choice(["gz", "bz2", "xz", "none"]), default="gz",
+              show_default=True, help="Compression of the tar archive.")
+def capture(output, host, compression):
+    """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
+    from .capture import write_capture
+    if output is None and sys.stdout.isatty():
+        raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
+    src = open_source(host) if host else open_source(None)
+    with _output_file(output) as out:
+        written, skipped = write_capture(src, out, None if compression == "none" else compression)
+    if skipped:
+        _warn(f"{skipped} process{'es' if skipped > 1 else ''} could not be read and {'were' if skipped > 1 else 'was'} left out")
+
+
+class _output_file:
+    """stdout, or FILE written under a temporary name and renamed when complete."""
+
+    def __init__(self, path):
+        self.path = path
+        self.tmp = None
+
+    def __enter__(self):
+        if self.path is None:
+            return sys.stdout.buffer
+        import tempfile
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            fd, self.tmp = tempfile.mkstemp(prefix=".smem-capture-", dir=directory)
+        except OSError as e:
+            raise SmemError(f"cannot write {self.path}: {e.strerror}") from None
+        self.file = os.fdopen(fd, "wb")
+        return self.file
+
+    def __exit__(self, kind, value, tb):
+        if self.path is None:
+            sys.stdout.buffer.flush()
+            return False
+        self.file.close()
+        if kind is None:
+            os.chmod(self.tmp, 0o644)
+            os.replace(self.tmp, self.path)
+        else:
+            os.unlink(self.tmp)
+        return False
+
+
 def _write(text):
     data = text.encode("utf-8", "surrogateescape")
     try:
@@ -112,7 +161,6 @@ def _write(text):
 
 
 def _quiet_broken_pipe():
-    import os
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     sys.exit(0)
@@ -122,7 +170,6 @@ def main(argv=None):
     args = sys.argv[1:] if argv is None else list(argv)
     command = report
     if args and args[0] == "capture":
-        from .capture_cli import capture
         command, args = capture, args[1:]
     try:
         command.main(args=args, prog_name="smem" if command is report else "smem capture",

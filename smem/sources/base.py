@@ -48,6 +48,14 @@ class Source(abc.ABC):
     def user_name(self, uid):
         """The user name for ``uid`` on the source's machine, or None if unknown."""
 
+    def firmware_memmap(self):
+        """/sys/firmware/memmap as a list of (start, end, type) byte strings, or None.
+
+        Documentation/ABI/testing/sysfs-firmware-memmap: the firmware's view of
+        installed RAM, which /proc/meminfo's MemTotal understates.
+        """
+        return None
+
     def facts(self):
         """Facts about the source's machine: hostname, time, pagesize, kernel, ...
 

@@ -101,6 +101,17 @@ class _CaptureFacts:
                 facts["kernel"] = words[2].decode("utf-8", "replace")
         return facts
 
+    def firmware_memmap(self):
+        entries = sorted({p.split("/")[3] for p in self._paths("sys/firmware/memmap/")},
+                         key=lambda e: (len(e), e))
+        memmap = []
+        for entry in entries:
+            fields = [self.read_optional(f"sys/firmware/memmap/{entry}/{name}")
+                      for name in ("start", "end", "type")]
+            if None not in fields:
+                memmap.append(tuple(fields))
+        return memmap or None
+
     def _passwd_names(self):
         if self._passwd is None:
             data = self.read_optional("passwd")
@@ -155,6 +166,9 @@ class ArchiveSource(_CaptureFacts, Source):
             raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
         self._files[path] = (member.offset_data, member.size)
 
+    def _paths(self, prefix):
+        return [p for p in self._files if p.startswith(prefix) and p.count("/") == 4]
+
     def pids(self):
         pids = set(self._dirs)
         for path in self._files:
@@ -204,6 +218,14 @@ class DirectorySource(_CaptureFacts, Source):
     def read(self, path):
         with open(os.path.join(self.root, path), "rb") as f:
             return f.read()
+
+    def _paths(self, prefix):
+        top = os.path.join(self.root, prefix)
+        found = []
+        for dirpath, _, files in os.walk(top):
+            rel = os.path.relpath(dirpath, self.root)
+            found.extend(f"{rel}/{f}" for f in files)
+        return [p for p in found if p.count("/") == 4]
 
     def owner(self, pid):
         try:

@@ -11,6 +11,11 @@ from .base import Source
 __all__ = ["LiveSource"]
 
 
+def _read_small(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 class LiveSource(Source):
     is_live = True
     description = "live system"
@@ -46,6 +51,20 @@ class LiveSource(Source):
             except KeyError:
                 self._names[uid] = None
         return self._names[uid]
+
+    def firmware_memmap(self, root="/sys/firmware/memmap"):
+        try:
+            entries = sorted(os.listdir(root), key=lambda e: (len(e), e))
+        except OSError:
+            return None
+        memmap = []
+        for entry in entries:
+            try:
+                memmap.append(tuple(_read_small(os.path.join(root, entry, name))
+                                    for name in ("start", "end", "type")))
+            except OSError:
+                continue
+        return memmap or None
 
     def facts(self):
         uname = platform.uname()

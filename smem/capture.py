@@ -1,0 +1,87 @@
+"""Writing a capture: the /proc files smem needs, from any source, into a tar.
+
+The layout (docs/capture-format.md) is C smemcap's with additions: per
+process ``status`` and ``smaps_rollup``; ``iomem`` and the firmware memory map
+for the system view; ``passwd`` lines for the users that own processes; and
+``capture-info`` with the machine's facts.  Extracted into DIR/proc it is
+readable by smem 1.5 as ``smem -S DIR``.
+"""
+
+import io
+import tarfile
+import time
+
+from . import __version__
+from .errors import SmemError
+from .model import read_meminfo
+
+__all__ = ["write_capture", "PROCESS_FILES"]
+
+PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status")
+
+
+class _Writer:
+    def __init__(self, tar):
+        self.tar = tar
+        self.now = int(time.time())
+
+    def file(self, name, data):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o444
+        info.mtime = self.now
+        self.tar.addfile(info, io.BytesIO(data))
+
+    def directory(self, name, uid, uname):
+        info = tarfile.TarInfo(name)
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o555
+        info.mtime = self.now
+        if uid is not None:
+            info.uid = info.gid = uid
+        info.uname = uname or ""
+        self.tar.addfile(info)
+
+
+def write_capture(source, fileobj, compression="gz"):
+    """Write a capture of ``source`` to ``fileobj``; returns (processes written, skipped)."""
+    read_meminfo(source)  # a source without meminfo cannot make a capture
+    mode = "w|" + compression if compression else "w|"
+    written = skipped = 0
+    users = {}
+    with tarfile.open(fileobj=fileobj, mode=mode, format=tarfile.GNU_FORMAT) as tar:
+        out = _Writer(tar)
+        for name in ("meminfo", "version"):
+            data = source.read_optional(name)
+            if data is not None:
+                out.file(name, data)
+        for pid in source.pids():
+            files = {}
+            for name in PROCESS_FILES:
+                data = source.read_optional(f"{pid}/{name}")
+                if data is not None:
+                    files[name] = data
+            if "smaps" not in files or "stat" not in files:
+                skipped += "stat" in files  # unreadable, as opposed to gone
+                continue
+            uid = source.owner(pid)
+            uname = source.user_name(uid) if uid is not None else None
+            if uid is not None and uname:
+                users[uid] = uname
+            out.directory(str(pid), uid, uname)
+            for name, data in files.items():
+                out.file(f"{pid}/{name}", data)
+            written += 1
+        iomem = source.read_optional("iomem")
+        if iomem is not None:
+            out.file("iomem", iomem)
+        for index, (start, end, kind) in enumerate(source.firmware_memmap() or ()):
+            for name, data in (("start", start), ("end", end), ("type", kind)):
+                out.file(f"sys/firmware/memmap/{index}/{name}", data)
+        out.file("passwd", "".join(f"{name}:x:{uid}:{uid}::/:/nonexistent\n"
+                                   for uid, name in sorted(users.items())).encode())
+        facts = dict(source.facts())
+        facts["tool"] = f"smem {__version__}"
+        facts.setdefault("epoch", str(out.now))
+        out.file("capture-info", "".join(f"{k}={v}\n" for k, v in facts.items()).encode())
+    return written, skipped

@@ -1,0 +1,41 @@
+"""Shared test helpers: where the recorded data lives, and running smem as a user would."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+REALPROC = TESTS.parents[1] / "shared" / "realproc"
+if not REALPROC.is_dir():
+    REALPROC = TESTS.parents[2] / "shared" / "realproc"
+
+
+def realproc_files(name):
+    """Every recorded file called ``name`` under ../shared/realproc (empty if absent)."""
+    if not REALPROC.is_dir():
+        return []
+    return sorted(p for p in REALPROC.rglob(name) if p.is_file())
+
+
+@pytest.fixture
+def realproc():
+    if not REALPROC.is_dir():
+        pytest.skip("../shared/realproc is not available")
+    return REALPROC
+
+
+def run_smem(*args, input=None, env=None, check=False):
+    """Run ``python -m smem ARGS`` in a clean environment (no COLUMNS/LINES), as a user would."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    environment.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "smem", *map(str, args)],
+                          input=input, capture_output=True, env=environment,
+                          stdin=None if input is not None else subprocess.DEVNULL,
+                          cwd=TESTS.parent, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"smem {args} failed ({proc.returncode}): {proc.stderr.decode()}")
+    return proc

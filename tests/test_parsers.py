@@ -1,0 +1,156 @@
+"""Each parser against distinct-value samples and every recorded /proc file of ../shared/realproc."""
+
+import pytest
+
+from conftest import FIXTURES, realproc_files
+from smem.parsers.cmdline import parse_cmdline
+from smem.parsers.meminfo import parse_meminfo
+from smem.parsers.passwd import parse_passwd
+from smem.parsers.smaps import ANONYMOUS, parse_smaps
+from smem.parsers.stat import parse_stat
+from smem.parsers.status import parse_status, status_ids, status_int
+
+DISTINCT = (FIXTURES / "parsers" / "distinct.smaps").read_bytes()
+KERNEL_ORDER = ["Size", "KernelPageSize", "MMUPageSize", "Rss", "Pss", "Pss_Dirty", "Shared_Clean",
+                "Shared_Dirty", "Private_Clean", "Private_Dirty", "Referenced", "Anonymous", "KSM",
+                "LazyFree", "AnonHugePages", "ShmemPmdMapped", "FilePmdMapped", "Shared_Hugetlb",
+                "Private_Hugetlb", "Swap", "SwapPss", "Locked"]
+
+
+def test_smaps_every_counter_under_its_own_key():
+    first = parse_smaps(DISTINCT)[0]
+    # the fixture numbers the kB counters 1, 2, 3, ... in the order the kernel prints them
+    assert list(first.counters) == KERNEL_ORDER
+    assert [first.counters[k] for k in KERNEL_ORDER] == list(range(1, len(KERNEL_ORDER) + 1))
+    assert first.attributes["THPeligible"] == "0"
+    assert first.attributes["VmFlags"] == "rd mr mw me"
+    assert first.perms == "r--p" and first.device == "fe:00"
+    assert first.end - first.start == 4096
+
+
+def test_smaps_names_keep_spaces_and_deleted():
+    maps = parse_smaps(DISTINCT)
+    assert maps[1].name == "[heap]"
+    assert maps[2].name.endswith("/odd name (deleted)")
+    assert maps[2].counters["Private_Dirty"] == 8
+
+
+def test_smaps_anonymous_and_unknown_keys():
+    data = (b"7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
+            b"Size:                  4 kB\nFutureCounter:   7 kB\nRss: 4 kB\n"
+            b"Name:\t[anon:dalvik-main space]\n")
+    (m,) = parse_smaps(data)
+    assert m.name == ANONYMOUS
+    assert m.counters == {"Size": 4, "FutureCounter": 7, "Rss": 4}
+    assert m.attributes["Name"] == "[anon:dalvik-main space]"
+
+
+def test_smaps_non_utf8_path_survives():
+    data = b"00400000-00401000 r-xp 00000000 08:01 12 /opt/caf\xe9/bin\nRss: 4 kB\n"
+    (m,) = parse_smaps(data)
+    assert m.name.encode("utf-8", "surrogateescape") == b"/opt/caf\xe9/bin"
+
+
+def test_smaps_empty_is_no_mappings():
+    assert parse_smaps(b"") == []
+
+
+@pytest.mark.parametrize("path", realproc_files("smaps") + realproc_files("smaps_rollup")
+                         + realproc_files("smaps_short") + realproc_files("smaps_rollup_from_test_cpp"),
+                         ids=str)
+def test_smaps_reads_every_recorded_kernel(path):
+    data = path.read_bytes()
+    maps = parse_smaps(data)
+    headers = sum(1 for line in data.split(b"\n")
+                  if line[:1] and line.split(b" ")[0].count(b"-") == 1 and not line.split(b" ")[0].endswith(b":"))
+    assert len(maps) == headers
+    for m in maps:
+        assert m.end >= m.start
+        assert all(isinstance(v, int) and v >= 0 for v in m.counters.values())
+        if "Rss" in m.counters and "Size" in m.counters:
+            assert m.counters["Rss"] <= m.counters["Size"]
+    if maps and "Pss" in maps[0].counters:
+        # USS never exceeds PSS, which never exceeds RSS (all in KiB, per mapping)
+        for m in maps:
+            c = m.counters
+            assert c["Private_Clean"] + c["Private_Dirty"] <= c["Pss"] + 1 <= c["Rss"] + 1
+
+
+def test_meminfo_recorded_machine():
+    info = parse_meminfo((FIXTURES / "parsers" / "meminfo-6.18").read_bytes())
+    assert info.kib["MemTotal"] > info.kib["MemFree"] > 0
+    assert "Active(anon)" in info.kib
+    assert info.counts["HugePages_Total"] >= 0
+    assert "HugePages_Total" not in info.kib
+
+
+def test_meminfo_absent_is_not_zero():
+    info = parse_meminfo(b"MemTotal:  1000 kB\nMemFree:  10 kB")  # 2.6-era, no final newline
+    assert info.kib == {"MemTotal": 1000, "MemFree": 10}
+    assert "SReclaimable" not in info.kib
+
+
+@pytest.mark.parametrize("path", realproc_files("meminfo"), ids=str)
+def test_meminfo_reads_every_recorded_kernel(path):
+    info = parse_meminfo(path.read_bytes())
+    lines = [l for l in path.read_bytes().split(b"\n") if b":" in l and l.split(b":")[1].split()]
+    assert len(info.kib) + len(info.counts) == len(lines)
+    if "MemTotal" in info.kib:
+        assert info.kib["MemTotal"] >= info.kib.get("MemFree", 0)
+
+
+def test_stat_name_with_parentheses_and_spaces():
+    st = parse_stat(b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 3 0 1 8192 2 18446744073709551615")
+    assert st.comm == "a) b (c)"
+    assert st.state == "S" and st.ppid == 1 and st.num_threads == 3
+    assert not st.is_kernel_thread
+
+
+def test_stat_kernel_thread_flag():
+    st = parse_stat(b"2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 3 0 0")
+    assert st.is_kernel_thread
+
+
+@pytest.mark.parametrize("path", realproc_files("stat"), ids=str)
+def test_stat_reads_every_recorded_kernel(path):
+    data = path.read_bytes()
+    if not data.strip() or b"(" not in data:
+        pytest.skip("system-wide /proc/stat, not a pid stat")
+    st = parse_stat(data)
+    if "semi-synthetic" not in path.parts[-4] and "prometheus" not in str(path):
+        assert st.pid == int(path.parent.name)
+    assert st.pid > 0
+    assert st.comm and st.state
+    if st.ppid == 2 or st.pid == 2:
+        assert st.is_kernel_thread or st.flags is None or st.flags & 0x00200000 == 0  # pre-2.6.27 kernels lack the flag
+
+
+def test_cmdline():
+    assert parse_cmdline(b"sleep\x0060\x00") == "sleep 60"
+    assert parse_cmdline(b"sshd: root@pts/0") == "sshd: root@pts/0"  # rewritten, no final NUL: keep every byte
+    assert parse_cmdline(b"") == ""
+    assert parse_cmdline(b"a\xff\x00").encode("utf-8", "surrogateescape") == b"a\xff"
+
+
+@pytest.mark.parametrize("path", realproc_files("cmdline"), ids=str)
+def test_cmdline_reads_every_recorded_kernel(path):
+    data = path.read_bytes()
+    text = parse_cmdline(data)
+    assert "\0" not in text
+    assert len(text.encode("utf-8", "surrogateescape")) == len(data) - data.endswith(b"\0")
+
+
+@pytest.mark.parametrize("path", realproc_files("status"), ids=str)
+def test_status_reads_every_recorded_kernel(path):
+    fields = parse_status(path.read_bytes())
+    assert "Name" in fields
+    uid = status_ids(fields, "Uid")
+    if uid is not None:
+        assert len(uid) == 4
+    if "PPid" in fields:
+        assert status_int(fields, "PPid") >= 0
+
+
+def test_passwd():
+    names = parse_passwd(b"root:x:0:0:root:/root:/bin/sh\n# comment\nbroken\ntoor:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n")
+    assert names == {0: "root", 65534: "nobody"}
