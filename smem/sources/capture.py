@@ -143,10 +143,16 @@ class ArchiveSource(_CaptureFacts, Source):
             with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
                 for member in tar:
                     self._add(member, len(raw))
+                end = tar.offset
         except tarfile.TarError as e:
             raise CaptureError(f"{name}: not a readable capture archive ({e})") from None
         except EOFError:
             raise CaptureError(f"{name}: capture archive is truncated") from None
+        # tarfile stops quietly at a cut header; what follows the last member must be
+        # nothing (C smemcap writes no end marker) or the zero blocks that end an archive.
+        if any(self._data[end:]):
+            raise CaptureError(f"{name}: capture archive is truncated or corrupt after member "
+                               f"{len(self._files)}")
         if "meminfo" not in self._files:
             raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
 

@@ -1,0 +1,168 @@
+"""Sources: archives in every layout and compression, directories and stdin give one answer;
+bad and hostile captures give one clear error line."""
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import run_smem
+
+VIEWS = [[], ["-m"], ["-u"], ["-w"], ["-c", "pid user name maps vss", "-n", "-t"]]
+
+
+@pytest.fixture(scope="module")
+def capture_tar(tmp_path_factory):
+    """A plain tar capture of this machine, made once by `smem capture`."""
+    path = tmp_path_factory.mktemp("cap") / "live.tar"
+    run_smem("capture", "--compression", "none", "-o", path, check=True)
+    return path
+
+
+def _rewrite(src, dst, rename=lambda n: n, extra=None):
+    with tarfile.open(src) as tin, tarfile.open(dst, "w", format=tarfile.GNU_FORMAT) as tout:
+        for m in tin:
+            data = tin.extractfile(m).read() if m.isreg() else None
+            m.name = rename(m.name)
+            tout.addfile(m, io.BytesIO(data) if data is not None else None)
+        for info, data in extra or ():
+            tout.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def _outputs(source, **kw):
+    out = []
+    for args in VIEWS:
+        proc = run_smem("-S", source, *args, **kw)
+        assert proc.returncode == 0, proc.stderr
+        out.append(proc.stdout)
+    return out
+
+
+def test_every_layout_and_compression_gives_the_same_report(capture_tar, tmp_path):
+    expected = _outputs(capture_tar)
+    assert b"PID" in expected[0] and expected[0].count(b"\n") > 3
+    raw = capture_tar.read_bytes()
+    variants = {
+        "c.tgz": gzip.compress(raw),
+        "c.tar.bz2": bz2.compress(raw),
+        "c.tar.xz": lzma.compress(raw),
+        "misnamed.zip": gzip.compress(raw),  # content decides, not the name
+    }
+    try:
+        import zstandard
+        variants["c.tar.zst"] = zstandard.ZstdCompressor().compress(raw)
+    except ImportError:
+        pass
+    for name, data in variants.items():
+        (tmp_path / name).write_bytes(data)
+        assert _outputs(tmp_path / name) == expected, name
+    _rewrite(capture_tar, tmp_path / "dot.tar", lambda n: "./" + n)
+    _rewrite(capture_tar, tmp_path / "proc.tar", lambda n: "proc/" + n)
+    assert _outputs(tmp_path / "dot.tar") == expected
+    assert _outputs(tmp_path / "proc.tar") == expected
+    # stdin
+    assert [run_smem("-S", "-", *a, input=gzip.compress(raw)).stdout for a in VIEWS] == expected
+    # an extracted directory, in smem 1.5's DIR/proc layout and as the bare proc files
+    for layout in ("withproc/proc", "bare"):
+        target = tmp_path / layout
+        target.mkdir(parents=True)
+        with tarfile.open(capture_tar) as t:
+            t.extractall(target, filter="fully_trusted")
+        assert _outputs(target.parent if layout.endswith("proc") else target) == expected, layout
+
+
+def test_c_smemcap_archive_matches_smem15_on_the_same_data(tmp_path):
+    if not (shutil.which("smemcap") and os.path.exists("/usr/bin/smem")):
+        pytest.skip("smemcap and smem 1.5 are not installed")
+    tar = tmp_path / "c.tar"
+    with open(tar, "wb") as f:
+        subprocess.run(["smemcap"], stdout=f, check=True)
+    (tmp_path / "d" / "proc").mkdir(parents=True)
+    subprocess.run(["tar", "xf", tar, "-C", tmp_path / "d" / "proc"], check=True)
+    # (mapping names with spaces, such as "/memfd:x (deleted)", are cut by smem 1.5: compare /usr maps)
+    for args in (["-c", "pid name command swap uss pss rss vss maps"], ["-m", "-t", "-M", "^/usr/"], ["-w"]):
+        ours = run_smem("-S", tar, *args)
+        theirs = subprocess.run(["/usr/bin/smem", "-S", tmp_path / "d", *args], capture_output=True,
+                                stdin=subprocess.DEVNULL, env={"PATH": os.environ["PATH"]})
+        assert ours.returncode == 0, ours.stderr
+        assert ours.stdout == theirs.stdout, args
+
+
+def _one_error_line(proc):
+    err = proc.stderr.decode()
+    assert proc.returncode != 0
+    assert err.count("\n") == 1 and err.startswith("smem: "), err
+    assert "Traceback" not in err
+    return err
+
+
+def test_truncated_corrupt_and_missing(capture_tar, tmp_path):
+    raw = capture_tar.read_bytes()
+    cases = {
+        "truncated.tgz": gzip.compress(raw)[: len(gzip.compress(raw)) // 2],
+        "truncated.tar": raw[: len(raw) // 3],
+        "garbage.tgz": b"\x1f\x8b" + os.urandom(4000),
+        "random.bin": os.urandom(4000),
+        "empty.tar": b"",
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        err = _one_error_line(run_smem("-S", tmp_path / name))
+        assert name in err or "capture" in err, err
+    # a capture without meminfo
+    with tarfile.open(capture_tar) as tin, tarfile.open(tmp_path / "nomem.tar", "w") as tout:
+        for m in tin:
+            if m.name != "meminfo":
+                tout.addfile(m, tin.extractfile(m) if m.isreg() else None)
+    assert "meminfo" in _one_error_line(run_smem("-S", tmp_path / "nomem.tar"))
+    assert "No such file" in _one_error_line(run_smem("-S", tmp_path / "does-not-exist.tgz"))
+    assert "meminfo" in _one_error_line(run_smem("-S", tmp_path))  # a directory that is no capture
+    assert "standard input" in _one_error_line(run_smem("-S", "-", input=b""))
+
+
+def test_hostile_members_are_ignored_and_nothing_is_written(capture_tar, tmp_path):
+    pid = next(m.name for m in tarfile.open(capture_tar) if m.isdir() and m.name.isdigit())
+    evil = []
+
+    def member(name, kind=tarfile.REGTYPE, data=b"", link=""):
+        info = tarfile.TarInfo(name)
+        info.type = kind
+        info.linkname = link
+        info.size = len(data) if kind == tarfile.REGTYPE else 0
+        evil.append((info, data if kind == tarfile.REGTYPE else None))
+
+    member("/tmp/smem-evil-abs", data=b"x")
+    member("../smem-evil-up", data=b"x")
+    member("99999/../../smem-evil-up2", data=b"x")
+    member("777777/smaps", tarfile.SYMTYPE, link="/proc/self/smaps")
+    member("777777/stat", data=b"777777 (evil) S 1 1 1 0 -1 0 0 0")
+    member("777777/cmdline", data=b"evil\0")
+    member("777778/smaps", tarfile.LNKTYPE, link=f"{pid}/smaps")
+    member("777778/cmdline", data=b"evil2\0")
+    member("777779/smaps", tarfile.FIFOTYPE)
+    _rewrite(capture_tar, tmp_path / "evil.tar", extra=evil)
+    before = set(os.listdir(tmp_path)) | set(os.listdir("/tmp"))
+    proc = run_smem("-S", tmp_path / "evil.tar", "-c", "pid command pss")
+    assert proc.returncode == 0, proc.stderr
+    assert b"evil" not in proc.stdout and b"777777" not in proc.stdout
+    assert proc.stdout == run_smem("-S", capture_tar, "-c", "pid command pss").stdout
+    assert set(os.listdir(tmp_path)) | set(os.listdir("/tmp")) == before
+    assert not os.path.exists("/tmp/smem-evil-abs") and not os.path.exists(tmp_path.parent / "smem-evil-up")
+
+
+def test_huge_member_claim_is_a_clear_error(capture_tar, tmp_path):
+    raw = bytearray(capture_tar.read_bytes())
+    info = tarfile.TarInfo("123456/smaps")
+    info.size = 1 << 40  # claims a terabyte, holds nothing
+    header = info.tobuf(format=tarfile.GNU_FORMAT)
+    end = len(raw) - 1024  # before the two zero blocks
+    data = bytes(raw[:end]) + header + b"\0" * 4096
+    (tmp_path / "huge.tar").write_bytes(data)
+    err = _one_error_line(run_smem("-S", tmp_path / "huge.tar"))
+    assert "truncated" in err or "corrupt" in err or "readable" in err
