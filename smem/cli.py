@@ -176,9 +176,10 @@ def main(argv=None):
                      standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
+    except click.UsageError as e:
+        _fail(f"{e.format_message()} (see '{e.ctx.command_path if e.ctx else 'smem'} --help')", 2)
     except click.ClickException as e:
-        e.show()
-        sys.exit(2)
+        _fail(e.format_message(), e.exit_code)
     except click.exceptions.Abort:
         sys.exit(130)
     except SmemError as e:

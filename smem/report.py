@@ -122,10 +122,16 @@ def build_table(view, rows, options, ram_kib, swap_kib, default_sort=None):
     return Table(view, columns, sort, values, [e[0] for e in entries], totals, ram_kib, swap_kib)
 
 
+# Control characters (a newline in a command line) would break the table, as in ps(1).
+_CONTROLS = {c: "?" for c in list(range(32)) + [127]}
+
+
 def format_value(column, value, options, table):
     if value is None:
         return "-"
-    if column.is_amount and value != "":
+    if isinstance(value, str):
+        return value.translate(_CONTROLS)
+    if column.is_amount:
         if options.abbreviate:
             return human(value)
         if options.percent:

@@ -1,0 +1,258 @@
+"""Every smem 1.5 bug we fix, each shown on real processes or a real capture.
+
+The processes are started here, on this machine, with the property that broke
+smem 1.5 (a name with ")", a non-UTF-8 path, an empty command line, ...); the
+report is read back through the command line, as a user would.
+"""
+
+import os
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+import uuid
+
+import pytest
+
+from conftest import run_smem
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
+
+
+class Child:
+    """A python child running ``body``; it prints READY and lives until we close its stdin."""
+
+    def __init__(self, body, argv0=None, args=()):
+        code = textwrap.dedent(body) + "\nprint('READY', flush=True)\nsys.stdin.read()\n"
+        cmd = [sys.executable, "-c", "import sys, os\n" + code, *args]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self.proc.stdout.readline()
+        assert line.strip() == b"READY", line
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def child():
+    children = []
+
+    def start(body, **kw):
+        c = Child(body, **kw)
+        children.append(c)
+        return c
+
+    yield start
+    for c in children:
+        c.stop()
+
+
+def rows(proc, pid=None):
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if pid is None:
+        return lines
+    return [l for l in lines if l.split() and l.split()[0] == str(pid)]
+
+
+def test_name_with_parenthesis_is_whole(child):
+    c = child("""
+        import ctypes
+        ctypes.CDLL(None).prctl(15, b"we) ird (x", 0, 0, 0)
+    """)
+    (line,) = rows(run_smem("-c", "pid name", "-P", "ird"), c.pid)
+    assert line.split(None, 1)[1].rstrip() == "we) ird (x"
+
+
+def test_mapping_names_with_spaces_and_deleted(child, tmp_path):
+    token = uuid.uuid4().hex[:8]
+    c = child(f"""
+        import mmap
+        path = {str(tmp_path)!r} + "/map {token} with spaces"
+        f = open(path, "w+b"); f.write(b"x" * 8192); f.flush()
+        m = mmap.mmap(f.fileno(), 8192); m[0] = 1
+        os.unlink(path)
+    """)
+    out = rows(run_smem("-m", "-M", token, "-c", "map pids"))
+    name = f"{tmp_path}/map {token} with spaces (deleted)"
+    assert any(l.startswith(name[:40]) for l in out), out
+    # the whole name is what -M sees
+    assert len(rows(run_smem("-m", "-H", "-M", r"with spaces \(deleted\)$", "-c", "pids", "-P", token))) == 1
+
+
+def test_non_utf8_command_line_and_path(child, tmp_path):
+    token = uuid.uuid4().hex[:8]
+    bad = os.fsencode(str(tmp_path)) + b"/caf\xe9-" + token.encode()
+    c = child(f"""
+        import mmap
+        f = open({bad!r}, "w+b"); f.write(b"x" * 4096); f.flush()
+        m = mmap.mmap(f.fileno(), 4096); m[0] = 1
+    """, args=[os.fsdecode(b"arg-\xff-" + token.encode())])
+    (line,) = rows(run_smem("-c", "pid command", "-a", env={"COLUMNS": "400"}), c.pid)
+    assert line.encode("utf-8", "surrogateescape").rstrip().endswith(b"arg-\xff-" + token.encode())
+    out = run_smem("-m", "-a", "-c", "map pids", "-M", token, env={"COLUMNS": "400"})
+    assert bad in out.stdout, out.stdout
+
+
+def test_kernel_threads_and_zombies_left_out_empty_cmdline_shown(child):
+    # a zombie: a child that exited and was not reaped
+    z = child("""
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+    """)
+    zombie = None
+    # the grandchild's pid was printed before READY; read it from /proc instead
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if f") Z {z.pid} " in stat:
+                zombie = int(entry)
+    assert zombie is not None
+    # a live process whose command line is empty: exec python with argc == 0, script on stdin
+    script = b"import sys, time\nprint('READY', flush=True)\ntime.sleep(60)\n"
+    empty = subprocess.Popen(
+        [sys.executable, "-c",
+         "import ctypes, sys; libc = ctypes.CDLL(None); "
+         "argv = (ctypes.c_char_p * 1)(None); "
+         f"libc.execv({os.fsencode(sys.executable)!r}, argv)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        empty.stdin.write(script)
+        empty.stdin.close()
+        assert empty.stdout.readline().strip() == b"READY"
+        cmdline = open(f"/proc/{empty.pid}/cmdline", "rb").read()
+        assert cmdline.strip(b"\0") == b""
+        proc = run_smem("-c", "pid command")
+        assert rows(proc, zombie) == []
+        assert rows(proc, 2) == []  # kthreadd
+        (line,) = rows(proc, empty.pid)
+        assert line.split()[1].startswith("[python")
+        assert b"could not be read" not in proc.stderr or b"1 process" in proc.stderr  # pid 1 may be private
+    finally:
+        empty.kill()
+        empty.wait()
+
+
+def test_wide_values_widen_their_column_only_when_needed(child, tmp_path):
+    c = child("""
+        import mmap
+        # 200 GiB of address space, nothing resident: PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        assert libc.mmap(None, 200 << 30, 0, 0x02 | 0x20 | 0x4000, -1, 0) not in (None, ctypes.c_void_p(-1).value)
+    """, args=["wide-" + uuid.uuid4().hex])
+    proc = run_smem("-c", "pid vss pss", "-P", c.proc.args[-1])
+    header, line = rows(proc)[0], rows(proc, c.pid)[0]
+    vss = line.split()[1]
+    assert int(vss) > 200 << 20 and len(vss) > 8
+    assert len(header) == len(line)  # the column grew, the table stays aligned
+    assert header.split()[1] == "VSS" and header.index("VSS") + 3 == line.index(vss) + len(vss)
+    # without such a value the layout is smem 1.5's 8 columns
+    normal = rows(run_smem("-c", "pid vss pss", "-P", "^$^"))
+    assert normal == ["  PID      VSS      PSS "]
+
+
+def test_pid_and_user_columns_widen(tmp_path):
+    cap = tmp_path / "c.tar"
+    run_smem("capture", "--compression", "none", "-o", cap, check=True)
+    big = tmp_path / "big.tar"
+    with tarfile.open(cap) as tin, tarfile.open(big, "w", format=tarfile.GNU_FORMAT) as tout:
+        for m in tin:
+            data = tin.extractfile(m) if m.isreg() else None
+            head, _, rest = m.name.partition("/")
+            if head.isdigit():
+                m.name = str(int(head) + 4000000) + ("/" + rest if rest else "")
+                m.uname = "a-very-long-user-name" if m.isdir() and m.uid == 0 else m.uname
+            tout.addfile(m, data)
+    lines = rows(run_smem("-S", big, "-c", "pid user pss"))
+    assert all(len(l) == len(lines[0]) for l in lines), lines
+    assert lines[0].startswith("    PID User                  ")
+    assert any("a-very-long-user-name " in l for l in lines)
+
+
+def test_user_view_vss_is_vss_and_avguss_works(tmp_path):
+    cap = tmp_path / "c.tgz"
+    run_smem("capture", "-o", cap, check=True)
+    per_process = rows(run_smem("-S", cap, "-H", "-c", "user vss pss", "-U", "^root$"))
+    users = rows(run_smem("-S", cap, "-H", "-u", "-c", "user vss pss", "-U", "^root$"))
+    (root,) = users
+    assert int(root.split()[1]) == sum(int(l.split()[1]) for l in per_process)
+    assert int(root.split()[2]) == sum(int(l.split()[2]) for l in per_process)
+    assert root.split()[1] != root.split()[2]
+    maps = rows(run_smem("-S", cap, "-H", "-m", "-c", "pids uss avguss"))
+    assert maps
+    for line in maps:
+        pids, uss, avguss = map(int, line.split())
+        assert avguss == uss // pids
+
+
+def test_system_view_with_realmem_is_integers_that_add_up(tmp_path):
+    for size, kib in (("1.5G", 1572864), ("64GiB", 64 << 20), ("512MB", 512 << 10),
+                      ("16g", 16 << 20), (str(32 << 30), 32 << 20), ("33554432K", 32 << 20)):
+        proc = run_smem("-w", "-t", "-R", size)
+        lines = rows(proc)
+        assert "." not in proc.stdout.decode()
+        used = [int(l[25:].split()[0]) for l in lines[1:-2]]
+        total = int(lines[-1].split()[0])
+        assert sum(used) == total
+        if kib >= int(open("/proc/meminfo").read().split()[1]):
+            assert total == kib, size
+
+
+def test_errors_are_one_line_on_stderr():
+    cases = [
+        (["-S", "/nonexistent/capture.tgz"], 1, "No such file"),
+        (["-P", "("], 2, "invalid regular expression"),
+        (["-M", "[z-a]"], 2, "invalid regular expression"),
+        (["-R", "lots"], 2, "cannot read memory size"),
+        (["--no-such-option"], 2, "no-such-option"),
+    ]
+    for args, code, text in cases:
+        proc = run_smem(*args)
+        err = proc.stderr.decode()
+        assert proc.returncode == code, (args, err)
+        assert proc.stdout == b""
+        assert text in err and "Traceback" not in err
+        assert len(err.splitlines()) == 1, err
+
+
+def test_unknown_field_goes_to_stderr_with_the_known_fields():
+    proc = run_smem("-c", "pid bogus")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert err.startswith("smem: unknown field for the process view: bogus\n")
+    for field in ("pid", "user", "name", "command", "maps", "swap", "uss", "rss", "pss", "vss"):
+        assert f"\n  {field} " in err
+    proc = run_smem("-m", "-s", "nope")
+    assert proc.returncode == 2 and "avguss" in proc.stderr.decode()
+
+
+def test_columns_with_commas():
+    out = rows(run_smem("-c", "pid,pss", "-P", "^$^"))
+    assert out == ["  PID      PSS "]
+
+
+def test_process_filter_never_matches_smem_itself(child):
+    token = uuid.uuid4().hex
+    c = child("pass", args=[token])
+    proc = run_smem("-c", "pid command", "-P", token)
+    pids = [int(l.split()[0]) for l in rows(proc)[1:]]
+    assert pids == [c.pid]
+
+
+def test_autosize_uses_the_terminal_width_not_stdin(child):
+    token = uuid.uuid4().hex
+    c = child("pass", args=[token * 3])
+    narrow = rows(run_smem("-a", "-c", "pid command", "-P", token), c.pid)[0]
+    wide = rows(run_smem("-a", "-c", "pid command", "-P", token, env={"COLUMNS": "300"}), c.pid)[0]
+    assert len(narrow) <= 80 and token * 3 not in narrow
+    assert (token * 3) in wide
