@@ -1,0 +1,282 @@
+#!/bin/sh
+# smemcap.sh - capture the /proc data smem needs, for analysis on another machine.
+#
+# For embedded targets without Python: needs only a POSIX sh (dash, busybox
+# ash) and the busybox applets cat, mkdir, rm, tar, gzip, date, uname (plus
+# chown when run as root).  mktemp, stat, getconf and hostname are used when
+# present.  Writes a gzip-compressed tar to stdout or to FILE; the layout is
+# described in docs/capture-format.md.  Run as root to capture every process.
+
+tool='smemcap.sh 1'
+prog=smemcap.sh
+
+usage() {
+	cat <<EOF
+usage: $prog [-h] [FILE]
+
+Capture /proc/meminfo, /proc/version and, for every readable process, its
+smaps, smaps_rollup, cmdline, stat and status (plus /proc/iomem,
+/sys/firmware/memmap, /etc/passwd and host details) as a gzip-compressed tar
+written to FILE, or to stdout when FILE is omitted or "-".
+Analyse it elsewhere with: smem -S FILE
+
+Run as root to include other users' processes and to record their owners.
+Temporary files go under \${TMPDIR:-/tmp} and are removed on exit.
+EOF
+}
+
+die() {
+	printf '%s: %s\n' "$prog" "$*" >&2
+	exit 1
+}
+
+case ${1-} in
+-h | --help)
+	usage
+	exit 0
+	;;
+--)
+	shift
+	;;
+-?*)
+	printf '%s: unknown option %s (try -h)\n' "$prog" "$1" >&2
+	exit 2
+	;;
+esac
+if [ $# -gt 1 ]; then
+	printf '%s: too many arguments (try -h)\n' "$prog" >&2
+	exit 2
+fi
+out=${1:--}
+
+[ -r /proc/meminfo ] && [ -d /proc/self ] ||
+	die "/proc is not mounted (cannot read /proc/meminfo)"
+
+# --- cleanup on exit and on HUP/INT/TERM ------------------------------------
+tmp=
+job=
+finished=
+created=
+
+cleanup() {
+	if [ -n "$job" ]; then
+		kill "$job" 2>/dev/null
+		wait 2>/dev/null
+		job=
+	fi
+	[ -n "$tmp" ] && rm -rf -- "$tmp"
+	tmp=
+	# A half-written capture is useless; only remove a file we created.
+	[ -z "$finished" ] && [ -n "$created" ] && rm -f -- "$out"
+}
+
+on_signal() {
+	cleanup
+	trap - EXIT "$1"
+	kill -s "$1" $$
+	exit "$2"
+}
+
+trap cleanup EXIT
+trap 'on_signal HUP 129' HUP
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+
+# --- output: open it now so an unwritable path fails before any work -------
+if [ "$out" = - ]; then
+	exec 3>&1
+else
+	[ -e "$out" ] || created=1
+	if ! (: >>"$out") 2>/dev/null; then
+		die "cannot write $out"
+	fi
+	exec 3>"$out"
+fi
+if [ -t 3 ]; then
+	die "refusing to write compressed data to a terminal (give FILE or redirect stdout)"
+fi
+
+# --- temporary directory ------------------------------------------------------
+umask 077
+base=${TMPDIR:-/tmp}
+if command -v mktemp >/dev/null 2>&1; then
+	tmp=$(mktemp -d "$base/smemcap.XXXXXX" 2>/dev/null) || tmp=
+fi
+if [ -z "$tmp" ]; then
+	i=0
+	while [ $i -lt 100 ]; do
+		# mkdir is atomic and fails on an existing name or symlink.
+		if mkdir "$base/smemcap.$$.$i" 2>/dev/null; then
+			tmp=$base/smemcap.$$.$i
+			break
+		fi
+		i=$((i + 1))
+	done
+fi
+[ -n "$tmp" ] || die "cannot create a temporary directory under $base"
+# The 0700 temp dir keeps the copies private; members get /proc-like modes.
+umask 022
+cap=$tmp/c
+mkdir "$cap" || die "cannot write to $tmp"
+
+# --- system-wide files ------------------------------------------------------
+cat /proc/meminfo >"$cap/meminfo" 2>/dev/null || die "cannot copy /proc/meminfo"
+cat /proc/version >"$cap/version" 2>/dev/null || die "cannot copy /proc/version"
+members='capture-info meminfo version'
+
+if [ -r /proc/iomem ] && cat /proc/iomem >"$cap/iomem" 2>/dev/null; then
+	members="$members iomem"
+else
+	rm -f -- "$cap/iomem"
+fi
+
+if [ -d /sys/firmware/memmap ]; then
+	for e in /sys/firmware/memmap/*; do
+		[ -d "$e" ] || continue
+		k=${e##*/}
+		d=$cap/sys/firmware/memmap/$k
+		mkdir -p "$d" || die "cannot write to $tmp"
+		for f in start end type; do
+			cat "$e/$f" >"$d/$f" 2>/dev/null || rm -f -- "$d/$f"
+		done
+	done
+	[ -d "$cap/sys" ] && members="$members sys"
+fi
+
+if [ -r /etc/passwd ] && cat /etc/passwd >"$cap/passwd" 2>/dev/null; then
+	members="$members passwd"
+else
+	rm -f -- "$cap/passwd"
+fi
+
+# --- capture-info -------------------------------------------------------------
+page_size() {
+	if command -v getconf >/dev/null 2>&1; then
+		p=$(getconf PAGESIZE 2>/dev/null)
+		case $p in '' | *[!0-9]*) ;; *)
+			echo "$p"
+			return
+			;;
+		esac
+	fi
+	# Without getconf: the first mapping's KernelPageSize is the base page
+	# size (Documentation/filesystems/proc.rst, "smaps").
+	while read -r key val unit; do
+		if [ "$key" = KernelPageSize: ] && [ "$unit" = kB ]; then
+			echo $((val * 1024))
+			return
+		fi
+	done </proc/self/smaps
+}
+
+host=$(hostname 2>/dev/null) || host=
+[ -n "$host" ] || host=$(uname -n 2>/dev/null) || host=
+[ -n "$host" ] || host=$(cat /proc/sys/kernel/hostname 2>/dev/null) || host=
+kernel=$(uname -r 2>/dev/null) || kernel=
+[ -n "$kernel" ] || kernel=$(cat /proc/sys/kernel/osrelease 2>/dev/null) || kernel=
+machine=$(uname -m 2>/dev/null) || machine=
+now=$(date -u '+%s %Y-%m-%dT%H:%M:%SZ' 2>/dev/null) || now=
+pagesize=$(page_size)
+
+# Unknown values are left out rather than written empty.
+{
+	[ -n "$host" ] && printf 'hostname=%s\n' "$host"
+	case $now in [0-9]*' '[0-9]*)
+		printf 'time=%s\n' "${now#* }"
+		printf 'epoch=%s\n' "${now%% *}"
+		;;
+	esac
+	[ -n "$pagesize" ] && printf 'pagesize=%s\n' "$pagesize"
+	[ -n "$kernel" ] && printf 'kernel=%s\n' "$kernel"
+	[ -n "$machine" ] && printf 'machine=%s\n' "$machine"
+	printf 'tool=%s\n' "$tool"
+} >"$cap/capture-info" || die "cannot write to $tmp"
+
+# --- processes ----------------------------------------------------------------
+# Owners are only recorded when we may chown, i.e. as root.
+myuid=
+while read -r key r e rest; do
+	if [ "$key" = Uid: ]; then
+		myuid=$e
+		break
+	fi
+done </proc/$$/status
+have_stat=
+command -v stat >/dev/null 2>&1 && have_stat=1
+have_rollup=
+[ -e /proc/self/smaps_rollup ] && have_rollup=1
+
+# /proc/N is owned by the task's effective uid/gid (as smem's os.stat sees
+# it); status's second Uid:/Gid: field is the effective id.
+owner() {
+	o=
+	[ -n "$have_stat" ] && o=$(stat -c '%u:%g' "/proc/$1" 2>/dev/null)
+	case $o in [0-9]*:[0-9]*)
+		echo "$o"
+		return 0
+		;;
+	esac
+	u=
+	g=
+	while read -r key r e rest; do
+		case $key in
+		Uid:) u=$e ;;
+		Gid:) g=$e ;;
+		esac
+	done <"$2/status"
+	[ -n "$u" ] && [ -n "$g" ] && echo "$u:$g"
+}
+
+# Copies one process; fails if it vanished or is unreadable.
+copy_pid() {
+	src=/proc/$1
+	dst=$cap/$1
+	cat "$src/smaps" >"$dst/smaps" 2>/dev/null || return 1
+	# Kernel threads have no mm: empty smaps, and smaps_rollup fails (ESRCH).
+	if [ -n "$have_rollup" ]; then
+		cat "$src/smaps_rollup" >"$dst/smaps_rollup" 2>/dev/null ||
+			rm -f -- "$dst/smaps_rollup"
+	fi
+	cat "$src/cmdline" >"$dst/cmdline" 2>/dev/null || return 1
+	cat "$src/stat" >"$dst/stat" 2>/dev/null || return 1
+	cat "$src/status" >"$dst/status" 2>/dev/null || return 1
+	if [ "$myuid" = 0 ]; then
+		o=$(owner "$1" "$dst") || return 1
+		chown -R "$o" "$dst" 2>/dev/null || return 1
+	fi
+	return 0
+}
+
+npids=0
+for p in /proc/[0-9]*; do
+	n=${p#/proc/}
+	case $n in *[!0-9]*) continue ;; esac
+	[ -r "$p/smaps" ] || continue
+	if ! mkdir "$cap/$n" 2>/dev/null; then
+		[ -d "$p" ] || continue
+		die "cannot write to $tmp"
+	fi
+	if copy_pid "$n"; then
+		npids=$((npids + 1))
+	else
+		rm -rf -- "${cap:?}/$n"
+	fi
+done
+[ "$npids" -gt 0 ] || die "no process could be read (is /proc mounted?)"
+
+# --- archive --------------------------------------------------------------------
+# Explicit member names (no "./" prefix).  The pipeline runs in the
+# background so a signal interrupts the wait and the trap can stop it.
+{
+	(cd "$cap" && exec tar cf - $members [0-9]*) || : >"$tmp/tar-failed"
+} | gzip -c >&3 &
+job=$!
+wait "$job"
+rc=$?
+job=
+wait
+[ "$rc" -eq 0 ] || die "writing the capture failed (gzip exit $rc)"
+[ -e "$tmp/tar-failed" ] && die "writing the capture failed (tar error)"
+exec 3>&-
+finished=1
+exit 0

@@ -1,0 +1,397 @@
+"""scripts/smemcap.sh: the POSIX sh capture tool for targets without Python.
+
+Runs the real script on this live system under dash and busybox sh (also
+with a PATH holding nothing but busybox applets, and with only the minimum
+applets so the mktemp/stat/getconf/hostname fallbacks run) and checks the
+capture against the live /proc, a process the test starts, and smem 1.5.
+"""
+
+import io
+import os
+import pwd
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "smemcap.sh"
+SMEM15 = Path("/usr/bin/smem")
+DASH = shutil.which("dash")
+BUSYBOX = shutil.which("busybox")
+# Everything the script needs when mktemp, stat, getconf and hostname are absent.
+MINIMAL_APPLETS = ("cat", "tar", "gzip", "mkdir", "rm", "chown", "date", "uname")
+
+MARKER_SIZE = 1 << 20  # bytes mapped by the target process
+NOBODY = 65534
+
+TARGET_CODE = r"""
+import ctypes, mmap, os, sys
+marker, size, uid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fd = os.memfd_create(marker)
+os.ftruncate(fd, size)
+m = mmap.mmap(fd, size)
+for off in range(0, size, mmap.PAGESIZE):
+    m[off] = 1
+if uid >= 0:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    # A uid change clears the dumpable flag, which makes /proc/N root-owned;
+    # restore it so /proc/N is owned by the new uid (PR_SET_DUMPABLE = 4).
+    ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)
+sys.stdout.write("ready\n")
+sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+def _applet_dir(root, applets):
+    root.mkdir()
+    for name in applets:
+        (root / name).symlink_to(BUSYBOX)
+    return str(root)
+
+
+def _busybox_applets():
+    out = subprocess.run([BUSYBOX, "--list"], capture_output=True, check=True, text=True).stdout
+    return out.split()
+
+
+SHELLS = [
+    pytest.param("dash", id="dash", marks=pytest.mark.skipif(DASH is None, reason="no dash")),
+    pytest.param("busybox", id="busybox", marks=pytest.mark.skipif(BUSYBOX is None, reason="no busybox")),
+    pytest.param("busybox-only", id="busybox-only-path",
+                 marks=pytest.mark.skipif(BUSYBOX is None, reason="no busybox")),
+    pytest.param("minimal", id="dash-minimal-applets",
+                 marks=pytest.mark.skipif(DASH is None or BUSYBOX is None, reason="no dash or busybox")),
+]
+
+
+@pytest.fixture(scope="module", params=SHELLS)
+def shell(request, tmp_path_factory):
+    """(argv prefix, PATH) for one way of running the script."""
+    kind = request.param
+    if kind == "dash":
+        return [DASH], os.environ["PATH"]
+    if kind == "busybox":
+        return [BUSYBOX, "sh"], os.environ["PATH"]
+    if kind == "busybox-only":
+        path = _applet_dir(tmp_path_factory.mktemp("bb") / "bin", _busybox_applets())
+        return [BUSYBOX, "sh"], path
+    path = _applet_dir(tmp_path_factory.mktemp("mini") / "bin", MINIMAL_APPLETS)
+    return [DASH], path
+
+
+def _env(path, tmpdir):
+    env = dict(os.environ, PATH=path, TMPDIR=str(tmpdir))
+    env.pop("POSIXLY_CORRECT", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory):
+    """A process that maps a named memfd; as nobody when we are root."""
+    marker = "smemcap-sh-test-%d" % os.getpid()
+    uid = NOBODY if os.geteuid() == 0 else -1
+    argv = [sys.executable, "-c", TARGET_CODE, marker, str(MARKER_SIZE), str(uid)]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        yield proc.pid, argv, marker
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _run(shell, tmpdir, *args, **kw):
+    prefix, path = shell
+    return subprocess.run(prefix + [str(SCRIPT), *args], env=_env(path, tmpdir),
+                          capture_output=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def capture(shell, target, tmp_path_factory):
+    """One capture to stdout: (completed process, TMPDIR, epoch before, epoch after)."""
+    tmpdir = tmp_path_factory.mktemp("tmpdir")
+    before = int(time.time())
+    res = _run(shell, tmpdir)
+    after = int(time.time()) + 1
+    return res, tmpdir, before, after
+
+
+@pytest.fixture(scope="module")
+def tar(capture):
+    res = capture[0]
+    assert res.returncode == 0, res.stderr
+    return tarfile.open(fileobj=io.BytesIO(res.stdout), mode="r:gz")
+
+
+def _read(tar, name):
+    return tar.extractfile(name).read()
+
+
+def _kib(text, field):
+    for line in text.splitlines():
+        if line.startswith(field + ":"):
+            value, unit = line.split()[1:3]
+            assert unit == "kB"
+            return int(value)
+    raise AssertionError("%s missing" % field)
+
+
+def test_writes_a_gzip_tar_to_stdout_and_nothing_else(capture, tar):
+    res = capture[0]
+    assert res.stdout[:2] == b"\x1f\x8b"
+    assert res.stderr == b""
+    names = tar.getnames()
+    assert names
+    assert not [n for n in names if n.startswith(("/", "./", "proc/"))]
+
+
+def test_leaves_no_temporary_files(capture):
+    assert list(capture[1].iterdir()) == []
+
+
+def test_system_files_are_copies_of_proc(tar):
+    meminfo = _read(tar, "meminfo").decode()
+    assert _kib(meminfo, "MemTotal") == _kib(Path("/proc/meminfo").read_text(), "MemTotal")
+    assert _read(tar, "version") == Path("/proc/version").read_bytes()
+    assert _read(tar, "passwd") == Path("/etc/passwd").read_bytes()
+
+
+def test_optional_system_files(tar):
+    names = set(tar.getnames())
+    if os.access("/proc/iomem", os.R_OK):
+        assert _read(tar, "iomem") == Path("/proc/iomem").read_bytes()
+    memmap = Path("/sys/firmware/memmap")
+    entries = sorted(p.name for p in memmap.iterdir()) if memmap.is_dir() else []
+    captured = sorted({n.split("/")[3] for n in names
+                       if n.startswith("sys/firmware/memmap/") and n.count("/") >= 3})
+    assert captured == entries
+    for k in entries:
+        for f in ("start", "end", "type"):
+            assert _read(tar, "sys/firmware/memmap/%s/%s" % (k, f)) == (memmap / k / f).read_bytes()
+
+
+def test_capture_info(capture, tar):
+    _, _, before, after = capture
+    info = dict(line.split("=", 1) for line in _read(tar, "capture-info").decode().splitlines())
+    assert info["tool"] == "smemcap.sh 1"
+    assert info["hostname"] == socket.gethostname()
+    assert info["kernel"] == os.uname().release
+    assert info["machine"] == os.uname().machine
+    assert int(info["pagesize"]) == os.sysconf("SC_PAGE_SIZE")
+    epoch = int(info["epoch"])
+    assert before <= epoch <= after
+    assert info["time"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def test_started_process_is_captured(tar, target):
+    pid, argv, marker = target
+    st = os.stat("/proc/%d" % pid)
+    d = tar.getmember(str(pid))
+    assert d.isdir()
+    assert (d.uid, d.gid) == (st.st_uid, st.st_gid)
+    if os.geteuid() == 0:
+        assert d.uid == NOBODY  # owner really was transferred, not just ours
+    assert _read(tar, "%d/cmdline" % pid) == b"\0".join(a.encode() for a in argv) + b"\0"
+
+    smaps = _read(tar, "%d/smaps" % pid).decode()
+    header, _, rest = smaps.partition("/memfd:%s" % marker)
+    assert rest, "memfd mapping missing from smaps"
+    start, end = header.splitlines()[-1].split()[0].split("-")
+    assert int(end, 16) - int(start, 16) == MARKER_SIZE
+    assert _kib(rest, "Size") * 1024 == MARKER_SIZE
+
+    stat = _read(tar, "%d/stat" % pid).decode()
+    comm = Path("/proc/%d/comm" % pid).read_text().rstrip("\n")
+    assert stat.startswith("%d (%s) " % (pid, comm))
+    status = _read(tar, "%d/status" % pid).decode()
+    assert "\nPid:\t%d\n" % pid in status
+
+    if Path("/proc/self/smaps_rollup").exists():
+        rollup = _read(tar, "%d/smaps_rollup" % pid).decode()
+        assert "[rollup]" in rollup.splitlines()[0]
+        assert _kib(rollup, "Rss") >= _kib(rest, "Rss") > 0
+
+
+def test_every_process_directory_is_complete(tar):
+    files = {}
+    for m in tar.getmembers():
+        first, _, rest = m.name.partition("/")
+        if first.isdigit():
+            files.setdefault(first, set())
+            if rest:
+                files[first].add(rest)
+    assert files
+    required = {"smaps", "cmdline", "stat", "status"}
+    for pid, got in files.items():
+        assert required <= got <= required | {"smaps_rollup"}, pid
+
+
+def test_kernel_threads_are_included(tar):
+    # kthreadd is pid 2 when we share the kernel's initial pid namespace.
+    try:
+        name = Path("/proc/2/status").read_text().splitlines()[0]
+    except FileNotFoundError:
+        pytest.skip("no pid 2 in this pid namespace")
+    if name != "Name:\tkthreadd":
+        pytest.skip("pid 2 is not kthreadd here")
+    assert _read(tar, "2/smaps") == b""
+    assert _read(tar, "2/status").splitlines()[0] == b"Name:\tkthreadd"
+
+
+def test_writes_to_a_file_argument(shell, target, tmp_path):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "cap.tgz"
+    res = _run(shell, tmpdir, str(out))
+    assert res.returncode == 0, res.stderr
+    assert (res.stdout, res.stderr) == (b"", b"")
+    assert list(tmpdir.iterdir()) == []
+    with tarfile.open(out, mode="r:gz") as t:
+        pid = target[0]
+        assert t.getmember(str(pid)).isdir()
+        assert t.extractfile("%d/cmdline" % pid).read().split(b"\0")[0] == target[1][0].encode()
+
+
+@pytest.mark.skipif(not SMEM15.exists(), reason="smem 1.5 not installed")
+def test_smem15_reads_the_extracted_capture(tar, target, tmp_path):
+    pid = target[0]
+    (tmp_path / "proc").mkdir()
+    kw = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+    tar.extractall(tmp_path / "proc", **kw)
+    res = subprocess.run([str(SMEM15), "-S", str(tmp_path), "-H", "-c", "pid user pss"],
+                         capture_output=True, text=True, check=True)
+    rows = {int(r.split()[0]): r.split()[1:] for r in res.stdout.splitlines()}
+    assert pid in rows
+    if os.geteuid() == 0:  # extraction kept the owner smemcap.sh recorded
+        assert rows[pid][0] == pwd.getpwuid(os.stat("/proc/%d" % pid).st_uid).pw_name
+    assert int(rows[pid][1]) > 0
+
+
+@pytest.mark.parametrize("where", ["missing-dir", "a-directory"])
+def test_unwritable_output_fails_with_one_line(shell, tmp_path, where):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "nonexistent" / "cap.tgz" if where == "missing-dir" else tmp_path
+    res = _run(shell, tmpdir, str(out))
+    assert res.returncode != 0
+    lines = res.stderr.decode().splitlines()
+    assert len(lines) == 1 and str(out) in lines[0]
+    assert res.stdout == b""
+    assert list(tmpdir.iterdir()) == []
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_help_and_bad_usage(shell, tmp_path):
+    res = _run(shell, tmp_path, "-h")
+    assert res.returncode == 0 and res.stdout.startswith(b"usage: smemcap.sh")
+    res = _run(shell, tmp_path, "--bogus")
+    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fails_without_proc(shell, tmp_path):
+    """Over an empty /proc (private mount namespace), a clear error."""
+    prefix, path = shell
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True) if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("cannot create a mount namespace")
+    cmd = 'mount -t tmpfs none /proc && exec "$@"'
+    res = subprocess.run(["unshare", "-m", "sh", "-c", cmd, "sh", *prefix, str(SCRIPT)],
+                         env=_env(path + ":" + os.environ["PATH"], tmp_path), capture_output=True)
+    assert res.returncode != 0
+    assert res.stderr.decode().splitlines() == [
+        "smemcap.sh: /proc is not mounted (cannot read /proc/meminfo)"]
+    assert res.stdout == b""
+    assert list(tmp_path.iterdir()) == []
+
+
+def _drain_to_eof(fd):
+    """Reads fd until every writer (the script, tar's gzip) has gone."""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 60)
+        assert ready, "a writer of the capture pipe is still alive"
+        if not os.read(fd, 65536):
+            return
+
+
+@pytest.mark.parametrize("phase,sig", [
+    ("copying", signal.SIGINT), ("copying", signal.SIGTERM),
+    ("writing", signal.SIGINT), ("writing", signal.SIGTERM), ("writing", signal.SIGHUP),
+], ids=lambda v: getattr(v, "name", v))
+def test_signal_removes_temporary_files(shell, target, tmp_path, phase, sig):
+    """Killed while copying /proc or while blocked on a slow sink, nothing is left behind."""
+    prefix, path = shell
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    rfd, wfd = os.pipe()
+    proc = None
+    try:
+        # A one-page pipe nobody reads: the capture cannot complete.
+        fcntl = pytest.importorskip("fcntl")
+        fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, os.sysconf("SC_PAGE_SIZE"))
+        proc = subprocess.Popen(prefix + [str(SCRIPT)], env=_env(path, tmpdir),
+                                stdout=wfd, stderr=subprocess.PIPE)
+        os.close(wfd)
+        wfd = None
+        if phase == "writing":
+            ready, _, _ = select.select([rfd], [], [], 60)
+            assert ready, "no output"
+        else:
+            while not any(tmpdir.glob("*/c/*")):
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.001)
+        proc.send_signal(sig)
+        # Nothing reads the sink yet: the script must stop its tar|gzip itself.
+        proc.wait(60)
+        _drain_to_eof(rfd)
+        assert proc.returncode == -sig  # re-raised, so callers see the signal
+        assert proc.stderr.read() == b""
+        proc.stderr.close()
+    finally:
+        os.close(rfd)
+        if wfd is not None:
+            os.close(wfd)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_vanishing_processes_are_tolerated(shell, tmp_path):
+    """Processes that exit while being copied are skipped, never fatal."""
+    prefix, path = shell
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "cap.tgz"
+    true = shutil.which("true")
+    proc = subprocess.Popen(prefix + [str(SCRIPT), str(out)], env=_env(path, tmpdir),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(200):
+        if proc.poll() is not None:
+            break
+        subprocess.run([true], check=True)
+    stdout, stderr = proc.communicate()
+    assert (proc.returncode, stdout, stderr) == (0, b"", b"")
+    assert list(tmpdir.iterdir()) == []
+    with tarfile.open(out, mode="r:gz") as t:
+        assert "meminfo" in t.getnames()
+        for m in t.getmembers():
+            if m.isdir() and m.name.isdigit():
+                for f in ("smaps", "cmdline", "stat", "status"):
+                    t.getmember("%s/%s" % (m.name, f))
+
+
+@pytest.mark.skipif(shutil.which("checkbashisms") is None, reason="checkbashisms (devscripts) not installed")
+def test_no_bashisms():
+    res = subprocess.run(["checkbashisms", "-p", "-x", str(SCRIPT)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
