@@ -1,0 +1,1 @@
+../../scripts/smemcap.sh

@@ -1,0 +1,104 @@
+"""Remote capture: a real OpenSSH server on 127.0.0.1, and captures streamed through pipes."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import run_smem, TESTS
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+needs_ssh = pytest.mark.skipif(not (os.path.exists(SSHD) and shutil.which("ssh") and shutil.which("ssh-keygen")),
+                               reason="OpenSSH server and client are not installed")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("starting sshd for the current user needs root here")
+    d = tmp_path_factory.mktemp("sshd")
+    os.chmod(d, 0o700)
+    for kind in ("host", "user"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d / kind], check=True)
+    (d / "authorized_keys").write_bytes((d / "user.pub").read_bytes())
+    os.chmod(d / "authorized_keys", 0o600)
+    os.makedirs("/run/sshd", exist_ok=True)
+    port = _free_port()
+    config = d / "sshd_config"
+    config.write_text(f"""
+Port {port}
+ListenAddress 127.0.0.1
+HostKey {d}/host
+AuthorizedKeysFile {d}/authorized_keys
+PidFile {d}/sshd.pid
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+""")
+    server = subprocess.Popen([SSHD, "-D", "-e", "-f", config], stderr=subprocess.PIPE)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    ssh = (f"ssh -i {d}/user -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no "
+           f"-o UserKnownHostsFile={d}/known_hosts -o LogLevel=ERROR")
+    yield port, ssh
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@needs_ssh
+def test_report_over_ssh_matches_a_capture_taken_by_the_script(sshd):
+    port, ssh = sshd
+    proc = run_smem("-S", f"ssh://root@127.0.0.1:{port}", "-w", "-c", "area", env={"SMEM_SSH": ssh})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == run_smem("-w", "-c", "area").stdout
+    # the process view lists sshd's own session (its command line names "sh -s -")
+    proc = run_smem("-S", f"ssh://root@127.0.0.1:{port}", "-c", "pid user command", env={"SMEM_SSH": ssh})
+    assert proc.returncode == 0, proc.stderr
+    assert b"root" in proc.stdout and b"sh -s -" in proc.stdout
+
+
+@needs_ssh
+def test_smem_capture_from_a_host_saves_a_file(sshd, tmp_path):
+    port, ssh = sshd
+    out = tmp_path / "remote.tgz"
+    proc = run_smem("capture", "--host", f"ssh://127.0.0.1:{port}", "-o", out, env={"SMEM_SSH": ssh})
+    assert proc.returncode == 0, proc.stderr
+    assert run_smem("-S", out, "-u").returncode == 0
+    assert b"root" in run_smem("-S", out, "-u").stdout
+
+
+@needs_ssh
+def test_failing_ssh_is_one_error_line(sshd):
+    port, ssh = sshd
+    closed = _free_port()
+    proc = run_smem("-S", f"ssh://127.0.0.1:{closed}", env={"SMEM_SSH": ssh})
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert err.startswith(f"smem: ssh://127.0.0.1:{closed}: ssh failed: ") and err.count("\n") == 1, err
+    for bad in ("ssh://-oProxyCommand=x", "ssh://", "ssh://host:notaport"):
+        proc = run_smem("-S", bad)
+        assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1, proc.stderr
+
+
+def test_capture_streamed_through_a_pipe(tmp_path):
+    script = TESTS.parent / "scripts" / "smemcap.sh"
+    shell = shutil.which("dash") or "sh"
+    capture = subprocess.run([shell, script], capture_output=True, check=True).stdout
+    via_pipe = run_smem("-S", "-", "-w", input=capture)
+    (tmp_path / "c.tgz").write_bytes(capture)
+    assert via_pipe.returncode == 0 and via_pipe.stdout == run_smem("-S", tmp_path / "c.tgz", "-w").stdout
