@@ -59,12 +59,14 @@ def _warn(message):
 @click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes.")
 @click.option("--pie", metavar="FIELD", help="Show a pie chart of the sort field, labelled by FIELD.")
 @click.option("--bar", metavar="FIELD", help="Show a bar chart, labelled by FIELD.")
+@click.option("-o", "--output", metavar="FILE",
+              help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
 def report(no_header, columns, totals, autosize, realmem, kernel, mappings, users, system,
            processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
-           pie, bar, source):
+           pie, bar, output, source):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
 
@@ -74,9 +76,11 @@ def report(no_header, columns, totals, autosize, realmem, kernel, mappings, user
     options = ReportOptions(
         columns=parse_columns(columns) if columns else None,
         sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
-        abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar,
+        abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar, output=output,
         ram_kib=parse_size(realmem) // 1024 if realmem else None,
     )
+    if output and not (pie or bar):
+        raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
     selected_columns(view, options)  # unknown fields fail before any /proc is read
     if options.sort:
         sort_column(view, options)

@@ -45,6 +45,7 @@ class ReportOptions:
     kernel_kib: Optional[int] = None  # -K
     pie: Optional[str] = None
     bar: Optional[str] = None
+    output: Optional[str] = None      # chart file
     terminal_columns: Optional[int] = None
     extra: dict = field(default_factory=dict)
 
@@ -97,7 +98,7 @@ def _total(column, values):
     kind = column.total
     if kind == "sum":
         present = [v for v in values if v is not None]
-        return sum(present) if present else None
+        return sum(present) if present or not values else None
     if kind == "rows":
         return len(values)
     if kind == "distinct":
