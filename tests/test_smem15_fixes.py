@@ -256,3 +256,24 @@ def test_autosize_uses_the_terminal_width_not_stdin(child):
     wide = rows(run_smem("-a", "-c", "pid command", "-P", token, env={"COLUMNS": "300"}), c.pid)[0]
     assert len(narrow) <= 80 and token * 3 not in narrow
     assert (token * 3) in wide
+
+
+def test_unreadable_processes_are_one_warning_not_silence():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run smem as another user")
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    # Python itself may live under /root: import smem as root, then become nobody.
+    become_nobody = ("import os, sys, difflib, smem.cli, smem.sources.live, pwd, grp; "
+                     "os.setgroups([]); os.setgid(65534); os.setuid(65534); "
+                     "smem.cli.main(['-c', 'pid user'])")
+    proc = subprocess.run([sys.executable, "-c", become_nobody], capture_output=True, env=env,
+                          cwd=os.path.dirname(os.path.dirname(__file__)), stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = proc.stderr.decode().splitlines()
+    others = sum(1 for e in os.listdir("/proc") if e.isdigit() and os.stat(f"/proc/{e}").st_uid != 65534
+                 and open(f"/proc/{e}/cmdline", "rb").read())
+    count = int(warning.split()[2])
+    assert warning.startswith("smem: warning: ") and "could not be read (permission denied)" in warning
+    assert "run as root" in warning
+    assert 0 < count <= others + 5  # processes may come and go between the two scans
+    assert all(l.split()[1] == "nobody" for l in proc.stdout.decode().splitlines()[1:])
