@@ -46,6 +46,8 @@ def _warn(message):
 @click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal.")
 @click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
 @click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
+@click.option("--recommend", type=click.FloatRange(min=0), is_flag=False, flag_value=0.0, default=None,
+              metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT%% headroom.")
 @click.option("-m", "--mappings", is_flag=True, help="Show mappings.")
 @click.option("-u", "--users", is_flag=True, help="Show users.")
 @click.option("-w", "--system", is_flag=True, help="Show the whole system.")
@@ -64,7 +66,7 @@ def _warn(message):
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
-def report(no_header, columns, totals, autosize, realmem, kernel, mappings, users, system,
+def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, users, system,
            processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
            pie, bar, output, source):
     """Report memory usage by process, mapping, user or for the whole system,
@@ -77,17 +79,18 @@ def report(no_header, columns, totals, autosize, realmem, kernel, mappings, user
         columns=parse_columns(columns) if columns else None,
         sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
         abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar, output=output,
-        ram_kib=parse_size(realmem) // 1024 if realmem else None,
+        realmem_bytes=parse_size(realmem) if realmem else None, kernel_path=kernel,
+        recommend=recommend,
     )
+    options.ram_kib = options.realmem_bytes // 1024 if realmem else None
     if output and not (pie or bar):
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
     selected_columns(view, options)  # unknown fields fail before any /proc is read
     if options.sort:
         sort_column(view, options)
     selection = Selection(processfilter, userfilter, mapfilter)
-    if kernel:
-        from .kernel import kernel_image_kib
-        options.kernel_kib = kernel_image_kib(kernel)
+    if recommend is not None and view.name != "system":
+        raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
     src = open_source(source)
     try:
         snapshot = load_snapshot(src, selection, with_processes=view.name != "system")

@@ -42,7 +42,9 @@ class ReportOptions:
     percent: bool = False
     numeric: bool = False
     ram_kib: Optional[int] = None     # -R, else MemTotal
-    kernel_kib: Optional[int] = None  # -K
+    realmem_bytes: Optional[int] = None  # -R as given
+    kernel_path: Optional[str] = None    # -K
+    recommend: Optional[float] = None    # --recommend headroom, percent
     pie: Optional[str] = None
     bar: Optional[str] = None
     output: Optional[str] = None      # chart file
@@ -65,6 +67,7 @@ class Table:
     totals: Optional[list]   # raw totals per column, or None
     ram_kib: Optional[int]
     swap_kib: Optional[int]
+    notes: list = field(default_factory=list)  # lines printed under the table
 
 
 def selected_columns(view, options):
@@ -198,6 +201,7 @@ def render_classic(table, options):
     if total_cells is not None:
         lines.append("-" * len(header))
         lines.append(line(total_cells))
+    lines.extend(table.notes)
     return "".join(l + "\n" for l in lines)
 
 
@@ -206,4 +210,10 @@ def make_table(snapshot, view, options):
     default_sort = "rss" if snapshot.pss_missing and view.default_sort == "pss" else None
     rows = view.rows(snapshot, options)
     ram = options.ram_kib if options.ram_kib is not None else snapshot.mem_total
-    return build_table(view, rows, options, ram, snapshot.swap_total, default_sort)
+    notes = []
+    if view.summary is not None:
+        view_ram, notes = view.summary(snapshot, options, rows)
+        ram = view_ram if view_ram is not None else ram
+    table = build_table(view, rows, options, ram, snapshot.swap_total, default_sort)
+    table.notes = notes
+    return table

@@ -56,6 +56,10 @@ class Source(abc.ABC):
         """
         return None
 
+    def boot_log(self):
+        """The kernel's boot messages (bytes), or None where they cannot be had."""
+        return None
+
     def facts(self):
         """Facts about the source's machine: hostname, time, pagesize, kernel, ...
 

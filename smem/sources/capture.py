@@ -112,6 +112,9 @@ class _CaptureFacts:
                 memmap.append(tuple(fields))
         return memmap or None
 
+    def boot_log(self):
+        return self.read_optional("dmesg")
+
     def _passwd_names(self):
         if self._passwd is None:
             data = self.read_optional("passwd")

@@ -66,6 +66,29 @@ class LiveSource(Source):
                 continue
         return memmap or None
 
+    def boot_log(self, path="/dev/kmsg"):
+        """Every record still in the kernel's log buffer (root only; Documentation/ABI/testing/dev-kmsg)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
+        records = []
+        try:
+            while True:
+                try:
+                    records.append(os.read(fd, 8192))
+                except BlockingIOError:
+                    break
+                except BrokenPipeError:
+                    continue  # a record was overwritten while we read: go on
+                except OSError:
+                    break
+                if not records[-1]:
+                    break
+        finally:
+            os.close(fd)
+        return b"\n".join(r.rstrip(b"\n") for r in records) + b"\n" if records else None
+
     def facts(self):
         uname = platform.uname()
         return {

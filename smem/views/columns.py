@@ -50,3 +50,5 @@ class View:
     default_columns: tuple
     default_sort: str
     rows: Callable  # (snapshot, options) -> list of rows
+    #: (snapshot, options, rows) -> (RAM KiB for -p or None, lines to print under the table)
+    summary: Optional[Callable] = None

@@ -15,19 +15,25 @@ They add up to RAM exactly.  A meminfo field an old kernel lacks
 (SReclaimable before 2.6.19) counts as 0 in these sums.
 """
 
-from .columns import Column, View, amount
+from ..sizing import installed_ram, kernel_image, standard_ram_size
+from ..units import human
+from .columns import Column, View, amount, text
 
 __all__ = ["SYSTEM_VIEW", "system_areas"]
 
+MEMINFO = "/proc/meminfo"
+
 
 class AreaRow:
-    __slots__ = ("order", "area", "used", "cache")
+    __slots__ = ("order", "area", "used", "cache", "source", "figure")
 
-    def __init__(self, order, area, used, cache):
+    def __init__(self, order, area, used, cache, source=MEMINFO, figure=None):
         self.order = order
         self.area = area
         self.used = used
         self.cache = cache
+        self.source = source
+        self.figure = figure  # the sizing Figure behind the row, if any
 
     @property
     def noncache(self):
@@ -56,8 +62,43 @@ def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
 
 
 def rows(snapshot, options):
-    areas = system_areas(snapshot.meminfo.kib, options.ram_kib, options.kernel_kib)
-    return [AreaRow(i, *area) for i, area in enumerate(areas)]
+    mem_total = snapshot.meminfo.kib.get("MemTotal")
+    ram = installed_ram(snapshot.source, options.realmem_bytes, mem_total)
+    kernel = kernel_image(snapshot.source, options.kernel_path)
+    areas = system_areas(snapshot.meminfo.kib, ram.kib if ram else None, kernel.kib)
+    figures = [ram, kernel, None, None, None]
+    result = []
+    for i, (area, figure) in enumerate(zip(areas, figures)):
+        source = MEMINFO
+        if figure is not None:
+            source = figure.source + (" (estimate)" if figure.estimate else "")
+            if i == 0:
+                source = "RAM from " + source
+        result.append(AreaRow(i, *area, source=source, figure=figure))
+    return result
+
+
+def summary(snapshot, options, rows):
+    """RAM (the -p base) and the lines under the table: sources smem 1.5 lacked, and --recommend."""
+    ram_figure = rows[0].figure if rows else None
+    ram = ram_figure.kib if ram_figure else sum(r.used for r in rows)
+    notes = []
+    for row in rows:
+        figure = row.figure
+        if figure is None or figure.smem15:
+            continue
+        if row.order == 0:
+            notes.append(f"{row.area}: installed RAM {human(figure.kib)} from {figure.source}")
+        else:
+            how = "estimated from" if figure.estimate else "from"
+            notes.append(f"{row.area}: {how} {figure.source}")
+    if options.recommend is not None:
+        need = sum(r.noncache for r in rows)
+        with_headroom = need + need * options.recommend // 100
+        headroom = f" (+{options.recommend:g}% headroom: {human(with_headroom)})" if options.recommend else ""
+        notes.append(f"needs {human(need)} non-reclaimable{headroom}; fits in "
+                     f"{human(standard_ram_size(with_headroom))}")
+    return ram, notes
 
 
 COLUMNS = {c.key: c for c in (
@@ -66,10 +107,11 @@ COLUMNS = {c.key: c for c in (
     amount("used", "Used", lambda r: r.used, "area in use", width=10),
     amount("cache", "Cache", lambda r: r.cache, "part of the area that is reclaimable cache", width=10),
     amount("noncache", "Noncache", lambda r: r.noncache, "part of the area that is not reclaimable", width=10),
+    text("source", "Source", lambda r: r.source, "where the figure comes from", 24),
 )}
 
 SYSTEM_VIEW = View(
     name="system", title="system memory", columns=COLUMNS,
     default_columns=("area", "used", "cache", "noncache"),
-    default_sort="order", rows=rows,
+    default_sort="order", rows=rows, summary=summary,
 )

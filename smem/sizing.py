@@ -1,0 +1,102 @@
+"""Installed RAM and the kernel image: the two figures /proc/meminfo lacks.
+
+MemTotal leaves out the kernel image and memory reserved at boot, so the
+system view needs two more figures to account for all of RAM.  smem 1.5 took
+them only from the user (-R, and -K through the ``size`` command); we take
+them, in order of preference:
+
+- installed RAM: ``-R``; the "System RAM" entries of /sys/firmware/memmap
+  (Documentation/ABI/testing/sysfs-firmware-memmap); the top-level "System
+  RAM" ranges of /proc/iomem (root only since Linux 4.15); else MemTotal,
+  as smem 1.5 did;
+- kernel image: ``-K FILE`` (an ELF vmlinux or a compressed bzImage/vmlinuz,
+  sized as Berkeley ``size`` would); the "Kernel code/rodata/data/bss" ranges
+  of /proc/iomem; the boot line "Memory: ...K kernel code, ...K rwdata, ..."
+  of the kernel log (an estimate: it is printed before the kernel frees its
+  init sections and other late changes); else unknown (0, as smem 1.5).
+
+Each figure says where it came from, so reports can say so too.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .errors import KernelImageError
+from .parsers.boot_memory_line import parse_boot_memory_line
+from .parsers.iomem import kernel_image_bytes, parse_iomem, system_ram_bytes
+from .parsers.kernel_image import kernel_image_size
+from .parsers.memmap import parse_memmap
+
+__all__ = ["Figure", "installed_ram", "kernel_image", "standard_ram_size"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    kib: int
+    source: str              # where it came from, for the footnote and the `source` column
+    estimate: bool = False
+    smem15: bool = True      # a source smem 1.5 had too (-R, -K, meminfo): no footnote then
+
+
+def _iomem(source):
+    data = source.read_optional("iomem")
+    return parse_iomem(data) if data else None
+
+
+def installed_ram(source, realmem_bytes=None, mem_total_kib=None):
+    if realmem_bytes is not None:
+        return Figure(realmem_bytes // 1024, "-R")
+    memmap = source.firmware_memmap()
+    if memmap:
+        try:
+            ram = parse_memmap(memmap)
+        except ValueError:
+            ram = None
+        if ram:
+            return Figure(ram // 1024, "/sys/firmware/memmap", smem15=False)
+    resources = _iomem(source)
+    if resources:
+        ram = system_ram_bytes(resources)
+        if ram:
+            return Figure(ram // 1024, "/proc/iomem", smem15=False)
+    if mem_total_kib is not None:
+        return Figure(mem_total_kib, "MemTotal (installed RAM unknown)")
+    return None
+
+
+def read_kernel_file(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise KernelImageError(f"cannot read kernel image {path}: {e.strerror}") from None
+
+
+def kernel_image(source, kernel_path=None):
+    if kernel_path is not None:
+        size = kernel_image_size(read_kernel_file(kernel_path))
+        return Figure(size.total // 1024, f"-K ({size.format})")
+    resources = _iomem(source)
+    if resources:
+        image = kernel_image_bytes(resources)
+        if image:
+            return Figure(image // 1024, "/proc/iomem", smem15=False)
+    log = source.boot_log()
+    line = parse_boot_memory_line(log) if log else None
+    if line:
+        parts = [line.get(k) for k in ("kernel code", "rwdata", "rodata", "bss")]
+        if line.get("data") is not None and parts[1] is None:
+            parts[1] = line["data"]  # older kernels: "...K data"
+        if any(p is not None for p in parts):
+            return Figure(sum(p or 0 for p in parts), "boot log", estimate=True, smem15=False)
+    return Figure(0, "unknown (give -K)")
+
+
+def standard_ram_size(kib):
+    """The smallest usual RAM size (2^n or 3·2^n MiB, from 16M) holding ``kib``."""
+    size = 16 << 10
+    while True:
+        for candidate in (size, size * 3 // 2):
+            if candidate >= kib and (candidate == size or candidate >= 48 << 10):
+                return candidate
+        size *= 2
