@@ -130,6 +130,14 @@ else
 	rm -f -- "$cap/iomem"
 fi
 
+# The boot line "Memory: ...K kernel code, ...K rwdata, ..." sizes the kernel image
+# when iomem cannot (dmesg needs root on most systems; absent is fine).
+if dmesg 2>/dev/null | grep 'Memory:' >"$cap/dmesg" 2>/dev/null && [ -s "$cap/dmesg" ]; then
+	members="$members dmesg"
+else
+	rm -f -- "$cap/dmesg"
+fi
+
 if [ -d /sys/firmware/memmap ]; then
 	for e in /sys/firmware/memmap/*; do
 		[ -d "$e" ] || continue

@@ -1,8 +1,8 @@
 """Writing a capture: the /proc files smem needs, from any source, into a tar.
 
 The layout (docs/capture-format.md) is C smemcap's with additions: per
-process ``status`` and ``smaps_rollup``; ``iomem`` and the firmware memory map
-for the system view; ``passwd`` lines for the users that own processes; and
+process ``status`` and ``smaps_rollup``; ``iomem``, the firmware memory map and
+the kernel's boot "Memory:" line for the system view; ``passwd`` lines for the users that own processes; and
 ``capture-info`` with the machine's facts.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
 """
@@ -72,6 +72,11 @@ def write_capture(source, fileobj, compression="gz"):
             for name, data in files.items():
                 out.file(f"{pid}/{name}", data)
             written += 1
+        log = source.boot_log()
+        if log:
+            memory = b"".join(line + b"\n" for line in log.splitlines() if b"Memory:" in line)
+            if memory:
+                out.file("dmesg", memory)
         iomem = source.read_optional("iomem")
         if iomem is not None:
             out.file("iomem", iomem)
