@@ -1,0 +1,74 @@
+"""A capture reports what the live system reports: scripts/smemcap.sh under dash and busybox,
+and `smem capture`, each compared with the live report and with smem 1.5 on the extracted capture."""
+
+import os
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import TESTS, run_smem
+from workload import forked_workers
+
+SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
+# USS and PSS are left out of the whole-process rows: the interpreter's library pages are shared
+# with whatever else runs (smem itself, the capturing shell), so both move as those come and go;
+# the workers' shared region is theirs alone, and its USS and PSS are compared exactly below.
+COLUMNS = "pid user name command maps swap rss vss"
+
+
+def _capture(how, path):
+    if how == "smem capture":
+        run_smem("capture", "-o", path, check=True)
+        return
+    shell = shutil.which(how.split()[0])
+    if shell is None:
+        pytest.skip(f"{how} is not installed")
+    subprocess.run([shell, *how.split()[1:], SCRIPT, path], check=True, stderr=subprocess.DEVNULL)
+
+
+def _rows(stdout, pids):
+    return sorted(l for l in stdout.decode("utf-8", "surrogateescape").splitlines()
+                  if l.split() and l.split()[0] in pids)
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory):
+    path = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path_factory.mktemp("s")),
+                        f"smem-roundtrip-{os.getpid()}")
+    with forked_workers(4096, 1024, 2, shared_path=path) as wl:
+        yield wl, path
+    if os.path.exists(path):
+        os.unlink(path)
+
+
+@pytest.mark.parametrize("how", ["dash", "busybox sh", "smem capture"])
+def test_capture_equals_live_and_smem15(how, workers, tmp_path):
+    wl, path = workers
+    pids = {str(p) for p in wl.pids}
+    live_before = _rows(run_smem("-c", COLUMNS).stdout, pids)
+    capture = tmp_path / "c.tgz"
+    _capture(how, capture)
+    live_after = _rows(run_smem("-c", COLUMNS).stdout, pids)
+    assert live_before == live_after, "the workers changed while we captured"
+    offline = run_smem("-S", capture, "-c", COLUMNS)
+    assert offline.returncode == 0, offline.stderr
+    assert _rows(offline.stdout, pids) == live_after
+    assert len(live_after) == len(pids)
+    # the shared region alone, in the mapping view
+    args = ["-m", "-M", path, "-c", "map count pids swap uss rss pss vss avgpss avgrss"]
+    per_process = ["-M", path, "-c", "pid uss pss rss swap"]
+    assert run_smem("-S", capture, *per_process).stdout == run_smem(*per_process).stdout
+    assert run_smem("-S", capture, *args).stdout == run_smem(*args).stdout
+    if not os.path.exists("/usr/bin/smem") or os.geteuid() != 0:
+        return
+    root = tmp_path / "x"
+    (root / "proc").mkdir(parents=True)
+    with tarfile.open(capture) as t:
+        t.extractall(root / "proc", numeric_owner=True, filter="fully_trusted")
+    theirs = subprocess.run(["/usr/bin/smem", "-S", root, "-c", COLUMNS], capture_output=True,
+                            stdin=subprocess.DEVNULL)
+    assert _rows(theirs.stdout, pids) == live_after
+    theirs_m = subprocess.run(["/usr/bin/smem", "-S", root, *args], capture_output=True, stdin=subprocess.DEVNULL)
+    assert theirs_m.stdout == run_smem("-S", capture, *args).stdout
