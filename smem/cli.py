@@ -8,10 +8,11 @@ import click
 from . import __version__
 from .errors import SmemError, UsageError
 from .model import Selection, load_snapshot
-from .report import ReportOptions, make_table, parse_columns, render_classic, selected_columns, sort_column
+from .formats import FORMATS, render
+from .report import ReportOptions, make_table, parse_columns, selected_columns, sort_column
 from .sources import open_source
 from .units import parse_size
-from .views import VIEWS
+from .views import VIEWS, needs_of
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
 
@@ -49,6 +50,12 @@ def _warn(message):
 @click.option("--recommend", type=click.FloatRange(min=0), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT%% headroom.")
 @click.option("-m", "--mappings", is_flag=True, help="Show mappings.")
+@click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name).")
+@click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name.")
+@click.option("-F", "--format", "fmt", type=click.Choice(FORMATS), default="classic", metavar="FORMAT",
+              help="Output format: classic (default), json, csv, openmetrics, or a table style "
+                   "(simple, github, grid, markdown, rst, html, ...). json and csv carry raw KiB "
+                   "(-k/-p only if given); openmetrics always bytes.")
 @click.option("-u", "--users", is_flag=True, help="Show users.")
 @click.option("-w", "--system", is_flag=True, help="Show the whole system.")
 @click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line).")
@@ -66,7 +73,8 @@ def _warn(message):
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
-def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, users, system,
+def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, group_by_name, group,
+           fmt, users, system,
            processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
            pie, bar, output, source):
     """Report memory usage by process, mapping, user or for the whole system,
@@ -74,26 +82,28 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
 
     Also: smem capture --help (write a capture of this or a remote machine).
     """
-    view = VIEWS["mapping" if mappings else "user" if users else "system" if system else "process"]
+    group = group or ("name" if group_by_name else None)
+    view = VIEWS["mapping" if mappings else "user" if users else "system" if system
+                 else "program" if group else "process"]
     options = ReportOptions(
         columns=parse_columns(columns) if columns else None,
         sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
         abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar, output=output,
         realmem_bytes=parse_size(realmem) if realmem else None, kernel_path=kernel,
-        recommend=recommend,
+        recommend=recommend, format=fmt,
     )
     options.ram_kib = options.realmem_bytes // 1024 if realmem else None
     if output and not (pie or bar):
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
-    selected_columns(view, options)  # unknown fields fail before any /proc is read
-    if options.sort:
-        sort_column(view, options)
+    columns = selected_columns(view, options)  # unknown fields fail before any /proc is read
+    columns.append(sort_column(view, options))
     selection = Selection(processfilter, userfilter, mapfilter)
     if recommend is not None and view.name != "system":
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
     src = open_source(source)
     try:
-        snapshot = load_snapshot(src, selection, with_processes=view.name != "system")
+        snapshot = load_snapshot(src, selection, with_processes=view.name != "system",
+                                 needs=needs_of(view, columns))
     finally:
         src.close()
     for reason, count in sorted(snapshot.unreadable.items()):
@@ -106,7 +116,7 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
         from .charts import show_chart
         show_chart(table, options, snapshot)
         return
-    _write(render_classic(table, options))
+    _write(render(snapshot, view, options, table))
 
 
 @click.command(context_settings=CONTEXT)

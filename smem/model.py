@@ -19,8 +19,9 @@ from .parsers.cmdline import parse_cmdline
 from .parsers.meminfo import parse_meminfo
 from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
+from .parsers.status import parse_status
 
-__all__ = ["Process", "Snapshot", "Selection", "load_snapshot", "uss_of"]
+__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of"]
 
 _GONE = (errno.ENOENT, errno.ESRCH, errno.ENOTDIR)
 
@@ -35,11 +36,17 @@ def uss_of(counters):
 
 
 class Process:
-    """One process: identity, owner and the mappings that passed the map filter."""
+    """One process: identity, owner, and the memory data the report asked for.
 
-    __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "_totals")
+    ``mappings`` is the list of mappings that passed the map filter, or None
+    where only the kernel's rollup (smaps_rollup) was read; ``rollup`` holds
+    those counters when read; ``status`` the parsed /proc/PID/status when read.
+    """
 
-    def __init__(self, pid, name, cmdline, uid, user, stat, mappings):
+    __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
+                 "status", "_totals")
+
+    def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
         self.name = name          # comm, from stat; "?" if unknown
         self.cmdline = cmdline    # arguments joined by spaces; "?" if unknown
@@ -47,19 +54,38 @@ class Process:
         self.user = user          # user name, str(uid), or "?"
         self.stat = stat          # PidStat or None
         self.mappings = mappings
+        self.rollup = None
+        self.status = None
         self._totals = None
 
     @property
     def totals(self):
-        """Every smaps counter summed over the mappings (KiB); absent keys stay absent."""
+        """Every smaps counter summed over the mappings (KiB); absent keys stay absent.
+
+        Without mappings, the kernel's own rollup of them.
+        """
         if self._totals is None:
-            totals = {}
-            get = totals.get
-            for m in self.mappings:
-                for key, value in m.counters.items():
-                    totals[key] = get(key, 0) + value
-            self._totals = totals
+            if self.mappings is None:
+                self._totals = dict(self.rollup or {})
+            else:
+                totals = {}
+                get = totals.get
+                for m in self.mappings:
+                    for key, value in m.counters.items():
+                        totals[key] = get(key, 0) + value
+                self._totals = totals
         return self._totals
+
+    @property
+    def has_memory(self):
+        """Whether the process maps anything (kernel threads and zombies do not)."""
+        if self.mappings is not None:
+            return bool(self.mappings)
+        return bool(self.rollup)
+
+    @property
+    def map_count(self):
+        return len(self.mappings) if self.mappings is not None else None
 
     @property
     def command(self):
@@ -67,7 +93,22 @@ class Process:
         return self.cmdline if self.cmdline else f"[{self.name}]"
 
     def __repr__(self):
-        return f"Process({self.pid}, {self.name!r}, {len(self.mappings)} maps)"
+        return f"Process({self.pid}, {self.name!r})"
+
+
+class Needs:
+    """What a report needs read per process, beyond identity (cmdline, stat, owner).
+
+    ``mappings``: the per-mapping smaps (mapping view, map counts, VSS, -M);
+    without it the kernel's smaps_rollup is enough where the source prefers it.
+    ``rollup``: smaps_rollup too (its Pss_Anon/File/Shmem split);
+    ``status``: /proc/PID/status (RssAnon/RssFile/RssShmem, threads).
+    """
+
+    def __init__(self, mappings=True, rollup=False, status=False):
+        self.mappings = mappings
+        self.rollup = rollup
+        self.status = status
 
 
 class Selection:
@@ -136,45 +177,88 @@ def _user_name(source, uid, cache):
     return name
 
 
-def load_snapshot(source, selection=None, *, with_processes=True):
+def load_snapshot(source, selection=None, *, with_processes=True, needs=None, threads=None):
     """Read every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
     Kernel threads and zombies (empty cmdline, and stat says so) are left out
     without reading their smaps; a process whose smaps is empty is kept with
-    no mappings (views drop it).
+    no mappings (views drop it).  Live processes are read by a few threads:
+    the kernel builds smaps in the read() system call, which runs without the
+    GIL, so reads overlap.
     """
     selection = selection or Selection()
+    needs = needs or Needs()
+    if selection.mapping is not None:
+        needs.mappings = True
     meminfo = read_meminfo(source)
     own_pid = os.getpid() if source.is_live else None
     names = {}
+    pids = source.pids() if with_processes else []
+
+    def one(pid):
+        try:
+            return _load_memory(source, pid, selection, own_pid, names, needs)
+        except ProcessGone:
+            return None
+        except ProcessUnreadable as e:
+            return e
+
+    if source.is_live and len(pids) > 1 and (threads or 0) != 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=threads or default_threads()) as pool:
+            results = list(pool.map(one, pids, chunksize=8))
+    else:
+        results = [one(pid) for pid in pids]
     processes = []
     unreadable = {}
     pss_missing = False
-    for pid in source.pids() if with_processes else ():
-        try:
-            process = _load_process(source, pid, selection, own_pid, names)
-            if process is None:
-                continue
-            data = _read_process_file(source, pid, "smaps")
-        except ProcessGone:
+    for result in results:
+        if result is None:
             continue
-        except ProcessUnreadable as e:
-            unreadable[e.reason] = unreadable.get(e.reason, 0) + 1
+        if isinstance(result, ProcessUnreadable):
+            unreadable[result.reason] = unreadable.get(result.reason, 0) + 1
             continue
+        process, had_pss = result
+        pss_missing = pss_missing or not had_pss
+        processes.append(process)
+    return Snapshot(source, processes, meminfo, unreadable, pss_missing)
+
+
+def default_threads():
+    """Two readers per CPU, at most 8: enough to keep the kernel busy on every core."""
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+
+def _load_memory(source, pid, selection, own_pid, names, needs):
+    """(Process, whether its smaps had Pss) or None if it is not to be reported."""
+    process = _load_process(source, pid, selection, own_pid, names)
+    if process is None:
+        return None
+    had_pss = True
+    rollup_totals = not needs.mappings and source.prefer_rollup
+    if needs.rollup or rollup_totals:
+        raw = source.read_optional(f"{pid}/smaps_rollup")
         try:
-            mappings = parse_smaps(data)
+            parsed = parse_smaps(raw) if raw else []
         except ValueError:
-            unreadable["malformed smaps"] = unreadable.get("malformed smaps", 0) + 1
-            continue
+            parsed = []
+        process.rollup = parsed[0].counters if parsed else None
+    if not rollup_totals or process.rollup is None:
+        try:
+            mappings = parse_smaps(_read_process_file(source, pid, "smaps"))
+        except ValueError:
+            raise ProcessUnreadable(pid, "malformed smaps") from None
         if mappings and "Pss" not in mappings[0].counters:
-            pss_missing = True
+            had_pss = False
         if selection.mapping is not None:
             search = selection.mapping.search
             mappings = [m for m in mappings if search(m.name)]
         process.mappings = mappings
-        processes.append(process)
-    return Snapshot(source, processes, meminfo, unreadable, pss_missing)
+    if needs.status:
+        raw = source.read_optional(f"{pid}/status")
+        process.status = parse_status(raw) if raw else None
+    return process, had_pss
 
 
 def _load_process(source, pid, selection, own_pid, names):
@@ -205,4 +289,4 @@ def _load_process(source, pid, selection, own_pid, names):
     user = _user_name(source, uid, names)
     if selection.user is not None and not selection.user.search(user):
         return None
-    return Process(pid, name, cmdline, uid, user, stat, [])
+    return Process(pid, name, cmdline, uid, user, stat)

@@ -49,6 +49,7 @@ class ReportOptions:
     bar: Optional[str] = None
     output: Optional[str] = None      # chart file
     terminal_columns: Optional[int] = None
+    format: str = "classic"
     extra: dict = field(default_factory=dict)
 
 
@@ -63,6 +64,7 @@ class Table:
     columns: list            # Column objects, in display order
     sort: object             # the Column sorted on
     values: list             # one list of raw values per row, sorted
+    rows: list               # the row objects, in the same order
     sort_values: list        # the raw sort value of each row, same order
     totals: Optional[list]   # raw totals per column, or None
     ram_kib: Optional[int]
@@ -71,7 +73,10 @@ class Table:
 
 
 def selected_columns(view, options):
-    keys = list(options.columns) if options.columns else list(view.default_columns)
+    if options.columns == ["all"]:
+        keys = list(view.columns)
+    else:
+        keys = list(options.columns) if options.columns else list(view.default_columns)
     for chart in (options.pie, options.bar):
         if chart:
             keys.append(chart)
@@ -116,14 +121,15 @@ def build_table(view, rows, options, ram_kib, swap_kib, default_sort=None):
     entries = []
     for row in rows:
         values = [c.getter(row) for c in columns]
-        entries.append((sort.getter(row), values))
+        entries.append((sort.getter(row), values, row))
     entries.sort(key=lambda e: (_order(e[0]), tuple(_order(v) for v in e[1])),
                  reverse=options.reverse)
     values = [e[1] for e in entries]
     totals = None
     if options.totals:
         totals = [_total(c, [v[i] for v in values]) for i, c in enumerate(columns)]
-    return Table(view, columns, sort, values, [e[0] for e in entries], totals, ram_kib, swap_kib)
+    return Table(view, columns, sort, values, [e[2] for e in entries], [e[0] for e in entries],
+                 totals, ram_kib, swap_kib)
 
 
 # Control characters (a newline in a command line) would break the table, as in ps(1).

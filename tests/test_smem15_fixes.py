@@ -100,9 +100,12 @@ def test_non_utf8_command_line_and_path(child, tmp_path):
 def test_kernel_threads_and_zombies_left_out_empty_cmdline_shown(child):
     # a zombie: a child that exited and was not reaped
     z = child("""
+        import time
         pid = os.fork()
         if pid == 0:
             os._exit(0)
+        while ") Z " not in open(f"/proc/{pid}/stat").read():
+            time.sleep(0.01)  # READY only once the child is a zombie
     """)
     zombie = None
     # the grandchild's pid was printed before READY; read it from /proc instead
@@ -264,7 +267,7 @@ def test_unreadable_processes_are_one_warning_not_silence():
         pytest.skip("needs root to run smem as another user")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     # Python itself may live under /root: import smem as root, then become nobody.
-    become_nobody = ("import os, sys, difflib, smem.cli, smem.sources.live, pwd, grp; "
+    become_nobody = ("import os, sys, difflib, concurrent.futures, smem.cli, smem.formats, pwd, grp; "
                      "os.setgroups([]); os.setgid(65534); os.setuid(65534); "
                      "smem.cli.main(['-c', 'pid user'])")
     proc = subprocess.run([sys.executable, "-c", become_nobody], capture_output=True, env=env,

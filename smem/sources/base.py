@@ -17,6 +17,10 @@ class Source(abc.ABC):
     #: True for the machine we run on (our own pid is then meaningful).
     is_live = False
 
+    #: Whether smaps_rollup may stand in for smaps when no per-mapping data is
+    #: needed.  Captures say no: their reports stay those of smem 1.5.
+    prefer_rollup = False
+
     #: Short human description, e.g. "live system" or "capture foo.tgz".
     description = ""
 

@@ -24,20 +24,21 @@ class Column:
     is_amount: bool = False     # KiB: formatted by -k / -p
     percent_of: str = "ram"     # "ram" or "swap", for -p
     total: Optional[str] = None  # "sum", "rows", "distinct" or None (blank)
+    needs: frozenset = frozenset()  # what must be read per process: "mappings", "rollup", "status"
 
 
-def amount(key, header, getter, help, width=8, percent_of="ram"):
+def amount(key, header, getter, help, width=8, percent_of="ram", needs=()):
     return Column(key, header, getter, help, width=width, is_amount=True,
-                  percent_of=percent_of, total="sum")
+                  percent_of=percent_of, total="sum", needs=frozenset(needs))
 
 
-def count(key, header, getter, help, width=5, total="sum"):
-    return Column(key, header, getter, help, width=width, total=total)
+def count(key, header, getter, help, width=5, total="sum", needs=()):
+    return Column(key, header, getter, help, width=width, total=total, needs=frozenset(needs))
 
 
-def text(key, header, getter, help, width, truncate=False, total=None, align="<"):
+def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=()):
     return Column(key, header, getter, help, width=width, align=align,
-                  truncate=truncate, total=total)
+                  truncate=truncate, total=total, needs=frozenset(needs))
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,5 @@ class View:
     rows: Callable  # (snapshot, options) -> list of rows
     #: (snapshot, options, rows) -> (RAM KiB for -p or None, lines to print under the table)
     summary: Optional[Callable] = None
+    #: the view reads per-mapping smaps whatever its columns (the mapping view)
+    needs: frozenset = frozenset()

@@ -1,33 +1,43 @@
 """The mapping view (-m): one row per mapping name, summed over processes."""
 
-from ..model import uss_of
+from ..accounting import pss_split_of_mappings
 from .columns import View, amount, count, text
+from .memory import memory_columns
 
 __all__ = ["MAPPING_VIEW"]
 
 
 class MappingRow:
-    __slots__ = ("name", "count", "pids", "totals")
+    __slots__ = ("name", "count", "pids", "totals", "mappings", "_split")
 
     def __init__(self, name):
         self.name = name
         self.count = 0   # mappings with this name
         self.pids = 0    # processes that map it
         self.totals = {}
+        self.mappings = []
+        self._split = False
 
     def average(self, value):
         return None if value is None else value // self.pids
+
+    @property
+    def split(self):
+        if self._split is False:
+            self._split = pss_split_of_mappings(self.mappings)
+        return self._split
 
 
 def rows(snapshot, options):
     by_name = {}
     for process in snapshot.processes:
         seen = set()
-        for m in process.mappings:
+        for m in process.mappings or ():
             row = by_name.get(m.name)
             if row is None:
                 row = by_name[m.name] = MappingRow(m.name)
             row.count += 1
+            row.mappings.append(m)
             if m.name not in seen:
                 seen.add(m.name)
                 row.pids += 1
@@ -37,26 +47,29 @@ def rows(snapshot, options):
     return list(by_name.values())
 
 
-def _total(key):
-    return lambda r: r.totals.get(key)
+def _memory():
+    columns = memory_columns(lambda r: r.totals, lambda r: r.split)
+    pss = next(c for c in columns if c.key == "pss")
+    uss = next(c for c in columns if c.key == "uss")
+    rss = next(c for c in columns if c.key == "rss")
+    index = next(i for i, c in enumerate(columns) if c.key == "vss") + 1
+    averages = [
+        amount("avgpss", "AVGPSS", lambda r: r.average(pss.getter(r)), "average PSS per process"),
+        amount("avguss", "AVGUSS", lambda r: r.average(uss.getter(r)), "average USS per process"),
+        amount("avgrss", "AVGRSS", lambda r: r.average(rss.getter(r)), "average RSS per process"),
+    ]
+    return columns[:index] + averages + columns[index:]
 
 
 COLUMNS = {c.key: c for c in (
     text("map", "Map", lambda r: r.name, "mapping name", 40, truncate=True, total="rows"),
     count("count", "Count", lambda r: r.count, "number of mappings with this name"),
     count("pids", "PIDs", lambda r: r.pids, "number of processes mapping it"),
-    amount("swap", "Swap", _total("Swap"), "swap space used (ignoring sharing)", percent_of="swap"),
-    amount("uss", "USS", lambda r: uss_of(r.totals), "unique set size"),
-    amount("rss", "RSS", _total("Rss"), "resident set size (ignoring sharing)"),
-    amount("pss", "PSS", _total("Pss"), "proportional set size (shared pages divided among their users)"),
-    amount("vss", "VSS", _total("Size"), "virtual set size (all virtual memory mapped)"),
-    amount("avgpss", "AVGPSS", lambda r: r.average(r.totals.get("Pss")), "average PSS per process"),
-    amount("avguss", "AVGUSS", lambda r: r.average(uss_of(r.totals)), "average USS per process"),
-    amount("avgrss", "AVGRSS", lambda r: r.average(r.totals.get("Rss")), "average RSS per process"),
+    *_memory(),
 )}
 
 MAPPING_VIEW = View(
     name="mapping", title="mappings", columns=COLUMNS,
     default_columns=("map", "pids", "avgpss", "pss"),
-    default_sort="pss", rows=rows,
+    default_sort="pss", rows=rows, needs=frozenset({"mappings"}),
 )

@@ -1,27 +1,56 @@
 """The process view (the default): one row per process with memory mapped."""
 
-from ..model import uss_of
-from .columns import View, amount, count, text
+from ..accounting import pss_split_of_mappings
+from ..parsers.status import status_kib
+from .columns import View, count, text
+from .memory import memory_columns
 
-__all__ = ["PROCESS_VIEW"]
+__all__ = ["PROCESS_VIEW", "process_split", "process_status"]
+
+_ROLLUP_SPLIT = ("Pss_Anon", "Pss_File", "Pss_Shmem")
+
+
+def process_split(process):
+    """(anon, file, shmem) PSS: the kernel's rollup where it has it, else estimated per mapping."""
+    rollup = process.rollup
+    if rollup and all(k in rollup for k in _ROLLUP_SPLIT):
+        return tuple(rollup[k] for k in _ROLLUP_SPLIT)
+    if process.mappings is not None:
+        return pss_split_of_mappings(process.mappings)
+    return None
+
+
+def process_status(process, field):
+    return status_kib(process.status, field) if process.status is not None else None
 
 
 class ProcessRow:
-    __slots__ = ("process", "user")
+    __slots__ = ("process", "user", "_split")
 
     def __init__(self, process, user):
         self.process = process
         self.user = user
+        self._split = False
+
+    @property
+    def split(self):
+        if self._split is False:
+            self._split = process_split(self.process)
+        return self._split
 
 
-def _total(key):
-    return lambda r: r.process.totals.get(key)
+def user_label(process, numeric):
+    if numeric:
+        return process.uid if process.uid is not None else "?"
+    return process.user
 
 
 def rows(snapshot, options):
-    numeric = options.numeric
-    return [ProcessRow(p, (p.uid if p.uid is not None else "?") if numeric else p.user)
-            for p in snapshot.processes if p.mappings]
+    return [ProcessRow(p, user_label(p, options.numeric)) for p in snapshot.processes if p.has_memory]
+
+
+def _stat(field):
+    return lambda r: getattr(r.process.stat, field) if r.process.stat is not None else None
 
 
 COLUMNS = {c.key: c for c in (
@@ -29,12 +58,12 @@ COLUMNS = {c.key: c for c in (
     text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct"),
     text("name", "Name", lambda r: r.process.name, "process name (from stat)", 24, truncate=True),
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
-    count("maps", "Maps", lambda r: len(r.process.mappings), "number of mappings"),
-    amount("swap", "Swap", _total("Swap"), "swap space used (ignoring sharing)", percent_of="swap"),
-    amount("uss", "USS", lambda r: uss_of(r.process.totals), "unique set size: memory only this process maps"),
-    amount("rss", "RSS", _total("Rss"), "resident set size (ignoring sharing)"),
-    amount("pss", "PSS", _total("Pss"), "proportional set size (shared pages divided among their users)"),
-    amount("vss", "VSS", _total("Size"), "virtual set size (all virtual memory mapped)"),
+    count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
+    *memory_columns(lambda r: r.process.totals, lambda r: r.split,
+                    lambda r, field: process_status(r.process, field), split_needs={"rollup"}),
+    count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None),
+    text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1),
+    count("threads", "Threads", _stat("num_threads"), "number of threads", width=7),
 )}
 
 PROCESS_VIEW = View(

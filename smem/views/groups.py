@@ -1,0 +1,93 @@
+"""Views that add processes up by a key: the user view (-u) and the program view (--group name).
+
+A group's counters are the sums of its processes' (so its USS is the sum of
+their USS: a page shared only within the group is in nobody's USS; exact
+accounting with pagemap is what tells that apart).
+"""
+
+from ..parsers.status import status_kib
+from .columns import View, count, text
+from .memory import memory_columns
+from .process import process_split, user_label
+
+__all__ = ["USER_VIEW", "PROGRAM_VIEW", "GroupRow", "group_rows"]
+
+_STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
+
+
+class GroupRow:
+    __slots__ = ("key", "label", "count", "totals", "split", "status", "processes")
+
+    def __init__(self, key, label):
+        self.key = key
+        self.label = label
+        self.count = 0
+        self.totals = {}
+        self.split = None
+        self.status = {}
+        self.processes = []
+
+    def add(self, process):
+        self.count += 1
+        self.processes.append(process)
+        totals = self.totals
+        for key, value in process.totals.items():
+            totals[key] = totals.get(key, 0) + value
+        split = process_split(process)
+        if split is not None:
+            self.split = split if self.split is None else tuple(a + b for a, b in zip(self.split, split))
+        if process.status is not None:
+            for field in _STATUS_FIELDS:
+                value = status_kib(process.status, field)
+                if value is not None:
+                    self.status[field] = self.status.get(field, 0) + value
+
+
+def group_rows(snapshot, key, label):
+    groups = {}
+    for process in snapshot.processes:
+        if not process.has_memory:
+            continue
+        k = key(process)
+        row = groups.get(k)
+        if row is None:
+            row = groups[k] = GroupRow(k, label(process))
+        row.add(process)
+    return list(groups.values())
+
+
+def _memory():
+    return memory_columns(lambda r: r.totals, lambda r: r.split,
+                          lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"})
+
+
+def user_rows(snapshot, options):
+    return group_rows(snapshot, lambda p: p.uid, lambda p: user_label(p, options.numeric))
+
+
+USER_VIEW = View(
+    name="user", title="users",
+    columns={c.key: c for c in (
+        text("user", "User", lambda r: r.label, "user name or ID", 8),
+        count("count", "Count", lambda r: r.count, "number of processes"),
+        *_memory(),
+    )},
+    default_columns=("user", "count", "swap", "uss", "pss", "rss"),
+    default_sort="pss", rows=user_rows,
+)
+
+
+def program_rows(snapshot, options):
+    return group_rows(snapshot, lambda p: p.name, lambda p: p.name)
+
+
+PROGRAM_VIEW = View(
+    name="program", title="programs",
+    columns={c.key: c for c in (
+        text("name", "Name", lambda r: r.label, "program name (from stat)", 24, truncate=True, total="rows"),
+        count("count", "Count", lambda r: r.count, "number of processes"),
+        *_memory(),
+    )},
+    default_columns=("name", "count", "swap", "uss", "pss", "rss"),
+    default_sort="pss", rows=program_rows,
+)

@@ -1,0 +1,75 @@
+"""The memory columns every row-of-memory view shares (process, mapping, user, program).
+
+Each view passes how to get a row's summed smaps counters, its PSS split and,
+where it has one, its /proc/PID/status; the columns are then the same
+everywhere, with the same help, so -c, -s, -t, -p, -k and the formats treat
+them alike.
+"""
+
+from ..accounting import sum_of
+from ..model import uss_of
+from .columns import amount
+
+__all__ = ["memory_columns", "CLASSIC", "EXTRA"]
+
+
+def _counter(totals_of, key):
+    return lambda r: totals_of(r).get(key)
+
+
+def _sum(totals_of, *keys):
+    return lambda r: sum_of(totals_of(r), *keys)
+
+
+def _split(split_of, index):
+    def get(r):
+        split = split_of(r)
+        return None if split is None else split[index]
+    return get
+
+
+def _wide(key, header, getter, help, **kw):
+    return amount(key, header, getter, help, width=max(8, len(header)), **kw)
+
+
+def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs=frozenset()):
+    """The classic amounts (swap uss rss pss vss) and the newer counters, in known-fields order."""
+    columns = [
+        amount("swap", "Swap", _counter(totals_of, "Swap"), "swap space used (ignoring sharing)",
+               percent_of="swap"),
+        amount("uss", "USS", lambda r: uss_of(totals_of(r)), "unique set size: memory only this maps"),
+        amount("rss", "RSS", _counter(totals_of, "Rss"), "resident set size (ignoring sharing)"),
+        amount("pss", "PSS", _counter(totals_of, "Pss"),
+               "proportional set size (shared pages divided among their users)"),
+    ]
+    if vss:
+        columns.append(amount("vss", "VSS", _counter(totals_of, "Size"),
+                              "virtual set size (all virtual memory mapped)", needs={"mappings"}))
+    columns += [
+        _wide("swappss", "SwapPSS", _counter(totals_of, "SwapPss"),
+              "proportional swap: swap shared by N counts 1/N (Linux 4.3+)", percent_of="swap"),
+        _wide("pss_anon", "PSS_Anon", _split(split_of, 0),
+              "PSS of anonymous pages (smaps_rollup; else estimated per mapping)", needs=split_needs),
+        _wide("pss_file", "PSS_File", _split(split_of, 1),
+              "PSS of file pages (smaps_rollup; else estimated per mapping)", needs=split_needs),
+        _wide("pss_shmem", "PSS_Shmem", _split(split_of, 2),
+              "PSS of shared memory (smaps_rollup; else estimated per mapping)", needs=split_needs),
+        _wide("pss_dirty", "PSS_Dirty", _counter(totals_of, "Pss_Dirty"), "PSS of dirty pages (Linux 6.0+)"),
+        _wide("dirty", "Dirty", _sum(totals_of, "Shared_Dirty", "Private_Dirty"),
+              "dirty pages, shared and private (ignoring sharing)"),
+        _wide("anon", "Anon", _counter(totals_of, "Anonymous"), "anonymous pages (ignoring sharing)"),
+        _wide("referenced", "Referenced", _counter(totals_of, "Referenced"),
+              "pages recently referenced (ignoring sharing)"),
+        _wide("locked", "Locked", _counter(totals_of, "Locked"), "pages locked in memory (mlock)"),
+        _wide("thp", "THP", _sum(totals_of, "AnonHugePages", "ShmemPmdMapped", "FilePmdMapped"),
+              "transparent huge pages: anonymous, shmem and file"),
+        _wide("hugetlb", "HugeTLB", _sum(totals_of, "Shared_Hugetlb", "Private_Hugetlb"),
+              "hugetlbfs pages, shared and private"),
+    ]
+    if status_of is not None:
+        for key, header, field, what in (("rss_anon", "RSS_Anon", "RssAnon", "anonymous"),
+                                         ("rss_file", "RSS_File", "RssFile", "file"),
+                                         ("rss_shmem", "RSS_Shmem", "RssShmem", "shared memory")):
+            columns.append(_wide(key, header, (lambda f: lambda r: status_of(r, f))(field),
+                                 f"resident {what} pages, from status (Linux 4.5+)", needs={"status"}))
+    return columns
