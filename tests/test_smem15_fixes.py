@@ -267,7 +267,7 @@ def test_unreadable_processes_are_one_warning_not_silence():
         pytest.skip("needs root to run smem as another user")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     # Python itself may live under /root: import smem as root, then become nobody.
-    become_nobody = ("import os, sys, difflib, concurrent.futures, smem.cli, smem.formats, pwd, grp; "
+    become_nobody = ("import os, sys, difflib, concurrent.futures.thread, smem.cli, smem.formats, pwd, grp; "
                      "os.setgroups([]); os.setgid(65534); os.setuid(65534); "
                      "smem.cli.main(['-c', 'pid user'])")
     proc = subprocess.run([sys.executable, "-c", become_nobody], capture_output=True, env=env,
