@@ -1,0 +1,334 @@
+"""Charts (--pie, --bar): drawn from a recorded capture through the command line, files read back.
+
+The expected labels come from the same capture's classic report (``-c "name
+pss"`` and friends), never from a list typed here.  Rendering runs the real
+command line in this process (``smem.cli.main``, what ``python -m smem``
+calls) so that matplotlib is imported once; the errors and the import check
+run ``python -m smem`` as a user would, to see the exit status and stderr.
+"""
+
+import re
+import shutil
+import tarfile
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import FIXTURES, REALPROC, run_smem
+
+matplotlib = pytest.importorskip("matplotlib")
+
+from smem.charts import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E402
+from smem.cli import main  # noqa: E402
+from smem.model import load_snapshot  # noqa: E402
+from smem.report import ReportOptions, make_table  # noqa: E402
+from smem.sources import open_source  # noqa: E402
+from smem.views import VIEWS  # noqa: E402
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+
+# view -> (option, label field, the view's memory measure for the pie)
+VIEW_ARGS = {
+    "process": ([], "name", "pss"),
+    "user": (["-u"], "user", "pss"),
+    "mapping": (["-m"], "map", "pss"),
+    "system": (["-w"], "area", "used"),
+}
+if "program" in VIEWS:  # -g: processes grouped by program name
+    VIEW_ARGS["program"] = (["-g"], "name", "pss")
+PROCESS_ROWS = ("process", "user", "program")
+
+
+def smem(capsys, *args, source=CAPTURE):
+    """Run the command line in-process: (exit status, stdout, stderr)."""
+    with pytest.raises(SystemExit) as exit:
+        main(["-S", str(source), *map(str, args)])
+    out, err = capsys.readouterr()
+    return exit.value.code or 0, out, err
+
+
+def classic(capsys, *args):
+    """Rows of the classic report (header dropped), split on whitespace."""
+    code, out, err = smem(capsys, "-H", *args)
+    assert code == 0, err
+    return [line.split() for line in out.splitlines()]
+
+
+def svg_texts(path):
+    """Every string drawn in an SVG chart (labels are <text>, svg.fonttype none)."""
+    root = ET.parse(path).getroot()
+    return {"".join(e.itertext()).strip() for e in root.iter() if e.tag.endswith("}text")}
+
+
+def check_png(path):
+    from matplotlib.image import imread
+    import numpy
+    pixels = imread(path)
+    assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 200
+    colours = numpy.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)
+    assert len(colours) > 8, "the chart is blank"
+
+
+def check_pdf(path):
+    data = path.read_bytes()
+    assert data.startswith(b"%PDF-")
+    assert data.rstrip().endswith(b"%%EOF")
+    assert len(re.findall(rb"/Type\s*/Page\b", data)) >= 1
+
+
+def expected_slices(capsys, view):
+    """(RAM for -R, labels that must be slices, labels small enough to fold) from the classic report.
+
+    -R is twice the memory the rows use, so that "unused" is half the pie and the
+    biggest rows get slices of their own whatever the capture machine's RAM.
+    """
+    option, label, measure = VIEW_ARGS[view]
+    rows = classic(capsys, *option, "-c", f"{measure} {label}")
+    # (-w prints notes under the table: they do not start with a number.)
+    values = [(int(r[0]), " ".join(r[1:])) for r in rows if r[0].isdigit()]
+    ram = 2 * sum(v for v, _ in values) if view in PROCESS_ROWS else sum(v for v, _ in values)
+    # The classic report cuts names to the column width: only whole ones can be compared.
+    width = VIEWS[view].columns[label].width
+    big = [name for value, name in values if value >= FOLD_TOGETHER * ram and len(name) < width]
+    small = [name for value, name in values if 0 < value < FOLD_EACH * ram]
+    return ram, big, small
+
+
+@pytest.mark.parametrize("view", list(VIEW_ARGS))
+def test_pie_in_every_format(view, capsys, tmp_path):
+    option, label, _ = VIEW_ARGS[view]
+    ram, big, small = expected_slices(capsys, view)
+    assert big, "the capture has no row big enough to check"
+    ram_option = ["-R", f"{ram}K"] if view in PROCESS_ROWS else []
+    for fmt in ("png", "svg", "pdf"):
+        out = tmp_path / f"pie.{fmt}"
+        code, stdout, err = smem(capsys, *option, *ram_option, "--pie", label, "-o", out)
+        assert (code, stdout, err) == (0, "", "")
+        assert out.stat().st_size > 1000
+    check_png(tmp_path / "pie.png")
+    check_pdf(tmp_path / "pie.pdf")
+    texts = svg_texts(tmp_path / "pie.svg")
+    for name in big:
+        assert name in texts, (name, sorted(texts))
+    # unused only where RAM minus the rows means something; -w areas are never folded.
+    assert ("unused" in texts) == (view in PROCESS_ROWS)
+    if view != "system" and len(small) >= 2:
+        assert "other" in texts
+    if view == "system":
+        assert "other" not in texts
+    assert any(t.startswith(VIEWS[view].title.capitalize() + ":") for t in texts)
+    assert any(t.startswith("capture faithful.tar.gz") for t in texts)
+
+
+@pytest.mark.parametrize("view", list(VIEW_ARGS))
+def test_bar_in_every_format(view, capsys, tmp_path):
+    option, label, measure = VIEW_ARGS[view]
+    view_obj = VIEWS[view]
+    amounts = [view_obj.columns[k] for k in view_obj.default_columns if view_obj.columns[k].is_amount]
+    rows = classic(capsys, *option, "-c", f"{measure} {label}")
+    width = view_obj.columns[label].width
+    names = {" ".join(r[1:]) for r in rows if r[0].isdigit() and len(" ".join(r[1:])) < width}
+    for fmt in ("png", "svg", "pdf"):
+        out = tmp_path / f"bar.{fmt}"
+        code, stdout, err = smem(capsys, *option, "--bar", label, "-o", out)
+        assert (code, stdout, err) == (0, "", "")
+    check_png(tmp_path / "bar.png")
+    check_pdf(tmp_path / "bar.pdf")
+    texts = svg_texts(tmp_path / "bar.svg")
+    assert names and names <= texts, names - texts
+    assert {c.header for c in amounts} <= texts    # the legend: one series per memory column
+    assert "memory (KiB)" in texts                  # the axis, in the unit of the classic table
+
+
+def test_bar_axis_follows_k_and_p(capsys, tmp_path):
+    columns = ["-c", "uss pss rss name"]
+    raw = classic(capsys, *columns)
+    human = classic(capsys, *columns, "-k")
+    # The largest amount and how -k writes it: its suffix is the axis unit.
+    cells = [(int(v), h) for r, rk in zip(raw, human) for v, h in zip(r[:3], rk[:3])]
+    suffix = max(cells)[1][-1]
+    labels = {}
+    for flag in ("", "-k", "-p"):
+        out = tmp_path / f"bar{flag}.svg"
+        code, _, err = smem(capsys, *columns, *([flag] if flag else []), "--bar", "name", "-o", out)
+        assert code == 0, err
+        labels[flag] = {t for t in svg_texts(out) if t.startswith(("memory", "%"))}
+    assert labels[""] == {"memory (KiB)"}
+    assert labels["-k"] == {f"memory ({suffix}iB)"}
+    assert labels["-p"] == {"% of RAM"}
+    out = tmp_path / "swap.svg"
+    assert smem(capsys, "-c", "name swap pss", "-p", "--bar", "name", "-o", out)[0] == 0
+    assert "% of RAM (Swap: % of swap)" in svg_texts(out)
+
+
+def test_other_formats_from_the_canvas(capsys, tmp_path):
+    from matplotlib.figure import Figure
+    supported = Figure().canvas.get_supported_filetypes()
+    magic = {"eps": b"%!PS-Adobe", "ps": b"%!PS-Adobe", "jpg": b"\xff\xd8\xff",
+             "tif": (b"II*\x00", b"MM\x00*"), "webp": b"RIFF"}
+    for fmt, start in magic.items():
+        if fmt not in supported:
+            continue
+        out = tmp_path / f"pie.{fmt}"
+        code, _, err = smem(capsys, "--pie", "name", "-o", out)
+        assert code == 0, err
+        assert out.read_bytes().startswith(start), fmt
+
+
+def _one_error_line(proc):
+    assert proc.returncode != 0
+    assert proc.stdout == b""
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("smem: "), lines
+    assert "Traceback" not in lines[0]
+    return lines[0]
+
+
+def test_unknown_extension_lists_the_supported_ones(tmp_path):
+    out = tmp_path / "chart.xyz"
+    line = _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", out))
+    assert "xyz" in line
+    for fmt in ("png", "svg", "pdf"):
+        assert fmt in line
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_no_display_and_no_output_says_how_to_save(monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    for chart in ("--pie", "--bar"):
+        proc = run_smem("-S", CAPTURE, chart, "name")
+        assert proc.returncode == 2
+        assert "-o" in _one_error_line(proc)
+
+
+def test_empty_result_is_nothing_to_chart(tmp_path):
+    out = tmp_path / "empty.png"
+    for chart in ("--pie", "--bar"):
+        proc = run_smem("-S", CAPTURE, "-P", "^no-such-process-here$", chart, "name", "-o", out)
+        assert "nothing to chart" in _one_error_line(proc)
+        assert not out.exists()
+
+
+def test_text_reports_do_not_import_matplotlib(tmp_path):
+    text = run_smem("-S", CAPTURE, "-c", "pid", env={"PYTHONPROFILEIMPORTTIME": "1"}, check=True)
+    assert b"smem.report" in text.stderr and b"matplotlib" not in text.stderr
+    chart = run_smem("-S", CAPTURE, "--pie", "name", "-o", tmp_path / "p.png",
+                     env={"PYTHONPROFILEIMPORTTIME": "1"}, check=True)
+    assert b"matplotlib" in chart.stderr  # the check above can see it
+
+
+# The chart data, from the same capture, through the functions the command line calls.
+
+def chart_table(view="process", **options):
+    options = ReportOptions(**options)
+    source = open_source(str(CAPTURE))
+    try:
+        snapshot = load_snapshot(source, with_processes=view != "system")
+    finally:
+        source.close()
+    return make_table(snapshot, VIEWS[view], options), options, snapshot
+
+
+def test_pie_folds_small_slices_as_smem15_and_fills_ram_with_unused(capsys):
+    ram, _, _ = expected_slices(capsys, "process")
+    table, options, snapshot = chart_table(pie="name", ram_kib=ram)
+    pie = pie_data(table, options, snapshot)
+    pss = sorted(v for v in table.sort_values)
+    # smem 1.5: the smallest go into "other" while together under 2%, or each under 0.5%.
+    other = 0
+    while pss and (other + pss[0] < FOLD_TOGETHER * ram or pss[0] < FOLD_EACH * ram):
+        other += pss.pop(0)
+    assert pie.labels[0] == "unused" and pie.labels[-1] == "other"
+    assert pie.values[-1] == other
+    assert sorted(pie.values[1:-1]) == pss
+    assert sum(pie.values) == ram   # unused + the rows are all of RAM
+    # Largest first, as smem 1.5 draws them; -r flips the order.
+    assert pie.values[1:-1] == sorted(pss, reverse=True)
+    table, options, snapshot = chart_table(pie="name", ram_kib=ram, reverse=True)
+    assert pie_data(table, options, snapshot).values[1:-1] == sorted(pss)
+
+
+@pytest.mark.parametrize("view,sort,unused", [
+    ("process", "uss", True), ("process", "rss", False), ("process", "vss", False),
+    ("process", "swap", False), ("user", "pss", True), ("mapping", "pss", False),
+])
+def test_unused_only_for_fields_that_count_each_page_once(view, sort, unused):
+    label = VIEW_ARGS[view][1]
+    table, options, snapshot = chart_table(view, pie=label, sort=sort, ram_kib=10 ** 9)
+    pie = pie_data(table, options, snapshot)
+    assert ("unused" in pie.labels) == unused
+    if not unused:
+        # The pie is the rows: nothing is added, nothing lost in the folding.
+        assert sum(pie.values) == sum(v for v in table.sort_values if v)
+
+
+def test_system_pie_is_the_areas_and_adds_up_to_ram():
+    table, options, snapshot = chart_table("system", pie="area")
+    pie = pie_data(table, options, snapshot)
+    used = {row[-1]: row[table.columns.index(table.view.columns["used"])] for row in table.values}
+    assert dict(zip(pie.labels, pie.values)) == {k: v for k, v in used.items() if v > 0}
+    assert sum(pie.values) == sum(v for v in used.values() if v > 0)
+
+
+def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
+    table, options, snapshot = chart_table(pie="name", sort="name", columns=["pid", "name"])
+    pie = pie_data(table, options, snapshot)
+    pss = {int(pid): int(value) for pid, value in classic(capsys, "-c", "pid pss")}
+    pids = [row[0] for row in table.values]
+    assert "unused" in pie.labels and any("slices show PSS" in n for n in pie.notes)
+    assert sum(pie.values) == snapshot.mem_total
+    assert sum(pss[p] for p in pids) == sum(v for v, k in zip(pie.values, pie.kinds) if k != "unused")
+    code, _, err = smem(capsys, "-s", "name", "-c", "pid name", "--pie", "name", "-o", tmp_path / "p.svg")
+    assert code == 0, err
+
+
+def test_bar_order_and_columns_follow_s_r_c():
+    table, options, snapshot = chart_table(bar="name", columns=["name", "rss", "uss", "maps"], sort="rss")
+    bars = bar_data(table, options, snapshot)
+    assert bars.series == ["RSS", "USS"]   # memory columns only, in -c order
+    assert bars.values[0] == sorted(bars.values[0], reverse=True)
+    table, options, snapshot = chart_table(bar="name", columns=["name", "rss", "uss"], sort="rss",
+                                           reverse=True)
+    reversed_bars = bar_data(table, options, snapshot)
+    assert reversed_bars.values[0] == bars.values[0][::-1]
+    assert reversed_bars.labels == bars.labels[::-1]
+
+
+def test_long_labels_are_cut_with_an_ellipsis():
+    table, options, snapshot = chart_table(bar="command", columns=["pss"])
+    bars = bar_data(table, options, snapshot)
+    commands = [row[-1] for row in table.values][::-1]
+    long = [(c, label) for c, label in zip(commands, bars.labels) if len(c) > 40]
+    assert long, "the capture has no long command line"
+    for command, label in long:
+        assert len(label) == 40 and label.endswith("\u2026") and command.startswith(label[:-1])
+
+
+def test_absent_values_are_missing_not_zero(capsys, tmp_path):
+    """A 2.6.2x kernel's smaps has no Pss and no Swap: they show as n/a, never as 0."""
+    old = REALPROC / "hikvision-dvr-arm-2.6-nopss" / "proc"
+    if not old.is_dir():
+        pytest.skip("../shared/realproc is not available")
+    # The device's own proc dump has no meminfo: borrow the capture's.
+    proc = tmp_path / "capture" / "proc"
+    shutil.copytree(old, proc)
+    with tarfile.open(CAPTURE) as tar:
+        member = next(m for m in tar.getmembers() if m.name.rstrip("/").endswith("meminfo"))
+        (proc / "meminfo").write_bytes(tar.extractfile(member).read())
+    source = tmp_path / "capture"
+    out = tmp_path / "bar.svg"
+    code, _, err = smem(capsys, "-c", "swap pss rss", "--bar", "name", "-o", out, source=source)
+    assert code == 0
+    texts = svg_texts(out)
+    assert "n/a" in texts and any("absent" in t for t in texts)
+    # The pie falls back to RSS (no PSS), as the classic report sorts by it.
+    out = tmp_path / "pie.svg"
+    code, _, err = smem(capsys, "--pie", "name", "-o", out, source=source)
+    assert code == 0
+    assert any(t.startswith("Processes: RSS by name") for t in svg_texts(out))
+    # A pie of PSS alone has nothing to draw: an error, not a pie of zeros.
+    code, _, err = smem(capsys, "-s", "pss", "--pie", "name", "-o", tmp_path / "x.svg", source=source)
+    assert code == 1 and "PSS" in err
+    assert err.splitlines()[-1].startswith("smem: nothing to chart: ")   # after the no-PSS warning
+    assert not (tmp_path / "x.svg").exists()
