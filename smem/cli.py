@@ -48,7 +48,7 @@ def _warn(message):
 @click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
 @click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0), is_flag=False, flag_value=0.0, default=None,
-              metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT%% headroom.")
+              metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
 @click.option("-m", "--mappings", is_flag=True, help="Show mappings.")
 @click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name).")
 @click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name.")

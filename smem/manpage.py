@@ -1,0 +1,75 @@
+"""smem(1), generated from the command line itself so that it cannot drift.
+
+``python -m smem.manpage > docs/smem.1`` rewrites the committed page; a test
+regenerates it and compares.
+"""
+
+import inspect
+
+import click
+
+from . import __version__
+from .cli import EPILOG, capture, report
+
+__all__ = ["manpage"]
+
+
+def _roff(text):
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    return "\n".join(("\\&" + line) if line.startswith((".", "'")) else line for line in text.splitlines())
+
+
+def _options(command, ctx):
+    lines = []
+    for param in command.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        names, help_text = record
+        lines += [".TP", f"\\fB{_roff(names)}\\fR", _roff(help_text)]
+    return lines
+
+
+def manpage():
+    ctx = click.Context(report, info_name="smem")
+    capture_ctx = click.Context(capture, info_name="smem capture")
+    paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(report.help).split("\n\n")]
+    description = "\n.PP\n".join(_roff(p) for p in paragraphs)
+    examples, _, exits = EPILOG.replace("\b\n", "").partition("Exit status:")
+    lines = [
+        f'.TH SMEM 1 "" "smem {__version__}" "User Commands"',
+        ".SH NAME",
+        "smem \\- report memory usage with shared memory divided proportionally",
+        ".SH SYNOPSIS",
+        "\\fBsmem\\fR [\\fIOPTIONS\\fR]",
+        ".br",
+        "\\fBsmem capture\\fR [\\fIOPTIONS\\fR]",
+        ".SH DESCRIPTION",
+        description,
+        ".PP",
+        "USS (unique set size) is the memory only a process maps; PSS (proportional set size) adds",
+        "its share of each shared page; RSS counts shared pages in full; VSS is all it maps.",
+        ".SH OPTIONS",
+        *_options(report, ctx),
+        ".SH CAPTURE",
+        _roff(" ".join(capture.help.split())),
+        *_options(capture, capture_ctx),
+        ".SH EXAMPLES",
+        ".nf",
+        _roff(examples.replace("Examples:", "").strip("\n")),
+        ".fi",
+        ".SH EXIT STATUS",
+        _roff(" ".join(exits.split())),
+        ".SH ENVIRONMENT",
+        ".TP", "\\fBCOLUMNS\\fR", "Terminal width for \\fB\\-a\\fR (else the terminal's, else 80).",
+        ".TP", "\\fBSMEM_SSH\\fR", "The ssh command for \\fBssh://\\fR sources (default \\fBssh\\fR).",
+        ".TP", "\\fB_SMEM_COMPLETE\\fR",
+        "Shell completion: \\fBeval \"$(_SMEM_COMPLETE=bash_source smem)\"\\fR (or zsh_source, fish_source).",
+        ".SH SEE ALSO",
+        "\\fBps\\fR(1), \\fBtop\\fR(1), \\fBproc\\fR(5)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(manpage(), end="")

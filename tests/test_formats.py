@@ -1,0 +1,131 @@
+"""Output for programs and people: json, csv, openmetrics and table formats read back and compared
+with the classic table on the same capture; the man page; quiet broken pipes."""
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, TESTS, run_smem
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+
+
+def classic_rows(*args):
+    proc = run_smem("-S", CAPTURE, "-H", *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.decode().splitlines()
+
+
+def test_json_rows_are_the_classic_rows_as_raw_integers():
+    cols = "pid user swap uss pss rss vss maps"
+    doc = json.loads(run_smem("-S", CAPTURE, "-F", "json", "-c", cols, "-t").stdout)
+    assert doc["view"] == "process" and doc["units"] == {"amounts": "KiB"}
+    assert doc["source"]["hostname"] and doc["source"]["pagesize"] == "4096"
+    assert [c["key"] for c in doc["columns"]] == cols.split()
+    classic = [l.split() for l in classic_rows("-c", cols)]
+    assert [[str(r[k]) for k in cols.split()] for r in doc["rows"]] == classic
+    totals = classic_rows("-c", cols, "-t")[-1].split()
+    assert [str(doc["totals"][k]) for k in cols.split()] == totals
+    # -k asked for: the strings the table shows
+    human = json.loads(run_smem("-S", CAPTURE, "-F", "json", "-c", "pid pss", "-k").stdout)
+    assert [r["pss"] for r in human["rows"]] == [l.split()[1] for l in classic_rows("-c", "pid pss", "-k")]
+
+
+def test_csv_reads_back_with_the_csv_module():
+    cols = "pid user command uss pss"
+    text = run_smem("-S", CAPTURE, "-F", "csv", "-c", cols).stdout.decode()
+    assert "\r\n" in text  # RFC 4180 line ends
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == cols.split()
+    by_pid = {r[0]: r for r in rows[1:]}
+    for line in classic_rows("-c", cols):
+        f = line.split()
+        r = by_pid[f[0]]
+        assert (r[1], r[3], r[4]) == (f[1], f[-2], f[-1])
+        assert r[2].startswith(line[15:42].rstrip())  # the full command, where the table cuts it
+    long = [r for r in rows[1:] if len(r[2]) > 1000]
+    assert long, "the capture holds a command line over 1000 characters"
+
+
+def test_openmetrics_parses_and_matches():
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    text = run_smem("-S", CAPTURE, "-F", "openmetrics").stdout.decode()
+    families = {f.name: f for f in parser.text_string_to_metric_families(text)}
+    pss = {s.labels["pid"]: s.value for s in families["smem_process_pss_bytes"].samples}
+    assert families["smem_process_pss_bytes"].unit == "bytes" and families["smem_process_pss_bytes"].type == "gauge"
+    for line in classic_rows("-c", "pid pss"):
+        pid, value = line.split()
+        assert pss[pid] == int(value) * 1024
+    users = {s.labels["user"]: s.value for s in families["smem_user_pss_bytes"].samples}
+    for line in classic_rows("-u", "-c", "user pss"):
+        user, value = line.split()
+        assert users[user] == int(value) * 1024
+    areas = {s.labels["area"]: s.value for s in families["smem_system_used_bytes"].samples}
+    assert "free memory" in areas and len(areas) == 5
+    # also valid for the classic Prometheus text parser (node_exporter's textfile collector)
+    from prometheus_client.parser import text_string_to_metric_families
+    assert any(f.name.startswith("smem_process_pss") for f in text_string_to_metric_families(text))
+
+
+@pytest.mark.parametrize("fmt", ["simple", "github", "grid", "markdown", "rst", "psql"])
+def test_table_formats_hold_the_classic_cells(fmt):
+    out = run_smem("-S", CAPTURE, "-F", fmt, "-c", "pid user pss", "-k", "-t").stdout.decode()
+    for line in classic_rows("-c", "pid user pss", "-k"):
+        pid, user, pss = line.split()
+        assert any(pid in l and user in l and pss in l for l in out.splitlines()), (fmt, line)
+
+
+def test_html_is_a_table():
+    out = run_smem("-S", CAPTURE, "-F", "html", "-c", "pid pss").stdout.decode()
+    assert out.startswith("<table>") and out.count("<tr>") == len(classic_rows("-c", "pid pss")) + 1
+
+
+def test_group_by_program_adds_up_the_processes():
+    # names may hold spaces ("odd näme"): the name column is 24 wide
+    groups = {l[:24].rstrip(): l[25:].split() for l in classic_rows("-g", "-c", "name count uss pss rss")}
+    procs = [[l[:24].rstrip()] + l[25:].split() for l in classic_rows("-c", "name uss pss rss")]
+    for name, (count, uss, pss, rss) in groups.items():
+        mine = [p for p in procs if p[0] == name]
+        assert int(count) == len(mine), name
+        assert int(pss) == sum(int(p[2]) for p in mine)
+        assert int(uss) == sum(int(p[1]) for p in mine)
+    assert int(groups["smem-shm-c"][0]) == 4  # the shm server's four clients
+    assert classic_rows("--group", "name") == classic_rows("-g")
+
+
+def test_all_columns():
+    out = run_smem("-S", CAPTURE, "-c", "all", "-P", "smem-swapped").stdout.decode().splitlines()
+    for header in ("PID", "Maps", "SwapPSS", "PSS_Anon", "Referenced", "HugeTLB", "RSS_Anon", "PPID", "Threads"):
+        assert header in out[0]
+
+
+def test_broken_pipe_is_quiet():
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    pipeline = subprocess.run(f"{sys.executable} -m smem -S {CAPTURE} -m -c 'map pss' | head -1",
+                              shell=True, capture_output=True, cwd=TESTS.parent, env=env)
+    assert pipeline.stdout.startswith(b"Map") and pipeline.stdout.count(b"\n") == 1
+    assert pipeline.stderr == b""
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "-S", CAPTURE, "-m"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=TESTS.parent, env=env)
+    proc.stdout.close()  # nobody reads
+    assert proc.wait(timeout=60) == 0 and proc.stderr.read() == b""
+
+
+def test_man_page_is_generated_from_the_cli():
+    committed = (TESTS.parent / "docs" / "smem.1").read_text()
+    fresh = subprocess.run([sys.executable, "-m", "smem.manpage"], capture_output=True, text=True,
+                           cwd=TESTS.parent, check=True).stdout
+    assert fresh == committed, "docs/smem.1 is stale: python -m smem.manpage > docs/smem.1"
+    for option in ("--no-header", "--format", "--recommend", "--pie", "--group", "--source"):
+        assert option.replace("-", "\\-") in committed
+
+
+def test_help_has_examples_and_exit_codes():
+    out = run_smem("--help").stdout.decode()
+    assert "Examples:" in out and "Exit status:" in out and "smem -t -k" in out
+    assert run_smem("capture", "--help").returncode == 0
