@@ -1,0 +1,107 @@
+"""Parser for /proc/PID/pagemap (Documentation/admin-guide/mm/pagemap.rst).
+
+pagemap holds one 64-bit little-endian entry per virtual page of the process,
+at offset ``vaddr // PAGE_SIZE * 8``::
+
+    bits 0-54   page frame number (PFN) if present
+    bits 0-4    swap type if swapped
+    bits 5-54   swap offset if swapped
+    bit  55     pte is soft-dirty
+    bit  56     page exclusively mapped (since 4.2)
+    bit  57     pte is uffd-wp write-protected (since 5.13)
+    bit  58     pte is a guard region (since 6.15)
+    bits 59-60  zero
+    bit  61     page is file-page or shared-anon (since 3.5)
+    bit  62     page swapped
+    bit  63     page present
+
+Since Linux 4.0 only CAP_SYS_ADMIN sees PFNs: 4.0 and 4.1 refuse the open,
+4.2 and later return the entry with bits 0-54 zeroed.  The functions below
+are vectorised over the numpy array :func:`parse_pagemap` returns; a field
+is only meaningful where its condition holds (``pfn`` where ``present``,
+``swap_type``/``swap_offset`` where ``swapped``).
+"""
+
+import numpy as np
+
+__all__ = [
+    "ENTRY_SIZE", "PFN_MASK", "PRESENT", "SWAPPED", "FILE_SHARED", "EXCLUSIVE",
+    "SOFT_DIRTY", "UFFD_WP", "GUARD",
+    "parse_pagemap", "present", "swapped", "file_shared", "exclusive", "soft_dirty",
+    "pfn", "swap_entry", "swap_type", "swap_offset",
+]
+
+ENTRY_SIZE = 8
+
+PFN_MASK = np.uint64((1 << 55) - 1)
+SOFT_DIRTY = np.uint64(1 << 55)
+EXCLUSIVE = np.uint64(1 << 56)
+UFFD_WP = np.uint64(1 << 57)
+GUARD = np.uint64(1 << 58)
+FILE_SHARED = np.uint64(1 << 61)
+SWAPPED = np.uint64(1 << 62)
+PRESENT = np.uint64(1 << 63)
+
+_SWAP_TYPE_MASK = np.uint64(0x1F)
+_SWAP_OFFSET_SHIFT = np.uint64(5)
+_SWAP_OFFSET_MASK = np.uint64((1 << 50) - 1)
+
+
+def parse_pagemap(data):
+    """The entries in ``data`` (bytes of pagemap) as a native ``uint64`` array.
+
+    ``data`` must be whole entries (a multiple of 8 bytes); anything else is
+    a truncated read and raises ``ValueError``.
+    """
+    if len(data) % ENTRY_SIZE:
+        raise ValueError(f"pagemap data of {len(data)} bytes is not a whole number of entries")
+    return np.frombuffer(data, dtype="<u8").astype(np.uint64, copy=False)
+
+
+def _bit(entries, bit):
+    return (entries & bit) != 0
+
+
+def present(entries):
+    """Bool array: the page is in RAM (bit 63)."""
+    return _bit(entries, PRESENT)
+
+
+def swapped(entries):
+    """Bool array: the page is swapped out (bit 62)."""
+    return _bit(entries, SWAPPED)
+
+
+def file_shared(entries):
+    """Bool array: a file page or shared anonymous page (bit 61)."""
+    return _bit(entries, FILE_SHARED)
+
+
+def exclusive(entries):
+    """Bool array: the page is mapped exclusively by this process (bit 56, Linux 4.2+)."""
+    return _bit(entries, EXCLUSIVE)
+
+
+def soft_dirty(entries):
+    """Bool array: the pte is soft-dirty (bit 55, Documentation/admin-guide/mm/soft-dirty.rst)."""
+    return _bit(entries, SOFT_DIRTY)
+
+
+def pfn(entries):
+    """Bits 0-54: the page frame number where ``present`` (zero without CAP_SYS_ADMIN)."""
+    return entries & PFN_MASK
+
+
+def swap_entry(entries):
+    """Bits 0-54 as one key (type | offset << 5) identifying a swap slot, where ``swapped``."""
+    return entries & PFN_MASK
+
+
+def swap_type(entries):
+    """Bits 0-4: the swap area (index in /proc/swaps order), where ``swapped``."""
+    return entries & _SWAP_TYPE_MASK
+
+
+def swap_offset(entries):
+    """Bits 5-54: the page slot within the swap area, where ``swapped``."""
+    return (entries >> _SWAP_OFFSET_SHIFT) & _SWAP_OFFSET_MASK
