@@ -248,6 +248,8 @@ copy_pid() {
 	cat "$src/cmdline" >"$dst/cmdline" 2>/dev/null || return 1
 	cat "$src/stat" >"$dst/stat" 2>/dev/null || return 1
 	cat "$src/status" >"$dst/status" 2>/dev/null || return 1
+	# the memory cgroup, for smem --cgroup (absent on kernels without cgroups)
+	cat "$src/cgroup" >"$dst/cgroup" 2>/dev/null || rm -f -- "$dst/cgroup"
 	if [ "$myuid" = 0 ]; then
 		o=$(owner "$1" "$dst") || return 1
 		chown -R "$o" "$dst" 2>/dev/null || return 1

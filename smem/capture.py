@@ -14,10 +14,11 @@ import time
 from . import __version__
 from .errors import SmemError
 from .model import read_meminfo
+from .parsers.smaps import parse_smaps
 
 __all__ = ["write_capture", "PROCESS_FILES"]
 
-PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status")
+PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status", "cgroup")
 
 
 class _Writer:
@@ -43,8 +44,16 @@ class _Writer:
         self.tar.addfile(info)
 
 
-def write_capture(source, fileobj, compression="gz"):
-    """Write a capture of ``source`` to ``fileobj``; returns (processes written, skipped)."""
+def write_capture(source, fileobj, compression="gz", exact=False):
+    """Write a capture of ``source`` to ``fileobj``; returns (processes written, skipped).
+
+    With ``exact``, also the frames each process maps and their map counts
+    (smem.exact), so that ``smem -S CAPTURE --exact`` works offline.
+    """
+    if exact:
+        from .exact import exact_capture_members, frame_reader
+        frame_reader(source).check()  # not root, no kpagecount: fail before writing anything
+    mappings = {}
     read_meminfo(source)  # a source without meminfo cannot make a capture
     mode = "w|" + compression if compression else "w|"
     written = skipped = 0
@@ -72,6 +81,11 @@ def write_capture(source, fileobj, compression="gz"):
             for name, data in files.items():
                 out.file(f"{pid}/{name}", data)
             written += 1
+            if exact:
+                try:
+                    mappings[pid] = parse_smaps(files["smaps"])
+                except ValueError:
+                    pass
         log = source.boot_log()
         if log:
             memory = b"".join(line + b"\n" for line in log.splitlines() if b"Memory:" in line)
@@ -89,4 +103,9 @@ def write_capture(source, fileobj, compression="gz"):
         facts["tool"] = f"smem {__version__}"
         facts.setdefault("epoch", str(out.now))
         out.file("capture-info", "".join(f"{k}={v}\n" for k, v in facts.items()).encode())
+        if exact:
+            # the frames of the very mappings whose smaps the capture holds, read right after
+            pids = sorted(pid for pid, maps in mappings.items() if maps)
+            for name, data in exact_capture_members(source, pids, mappings).items():
+                out.file(name, data)
     return written, skipped

@@ -7,12 +7,14 @@ import click
 
 from . import __version__
 from .errors import SmemError, UsageError
+from .exact import ExactUnavailable, account_snapshot, sharing_of_selection
 from .model import Selection, load_snapshot
 from .formats import FORMATS, render
 from .report import ReportOptions, make_table, parse_columns, selected_columns, sort_column
 from .sources import open_source
 from .units import parse_size
 from .views import VIEWS, needs_of
+from .views.sharing import SHARING_VIEW
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
 
@@ -50,6 +52,11 @@ def _warn(message):
 @click.option("--recommend", type=click.FloatRange(min=0), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
 @click.option("-m", "--mappings", is_flag=True, help="Show mappings.")
+@click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers).")
+@click.option("--exact", is_flag=True,
+              help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals.")
+@click.option("--shared-with", "shared_with", is_flag=True,
+              help="With --exact and -P/-U: which other processes share the selection's memory, and how much.")
 @click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name).")
 @click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name.")
 @click.option("-F", "--format", "fmt", type=click.Choice(FORMATS), default="classic", metavar="FORMAT",
@@ -73,8 +80,8 @@ def _warn(message):
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
-def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, group_by_name, group,
-           fmt, users, system,
+def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, by_cgroup, exact,
+           shared_with, group_by_name, group, fmt, users, system,
            processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
            pie, bar, output, source):
     """Report memory usage by process, mapping, user or for the whole system,
@@ -84,7 +91,11 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
     """
     group = group or ("name" if group_by_name else None)
     view = VIEWS["mapping" if mappings else "user" if users else "system" if system
-                 else "program" if group else "process"]
+                 else "cgroup" if by_cgroup else "program" if group else "process"]
+    if shared_with:
+        if not (processfilter or userfilter):
+            raise UsageError("--shared-with needs a selection: -P and/or -U")
+        view, exact = SHARING_VIEW, True
     options = ReportOptions(
         columns=parse_columns(columns) if columns else None,
         sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
@@ -95,15 +106,31 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
     options.ram_kib = options.realmem_bytes // 1024 if realmem else None
     if output and not (pie or bar):
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
+    if exact and not options.columns and "guss" in view.columns and view is not SHARING_VIEW:
+        defaults = list(view.default_columns)
+        options.columns = defaults[:defaults.index("uss") + 1] + ["guss"] + defaults[defaults.index("uss") + 1:]
     columns = selected_columns(view, options)  # unknown fields fail before any /proc is read
     columns.append(sort_column(view, options))
+    needs = needs_of(view, columns)
+    exact = exact or needs.exact
+    needs.mappings = needs.mappings or exact
     selection = Selection(processfilter, userfilter, mapfilter)
+    # the sharing report reads everyone: the holders are outside the selection
+    load_selection = Selection(None, None, mapfilter) if shared_with else selection
     if recommend is not None and view.name != "system":
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
     src = open_source(source)
     try:
-        snapshot = load_snapshot(src, selection, with_processes=view.name != "system",
-                                 needs=needs_of(view, columns))
+        snapshot = load_snapshot(src, load_selection, with_processes=view.name != "system", needs=needs)
+        if exact and view.name != "system":
+            try:
+                snapshot.exact = account_snapshot(snapshot)
+            except ExactUnavailable as e:
+                if shared_with:
+                    raise
+                _warn(f"{e}; showing the smaps figures")
+        if shared_with:
+            options.extra["selected"], options.extra["sharing"] = sharing_of_selection(snapshot, selection)
     finally:
         src.close()
     for reason, count in sorted(snapshot.unreadable.items()):
@@ -124,14 +151,16 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
 @click.option("--compression", type=click.Choice(["gz", "bz2", "xz", "none"]), default="gz",
               show_default=True, help="Compression of the tar archive.")
-def capture(output, host, compression):
+@click.option("--exact", is_flag=True,
+              help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
+def capture(output, host, compression, exact):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
     from .capture import write_capture
     if output is None and sys.stdout.isatty():
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
     src = open_source(host) if host else open_source(None)
     with _output_file(output) as out:
-        written, skipped = write_capture(src, out, None if compression == "none" else compression)
+        written, skipped = write_capture(src, out, None if compression == "none" else compression, exact=exact)
     if skipped:
         _warn(f"{skipped} process{'es' if skipped > 1 else ''} could not be read and {'were' if skipped > 1 else 'was'} left out")
 

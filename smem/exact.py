@@ -771,3 +771,18 @@ class ExactAccounting:
                    for pid, f in sorted(self._frames.items())}
         members[KPAGES_MEMBER] = encode_kpages(self.table, self.page_size)
         return members
+
+
+def account_snapshot(snapshot):
+    """Exact accounting of a snapshot's processes (their mappings after -M), or ExactUnavailable."""
+    mappings = {p.pid: p.mappings for p in snapshot.processes if p.mappings}
+    return account(snapshot.source, mappings)
+
+
+def sharing_of_selection(snapshot, selection):
+    """(selected pids, SharedWith): what the processes ``selection`` picks share, and with whom."""
+    selected = [p.pid for p in snapshot.processes
+                if p.mappings and selection.wants(p.name, p.cmdline, p.user)]
+    if not selected:
+        raise SmemError("--shared-with: no process matches the selection")
+    return selected, snapshot.exact.shared_with(selected)

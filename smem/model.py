@@ -15,6 +15,7 @@ import os
 import re
 
 from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
+from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
 from .parsers.meminfo import parse_meminfo
 from .parsers.smaps import parse_smaps
@@ -44,7 +45,7 @@ class Process:
     """
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
-                 "status", "_totals")
+                 "status", "cgroup", "_totals")
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
@@ -56,6 +57,7 @@ class Process:
         self.mappings = mappings
         self.rollup = None
         self.status = None
+        self.cgroup = None        # memory cgroup path, when read
         self._totals = None
 
     @property
@@ -102,13 +104,15 @@ class Needs:
     ``mappings``: the per-mapping smaps (mapping view, map counts, VSS, -M);
     without it the kernel's smaps_rollup is enough where the source prefers it.
     ``rollup``: smaps_rollup too (its Pss_Anon/File/Shmem split);
-    ``status``: /proc/PID/status (RssAnon/RssFile/RssShmem, threads).
+    ``status``: /proc/PID/status (RssAnon/RssFile/RssShmem, threads);
+    ``cgroup``: /proc/PID/cgroup (the cgroup view).
     """
 
-    def __init__(self, mappings=True, rollup=False, status=False):
+    def __init__(self, mappings=True, rollup=False, status=False, cgroup=False):
         self.mappings = mappings
         self.rollup = rollup
         self.status = status
+        self.cgroup = cgroup
 
 
 class Selection:
@@ -118,6 +122,16 @@ class Selection:
         self.process = self._compile(process, "-P")
         self.user = self._compile(user, "-U")
         self.mapping = self._compile(mapping, "-M")
+
+    def wants(self, name, cmdline, user):
+        """Whether -P (name or command line) and -U (user name) select a process."""
+        if self.process is not None and not (self.process.search(name) or self.process.search(cmdline)):
+            return False
+        return self.user is None or bool(self.user.search(user))
+
+    @property
+    def filters_processes(self):
+        return self.process is not None or self.user is not None
 
     @staticmethod
     def _compile(pattern, option):
@@ -138,6 +152,7 @@ class Snapshot:
         self.meminfo = meminfo          # parsers.meminfo.Meminfo
         self.unreadable = unreadable    # {reason: count} of processes we could not read
         self.pss_missing = pss_missing  # some smaps had no Pss line (kernel < 2.6.25)
+        self.exact = None               # smem.exact.ExactAccounting, under --exact
 
     @property
     def mem_total(self):
@@ -258,6 +273,9 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
     if needs.status:
         raw = source.read_optional(f"{pid}/status")
         process.status = parse_status(raw) if raw else None
+    if needs.cgroup:
+        raw = source.read_optional(f"{pid}/cgroup")
+        process.cgroup = parse_cgroup(raw) if raw else None
     return process, had_pss
 
 
@@ -282,11 +300,10 @@ def _load_process(source, pid, selection, own_pid, names):
     if selection.process is not None:
         if pid == own_pid:
             return None  # never match our own command line
-        search = selection.process.search
-        if not (search(name) or search(cmdline)):
-            return None
+        if not (selection.process.search(name) or selection.process.search(cmdline)):
+            return None  # before the owner lookup: most processes stop here
     uid = source.owner(pid)
     user = _user_name(source, uid, names)
-    if selection.user is not None and not selection.user.search(user):
+    if not selection.wants(name, cmdline, user):
         return None
     return Process(pid, name, cmdline, uid, user, stat)

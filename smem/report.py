@@ -222,4 +222,21 @@ def make_table(snapshot, view, options):
         ram = view_ram if view_ram is not None else ram
     table = build_table(view, rows, options, ram, snapshot.swap_total, default_sort)
     table.notes = notes
+    exact = snapshot.exact
+    if exact is not None and table.totals is not None:
+        _exact_totals(table, exact)
     return table
+
+
+def _exact_totals(table, exact):
+    """Under --exact, totals of all the rows' processes as one group: distinct frames, not sums."""
+    from .views.memory import EXACT_TOTALS
+    if not all(hasattr(row, "pids") for row in table.rows):
+        return  # rows that are not sets of processes (mappings, areas)
+    pids = sorted({pid for row in table.rows for pid in getattr(row, "pids", ())})
+    figures = exact.groups({"all": pids})["all"]
+    for i, column in enumerate(table.columns):
+        field = EXACT_TOTALS.get(column.key)
+        if field is not None:
+            value = getattr(figures, field)
+            table.totals[i] = int(round(value)) if isinstance(value, float) else value

@@ -5,15 +5,15 @@ columns in the registry of :mod:`smem.views.columns`.
 """
 
 from ..model import Needs
-from .groups import PROGRAM_VIEW, USER_VIEW
+from .groups import CGROUP_VIEW, PROGRAM_VIEW, USER_VIEW
 from .mapping import MAPPING_VIEW
 from .process import PROCESS_VIEW
 from .system import SYSTEM_VIEW
 
-__all__ = ["VIEWS", "PROCESS_VIEW", "MAPPING_VIEW", "USER_VIEW", "PROGRAM_VIEW", "SYSTEM_VIEW",
+__all__ = ["VIEWS", "PROCESS_VIEW", "MAPPING_VIEW", "USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "SYSTEM_VIEW",
            "needs_of"]
 
-VIEWS = {v.name: v for v in (PROCESS_VIEW, MAPPING_VIEW, USER_VIEW, PROGRAM_VIEW, SYSTEM_VIEW)}
+VIEWS = {v.name: v for v in (PROCESS_VIEW, MAPPING_VIEW, USER_VIEW, PROGRAM_VIEW, CGROUP_VIEW, SYSTEM_VIEW)}
 
 
 def needs_of(view, columns):
@@ -21,4 +21,7 @@ def needs_of(view, columns):
     wanted = set(view.needs)
     for column in columns:
         wanted |= column.needs
-    return Needs(mappings="mappings" in wanted, rollup="rollup" in wanted, status="status" in wanted)
+    needs = Needs(mappings="mappings" in wanted, rollup="rollup" in wanted, status="status" in wanted,
+                  cgroup="cgroup" in wanted)
+    needs.exact = "exact" in wanted
+    return needs

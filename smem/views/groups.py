@@ -5,18 +5,19 @@ their USS: a page shared only within the group is in nobody's USS; exact
 accounting with pagemap is what tells that apart).
 """
 
+from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import View, count, text
-from .memory import memory_columns
+from .memory import exact_columns, memory_columns
 from .process import process_split, user_label
 
-__all__ = ["USER_VIEW", "PROGRAM_VIEW", "GroupRow", "group_rows"]
+__all__ = ["USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "GroupRow", "group_rows"]
 
 _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 
 class GroupRow:
-    __slots__ = ("key", "label", "count", "totals", "split", "status", "processes")
+    __slots__ = ("key", "label", "count", "totals", "split", "status", "processes", "exact")
 
     def __init__(self, key, label):
         self.key = key
@@ -26,6 +27,11 @@ class GroupRow:
         self.split = None
         self.status = {}
         self.processes = []
+        self.exact = None  # ExactFigures of the group under --exact
+
+    @property
+    def pids(self):
+        return [p.pid for p in self.processes]
 
     def add(self, process):
         self.count += 1
@@ -53,12 +59,18 @@ def group_rows(snapshot, key, label):
         if row is None:
             row = groups[k] = GroupRow(k, label(process))
         row.add(process)
+    exact = snapshot.exact
+    if exact is not None:
+        figures = exact.groups({k: row.pids for k, row in groups.items()})
+        for k, row in groups.items():
+            row.exact = figures[k]
     return list(groups.values())
 
 
 def _memory():
     return memory_columns(lambda r: r.totals, lambda r: r.split,
-                          lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"})
+                          lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"}) + \
+        exact_columns(lambda r: r.exact)
 
 
 def user_rows(snapshot, options):
@@ -90,4 +102,21 @@ PROGRAM_VIEW = View(
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=program_rows,
+)
+
+
+def cgroup_rows(snapshot, options):
+    return group_rows(snapshot, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
+
+
+CGROUP_VIEW = View(
+    name="cgroup", title="cgroups",
+    columns={c.key: c for c in (
+        text("cgroup", "Cgroup", lambda r: r.label, "memory cgroup: a service, a container, a session",
+             40, truncate=True, total="rows"),
+        count("count", "Count", lambda r: r.count, "number of processes"),
+        *_memory(),
+    )},
+    default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
+    default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}),
 )

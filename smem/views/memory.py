@@ -10,7 +10,12 @@ from ..accounting import sum_of
 from ..model import uss_of
 from .columns import amount
 
-__all__ = ["memory_columns", "CLASSIC", "EXTRA"]
+__all__ = ["memory_columns", "exact_columns", "EXACT_TOTALS"]
+
+#: Under --exact, -t totals of these columns are the exact figures of all the rows'
+#: processes taken as one group (distinct frames), not sums.
+EXACT_TOTALS = {"rss": "rss_kib", "pss": "pss_kib", "uss": "uss_kib", "guss": "uss_kib",
+                "gpss": "pss_kib", "grss": "rss_kib", "gshared": "shared_kib", "gswap": "swap_kib"}
 
 
 def _counter(totals_of, key):
@@ -73,3 +78,30 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
             columns.append(_wide(key, header, (lambda f: lambda r: status_of(r, f))(field),
                                  f"resident {what} pages, from status (Linux 4.5+)", needs={"status"}))
     return columns
+
+
+def _exact(exact_of, field):
+    def get(r):
+        figures = exact_of(r)
+        if figures is None:
+            return None
+        value = getattr(figures, field)
+        return int(round(value)) if isinstance(value, float) else value
+    return get
+
+
+def exact_columns(exact_of):
+    """Exact figures of a row's processes as one group, from pagemap (--exact)."""
+    needs = {"mappings", "exact"}
+    return [
+        _wide("guss", "GUSS", _exact(exact_of, "uss_kib"),
+              "group USS: frames only these processes map, what killing them all frees (--exact)", needs=needs),
+        _wide("gpss", "GPSS", _exact(exact_of, "pss_kib"),
+              "group PSS recomputed page by page from map counts (--exact)", needs=needs),
+        _wide("grss", "GRSS", _exact(exact_of, "rss_kib"),
+              "distinct frames mapped (a frame shared inside the group counts once) (--exact)", needs=needs),
+        _wide("gshared", "GShared", _exact(exact_of, "shared_kib"),
+              "frames also mapped by processes outside the group (--exact)", needs=needs),
+        _wide("gswap", "GSwap", _exact(exact_of, "swap_kib"),
+              "distinct swap slots (--exact)", needs=needs, percent_of="swap"),
+    ]

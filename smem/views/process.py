@@ -3,7 +3,7 @@
 from ..accounting import pss_split_of_mappings
 from ..parsers.status import status_kib
 from .columns import View, count, text
-from .memory import memory_columns
+from .memory import exact_columns, memory_columns
 
 __all__ = ["PROCESS_VIEW", "process_split", "process_status"]
 
@@ -25,12 +25,17 @@ def process_status(process, field):
 
 
 class ProcessRow:
-    __slots__ = ("process", "user", "_split")
+    __slots__ = ("process", "user", "exact", "_split")
 
-    def __init__(self, process, user):
+    def __init__(self, process, user, exact=None):
         self.process = process
         self.user = user
+        self.exact = exact  # ExactFigures under --exact
         self._split = False
+
+    @property
+    def pids(self):
+        return (self.process.pid,)
 
     @property
     def split(self):
@@ -46,7 +51,12 @@ def user_label(process, numeric):
 
 
 def rows(snapshot, options):
-    return [ProcessRow(p, user_label(p, options.numeric)) for p in snapshot.processes if p.has_memory]
+    result = [ProcessRow(p, user_label(p, options.numeric)) for p in snapshot.processes if p.has_memory]
+    exact = snapshot.exact
+    if exact is not None:
+        for row in result:
+            row.exact = exact.process(row.process.pid) if row.process.pid in exact.pids else None
+    return result
 
 
 def _stat(field):
@@ -61,6 +71,7 @@ COLUMNS = {c.key: c for c in (
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"}),
+    *exact_columns(lambda r: r.exact),
     count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None),
     text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1),
     count("threads", "Threads", _stat("num_threads"), "number of threads", width=7),

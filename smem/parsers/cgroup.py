@@ -1,0 +1,40 @@
+"""Parser for /proc/PID/cgroup (man 7 cgroups; Documentation/admin-guide/cgroup-v2.rst).
+
+Lines are ``hierarchy-ID:controllers:path``.  On cgroup v2 there is one line,
+``0::/system.slice/nginx.service``; on v1 one per hierarchy.  The memory
+cgroup is what accounts a service's or container's memory, so we take the v2
+path, else v1's ``memory`` hierarchy, else the systemd one, else the first.
+"""
+
+import re
+
+__all__ = ["parse_cgroup", "cgroup_label"]
+
+
+def parse_cgroup(data):
+    """The memory cgroup path of a process, or None for an empty file."""
+    v2 = memory = systemd = first = None
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        hierarchy, sep, rest = line.partition(":")
+        controllers, sep2, path = rest.partition(":")
+        if not (sep and sep2):
+            continue
+        if first is None:
+            first = path
+        if hierarchy == "0" and controllers == "":
+            v2 = path
+        elif "memory" in controllers.split(","):
+            memory = path
+        elif controllers == "name=systemd":
+            systemd = path
+    return memory or v2 or systemd or first
+
+
+_CONTAINER = re.compile(r"(docker|cri-containerd|crio|libpod|containerd)-([0-9a-f]{12})[0-9a-f]{52}(\.scope)?")
+
+
+def cgroup_label(path):
+    """The path with 64-hex container ids cut to the 12 that docker and podman show."""
+    if path is None:
+        return "?"
+    return _CONTAINER.sub(lambda m: f"{m.group(1)}-{m.group(2)}{m.group(3) or ''}", path)

@@ -1,0 +1,52 @@
+"""The sharing report (--shared-with): who else holds the frames a selection shares.
+
+Rows are the processes outside the selection (-P/-U) that map frames the
+selection maps too, with how much (a frame counts once per holder, so the
+rows overlap); the line under the table says how much the selection shares
+in all, from exact accounting.
+"""
+
+from ..units import human
+from .columns import View, amount, count, text
+
+__all__ = ["SHARING_VIEW"]
+
+
+class HolderRow:
+    __slots__ = ("process", "shared")
+
+    def __init__(self, process, shared):
+        self.process = process
+        self.shared = shared
+
+
+def rows(snapshot, options):
+    sharing = options.extra["sharing"]
+    by_pid = {p.pid: p for p in snapshot.processes}
+    return [HolderRow(by_pid[pid], kib) for pid, kib in sharing.holders.items() if pid in by_pid]
+
+
+def summary(snapshot, options, rows):
+    sharing = options.extra["sharing"]
+    selected = options.extra["selected"]
+    note = (f"{len(selected)} selected process{'es share' if len(selected) != 1 else ' shares'} "
+            f"{human(int(round(sharing.shared_kib)))} with {len(rows)} other{'s' if len(rows) != 1 else ''}")
+    if sharing.elsewhere_kib:
+        note += f"; {human(int(round(sharing.elsewhere_kib)))} with processes not read"
+    return None, [note]
+
+
+COLUMNS = {c.key: c for c in (
+    count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows"),
+    text("user", "User", lambda r: r.process.user, "owner of the process", 8, total="distinct"),
+    text("name", "Name", lambda r: r.process.name, "process name", 24, truncate=True),
+    text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
+    amount("shared", "Shared", lambda r: int(round(r.shared)),
+           "memory this process shares with the selection (KiB)"),
+)}
+
+SHARING_VIEW = View(
+    name="sharing", title="sharing with the selection", columns=COLUMNS,
+    default_columns=("pid", "user", "command", "shared"),
+    default_sort="shared", rows=rows, summary=summary,
+)

@@ -1,0 +1,128 @@
+"""--exact, --shared-with, --cgroup and capture --exact through the command line, on process
+families this test starts (sharing known to the page)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import run_smem
+from workload import PAGE_KIB, forked_workers
+
+SHARED_KIB, PRIVATE_KIB, WORKERS = 4096, 1024, 3
+
+
+def _kpagecount_readable():
+    try:
+        with open("/proc/kpagecount", "rb") as f:
+            return len(f.read(8)) == 8
+    except OSError:
+        return False
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not _kpagecount_readable(),
+                                reason="exact accounting needs root and /proc/kpagecount")
+
+
+@pytest.fixture(scope="module")
+def family():
+    comm = f"xcli{os.getpid() % 10000}"
+    with forked_workers(SHARED_KIB, PRIVATE_KIB, WORKERS, comm=comm) as wl:
+        yield wl, comm
+
+
+def _json(*args):
+    proc = run_smem("-F", "json", *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@needs_root
+def test_group_uss_holds_what_per_process_uss_misses(family):
+    wl, comm = family
+    doc = _json("--exact", "-P", f"^{comm}", "-c", "pid uss guss gpss grss pss", "-t")
+    rows = {r["pid"]: r for r in doc["rows"]}
+    assert set(rows) == set(wl.pids)
+    per_process_uss = sum(r["uss"] for r in rows.values())
+    total = doc["totals"]
+    # the family's shared region is mapped by no one else: the group owns it, no process does alone
+    assert total["guss"] - per_process_uss >= SHARED_KIB - PAGE_KIB
+    assert total["uss"] == total["guss"]  # -t under --exact: the group's, not a sum
+    assert abs(total["gpss"] - sum(r["gpss"] for r in rows.values())) <= len(rows)  # PSS adds up
+    assert total["grss"] < sum(r["grss"] for r in rows.values())  # distinct frames, not a sum
+    # recomputed PSS agrees with the kernel's own (smaps_rollup, read by the fast path); the
+    # interpreter's libraries are shared with whatever else runs, so allow 2% for the moment between
+    rollup = {r["pid"]: r["pss"] for r in _json("-P", f"^{comm}", "-c", "pid pss")["rows"]}
+    for pid, r in rows.items():
+        assert abs(r["gpss"] - rollup[pid]) <= max(2 * PAGE_KIB, rollup[pid] // 50), (pid, r, rollup[pid])
+        assert r["guss"] >= PRIVATE_KIB
+
+
+@needs_root
+def test_program_view_gains_guss(family):
+    wl, comm = family
+    doc = _json("--exact", "-g", "-P", f"^{comm}")
+    assert [c["key"] for c in doc["columns"]] == ["name", "count", "swap", "uss", "guss", "pss", "rss"]
+    assert sum(r["count"] for r in doc["rows"]) == len(wl.pids)
+
+
+@needs_root
+def test_shared_with_names_the_siblings(family):
+    wl, comm = family
+    leader = wl.pids[0]
+    proc = run_smem("--exact", "--shared-with", "-P", f"^{comm}$", "-c", "pid name shared")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode().splitlines()
+    shares = {int(l.split()[0]): int(l.split()[-1]) for l in lines[1:-1]}
+    for pid in wl.pids[1:]:
+        assert shares[pid] >= SHARED_KIB - PAGE_KIB, (pid, shares.get(pid))
+    assert leader not in shares
+    assert lines[-1].startswith("1 selected process shares ")
+
+
+@needs_root
+def test_exact_capture_gives_the_live_figures_offline(family, tmp_path):
+    wl, comm = family
+    capture = tmp_path / "exact.tgz"
+    assert run_smem("capture", "--exact", "-o", capture).returncode == 0
+    args = ["--exact", "-M", "smem|/dev/zero", "-P", f"^{comm}", "-c", "pid guss gpss grss", "-t"]
+    live, offline = run_smem(*args), run_smem("-S", capture, *args)
+    assert offline.returncode == 0, offline.stderr
+    assert offline.stdout == live.stdout
+    # asking for an exact column is asking for --exact
+    implied = run_smem("-S", capture, "-c", "pid guss", "-P", f"^{comm}")
+    assert implied.stdout == run_smem("-S", capture, "--exact", "-c", "pid guss", "-P", f"^{comm}").stdout
+    assert b" - " not in implied.stdout and len(implied.stdout.splitlines()) == len(wl.pids) + 1
+
+
+def test_without_root_a_clear_message_and_the_smaps_report(family):
+    wl, comm = family
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    code = ("import os, difflib, concurrent.futures.thread, numpy, smem.cli, smem.formats, smem.exact, pwd; "
+            "os.setgroups([]); os.setgid(65534); os.setuid(65534); "
+            "smem.cli.main(['--exact', '-u'])")
+    if os.geteuid() != 0:
+        code = "import smem.cli; smem.cli.main(['--exact', '-u'])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env,
+                          cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.decode()
+    assert "kpagecount" in err and "root" in err and "showing the smaps figures" in err
+    assert proc.stdout.startswith(b"User     Count")
+    shared = subprocess.run([sys.executable, "-c", code.replace("['--exact', '-u']", "['--shared-with', '-P', 'x']")],
+                            capture_output=True, env=env, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert shared.returncode == 1 and shared.stderr.decode().count("\n") == 1
+
+
+def test_cgroup_view_groups_by_memory_cgroup(family):
+    wl, comm = family
+    doc = _json("--cgroup", "-c", "cgroup count pss", "-P", f"^{comm}")
+    cgroups = {}
+    for pid in wl.pids:
+        text = open(f"/proc/{pid}/cgroup").read().splitlines()
+        memory = [l.split(":", 2)[2] for l in text if "memory" in l.split(":")[1].split(",")]
+        cgroups.setdefault((memory or [l.split(":", 2)[2] for l in text if l.startswith("0::")])[0], 0)
+        cgroups[(memory or [l.split(":", 2)[2] for l in text if l.startswith("0::")])[0]] += 1
+    assert {r["cgroup"]: r["count"] for r in doc["rows"]} == cgroups
