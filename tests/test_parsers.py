@@ -154,3 +154,25 @@ def test_status_reads_every_recorded_kernel(path):
 def test_passwd():
     names = parse_passwd(b"root:x:0:0:root:/root:/bin/sh\n# comment\nbroken\ntoor:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n")
     assert names == {0: "root", 65534: "nobody"}
+
+
+@pytest.mark.parametrize("path", realproc_files("cgroup"), ids=str)
+def test_cgroup_reads_every_recorded_kernel(path):
+    from smem.parsers.cgroup import parse_cgroup
+    data = path.read_bytes()
+    parsed = parse_cgroup(data)
+    if data.strip():
+        assert parsed is not None and parsed.startswith("/")
+        memory = [l.split(b":", 2)[2] for l in data.splitlines() if b"memory" in l.split(b":")[1].split(b",")]
+        if memory:
+            assert parsed.encode() == memory[0]
+
+
+def test_cgroup_v2_hybrid_and_container_ids():
+    from smem.parsers.cgroup import cgroup_label, parse_cgroup
+    assert parse_cgroup(b"0::/system.slice/nginx.service\n") == "/system.slice/nginx.service"
+    hybrid = b"4:memory:/user.slice/user-1000.slice\n1:name=systemd:/user.slice\n0::/\n"
+    assert parse_cgroup(hybrid) == "/user.slice/user-1000.slice"
+    assert parse_cgroup(b"") is None
+    docker = "/system.slice/docker-" + "0123456789ab" + "c" * 52 + ".scope"
+    assert cgroup_label(docker) == "/system.slice/docker-0123456789ab.scope"
