@@ -7,7 +7,6 @@ import click
 
 from . import __version__
 from .errors import SmemError, UsageError
-from .exact import ExactUnavailable, account_snapshot, sharing_of_selection
 from .model import Selection, load_snapshot
 from .formats import FORMATS, render
 from .report import ReportOptions, make_table, parse_columns, selected_columns, sort_column
@@ -123,6 +122,7 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
     try:
         snapshot = load_snapshot(src, load_selection, with_processes=view.name != "system", needs=needs)
         if exact and view.name != "system":
+            from .exact import ExactUnavailable, account_snapshot, sharing_of_selection  # numpy: only here
             try:
                 snapshot.exact = account_snapshot(snapshot)
             except ExactUnavailable as e:

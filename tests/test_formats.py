@@ -129,3 +129,17 @@ def test_help_has_examples_and_exit_codes():
     out = run_smem("--help").stdout.decode()
     assert "Examples:" in out and "Exit status:" in out and "smem -t -k" in out
     assert run_smem("capture", "--help").returncode == 0
+
+
+def test_table_formats_are_tabulates():
+    import tabulate
+    from smem.formats import TABLE_FORMATS
+    assert set(TABLE_FORMATS) - {"markdown"} <= set(tabulate.tabulate_formats)
+
+
+def test_text_reports_import_neither_matplotlib_nor_numpy_nor_tabulate():
+    for args in (["--help"], ["-S", str(CAPTURE), "-c", "pid pss"], ["-S", str(CAPTURE), "-u", "-t", "-k"]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "smem", *args], capture_output=True,
+                              cwd=TESTS.parent)
+        imported = {l.split("|")[-1].strip() for l in proc.stderr.decode().splitlines() if "|" in l}
+        assert not {"matplotlib", "numpy", "tabulate"} & imported, args
