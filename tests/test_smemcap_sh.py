@@ -233,7 +233,7 @@ def test_every_process_directory_is_complete(tar):
     assert files
     required = {"smaps", "cmdline", "stat", "status"}
     for pid, got in files.items():
-        assert required <= got <= required | {"smaps_rollup"}, pid
+        assert required <= got <= required | {"smaps_rollup", "cgroup"}, pid
 
 
 def test_kernel_threads_are_included(tar):
