@@ -21,7 +21,7 @@ __all__ = ["Mapping", "parse_smaps", "ANONYMOUS"]
 #: The name smem has always given to a mapping without a path.
 ANONYMOUS = "<anonymous>"
 
-_KEYS = {}  # bytes key -> str key, shared by all parses (there are ~30 keys)
+_KEYS = {}  # b"Key:" -> "Key", shared by all parses (there are ~30 keys)
 
 
 class Mapping:
@@ -46,13 +46,6 @@ class Mapping:
 
     def __repr__(self):
         return f"Mapping({self.start:#x}-{self.end:#x} {self.perms} {self.name!r})"
-
-
-def _key(raw):
-    key = _KEYS.get(raw)
-    if key is None:
-        key = _KEYS[raw] = raw.decode("ascii", "replace")
-    return key
 
 
 def _header(line):
@@ -80,23 +73,23 @@ def parse_smaps(data):
     mappings = []
     current = None
     counters = None
+    keys = _KEYS
     for line in data.split(b"\n"):
-        space = line.find(b" ")
-        tab = line.find(b"\t")
-        if tab >= 0 and (space < 0 or tab < space):
-            space = tab  # old kernels and Android separate some keys by tabs
-        if space <= 0:
-            continue  # blank line, or a lone token
-        if line[space - 1] == 58:  # b":" -> a "Key: value" line
+        parts = line.split()
+        if not parts:
+            continue
+        first = parts[0]
+        if first[-1] == 58:  # b":" -> a "Key: value" line (spaces or tabs)
             if current is None:
                 continue
-            rest = line[space + 1:].split()
-            if len(rest) == 2 and rest[1] == b"kB":
-                counters[_key(line[:space - 1])] = int(rest[0])
+            key = keys.get(first)
+            if key is None:
+                key = keys[first] = first[:-1].decode("ascii", "replace")
+            if len(parts) == 3 and parts[2] == b"kB":
+                counters[key] = int(parts[1])
             else:
-                current.attributes[_key(line[:space - 1])] = (
-                    b" ".join(rest).decode("utf-8", "surrogateescape"))
-        elif b"-" in line[:space]:
+                current.attributes[key] = b" ".join(parts[1:]).decode("utf-8", "surrogateescape")
+        elif b"-" in first:
             current = _header(line)
             counters = current.counters
             mappings.append(current)
