@@ -156,6 +156,9 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
 def capture(output, host, compression, exact):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
     from .capture import write_capture
+    if exact and host:
+        raise UsageError("--exact cannot capture over ssh: the shell script cannot read pagemap; "
+                         "run 'smem capture --exact' on the host")
     if output is None and sys.stdout.isatty():
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
     src = open_source(host) if host else open_source(None)

@@ -165,11 +165,14 @@ class Snapshot:
 
 def read_meminfo(source):
     try:
-        return parse_meminfo(source.read("meminfo"))
+        meminfo = parse_meminfo(source.read("meminfo"))
     except FileNotFoundError:
         raise SourceError(f"{source.description}: no meminfo") from None
     except PermissionError:
         raise SourceError(f"{source.description}: meminfo is not readable") from None
+    if "MemTotal" not in meminfo.kib:
+        raise SourceError(f"{source.description}: meminfo holds no MemTotal (not a /proc/meminfo)")
+    return meminfo
 
 
 def _read_process_file(source, pid, name):

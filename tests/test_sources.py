@@ -166,3 +166,29 @@ def test_huge_member_claim_is_a_clear_error(capture_tar, tmp_path):
     (tmp_path / "huge.tar").write_bytes(data)
     err = _one_error_line(run_smem("-S", tmp_path / "huge.tar"))
     assert "truncated" in err or "corrupt" in err or "readable" in err
+
+
+def test_missing_process_files_report_the_rest(capture_tar, tmp_path):
+    pids = sorted({m.name.split("/")[0] for m in tarfile.open(capture_tar) if m.name.endswith("/smaps")
+                   and m.size > 0})
+    dropped = pids[: len(pids) // 2]
+    with tarfile.open(capture_tar) as tin, tarfile.open(tmp_path / "part.tar", "w") as tout:
+        for m in tin:
+            if m.name.split("/")[0] in dropped and m.name.endswith(("/smaps", "/cmdline")):
+                continue
+            tout.addfile(m, tin.extractfile(m) if m.isreg() else None)
+    whole = run_smem("-S", capture_tar, "-c", "pid pss", "-H").stdout.decode().splitlines()
+    part = run_smem("-S", tmp_path / "part.tar", "-c", "pid pss", "-H")
+    assert part.returncode == 0 and part.stderr == b""
+    assert part.stdout.decode().splitlines() == [l for l in whole if l.split()[0] not in dropped]
+
+
+def test_a_member_that_is_not_what_its_name_says(capture_tar, tmp_path):
+    with tarfile.open(capture_tar) as tin, tarfile.open(tmp_path / "odd.tar", "w") as tout:
+        for m in tin:
+            data = tin.extractfile(m).read() if m.isreg() else None
+            if m.name == "meminfo":
+                data = os.urandom(2000)
+                m.size = len(data)
+            tout.addfile(m, io.BytesIO(data) if data is not None else None)
+    assert "MemTotal" in _one_error_line(run_smem("-S", tmp_path / "odd.tar"))
