@@ -14,6 +14,7 @@ import errno
 import os
 import re
 
+from .accounting import Sums
 from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
 from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
@@ -70,12 +71,7 @@ class Process:
             if self.mappings is None:
                 self._totals = dict(self.rollup or {})
             else:
-                totals = {}
-                get = totals.get
-                for m in self.mappings:
-                    for key, value in m.counters.items():
-                        totals[key] = get(key, 0) + value
-                self._totals = totals
+                self._totals = Sums([m.counters for m in self.mappings])
         return self._totals
 
     @property
@@ -222,9 +218,13 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
         except ProcessUnreadable as e:
             return e
 
-    if source.is_live and len(pids) > 1 and (threads or 0) != 1:
+    # Threads pay off where the kernel works hard (walking page tables for smaps);
+    # for smaps_rollup, stat and cmdline their overhead is more than they save.
+    if threads is None:
+        threads = default_threads() if needs.mappings and len(pids) > 32 else 1
+    if source.is_live and threads > 1:
         from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(max_workers=threads or default_threads()) as pool:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
             results = list(pool.map(one, pids, chunksize=8))
     else:
         results = [one(pid) for pid in pids]

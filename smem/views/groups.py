@@ -5,6 +5,7 @@ their USS: a page shared only within the group is in nobody's USS; exact
 accounting with pagemap is what tells that apart).
 """
 
+from ..accounting import Sums
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import View, count, text
@@ -17,36 +18,51 @@ _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 
 class GroupRow:
-    __slots__ = ("key", "label", "count", "totals", "split", "status", "processes", "exact")
+    __slots__ = ("key", "label", "processes", "totals", "exact", "_split", "_status")
 
     def __init__(self, key, label):
         self.key = key
         self.label = label
-        self.count = 0
-        self.totals = {}
-        self.split = None
-        self.status = {}
         self.processes = []
+        self.totals = Sums([])
         self.exact = None  # ExactFigures of the group under --exact
+        self._split = False
+        self._status = None
+
+    @property
+    def count(self):
+        return len(self.processes)
 
     @property
     def pids(self):
         return [p.pid for p in self.processes]
 
     def add(self, process):
-        self.count += 1
         self.processes.append(process)
-        totals = self.totals
-        for key, value in process.totals.items():
-            totals[key] = totals.get(key, 0) + value
-        split = process_split(process)
-        if split is not None:
-            self.split = split if self.split is None else tuple(a + b for a, b in zip(self.split, split))
-        if process.status is not None:
-            for field in _STATUS_FIELDS:
-                value = status_kib(process.status, field)
-                if value is not None:
-                    self.status[field] = self.status.get(field, 0) + value
+
+    def close(self):
+        """Called once every process is in: the sums are over them."""
+        self.totals = Sums([p.totals for p in self.processes])
+
+    @property
+    def split(self):
+        if self._split is False:
+            splits = [s for s in map(process_split, self.processes) if s is not None]
+            self._split = tuple(map(sum, zip(*splits))) if splits else None
+        return self._split
+
+    @property
+    def status(self):
+        if self._status is None:
+            self._status = {}
+            for process in self.processes:
+                if process.status is None:
+                    continue
+                for field in _STATUS_FIELDS:
+                    value = status_kib(process.status, field)
+                    if value is not None:
+                        self._status[field] = self._status.get(field, 0) + value
+        return self._status
 
 
 def group_rows(snapshot, key, label):
@@ -59,6 +75,8 @@ def group_rows(snapshot, key, label):
         if row is None:
             row = groups[k] = GroupRow(k, label(process))
         row.add(process)
+    for row in groups.values():
+        row.close()
     exact = snapshot.exact
     if exact is not None:
         figures = exact.groups({k: row.pids for k, row in groups.items()})

@@ -1,6 +1,6 @@
 """The mapping view (-m): one row per mapping name, summed over processes."""
 
-from ..accounting import pss_split_of_mappings
+from ..accounting import Sums, pss_split_of_mappings
 from .columns import View, amount, count, text
 from .memory import memory_columns
 
@@ -14,8 +14,8 @@ class MappingRow:
         self.name = name
         self.count = 0   # mappings with this name
         self.pids = 0    # processes that map it
-        self.totals = {}
         self.mappings = []
+        self.totals = Sums([])
         self._split = False
 
     def average(self, value):
@@ -33,17 +33,17 @@ def rows(snapshot, options):
     for process in snapshot.processes:
         seen = set()
         for m in process.mappings or ():
-            row = by_name.get(m.name)
+            name = m.name
+            row = by_name.get(name)
             if row is None:
-                row = by_name[m.name] = MappingRow(m.name)
-            row.count += 1
+                row = by_name[name] = MappingRow(name)
             row.mappings.append(m)
-            if m.name not in seen:
-                seen.add(m.name)
+            if name not in seen:
+                seen.add(name)
                 row.pids += 1
-            totals = row.totals
-            for key, value in m.counters.items():
-                totals[key] = totals.get(key, 0) + value
+    for row in by_name.values():
+        row.count = len(row.mappings)
+        row.totals = Sums([m.counters for m in row.mappings])
     return list(by_name.values())
 
 
