@@ -7,10 +7,6 @@ strings the table shows.  OpenMetrics (the Prometheus text format, readable
 by node_exporter's textfile collector) always carries bytes.
 """
 
-import csv
-import io
-import json
-
 from . import __version__
 from .report import format_value, make_table, render_classic
 
@@ -70,6 +66,7 @@ def render_tabulate(table, options, fmt):
 
 
 def render_json(table, options, snapshot):
+    import json
     columns = table.columns
     document = {
         "smem": __version__,
@@ -91,6 +88,8 @@ def render_json(table, options, snapshot):
 
 
 def render_csv(table, options):
+    import csv
+    import io
     out = io.StringIO()
     writer = csv.writer(out)  # RFC 4180: CRLF line ends, quotes where needed
     if not options.no_header:

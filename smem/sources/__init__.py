@@ -8,10 +8,9 @@ import sys
 
 from ..errors import SourceError
 from .base import Source
-from .capture import ArchiveSource, DirectorySource
 from .live import LiveSource
 
-__all__ = ["Source", "LiveSource", "ArchiveSource", "DirectorySource", "open_source"]
+__all__ = ["Source", "LiveSource", "open_source"]
 
 
 def open_source(spec=None, stdin=None):
@@ -19,6 +18,7 @@ def open_source(spec=None, stdin=None):
     a remote host, else a capture file or directory."""
     if spec is None or spec == "":
         return LiveSource()
+    from .capture import ArchiveSource, DirectorySource  # tarfile and friends: only for captures
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         data = stream.read()

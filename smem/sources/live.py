@@ -1,10 +1,7 @@
 """The live system: /proc of the machine smem runs on."""
 
 import os
-import platform
 import pwd
-import socket
-import time
 
 from .base import Source
 
@@ -92,7 +89,9 @@ class LiveSource(Source):
         return b"\n".join(r.rstrip(b"\n") for r in records) + b"\n" if records else None
 
     def facts(self):
-        uname = platform.uname()
+        import socket
+        import time
+        uname = os.uname()
         return {
             "hostname": socket.gethostname(),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

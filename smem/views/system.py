@@ -15,7 +15,6 @@ They add up to RAM exactly.  A meminfo field an old kernel lacks
 (SReclaimable before 2.6.19) counts as 0 in these sums.
 """
 
-from ..sizing import installed_ram, kernel_image, standard_ram_size
 from ..units import human
 from .columns import Column, View, amount, text
 
@@ -62,6 +61,7 @@ def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
 
 
 def rows(snapshot, options):
+    from ..sizing import installed_ram, kernel_image  # ELF and decompressors: only for -w
     mem_total = snapshot.meminfo.kib.get("MemTotal")
     ram = installed_ram(snapshot.source, options.realmem_bytes, mem_total)
     kernel = kernel_image(snapshot.source, options.kernel_path)
@@ -93,6 +93,7 @@ def summary(snapshot, options, rows):
             how = "estimated from" if figure.estimate else "from"
             notes.append(f"{row.area}: {how} {figure.source}")
     if options.recommend is not None:
+        from ..sizing import standard_ram_size
         need = sum(r.noncache for r in rows)
         with_headroom = need + need * options.recommend // 100
         headroom = f" (+{options.recommend:g}% headroom: {human(with_headroom)})" if options.recommend else ""
