@@ -39,3 +39,11 @@ def run_smem(*args, input=None, env=None, check=False):
     if check and proc.returncode != 0:
         raise AssertionError(f"smem {args} failed ({proc.returncode}): {proc.stderr.decode()}")
     return proc
+
+
+#: Python code that imports what smem may import lazily, then becomes nobody (uid 65534).
+#: The interpreter may live under /root, unreadable once we are nobody, so everything smem
+#: could need is imported first; then the code that follows runs as an unprivileged user.
+AS_NOBODY = ("import os, sys, difflib, socket, time, json, csv, io, tarfile, gzip, bz2, lzma, pwd, grp, "
+             "concurrent.futures.thread, numpy, smem.cli, smem.formats, smem.exact, smem.sizing, "
+             "smem.sources.capture; os.setgroups([]); os.setgid(65534); os.setuid(65534); ")

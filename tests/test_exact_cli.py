@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import run_smem
+from conftest import AS_NOBODY, run_smem
 from workload import PAGE_KIB, forked_workers
 
 SHARED_KIB, PRIVATE_KIB, WORKERS = 4096, 1024, 3
@@ -100,9 +100,7 @@ def test_exact_capture_gives_the_live_figures_offline(family, tmp_path):
 def test_without_root_a_clear_message_and_the_smaps_report(family):
     wl, comm = family
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    code = ("import os, difflib, concurrent.futures.thread, numpy, smem.cli, smem.formats, smem.exact, pwd; "
-            "os.setgroups([]); os.setgid(65534); os.setuid(65534); "
-            "smem.cli.main(['--exact', '-u'])")
+    code = AS_NOBODY + "smem.cli.main(['--exact', '-u'])"
     if os.geteuid() != 0:
         code = "import smem.cli; smem.cli.main(['--exact', '-u'])"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env,

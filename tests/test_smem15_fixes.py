@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from conftest import run_smem
+from conftest import AS_NOBODY, run_smem
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
 
@@ -267,9 +267,7 @@ def test_unreadable_processes_are_one_warning_not_silence():
         pytest.skip("needs root to run smem as another user")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     # Python itself may live under /root: import smem as root, then become nobody.
-    become_nobody = ("import os, sys, difflib, concurrent.futures.thread, smem.cli, smem.formats, pwd, grp; "
-                     "os.setgroups([]); os.setgid(65534); os.setuid(65534); "
-                     "smem.cli.main(['-c', 'pid user'])")
+    become_nobody = AS_NOBODY + "smem.cli.main(['-c', 'pid user'])"
     proc = subprocess.run([sys.executable, "-c", become_nobody], capture_output=True, env=env,
                           cwd=os.path.dirname(os.path.dirname(__file__)), stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr

@@ -16,21 +16,119 @@ is simply absent.  Mapping names keep their spaces and a trailing
 `` (deleted)``; bytes that are not UTF-8 survive as surrogate escapes.
 """
 
-__all__ = ["Mapping", "parse_smaps", "ANONYMOUS"]
+import re
+
+__all__ = ["Mapping", "Counters", "parse_smaps", "ANONYMOUS"]
 
 #: The name smem has always given to a mapping without a path.
 ANONYMOUS = "<anonymous>"
 
-_KEYS = {}  # b"Key:" -> "Key", shared by all parses (there are ~30 keys)
+# A mapping's header: "start-end " at the start of a line (counter lines start with a key).
+_HEADER = re.compile(rb"^[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]", re.M)
+_NEEDLES = {}  # "Pss" -> b"\nPss:", shared by all parses
+
+
+class Counters:
+    """A mapping's ``kB`` counters, read from the smaps text only when asked for.
+
+    A report shows a few of the ~25 counters of each mapping; finding those
+    few in the text costs far less than turning every line into a number.
+    It behaves as a read-only dict (KiB by kernel key, in kernel order when
+    listed); a key the kernel did not print is absent.
+    """
+
+    __slots__ = ("_data", "_lo", "_hi", "_values", "_complete")
+
+    def __init__(self, data, lo, hi):
+        self._data = data    # the whole smaps text (shared by the mappings)
+        self._lo = lo        # this mapping's counter lines: data[lo:hi], lo at a newline
+        self._hi = hi
+        self._values = {}
+        self._complete = False
+
+    def _find(self, key):
+        needle = _NEEDLES.get(key)
+        if needle is None:
+            needle = _NEEDLES[key] = b"\n" + key.encode("ascii") + b":"
+        data = self._data
+        i = data.find(needle, self._lo, self._hi)
+        if i < 0:
+            return None
+        i += len(needle)
+        j = data.find(b"\n", i, self._hi)
+        value = data[i:j if j >= 0 else self._hi].rstrip()
+        if not value.endswith(b"kB"):
+            return None  # not a counter (THPeligible, VmFlags, ...)
+        return int(value[:-2])
+
+    def get(self, key, default=None):
+        values = self._values
+        if key in values:
+            value = values[key]
+        elif self._complete:
+            return default
+        else:
+            value = values[key] = self._find(key)
+        return default if value is None else value
+
+    def _all(self):
+        if not self._complete:
+            found = {}
+            for line in self._data[self._lo:self._hi].split(b"\n"):
+                parts = line.split()
+                if len(parts) == 3 and parts[2] == b"kB" and parts[0][-1:] == b":":
+                    found[parts[0][:-1].decode("ascii", "replace")] = int(parts[1])
+            self._values = found
+            self._complete = True
+        return self._values
+
+    def attributes(self):
+        """The lines that are not counters (VmFlags, THPeligible, Name, ...), as text."""
+        found = {}
+        for line in self._data[self._lo:self._hi].split(b"\n"):
+            parts = line.split()
+            if parts and parts[0][-1:] == b":" and not (len(parts) == 3 and parts[2] == b"kB"):
+                found[parts[0][:-1].decode("ascii", "replace")] = (
+                    b" ".join(parts[1:]).decode("utf-8", "surrogateescape"))
+        return found
+
+    def __getitem__(self, key):
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._all())
+
+    def keys(self):
+        return self._all().keys()
+
+    def values(self):
+        return self._all().values()
+
+    def items(self):
+        return self._all().items()
+
+    def __eq__(self, other):
+        return dict(self._all()) == (dict(other.items()) if hasattr(other, "items") else other)
+
+    def __repr__(self):
+        return f"Counters({self._all()!r})"
 
 
 class Mapping:
     """One virtual memory area and its counters (KiB, keyed as the kernel names them)."""
 
-    __slots__ = ("start", "end", "perms", "offset", "device", "inode", "name",
-                 "counters", "attributes")
+    __slots__ = ("start", "end", "perms", "offset", "device", "inode", "name", "counters")
 
-    def __init__(self, start, end, perms, offset, device, inode, name):
+    def __init__(self, start, end, perms, offset, device, inode, name, counters=None):
         self.start = start
         self.end = end
         self.perms = perms
@@ -38,8 +136,12 @@ class Mapping:
         self.device = device
         self.inode = inode
         self.name = name
-        self.counters = {}
-        self.attributes = {}
+        self.counters = counters if counters is not None else {}
+
+    @property
+    def attributes(self):
+        counters = self.counters
+        return counters.attributes() if isinstance(counters, Counters) else {}
 
     def get(self, key, default=None):
         return self.counters.get(key, default)
@@ -48,7 +150,7 @@ class Mapping:
         return f"Mapping({self.start:#x}-{self.end:#x} {self.perms} {self.name!r})"
 
 
-def _header(line):
+def _header(line, counters):
     parts = line.split(None, 5)
     if len(parts) < 5:
         raise ValueError(f"malformed smaps header: {line[:80]!r}")
@@ -61,36 +163,25 @@ def _header(line):
         parts[3].decode("ascii", "replace"),
         int(parts[4]),
         name.decode("utf-8", "surrogateescape") if name else ANONYMOUS,
+        counters,
     )
 
 
 def parse_smaps(data):
     """Parse smaps (or smaps_rollup) bytes into a list of :class:`Mapping`.
 
-    Lines before the first header are ignored; so are blank lines and a
+    Headers are parsed at once, counters when first asked for (see
+    :class:`Counters`).  Lines before the first header are ignored; so is a
     missing final newline.  A malformed header raises ``ValueError``.
     """
+    data = bytes(data)
+    starts = [m.start() for m in _HEADER.finditer(data)]
+    size = len(data)
     mappings = []
-    current = None
-    counters = None
-    keys = _KEYS
-    for line in data.split(b"\n"):
-        parts = line.split()
-        if not parts:
-            continue
-        first = parts[0]
-        if first[-1] == 58:  # b":" -> a "Key: value" line (spaces or tabs)
-            if current is None:
-                continue
-            key = keys.get(first)
-            if key is None:
-                key = keys[first] = first[:-1].decode("ascii", "replace")
-            if len(parts) == 3 and parts[2] == b"kB":
-                counters[key] = int(parts[1])
-            else:
-                current.attributes[key] = b" ".join(parts[1:]).decode("utf-8", "surrogateescape")
-        elif b"-" in first:
-            current = _header(line)
-            counters = current.counters
-            mappings.append(current)
+    for i, start in enumerate(starts):
+        eol = data.find(b"\n", start)
+        if eol < 0:
+            eol = size
+        hi = starts[i + 1] - 1 if i + 1 < len(starts) else size
+        mappings.append(_header(data[start:eol], Counters(data, eol, max(hi, eol))))
     return mappings
