@@ -1,0 +1,689 @@
+#!/usr/bin/env python3
+"""Performance benchmark of smem against its peers, on a workload it builds itself.
+
+    python3 bench/run.py              # full run (about 5 minutes on 2 cores)
+    python3 bench/run.py --quick      # smoke check: small workload, 3 runs
+    python3 bench/run.py --only mapping --runs 9 --markdown
+
+See bench/README.md for what is measured and how to read the table.  Not a test:
+nothing here runs under pytest.
+"""
+
+import argparse
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+import synth  # noqa: E402
+import workload  # noqa: E402
+
+SECTIONS = ('process', 'mapping', 'capture', 'memory', 'scaling', 'startup')
+SMEM15 = '/usr/bin/smem'
+CACHE = Path(os.environ.get('SMEM_BENCH_CACHE', Path.home() / '.cache' / 'smem-bench'))
+SCALE_STEPS = (1, 4, 16)
+LINEAR_SLACK = 5.0   # a 4x step may cost at most 5x (4x plus 25%) to count as linear
+
+
+# ------------------------------------------------------------------ running one command
+
+@dataclass
+class Cmd:
+    key: str                      # unique id
+    label: str                    # what is shown
+    argv: list
+    env: dict = None
+    ok_codes: tuple = (0,)
+    results: list = field(default_factory=list)   # (wall_s, cpu_s, maxrss_kib)
+    failures: list = field(default_factory=list)
+    out_lines: int = None
+
+    def median(self, i):
+        vals = [r[i] for r in self.results if r[i] is not None]
+        return statistics.median(vals) if vals else None
+
+
+GNU_TIME = '/usr/bin/time'
+#: How peak RSS is read: 'gnu-time' or 'wait4' (see run_once).  Set by main().
+RSS_METHOD = 'wait4'
+
+
+def run_once(cmd, outdir):
+    """Run ``cmd`` once: (wall seconds, CPU seconds, peak RSS KiB, exit status, stdout, stderr paths).
+
+    The clock starts just before posix_spawn and stops when the child is reaped by
+    os.wait4, whose resource usage gives the CPU time (user + system, of the child and
+    the descendants it waited for).
+
+    Peak RSS needs care: the kernel carries the RSS high-water mark of the address space
+    a process had before execve into its ru_maxrss (fs/exec.c, exec_mmap:
+    setmax_mm_hiwater_rss), and a child spawned by this Python harness starts out with
+    the harness's address space (vfork) or a copy of it (fork), so its ru_maxrss is at
+    least the harness's RSS (~19 MiB): it would hide everything smaller.  So the command
+    runs under GNU time (a ~1 MiB C program that forks and execs it, and prints the
+    waited child's ru_maxrss as %M); only when GNU time is missing is the wait4 figure
+    used, and the report says so.
+    """
+    out = os.path.join(outdir, f'{cmd.key}.out')
+    err = os.path.join(outdir, f'{cmd.key}.err')
+    rus = os.path.join(outdir, f'{cmd.key}.rusage')
+    argv = cmd.argv
+    if RSS_METHOD == 'gnu-time':
+        argv = [GNU_TIME, '-f', '%M', '-o', rus, *argv]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, '/dev/null', os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+        (os.POSIX_SPAWN_OPEN, 2, err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+    ]
+    env = cmd.env if cmd.env is not None else os.environ
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    maxrss = ru.ru_maxrss
+    if RSS_METHOD == 'gnu-time':
+        # "Command exited with non-zero status N" may come first; %M is the last line
+        lines = Path(rus).read_text().split()
+        maxrss = int(lines[-1]) if lines and lines[-1].isdigit() else None
+    return wall, ru.ru_utime + ru.ru_stime, maxrss, code, out, err
+
+
+_TICK = os.sysconf('SC_CLK_TCK')
+#: Per measure() call: seconds spent waiting for a quiet machine, rounds started busy.
+QUIET = {'max_wait': 20.0, 'waited': 0.0, 'busy_rounds': 0, 'rounds': 0}
+
+
+def cpu_busy_seconds():
+    """CPU seconds all CPUs have spent not idle since boot (/proc/stat, first line)."""
+    with open('/proc/stat', 'rb') as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+    guest = sum(v[8:10]) if len(v) > 9 else 0   # guest time is already in user/nice
+    return (sum(v) - idle - guest) / _TICK
+
+
+def wait_for_quiet(log, threshold=0.3, window=0.5):
+    """Wait (up to QUIET['max_wait'] s) until other work uses under ``threshold`` of a CPU.
+
+    The machine may be shared; starting each round on a quiet machine keeps other
+    people's bursts out of most runs.  Rounds that start busy anyway are counted.
+    """
+    t0 = time.monotonic()
+    while True:
+        b0 = cpu_busy_seconds()
+        time.sleep(window)
+        load = (cpu_busy_seconds() - b0) / window
+        if load < threshold:
+            break
+        if time.monotonic() - t0 > QUIET['max_wait']:
+            QUIET['busy_rounds'] += 1
+            break
+        log(f'\r  waiting for a quiet machine (others use {load:.1f} CPUs) ', end='')
+    QUIET['waited'] += time.monotonic() - t0
+    QUIET['rounds'] += 1
+
+
+def measure(cmds, runs, outdir, seed, log):
+    """One untimed warm-up of each command, then ``runs`` rounds, each running every
+    command once in a fresh random order (interleaved, so drift and neighbours' load hit
+    every command alike).
+
+    Each run also records the foreign load: CPU time the whole machine spent busy
+    during the run, less the command's own, per second of wall time (0 on an
+    otherwise idle machine, 1.0 = another process kept one CPU busy throughout).
+    """
+    rng = random.Random(seed)
+    total = len(cmds) * (runs + 1)
+    done = 0
+    for rnd in range(runs + 1):
+        order = list(cmds)
+        rng.shuffle(order)
+        if rnd:
+            wait_for_quiet(log)
+        for cmd in order:
+            b0 = cpu_busy_seconds()
+            wall, cpu, rss, code, out, err = run_once(cmd, outdir)
+            foreign = max(0.0, (cpu_busy_seconds() - b0 - cpu) / wall)
+            done += 1
+            if code not in cmd.ok_codes:
+                msg = Path(err).read_text(errors='replace').strip().splitlines()
+                cmd.failures.append(f'exit {code}: {msg[-1] if msg else ""}')
+            elif rnd == 0:
+                with open(out, 'rb') as f:
+                    cmd.out_lines = f.read().count(b'\n')
+            else:
+                cmd.results.append((wall, cpu, rss, foreign))
+            log(f'\r  round {rnd}/{runs} ({"warm-up" if rnd == 0 else "timed"}), '
+                f'{done}/{total} runs', end='')
+    log('')
+
+
+# ------------------------------------------------------------------ peers
+
+@dataclass
+class Peers:
+    smem15: str = None
+    smem15_version: str = None
+    ps_mem_python: str = None
+    ps_mem_version: str = None
+    smemstat: str = None
+    smemstat_version: str = None
+    missing: dict = field(default_factory=dict)
+
+
+def _dpkg_version(pkg):
+    r = subprocess.run(['dpkg-query', '-W', '-f', '${Version}', pkg], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+
+
+def _apt_install(pkg, log):
+    if shutil.which('apt-get') is None or os.geteuid() != 0:
+        return False
+    log(f'  installing Debian package {pkg} ...')
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    r = subprocess.run(['apt-get', 'install', '-y', '-qq', pkg], capture_output=True, env=env)
+    if r.returncode != 0:
+        subprocess.run(['apt-get', 'update', '-qq'], capture_output=True, env=env)
+        r = subprocess.run(['apt-get', 'install', '-y', '-qq', pkg], capture_output=True, env=env)
+    return r.returncode == 0
+
+
+def find_peers(install, log):
+    p = Peers()
+    # smem 1.5: Debian's /usr/bin/smem (not ours: ours is run from the work tree).
+    if not _dpkg_version('smem') and install:
+        _apt_install('smem', log)
+    if os.path.exists(SMEM15) and _dpkg_version('smem'):
+        p.smem15, p.smem15_version = SMEM15, _dpkg_version('smem')
+    else:
+        p.missing['smem 1.5'] = 'Debian package smem not installed (/usr/bin/smem)'
+    # smemstat
+    path = shutil.which('smemstat')
+    if path is None and install and _apt_install('smemstat', log):
+        path = shutil.which('smemstat')
+    if path:
+        p.smemstat, p.smemstat_version = path, _dpkg_version('smemstat') or '?'
+    else:
+        p.missing['smemstat'] = 'Debian package smemstat not installed'
+    # ps_mem, from PyPI, in a private venv outside the work tree
+    venv = CACHE / 'venv'
+    py = venv / 'bin' / 'python'
+    def ps_mem_version():
+        r = subprocess.run([str(py), '-m', 'pip', 'show', 'ps_mem'], capture_output=True, text=True)
+        m = re.search(r'^Version: (\S+)', r.stdout, re.M)
+        return m.group(1) if m else None
+    if not (py.exists() and ps_mem_version()) and install:
+        log(f'  installing ps_mem from PyPI into {venv} ...')
+        subprocess.run([sys.executable, '-m', 'venv', str(venv)], capture_output=True)
+        subprocess.run([str(py), '-m', 'pip', 'install', '-q', '--disable-pip-version-check', 'ps_mem'],
+                       capture_output=True)
+    if py.exists() and ps_mem_version():
+        p.ps_mem_python, p.ps_mem_version = str(py), ps_mem_version()
+    else:
+        p.missing['ps_mem'] = f'PyPI package ps_mem not installable into {venv}'
+    return p
+
+
+# ------------------------------------------------------------------ facts
+
+def _read(path):
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ''
+
+
+def machine_facts(peers):
+    mem = re.search(r'MemTotal:\s+(\d+)', _read('/proc/meminfo'))
+    model = re.search(r'^model name\s*:\s*(.*)$', _read('/proc/cpuinfo'), re.M)
+    head = subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'],
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(['git', '-C', str(REPO), 'status', '--porcelain', 'smem'],
+                           capture_output=True, text=True).stdout.strip()
+    py15 = subprocess.run(['/usr/bin/python3', '--version'], capture_output=True, text=True).stdout.strip()
+    return {
+        'date': datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
+        'kernel': platform.release(),
+        'CPUs': f'{os.cpu_count()} ({model.group(1).strip() if model else "?"})',
+        'memory': f'{int(mem.group(1)) / 1048576:.1f} GiB' if mem else '?',
+        'Python (ours, ps_mem)': f'{platform.python_version()} ({sys.executable})',
+        'Python (smem 1.5)': py15 or 'missing',
+        'smem (ours)': f'work tree {REPO} at {head or "?"}{" + uncommitted changes in smem/" if dirty else " (smem/ clean)"}',
+        'smem 1.5': peers.smem15_version or 'missing',
+        'ps_mem': peers.ps_mem_version or 'missing',
+        'smemstat': peers.smemstat_version or 'missing',
+        'load average at start': _read('/proc/loadavg').split(' ')[:3],
+    }
+
+
+# ------------------------------------------------------------------ the report
+
+def fmt_s(x):
+    return '-' if x is None else (f'{x:.3f}' if x < 10 else f'{x:.2f}')
+
+
+def fmt_mib(kib):
+    return '-' if kib is None else f'{kib / 1024:.1f}'
+
+
+class Table:
+    def __init__(self, title, header, note=None):
+        self.title, self.header, self.rows, self.note = title, header, [], note
+
+    def add(self, *row):
+        self.rows.append([str(c) for c in row])
+
+    def text(self, markdown):
+        if markdown:
+            out = [f'### {self.title}', '', '| ' + ' | '.join(self.header) + ' |',
+                   '|' + '|'.join('---' for _ in self.header) + '|']
+            out += ['| ' + ' | '.join(c.replace('|', '\\|') for c in r) + ' |' for r in self.rows]
+            if self.note:
+                out += ['', self.note]
+            return '\n'.join(out) + '\n'
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
+                  for i, h in enumerate(self.header)]
+        line = lambda cells: '  '.join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        out = [self.title, '=' * len(self.title), line(self.header), line(['-' * w for w in widths])]
+        out += [line(r) for r in self.rows]
+        if self.note:
+            out += [self.note]
+        return '\n'.join(out) + '\n'
+
+
+def command_table(title, cmds):
+    t = Table(title, ['command', 'runs', 'median s', 'min s', 'max s', 'CPU s', 'peak RSS MiB',
+                      'foreign load', 'output lines', 'failures'])
+    for c in cmds:
+        walls = [r[0] for r in c.results]
+        t.add(c.label, len(c.results), fmt_s(c.median(0)), fmt_s(min(walls) if walls else None),
+              fmt_s(max(walls) if walls else None), fmt_s(c.median(1)), fmt_mib(c.median(2)),
+              '-' if c.median(3) is None else f'{c.median(3):.2f}',
+              '-' if c.out_lines is None else c.out_lines,
+              len(c.failures) and f'{len(c.failures)} ({c.failures[0][:60]})' or 0)
+    return t
+
+
+def verdict(ratio, target):
+    if ratio is None:
+        return 'n/a'
+    return 'met' if ratio <= target else 'NOT met'
+
+
+def ratio_row(t, ours, peer, target, metric=0, fmt=fmt_s, missing=None):
+    """Add 'ours / peer' to ``t``: medians of ``metric`` (0 wall, 2 peak RSS)."""
+    if peer is None:
+        t.add(ours.label, missing or 'missing', fmt(ours.median(metric)), '-', '-', '-',
+              f'<= {target}' if target else '-', 'peer missing')
+        return
+    a, b = ours.median(metric), peer.median(metric)
+    r = a / b if a is not None and b else None
+    cpu = ours.median(1) / peer.median(1) if metric == 0 and r is not None and peer.median(1) else None
+    t.add(ours.label, peer.label, fmt(a), fmt(b), '-' if r is None else f'{r:.2f}x',
+          '-' if cpu is None else f'{cpu:.2f}x',
+          f'<= {target}x' if target else '(info)', verdict(r, target) if target else '-')
+
+
+# ------------------------------------------------------------------ sections
+
+def ours_argv(*args):
+    return [sys.executable, '-m', 'smem', *args]
+
+
+#: Where ours is imported from: a frozen copy of the work tree's smem/ (see snapshot_ours).
+OURS_ROOT = REPO
+
+
+def snapshot_ours(tmp, ref=None):
+    """Copy smem/ (the work tree's, or commit ``ref``'s) into ``tmp``; run that copy all along.
+
+    The benchmark takes minutes, and the code under test may be edited meanwhile; a
+    frozen copy keeps every run of every section on one version.  Returns a digest of
+    the copied sources, printed with the results so a table can be tied to the code.
+    """
+    import hashlib
+    global OURS_ROOT
+    dest = Path(tmp) / 'ours'
+    if ref:
+        dest.mkdir()
+        archive = subprocess.run(['git', '-C', str(REPO), 'archive', ref, 'smem'], capture_output=True)
+        if archive.returncode:
+            sys.exit(f'bench: git archive {ref}: {archive.stderr.decode(errors="replace").strip()}')
+        subprocess.run(['tar', 'x', '-C', str(dest)], input=archive.stdout, check=True)
+    else:
+        shutil.copytree(REPO / 'smem', dest / 'smem', ignore=shutil.ignore_patterns('__pycache__'))
+    h = hashlib.sha256()
+    for p in sorted((dest / 'smem').rglob('*')):
+        if p.is_file():
+            h.update(str(p.relative_to(dest)).encode() + b'\0' + p.read_bytes())
+    OURS_ROOT = dest
+    return h.hexdigest()[:12]
+
+
+def ours_env():
+    env = {k: v for k, v in os.environ.items() if k not in ('COLUMNS', 'LINES', 'PYTHONPATH')}
+    env['PYTHONPATH'] = str(OURS_ROOT)
+    return env
+
+
+def peer_env():
+    return {k: v for k, v in os.environ.items() if k not in ('COLUMNS', 'LINES', 'PYTHONPATH')}
+
+
+def section_startup(runs, tmp, log):
+    """Import time of smem.cli and whether the heavy chart libraries are imported."""
+    env = ours_env()
+
+    def importtime(args):
+        r = subprocess.run([sys.executable, '-X', 'importtime', *args], capture_output=True,
+                           text=True, env=env, cwd=tmp)
+        rows = re.findall(r'^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)', r.stderr, re.M)
+        return r, rows
+
+    totals, clis, heavy = [], [], None
+    for _ in range(max(runs, 3)):
+        _, rows = importtime(['-c', 'import smem.cli'])
+        totals.append(sum(int(s) for s, _, _, _ in rows) / 1e6)
+        clis.append(sum(int(c) for _, c, ind, name in rows if name == 'smem.cli') / 1e6)
+        # rows are printed children first; those between the previous top-level row and
+        # smem.cli's are its imports; direct children are indented by 3 more spaces.
+        i = next(k for k, r in enumerate(rows) if r[3] == 'smem.cli')
+        j = max((k for k in range(i) if len(rows[k][2]) == 1), default=-1)
+        kids = [(int(c), name) for _, c, ind, name in rows[j + 1:i] if len(ind) == 3]
+        heavy = sorted(kids, reverse=True)[:6]
+    t = Table('Start-up', ['check', 'result', 'target', 'met?'])
+    t.add('`python -X importtime -c "import smem.cli"`: total (sum of self times, median)',
+          f'{statistics.median(totals) * 1000:.0f} ms', '(info)', '-')
+    t.add('of which `smem.cli` (cumulative, median)', f'{statistics.median(clis) * 1000:.0f} ms', '(info)', '-')
+    t.add('largest imports under smem.cli (cumulative, last run)',
+          ', '.join(f'{n} {c / 1000:.0f} ms' for c, n in heavy), '(info)', '-')
+    for args in (['--help'], ['-c', 'pid']):
+        r, _ = importtime(['-m', 'smem', *args])
+        for lib in ('matplotlib', 'numpy'):
+            n = len(re.findall(rf'^import time:.*\| +{lib}(\.|$)', r.stderr, re.M))
+            t.add(f'`smem {" ".join(args)}`: lines of importtime naming {lib}', n, '0', verdict(n, 0))
+    # wall time of a bare interpreter and of smem --help, interleaved
+    cmds = [Cmd('py-pass', f'{sys.executable} -c pass', [sys.executable, '-c', 'pass'], env=env),
+            Cmd('ours-help', 'smem --help', ours_argv('--help'), env=env)]
+    if os.path.exists('/usr/bin/python3') and os.path.realpath('/usr/bin/python3') != os.path.realpath(sys.executable):
+        cmds.append(Cmd('py15-pass', '/usr/bin/python3 -c pass (smem 1.5\'s interpreter)',
+                        ['/usr/bin/python3', '-c', 'pass'], env=peer_env()))
+    if os.path.exists(SMEM15):
+        cmds.append(Cmd('s15-help', 'smem 1.5 --help', [SMEM15, '--help'], env=peer_env()))
+    measure(cmds, runs, tmp, 7, log)
+    for c in cmds:
+        t.add(f'wall time of `{c.label}` (median of {len(c.results)})', f'{fmt_s(c.median(0))} s', '(info)', '-')
+    return [t]
+
+
+def section_scaling(runs, tmp, template, base, log, compare15=False):
+    """`smem -S` on synthetic captures 1x, 4x, 16x larger: does time grow linearly?"""
+    log('  writing synthetic captures ...')
+    cmds = []
+    env = ours_env()
+    sizes = {}
+    for k in SCALE_STEPS:
+        n = base * k
+        path = os.path.join(tmp, f'procs-{n}.tgz')
+        synth.many_processes(path, template, n)
+        sizes[('procs', k)] = (n, os.path.getsize(path))
+        cmds.append(Cmd(f'procs-{k}', f'smem -S <{n} processes>', ours_argv('-S', path), env=env))
+    for k in SCALE_STEPS:
+        m = 6250 * k
+        path = os.path.join(tmp, f'maps-{m}.tgz')
+        synth.many_mappings(path, template, m)
+        sizes[('maps', k)] = (m, os.path.getsize(path))
+        cmds.append(Cmd(f'maps-{k}', f'smem -S <1 process, {m} mappings>', ours_argv('-S', path), env=env))
+        cmds.append(Cmd(f'mapsm-{k}', f'smem -S <1 process, {m} mappings> -m', ours_argv('-S', path, '-m'),
+                        env=env))
+    measure(cmds, runs, tmp, 11, log)
+    t = Table('Scaling (synthetic captures, `smem -S`)',
+              ['capture', 'size', 'compressed MiB', 'median s', 'foreign load', 'peak RSS MiB',
+               'time x per 4x step', 'RSS x per 4x step', f'linear? (time step <= {LINEAR_SLACK}x)'],
+              note=f'Processes: copies of one workload process (its smaps, smaps_rollup, cmdline, stat, '
+                   f'status), base {base}.  Mappings: one process whose smaps repeats the mappings of a '
+                   f'workload process with fresh addresses (rollup recomputed).  The per-step time ratio '
+                   f'includes the constant start-up (~0.1-0.2 s), so it sits below 4x when growth is linear.')
+    by = {c.key: c for c in cmds}
+    for kind, unit in (('procs', 'processes'), ('maps', 'mappings'), ('mapsm', 'mappings, -m')):
+        prev = None
+        for k in SCALE_STEPS:
+            c = by[f'{kind}-{k}']
+            n, size = sizes[('procs' if kind == 'procs' else 'maps', k)]
+            step_t = step_r = '-'
+            ok = '-'
+            if prev and c.median(0) and prev.median(0):
+                rt = c.median(0) / prev.median(0)
+                rr = c.median(2) / prev.median(2)
+                step_t, step_r = f'{rt:.2f}x', f'{rr:.2f}x'
+                ok = 'yes' if rt <= LINEAR_SLACK else 'NO'
+            fails = f' ({len(c.failures)} failed)' if c.failures else ''
+            t.add(c.label, f'{n} {unit}', f'{size / 1048576:.1f}', fmt_s(c.median(0)) + fails,
+                  '-' if c.median(3) is None else f'{c.median(3):.2f}', fmt_mib(c.median(2)), step_t, step_r, ok)
+            prev = c
+    return [t]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--runs', type=int, default=None, help='timed runs of each command (default 7; 3 with --quick)')
+    ap.add_argument('--quick', action='store_true', help='small workload, 3 runs: a smoke check')
+    ap.add_argument('--only', action='append', choices=SECTIONS, metavar='SECTION',
+                    help=f'run only this section (repeatable): {", ".join(SECTIONS)}')
+    ap.add_argument('--markdown', action='store_true', help='print markdown tables (for docs/benchmarks.md)')
+    ap.add_argument('--groups', type=int, default=None, help='workload groups (default 30; 4 with --quick)')
+    ap.add_argument('--per-group', type=int, default=9, help='workers per group (default 9)')
+    ap.add_argument('--scale-base', type=int, default=None,
+                    help='processes in the 1x synthetic capture (default 300; 50 with --quick)')
+    ap.add_argument('--no-install', action='store_true', help='do not apt-get/pip install missing peers')
+    ap.add_argument('--ref', metavar='REV',
+                    help='benchmark smem/ as committed at git revision REV (default: the work tree as it is)')
+    ap.add_argument('--seed', type=int, default=1, help='seed of the run order shuffle')
+    ap.add_argument('--quiet-wait', type=float, default=20.0,
+                    help='seconds each round may wait for other work on the machine to stop (default 20; 0: never)')
+    args = ap.parse_args(argv)
+    runs = args.runs or (3 if args.quick else 7)
+    groups = args.groups or (4 if args.quick else 30)
+    base = args.scale_base or (50 if args.quick else 300)
+    if args.quick:
+        global SCALE_STEPS
+        SCALE_STEPS = (1, 4)
+    only = set(args.only or SECTIONS)
+    QUIET['max_wait'] = args.quiet_wait
+    log = lambda *a, **k: print(*a, file=sys.stderr, flush=True, **k)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+
+    started = time.monotonic()
+    log('finding peers ...')
+    peers = find_peers(not args.no_install, log)
+    global RSS_METHOD
+    if not os.path.exists(GNU_TIME) and not args.no_install:
+        _apt_install('time', log)
+    RSS_METHOD = 'gnu-time' if os.path.exists(GNU_TIME) else 'wait4'
+    facts = machine_facts(peers)
+    tables = []
+    with tempfile.TemporaryDirectory(prefix='smem-bench-') as tmp:
+        digest = snapshot_ours(tmp, args.ref)
+        if args.ref:
+            rev = subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', args.ref],
+                                 capture_output=True, text=True).stdout.strip()
+            facts['smem (ours)'] = f'commit {rev} ({args.ref}) of {REPO}'
+        facts['smem (ours)'] += f'; smem/ sources sha256 {digest}, copied at start and run from the copy'
+        # `python -m` puts the working directory first on sys.path: work where no smem/ is
+        cwd = os.getcwd()
+        os.chdir(tmp)
+        where = subprocess.run([sys.executable, '-c', 'import smem; print(smem.__file__)'], env=ours_env(),
+                               capture_output=True, text=True).stdout.strip()
+        if not where.startswith(str(OURS_ROOT)):
+            sys.exit(f'bench: smem imports from {where!r}, not from the frozen copy {OURS_ROOT}')
+        pre = subprocess.run(ours_argv('-c', 'pid pss'), env=ours_env(), capture_output=True, text=True)
+        if pre.returncode != 0:
+            sys.exit(f'bench: smem -c "pid pss" fails (exit {pre.returncode}) on the copy under test: '
+                     f'{pre.stderr.strip()[-500:]}')
+        try:
+            tables += run_sections(args, only, runs, groups, base, peers, facts, tmp, log)
+        except KeyboardInterrupt:
+            log('\ninterrupted: workload stopped, temporary files removed')
+            return 130
+        finally:
+            os.chdir(cwd)
+    facts['load average at end'] = _read('/proc/loadavg').split(' ')[:3]
+    facts['benchmark wall time'] = f'{time.monotonic() - started:.0f} s'
+    cmdline = 'python3 bench/run.py ' + ' '.join(argv if argv is not None else sys.argv[1:])
+    facts['command'] = cmdline.strip()
+    facts['peak RSS from'] = ('GNU time %M (the child\'s own ru_maxrss)' if RSS_METHOD == 'gnu-time' else
+                              'wait4 ru_maxrss: GNU time missing, so every figure includes the harness\'s '
+                              '~19 MiB (see run_once)')
+    facts['runs per command'] = f'{runs} timed (after 1 untimed warm-up), interleaved in shuffled rounds'
+    facts['quiet-machine gate'] = (f'{QUIET["rounds"]} rounds waited {QUIET["waited"]:.0f} s in all for other '
+                                   f'work to drop under 0.3 CPU; {QUIET["busy_rounds"]} started busy after '
+                                   f'{QUIET["max_wait"]:.0f} s')
+    ft = Table('Machine and run', ['fact', 'value'])
+    for k, v in facts.items():
+        ft.add(k, ' '.join(v) if isinstance(v, list) else v)
+    for name, why in peers.missing.items():
+        ft.add(f'MISSING peer: {name}', why)
+    print(ft.text(args.markdown))
+    for t in tables:
+        print(t.text(args.markdown))
+    return 0
+
+
+def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
+    tables = []
+    need_workload = only & {'process', 'mapping', 'capture', 'memory', 'scaling'}
+    template = None
+    if need_workload:
+        log(f'starting workload: {1 + groups * (args.per_group + 1)} processes ...')
+        with workload.running(groups, args.per_group) as wl:
+            d = wl.describe()
+            facts['workload'] = (f'{d["processes"]} processes (1 leader, {groups} groups of '
+                                 f'{args.per_group + 1}), {d["maps_min"]}-{d["maps_max"]} mappings each '
+                                 f'(median {d["maps_median"]}); shared: {d["shared_kib"] // 1024} MiB '
+                                 f'(4 files in 24 file mappings, a /dev/shm file, MAP_SHARED anon, a region '
+                                 f'per group); {d["private_kib_each"]} KiB private anon written per process')
+            facts['processes on the machine'] = str(sum(e.isdigit() for e in os.listdir('/proc')))
+            template = synth.read_process(wl.pids[-1])
+            if only & {'process', 'mapping', 'capture', 'memory'}:
+                tables += live_sections(only, runs, peers, tmp, log, args.seed)
+        if 'scaling' in only:
+            log('scaling ...')
+            tables += section_scaling(runs, tmp, template, base, log)
+    if 'startup' in only:
+        log('start-up ...')
+        tables += section_startup(runs, tmp, log)
+    return tables
+
+
+def live_sections(only, runs, peers, tmp, log, seed):
+    env, penv = ours_env(), peer_env()
+    s15 = peers.smem15
+    cmds = {}
+
+    def add(key, label, argv, e, ok=(0,)):
+        cmds[key] = Cmd(key, label, argv, env=e, ok_codes=ok)
+
+    want_proc = only & {'process', 'memory'}
+    want_map = only & {'mapping', 'memory'}
+    want_cap = only & {'capture', 'memory'}
+    proc_args = [(), ('-t', '-k'), ('-u',)]
+    map_args = [('-m',), ('-M', 'libc')]
+    for args in (proc_args if want_proc else []) + (map_args if want_map else []):
+        name = ' '.join(('smem',) + args)
+        add(f'ours {name}', name, ours_argv(*args), env)
+        if s15:
+            add(f's15 {name}', f'smem 1.5: {name}', [s15, *args], penv)
+    # cat of many /proc files races with exiting processes: a vanished one makes cat exit 1
+    if 'process' in only:
+        if peers.ps_mem_python:
+            add('ps_mem', 'ps_mem -d', [peers.ps_mem_python, '-m', 'ps_mem', '-d'], penv)
+        if peers.smemstat:
+            add('smemstat', 'smemstat (one report)', [peers.smemstat], penv)
+        add('cat rollup', 'cat /proc/[0-9]*/smaps_rollup',
+            ['/bin/sh', '-c', 'cat /proc/[0-9]*/smaps_rollup > /dev/null'], penv, (0, 1))
+    if 'mapping' in only:
+        add('cat smaps', 'cat /proc/[0-9]*/smaps',
+            ['/bin/sh', '-c', 'cat /proc/[0-9]*/smaps > /dev/null'], penv, (0, 1))
+    capinfo = None
+    if want_cap:
+        cap = os.path.join(tmp, 'capture.tgz')
+        log('  smem capture -o capture.tgz ...')
+        t0 = time.perf_counter()
+        r = subprocess.run(ours_argv('capture', '-o', cap), env=env, capture_output=True, text=True)
+        capinfo = (time.perf_counter() - t0, r.returncode, r.stderr.strip()[-200:])
+        if r.returncode == 0:
+            add('ours -S', 'smem -S capture.tgz', ours_argv('-S', cap), env)
+            dest = os.path.join(tmp, 'extracted', 'proc')
+            os.makedirs(dest)
+            subprocess.run(['tar', 'xzf', cap, '-C', dest], check=True)  # as docs/capture-format.md says
+            add('ours -S dir', 'smem -S DIR (extracted)', ours_argv('-S', os.path.join(tmp, 'extracted')), env)
+            if s15:
+                add('s15 -S', 'smem 1.5: smem -S DIR', [s15, '-S', os.path.join(tmp, 'extracted')], penv)
+    log(f'measuring {len(cmds)} commands: {runs} rounds + 1 warm-up ...')
+    measure(list(cmds.values()), runs, tmp, seed, log)
+
+    g = cmds.get
+    tables = []
+    ratio_hdr = ['ours', 'peer', 'ours median s', 'peer median s', 'ratio (wall)', 'ratio (CPU)',
+                 'target', 'met?']
+    if 'process' in only:
+        t = Table('Process view: ours / peer, median wall time', ratio_hdr)
+        for args in proc_args:
+            name = ' '.join(('smem',) + args)
+            ratio_row(t, g(f'ours {name}'), g('ps_mem'), 0.7, missing='ps_mem -d')
+            ratio_row(t, g(f'ours {name}'), g(f's15 {name}'), 0.15, missing=f'smem 1.5: {name}')
+            ratio_row(t, g(f'ours {name}'), g('cat rollup'), 1.5)
+            if g('smemstat'):
+                ratio_row(t, g(f'ours {name}'), g('smemstat'), None)
+        tables.append(t)
+    if 'mapping' in only:
+        t = Table('Mapping view: ours / peer, median wall time', ratio_hdr)
+        for args in map_args:
+            name = ' '.join(('smem',) + args)
+            ratio_row(t, g(f'ours {name}'), g(f's15 {name}'), 0.4, missing=f'smem 1.5: {name}')
+            ratio_row(t, g(f'ours {name}'), g('cat smaps'), 1.3)
+        tables.append(t)
+    if 'capture' in only:
+        note = None
+        if capinfo:
+            note = (f'Capture written by `smem capture -o` of the live workload in {capinfo[0]:.2f} s '
+                    f'(exit {capinfo[1]}{", " + capinfo[2] if capinfo[1] else ""}).')
+        t = Table('Captures: ours / peer, median wall time', ratio_hdr, note=note)
+        if g('ours -S'):
+            ratio_row(t, g('ours -S'), g('s15 -S'), 0.3, missing='smem 1.5: smem -S DIR')
+            ratio_row(t, g('ours -S dir'), g('s15 -S'), None, missing='smem 1.5: smem -S DIR')
+        tables.append(t)
+    if 'memory' in only:
+        t = Table('Memory: peak RSS (MiB) ours / smem 1.5, same arguments',
+                  ['ours', 'peer', 'ours MiB', 'peer MiB', 'ratio', '-', 'target', 'met?'])
+        pairs = [(f'ours {" ".join(("smem",) + a)}', f's15 {" ".join(("smem",) + a)}')
+                 for a in proc_args + map_args] + [('ours -S', 's15 -S')]
+        for o, p in pairs:
+            if g(o):
+                ratio_row(t, g(o), g(p), 1.0, metric=2, fmt=fmt_mib, missing='smem 1.5')
+        tables.append(t)
+    tables.append(command_table('Every command (medians; output lines from the warm-up run)',
+                                list(cmds.values())))
+    return tables
+
+
+if __name__ == '__main__':
+    sys.exit(main())
