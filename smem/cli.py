@@ -7,13 +7,11 @@ import click
 
 from . import __version__
 from .errors import SmemError, UsageError
-from .model import Selection, load_snapshot
-from .formats import FORMATS, render
-from .report import ReportOptions, make_table, parse_columns, selected_columns, sort_column
+from .app import Request, run_report
+from .formats import FORMATS
+from .report import ReportOptions, parse_columns
 from .sources import open_source
 from .units import parse_size
-from .views import VIEWS, needs_of
-from .views.sharing import SHARING_VIEW
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
 
@@ -89,12 +87,11 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
     Also: smem capture --help (write a capture of this or a remote machine).
     """
     group = group or ("name" if group_by_name else None)
-    view = VIEWS["mapping" if mappings else "user" if users else "system" if system
-                 else "cgroup" if by_cgroup else "program" if group else "process"]
-    if shared_with:
-        if not (processfilter or userfilter):
-            raise UsageError("--shared-with needs a selection: -P and/or -U")
-        view, exact = SHARING_VIEW, True
+    # smem 1.5's views take precedence in its order (-m, -u, -w); the newer ones do not mix
+    chosen = [name for name, on in (("mapping", mappings), ("user", users), ("system", system),
+                                    ("cgroup", by_cgroup), ("program", group)) if on]
+    if (by_cgroup or group) and len(chosen) > 1:
+        raise UsageError(f"choose one view: -m, -u, -w, --cgroup or -g ({' and '.join(chosen)} given)")
     options = ReportOptions(
         columns=parse_columns(columns) if columns else None,
         sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
@@ -103,47 +100,14 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
         recommend=recommend, format=fmt,
     )
     options.ram_kib = options.realmem_bytes // 1024 if realmem else None
-    if output and not (pie or bar):
-        raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
-    if exact and not options.columns and "guss" in view.columns and view is not SHARING_VIEW:
-        defaults = list(view.default_columns)
-        options.columns = defaults[:defaults.index("uss") + 1] + ["guss"] + defaults[defaults.index("uss") + 1:]
-    columns = selected_columns(view, options)  # unknown fields fail before any /proc is read
-    columns.append(sort_column(view, options))
-    needs = needs_of(view, columns)
-    exact = exact or needs.exact
-    needs.mappings = needs.mappings or exact
-    selection = Selection(processfilter, userfilter, mapfilter)
-    # the sharing report reads everyone: the holders are outside the selection
-    load_selection = Selection(None, None, mapfilter) if shared_with else selection
-    if recommend is not None and view.name != "system":
-        raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
-    src = open_source(source)
-    try:
-        snapshot = load_snapshot(src, load_selection, with_processes=view.name != "system", needs=needs)
-        if exact and view.name != "system":
-            from .exact import ExactUnavailable, account_snapshot, sharing_of_selection  # numpy: only here
-            try:
-                snapshot.exact = account_snapshot(snapshot)
-            except ExactUnavailable as e:
-                if shared_with:
-                    raise
-                _warn(f"{e}; showing the smaps figures")
-        if shared_with:
-            options.extra["selected"], options.extra["sharing"] = sharing_of_selection(snapshot, selection)
-    finally:
-        src.close()
-    for reason, count in sorted(snapshot.unreadable.items()):
-        hint = "; run as root to see them" if "ermission" in reason and os.geteuid() != 0 else ""
-        _warn(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}){hint}")
-    if snapshot.pss_missing:
-        _warn("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
-    table = make_table(snapshot, view, options)
-    if pie or bar:
-        from .charts import show_chart
-        show_chart(table, options, snapshot)
-        return
-    _write(render(snapshot, view, options, table))
+    result = run_report(Request(
+        view=chosen[0] if chosen else "process", options=options, source=source,
+        process_filter=processfilter, user_filter=userfilter, map_filter=mapfilter,
+        exact=exact, shared_with=shared_with))
+    for warning in result.warnings:
+        _warn(warning)
+    if result.text is not None:
+        _write(result.text)
 
 
 @click.command(context_settings=CONTEXT)

@@ -779,10 +779,13 @@ def account_snapshot(snapshot):
     return account(snapshot.source, mappings)
 
 
-def sharing_of_selection(snapshot, selection):
-    """(selected pids, SharedWith): what the processes ``selection`` picks share, and with whom."""
+def sharing_of_selection(snapshot, selection, exclude=None):
+    """(selected pids, SharedWith): what the processes ``selection`` picks share, and with whom.
+
+    ``exclude``: a pid never selected (smem's own, whose command line holds the pattern).
+    """
     selected = [p.pid for p in snapshot.processes
-                if p.mappings and selection.wants(p.name, p.cmdline, p.user)]
+                if p.mappings and p.pid != exclude and selection.wants(p.name, p.cmdline, p.user)]
     if not selected:
         raise SmemError("--shared-with: no process matches the selection")
     return selected, snapshot.exact.shared_with(selected)

@@ -104,15 +104,6 @@ def render_csv(table, options):
 
 # -- OpenMetrics -------------------------------------------------------------------------------
 
-_LABELS = {
-    "process": (("pid", lambda r: r.process.pid), ("user", lambda r: r.user), ("name", lambda r: r.process.name)),
-    "user": (("user", lambda r: r.label),),
-    "program": (("name", lambda r: r.label),),
-    "mapping": (("map", lambda r: r.name),),
-    "system": (("area", lambda r: r.area),),
-}
-
-
 def _label_value(value):
     text = printable(str(value))
     return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
@@ -120,12 +111,13 @@ def _label_value(value):
 
 def _families(table, rows):
     """(name, help, unit, [(labels, value)]) for each numeric column of ``table``."""
-    labels = _LABELS[table.view.name]
+    labels = table.view.labels
     rendered = [",".join(f'{k}="{_label_value(get(r))}"' for k, get in labels) for r in rows]
+    label_keys = {k for k, _ in labels}
     families = []
     for column in table.columns:
-        if column.key in ("pid", "user", "name", "command", "map", "area", "order", "state", "source"):
-            continue
+        if column.key in label_keys or not (column.is_amount or column.total == "sum"):
+            continue  # labels, text and identifiers are not gauges
         samples = []
         for row, label in zip(rows, rendered):
             value = column.getter(row)
@@ -151,8 +143,12 @@ def render_openmetrics(tables):
     return "\n".join(lines) + "\n"
 
 
-def render(snapshot, view, options, table=None):
-    """The report of ``view`` in ``options.format``, as text."""
+def render(snapshot, view, options, table=None, extra_tables=()):
+    """The report of ``view`` in ``options.format``, as text.
+
+    ``extra_tables`` join an OpenMetrics document (a scrape wants the per-user and
+    whole-system gauges beside the processes).
+    """
     table = table or make_table(snapshot, view, options)
     fmt = options.format
     if fmt == "classic":
@@ -162,15 +158,5 @@ def render(snapshot, view, options, table=None):
     if fmt == "csv":
         return render_csv(table, options)
     if fmt == "openmetrics":
-        tables = [(table, table.rows)]
-        if view.name == "process":
-            # a scrape wants the per-user and whole-system gauges too
-            from dataclasses import replace
-            from .views import SYSTEM_VIEW, USER_VIEW
-            for extra in (USER_VIEW, SYSTEM_VIEW):
-                keys = [k for k in (options.columns or view.default_columns) if k in extra.columns]
-                extra_options = replace(options, columns=keys or None, sort=None, pie=None, bar=None)
-                t = make_table(snapshot, extra, extra_options)
-                tables.append((t, t.rows))
-        return render_openmetrics(tables)
+        return render_openmetrics([(t, t.rows) for t in [table] + list(extra_tables)])
     return render_tabulate(table, options, fmt)

@@ -149,6 +149,8 @@ class Snapshot:
         self.unreadable = unreadable    # {reason: count} of processes we could not read
         self.pss_missing = pss_missing  # some smaps had no Pss line (kernel < 2.6.25)
         self.exact = None               # smem.exact.ExactAccounting, under --exact
+        self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
+        self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
 
     @property
     def mem_total(self):

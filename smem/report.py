@@ -50,6 +50,7 @@ class ReportOptions:
     output: Optional[str] = None      # chart file
     terminal_columns: Optional[int] = None
     format: str = "classic"
+    exact: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -74,9 +75,10 @@ class Table:
 
 def selected_columns(view, options):
     if options.columns == ["all"]:
-        keys = list(view.columns)
+        # every column; the exact ones only under --exact (they cost a pagemap scan)
+        keys = [k for k, c in view.columns.items() if options.exact or "exact" not in c.needs]
     else:
-        keys = list(options.columns) if options.columns else list(view.default_columns)
+        keys = list(options.columns) if options.columns else view.default_columns_for(options.exact)
     for chart in (options.pie, options.bar):
         if chart:
             keys.append(chart)
@@ -231,9 +233,9 @@ def make_table(snapshot, view, options):
 def _exact_totals(table, exact):
     """Under --exact, totals of all the rows' processes as one group: distinct frames, not sums."""
     from .views.memory import EXACT_TOTALS
-    if not all(hasattr(row, "pids") for row in table.rows):
+    if not table.view.process_groups:
         return  # rows that are not sets of processes (mappings, areas)
-    pids = sorted({pid for row in table.rows for pid in getattr(row, "pids", ())})
+    pids = sorted({pid for row in table.rows for pid in row.member_pids})
     figures = exact.groups({"all": pids})["all"]
     for i, column in enumerate(table.columns):
         field = EXACT_TOTALS.get(column.key)

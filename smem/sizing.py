@@ -27,7 +27,7 @@ from .parsers.iomem import kernel_image_bytes, parse_iomem, system_ram_bytes
 from .parsers.kernel_image import kernel_image_size
 from .parsers.memmap import parse_memmap
 
-__all__ = ["Figure", "installed_ram", "kernel_image", "standard_ram_size"]
+__all__ = ["Figure", "installed_ram", "kernel_image", "size_system", "standard_ram_size"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,11 @@ def kernel_image(source, kernel_path=None):
         if any(p is not None for p in parts):
             return Figure(sum(p or 0 for p in parts), "boot log", estimate=True, smem15=False)
     return Figure(0, "unknown (give -K)")
+
+
+def size_system(source, mem_total_kib, realmem_bytes=None, kernel_path=None):
+    """(installed RAM, kernel image) Figures for the system view."""
+    return (installed_ram(source, realmem_bytes, mem_total_kib), kernel_image(source, kernel_path))
 
 
 def standard_ram_size(kib):

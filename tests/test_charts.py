@@ -21,6 +21,7 @@ matplotlib = pytest.importorskip("matplotlib")
 from smem.charts import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E402
 from smem.cli import main  # noqa: E402
 from smem.model import load_snapshot  # noqa: E402
+from smem.sizing import size_system  # noqa: E402
 from smem.report import ReportOptions, make_table  # noqa: E402
 from smem.sources import open_source  # noqa: E402
 from smem.views import VIEWS  # noqa: E402
@@ -225,6 +226,8 @@ def chart_table(view="process", **options):
     source = open_source(str(CAPTURE))
     try:
         snapshot = load_snapshot(source, with_processes=view != "system")
+        if view == "system":
+            snapshot.sizing = size_system(source, snapshot.mem_total, options.realmem_bytes)
     finally:
         source.close()
     return make_table(snapshot, VIEWS[view], options), options, snapshot

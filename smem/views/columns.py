@@ -55,3 +55,14 @@ class View:
     summary: Optional[Callable] = None
     #: the view reads per-mapping smaps whatever its columns (the mapping view)
     needs: frozenset = frozenset()
+    #: OpenMetrics labels that name a row: (label, getter)
+    labels: tuple = ()
+    #: rows are sets of processes (``row.member_pids``): exact accounting applies
+    process_groups: bool = False
+
+    def default_columns_for(self, exact):
+        """The default columns; under --exact with group USS after USS."""
+        columns = list(self.default_columns)
+        if exact and "guss" in self.columns and "uss" in columns and "guss" not in columns:
+            columns.insert(columns.index("uss") + 1, "guss")
+        return columns

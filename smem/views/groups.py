@@ -34,7 +34,7 @@ class GroupRow:
         return len(self.processes)
 
     @property
-    def pids(self):
+    def member_pids(self):
         return [p.pid for p in self.processes]
 
     def add(self, process):
@@ -79,7 +79,7 @@ def group_rows(snapshot, key, label):
         row.close()
     exact = snapshot.exact
     if exact is not None:
-        figures = exact.groups({k: row.pids for k, row in groups.items()})
+        figures = exact.groups({k: row.member_pids for k, row in groups.items()})
         for k, row in groups.items():
             row.exact = figures[k]
     return list(groups.values())
@@ -103,7 +103,7 @@ USER_VIEW = View(
         *_memory(),
     )},
     default_columns=("user", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=user_rows,
+    default_sort="pss", rows=user_rows, process_groups=True, labels=(("user", lambda r: r.label),),
 )
 
 
@@ -119,7 +119,7 @@ PROGRAM_VIEW = View(
         *_memory(),
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=program_rows,
+    default_sort="pss", rows=program_rows, process_groups=True, labels=(("name", lambda r: r.label),),
 )
 
 
@@ -136,5 +136,6 @@ CGROUP_VIEW = View(
         *_memory(),
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}),
+    default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True,
+    labels=(("cgroup", lambda r: r.label),),
 )

@@ -71,5 +71,5 @@ COLUMNS = {c.key: c for c in (
 MAPPING_VIEW = View(
     name="mapping", title="mappings", columns=COLUMNS,
     default_columns=("map", "pids", "avgpss", "pss"),
-    default_sort="pss", rows=rows, needs=frozenset({"mappings"}),
+    default_sort="pss", rows=rows, needs=frozenset({"mappings"}), labels=(("map", lambda r: r.name),),
 )

@@ -34,7 +34,7 @@ class ProcessRow:
         self._split = False
 
     @property
-    def pids(self):
+    def member_pids(self):
         return (self.process.pid,)
 
     @property
@@ -80,5 +80,6 @@ COLUMNS = {c.key: c for c in (
 PROCESS_VIEW = View(
     name="process", title="processes", columns=COLUMNS,
     default_columns=("pid", "user", "command", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=rows,
+    default_sort="pss", rows=rows, process_groups=True,
+    labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user), ("name", lambda r: r.process.name)),
 )

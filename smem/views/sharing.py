@@ -21,14 +21,13 @@ class HolderRow:
 
 
 def rows(snapshot, options):
-    sharing = options.extra["sharing"]
+    selected, sharing = snapshot.sharing
     by_pid = {p.pid: p for p in snapshot.processes}
     return [HolderRow(by_pid[pid], kib) for pid, kib in sharing.holders.items() if pid in by_pid]
 
 
 def summary(snapshot, options, rows):
-    sharing = options.extra["sharing"]
-    selected = options.extra["selected"]
+    selected, sharing = snapshot.sharing
     note = (f"{len(selected)} selected process{'es share' if len(selected) != 1 else ' shares'} "
             f"{human(int(round(sharing.shared_kib)))} with {len(rows)} other{'s' if len(rows) != 1 else ''}")
     if sharing.elsewhere_kib:
@@ -42,11 +41,13 @@ COLUMNS = {c.key: c for c in (
     text("name", "Name", lambda r: r.process.name, "process name", 24, truncate=True),
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
     amount("shared", "Shared", lambda r: int(round(r.shared)),
-           "memory this process shares with the selection (KiB)"),
+           "memory this process shares with the selection"),
 )}
 
 SHARING_VIEW = View(
     name="sharing", title="sharing with the selection", columns=COLUMNS,
     default_columns=("pid", "user", "command", "shared"),
     default_sort="shared", rows=rows, summary=summary,
+    labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.process.user),
+            ("name", lambda r: r.process.name)),
 )

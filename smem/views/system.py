@@ -61,10 +61,7 @@ def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
 
 
 def rows(snapshot, options):
-    from ..sizing import installed_ram, kernel_image  # ELF and decompressors: only for -w
-    mem_total = snapshot.meminfo.kib.get("MemTotal")
-    ram = installed_ram(snapshot.source, options.realmem_bytes, mem_total)
-    kernel = kernel_image(snapshot.source, options.kernel_path)
+    ram, kernel = snapshot.sizing
     areas = system_areas(snapshot.meminfo.kib, ram.kib if ram else None, kernel.kib)
     figures = [ram, kernel, None, None, None]
     result = []
@@ -114,5 +111,5 @@ COLUMNS = {c.key: c for c in (
 SYSTEM_VIEW = View(
     name="system", title="system memory", columns=COLUMNS,
     default_columns=("area", "used", "cache", "noncache"),
-    default_sort="order", rows=rows, summary=summary,
+    default_sort="order", rows=rows, summary=summary, labels=(("area", lambda r: r.area),),
 )
