@@ -69,7 +69,11 @@ def is_shmem_mapping(mapping):
 
 
 def pss_split_of_mappings(mappings):
-    """(anon, file, shmem) PSS in KiB estimated per mapping; None if no mapping has Pss."""
+    """(anon, file, shmem) PSS in KiB estimated per mapping.
+
+    None where the kernel does not give what the estimate needs (Pss, and
+    Anonymous, before 2.6.32): absent is not zero.
+    """
     anon = file = shmem = 0
     seen = False
     for m in mappings:
@@ -77,9 +81,11 @@ def pss_split_of_mappings(mappings):
         pss = c.get("Pss")
         if pss is None:
             continue
+        anonymous = c.get("Anonymous")
+        if anonymous is None:
+            return None
         seen = True
         rss = c.get("Rss") or 0
-        anonymous = c.get("Anonymous") or 0
         anon_part = pss * anonymous // rss if rss else 0
         if is_shmem_mapping(m):
             shmem += pss - anon_part

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import List, Optional
 
 from .errors import SmemError, UsageError
-from .report import make_table
+from .report import CONTROLS, make_table
 from .units import human
 
 __all__ = ["show_chart", "pie_data", "bar_data", "PieData", "BarData", "supported_formats",
@@ -52,7 +52,6 @@ LABEL_WIDTH = 40
 UNUSED_COLOUR = "#d9d9d9"
 OTHER_COLOUR = "#8c8c8c"
 
-_CONTROLS = {c: "?" for c in list(range(32)) + [127]}
 _NOUNS = {"system": "areas"}
 
 
@@ -90,7 +89,7 @@ def _label(value, key):
 
 def _drawable(text):
     """Bytes that are not UTF-8 (kept as surrogates) cannot be drawn: show U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").translate(_CONTROLS)
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").translate(CONTROLS)
 
 
 def _literal(text):

@@ -126,8 +126,14 @@ def capture(output, host, compression, exact):
     if output is None and sys.stdout.isatty():
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
     src = open_source(host) if host else open_source(None)
-    with _output_file(output) as out:
-        written, skipped = write_capture(src, out, None if compression == "none" else compression, exact=exact)
+    try:
+        with _output_file(output) as out:
+            written, skipped = write_capture(src, out, None if compression == "none" else compression,
+                                             exact=exact)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except OSError as e:
+        raise SmemError(f"cannot write the capture: {e.strerror}") from None
     if skipped:
         _warn(f"{skipped} process{'es' if skipped > 1 else ''} could not be read and {'were' if skipped > 1 else 'was'} left out")
 
@@ -153,7 +159,8 @@ class _output_file:
 
     def __exit__(self, kind, value, tb):
         if self.path is None:
-            sys.stdout.buffer.flush()
+            if kind is None:
+                sys.stdout.buffer.flush()
             return False
         self.file.close()
         if kind is None:
@@ -171,6 +178,8 @@ def _write(text):
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
+    except OSError as e:
+        raise SmemError(f"cannot write the report: {e.strerror}") from None
 
 
 def _quiet_broken_pipe():

@@ -71,7 +71,8 @@ def render_json(table, options, snapshot):
     document = {
         "smem": __version__,
         "source": {"description": snapshot.source.description,
-                   **{k: printable(v) for k, v in snapshot.source.facts().items()}},
+                   **{k: int(v) if k in ("pagesize", "epoch") and str(v).isdigit() else printable(v)
+                      for k, v in snapshot.source.facts().items()}},
         "view": table.view.name,
         "units": {"amounts": "KiB"} if not _asked_units(options) else {"amounts": "as shown"},
         "sort": {"column": table.sort.key, "reverse": bool(options.reverse)},

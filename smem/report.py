@@ -135,14 +135,14 @@ def build_table(view, rows, options, ram_kib, swap_kib, default_sort=None):
 
 
 # Control characters (a newline in a command line) would break the table, as in ps(1).
-_CONTROLS = {c: "?" for c in list(range(32)) + [127]}
+CONTROLS = {c: "?" for c in list(range(32)) + [127]}
 
 
 def format_value(column, value, options, table):
     if value is None:
         return "-"
     if isinstance(value, str):
-        return value.translate(_CONTROLS)
+        return value.translate(CONTROLS)
     if column.is_amount:
         if options.abbreviate:
             return human(value)

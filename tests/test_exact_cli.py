@@ -124,3 +124,22 @@ def test_cgroup_view_groups_by_memory_cgroup(family):
         cgroups.setdefault((memory or [l.split(":", 2)[2] for l in text if l.startswith("0::")])[0], 0)
         cgroups[(memory or [l.split(":", 2)[2] for l in text if l.startswith("0::")])[0]] += 1
     assert {r["cgroup"]: r["count"] for r in doc["rows"]} == cgroups
+
+
+def test_exact_views_and_openmetrics_for_every_view():
+    assert run_smem("--exact", "-m", "-t").returncode == 2  # not a view of processes: refused, no traceback
+    assert b"--exact" in run_smem("--exact", "-w").stderr
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    for args in (["--cgroup"], ["-g"], ["-m"], ["-u"], ["-w"]):
+        proc = run_smem("-F", "openmetrics", *args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert list(parser.text_string_to_metric_families(proc.stdout.decode())), args
+
+
+@needs_root
+def test_shared_with_never_selects_smem_itself(family):
+    wl, comm = family
+    proc = run_smem("--exact", "--shared-with", "-P", "python3 -m smem --exact --shared-with")
+    assert proc.returncode == 1 and b"no process matches" in proc.stderr
+    om = run_smem("--exact", "--shared-with", "-P", f"^{comm}$", "-F", "openmetrics")
+    assert b"smem_sharing_shared_bytes{pid=" in om.stdout

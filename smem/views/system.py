@@ -82,6 +82,10 @@ def summary(snapshot, options, rows):
     notes = []
     for row in rows:
         figure = row.figure
+        if row.order == 1 and figure is not None and not figure.kib and snapshot.source.is_live:
+            notes.append(f"{row.area}: unknown (/proc/iomem hides it from non-root users and no boot "
+                         "line was found; give -K vmlinux)")
+            continue
         if figure is None or figure.smem15:
             continue
         if row.order == 0:
