@@ -8,10 +8,12 @@ pages is anonymous PSS; the rest is shmem for a shared memory mapping
 (/dev/shm, memfd, SysV, shared anonymous memory) and file otherwise.
 """
 
+from .parsers.smaps import CountersBase
+
 __all__ = ["Sums", "sum_of", "is_shmem_mapping", "pss_split_of_mappings"]
 
 
-class Sums:
+class Sums(CountersBase):
     """Counters summed over parts (mappings, processes), a key at a time, when first asked.
 
     A report shows a handful of the ~25 smaps counters, so summing only
@@ -34,26 +36,14 @@ class Sums:
             value = cache[key] = sum(values) if values else None
         return default if value is None else value
 
-    def __getitem__(self, key):
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key):
-        return self.get(key) is not None
-
-    def keys(self):
+    def __iter__(self):
         found = {}
         for part in self._parts:
             found.update(dict.fromkeys(part.keys()))
-        return list(found)
-
-    def items(self):
-        return [(k, self[k]) for k in self.keys()]
+        return iter(found)
 
     def __len__(self):
-        return len(self.keys())
+        return sum(1 for _ in self)
 
 _SHMEM_PREFIXES = ("/dev/shm/", "/memfd:", "/SYSV", "/dev/zero", "[anon_shmem", "/run/shm/")
 

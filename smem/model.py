@@ -199,9 +199,9 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
     With ``with_processes=False`` only the system files are read (the -w view).
     Kernel threads and zombies (empty cmdline, and stat says so) are left out
     without reading their smaps; a process whose smaps is empty is kept with
-    no mappings (views drop it).  Live processes are read by a few threads:
-    the kernel builds smaps in the read() system call, which runs without the
-    GIL, so reads overlap.
+    no mappings (views drop it).  ``threads`` > 1 reads live processes in a
+    pool: the kernel builds smaps in read(), without the GIL, so reads overlap
+    (one thread by default: see below).
     """
     selection = selection or Selection()
     needs = needs or Needs()
@@ -220,10 +220,9 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
         except ProcessUnreadable as e:
             return e
 
-    # Threads pay off where the kernel works hard (walking page tables for smaps);
-    # for smaps_rollup, stat and cmdline their overhead is more than they save.
-    if threads is None:
-        threads = default_threads() if needs.mappings and len(pids) > 32 else 1
+    # Reading in threads overlaps the kernel's work, but parsing holds the GIL: measured on
+    # 2 cores (docs/benchmarks.md), 2 and 4 threads were slower than one.  Kept as an option.
+    threads = threads or 1
     if source.is_live and threads > 1:
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -243,11 +242,6 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
         pss_missing = pss_missing or not had_pss
         processes.append(process)
     return Snapshot(source, processes, meminfo, unreadable, pss_missing)
-
-
-def default_threads():
-    """Two readers per CPU, at most 8: enough to keep the kernel busy on every core."""
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
 def _load_memory(source, pid, selection, own_pid, names, needs):

@@ -17,18 +17,40 @@ is simply absent.  Mapping names keep their spaces and a trailing
 """
 
 import re
+from collections.abc import Mapping as _ReadOnlyMapping
 
-__all__ = ["Mapping", "Counters", "parse_smaps", "ANONYMOUS"]
+__all__ = ["Mapping", "Counters", "CountersBase", "parse_smaps", "ANONYMOUS"]
 
 #: The name smem has always given to a mapping without a path.
 ANONYMOUS = "<anonymous>"
 
 # A mapping's header: "start-end " at the start of a line (counter lines start with a key).
-_HEADER = re.compile(rb"^[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]", re.M)
+# Searching for the newline first lets the regex engine skip ahead; the first line is matched apart.
+_FIRST_HEADER = re.compile(rb"[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]")
+_HEADER = re.compile(rb"\n[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]")
 _NEEDLES = {}  # "Pss" -> b"\nPss:", shared by all parses
 
 
-class Counters:
+class CountersBase(_ReadOnlyMapping):
+    """A read-only dict of counters whose ``get`` computes a value when first asked.
+
+    Subclasses define ``get``, ``__iter__`` and ``__len__``; a value of None
+    means the key is absent (absent is not zero).
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key):
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+
+class Counters(CountersBase):
     """A mapping's ``kB`` counters, read from the smaps text only when asked for.
 
     A report shows a few of the ~25 counters of each mapping; finding those
@@ -92,32 +114,14 @@ class Counters:
                     b" ".join(parts[1:]).decode("utf-8", "surrogateescape"))
         return found
 
-    def __getitem__(self, key):
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key):
-        return self.get(key) is not None
-
     def __iter__(self):
         return iter(self._all())
 
     def __len__(self):
         return len(self._all())
 
-    def keys(self):
-        return self._all().keys()
-
-    def values(self):
-        return self._all().values()
-
     def items(self):
         return self._all().items()
-
-    def __eq__(self, other):
-        return dict(self._all()) == (dict(other.items()) if hasattr(other, "items") else other)
 
     def __repr__(self):
         return f"Counters({self._all()!r})"
@@ -175,7 +179,9 @@ def parse_smaps(data):
     missing final newline.  A malformed header raises ``ValueError``.
     """
     data = bytes(data)
-    starts = [m.start() for m in _HEADER.finditer(data)]
+    starts = [m.start() + 1 for m in _HEADER.finditer(data)]
+    if _FIRST_HEADER.match(data):
+        starts.insert(0, 0)
     size = len(data)
     mappings = []
     for i, start in enumerate(starts):
