@@ -119,11 +119,17 @@ class Selection:
         self.user = self._compile(user, "-U")
         self.mapping = self._compile(mapping, "-M")
 
-    def wants(self, name, cmdline, user):
-        """Whether -P (name or command line) and -U (user name) select a process."""
-        if self.process is not None and not (self.process.search(name) or self.process.search(cmdline)):
-            return False
+    def wants_process(self, name, cmdline):
+        """-P: the regex is found in the name (from stat) or the command line."""
+        return self.process is None or bool(self.process.search(name) or self.process.search(cmdline))
+
+    def wants_user(self, user):
+        """-U: the regex is found in the user name."""
         return self.user is None or bool(self.user.search(user))
+
+    def wants(self, name, cmdline, user):
+        """Whether -P and -U both select a process."""
+        return self.wants_process(name, cmdline) and self.wants_user(user)
 
     @property
     def filters_processes(self):
@@ -296,13 +302,12 @@ def _load_process(source, pid, selection, own_pid, names):
         if stat is None or stat.is_kernel_thread or stat.is_zombie:
             return None
     name = stat.comm if stat is not None else "?"
-    if selection.process is not None:
-        if pid == own_pid:
-            return None  # never match our own command line
-        if not (selection.process.search(name) or selection.process.search(cmdline)):
-            return None  # before the owner lookup: most processes stop here
+    if selection.process is not None and pid == own_pid:
+        return None  # never match our own command line
+    if not selection.wants_process(name, cmdline):
+        return None  # before the owner lookup: most processes stop here
     uid = source.owner(pid)
     user = _user_name(source, uid, names)
-    if not selection.wants(name, cmdline, user):
+    if not selection.wants_user(user):
         return None
     return Process(pid, name, cmdline, uid, user, stat)
