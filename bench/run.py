@@ -32,7 +32,7 @@ sys.path.insert(0, str(BENCH))
 import synth  # noqa: E402
 import workload  # noqa: E402
 
-SECTIONS = ('process', 'mapping', 'capture', 'memory', 'scaling', 'startup')
+SECTIONS = ('process', 'mapping', 'capture', 'memory', 'exact', 'scaling', 'startup')
 SMEM15 = '/usr/bin/smem'
 CACHE = Path(os.environ.get('SMEM_BENCH_CACHE', Path.home() / '.cache' / 'smem-bench'))
 SCALE_STEPS = (1, 4, 16)
@@ -569,7 +569,7 @@ def main(argv=None):
 
 def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
     tables = []
-    need_workload = only & {'process', 'mapping', 'capture', 'memory', 'scaling'}
+    need_workload = only & {'process', 'mapping', 'capture', 'memory', 'exact', 'scaling'}
     template = None
     if need_workload:
         log(f'starting workload: {1 + groups * (args.per_group + 1)} processes ...')
@@ -582,7 +582,7 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
                                  f'per group); {d["private_kib_each"]} KiB private anon written per process')
             facts['processes on the machine'] = str(sum(e.isdigit() for e in os.listdir('/proc')))
             template = synth.read_process(wl.pids[-1])
-            if only & {'process', 'mapping', 'capture', 'memory'}:
+            if only & {'process', 'mapping', 'capture', 'memory', 'exact'}:
                 tables += live_sections(only, runs, peers, tmp, log, args.seed)
         if 'scaling' in only:
             log('scaling ...')
@@ -601,7 +601,7 @@ def live_sections(only, runs, peers, tmp, log, seed):
     def add(key, label, argv, e, ok=(0,)):
         cmds[key] = Cmd(key, label, argv, env=e, ok_codes=ok)
 
-    want_proc = only & {'process', 'memory'}
+    want_proc = only & {'process', 'memory', 'exact'}
     want_map = only & {'mapping', 'memory'}
     want_cap = only & {'capture', 'memory'}
     proc_args = [(), ('-t', '-k'), ('-u',)]
@@ -622,6 +622,12 @@ def live_sections(only, runs, peers, tmp, log, seed):
     if 'mapping' in only:
         add('cat smaps', 'cat /proc/[0-9]*/smaps',
             ['/bin/sh', '-c', 'cat /proc/[0-9]*/smaps > /dev/null'], penv, (0, 1))
+    exact_args = [('--exact', '-u', '-t'), ('--exact', '-g', '-t'), ('--exact', '-t')]
+    if 'exact' in only:
+        # page-by-page accounting (pagemap + kpagecount, numpy) of the whole workload, root only
+        for args in exact_args:
+            name = ' '.join(('smem',) + args)
+            add(f'ours {name}', name, ours_argv(*args), env)
     capinfo = None
     if want_cap:
         cap = os.path.join(tmp, 'capture.tgz')
@@ -670,6 +676,15 @@ def live_sections(only, runs, peers, tmp, log, seed):
         if g('ours -S'):
             ratio_row(t, g('ours -S'), g('s15 -S'), 0.3, missing='smem 1.5: smem -S DIR')
             ratio_row(t, g('ours -S dir'), g('s15 -S'), None, missing='smem 1.5: smem -S DIR')
+        tables.append(t)
+    if 'exact' in only:
+        t = Table('Exact accounting (--exact) against the smaps report it extends, median wall time',
+                  ratio_hdr, note='Info: --exact reads every mapping\'s pagemap and the map count of '
+                  'every frame found; the ratio is its cost over the plain report.')
+        plain = {'-u': 'ours smem -u', '-g': 'ours smem -u', '-t': 'ours smem'}
+        for args in exact_args:
+            name = ' '.join(('smem',) + args)
+            ratio_row(t, g(f'ours {name}'), g(plain[args[1]]), None)
         tables.append(t)
     if 'memory' in only:
         t = Table('Memory: peak RSS (MiB) ours / smem 1.5, same arguments',
