@@ -51,7 +51,6 @@ class ReportOptions:
     terminal_columns: Optional[int] = None
     format: str = "classic"
     exact: bool = False
-    extra: dict = field(default_factory=dict)
 
 
 def parse_columns(text):
