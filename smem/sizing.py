@@ -43,7 +43,8 @@ def _iomem(source):
     return parse_iomem(data) if data else None
 
 
-def installed_ram(source, realmem_bytes=None, mem_total_kib=None):
+def installed_ram(source, realmem_bytes=None, mem_total_kib=None, iomem=None):
+    """``iomem``: the parsed /proc/iomem when the caller has it already."""
     if realmem_bytes is not None:
         return Figure(realmem_bytes // 1024, "-R")
     memmap = source.firmware_memmap()
@@ -54,7 +55,7 @@ def installed_ram(source, realmem_bytes=None, mem_total_kib=None):
             ram = None
         if ram:
             return Figure(ram // 1024, "/sys/firmware/memmap", smem15=False)
-    resources = _iomem(source)
+    resources = iomem if iomem is not None else _iomem(source)
     if resources:
         ram = system_ram_bytes(resources)
         if ram:
@@ -72,11 +73,11 @@ def read_kernel_file(path):
         raise KernelImageError(f"cannot read kernel image {path}: {e.strerror}") from None
 
 
-def kernel_image(source, kernel_path=None):
+def kernel_image(source, kernel_path=None, iomem=None):
     if kernel_path is not None:
         size = kernel_image_size(read_kernel_file(kernel_path))
         return Figure(size.total // 1024, f"-K ({size.format})")
-    resources = _iomem(source)
+    resources = iomem if iomem is not None else _iomem(source)
     if resources:
         image = kernel_image_bytes(resources)
         if image:
@@ -93,8 +94,10 @@ def kernel_image(source, kernel_path=None):
 
 
 def size_system(source, mem_total_kib, realmem_bytes=None, kernel_path=None):
-    """(installed RAM, kernel image) Figures for the system view."""
-    return (installed_ram(source, realmem_bytes, mem_total_kib), kernel_image(source, kernel_path))
+    """(installed RAM, kernel image) Figures for the system view, reading /proc/iomem once."""
+    iomem = _iomem(source) if realmem_bytes is None or kernel_path is None else None
+    return (installed_ram(source, realmem_bytes, mem_total_kib, iomem or []),
+            kernel_image(source, kernel_path, iomem or []))
 
 
 def standard_ram_size(kib):
