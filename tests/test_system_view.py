@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -163,3 +164,27 @@ def test_kernel_file_errors_are_one_line(tmp_path):
         proc = run_smem("-w", "-K", path)
         err = proc.stderr.decode()
         assert proc.returncode == 1 and text in err and err.count("\n") == 1, err
+
+
+def test_realmem_below_memtotal_is_warned_about(tmp_path):
+    proc = run_smem("-S", _tree(tmp_path), "-w", "-R", "1G")
+    assert proc.returncode == 0
+    assert "-R is less than the memory the kernel manages" in proc.stderr.decode()
+    areas, _ = _areas(proc.stdout)
+    assert areas["firmware/hardware"][0] == 0
+
+
+def test_live_kernel_image_unknown_without_root_says_why():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    from conftest import AS_NOBODY
+    code = AS_NOBODY + "smem.cli.main(['-w'])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode().splitlines()
+    kernel = next(l for l in lines if l.startswith("kernel image "))
+    if int(kernel.split()[2]) == 0:  # no iomem, no readable boot log as nobody
+        assert any(l.startswith("kernel image: unknown (/proc/iomem hides it") for l in lines)
+    else:
+        assert any(l.startswith("kernel image: estimated from boot log") for l in lines)
