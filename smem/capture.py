@@ -12,7 +12,6 @@ import tarfile
 import time
 
 from . import __version__
-from .errors import SmemError
 from .model import read_meminfo
 from .parsers.smaps import parse_smaps
 

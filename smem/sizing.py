@@ -19,7 +19,6 @@ Each figure says where it came from, so reports can say so too.
 """
 
 from dataclasses import dataclass
-from typing import Optional
 
 from .errors import KernelImageError
 from .parsers.boot_memory_line import parse_boot_memory_line

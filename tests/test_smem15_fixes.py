@@ -11,7 +11,6 @@ import subprocess
 import sys
 import tarfile
 import textwrap
-import time
 import uuid
 
 import pytest
@@ -70,7 +69,7 @@ def test_name_with_parenthesis_is_whole(child):
 
 def test_mapping_names_with_spaces_and_deleted(child, tmp_path):
     token = uuid.uuid4().hex[:8]
-    c = child(f"""
+    child(f"""
         import mmap
         path = {str(tmp_path)!r} + "/map {token} with spaces"
         f = open(path, "w+b"); f.write(b"x" * 8192); f.flush()

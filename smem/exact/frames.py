@@ -1,0 +1,84 @@
+"""What exact accounting works on: each process's frames, the frames' map counts, and limits.
+
+Documentation/admin-guide/mm/pagemap.rst for the bits; smem/exact/__init__.py for the method.
+"""
+
+import errno
+
+import numpy as np
+
+from ..errors import SmemError
+from ..parsers.kpageflags import FLAGS
+
+__all__ = ["ExactUnavailable", "ProcessFrames", "FrameTable"]
+
+#: The capture member holding kpagecount/kpageflags of the frames the processes map.
+KPAGES_MEMBER = "kpages.sparse"
+FRAMES_MEMBER = "frames"   # per process: N/frames
+
+_FRAMES_MAGIC = b"SMEMFRM1"
+_KPAGES_MAGIC = b"SMEMKPG1"
+
+_PAGEMAP_CHUNK = 1 << 18   # pagemap entries per read (2 MiB)
+_PAGEMAP_GAP = 64          # read across holes up to this many pages between mappings
+_KPAGE_CHUNK = 1 << 18     # kpagecount entries per read
+_KPAGE_GAP = 512           # read across this many unneeded PFNs rather than seek
+_BLOCK_SHIFT = 12          # the dense frame index maps PFNs in blocks of 4096 frames
+_BLOCK_MASK = (1 << _BLOCK_SHIFT) - 1
+_UNOWNED = (1 << FLAGS["ZERO_PAGE"]) | (1 << FLAGS["HUGE"])
+_GONE = (errno.ENOENT, errno.ESRCH, errno.ENOTDIR)
+_SWAPPED_ONLY = np.int64(1 << 62)
+_DIRECT_BLOCKS = 1 << 16   # find a process's blocks by bisection when its PFNs span fewer
+
+
+class ExactUnavailable(SmemError):
+    """Exact accounting needs files this source does not have or we may not read."""
+
+
+class ProcessFrames:
+    """The frames one process maps, as pagemap reported them.
+
+    ``pfns``: uint64, one per present page in address order (a frame mapped
+    at two addresses appears twice).  ``swap``: uint64 swap slots (pagemap
+    bits 0-54: type | offset << 5), one per swapped-out page.  ``segments``:
+    uint64 array of rows (mapping start address, present pages, swapped
+    pages), one per mapping read, in address order, so the frames of a
+    subset of the mappings can be sliced out again.
+    """
+
+    __slots__ = ("pid", "pfns", "swap", "segments")
+
+    def __init__(self, pid, pfns, swap, segments):
+        self.pid = pid
+        self.pfns = pfns
+        self.swap = swap
+        self.segments = segments
+
+    def select(self, starts):
+        """The frames of the mappings starting at the addresses in ``starts`` only."""
+        keep = np.isin(self.segments[:, 0], np.fromiter(starts, np.uint64))
+        if keep.all():
+            return self
+        pfns = self.pfns[np.repeat(keep, self.segments[:, 1].astype(np.intp))]
+        swap = self.swap[np.repeat(keep, self.segments[:, 2].astype(np.intp))]
+        return ProcessFrames(self.pid, pfns, swap, self.segments[keep])
+
+    def __repr__(self):
+        return f"ProcessFrames({self.pid}, {len(self.pfns)} present, {len(self.swap)} swapped)"
+
+
+class FrameTable:
+    """kpagecount (and kpageflags, or None) for ``pfns``, a sorted array of distinct PFNs."""
+
+    __slots__ = ("pfns", "counts", "flags")
+
+    def __init__(self, pfns, counts, flags):
+        self.pfns = pfns
+        self.counts = counts
+        self.flags = flags
+
+
+def _concat(parts):
+    if not parts:
+        return np.zeros(0, dtype=np.uint64)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)

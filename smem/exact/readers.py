@@ -1,0 +1,216 @@
+"""Frame readers: each process's frames and the map counts of the frames needed.
+
+:class:`PagemapReader` reads a source's own pagemap/kpagecount/kpageflags (the live
+/proc); :class:`CaptureReader` reads the compact members a capture holds.
+"""
+
+import mmap
+
+import numpy as np
+
+from ..errors import ProcessGone, ProcessUnreadable
+from ..parsers import pagemap as pm
+from ..parsers.kpagecount import parse_kpagecount
+from ..parsers.kpageflags import parse_kpageflags
+from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _GONE, _KPAGE_CHUNK, _KPAGE_GAP, _PAGEMAP_CHUNK,
+                     _PAGEMAP_GAP, _SWAPPED_ONLY, ExactUnavailable, FrameTable, ProcessFrames, _concat)
+from .members import decode_frames, decode_kpages
+
+__all__ = ["PagemapReader", "CaptureReader", "frame_reader"]
+
+
+def _is_empty(mapping):
+    """True if smaps says the mapping has nothing in RAM or swap (no pagemap read needed)."""
+    counters = getattr(mapping, "counters", None)
+    if not counters or "Rss" not in counters:
+        return False
+    return counters["Rss"] == 0 and not counters.get("Swap")
+
+
+def _per_span(mask, total, los, his):
+    """How many True entries of ``mask`` fall in each [lo, hi) span."""
+    if len(los) == 1:
+        return total
+    where = np.flatnonzero(mask)
+    return (np.searchsorted(where, his) - np.searchsorted(where, los)).astype(np.uint64)
+
+
+class PagemapReader:
+    """Frames from a source's own pagemap, kpagecount and kpageflags (the live /proc)."""
+
+    def __init__(self, source, page_size=None):
+        self.source = source
+        self.page_size = page_size or int(source.facts().get("pagesize") or mmap.PAGESIZE)
+        self.flags_available = None
+
+    def check(self):
+        """Raise :class:`ExactUnavailable` unless kpagecount can be read."""
+        try:
+            self.source.read_at("kpagecount", 0, 8)
+        except FileNotFoundError:
+            raise ExactUnavailable(
+                f"{self.source.description}: no /proc/kpagecount (kernel built without "
+                "CONFIG_PROC_PAGE_MONITOR), so frames' map counts are unknown") from None
+        except PermissionError:
+            raise ExactUnavailable(
+                f"{self.source.description}: /proc/kpagecount is not readable: exact "
+                "accounting needs root (CAP_SYS_ADMIN); pagemap also hides physical "
+                "frame numbers from others since Linux 4.0") from None
+
+    def process_frames(self, pid, mappings):
+        """Read the pagemap ranges of ``mappings`` of ``pid``; a :class:`ProcessFrames`.
+
+        Raises ProcessGone if the process exited, ProcessUnreadable if its
+        pagemap may not be read.
+        """
+        ps = self.page_size
+        spans = sorted((m.start // ps, -(-m.end // ps), m.start)
+                       for m in mappings if m.end > m.start and not _is_empty(m))
+        segments = np.zeros((len(spans), 3), dtype=np.uint64)
+        if spans:
+            segments[:, 0] = [s[2] for s in spans]
+        present_parts, swap_parts = [], []
+        path = f"{pid}/pagemap"
+        i = 0
+        while i < len(spans):
+            first, end = spans[i][0], spans[i][1]
+            j = i + 1
+            while (j < len(spans) and spans[j][0] - end <= _PAGEMAP_GAP
+                   and spans[j][1] - first <= _PAGEMAP_CHUNK):
+                end = max(end, spans[j][1])
+                j += 1
+            for off in range(first, end, _PAGEMAP_CHUNK):
+                entries = self._read_pagemap(path, pid, off, min(_PAGEMAP_CHUNK, end - off))
+                n = len(entries)
+                ks = [k for k in range(i, j) if spans[k][0] < off + n and spans[k][1] > off]
+                if not ks:
+                    continue
+                los = [max(spans[k][0] - off, 0) for k in ks]
+                his = [min(spans[k][1] - off, n) for k in ks]
+                signed = entries.view(np.int64)  # bit 63 (present) is the sign bit
+                pmask = signed < 0
+                smask = signed >= _SWAPPED_ONLY  # bit 62 (swapped) set, bit 63 clear
+                if len(ks) != 1 or los[0] != 0 or his[0] != n:
+                    # pages between the mappings read (holes, or mappings smaps says
+                    # are empty, which may map the zero page) are not ours to count
+                    inside = np.zeros(n, dtype=bool)
+                    for lo, hi in zip(los, his):
+                        inside[lo:hi] = True
+                    pmask &= inside
+                    smask &= inside
+                present = entries[pmask]
+                present &= pm.PFN_MASK
+                present_parts.append(present)
+                segments[ks, 1] += _per_span(pmask, len(present), los, his)
+                if smask.any():
+                    swapped = entries[smask]
+                    swapped &= pm.PFN_MASK
+                    swap_parts.append(swapped)
+                    segments[ks, 2] += _per_span(smask, len(swapped), los, his)
+            i = j
+        return ProcessFrames(pid, _concat(present_parts), _concat(swap_parts), segments)
+
+    def _read_pagemap(self, path, pid, first, count):
+        try:
+            data = self.source.read_at(path, first * pm.ENTRY_SIZE, count * pm.ENTRY_SIZE)
+        except PermissionError as e:
+            raise ProcessUnreadable(pid, e.strerror or "pagemap not readable") from None
+        except OSError as e:
+            if e.errno in _GONE or isinstance(e, ProcessLookupError):
+                raise ProcessGone(pid) from None
+            raise ProcessUnreadable(pid, e.strerror or str(e)) from None
+        if not data:
+            raise ProcessGone(pid)  # the mm is gone: the process exited
+        return pm.parse_pagemap(data[:len(data) - len(data) % pm.ENTRY_SIZE])
+
+    def frame_table(self, pfns):
+        """kpagecount and kpageflags of ``pfns`` (sorted, distinct), read in runs."""
+        counts = self._read_kpages("kpagecount", parse_kpagecount, pfns)
+        try:
+            flags = self._read_kpages("kpageflags", parse_kpageflags, pfns)
+        except ExactUnavailable:
+            flags = None
+        self.flags_available = flags is not None
+        return FrameTable(pfns, counts, flags)
+
+    def _read_kpages(self, name, parse, pfns):
+        out = np.zeros(len(pfns), dtype=np.uint64)
+        if not len(pfns):
+            return out
+        breaks = np.flatnonzero(np.diff(pfns) > _KPAGE_GAP) + 1
+        bounds = np.concatenate(([0], breaks, [len(pfns)]))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            while a < b:
+                lo = int(pfns[a])
+                # the entries of this run that fit into one read
+                stop = a + int(np.searchsorted(pfns[a:b], lo + _KPAGE_CHUNK))
+                hi = int(pfns[stop - 1])
+                try:
+                    data = self.source.read_at(name, lo * 8, (hi - lo + 1) * 8)
+                except FileNotFoundError:
+                    raise ExactUnavailable(f"{self.source.description}: no /proc/{name} "
+                                           "(kernel without CONFIG_PROC_PAGE_MONITOR)") from None
+                except PermissionError:
+                    raise ExactUnavailable(f"{self.source.description}: /proc/{name} is not "
+                                           "readable (exact accounting needs root)") from None
+                values = parse(data[:len(data) - len(data) % 8])
+                want = (pfns[a:stop] - np.uint64(lo)).astype(np.intp)
+                ok = want < len(values)  # a short read past the end of RAM reads as 0
+                out[a:stop][ok] = values[want[ok]]
+                a = stop
+        return out
+
+
+class CaptureReader:
+    """Frames from a capture's ``N/frames`` and ``kpages.sparse`` members.
+
+    Works on any source holding them (an archive, an extracted directory).
+    It answers exactly what :class:`PagemapReader` answered when the members
+    were written, so accounting offline gives the live figures.
+    """
+
+    def __init__(self, source, kpages=None):
+        self.source = source
+        if kpages is None:
+            kpages = source.read_optional(KPAGES_MEMBER)
+            if kpages is None:
+                raise ExactUnavailable(f"{source.description}: the capture holds no page frame "
+                                       f"data ({KPAGES_MEMBER}); capture it with exact data, as root")
+        self.page_size, self._table = decode_kpages(kpages)
+        self.flags_available = self._table.flags is not None
+
+    def check(self):
+        pass
+
+    def process_frames(self, pid, mappings):
+        data = self.source.read_optional(f"{pid}/{FRAMES_MEMBER}")
+        if data is None:
+            raise ProcessUnreadable(pid, "no page frame data in capture")
+        frames = decode_frames(pid, data)
+        return frames.select(m.start for m in mappings)
+
+    def frame_table(self, pfns):
+        table = self._table
+        at = np.searchsorted(table.pfns, pfns)
+        at[at == len(table.pfns)] = 0
+        found = table.pfns[at] == pfns if len(table.pfns) else np.zeros(len(pfns), bool)
+        counts = np.where(found, table.counts[at] if len(table.pfns) else 0, 0).astype(np.uint64)
+        flags = None
+        if table.flags is not None:
+            flags = np.where(found, table.flags[at], 0).astype(np.uint64)
+        return FrameTable(pfns, counts, flags)
+
+
+def frame_reader(source, page_size=None):
+    """The frame reader for ``source``: a capture's members if it has them, else its /proc files."""
+    if source.is_live:
+        return PagemapReader(source, page_size)
+    kpages = source.read_optional(KPAGES_MEMBER)
+    if kpages is None:
+        try:
+            source.read_at("kpagecount", 0, 8)
+        except OSError:
+            pass
+        else:
+            return PagemapReader(source, page_size)  # a proc-like tree with the raw files
+    return CaptureReader(source, kpages)
