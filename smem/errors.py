@@ -32,6 +32,21 @@ class KernelImageError(SmemError):
     """A file given with -K is not a kernel image we can size."""
 
 
+import errno as _errno
+
+#: errno values meaning the process (or its /proc directory) is gone
+_GONE = (_errno.ENOENT, _errno.ESRCH, _errno.ENOTDIR)
+
+
+def process_error(pid, error):
+    """Our exception for an OSError met reading a process's file: gone, or unreadable."""
+    if isinstance(error, PermissionError):
+        return ProcessUnreadable(pid, error.strerror or "permission denied")
+    if error.errno in _GONE or isinstance(error, ProcessLookupError):
+        return ProcessGone(pid)
+    return ProcessUnreadable(pid, error.strerror or str(error))
+
+
 class ProcessGone(Exception):
     """A process exited (or became unreadable) while we were reading it.
 

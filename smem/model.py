@@ -10,12 +10,11 @@ skipped silently; one whose smaps cannot be read is counted and summarised in
 one warning; anything the user caused is an :class:`~smem.errors.SmemError`.
 """
 
-import errno
 import os
 import re
 
 from .accounting import Sums
-from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
+from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError, process_error
 from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
 from .parsers.meminfo import parse_meminfo
@@ -25,7 +24,6 @@ from .parsers.status import parse_status
 
 __all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of"]
 
-_GONE = (errno.ENOENT, errno.ESRCH, errno.ENOTDIR)
 
 
 def uss_of(counters):
@@ -182,12 +180,8 @@ def read_meminfo(source):
 def _read_process_file(source, pid, name):
     try:
         return source.read(f"{pid}/{name}")
-    except PermissionError as e:
-        raise ProcessUnreadable(pid, e.strerror or "permission denied") from None
     except OSError as e:
-        if e.errno in _GONE:
-            raise ProcessGone(pid) from None
-        raise ProcessUnreadable(pid, e.strerror or str(e)) from None
+        raise process_error(pid, e) from None
 
 
 def _user_name(source, uid, cache):

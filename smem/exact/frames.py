@@ -3,8 +3,6 @@
 Documentation/admin-guide/mm/pagemap.rst for the bits; smem/exact/__init__.py for the method.
 """
 
-import errno
-
 import numpy as np
 
 from ..errors import SmemError
@@ -26,7 +24,6 @@ _KPAGE_GAP = 512           # read across this many unneeded PFNs rather than see
 _BLOCK_SHIFT = 12          # the dense frame index maps PFNs in blocks of 4096 frames
 _BLOCK_MASK = (1 << _BLOCK_SHIFT) - 1
 _UNOWNED = (1 << FLAGS["ZERO_PAGE"]) | (1 << FLAGS["HUGE"])
-_GONE = (errno.ENOENT, errno.ESRCH, errno.ENOTDIR)
 _SWAPPED_ONLY = np.int64(1 << 62)
 _DIRECT_BLOCKS = 1 << 16   # find a process's blocks by bisection when its PFNs span fewer
 

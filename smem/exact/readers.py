@@ -8,11 +8,11 @@ import mmap
 
 import numpy as np
 
-from ..errors import ProcessGone, ProcessUnreadable
+from ..errors import ProcessGone, ProcessUnreadable, process_error
 from ..parsers import pagemap as pm
 from ..parsers.kpagecount import parse_kpagecount
 from ..parsers.kpageflags import parse_kpageflags
-from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _GONE, _KPAGE_CHUNK, _KPAGE_GAP, _PAGEMAP_CHUNK,
+from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _KPAGE_CHUNK, _KPAGE_GAP, _PAGEMAP_CHUNK,
                      _PAGEMAP_GAP, _SWAPPED_ONLY, ExactUnavailable, FrameTable, ProcessFrames, _concat)
 from .members import decode_frames, decode_kpages
 
@@ -113,12 +113,8 @@ class PagemapReader:
     def _read_pagemap(self, path, pid, first, count):
         try:
             data = self.source.read_at(path, first * pm.ENTRY_SIZE, count * pm.ENTRY_SIZE)
-        except PermissionError as e:
-            raise ProcessUnreadable(pid, e.strerror or "pagemap not readable") from None
         except OSError as e:
-            if e.errno in _GONE or isinstance(e, ProcessLookupError):
-                raise ProcessGone(pid) from None
-            raise ProcessUnreadable(pid, e.strerror or str(e)) from None
+            raise process_error(pid, e) from None
         if not data:
             raise ProcessGone(pid)  # the mm is gone: the process exited
         return pm.parse_pagemap(data[:len(data) - len(data) % pm.ENTRY_SIZE])
