@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from .errors import UsageError
 from .formats import render
-from .model import Selection, load_snapshot
+from .model import Selection, load_snapshot, own_invocation
 from .report import ReportOptions, make_table, selected_columns, sort_column
 from .sources import open_source
 from .views import VIEWS, needs_of
@@ -105,8 +105,8 @@ def _account_exactly(snapshot, request, selection, warnings):
         warnings.append(f"{e}; showing the smaps figures")
         return
     if request.shared_with:
-        own = os.getpid() if snapshot.source.is_live else None
-        snapshot.sharing = sharing_of_selection(snapshot, selection, exclude=own)
+        snapshot.sharing = sharing_of_selection(snapshot, selection,
+                                                exclude=own_invocation(snapshot.source, selection))
 
 
 def _load_warnings(snapshot):

@@ -22,7 +22,7 @@ from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status
 
-__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of"]
+__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation"]
 
 
 
@@ -208,7 +208,7 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
     if selection.mapping is not None:
         needs.mappings = True
     meminfo = read_meminfo(source)
-    own_pid = os.getpid() if source.is_live else None
+    own_pid = own_invocation(source, selection)
     names = {}
     pids = source.pids() if with_processes else []
 
@@ -242,6 +242,32 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
         pss_missing = pss_missing or not had_pss
         processes.append(process)
     return Snapshot(source, processes, meminfo, unreadable, pss_missing)
+
+
+def own_invocation(source, selection):
+    """Pids whose command line holds our -P pattern only because they run us.
+
+    smem itself, and the wrappers that started it with the pattern in their own
+    command line (``sh -c 'smem -P x'``, ``timeout 5 smem -P x``): the
+    ancestors whose command line contains the pattern as typed.
+    """
+    if not source.is_live or selection.process is None:
+        return frozenset()
+    mine = {os.getpid()}
+    pattern = selection.process.pattern
+    pid = os.getppid()
+    while pid > 1 and pid not in mine:
+        cmdline = source.read_optional(f"{pid}/cmdline")
+        stat = source.read_optional(f"{pid}/stat")
+        if cmdline is None or stat is None:
+            break
+        if pattern in parse_cmdline(cmdline):
+            mine.add(pid)
+        try:
+            pid = parse_stat(stat).ppid
+        except ValueError:
+            break
+    return frozenset(mine)
 
 
 def _load_memory(source, pid, selection, own_pid, names, needs):
@@ -296,7 +322,7 @@ def _load_process(source, pid, selection, own_pid, names):
         if stat is None or stat.is_kernel_thread or stat.is_zombie:
             return None
     name = stat.comm if stat is not None else "?"
-    if selection.process is not None and pid == own_pid:
+    if pid in own_pid:
         return None  # never match our own command line
     if not selection.wants_process(name, cmdline):
         return None  # before the owner lookup: most processes stop here

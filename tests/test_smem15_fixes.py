@@ -300,3 +300,12 @@ def test_write_errors_are_one_line():
         err = proc.stderr.decode().splitlines()
         assert proc.returncode == 1 and err[-1] == f"smem: cannot write the {what}: No space left on device"
         assert "Traceback" not in proc.stderr.decode()
+
+
+def test_process_filter_never_matches_the_wrappers_that_run_smem():
+    token = uuid.uuid4().hex
+    for wrapper in (["sh", "-c", f"{sys.executable} -m smem -c 'pid command' -P {token}"],
+                    ["timeout", "60", sys.executable, "-m", "smem", "-c", "pid command", "-P", token]):
+        proc = subprocess.run(wrapper, capture_output=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.decode().splitlines() == ["  PID Command                     "], wrapper

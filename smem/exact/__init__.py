@@ -79,13 +79,13 @@ def account_snapshot(snapshot):
     return account(snapshot.source, mappings)
 
 
-def sharing_of_selection(snapshot, selection, exclude=None):
+def sharing_of_selection(snapshot, selection, exclude=()):
     """(selected pids, SharedWith): what the processes ``selection`` picks share, and with whom.
 
-    ``exclude``: a pid never selected (smem's own, whose command line holds the pattern).
+    ``exclude``: pids never selected (smem's own invocation, whose command lines hold the pattern).
     """
     selected = [p.pid for p in snapshot.processes
-                if p.mappings and p.pid != exclude and selection.wants(p.name, p.cmdline, p.user)]
+                if p.mappings and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user)]
     if not selected:
         raise SmemError("--shared-with: no process matches the selection")
     return selected, snapshot.exact.shared_with(selected)
