@@ -76,6 +76,7 @@ def run_report(request):
         if view.name == "system" or (options.format == "openmetrics" and view.name == "process"):
             from .sizing import size_system  # ELF and decompressors: only for -w
             snapshot.sizing = size_system(source, snapshot.mem_total, options.realmem_bytes, options.kernel_path)
+            warnings.extend(f.doubt for f in snapshot.sizing if f is not None and f.doubt)
             if options.realmem_bytes is not None and options.realmem_bytes // 1024 < snapshot.mem_total:
                 warnings.append(f"-R is less than the memory the kernel manages (MemTotal "
                                 f"{snapshot.mem_total} KiB): firmware/hardware shows as 0")

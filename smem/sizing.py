@@ -35,6 +35,7 @@ class Figure:
     source: str              # where it came from, for the footnote and the `source` column
     estimate: bool = False
     smem15: bool = True      # a source smem 1.5 had too (-R, -K, meminfo): no footnote then
+    doubt: str = ""          # a reason to doubt the figure, for a warning
 
 
 def _iomem(source):
@@ -74,8 +75,12 @@ def read_kernel_file(path):
 
 def kernel_image(source, kernel_path=None, iomem=None):
     if kernel_path is not None:
-        size = kernel_image_size(read_kernel_file(kernel_path))
-        return Figure(size.total // 1024, f"-K ({size.format})")
+        data = read_kernel_file(kernel_path)
+        size = kernel_image_size(data)
+        doubt = ""
+        if data[:4] == b"\x7fELF" and b"Linux version " not in data:
+            doubt = f"{kernel_path} is an ELF file but not a Linux kernel (no 'Linux version' banner); sized anyway"
+        return Figure(size.total // 1024, f"-K ({size.format})", doubt=doubt)
     resources = iomem if iomem is not None else _iomem(source)
     if resources:
         image = kernel_image_bytes(resources)

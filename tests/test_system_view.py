@@ -187,3 +187,9 @@ def test_live_kernel_image_unknown_without_root_says_why():
         assert any(l.startswith("kernel image: unknown (/proc/iomem hides it") for l in lines)
     else:
         assert any(l.startswith("kernel image: estimated from boot log") for l in lines)
+
+
+def test_an_elf_that_is_no_kernel_is_sized_with_a_warning(tmp_path):
+    proc = run_smem("-S", _tree(tmp_path), "-w", "-K", sys.executable)
+    assert proc.returncode == 0
+    assert "not a Linux kernel" in proc.stderr.decode()
