@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import List, Optional
 
 from .errors import SmemError, UsageError
+from .output import output_file
 from .report import CONTROLS, make_table
 from .units import human
 
@@ -376,27 +377,15 @@ def show_chart(table, options, snapshot):
 
 
 def _save(data, draw, path, fmt):
-    import tempfile
-
     import matplotlib
     from matplotlib.figure import Figure
     figure = Figure()
     draw(figure, data)
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".smem-chart-", dir=directory)
-    except OSError as e:
-        raise SmemError(f"cannot write {path}: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as out, matplotlib.rc_context({"svg.fonttype": "none"}):
+        with output_file(path, ".smem-chart-") as out, matplotlib.rc_context({"svg.fonttype": "none"}):
             # svg.fonttype none: labels stay text, searchable and small.
             figure.savefig(out, format=fmt, dpi=100, bbox_inches="tight")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it
-        os.replace(tmp, path)
     except (OSError, RuntimeError, ValueError) as e:
-        os.unlink(tmp)
         raise SmemError(f"cannot save the chart as {path}: {e}") from None
 
 

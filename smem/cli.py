@@ -1,5 +1,6 @@
 """The command line: options in, calls out.  No parsing or arithmetic here."""
 
+import contextlib
 import os
 import sys
 
@@ -9,6 +10,7 @@ from . import __version__
 from .errors import SmemError, UsageError
 from .app import Request, run_report
 from .formats import FORMATS
+from .output import output_file
 from .report import ReportOptions, parse_columns
 from .sources import open_source
 from .units import parse_size
@@ -46,14 +48,15 @@ def _warn(message):
 @click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal.")
 @click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
 @click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
-@click.option("--recommend", type=click.FloatRange(min=0), is_flag=False, flag_value=0.0, default=None,
+@click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
 @click.option("-m", "--mappings", is_flag=True, help="Show mappings.")
 @click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers).")
 @click.option("--exact", is_flag=True,
               help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals.")
 @click.option("--shared-with", "shared_with", is_flag=True,
-              help="With --exact and -P/-U: which other processes share the selection's memory, and how much.")
+              help="With -P/-U: which other processes share the selection's memory, and how much "
+                   "(implies --exact).")
 @click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name).")
 @click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name.")
 @click.option("-F", "--format", "fmt", type=click.Choice(FORMATS), default="classic", metavar="FORMAT",
@@ -90,6 +93,8 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
     # smem 1.5's views take precedence in its order (-m, -u, -w); the newer ones do not mix
     chosen = [name for name, on in (("mapping", mappings), ("user", users), ("system", system),
                                     ("cgroup", by_cgroup), ("program", group)) if on]
+    if shared_with and chosen:
+        raise UsageError(f"--shared-with lists processes: it does not combine with {' or '.join(chosen)} views")
     if (by_cgroup or group) and len(chosen) > 1:
         raise UsageError(f"choose one view: -m, -u, -w, --cgroup or -g ({' and '.join(chosen)} given)")
     options = ReportOptions(
@@ -127,7 +132,7 @@ def capture(output, host, compression, exact):
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
     src = open_source(host) if host else open_source(None)
     try:
-        with _output_file(output) as out:
+        with (output_file(output, ".smem-capture-") if output else _stdout()) as out:
             written, skipped = write_capture(src, out, None if compression == "none" else compression,
                                              exact=exact)
     except BrokenPipeError:
@@ -138,44 +143,17 @@ def capture(output, host, compression, exact):
         _warn(f"{skipped} process{'es' if skipped > 1 else ''} could not be read and {'were' if skipped > 1 else 'was'} left out")
 
 
-class _output_file:
-    """stdout, or FILE written under a temporary name and renamed when complete."""
-
-    def __init__(self, path):
-        self.path = path
-        self.tmp = None
-
-    def __enter__(self):
-        if self.path is None:
-            return sys.stdout.buffer
-        import tempfile
-        directory = os.path.dirname(os.path.abspath(self.path))
-        try:
-            fd, self.tmp = tempfile.mkstemp(prefix=".smem-capture-", dir=directory)
-        except OSError as e:
-            raise SmemError(f"cannot write {self.path}: {e.strerror}") from None
-        self.file = os.fdopen(fd, "wb")
-        return self.file
-
-    def __exit__(self, kind, value, tb):
-        if self.path is None:
-            if kind is None:
-                sys.stdout.buffer.flush()
-            return False
-        self.file.close()
-        if kind is None:
-            os.chmod(self.tmp, 0o644)
-            os.replace(self.tmp, self.path)
-        else:
-            os.unlink(self.tmp)
-        return False
+@contextlib.contextmanager
+def _stdout():
+    yield sys.stdout.buffer
+    sys.stdout.buffer.flush()
 
 
 def _write(text):
     data = text.encode("utf-8", "surrogateescape")
     try:
         sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        sys.stdout.buffer.flush()  # here, not at exit: a full disk is reported, a closed pipe quiet
     except BrokenPipeError:
         _quiet_broken_pipe()
     except OSError as e:

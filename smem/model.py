@@ -247,21 +247,23 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
 def own_invocation(source, selection):
     """Pids whose command line holds our -P pattern only because they run us.
 
-    smem itself, and the wrappers that started it with the pattern in their own
+    smem itself, and the wrappers that started it with the option in their own
     command line (``sh -c 'smem -P x'``, ``timeout 5 smem -P x``): the
-    ancestors whose command line contains the pattern as typed.
+    ancestors whose command line holds "-P x" (or --processfilter) as typed.
+    An interactive shell named like the pattern (``bash`` for ``-P bash``) is
+    not one of them.
     """
     if not source.is_live or selection.process is None:
         return frozenset()
     mine = {os.getpid()}
-    pattern = selection.process.pattern
+    option = re.compile(r"(?:-P\s*|--processfilter[=\s])" + re.escape(selection.process.pattern))
     pid = os.getppid()
     while pid > 1 and pid not in mine:
         cmdline = source.read_optional(f"{pid}/cmdline")
         stat = source.read_optional(f"{pid}/stat")
         if cmdline is None or stat is None:
             break
-        if pattern in parse_cmdline(cmdline):
+        if option.search(parse_cmdline(cmdline)):
             mine.add(pid)
         try:
             pid = parse_stat(stat).ppid

@@ -20,7 +20,7 @@ Each figure says where it came from, so reports can say so too.
 
 from dataclasses import dataclass
 
-from .errors import KernelImageError
+from .errors import KernelImageError, UsageError
 from .parsers.boot_memory_line import parse_boot_memory_line
 from .parsers.iomem import kernel_image_bytes, parse_iomem, system_ram_bytes
 from .parsers.kernel_image import kernel_image_size
@@ -65,12 +65,19 @@ def installed_ram(source, realmem_bytes=None, mem_total_kib=None, iomem=None):
     return None
 
 
+#: No kernel image is this large; a larger file (or /dev/zero) is not one.
+MAX_KERNEL_FILE = 1 << 30
+
+
 def read_kernel_file(path):
     try:
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read(MAX_KERNEL_FILE + 1)
     except OSError as e:
         raise KernelImageError(f"cannot read kernel image {path}: {e.strerror}") from None
+    if len(data) > MAX_KERNEL_FILE:
+        raise KernelImageError(f"{path} is larger than 1 GiB: not a kernel image")
+    return data
 
 
 def kernel_image(source, kernel_path=None, iomem=None):
@@ -106,6 +113,8 @@ def size_system(source, mem_total_kib, realmem_bytes=None, kernel_path=None):
 
 def standard_ram_size(kib):
     """The smallest usual RAM size (2^n or 3·2^n MiB, from 16M) holding ``kib``."""
+    if not 0 <= kib < 1 << 60:
+        raise UsageError(f"no RAM size holds {kib} KiB")
     size = 16 << 10
     while True:
         for candidate in (size, size * 3 // 2):

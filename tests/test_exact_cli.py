@@ -143,3 +143,12 @@ def test_shared_with_never_selects_smem_itself(family):
     assert proc.returncode == 1 and b"no process matches" in proc.stderr
     om = run_smem("--exact", "--shared-with", "-P", f"^{comm}$", "-F", "openmetrics")
     assert b"smem_sharing_shared_bytes{pid=" in om.stdout
+
+
+@needs_root
+def test_shared_with_honours_numeric_and_refuses_other_views(family):
+    wl, comm = family
+    proc = run_smem("-n", "--shared-with", "-P", f"^{comm}$", "-c", "pid user shared")
+    users = {l.split()[1] for l in proc.stdout.decode().splitlines()[1:-1]}
+    assert users and all(u.isdigit() for u in users)
+    assert run_smem("-u", "--shared-with", "-P", comm).returncode == 2

@@ -192,3 +192,29 @@ def test_a_member_that_is_not_what_its_name_says(capture_tar, tmp_path):
                 m.size = len(data)
             tout.addfile(m, io.BytesIO(data) if data is not None else None)
     assert "MemTotal" in _one_error_line(run_smem("-S", tmp_path / "odd.tar"))
+
+
+def test_endless_or_device_inputs_are_refused_at_once():
+    for args, kw in ((["-S", "/dev/zero"], {}), (["-S", "-"], {"input": b"\0" * (1 << 20)})):
+        err = _one_error_line(run_smem(*args, **kw))
+        assert "not a capture" in err, err
+
+
+def test_capture_output_never_replaces_a_link_or_a_pipe(tmp_path):
+    import stat
+    import threading
+    real = tmp_path / "real.tgz"
+    link = tmp_path / "link.tgz"
+    link.symlink_to(real)
+    assert run_smem("capture", "-o", link).returncode == 0
+    assert link.is_symlink() and real.stat().st_size > 0
+    assert run_smem("-S", link, "-w").returncode == 0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    assert run_smem("capture", "-o", fifo).returncode == 0
+    reader.join(60)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got[0][:2] == b"\x1f\x8b"
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "link.tgz", "real.tgz"]  # no temporary left

@@ -193,3 +193,12 @@ def test_an_elf_that_is_no_kernel_is_sized_with_a_warning(tmp_path):
     proc = run_smem("-S", _tree(tmp_path), "-w", "-K", sys.executable)
     assert proc.returncode == 0
     assert "not a Linux kernel" in proc.stderr.decode()
+
+
+def test_absurd_inputs_are_errors_not_hangs(tmp_path):
+    tree = _tree(tmp_path)
+    for args, code, text in ((["--recommend", "inf"], 2, "--recommend"), (["--recommend", "nan"], 2, "nan"),
+                             (["-K", "/dev/zero"], 1, "not a kernel image")):
+        proc = run_smem("-S", tree, "-w", *args)
+        err = proc.stderr.decode()
+        assert proc.returncode == code and text in err and err.count("\n") == 1, (args, err)

@@ -4,6 +4,7 @@
 """
 
 import os
+import stat
 import sys
 
 from ..errors import SourceError
@@ -18,13 +19,10 @@ def open_source(spec=None, stdin=None):
     a remote host, else a capture file or directory."""
     if spec is None or spec == "":
         return LiveSource()
-    from .capture import ArchiveSource, DirectorySource  # tarfile and friends: only for captures
+    from .capture import ArchiveSource, DirectorySource, read_capture  # tarfile: only for captures
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        data = stream.read()
-        if not data:
-            raise SourceError("no capture on standard input")
-        return ArchiveSource(data, "<stdin>")
+        return ArchiveSource(read_capture(stream, "standard input"), "<stdin>")
     if spec.startswith("ssh://"):
         from .remote import RemoteSource
         return RemoteSource(spec)
@@ -32,7 +30,10 @@ def open_source(spec=None, stdin=None):
         return DirectorySource(spec)
     try:
         with open(spec, "rb") as f:
-            data = f.read()
+            mode = os.fstat(f.fileno()).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                raise SourceError(f"{spec}: not a capture file (a device or socket)")
+            data = read_capture(f, os.path.basename(spec))
     except OSError as e:
         raise SourceError(f"cannot read {spec}: {e.strerror}") from None
     return ArchiveSource(data, os.path.basename(spec))

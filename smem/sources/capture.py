@@ -25,10 +25,33 @@ from ..parsers.passwd import parse_passwd
 from ..parsers.status import parse_status, status_ids
 from .base import Source
 
-__all__ = ["ArchiveSource", "DirectorySource", "decompress"]
+__all__ = ["ArchiveSource", "DirectorySource", "decompress", "read_capture"]
 
 #: A decompressed capture larger than this is refused (a bomb, not a capture).
 MAX_CAPTURE_BYTES = 8 << 30
+
+
+def read_capture(stream, name):
+    """The bytes of a capture from a file or pipe, refusing what cannot be one early.
+
+    A tar or compressed stream never starts with a zero block, so an endless stream of
+    zeros (or an empty one) is refused at once; anything else is read up to the limit.
+    """
+    first = stream.read(512)
+    if not first:
+        raise CaptureError(f"{name}: empty (no capture)")
+    if not first.strip(b"\0"):
+        raise CaptureError(f"{name}: starts with zeros: not a capture")
+    chunks = [first]
+    total = len(first)
+    while True:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_CAPTURE_BYTES:
+            raise CaptureError(f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
+        chunks.append(chunk)
 
 
 def _zstd_decompress(data):

@@ -8,22 +8,25 @@ in all, from exact accounting.
 
 from ..units import human
 from .columns import View, amount, count, text
+from .process import user_label
 
 __all__ = ["SHARING_VIEW"]
 
 
 class HolderRow:
-    __slots__ = ("process", "shared")
+    __slots__ = ("process", "user", "shared")
 
-    def __init__(self, process, shared):
+    def __init__(self, process, user, shared):
         self.process = process
+        self.user = user
         self.shared = shared
 
 
 def rows(snapshot, options):
     selected, sharing = snapshot.sharing
     by_pid = {p.pid: p for p in snapshot.processes}
-    return [HolderRow(by_pid[pid], kib) for pid, kib in sharing.holders.items() if pid in by_pid]
+    return [HolderRow(by_pid[pid], user_label(by_pid[pid], options.numeric), kib)
+            for pid, kib in sharing.holders.items() if pid in by_pid]
 
 
 def summary(snapshot, options, rows):
@@ -37,7 +40,7 @@ def summary(snapshot, options, rows):
 
 COLUMNS = {c.key: c for c in (
     count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows"),
-    text("user", "User", lambda r: r.process.user, "owner of the process", 8, total="distinct"),
+    text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct"),
     text("name", "Name", lambda r: r.process.name, "process name", 24, truncate=True),
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
     amount("shared", "Shared", lambda r: int(round(r.shared)),
@@ -48,6 +51,6 @@ SHARING_VIEW = View(
     name="sharing", title="sharing with the selection", columns=COLUMNS,
     default_columns=("pid", "user", "command", "shared"),
     default_sort="shared", rows=rows, summary=summary,
-    labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.process.user),
+    labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user),
             ("name", lambda r: r.process.name)),
 )
