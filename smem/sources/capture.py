@@ -42,16 +42,7 @@ def read_capture(stream, name):
         raise CaptureError(f"{name}: empty (no capture)")
     if not first.strip(b"\0"):
         raise CaptureError(f"{name}: starts with zeros: not a capture")
-    chunks = [first]
-    total = len(first)
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > MAX_CAPTURE_BYTES:
-            raise CaptureError(f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
-        chunks.append(chunk)
+    return first + _bounded_read(stream, f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
 
 
 def _zstd_decompress(data):
@@ -60,10 +51,10 @@ def _zstd_decompress(data):
     except ImportError:
         raise CaptureError("capture is zstd-compressed; install the 'zstandard' package to read it") from None
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
-    return _bounded_read(reader)
+    return _bounded_read(reader, _TOO_LARGE)
 
 
-def _bounded_read(stream):
+def _bounded_read(stream, too_large):
     chunks = []
     total = 0
     while True:
@@ -72,14 +63,16 @@ def _bounded_read(stream):
             return b"".join(chunks)
         total += len(chunk)
         if total > MAX_CAPTURE_BYTES:
-            raise CaptureError(f"capture decompresses to more than {MAX_CAPTURE_BYTES >> 30} GiB")
+            raise CaptureError(too_large)
         chunks.append(chunk)
 
 
+_TOO_LARGE = f"capture decompresses to more than {MAX_CAPTURE_BYTES >> 30} GiB"
+
 _COMPRESSIONS = (
-    (b"\x1f\x8b", "gzip", lambda d: _bounded_read(gzip.GzipFile(fileobj=io.BytesIO(d)))),
-    (b"BZh", "bzip2", lambda d: _bounded_read(bz2.BZ2File(io.BytesIO(d)))),
-    (b"\xfd7zXZ\x00", "xz", lambda d: _bounded_read(lzma.LZMAFile(io.BytesIO(d)))),
+    (b"\x1f\x8b", "gzip", lambda d: _bounded_read(gzip.GzipFile(fileobj=io.BytesIO(d)), _TOO_LARGE)),
+    (b"BZh", "bzip2", lambda d: _bounded_read(bz2.BZ2File(io.BytesIO(d)), _TOO_LARGE)),
+    (b"\xfd7zXZ\x00", "xz", lambda d: _bounded_read(lzma.LZMAFile(io.BytesIO(d)), _TOO_LARGE)),
     (b"\x28\xb5\x2f\xfd", "zstd", _zstd_decompress),
 )
 
