@@ -227,15 +227,24 @@ def find_peers(install, log):
         r = subprocess.run([str(py), '-m', 'pip', 'show', 'ps_mem'], capture_output=True, text=True)
         m = re.search(r'^Version: (\S+)', r.stdout, re.M)
         return m.group(1) if m else None
-    if not (py.exists() and ps_mem_version()) and install:
-        log(f'  installing ps_mem from PyPI into {venv} ...')
+    def has_our_dependencies():
+        return py.exists() and subprocess.run(
+            [str(py), '-c', 'import click, tabulate, numpy'], capture_output=True).returncode == 0
+    if not (py.exists() and ps_mem_version() and has_our_dependencies()) and install:
+        log(f'  installing ps_mem and our dependencies from PyPI into {venv} ...')
         subprocess.run([sys.executable, '-m', 'venv', str(venv)], capture_output=True)
-        subprocess.run([str(py), '-m', 'pip', 'install', '-q', '--disable-pip-version-check', 'ps_mem'],
-                       capture_output=True)
+        subprocess.run([str(py), '-m', 'pip', 'install', '-q', '--disable-pip-version-check',
+                        'ps_mem', 'click', 'tabulate', 'numpy'], capture_output=True)
     if py.exists() and ps_mem_version():
         p.ps_mem_python, p.ps_mem_version = str(py), ps_mem_version()
     else:
         p.missing['ps_mem'] = f'PyPI package ps_mem not installable into {venv}'
+    # Ours runs under the same venv interpreter as ps_mem, as a user's `pip install` into a
+    # venv (or pipx) runs it: the base interpreter's site-packages may hold .pth files that
+    # import modules at every start (20 ms on the development machine), which neither tool
+    # should be charged for.  Without the venv, the benchmark's own interpreter.
+    global OURS_PYTHON
+    OURS_PYTHON = str(py) if has_our_dependencies() else sys.executable
     return p
 
 
@@ -261,7 +270,7 @@ def machine_facts(peers):
         'kernel': platform.release(),
         'CPUs': f'{os.cpu_count()} ({model.group(1).strip() if model else "?"})',
         'memory': f'{int(mem.group(1)) / 1048576:.1f} GiB' if mem else '?',
-        'Python (ours, ps_mem)': f'{platform.python_version()} ({sys.executable})',
+        'Python (ours, ps_mem)': f'{platform.python_version()} ({OURS_PYTHON})',
         'Python (smem 1.5)': py15 or 'missing',
         'smem (ours)': f'work tree {REPO} at {head or "?"}{" + uncommitted changes in smem/" if dirty else " (smem/ clean)"}',
         'smem 1.5': peers.smem15_version or 'missing',
@@ -341,8 +350,12 @@ def ratio_row(t, ours, peer, target, metric=0, fmt=fmt_s, missing=None):
 
 # ------------------------------------------------------------------ sections
 
+#: The interpreter ours runs under (see find_peers).
+OURS_PYTHON = sys.executable
+
+
 def ours_argv(*args):
-    return [sys.executable, '-m', 'smem', *args]
+    return [OURS_PYTHON, '-m', 'smem', *args]
 
 
 #: Where ours is imported from: a frozen copy of the work tree's smem/ (see snapshot_ours).
@@ -367,9 +380,12 @@ def snapshot_ours(tmp, ref=None):
         subprocess.run(['tar', 'x', '-C', str(dest)], input=archive.stdout, check=True)
     else:
         shutil.copytree(REPO / 'smem', dest / 'smem', ignore=shutil.ignore_patterns('__pycache__'))
+    # Byte-compile the copy as `pip install` does: otherwise every run would compile every
+    # module again where PYTHONDONTWRITEBYTECODE is set (15 ms a start on the development machine).
+    subprocess.run([sys.executable, '-m', 'compileall', '-q', str(dest / 'smem')], check=True)
     h = hashlib.sha256()
     for p in sorted((dest / 'smem').rglob('*')):
-        if p.is_file():
+        if p.is_file() and '__pycache__' not in p.parts:
             h.update(str(p.relative_to(dest)).encode() + b'\0' + p.read_bytes())
     OURS_ROOT = dest
     return h.hexdigest()[:12]
@@ -390,7 +406,7 @@ def section_startup(runs, tmp, log):
     env = ours_env()
 
     def importtime(args):
-        r = subprocess.run([sys.executable, '-X', 'importtime', *args], capture_output=True,
+        r = subprocess.run([OURS_PYTHON, '-X', 'importtime', *args], capture_output=True,
                            text=True, env=env, cwd=tmp)
         rows = re.findall(r'^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)', r.stderr, re.M)
         return r, rows
@@ -418,9 +434,9 @@ def section_startup(runs, tmp, log):
             n = len(re.findall(rf'^import time:.*\| +{lib}(\.|$)', r.stderr, re.M))
             t.add(f'`smem {" ".join(args)}`: lines of importtime naming {lib}', n, '0', verdict(n, 0))
     # wall time of a bare interpreter and of smem --help, interleaved
-    cmds = [Cmd('py-pass', f'{sys.executable} -c pass', [sys.executable, '-c', 'pass'], env=env),
+    cmds = [Cmd('py-pass', f'{OURS_PYTHON} -c pass', [OURS_PYTHON, '-c', 'pass'], env=env),
             Cmd('ours-help', 'smem --help', ours_argv('--help'), env=env)]
-    if os.path.exists('/usr/bin/python3') and os.path.realpath('/usr/bin/python3') != os.path.realpath(sys.executable):
+    if os.path.exists('/usr/bin/python3') and os.path.realpath('/usr/bin/python3') != os.path.realpath(OURS_PYTHON):
         cmds.append(Cmd('py15-pass', '/usr/bin/python3 -c pass (smem 1.5\'s interpreter)',
                         ['/usr/bin/python3', '-c', 'pass'], env=peer_env()))
     if os.path.exists(SMEM15):
@@ -530,7 +546,7 @@ def main(argv=None):
         # `python -m` puts the working directory first on sys.path: work where no smem/ is
         cwd = os.getcwd()
         os.chdir(tmp)
-        where = subprocess.run([sys.executable, '-c', 'import smem; print(smem.__file__)'], env=ours_env(),
+        where = subprocess.run([OURS_PYTHON, '-c', 'import smem; print(smem.__file__)'], env=ours_env(),
                                capture_output=True, text=True).stdout.strip()
         if not where.startswith(str(OURS_ROOT)):
             sys.exit(f'bench: smem imports from {where!r}, not from the frozen copy {OURS_ROOT}')

@@ -10,7 +10,6 @@ replace it.
 import contextlib
 import os
 import stat
-import tempfile
 
 from .errors import SmemError
 
@@ -35,6 +34,7 @@ def output_file(path, prefix=".smem-"):
             raise SmemError(f"cannot write {path}: {e.strerror}") from None
         return
     try:
+        import tempfile  # only when a file is written
         fd, tmp = tempfile.mkstemp(prefix=prefix, dir=os.path.dirname(target))
     except OSError as e:
         raise SmemError(f"cannot write {path}: {e.strerror}") from None

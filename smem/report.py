@@ -7,7 +7,6 @@ wider than its column widens the column instead of breaking the alignment,
 and ``-a`` counts the totals row too.
 """
 
-import shutil
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -51,6 +50,11 @@ class ReportOptions:
     terminal_columns: Optional[int] = None
     format: str = "classic"
     exact: bool = False
+
+
+def _terminal_width():
+    import shutil  # it imports bz2, lzma and zlib: only for -a
+    return shutil.get_terminal_size((80, 24)).columns
 
 
 def parse_columns(text):
@@ -179,7 +183,7 @@ def render_classic(table, options):
     if table.totals is not None:
         total_cells = [format_value(c, v, options, table) for c, v in zip(table.columns, table.totals)]
     if options.autosize:
-        terminal = options.terminal_columns or shutil.get_terminal_size((80, 24)).columns
+        terminal = options.terminal_columns or _terminal_width()
         sizes = _autosize(table, options, terminal)
     else:
         sizes = {}
