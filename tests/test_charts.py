@@ -22,9 +22,9 @@ from smem.charts import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E4
 from smem.cli import main  # noqa: E402
 from smem.model import load_snapshot  # noqa: E402
 from smem.sizing import size_system  # noqa: E402
-from smem.report import ReportOptions, make_table  # noqa: E402
+from smem.report import ReportOptions, make_table, selected_columns, sort_column  # noqa: E402
 from smem.sources import open_source  # noqa: E402
-from smem.views import VIEWS  # noqa: E402
+from smem.views import VIEWS, needs_of  # noqa: E402
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
@@ -223,9 +223,11 @@ def test_text_reports_do_not_import_matplotlib(tmp_path):
 
 def chart_table(view="process", **options):
     options = ReportOptions(**options)
+    # read what the command line reads for these columns (smaps_rollup where it will do)
+    needs = needs_of(VIEWS[view], selected_columns(VIEWS[view], options) + [sort_column(VIEWS[view], options)])
     source = open_source(str(CAPTURE))
     try:
-        snapshot = load_snapshot(source, with_processes=view != "system")
+        snapshot = load_snapshot(source, with_processes=view != "system", needs=needs)
         if view == "system":
             snapshot.sizing = size_system(source, snapshot.mem_total, options.realmem_bytes)
     finally:
@@ -291,7 +293,7 @@ def test_bar_order_and_columns_follow_s_r_c():
     bars = bar_data(table, options, snapshot)
     assert bars.series == ["RSS", "USS"]   # memory columns only, in -c order
     assert bars.values[0] == sorted(bars.values[0], reverse=True)
-    table, options, snapshot = chart_table(bar="name", columns=["name", "rss", "uss"], sort="rss",
+    table, options, snapshot = chart_table(bar="name", columns=["name", "rss", "uss", "maps"], sort="rss",
                                            reverse=True)
     reversed_bars = bar_data(table, options, snapshot)
     assert reversed_bars.values[0] == bars.values[0][::-1]

@@ -18,8 +18,10 @@ class Source(abc.ABC):
     is_live = False
 
     #: Whether smaps_rollup may stand in for smaps when no per-mapping data is
-    #: needed.  Captures say no: their reports stay those of smem 1.5.
-    prefer_rollup = False
+    #: needed: the kernel sums the mappings once, and its PSS is not rounded
+    #: down per mapping (Documentation/filesystems/proc.rst).  A source without
+    #: the file for a process falls back to its smaps.
+    prefer_rollup = True
 
     #: Short human description, e.g. "live system" or "capture foo.tgz".
     description = ""

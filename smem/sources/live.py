@@ -15,8 +15,6 @@ def _read_small(path):
 
 class LiveSource(Source):
     is_live = True
-    #: the kernel's smaps_rollup is cheaper than smaps and its PSS the more exact
-    prefer_rollup = True
     description = "live system"
 
     def __init__(self, root="/proc"):

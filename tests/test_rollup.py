@@ -1,0 +1,101 @@
+"""smaps_rollup stands in for smaps where a report needs no per-mapping data.
+
+Live and in captures alike, the process and user views read the kernel's
+rollup (one small file) instead of summing every mapping of smaps.  The
+numbers must be the same as the full path's on the same data, except PSS:
+smaps prints each mapping's PSS rounded down to a KiB, the rollup rounds the
+process's sum once (Documentation/filesystems/proc.rst, "smaps_rollup"), so
+summed <= rollup < summed + mappings.
+"""
+
+import io
+import re
+import tarfile
+
+import pytest
+
+from conftest import FIXTURES, run_smem
+from workload import forked_workers
+
+from smem.model import Needs, load_snapshot  # noqa: E402
+from smem.sources import open_source  # noqa: E402
+
+CAPTURES = [FIXTURES / "captures" / "faithful.tar.gz", FIXTURES / "captures" / "quirks.tar.gz"]
+COLUMNS = "pid swap uss rss pss"
+# The recorder's workload processes, which held still while the capture read smaps and
+# smaps_rollup one after the other (the recorder itself did not).
+STILL = ["-P", "^smem-"]
+
+
+def _rows(output):
+    return {int(f[0]): [int(x) for x in f[1:]] for f in (line.split() for line in output.decode().splitlines())}
+
+
+def _without_rollups(capture, out):
+    with tarfile.open(capture) as tin, tarfile.open(out, "w") as tout:
+        for m in tin:
+            if not m.name.endswith("/smaps_rollup"):
+                tout.addfile(m, io.BytesIO(tin.extractfile(m).read()) if m.isreg() else None)
+    return out
+
+
+def _rollup_pss(capture):
+    with tarfile.open(capture) as t:
+        return {int(m.name.split("/")[0]): int(re.search(rb"^Pss:\s+(\d+) kB", t.extractfile(m).read(), re.M)[1])
+                for m in t if m.name.endswith("/smaps_rollup") and m.size}
+
+
+def _maps(capture):
+    with tarfile.open(capture) as t:
+        return {int(m.name.split("/")[0]): len(re.findall(rb"^[0-9a-f]+-[0-9a-f]+ ", t.extractfile(m).read(), re.M))
+                for m in t if m.name.endswith("/smaps") and m.size}
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_a_captures_process_view_uses_its_rollups(capture, tmp_path):
+    summed = _rows(run_smem("-S", _without_rollups(capture, tmp_path / "plain.tar"), *STILL, "-H", "-c",
+                            COLUMNS, check=True).stdout)
+    rolled = _rows(run_smem("-S", capture, *STILL, "-H", "-c", COLUMNS, check=True).stdout)
+    rollup_pss, maps = _rollup_pss(capture), _maps(capture)
+    assert set(rolled) == set(summed) and len(set(rolled) & set(rollup_pss)) >= 10
+    differs = 0
+    for pid, (swap, uss, rss, pss) in rolled.items():
+        assert [swap, uss, rss] == summed[pid][:3], pid
+        if pid in rollup_pss:
+            assert pss == rollup_pss[pid], pid
+            assert summed[pid][3] <= pss < summed[pid][3] + maps[pid], pid
+            differs += pss != summed[pid][3]
+        else:  # no rollup in the capture for this one: its smaps, summed
+            assert pss == summed[pid][3], pid
+    assert differs > 0  # the capture does exercise the rounding
+
+
+@pytest.mark.parametrize("capture", CAPTURES[:1], ids=lambda p: p.name)
+def test_per_mapping_columns_still_read_smaps(capture, tmp_path):
+    """maps and vss need the mappings: those reports are smem 1.5's summed figures, rollup or not."""
+    args = ["-H", "-c", "pid pss vss maps"]
+    plain = _without_rollups(capture, tmp_path / "plain.tar")
+    assert run_smem("-S", capture, *args, check=True).stdout == run_smem("-S", plain, *args, check=True).stdout
+
+
+def test_live_rollup_and_summed_smaps_agree():
+    """The live fast path against the full smaps path, on processes that hold still."""
+    with forked_workers(shared_kib=2048, private_kib=512, nworkers=4) as w:
+        pids = set(w.pids)
+        for attempt in range(5):  # a process starting elsewhere between the two reads moves shared PSS
+            source = open_source(None)
+            rolled = {p.pid: p for p in load_snapshot(source, needs=Needs(mappings=False)).processes
+                      if p.pid in pids}
+            summed = {p.pid: p for p in load_snapshot(source, needs=Needs(mappings=True)).processes
+                      if p.pid in pids}
+            assert set(rolled) == set(summed) == pids
+            assert all(p.mappings is None and p.rollup for p in rolled.values())
+            ok = True
+            for pid in pids:
+                a, b = rolled[pid].totals, summed[pid].totals
+                for key in ("Rss", "Private_Clean", "Private_Dirty", "Swap", "Shared_Clean", "Anonymous"):
+                    assert a.get(key) == b.get(key), (pid, key)
+                ok = ok and b["Pss"] <= a["Pss"] < b["Pss"] + summed[pid].map_count
+            if ok:
+                break
+        assert ok
