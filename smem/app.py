@@ -19,6 +19,9 @@ from .views.sharing import SHARING_VIEW
 
 __all__ = ["Request", "Result", "run_report"]
 
+#: What charts.pie_data shows when the sort column is not an amount: PSS, or RSS without PSS.
+PIE_MEASURES = frozenset({"Pss", "Rss"})
+
 
 @dataclass
 class Request:
@@ -66,6 +69,11 @@ def run_report(request):
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     options.exact = exact
     needs.mappings = needs.mappings or exact
+    if options.pie or options.bar:
+        needs.counters |= PIE_MEASURES  # a pie sorted by a column that is not an amount shows these
+    if exact:
+        from .exact import COUNTERS_READ  # numpy: only here
+        needs.counters |= COUNTERS_READ
     selection = Selection(request.process_filter, request.user_filter, request.map_filter)
     # the sharing report reads everyone: the holders are outside the selection
     load_selection = Selection(None, None, request.map_filter) if request.shared_with else selection

@@ -99,14 +99,19 @@ class Needs:
     without it the kernel's smaps_rollup is enough where the source prefers it.
     ``rollup``: smaps_rollup too (its Pss_Anon/File/Shmem split);
     ``status``: /proc/PID/status (RssAnon/RssFile/RssShmem, threads);
-    ``cgroup``: /proc/PID/cgroup (the cgroup view).
+    ``cgroup``: /proc/PID/cgroup (the cgroup view);
+    ``counters``: the smaps counters the report reads per mapping.  Once a
+    process's mappings are parsed, only these are kept and its smaps text is
+    let go, so memory does not grow with the text of every process (None:
+    keep the text, and every counter can still be read).
     """
 
-    def __init__(self, mappings=True, rollup=False, status=False, cgroup=False):
+    def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None):
         self.mappings = mappings
         self.rollup = rollup
         self.status = status
         self.cgroup = cgroup
+        self.counters = counters
 
 
 class Selection:
@@ -296,6 +301,10 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
         if selection.mapping is not None:
             search = selection.mapping.search
             mappings = [m for m in mappings if search(m.name)]
+        if needs.counters is not None:
+            keep = needs.counters
+            for m in mappings:
+                m.counters = m.counters.kept(keep)
         process.mappings = mappings
     if needs.status:
         raw = source.read_optional(f"{pid}/status")

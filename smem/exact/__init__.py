@@ -63,13 +63,13 @@ from ..errors import SmemError
 from .accounting import ExactAccounting, ExactFigures, SharedWith, account, exact_capture_members
 from .frames import ExactUnavailable, FrameTable, ProcessFrames
 from .members import KPAGES_MEMBER, decode_frames, decode_kpages, encode_frames, encode_kpages
-from .readers import CaptureReader, PagemapReader, frame_reader
+from .readers import COUNTERS_READ, CaptureReader, PagemapReader, frame_reader
 
 __all__ = [
     "ExactUnavailable", "ProcessFrames", "FrameTable", "ExactFigures", "SharedWith",
     "PagemapReader", "CaptureReader", "ExactAccounting", "account", "frame_reader",
     "exact_capture_members", "encode_frames", "decode_frames", "encode_kpages",
-    "decode_kpages", "KPAGES_MEMBER", "account_snapshot", "sharing_of_selection",
+    "decode_kpages", "KPAGES_MEMBER", "account_snapshot", "sharing_of_selection", "COUNTERS_READ",
 ]
 
 

@@ -16,7 +16,11 @@ from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _KPAGE_CHUNK, _KPAGE_GAP, _PA
                      _PAGEMAP_GAP, _SWAPPED_ONLY, ExactUnavailable, FrameTable, ProcessFrames, _concat)
 from .members import decode_frames, decode_kpages
 
-__all__ = ["PagemapReader", "CaptureReader", "frame_reader"]
+__all__ = ["PagemapReader", "CaptureReader", "frame_reader", "COUNTERS_READ"]
+
+
+#: The smaps counters _is_empty reads of each mapping.
+COUNTERS_READ = frozenset({"Rss", "Swap"})
 
 
 def _is_empty(mapping):

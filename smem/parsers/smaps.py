@@ -104,6 +104,15 @@ class Counters(CountersBase):
             self._complete = True
         return self._values
 
+    def kept(self, keys):
+        """A plain dict of ``keys`` (those present), for a caller that lets the text go."""
+        values = {}
+        for key in keys:
+            value = self.get(key)
+            if value is not None:
+                values[key] = value
+        return values
+
     def attributes(self):
         """The lines that are not counters (VmFlags, THPeligible, Name, ...), as text."""
         found = {}

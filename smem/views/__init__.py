@@ -22,6 +22,6 @@ def needs_of(view, columns):
     for column in columns:
         wanted |= column.needs
     needs = Needs(mappings="mappings" in wanted, rollup="rollup" in wanted, status="status" in wanted,
-                  cgroup="cgroup" in wanted)
+                  cgroup="cgroup" in wanted, counters=frozenset().union(*(c.counters for c in columns)))
     needs.exact = "exact" in wanted
     return needs

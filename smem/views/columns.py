@@ -25,11 +25,12 @@ class Column:
     percent_of: str = "ram"     # "ram" or "swap", for -p
     total: Optional[str] = None  # "sum", "rows", "distinct" or None (blank)
     needs: frozenset = frozenset()  # what must be read per process: "mappings", "rollup", "status"
+    counters: frozenset = frozenset()  # the smaps counters (kernel keys) the getter reads
 
 
-def amount(key, header, getter, help, width=8, percent_of="ram", needs=()):
+def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), counters=()):
     return Column(key, header, getter, help, width=width, is_amount=True,
-                  percent_of=percent_of, total="sum", needs=frozenset(needs))
+                  percent_of=percent_of, total="sum", needs=frozenset(needs), counters=frozenset(counters))
 
 
 def count(key, header, getter, help, width=5, total="sum", needs=()):

@@ -54,9 +54,12 @@ def _memory():
     rss = next(c for c in columns if c.key == "rss")
     index = next(i for i, c in enumerate(columns) if c.key == "vss") + 1
     averages = [
-        amount("avgpss", "AVGPSS", lambda r: r.average(pss.getter(r)), "average PSS per process"),
-        amount("avguss", "AVGUSS", lambda r: r.average(uss.getter(r)), "average USS per process"),
-        amount("avgrss", "AVGRSS", lambda r: r.average(rss.getter(r)), "average RSS per process"),
+        amount("avgpss", "AVGPSS", lambda r: r.average(pss.getter(r)), "average PSS per process",
+               counters=pss.counters),
+        amount("avguss", "AVGUSS", lambda r: r.average(uss.getter(r)), "average USS per process",
+               counters=uss.counters),
+        amount("avgrss", "AVGRSS", lambda r: r.average(rss.getter(r)), "average RSS per process",
+               counters=rss.counters),
     ]
     return columns[:index] + averages + columns[index:]
 

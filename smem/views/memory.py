@@ -26,6 +26,10 @@ def _sum(totals_of, *keys):
     return lambda r: sum_of(totals_of(r), *keys)
 
 
+#: What the per-mapping estimate of the PSS split reads (accounting.pss_split_of_mappings).
+SPLIT_COUNTERS = ("Pss", "Anonymous", "Rss")
+
+
 def _split(split_of, index):
     def get(r):
         split = split_of(r)
@@ -41,35 +45,46 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
     """The classic amounts (swap uss rss pss vss) and the newer counters, in known-fields order."""
     columns = [
         amount("swap", "Swap", _counter(totals_of, "Swap"), "swap space used (ignoring sharing)",
-               percent_of="swap"),
-        amount("uss", "USS", lambda r: uss_of(totals_of(r)), "unique set size: memory only this maps"),
-        amount("rss", "RSS", _counter(totals_of, "Rss"), "resident set size (ignoring sharing)"),
+               percent_of="swap", counters={"Swap"}),
+        amount("uss", "USS", lambda r: uss_of(totals_of(r)), "unique set size: memory only this maps",
+               counters={"Private_Clean", "Private_Dirty"}),
+        amount("rss", "RSS", _counter(totals_of, "Rss"), "resident set size (ignoring sharing)",
+               counters={"Rss"}),
         amount("pss", "PSS", _counter(totals_of, "Pss"),
-               "proportional set size (shared pages divided among their users)"),
+               "proportional set size (shared pages divided among their users)", counters={"Pss"}),
     ]
     if vss:
         columns.append(amount("vss", "VSS", _counter(totals_of, "Size"),
-                              "virtual set size (all virtual memory mapped)", needs={"mappings"}))
+                              "virtual set size (all virtual memory mapped)", needs={"mappings"},
+                              counters={"Size"}))
     columns += [
         _wide("swappss", "SwapPSS", _counter(totals_of, "SwapPss"),
-              "proportional swap: swap shared by N counts 1/N (Linux 4.3+)", percent_of="swap"),
+              "proportional swap: swap shared by N counts 1/N (Linux 4.3+)", percent_of="swap",
+              counters={"SwapPss"}),
         _wide("pss_anon", "PSS_Anon", _split(split_of, 0),
-              "PSS of anonymous pages (smaps_rollup; else estimated per mapping)", needs=split_needs),
+              "PSS of anonymous pages (smaps_rollup; else estimated per mapping)", needs=split_needs,
+              counters=SPLIT_COUNTERS),
         _wide("pss_file", "PSS_File", _split(split_of, 1),
-              "PSS of file pages (smaps_rollup; else estimated per mapping)", needs=split_needs),
+              "PSS of file pages (smaps_rollup; else estimated per mapping)", needs=split_needs,
+              counters=SPLIT_COUNTERS),
         _wide("pss_shmem", "PSS_Shmem", _split(split_of, 2),
-              "PSS of shared memory (smaps_rollup; else estimated per mapping)", needs=split_needs),
-        _wide("pss_dirty", "PSS_Dirty", _counter(totals_of, "Pss_Dirty"), "PSS of dirty pages (Linux 6.0+)"),
+              "PSS of shared memory (smaps_rollup; else estimated per mapping)", needs=split_needs,
+              counters=SPLIT_COUNTERS),
+        _wide("pss_dirty", "PSS_Dirty", _counter(totals_of, "Pss_Dirty"), "PSS of dirty pages (Linux 6.0+)",
+              counters={"Pss_Dirty"}),
         _wide("dirty", "Dirty", _sum(totals_of, "Shared_Dirty", "Private_Dirty"),
-              "dirty pages, shared and private (ignoring sharing)"),
-        _wide("anon", "Anon", _counter(totals_of, "Anonymous"), "anonymous pages (ignoring sharing)"),
+              "dirty pages, shared and private (ignoring sharing)", counters={"Shared_Dirty", "Private_Dirty"}),
+        _wide("anon", "Anon", _counter(totals_of, "Anonymous"), "anonymous pages (ignoring sharing)",
+              counters={"Anonymous"}),
         _wide("referenced", "Referenced", _counter(totals_of, "Referenced"),
-              "pages recently referenced (ignoring sharing)"),
-        _wide("locked", "Locked", _counter(totals_of, "Locked"), "pages locked in memory (mlock)"),
+              "pages recently referenced (ignoring sharing)", counters={"Referenced"}),
+        _wide("locked", "Locked", _counter(totals_of, "Locked"), "pages locked in memory (mlock)",
+              counters={"Locked"}),
         _wide("thp", "THP", _sum(totals_of, "AnonHugePages", "ShmemPmdMapped", "FilePmdMapped"),
-              "transparent huge pages: anonymous, shmem and file"),
+              "transparent huge pages: anonymous, shmem and file",
+              counters={"AnonHugePages", "ShmemPmdMapped", "FilePmdMapped"}),
         _wide("hugetlb", "HugeTLB", _sum(totals_of, "Shared_Hugetlb", "Private_Hugetlb"),
-              "hugetlbfs pages, shared and private"),
+              "hugetlbfs pages, shared and private", counters={"Shared_Hugetlb", "Private_Hugetlb"}),
     ]
     if status_of is not None:
         for key, header, field, what in (("rss_anon", "RSS_Anon", "RssAnon", "anonymous"),

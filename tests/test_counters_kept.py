@@ -1,0 +1,68 @@
+"""Each column declares the smaps counters it reads; only those are kept per mapping.
+
+Once a process's smaps is parsed, the loader keeps the declared counters of
+each mapping and lets the text go (model.Needs.counters), which is what keeps
+the mapping view's memory from growing with the text of every process.  A
+column that reads a counter it did not declare would show "-": every column
+of every view, alone and as the sort key, must give the same table as the
+loader that keeps everything.
+"""
+
+import pytest
+
+from conftest import FIXTURES, run_smem
+
+from smem.model import Needs, Selection, load_snapshot  # noqa: E402
+from smem.report import ReportOptions, make_table, selected_columns, sort_column  # noqa: E402
+from smem.sources import open_source  # noqa: E402
+from smem.views import VIEWS, needs_of  # noqa: E402
+
+CAPTURES = [FIXTURES / "captures" / "faithful.tar.gz", FIXTURES / "captures" / "quirks.tar.gz"]
+PROCESS_VIEWS = ("process", "mapping", "user", "program", "cgroup")
+
+
+@pytest.fixture(scope="module", params=CAPTURES, ids=lambda p: p.name)
+def source(request):
+    source = open_source(str(request.param))
+    yield source
+    source.close()
+
+
+def _everything():
+    return Needs(mappings=True, rollup=True, status=True, cgroup=True, counters=None)
+
+
+@pytest.mark.parametrize("view_name", PROCESS_VIEWS)
+def test_every_column_reads_only_what_it_declares(source, view_name):
+    view = VIEWS[view_name]
+    selections = [Selection(), Selection(mapping="lib|heap")]
+    full = {id(s): load_snapshot(source, s, needs=_everything()) for s in selections}
+    checked = 0
+    for key, column in view.columns.items():
+        if "exact" in column.needs:
+            continue  # pagemap: tests/test_exact*.py
+        for selection in selections:
+            options = ReportOptions(columns=[key], sort=key, totals=True)
+            needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
+            needs.mappings = True  # the per-mapping path, where counters are dropped (not the rollup)
+            assert needs.counters is not None
+            kept = load_snapshot(source, selection, needs=needs)
+            assert all(isinstance(m.counters, dict) and set(m.counters) <= needs.counters
+                       for p in kept.processes for m in p.mappings)
+            got = make_table(kept, view, options)
+            want = make_table(full[id(selection)], view, options)
+            assert got.values == want.values, (view_name, key)
+            assert got.totals == want.totals, (view_name, key)
+            checked += 1
+    assert checked >= 2 * len(view.columns) - 10
+
+
+def test_the_mapping_views_pie_by_name_has_its_measure(tmp_path):
+    """Sorted by a column that is not an amount, the pie shows PSS, which -c did not ask for."""
+    capture = CAPTURES[0]
+    out = tmp_path / "pie.svg"
+    proc = run_smem("-S", capture, "-m", "-s", "map", "-c", "map count", "--pie", "map", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert b"nothing to chart" not in proc.stderr
+    svg = out.read_text()
+    assert "libc" in svg and "other" in svg
