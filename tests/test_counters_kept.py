@@ -66,3 +66,17 @@ def test_the_mapping_views_pie_by_name_has_its_measure(tmp_path):
     assert b"nothing to chart" not in proc.stderr
     svg = out.read_text()
     assert "libc" in svg and "other" in svg
+
+
+def test_loading_leaves_the_garbage_collector_as_it_found_it(source):
+    """The collector is paused while processes are read (model._collector_paused), then restored."""
+    import gc
+    assert gc.isenabled()
+    load_snapshot(source, needs=_everything())
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_snapshot(source, needs=_everything())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
