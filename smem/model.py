@@ -69,7 +69,7 @@ class Process:
         """
         if self._totals is None:
             if self.mappings is None:
-                self._totals = dict(self.rollup or {})
+                self._totals = self.rollup if self.rollup is not None else {}
             else:
                 self._totals = Sums([m.counters for m in self.mappings])
         return self._totals
@@ -79,7 +79,7 @@ class Process:
         """Whether the process maps anything (kernel threads and zombies do not)."""
         if self.mappings is not None:
             return bool(self.mappings)
-        return bool(self.rollup)
+        return self.rollup is not None and "Rss" in self.rollup  # (one lookup: no need to parse it all)
 
     @property
     def map_count(self):
