@@ -137,19 +137,45 @@ class Counters(CountersBase):
 
 
 class Mapping:
-    """One virtual memory area and its counters (KiB, keyed as the kernel names them)."""
+    """One virtual memory area and its counters (KiB, keyed as the kernel names them).
 
-    __slots__ = ("start", "end", "perms", "offset", "device", "inode", "name", "counters")
+    The name is read at once; the other header fields (addresses, permissions,
+    offset, device, inode) only when asked for: most reports never look at them.
+    """
 
-    def __init__(self, start, end, perms, offset, device, inode, name, counters=None):
-        self.start = start
-        self.end = end
-        self.perms = perms
-        self.offset = offset
-        self.device = device
-        self.inode = inode
+    __slots__ = ("_header", "name", "counters")
+
+    def __init__(self, header, name, counters=None):
+        self._header = header  # the header line, as bytes
         self.name = name
         self.counters = counters if counters is not None else {}
+
+    def _field(self, index):
+        return self._header.split(None, 5)[index]
+
+    @property
+    def start(self):
+        return int(self._field(0).partition(b"-")[0], 16)
+
+    @property
+    def end(self):
+        return int(self._field(0).partition(b"-")[2], 16)
+
+    @property
+    def perms(self):
+        return self._field(1).decode("ascii", "replace")
+
+    @property
+    def offset(self):
+        return int(self._field(2), 16)
+
+    @property
+    def device(self):
+        return self._field(3).decode("ascii", "replace")
+
+    @property
+    def inode(self):
+        return int(self._field(4))
 
     @property
     def attributes(self):
@@ -167,17 +193,8 @@ def _header(line, counters):
     parts = line.split(None, 5)
     if len(parts) < 5:
         raise ValueError(f"malformed smaps header: {line[:80]!r}")
-    start, _, end = parts[0].partition(b"-")
     name = parts[5].rstrip(b"\r") if len(parts) > 5 else b""
-    return Mapping(
-        int(start, 16), int(end, 16),
-        parts[1].decode("ascii", "replace"),
-        int(parts[2], 16),
-        parts[3].decode("ascii", "replace"),
-        int(parts[4]),
-        name.decode("utf-8", "surrogateescape") if name else ANONYMOUS,
-        counters,
-    )
+    return Mapping(line, name.decode("utf-8", "surrogateescape") if name else ANONYMOUS, counters)
 
 
 def parse_smaps(data):
