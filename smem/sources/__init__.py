@@ -19,7 +19,7 @@ def open_source(spec=None, stdin=None):
     a remote host, else a capture file or directory."""
     if spec is None or spec == "":
         return LiveSource()
-    from .capture import ArchiveSource, DirectorySource, read_capture  # tarfile: only for captures
+    from .capture import ArchiveSource, DirectorySource, read_capture  # decompressors: only for captures
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         return ArchiveSource(read_capture(stream, "standard input"), "<stdin>")

@@ -16,7 +16,6 @@ import io
 import lzma
 import os
 import pwd
-import tarfile
 import zlib
 
 from ..errors import CaptureError, SourceError
@@ -24,6 +23,7 @@ from ..parsers.capture_info import parse_capture_info
 from ..parsers.passwd import parse_passwd
 from ..parsers.status import parse_status, status_ids
 from .base import Source
+from .tar_index import NeedTarfile, index_tar
 
 __all__ = ["ArchiveSource", "DirectorySource", "decompress", "read_capture"]
 
@@ -159,14 +159,12 @@ class ArchiveSource(_CaptureFacts, Source):
         self._dirs = {}    # pid -> uid, from the pid directory members
         self._unames = {}  # uid -> user name, from the same members
         try:
-            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
-                for member in tar:
-                    self._add(member, len(raw))
-                end = tar.offset
-        except tarfile.TarError as e:
-            raise CaptureError(f"{name}: not a readable capture archive ({e})") from None
-        except EOFError:
-            raise CaptureError(f"{name}: capture archive is truncated") from None
+            members, end = index_tar(raw)
+        except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells
+            end = self._index_with_tarfile(raw)
+        else:
+            for member in members:
+                self._add(member, len(raw))
         # tarfile stops quietly at a cut header; what follows the last member must be
         # nothing (C smemcap writes no end marker) or the zero blocks that end an archive.
         if any(self._data[end:]):
@@ -175,7 +173,21 @@ class ArchiveSource(_CaptureFacts, Source):
         if "meminfo" not in self._files:
             raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
 
+    def _index_with_tarfile(self, raw):
+        """Index with tarfile (imported only here); gives where the member headers end."""
+        import tarfile
+        try:
+            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+                for member in tar:
+                    self._add(member, len(raw))
+                return tar.offset
+        except tarfile.TarError as e:
+            raise CaptureError(f"{self.name}: not a readable capture archive ({e})") from None
+        except EOFError:
+            raise CaptureError(f"{self.name}: capture archive is truncated") from None
+
     def _add(self, member, archive_size):
+        """Index one member, a tarfile.TarInfo or a tar_index.Member."""
         path = _member_path(member.name)
         if path is None:
             return
