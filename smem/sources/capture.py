@@ -42,7 +42,8 @@ def read_capture(stream, name):
         raise CaptureError(f"{name}: empty (no capture)")
     if not first.strip(b"\0"):
         raise CaptureError(f"{name}: starts with zeros: not a capture")
-    return first + _bounded_read(stream, f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
+    return _bounded_read(stream, f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture",
+                         bytearray(first))
 
 
 def _zstd_decompress(data):
@@ -54,17 +55,17 @@ def _zstd_decompress(data):
     return _bounded_read(reader, _TOO_LARGE)
 
 
-def _bounded_read(stream, too_large):
-    chunks = []
-    total = 0
+def _bounded_read(stream, too_large, buffer=None):
+    """All of ``stream`` in one growing buffer (a list of chunks joined at the end
+    would hold the capture twice at its peak)."""
+    buffer = bytearray() if buffer is None else buffer
     while True:
         chunk = stream.read(1 << 20)
         if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > MAX_CAPTURE_BYTES:
+            return buffer
+        if len(buffer) + len(chunk) > MAX_CAPTURE_BYTES:
             raise CaptureError(too_large)
-        chunks.append(chunk)
+        buffer += chunk
 
 
 _TOO_LARGE = f"capture decompresses to more than {MAX_CAPTURE_BYTES >> 30} GiB"
