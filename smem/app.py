@@ -78,7 +78,8 @@ def run_report(request):
     # the sharing report reads everyone: the holders are outside the selection
     load_selection = Selection(None, None, request.map_filter) if request.shared_with else selection
     warnings = []
-    source = open_source(request.source)
+    # -M reads every mapping (load_snapshot); otherwise an archive may drop what smaps_rollup serves
+    source = open_source(request.source, per_mapping=needs.mappings or request.map_filter is not None)
     try:
         snapshot = load_snapshot(source, load_selection, with_processes=view.name != "system", needs=needs)
         if view.name == "system" or (options.format == "openmetrics" and view.name == "process"):

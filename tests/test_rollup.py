@@ -19,6 +19,7 @@ from workload import forked_workers
 
 from smem.model import Needs, load_snapshot  # noqa: E402
 from smem.sources import open_source  # noqa: E402
+from smem.sources.capture import ArchiveSource  # noqa: E402
 
 CAPTURES = [FIXTURES / "captures" / "faithful.tar.gz", FIXTURES / "captures" / "quirks.tar.gz"]
 COLUMNS = "pid swap uss rss pss"
@@ -99,3 +100,27 @@ def test_live_rollup_and_summed_smaps_agree():
             if ok:
                 break
         assert ok
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_an_archive_read_for_the_rollup_keeps_only_the_smaps_it_may_need(capture):
+    """per_mapping=False: a process's smaps is dropped once its smaps_rollup is read."""
+    from smem.report import ReportOptions, make_table, selected_columns, sort_column
+    from smem.views import VIEWS, needs_of
+
+    data = capture.read_bytes()
+    lean = ArchiveSource(data, capture.name, per_mapping=False)
+    whole = ArchiveSource(data, capture.name)
+    rollups = {p for p in whole.pids() if (whole.read_optional(f"{p}/smaps_rollup") or b"").strip()}
+    assert rollups
+    for pid in whole.pids():
+        has_smaps = whole.read_optional(f"{pid}/smaps") is not None
+        assert (lean.read_optional(f"{pid}/smaps") is not None) == (has_smaps and pid not in rollups), pid
+    for name in ("process", "user"):
+        view = VIEWS[name]
+        options = ReportOptions(columns=[k for k in view.columns if not view.columns[k].needs & {"mappings", "exact"}],
+                                totals=True)
+        needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
+        assert not needs.mappings
+        tables = [make_table(load_snapshot(s, needs=needs), view, options) for s in (lean, whole)]
+        assert tables[0].values == tables[1].values and tables[0].totals == tables[1].totals, name

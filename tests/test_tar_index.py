@@ -58,15 +58,15 @@ def _both_ways(raw, monkeypatch):
     """The capture's answers with the fast index and with tarfile alone."""
     refused = []
 
-    def refuse(data):
-        refused.append(data)
+    def refuse(header):
+        refused.append(header)
         raise NeedTarfile
 
     fast = _answers(raw)
     with monkeypatch.context() as m:
-        m.setattr(capture, "index_tar", refuse)
+        m.setattr(capture, "read_header", refuse)
         slow = _answers(raw)
-    assert refused, "the fast index was not asked"
+    assert refused or not raw, "the fast index was not asked"  # (empty: tarfile words the error)
     return fast, slow
 
 

@@ -14,18 +14,22 @@ from .live import LiveSource
 __all__ = ["Source", "LiveSource", "open_source"]
 
 
-def open_source(spec=None, stdin=None):
+def open_source(spec=None, stdin=None, per_mapping=True):
     """``None`` for the live system, ``-`` for a capture on stdin, ``ssh://...`` for
-    a remote host, else a capture file or directory."""
+    a remote host, else a capture file or directory.
+
+    ``per_mapping=False``: the report needs no per-mapping data where smaps_rollup
+    is there, so an archive need not keep those processes' smaps.
+    """
     if spec is None or spec == "":
         return LiveSource()
     from .capture import ArchiveSource, DirectorySource, read_capture  # decompressors: only for captures
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return ArchiveSource(read_capture(stream, "standard input"), "<stdin>")
+        return ArchiveSource(read_capture(stream, "standard input"), "<stdin>", per_mapping)
     if spec.startswith("ssh://"):
         from .remote import RemoteSource
-        return RemoteSource(spec)
+        return RemoteSource(spec, per_mapping)
     if os.path.isdir(spec):
         return DirectorySource(spec)
     try:
@@ -36,4 +40,4 @@ def open_source(spec=None, stdin=None):
             data = read_capture(f, os.path.basename(spec))
     except OSError as e:
         raise SourceError(f"cannot read {spec}: {e.strerror}") from None
-    return ArchiveSource(data, os.path.basename(spec))
+    return ArchiveSource(data, os.path.basename(spec), per_mapping)

@@ -23,7 +23,7 @@ from ..parsers.capture_info import parse_capture_info
 from ..parsers.passwd import parse_passwd
 from ..parsers.status import parse_status, status_ids
 from .base import Source
-from .tar_index import NeedTarfile, index_tar
+from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
 __all__ = ["ArchiveSource", "DirectorySource", "decompress", "read_capture"]
 
@@ -147,32 +147,115 @@ class _CaptureFacts:
         return None
 
 
-class ArchiveSource(_CaptureFacts, Source):
-    """A capture archive held in memory (from a file, stdin or a remote host)."""
+def _decompressing_reader(data):
+    """A file object giving ``data`` decompressed (recognised by magic bytes), read as it goes."""
+    stream = io.BytesIO(data)
+    if data.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=stream)
+    if data.startswith(b"BZh"):
+        return bz2.BZ2File(stream)
+    if data.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(stream)
+    if data.startswith(b"\x28\xb5\x2f\xfd"):
+        import zstandard  # ImportError: the whole-archive path says what to install
+        return zstandard.ZstdDecompressor().stream_reader(stream)
+    return stream
 
-    def __init__(self, data, name):
+
+def _read_exact(stream, size):
+    """``size`` bytes, or fewer at the end of the stream."""
+    data = stream.read(size)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = stream.read(size - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+class ArchiveSource(_CaptureFacts, Source):
+    """A capture archive held in memory (from a file, stdin or a remote host).
+
+    The archive is decompressed as its members are read, and only their contents are
+    kept, never the whole decompressed stream.  With ``per_mapping=False`` (a report
+    that smaps_rollup serves) a process's smaps is kept only where the capture holds
+    no smaps_rollup for it, so a process view does not hold every mapping of every
+    process.  Anything unusual (pax or GNU extension headers, damage) sends the whole
+    archive, decompressed at once, through tarfile, which also words the errors.
+    """
+
+    def __init__(self, data, name, per_mapping=True):
         self.description = f"capture {name}"
         self.name = name
         self._passwd = None
-        raw = decompress(data, name)
-        self._data = memoryview(raw)
-        self._files = {}   # path -> (offset, size)
+        self._files = {}   # path -> bytes, or a memoryview of the archive read by tarfile
         self._dirs = {}    # pid -> uid, from the pid directory members
         self._unames = {}  # uid -> user name, from the same members
         try:
-            members, end = index_tar(raw)
+            self._read_stream(data, per_mapping)
         except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells
+            self._files, self._dirs, self._unames = {}, {}, {}
+            raw = memoryview(decompress(data, name))
             end = self._index_with_tarfile(raw)
-        else:
-            for member in members:
-                self._add(member, len(raw))
-        # tarfile stops quietly at a cut header; what follows the last member must be
-        # nothing (C smemcap writes no end marker) or the zero blocks that end an archive.
-        if any(self._data[end:]):
-            raise CaptureError(f"{name}: capture archive is truncated or corrupt after member "
-                               f"{len(self._files)}")
+            # tarfile stops quietly at a cut header; what follows the last member must be
+            # nothing (C smemcap writes no end marker) or the zero blocks that end an archive.
+            if any(raw[end:]):
+                raise CaptureError(f"{name}: capture archive is truncated or corrupt after member "
+                                   f"{len(self._files)}")
         if "meminfo" not in self._files:
             raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
+
+    def _read_stream(self, data, per_mapping):
+        """Read the members as the data decompresses; NeedTarfile for anything unusual."""
+        if not data:
+            raise NeedTarfile
+        rollups = set()   # pids whose smaps_rollup was read (per_mapping=False)
+        total = 0
+        try:
+            stream = _decompressing_reader(data)
+            while True:
+                header = _read_exact(stream, BLOCK)
+                if not header:
+                    return  # no end marker, as C smemcap writes
+                member = read_header(header)
+                if member is None:  # the end: only zero blocks may follow
+                    while True:
+                        rest = stream.read(1 << 20)
+                        if not rest:
+                            return
+                        if rest.strip(b"\0"):
+                            raise NeedTarfile
+                length = data_length(member)
+                total += BLOCK + length
+                if total > MAX_CAPTURE_BYTES:
+                    raise NeedTarfile
+                path = self._add(member)
+                wanted = member.isreg() and path is not None
+                if wanted and not per_mapping:
+                    pid, _, leaf = path.partition("/")
+                    if leaf == "smaps_rollup" and member.size:
+                        rollups.add(pid)
+                        self._files.pop(f"{pid}/smaps", None)
+                    wanted = not (leaf == "smaps" and pid in rollups)
+                skip = length
+                if wanted:
+                    content = _read_exact(stream, member.size)
+                    if len(content) < member.size:
+                        raise NeedTarfile
+                    self._files[path] = content
+                    skip -= member.size
+                while skip:
+                    step = len(stream.read(min(skip, 1 << 20)))
+                    if not step:
+                        raise NeedTarfile  # cut short: tarfile tells which error
+                    skip -= step
+        except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, ImportError):
+            raise NeedTarfile from None
 
     def _index_with_tarfile(self, raw):
         """Index with tarfile (imported only here); gives where the member headers end."""
@@ -180,29 +263,34 @@ class ArchiveSource(_CaptureFacts, Source):
         try:
             with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
                 for member in tar:
-                    self._add(member, len(raw))
+                    path = self._add(member)
+                    if path is not None and member.isreg():
+                        if member.offset_data + member.size > len(raw):
+                            raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
+                        self._files[path] = raw[member.offset_data:member.offset_data + member.size]
                 return tar.offset
         except tarfile.TarError as e:
             raise CaptureError(f"{self.name}: not a readable capture archive ({e})") from None
         except EOFError:
             raise CaptureError(f"{self.name}: capture archive is truncated") from None
 
-    def _add(self, member, archive_size):
-        """Index one member, a tarfile.TarInfo or a tar_index.Member."""
+    def _add(self, member):
+        """Note a pid directory's owner; the path a regular file is to be kept under, else None.
+
+        ``member`` is a tarfile.TarInfo or a tar_index.Member.
+        """
         path = _member_path(member.name)
         if path is None:
-            return
+            return None
         if member.isdir():
             if path.isdigit():
                 self._dirs[int(path)] = member.uid
                 if member.uname:
                     self._unames.setdefault(member.uid, member.uname)
-            return
+            return None
         if not member.isreg():
-            return  # links, devices, fifos: never followed
-        if member.offset_data + member.size > archive_size:
-            raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
-        self._files[path] = (member.offset_data, member.size)
+            return None  # links, devices, fifos: never followed
+        return path
 
     def _paths(self, prefix):
         return [p for p in self._files if p.startswith(prefix) and p.count("/") == 4]
@@ -217,10 +305,9 @@ class ArchiveSource(_CaptureFacts, Source):
 
     def read(self, path):
         try:
-            offset, size = self._files[path]
+            return bytes(self._files[path])
         except KeyError:
             raise FileNotFoundError(2, "not in capture", path) from None
-        return self._data[offset:offset + size].tobytes()
 
     def owner(self, pid):
         uid = self._dirs.get(pid)

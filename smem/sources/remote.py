@@ -44,7 +44,7 @@ def ssh_command(spec):
 
 
 class RemoteSource(ArchiveSource):
-    def __init__(self, spec):
+    def __init__(self, spec, per_mapping=True):
         argv = ssh_command(spec)
         try:
             proc = subprocess.run(argv, input=capture_script(), capture_output=True)
@@ -54,5 +54,5 @@ class RemoteSource(ArchiveSource):
             lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             why = lines[-1] if lines else f"exit status {proc.returncode}"
             raise SourceError(f"{spec}: ssh failed: {why}")
-        super().__init__(proc.stdout, spec)
+        super().__init__(proc.stdout, spec, per_mapping)
         self.description = f"host {urlsplit(spec).hostname}"

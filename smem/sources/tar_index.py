@@ -17,7 +17,7 @@ import sys
 import zlib
 from typing import NamedTuple
 
-__all__ = ["Member", "NeedTarfile", "index_tar"]
+__all__ = ["Member", "NeedTarfile", "index_tar", "read_header", "data_length"]
 
 BLOCK = 512
 _ZEROS = bytes(BLOCK)
@@ -60,6 +60,45 @@ def _text(field):
     return field.partition(b"\0")[0].decode(_ENCODING, "surrogateescape")
 
 
+def read_header(header):
+    """The member a 512-byte header describes, with offset_data 0; None for a zero block.
+
+    Raises NeedTarfile for whatever tarfile alone reads exactly (see the module docstring).
+    """
+    if len(header) < BLOCK:
+        raise NeedTarfile
+    if header == _ZEROS:
+        return None
+    numbers = _NUMBERS.fullmatch(b"\n".join(_NUMBER_FIELDS.unpack_from(header)))
+    if numbers is None:
+        raise NeedTarfile
+    uid, size, chksum = numbers.group(2, 4, 6)
+    uid, size, chksum = int(uid or b"0", 8), int(size or b"0", 8), int(chksum or b"0", 8)
+    # The checksum counts the chksum field as eight spaces.  The low half of an
+    # Adler-32 started at zero is the byte sum mod 65521: exact for 256 bytes.  (tarfile
+    # also accepts a signed-char sum, which only a bad checksum here needs.)
+    total = (zlib.adler32(header[:256], 0) & 0xFFFF) + (zlib.adler32(header[256:], 0) & 0xFFFF)
+    if chksum != total - sum(header[148:156]) + 8 * 32:
+        raise NeedTarfile
+    name, kind, uname, prefix = _TEXT.unpack_from(header)
+    name = _text(name)
+    if kind == b"\0" and name.endswith("/"):
+        kind = b"5"  # v7 tar's directory: a regular file named with a slash
+    prefix = _text(prefix)
+    if prefix:  # the ustar prefix, joined whatever the magic, as tarfile does
+        name = prefix + "/" + name
+    if kind == b"5":
+        name = name.rstrip("/")
+    if kind not in _REGULAR and kind not in _NO_DATA:
+        raise NeedTarfile  # pax, GNU long name or sparse, or an unknown type
+    return Member(name, kind, uid, _text(uname), 0, size)
+
+
+def data_length(member):
+    """The bytes that follow a member's header: its data, padded to whole blocks."""
+    return -(-member.size // BLOCK) * BLOCK if member.type in _REGULAR else 0
+
+
 def index_tar(raw):
     """The members of the tar archive ``raw`` and the offset where its headers end.
 
@@ -71,39 +110,12 @@ def index_tar(raw):
     members = []
     pos = 0
     while pos < len(raw):
-        header = raw[pos:pos + BLOCK]
-        if len(header) < BLOCK:
-            raise NeedTarfile
-        if header == _ZEROS:
+        member = read_header(raw[pos:pos + BLOCK])
+        if member is None:
             break
-        numbers = _NUMBERS.fullmatch(b"\n".join(_NUMBER_FIELDS.unpack_from(header)))
-        if numbers is None:
-            raise NeedTarfile
-        uid, size, chksum = numbers.group(2, 4, 6)
-        uid, size, chksum = int(uid or b"0", 8), int(size or b"0", 8), int(chksum or b"0", 8)
-        # The checksum counts the chksum field as eight spaces.  The low half of an
-        # Adler-32 started at zero is the byte sum mod 65521: exact for 256 bytes.  (tarfile
-        # also accepts a signed-char sum, which only a bad checksum here needs.)
-        total = (zlib.adler32(header[:256], 0) & 0xFFFF) + (zlib.adler32(header[256:], 0) & 0xFFFF)
-        if chksum != total - sum(header[148:156]) + 8 * 32:
-            raise NeedTarfile
-        name, kind, uname, prefix = _TEXT.unpack_from(header)
-        name = _text(name)
-        if kind == b"\0" and name.endswith("/"):
-            kind = b"5"  # v7 tar's directory: a regular file named with a slash
-        prefix = _text(prefix)
-        if prefix:  # the ustar prefix, joined whatever the magic, as tarfile does
-            name = prefix + "/" + name
-        if kind == b"5":
-            name = name.rstrip("/")
         offset_data = pos + BLOCK
-        if kind in _REGULAR:
-            pos = offset_data + -(-size // BLOCK) * BLOCK
-            if pos > len(raw):
-                raise NeedTarfile  # data cut short: tarfile tells which error
-        elif kind in _NO_DATA:
-            pos = offset_data
-        else:
-            raise NeedTarfile  # pax, GNU long name or sparse, or an unknown type
-        members.append(Member(name, kind, uid, _text(uname), offset_data, size))
+        pos = offset_data + data_length(member)
+        if pos > len(raw):
+            raise NeedTarfile  # data cut short: tarfile tells which error
+        members.append(member._replace(offset_data=offset_data))
     return members, pos
