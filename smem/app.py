@@ -69,7 +69,6 @@ def run_report(request):
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     options.exact = exact
     needs.mappings = needs.mappings or exact
-    needs.release = True  # the source is opened for this report alone
     if options.pie or options.bar:
         needs.counters |= PIE_MEASURES  # a pie sorted by a column that is not an amount shows these
     if exact:

@@ -105,12 +105,8 @@ class Needs:
     ``counters``: the smaps counters the report reads per mapping.  Once a
     process's mappings are parsed, only these are kept and its smaps text is
     let go, so memory does not grow with the text of every process (None:
-    keep the text, and every counter can still be read).  ``release``: the
-    source is read for this report only, so it may let go of each smaps once
-    it is parsed (a capture holds them all in memory otherwise).
+    keep the text, and every counter can still be read).
     """
-
-    release = False
 
     def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None):
         self.mappings = mappings
@@ -330,8 +326,6 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
             keep = needs.counters
             for m in mappings:
                 m.counters = m.counters.kept(keep)
-            if needs.release:
-                source.release(f"{pid}/smaps")  # nor the text, by this report
         process.mappings = mappings
     if needs.status:
         raw = source.read_optional(f"{pid}/status")

@@ -42,9 +42,6 @@ class Source(abc.ABC):
                 NotADirectoryError, IsADirectoryError):
             return None
 
-    def release(self, path):
-        """A hint that ``path`` will not be read again, so a source holding it may let it go."""
-
     def read_at(self, path, offset, length):
         """``length`` bytes of a binary file from ``offset`` (pagemap, kpagecount)."""
         return self.read(path)[offset:offset + length]

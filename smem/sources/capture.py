@@ -196,7 +196,6 @@ class ArchiveSource(_CaptureFacts, Source):
         self._files = {}   # path -> bytes, or a memoryview of the archive read by tarfile
         self._dirs = {}    # pid -> uid, from the pid directory members
         self._unames = {}  # uid -> user name, from the same members
-        self._pids = None
         try:
             self._read_stream(data, per_mapping)
         except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells
@@ -297,14 +296,12 @@ class ArchiveSource(_CaptureFacts, Source):
         return [p for p in self._files if p.startswith(prefix) and p.count("/") == 4]
 
     def pids(self):
-        if self._pids is None:  # once: a released file must not take its process away
-            pids = set(self._dirs)
-            for path in self._files:
-                head, sep, _ = path.partition("/")
-                if sep and head.isdigit():
-                    pids.add(int(head))
-            self._pids = sorted(pids)
-        return list(self._pids)
+        pids = set(self._dirs)
+        for path in self._files:
+            head, sep, _ = path.partition("/")
+            if sep and head.isdigit():
+                pids.add(int(head))
+        return sorted(pids)
 
     def read(self, path):
         try:
@@ -318,9 +315,6 @@ class ArchiveSource(_CaptureFacts, Source):
 
     def user_name(self, uid):
         return self._unames.get(uid) or self._passwd_names().get(uid)
-
-    def release(self, path):
-        self._files.pop(path, None)
 
 
 class DirectorySource(_CaptureFacts, Source):
