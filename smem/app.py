@@ -69,6 +69,10 @@ def run_report(request):
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     options.exact = exact
     needs.mappings = needs.mappings or exact
+    if options.format == "openmetrics" and view.name == "process":
+        for scraped, scraped_options in _scrape_views(options):
+            needs.counters = needs.counters.union(
+                *(c.counters for c in selected_columns(scraped, scraped_options) + [sort_column(scraped, scraped_options)]))
     if options.pie or options.bar:
         needs.counters |= PIE_MEASURES  # a pie sorted by a column that is not an amount shows these
     if exact:
@@ -79,7 +83,9 @@ def run_report(request):
     load_selection = Selection(None, None, request.map_filter) if request.shared_with else selection
     warnings = []
     # -M reads every mapping (load_snapshot); otherwise an archive may drop what smaps_rollup serves
-    source = open_source(request.source, per_mapping=needs.mappings or request.map_filter is not None)
+    # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split)
+    source = open_source(request.source,
+                         per_mapping=needs.mappings or needs.split or request.map_filter is not None)
     try:
         snapshot = load_snapshot(source, load_selection, with_processes=view.name != "system", needs=needs)
         if view.name == "system" or (options.format == "openmetrics" and view.name == "process"):
@@ -130,12 +136,14 @@ def _load_warnings(snapshot):
     return warnings
 
 
-def _scrape_tables(snapshot, options):
-    """The per-user and whole-system tables that an OpenMetrics scrape of processes carries too."""
+def _scrape_views(options):
+    """(view, options) of the per-user and whole-system tables an OpenMetrics scrape of processes carries."""
     from dataclasses import replace
-    tables = []
     for name in ("user", "system"):
         view = VIEWS[name]
         keys = [k for k in (options.columns or VIEWS["process"].default_columns) if k in view.columns]
-        tables.append(make_table(snapshot, view, replace(options, columns=keys or None, sort=None)))
-    return tables
+        yield view, replace(options, columns=keys or None, sort=None)
+
+
+def _scrape_tables(snapshot, options):
+    return [make_table(snapshot, view, view_options) for view, view_options in _scrape_views(options)]

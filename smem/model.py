@@ -108,6 +108,10 @@ class Needs:
     keep the text, and every counter can still be read).
     """
 
+    #: a PSS split column is shown: where smaps_rollup lacks Pss_Anon (Linux < 5.9),
+    #: the mappings are read to estimate it
+    split = False
+
     def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None):
         self.mappings = mappings
         self.rollup = rollup
@@ -298,6 +302,10 @@ def own_invocation(source, selection):
     return frozenset(mine)
 
 
+#: The kernel's split of PSS in smaps_rollup (Linux 5.9+).
+_ROLLUP_SPLIT = frozenset({"Pss_Anon", "Pss_File", "Pss_Shmem"})
+
+
 def _load_memory(source, pid, selection, own_pid, names, needs):
     """(Process, whether its smaps had Pss) or None if it is not to be reported."""
     process = _load_process(source, pid, selection, own_pid, names)
@@ -312,20 +320,29 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
         except ValueError:
             parsed = []
         process.rollup = parsed[0].counters if parsed else None
+        if process.rollup is not None and needs.counters is not None:
+            try:  # read now what the report will read, so a garbled line is found here
+                for key in needs.counters | _ROLLUP_SPLIT:
+                    process.rollup.get(key)
+            except ValueError:
+                raise ProcessUnreadable(pid, "malformed smaps_rollup") from None
+    if rollup_totals and process.rollup is not None and needs.split and "Pss_Anon" not in process.rollup:
+        rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
     if not rollup_totals or process.rollup is None:
         try:
             mappings = parse_smaps(_read_process_file(source, pid, "smaps"))
+            if mappings and "Pss" not in mappings[0].counters:
+                had_pss = False
+            if selection.mapping is not None:
+                search = selection.mapping.search
+                mappings = [m for m in mappings if search(m.name)]
+            if needs.counters is not None:
+                # without PSS the report sorts by RSS (report.make_table)
+                keep = needs.counters if had_pss else needs.counters | {"Rss"}
+                for m in mappings:
+                    m.counters = m.counters.kept(keep)
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
-        if mappings and "Pss" not in mappings[0].counters:
-            had_pss = False
-        if selection.mapping is not None:
-            search = selection.mapping.search
-            mappings = [m for m in mappings if search(m.name)]
-        if needs.counters is not None:
-            keep = needs.counters
-            for m in mappings:
-                m.counters = m.counters.kept(keep)
         process.mappings = mappings
     if needs.status:
         raw = source.read_optional(f"{pid}/status")

@@ -80,3 +80,46 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(source):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _no_rollups(capture, out):
+    import io
+    import tarfile
+    with tarfile.open(capture) as tin, tarfile.open(out, "w") as tout:
+        for m in tin:
+            if not m.name.endswith("/smaps_rollup"):
+                tout.addfile(m, io.BytesIO(tin.extractfile(m).read()) if m.isreg() else None)
+    return out
+
+
+def test_the_openmetrics_user_gauges_read_their_own_counters(tmp_path):
+    """The scrape's per-user table has columns -c did not name (swap uss rss pss)."""
+    plain = _no_rollups(CAPTURES[0], tmp_path / "plain.tar")
+    narrow = run_smem("-S", plain, "-F", "openmetrics", "-c", "pid", check=True).stdout.decode()
+    wide = run_smem("-S", plain, "-F", "openmetrics", check=True).stdout.decode()
+    for gauge in ("smem_user_swap_bytes", "smem_user_uss_bytes", "smem_user_rss_bytes", "smem_user_pss_bytes"):
+        samples = sorted(line for line in narrow.splitlines() if line.startswith(gauge + "{"))
+        assert samples and samples == sorted(line for line in wide.splitlines() if line.startswith(gauge + "{")), gauge
+
+
+def test_without_pss_the_rows_sort_by_rss(tmp_path):
+    """Kernels before 2.6.25 print no Pss: the default sort falls back to RSS, which -c did not name."""
+    import re
+    import tarfile
+    import io
+    with tarfile.open(CAPTURES[0]) as tin, tarfile.open(tmp_path / "nopss.tar", "w") as tout:
+        for m in tin:
+            if m.name.endswith("/smaps_rollup"):
+                continue
+            data = tin.extractfile(m).read() if m.isreg() else None
+            if data is not None and m.name.endswith("/smaps"):
+                data = re.sub(rb"(?m)^(Pss|Pss_\w+|SwapPss):.*\n", b"", data)
+                m.size = len(data)
+            tout.addfile(m, io.BytesIO(data) if data is not None else None)
+    for view in ([], ["-m"]):
+        key = "map" if view else "pid"
+        rows = run_smem("-S", tmp_path / "nopss.tar", *view, "-H", "-c", f"{key} rss", check=True).stdout
+        order = [line.rsplit(None, 1) for line in rows.decode().splitlines()]
+        narrow = run_smem("-S", tmp_path / "nopss.tar", *view, "-H", "-c", key, check=True).stdout
+        assert [line.strip() for line in narrow.decode().splitlines()] == [name.strip() for name, _ in order]
+        assert [int(rss) for _, rss in order] == sorted(int(rss) for _, rss in order)

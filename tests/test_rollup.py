@@ -127,3 +127,37 @@ def test_an_archive_read_for_the_rollup_keeps_only_the_smaps_it_may_need(capture
         assert not needs.mappings
         tables = [make_table(load_snapshot(s, needs=needs), view, options) for s in (lean, whole)]
         assert tables[0].values == tables[1].values and tables[0].totals == tables[1].totals, name
+
+
+def _rewritten(capture, out, edit):
+    """The capture with each member's bytes passed through edit(name, data)."""
+    with tarfile.open(capture) as tin, tarfile.open(out, "w") as tout:
+        for m in tin:
+            data = tin.extractfile(m).read() if m.isreg() else None
+            if data is not None:
+                data = edit(m.name, data)
+                m.size = len(data)
+            tout.addfile(m, io.BytesIO(data) if data is not None else None)
+    return out
+
+
+def test_a_rollup_without_the_pss_split_leaves_it_to_the_mappings(tmp_path):
+    """Linux 4.14-5.8 print smaps_rollup without Pss_Anon/File/Shmem: estimate per mapping, as without one."""
+    capture = CAPTURES[0]
+    old_kernel = _rewritten(capture, tmp_path / "old.tar", lambda name, data: re.sub(
+        rb"(?m)^Pss_(Anon|File|Shmem):.*\n", b"", data) if name.endswith("/smaps_rollup") else data)
+    plain = _without_rollups(capture, tmp_path / "plain.tar")
+    for args in (["-c", "pid pss_anon pss_file pss_shmem", "-t"], ["-u", "-c", "user pss_anon pss_file"]):
+        got = run_smem("-S", old_kernel, *args, check=True).stdout
+        assert b" - " not in got and got == run_smem("-S", plain, *args, check=True).stdout, args
+
+
+def test_an_unreadable_smaps_header_is_reported(tmp_path):
+    capture = CAPTURES[0]
+    pid = sorted(_maps(capture))[0]
+    broken = _rewritten(capture, tmp_path / "bad.tar", lambda name, data: re.sub(
+        rb"^([0-9a-f]+-[0-9a-f]+ \S+ )\S+", rb"\1zz", data, count=1) if name == f"{pid}/smaps" else data)
+    proc = run_smem("-S", broken, "-c", "pid vss")
+    assert proc.returncode == 0
+    assert b"1 process could not be read (malformed smaps)" in proc.stderr
+    assert str(pid).encode() not in proc.stdout

@@ -24,4 +24,5 @@ def needs_of(view, columns):
     needs = Needs(mappings="mappings" in wanted, rollup="rollup" in wanted, status="status" in wanted,
                   cgroup="cgroup" in wanted, counters=frozenset().union(*(c.counters for c in columns)))
     needs.exact = "exact" in wanted
+    needs.split = "split" in wanted
     return needs
