@@ -29,6 +29,7 @@ ANONYMOUS = "<anonymous>"
 _FIRST_HEADER = re.compile(rb"[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]")
 _HEADER = re.compile(rb"\n[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]")
 _NEEDLES = {}  # "Pss" -> b"\nPss:", shared by all parses
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 
 class CountersBase(_ReadOnlyMapping):
@@ -191,7 +192,7 @@ class Mapping:
 
 def _header(line, counters):
     parts = line.split(None, 5)
-    if len(parts) < 5:
+    if len(parts) < 5 or parts[2].strip(_HEX_DIGITS) or not parts[4].isdigit():
         raise ValueError(f"malformed smaps header: {line[:80]!r}")
     name = parts[5].rstrip(b"\r") if len(parts) > 5 else b""
     return Mapping(line, name.decode("utf-8", "surrogateescape") if name else ANONYMOUS, counters)
