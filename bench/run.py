@@ -229,16 +229,18 @@ def find_peers(install, log):
         return m.group(1) if m else None
     def has_our_dependencies():
         return py.exists() and subprocess.run(
-            [str(py), '-c', 'import click, tabulate, numpy'], capture_output=True).returncode == 0
+            [str(py), '-c', 'import click, tabulate, numpy, matplotlib'], capture_output=True).returncode == 0
     if not (py.exists() and ps_mem_version() and has_our_dependencies()) and install:
         log(f'  installing ps_mem and our dependencies from PyPI into {venv} ...')
         subprocess.run([sys.executable, '-m', 'venv', str(venv)], capture_output=True)
         subprocess.run([str(py), '-m', 'pip', 'install', '-q', '--disable-pip-version-check',
-                        'ps_mem', 'click', 'tabulate', 'numpy'], capture_output=True)
+                        'ps_mem', 'click', 'tabulate', 'numpy', 'matplotlib'], capture_output=True)
     if py.exists() and ps_mem_version():
         p.ps_mem_python, p.ps_mem_version = str(py), ps_mem_version()
     else:
         p.missing['ps_mem'] = f'PyPI package ps_mem not installable into {venv}'
+    # (matplotlib too: the start-up check that text reports do not import it means nothing
+    # where it is not installed.)
     # Ours runs under the same venv interpreter as ps_mem, as a user's `pip install` into a
     # venv (or pipx) runs it: the base interpreter's site-packages may hold .pth files that
     # import modules at every start (20 ms on the development machine), which neither tool
