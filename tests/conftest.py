@@ -47,3 +47,14 @@ def run_smem(*args, input=None, env=None, check=False):
 AS_NOBODY = ("import os, sys, difflib, socket, time, json, csv, io, tarfile, gzip, bz2, lzma, pwd, grp, "
              "concurrent.futures.thread, numpy, smem.cli, smem.formats, smem.exact, smem.sizing, "
              "smem.sources.capture; os.setgroups([]); os.setgid(65534); os.setuid(65534); ")
+
+
+def without_rollups(capture, out):
+    """A copy of a capture without its smaps_rollup members (what smem 1.5 reads, and kernels < 4.14 give)."""
+    import io
+    import tarfile
+    with tarfile.open(capture) as tin, tarfile.open(out, "w") as tout:
+        for m in tin:
+            if not m.name.endswith("/smaps_rollup"):
+                tout.addfile(m, io.BytesIO(tin.extractfile(m).read()) if m.isreg() else None)
+    return out

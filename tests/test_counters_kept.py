@@ -10,7 +10,7 @@ loader that keeps everything.
 
 import pytest
 
-from conftest import FIXTURES, run_smem
+from conftest import FIXTURES, run_smem, without_rollups
 
 from smem.model import Needs, Selection, load_snapshot  # noqa: E402
 from smem.report import ReportOptions, make_table, selected_columns, sort_column  # noqa: E402
@@ -82,19 +82,9 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(source):
         gc.enable()
 
 
-def _no_rollups(capture, out):
-    import io
-    import tarfile
-    with tarfile.open(capture) as tin, tarfile.open(out, "w") as tout:
-        for m in tin:
-            if not m.name.endswith("/smaps_rollup"):
-                tout.addfile(m, io.BytesIO(tin.extractfile(m).read()) if m.isreg() else None)
-    return out
-
-
 def test_the_openmetrics_user_gauges_read_their_own_counters(tmp_path):
     """The scrape's per-user table has columns -c did not name (swap uss rss pss)."""
-    plain = _no_rollups(CAPTURES[0], tmp_path / "plain.tar")
+    plain = without_rollups(CAPTURES[0], tmp_path / "plain.tar")
     narrow = run_smem("-S", plain, "-F", "openmetrics", "-c", "pid", check=True).stdout.decode()
     wide = run_smem("-S", plain, "-F", "openmetrics", check=True).stdout.decode()
     for gauge in ("smem_user_swap_bytes", "smem_user_uss_bytes", "smem_user_rss_bytes", "smem_user_pss_bytes"):

@@ -14,7 +14,7 @@ import tarfile
 
 import pytest
 
-from conftest import FIXTURES, run_smem
+from conftest import FIXTURES, run_smem, without_rollups
 from workload import forked_workers
 
 from smem.model import Needs, load_snapshot  # noqa: E402
@@ -32,14 +32,6 @@ def _rows(output):
     return {int(f[0]): [int(x) for x in f[1:]] for f in (line.split() for line in output.decode().splitlines())}
 
 
-def _without_rollups(capture, out):
-    with tarfile.open(capture) as tin, tarfile.open(out, "w") as tout:
-        for m in tin:
-            if not m.name.endswith("/smaps_rollup"):
-                tout.addfile(m, io.BytesIO(tin.extractfile(m).read()) if m.isreg() else None)
-    return out
-
-
 def _rollup_pss(capture):
     with tarfile.open(capture) as t:
         return {int(m.name.split("/")[0]): int(re.search(rb"^Pss:\s+(\d+) kB", t.extractfile(m).read(), re.M)[1])
@@ -54,7 +46,7 @@ def _maps(capture):
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
 def test_a_captures_process_view_uses_its_rollups(capture, tmp_path):
-    summed = _rows(run_smem("-S", _without_rollups(capture, tmp_path / "plain.tar"), *STILL, "-H", "-c",
+    summed = _rows(run_smem("-S", without_rollups(capture, tmp_path / "plain.tar"), *STILL, "-H", "-c",
                             COLUMNS, check=True).stdout)
     rolled = _rows(run_smem("-S", capture, *STILL, "-H", "-c", COLUMNS, check=True).stdout)
     rollup_pss, maps = _rollup_pss(capture), _maps(capture)
@@ -75,7 +67,7 @@ def test_a_captures_process_view_uses_its_rollups(capture, tmp_path):
 def test_per_mapping_columns_still_read_smaps(capture, tmp_path):
     """maps and vss need the mappings: those reports are smem 1.5's summed figures, rollup or not."""
     args = ["-H", "-c", "pid pss vss maps"]
-    plain = _without_rollups(capture, tmp_path / "plain.tar")
+    plain = without_rollups(capture, tmp_path / "plain.tar")
     assert run_smem("-S", capture, *args, check=True).stdout == run_smem("-S", plain, *args, check=True).stdout
 
 
@@ -146,7 +138,7 @@ def test_a_rollup_without_the_pss_split_leaves_it_to_the_mappings(tmp_path):
     capture = CAPTURES[0]
     old_kernel = _rewritten(capture, tmp_path / "old.tar", lambda name, data: re.sub(
         rb"(?m)^Pss_(Anon|File|Shmem):.*\n", b"", data) if name.endswith("/smaps_rollup") else data)
-    plain = _without_rollups(capture, tmp_path / "plain.tar")
+    plain = without_rollups(capture, tmp_path / "plain.tar")
     for args in (["-c", "pid pss_anon pss_file pss_shmem", "-t"], ["-u", "-c", "user pss_anon pss_file"]):
         got = run_smem("-S", old_kernel, *args, check=True).stdout
         assert b" - " not in got and got == run_smem("-S", plain, *args, check=True).stdout, args
