@@ -24,7 +24,7 @@ from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status
 
-__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation"]
+__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation", "ROLLUP_SPLIT"]
 
 
 
@@ -302,8 +302,8 @@ def own_invocation(source, selection):
     return frozenset(mine)
 
 
-#: The kernel's split of PSS in smaps_rollup (Linux 5.9+).
-_ROLLUP_SPLIT = frozenset({"Pss_Anon", "Pss_File", "Pss_Shmem"})
+#: The kernel's split of PSS in smaps_rollup (Linux 5.9+): anonymous, file, shmem.
+ROLLUP_SPLIT = ("Pss_Anon", "Pss_File", "Pss_Shmem")
 
 
 def _load_memory(source, pid, selection, own_pid, names, needs):
@@ -322,7 +322,7 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
         process.rollup = parsed[0].counters if parsed else None
         if process.rollup is not None and needs.counters is not None:
             try:  # read now what the report will read, so a garbled line is found here
-                for key in needs.counters | _ROLLUP_SPLIT:
+                for key in needs.counters.union(ROLLUP_SPLIT):
                     process.rollup.get(key)
             except ValueError:
                 raise ProcessUnreadable(pid, "malformed smaps_rollup") from None

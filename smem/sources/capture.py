@@ -46,13 +46,12 @@ def read_capture(stream, name):
                          bytearray(first))
 
 
-def _zstd_decompress(data):
+def _zstd_reader(stream):
     try:
         import zstandard
     except ImportError:
         raise CaptureError("capture is zstd-compressed; install the 'zstandard' package to read it") from None
-    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data))
-    return _bounded_read(reader, _TOO_LARGE)
+    return zstandard.ZstdDecompressor().stream_reader(stream)
 
 
 def _bounded_read(stream, too_large, buffer=None):
@@ -70,25 +69,33 @@ def _bounded_read(stream, too_large, buffer=None):
 
 _TOO_LARGE = f"capture decompresses to more than {MAX_CAPTURE_BYTES >> 30} GiB"
 
+#: (magic bytes, name, file object decompressing a stream) of each compression recognised
 _COMPRESSIONS = (
-    (b"\x1f\x8b", "gzip", lambda d: _bounded_read(gzip.GzipFile(fileobj=io.BytesIO(d)), _TOO_LARGE)),
-    (b"BZh", "bzip2", lambda d: _bounded_read(bz2.BZ2File(io.BytesIO(d)), _TOO_LARGE)),
-    (b"\xfd7zXZ\x00", "xz", lambda d: _bounded_read(lzma.LZMAFile(io.BytesIO(d)), _TOO_LARGE)),
-    (b"\x28\xb5\x2f\xfd", "zstd", _zstd_decompress),
+    (b"\x1f\x8b", "gzip", lambda stream: gzip.GzipFile(fileobj=stream)),
+    (b"BZh", "bzip2", bz2.BZ2File),
+    (b"\xfd7zXZ\x00", "xz", lzma.LZMAFile),
+    (b"\x28\xb5\x2f\xfd", "zstd", _zstd_reader),
 )
+
+
+def _decompressing_reader(data):
+    """(compression name or None, a file object giving ``data`` decompressed as it is read)."""
+    stream = io.BytesIO(data)
+    for magic, kind, reader in _COMPRESSIONS:
+        if data.startswith(magic):
+            return kind, reader(stream)
+    return None, stream
 
 
 def decompress(data, name="capture"):
     """Undo gzip/bzip2/xz/zstd compression recognised by magic bytes."""
-    for magic, kind, undo in _COMPRESSIONS:
-        if data.startswith(magic):
-            try:
-                return undo(data)
-            except CaptureError:
-                raise
-            except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as e:
-                raise CaptureError(f"{name}: {kind} data is truncated or corrupt ({e})") from None
-    return data
+    kind, reader = _decompressing_reader(data)
+    if kind is None:
+        return data
+    try:
+        return _bounded_read(reader, _TOO_LARGE)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as e:
+        raise CaptureError(f"{name}: {kind} data is truncated or corrupt ({e})") from None
 
 
 def _member_path(name):
@@ -147,21 +154,6 @@ class _CaptureFacts:
         return None
 
 
-def _decompressing_reader(data):
-    """A file object giving ``data`` decompressed (recognised by magic bytes), read as it goes."""
-    stream = io.BytesIO(data)
-    if data.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=stream)
-    if data.startswith(b"BZh"):
-        return bz2.BZ2File(stream)
-    if data.startswith(b"\xfd7zXZ\x00"):
-        return lzma.LZMAFile(stream)
-    if data.startswith(b"\x28\xb5\x2f\xfd"):
-        import zstandard  # ImportError: the whole-archive path says what to install
-        return zstandard.ZstdDecompressor().stream_reader(stream)
-    return stream
-
-
 def _read_exact(stream, size):
     """``size`` bytes, or fewer at the end of the stream."""
     data = stream.read(size)
@@ -217,7 +209,7 @@ class ArchiveSource(_CaptureFacts, Source):
         rollups = set()   # pids whose smaps_rollup was read (per_mapping=False)
         total = 0
         try:
-            stream = _decompressing_reader(data)
+            _, stream = _decompressing_reader(data)  # (zstd without its package: CaptureError)
             while True:
                 header = _read_exact(stream, BLOCK)
                 if not header:

@@ -1,20 +1,18 @@
 """The process view (the default): one row per process with memory mapped."""
 
 from ..accounting import pss_split_of_mappings
+from ..model import ROLLUP_SPLIT
 from ..parsers.status import status_kib
 from .columns import View, count, text
 from .memory import exact_columns, memory_columns
 
 __all__ = ["PROCESS_VIEW", "process_split", "process_status"]
 
-_ROLLUP_SPLIT = ("Pss_Anon", "Pss_File", "Pss_Shmem")
-
-
 def process_split(process):
     """(anon, file, shmem) PSS: the kernel's rollup where it has it, else estimated per mapping."""
     rollup = process.rollup
-    if rollup and all(k in rollup for k in _ROLLUP_SPLIT):
-        return tuple(rollup[k] for k in _ROLLUP_SPLIT)
+    if rollup and all(k in rollup for k in ROLLUP_SPLIT):
+        return tuple(rollup[k] for k in ROLLUP_SPLIT)
     if process.mappings is not None:
         return pss_split_of_mappings(process.mappings)
     return None
