@@ -371,18 +371,36 @@ def show_chart(table, options, snapshot):
     else:
         data, draw = bar_data(table, options, snapshot), draw_bar
     if fmt is not None:
-        _save(data, draw, options.output, fmt)
+        _save(data, draw, options.output, fmt, options.force)
     else:
         _show(data, draw)
 
 
-def _save(data, draw, path, fmt):
+#: How a file of each chart format starts, so that -o replaces an old chart but nothing else
+#: without --force (raw and rgba have no signature: they need --force).
+_SIGNATURES = {
+    "png": (b"\x89PNG",), "pdf": (b"%PDF",), "eps": (b"%!PS",), "ps": (b"%!PS",),
+    "jpg": (b"\xff\xd8\xff",), "jpeg": (b"\xff\xd8\xff",), "tif": (b"II*\x00", b"MM\x00*"),
+    "tiff": (b"II*\x00", b"MM\x00*"), "webp": (b"RIFF",), "svgz": (b"\x1f\x8b",), "pgf": (b"%% Creator: ",),
+    "svg": (b"<?xml", b"<svg"), "gif": (b"GIF8",),
+}
+
+
+def _holds_chart(fmt):
+    signatures = _SIGNATURES.get(fmt, ())
+    if fmt == "avif":  # an ISO media file: the brand follows the box size
+        return lambda head: head[4:12] == b"ftypavif"
+    return lambda head: bool(signatures) and head.lstrip().startswith(signatures)
+
+
+def _save(data, draw, path, fmt, force=False):
     import matplotlib
     from matplotlib.figure import Figure
     figure = Figure()
     draw(figure, data)
     try:
-        with output_file(path, ".smem-chart-") as out, matplotlib.rc_context({"svg.fonttype": "none"}):
+        with output_file(path, _holds_chart(fmt), force=force, what=f"{fmt} chart") as out, \
+                matplotlib.rc_context({"svg.fonttype": "none"}):
             # svg.fonttype none: labels stay text, searchable and small.
             figure.savefig(out, format=fmt, dpi=100, bbox_inches="tight")
     except (OSError, RuntimeError, ValueError) as e:

@@ -77,13 +77,14 @@ def _warn(message):
 @click.option("--bar", metavar="FIELD", help="Show a bar chart, labelled by FIELD.")
 @click.option("-o", "--output", metavar="FILE",
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
+@click.option("--force", is_flag=True, help="Let -o replace an existing file that does not hold a chart.")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
 def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, by_cgroup, exact,
            shared_with, group_by_name, group, fmt, users, system,
            processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
-           pie, bar, output, source):
+           pie, bar, output, force, source):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
 
@@ -100,7 +101,7 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
     options = ReportOptions(
         columns=parse_columns(columns) if columns else None,
         sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
-        abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar, output=output,
+        abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar, output=output, force=force,
         realmem_bytes=parse_size(realmem) if realmem else None, kernel_path=kernel,
         recommend=recommend, format=fmt,
     )
@@ -122,7 +123,8 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
               show_default=True, help="Compression of the tar archive.")
 @click.option("--exact", is_flag=True,
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
-def capture(output, host, compression, exact):
+@click.option("--force", is_flag=True, help="Let -o replace an existing file that does not hold a capture.")
+def capture(output, host, compression, exact, force):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
     from .capture import write_capture
     if exact and host:
@@ -132,7 +134,7 @@ def capture(output, host, compression, exact):
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
     src = open_source(host) if host else open_source(None)
     try:
-        with (output_file(output, ".smem-capture-") if output else _stdout()) as out:
+        with (output_file(output, force=force, what="capture") if output else _stdout()) as out:
             written, skipped = write_capture(src, out, None if compression == "none" else compression,
                                              exact=exact)
     except BrokenPipeError:
@@ -151,6 +153,8 @@ def _stdout():
 
 def _write(text):
     data = text.encode("utf-8", "surrogateescape")
+    if sys.stdout is None:  # started with stdout closed (smem >&-)
+        raise SmemError("cannot write the report: standard output is closed")
     try:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()  # here, not at exit: a full disk is reported, a closed pipe quiet
@@ -166,8 +170,17 @@ def _quiet_broken_pipe():
     sys.exit(0)
 
 
+def _terminated(signum, frame):
+    """SIGTERM and SIGHUP unwind like an exception, so no temporary file outlives us."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:
+        import signal
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _terminated)
     command = report
     if args and args[0] == "capture":
         command, args = capture, args[1:]

@@ -28,6 +28,10 @@ class CaptureError(SourceError):
     """A capture is truncated, corrupt, hostile or lacks what smem needs."""
 
 
+class OutputError(SmemError):
+    """A file named with -o cannot or must not be written (a link of another user, a device, ...)."""
+
+
 class KernelImageError(SmemError):
     """A file given with -K is not a kernel image we can size."""
 

@@ -47,6 +47,7 @@ class ReportOptions:
     pie: Optional[str] = None
     bar: Optional[str] = None
     output: Optional[str] = None      # chart file
+    force: bool = False               # -o may replace a file that holds something else
     terminal_columns: Optional[int] = None
     format: str = "classic"
     exact: bool = False

@@ -1,0 +1,186 @@
+"""-o as root: never through another user's link, never over what is not ours to replace."""
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FIXTURES, TESTS, run_smem
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+NOBODY = 65534
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")
+
+
+def _as_nobody(action):
+    """Run ``action()`` in a child that has become uid/gid 65534 (a second, unprivileged user)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            action()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.fixture
+def sticky_tmp():
+    """A world-writable sticky directory, as /tmp is (in /tmp: the second user must reach it)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+    d = Path(tempfile.mkdtemp(prefix="smem-test-sticky-", dir="/tmp"))
+    d.chmod(0o1777)
+    yield d
+    shutil.rmtree(d)
+
+
+@pytest.fixture
+def secret(tmp_path):
+    s = tmp_path / "secret"
+    s.write_bytes(b"root:only\n")
+    s.chmod(0o600)
+    return s
+
+
+def _one_error_line(proc):
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("smem: ") and "Traceback" not in lines[0], lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["chart", "capture"])
+def test_a_link_planted_by_another_user_is_not_followed(sticky_tmp, secret, command):
+    link = sticky_tmp / ("chart.png" if command == "chart" else "box.tgz")
+    _as_nobody(lambda: os.symlink(secret, link))
+    assert os.lstat(link).st_uid == NOBODY
+    args = (["-S", CAPTURE, "--pie", "name", "-o", link] if command == "chart"
+            else ["capture", "-o", link])
+    line = _one_error_line(run_smem(*args))
+    assert "symbolic link owned by another user" in line
+    assert secret.read_bytes() == b"root:only\n" and os.path.islink(link)
+    assert sorted(os.listdir(sticky_tmp)) == [link.name]  # nothing left beside it
+    # --force replaces files, it does not make another user's link ours
+    assert "owned by another user" in _one_error_line(run_smem(*args, "--force"))
+    assert secret.read_bytes() == b"root:only\n"
+
+
+def test_a_directory_link_planted_by_another_user_is_not_a_way_out(sticky_tmp, tmp_path):
+    """The kernel resolves the path; smem never resolves it first and renames onto the result."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "chart.png").write_bytes(b"not a chart")
+    _as_nobody(lambda: os.symlink(victim, sticky_tmp / "d"))
+    proc = run_smem("-S", CAPTURE, "--pie", "name", "-o", sticky_tmp / "d" / "chart.png")
+    assert "does not hold a png chart" in _one_error_line(proc)
+    assert (victim / "chart.png").read_bytes() == b"not a chart"
+
+
+def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
+    real = tmp_path / "real.png"
+    link = tmp_path / "link.png"
+    link.symlink_to(real)
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", link).returncode == 0
+    assert link.is_symlink() and real.read_bytes().startswith(b"\x89PNG")
+    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", link).returncode == 0  # a chart replaces a chart
+    assert sorted(os.listdir(tmp_path)) == ["link.png", "real.png"]
+
+
+def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(tmp_path):
+    out = tmp_path / "notes.svg"
+    out.write_bytes(b"my notes, not a chart\n")
+    line = _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", out))
+    assert "--force" in line and out.read_bytes() == b"my notes, not a chart\n"
+    png = tmp_path / "old.png"  # an old chart, written by smem: replaced as smem 1.5 users expect
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", png).returncode == 0
+    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", png).returncode == 0
+    wrong = tmp_path / "old.pdf"  # a png named .pdf is not a pdf chart
+    wrong.write_bytes(png.read_bytes())
+    assert "does not hold a pdf chart" in _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", wrong))
+    empty = tmp_path / "empty.png"  # made by mktemp or touch: nothing to lose
+    empty.touch()
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", empty).returncode == 0
+    assert empty.read_bytes().startswith(b"\x89PNG")
+
+
+def test_force_rewrites_in_place_keeping_owner_mode_and_links(tmp_path):
+    out = tmp_path / "report.png"
+    out.write_bytes(b"hand-made, read-only\n")
+    os.chown(out, NOBODY, NOBODY)
+    out.chmod(0o440)
+    other = tmp_path / "hardlink"
+    os.link(out, other)
+    before = os.stat(out)
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", out, "--force").returncode == 0
+    after = os.stat(out)
+    assert (after.st_ino, after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode), after.st_nlink) == \
+        (before.st_ino, NOBODY, NOBODY, 0o440, 2)
+    assert other.read_bytes().startswith(b"\x89PNG")
+    assert sorted(os.listdir(tmp_path)) == ["hardlink", "report.png"]
+
+
+def test_capture_replaces_a_capture_not_a_file(tmp_path):
+    cap = tmp_path / "box.tgz"
+    cap.write_bytes(CAPTURE.read_bytes())
+    assert run_smem("capture", "-o", cap).returncode == 0
+    assert run_smem("-S", cap, "-w").returncode == 0
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"keep me\n")
+    assert "does not hold a capture" in _one_error_line(run_smem("capture", "-o", notes))
+    assert notes.read_bytes() == b"keep me\n"
+
+
+def test_devices_and_directories_are_refused(tmp_path):
+    block = tmp_path / "disk.png"
+    char = tmp_path / "null.png"
+    try:
+        os.mknod(block, 0o600 | stat.S_IFBLK, os.makedev(7, 200))
+        os.mknod(char, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("cannot make device nodes here")
+    for path, kind in ((block, "block device"), (char, "character device")):
+        for args in (["capture", "-o", path], ["-S", CAPTURE, "--pie", "name", "-o", path]):
+            line = _one_error_line(run_smem(*args))
+            assert kind in line, line
+    folder = tmp_path / "folder.png"
+    folder.mkdir()
+    assert "directory" in _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", folder))
+
+
+def test_a_fifo_without_a_reader_is_an_error_not_a_hang(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    assert "no reader" in _one_error_line(run_smem("capture", "-o", fifo))
+    assert time.monotonic() - started < 30
+
+
+def test_a_new_file_follows_the_umask(tmp_path):
+    out = tmp_path / "new.svg"
+    code = ("import os, sys; os.umask(0o027); from smem.cli import main; "
+            f"main(['-S', {str(CAPTURE)!r}, '--pie', 'name', '-o', {str(out)!r}])")
+    assert subprocess.run([sys.executable, "-c", code], cwd=TESTS.parent).returncode == 0
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
+
+
+def test_sigterm_while_writing_leaves_nothing_behind(tmp_path):
+    out = tmp_path / "box.tgz"
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "capture", "-o", out], cwd=TESTS.parent,
+                            stderr=subprocess.PIPE)
+    time.sleep(0.4)  # start-up takes about 0.1 s, a live capture about a second
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
+    assert os.listdir(tmp_path) == ([] if proc.returncode else ["box.tgz"])
