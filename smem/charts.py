@@ -26,12 +26,12 @@ window, and only when there is a display.
 """
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import List, Optional
 
 from .errors import SmemError, UsageError
 from .output import output_file
-from .report import CONTROLS, make_table
+from .report import CONTROLS
 from .units import human
 
 __all__ = ["show_chart", "pie_data", "bar_data", "PieData", "BarData", "supported_formats",
@@ -42,18 +42,13 @@ __all__ = ["show_chart", "pie_data", "bar_data", "PieData", "BarData", "supporte
 FOLD_TOGETHER = 0.02
 FOLD_EACH = 0.005
 
-#: Fields whose sum over processes counts each page of RAM at most once, so
-#: that RAM minus their sum is memory no process uses.
+#: Fields whose sum over disjoint rows of processes counts each page of RAM at
+#: most once, so that RAM minus their sum is memory no row uses.
 RAM_LIKE = ("uss", "pss")
-
-#: Views whose rows are processes, or disjoint groups of them (users, programs).
-PROCESS_ROWS = ("process", "user", "program")
 
 LABEL_WIDTH = 40
 UNUSED_COLOUR = "#d9d9d9"
 OTHER_COLOUR = "#8c8c8c"
-
-_NOUNS = {"system": "areas"}
 
 
 def supported_formats():
@@ -142,25 +137,13 @@ class PieData:
     notes: List[str]
 
 
-def _pie_values(table, options, snapshot):
+def _pie_values(table, snapshot):
     """(value column, [(value, label) in drawing order]) for the pie."""
-    view = table.view
-    label_key = table.columns[-1].key
     if table.sort.is_amount:
-        column = table.sort
-        return column, [(sort_value, row[-1]) for row, sort_value in _draw_order(table)]
-    if view.name == "system":
-        key = "used"
-    else:
-        key = "rss" if snapshot.pss_missing else "pss"
-    column = view.columns[key]
-    keys = [c.key for c in table.columns]
-    if key in keys:
-        index = keys.index(key)
-        return column, [(row[index], row[-1]) for row, _ in _draw_order(table)]
-    # The measure is not shown: build the same rows, in the same order, with it.
-    chart_table = make_table(snapshot, view, replace(options, columns=[key, label_key], totals=False))
-    return column, [(row[0], row[-1]) for row, _ in _draw_order(chart_table)]
+        return table.sort, [(sort_value, row[-1]) for row, sort_value in _draw_order(table)]
+    # the rows keep their order; the slices show the view's own measure, shown or not
+    column = table.view.columns[table.view.measure_for(snapshot.pss_missing)]
+    return column, [(value, row[-1]) for row, value in zip(table.values, table.column_values(column))]
 
 
 def pie_data(table, options, snapshot):
@@ -168,7 +151,7 @@ def pie_data(table, options, snapshot):
     view = table.view
     if not table.values:
         raise SmemError(f"nothing to chart: no {view.title} match")
-    column, pairs = _pie_values(table, options, snapshot)
+    column, pairs = _pie_values(table, snapshot)
     label_key = table.columns[-1].key
     notes = []
     if options.sort and not table.sort.is_amount:
@@ -184,7 +167,7 @@ def pie_data(table, options, snapshot):
     used = sum(value for value, _ in rows)
     ram = table.ram_kib
     unused = 0
-    if view.name in PROCESS_ROWS and column.key in RAM_LIKE and ram and ram > used:
+    if view.disjoint_rows and column.key in RAM_LIKE and ram and ram > used:
         unused = ram - used
     whole = used + unused
 
@@ -192,7 +175,7 @@ def pie_data(table, options, snapshot):
     # five -w areas (each is part of the answer to "where does the RAM go").
     by_size = sorted(range(len(rows)), key=lambda i: rows[i][0], reverse=True)
     folded, total = [], 0
-    while by_size and view.name != "system":
+    while by_size and view.folds_small_slices:
         value = rows[by_size[-1]][0]
         if total + value < whole * FOLD_TOGETHER or value < whole * FOLD_EACH:
             total += value
@@ -207,7 +190,7 @@ def pie_data(table, options, snapshot):
     slices += [(label, value, "row") for i, (value, label) in enumerate(rows) if i not in folded]
     if folded:
         slices.append(("other", sum(rows[i][0] for i in folded), "other"))
-        notes.append(f"other: {len(folded)} {_NOUNS.get(view.name, view.title)} under {FOLD_EACH:.1%} each "
+        notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each "
                      f"or {FOLD_TOGETHER:.0%} together")
     labels, values, kinds = (list(t) for t in zip(*slices))
     legend = [f"{label}  {_amount_text(value, column, table, options)}"
@@ -356,22 +339,22 @@ def _has_display():
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def show_chart(table, options, snapshot):
-    """Draw ``--pie`` or ``--bar`` for ``table``: save it to ``-o FILE``, or open a window."""
+def show_chart(table, options, chart, snapshot):
+    """Draw ``chart`` (--pie or --bar) of ``table``: save it to ``-o FILE``, or open a window."""
     import importlib.util
     if importlib.util.find_spec("matplotlib") is None:
         raise SmemError("charts need matplotlib (pip install matplotlib, "
                         "or apt install python3-matplotlib)")
-    fmt = _output_format(options.output) if options.output else None
+    fmt = _output_format(chart.output) if chart.output else None
     if fmt is None and not _has_display():
         raise UsageError("no display to show the chart on ($DISPLAY and $WAYLAND_DISPLAY are unset): "
                          "save it with -o FILE instead, e.g. -o chart.png or -o chart.svg")
-    if options.pie:
+    if chart.kind == "pie":
         data, draw = pie_data(table, options, snapshot), draw_pie
     else:
         data, draw = bar_data(table, options, snapshot), draw_bar
     if fmt is not None:
-        _save(data, draw, options.output, fmt, options.force)
+        _save(data, draw, chart.output, fmt, chart.force)
     else:
         _show(data, draw)
 

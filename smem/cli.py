@@ -1,4 +1,11 @@
-"""The command line: options in, calls out.  No parsing or arithmetic here."""
+"""The command line: options in, calls out.  No parsing or arithmetic here.
+
+``smem`` is a click group whose default command is ``report`` (so ``smem -t -k``
+is ``smem report -t -k``, as smem 1.5 is used), with ``capture`` beside it.
+Options several commands share are decorators defined once below.  Each
+command builds frozen options (smem.options) and calls one library function;
+:func:`main` turns smem's exceptions into one line on stderr and an exit status.
+"""
 
 import contextlib
 import os
@@ -8,12 +15,12 @@ import click
 
 from . import __version__
 from .errors import SmemError, UsageError
-from .app import Request, run_report
-from .formats import FORMATS
-from .output import output_file
-from .report import ReportOptions, parse_columns
-from .sources import open_source
+from .formats import FORMATS, TABLE_FORMATS
+from .options import ChartOptions, Query, ReportRequest, SystemOptions, TableOptions
+from .report import parse_columns
 from .units import parse_size
+
+__all__ = ["cli", "main"]
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
 
@@ -27,21 +34,55 @@ Examples:
   smem -c "pid name pss" -s name -r
 
 \b
+Other commands:
+  smem capture               write a capture of /proc for smem -S (smem capture --help)
+
+\b
 Exit status: 0 on success, 1 when a source or file cannot be used,
 2 for a wrong option or field.
 """
 
-
-def _fail(message, code):
-    click.echo(f"smem: {message}", err=True)
-    sys.exit(code)
+#: smem 1.5's views in its order, then the newer ones: (option name, view)
+VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", "cgroup"), ("-g", "program"))
 
 
-def _warn(message):
-    click.echo(f"smem: warning: {message}", err=True)
+class DefaultGroup(click.Group):
+    """A group that runs ``report`` when the first word is not one of its commands."""
+
+    default_command = "report"
+
+    def parse_args(self, ctx, args):
+        if args and args[0] in self.commands:
+            return super().parse_args(ctx, args)
+        if not args and ctx.resilient_parsing:
+            return super().parse_args(ctx, args)  # completing the first word: offer the commands
+        return super().parse_args(ctx, [self.default_command, *args])
+
+    def shell_complete(self, ctx, incomplete):
+        """The first word completes to a command, or to the report's options."""
+        items = super().shell_complete(ctx, incomplete)
+        if incomplete.startswith("-"):
+            report_ctx = self.commands[self.default_command].make_context(
+                self.default_command, [], parent=ctx, resilient_parsing=True)
+            items += self.commands[self.default_command].shell_complete(report_ctx, incomplete)
+        return items
 
 
-@click.command(context_settings=CONTEXT, epilog=EPILOG)
+def output_options(what):
+    """-o FILE and --force, for commands that write a file (``what``: what the file holds)."""
+    def decorate(command):
+        command = click.option("--force", is_flag=True,
+                               help=f"Let -o replace an existing file that does not hold a {what}.")(command)
+        return command
+    return decorate
+
+
+@click.group(cls=DefaultGroup, context_settings=CONTEXT, invoke_without_command=False)
+def cli():
+    """smem: memory reporting that accounts for shared pages (USS, PSS)."""
+
+
+@cli.command(context_settings=CONTEXT, epilog=EPILOG)
 @click.option("-H", "--no-header", is_flag=True, help="Disable the header line.")
 @click.option("-c", "--columns", metavar="COLUMNS", help='Columns to show, e.g. "pid user pss" or pid,user,pss.')
 @click.option("-t", "--totals", is_flag=True, help="Show totals.")
@@ -59,10 +100,10 @@ def _warn(message):
                    "(implies --exact).")
 @click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name).")
 @click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name.")
-@click.option("-F", "--format", "fmt", type=click.Choice(FORMATS), default="classic", metavar="FORMAT",
-              help="Output format: classic (default), json, csv, openmetrics, or a table style "
-                   "(simple, github, grid, markdown, rst, html, ...). json and csv carry raw KiB "
-                   "(-k/-p only if given); openmetrics always bytes.")
+@click.option("-F", "--format", "fmt", type=click.Choice(list(FORMATS)), default="classic", metavar="FORMAT",
+              help=f"Output format: {', '.join(k for k in FORMATS if k not in TABLE_FORMATS)}, or a table "
+                   f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
+                   "carry raw KiB (-k/-p only if given); openmetrics always bytes.")
 @click.option("-u", "--users", is_flag=True, help="Show users.")
 @click.option("-w", "--system", is_flag=True, help="Show the whole system.")
 @click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line).")
@@ -77,7 +118,7 @@ def _warn(message):
 @click.option("--bar", metavar="FIELD", help="Show a bar chart, labelled by FIELD.")
 @click.option("-o", "--output", metavar="FILE",
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
-@click.option("--force", is_flag=True, help="Let -o replace an existing file that does not hold a chart.")
+@output_options("chart")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
@@ -87,50 +128,54 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
            pie, bar, output, force, source):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
-
-    Also: smem capture --help (write a capture of this or a remote machine).
     """
-    group = group or ("name" if group_by_name else None)
-    # smem 1.5's views take precedence in its order (-m, -u, -w); the newer ones do not mix
-    chosen = [name for name, on in (("mapping", mappings), ("user", users), ("system", system),
-                                    ("cgroup", by_cgroup), ("program", group)) if on]
+    chosen = [(flag, name) for (flag, name), on in zip(VIEW_FLAGS, (mappings, users, system, by_cgroup,
+                                                                   group or group_by_name)) if on]
+    if len(chosen) > 1:
+        raise UsageError(f"choose one view: -m, -u, -w, --cgroup or -g ({' and '.join(f for f, _ in chosen)} given)")
     if shared_with and chosen:
-        raise UsageError(f"--shared-with lists processes: it does not combine with {' or '.join(chosen)} views")
-    if (by_cgroup or group) and len(chosen) > 1:
-        raise UsageError(f"choose one view: -m, -u, -w, --cgroup or -g ({' and '.join(chosen)} given)")
-    options = ReportOptions(
-        columns=parse_columns(columns) if columns else None,
-        sort=sort, reverse=reverse, totals=totals, no_header=no_header, autosize=autosize,
-        abbreviate=abbreviate, percent=percent, numeric=numeric, pie=pie, bar=bar, output=output, force=force,
-        realmem_bytes=parse_size(realmem) if realmem else None, kernel_path=kernel,
-        recommend=recommend, format=fmt,
-    )
-    options.ram_kib = options.realmem_bytes // 1024 if realmem else None
-    result = run_report(Request(
-        view=chosen[0] if chosen else "process", options=options, source=source,
-        process_filter=processfilter, user_filter=userfilter, map_filter=mapfilter,
-        exact=exact, shared_with=shared_with))
+        raise UsageError(f"--shared-with lists processes: it does not combine with {chosen[0][0]}")
+    if pie and bar:
+        raise UsageError("choose one chart: --pie or --bar")
+    if output and not (pie or bar):
+        raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
+    if columns is not None and not parse_columns(columns):
+        raise UsageError("-c/--columns is empty: name the fields to show, e.g. -c 'pid name pss'")
+    view = "sharing" if shared_with else chosen[0][1] if chosen else "process"
+    from .app import run_report  # the model and views: not for --help or completion
+    result = run_report(ReportRequest(
+        query=Query(view=view, source=source, process_filter=processfilter, user_filter=userfilter,
+                    map_filter=mapfilter, exact=exact or shared_with),
+        table=TableOptions(columns=parse_columns(columns) if columns else None, sort=sort, reverse=reverse,
+                           totals=totals, no_header=no_header, autosize=autosize, abbreviate=abbreviate,
+                           percent=percent, numeric=numeric, format=fmt),
+        chart=ChartOptions("pie" if pie else "bar", pie or bar, output, force) if pie or bar else None,
+        system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
+                             kernel_path=kernel, recommend=recommend),
+    ))
     for warning in result.warnings:
         _warn(warning)
     if result.text is not None:
         _write(result.text)
 
 
-@click.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT)
 @click.option("-o", "--output", metavar="FILE", help="Write the capture to FILE (default: standard output).")
+@output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
 @click.option("--compression", type=click.Choice(["gz", "bz2", "xz", "none"]), default="gz",
               show_default=True, help="Compression of the tar archive.")
 @click.option("--exact", is_flag=True,
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
-@click.option("--force", is_flag=True, help="Let -o replace an existing file that does not hold a capture.")
-def capture(output, host, compression, exact, force):
+def capture(output, force, host, compression, exact):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
     from .capture import write_capture
+    from .output import output_file
+    from .sources import open_source
     if exact and host:
         raise UsageError("--exact cannot capture over ssh: the shell script cannot read pagemap; "
                          "run 'smem capture --exact' on the host")
-    if output is None and sys.stdout.isatty():
+    if output is None and (sys.stdout is None or sys.stdout.isatty()):
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
     src = open_source(host) if host else open_source(None)
     try:
@@ -143,6 +188,10 @@ def capture(output, host, compression, exact, force):
         raise SmemError(f"cannot write the capture: {e.strerror}") from None
     if skipped:
         _warn(f"{skipped} process{'es' if skipped > 1 else ''} could not be read and {'were' if skipped > 1 else 'was'} left out")
+
+
+def _warn(message):
+    click.echo(f"smem: warning: {message}", err=True)
 
 
 @contextlib.contextmanager
@@ -170,27 +219,32 @@ def _quiet_broken_pipe():
     sys.exit(0)
 
 
+def _fail(message, code):
+    if sys.stderr is not None:
+        click.echo(f"smem: {message}", err=True)
+    sys.exit(code)
+
+
 def _terminated(signum, frame):
     """SIGTERM and SIGHUP unwind like an exception, so no temporary file outlives us."""
     raise SystemExit(128 + signum)
 
 
 def main(argv=None):
+    """The ``smem`` command: run it, and map every error to one line and an exit status."""
     args = sys.argv[1:] if argv is None else list(argv)
     if argv is None:
         import signal
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _terminated)
-    command = report
-    if args and args[0] == "capture":
-        command, args = capture, args[1:]
+    # the report runs as "smem" itself, so its usage and errors read "smem [OPTIONS]" as smem 1.5's
+    command = cli if (args and args[0] in cli.commands) or "_SMEM_COMPLETE" in os.environ else report
     try:
-        command.main(args=args, prog_name="smem" if command is report else "smem capture",
-                     standalone_mode=False)
+        command.main(args=args, prog_name="smem", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.UsageError as e:
-        _fail(f"{e.format_message()} (see '{e.ctx.command_path if e.ctx else 'smem'} --help')", 2)
+        _fail(f"{e.format_message()} (see '{_command_path(e.ctx)} --help')", 2)
     except click.ClickException as e:
         _fail(e.format_message(), e.exit_code)
     except click.exceptions.Abort:
@@ -202,3 +256,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(0)
+
+
+def _command_path(ctx):
+    return ctx.command_path if ctx is not None else "smem"

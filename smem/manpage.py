@@ -9,7 +9,9 @@ import inspect
 import click
 
 from . import __version__
-from .cli import EPILOG, capture, report
+from .cli import EPILOG, cli, report
+from .formats import FORMATS
+from .formats.tabulated import STYLES
 
 __all__ = ["manpage"]
 
@@ -32,18 +34,29 @@ def _options(command, ctx):
 
 def manpage():
     ctx = click.Context(report, info_name="smem")
-    capture_ctx = click.Context(capture, info_name="smem capture")
     paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(report.help).split("\n\n")]
     description = "\n.PP\n".join(_roff(p) for p in paragraphs)
     examples, _, exits = EPILOG.replace("\b\n", "").partition("Exit status:")
+    examples = examples.partition("Other commands:")[0]
+    commands = []
+    for name, command in sorted(cli.commands.items()):
+        if command is report:
+            continue
+        commands += [f".SH {name.upper()}", _roff(" ".join(command.help.split())),
+                     *_options(command, click.Context(command, info_name=f"smem {name}"))]
+    formats = []
+    for name, fmt in FORMATS.items():
+        if name not in STYLES:
+            formats += [".TP", f"\\fB{name}\\fR", _roff(fmt.help)]
+    formats += [".TP", "\\fIstyle\\fR", _roff("a table style of tabulate: " + ", ".join(STYLES) + ".")]
     lines = [
         f'.TH SMEM 1 "" "smem {__version__}" "User Commands"',
         ".SH NAME",
         "smem \\- report memory usage with shared memory divided proportionally",
         ".SH SYNOPSIS",
         "\\fBsmem\\fR [\\fIOPTIONS\\fR]",
-        ".br",
-        "\\fBsmem capture\\fR [\\fIOPTIONS\\fR]",
+        *[line for name in sorted(cli.commands) if cli.commands[name] is not report
+          for line in (".br", f"\\fBsmem {name}\\fR [\\fIOPTIONS\\fR]")],
         ".SH DESCRIPTION",
         description,
         ".PP",
@@ -51,9 +64,10 @@ def manpage():
         "its share of each shared page; RSS counts shared pages in full; VSS is all it maps.",
         ".SH OPTIONS",
         *_options(report, ctx),
-        ".SH CAPTURE",
-        _roff(" ".join(capture.help.split())),
-        *_options(capture, capture_ctx),
+        ".SH FORMATS",
+        "\\fB\\-F\\fR takes:",
+        *formats,
+        *commands,
         ".SH EXAMPLES",
         ".nf",
         _roff(examples.replace("Examples:", "").strip("\n")),

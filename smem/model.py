@@ -15,7 +15,7 @@ import gc
 import os
 import re
 
-from .accounting import Sums
+from .aggregate import Sums
 from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError, process_error
 from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline

@@ -20,11 +20,10 @@ matplotlib = pytest.importorskip("matplotlib")
 
 from smem.charts import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E402
 from smem.cli import main  # noqa: E402
-from smem.model import load_snapshot  # noqa: E402
-from smem.sizing import size_system  # noqa: E402
-from smem.report import ReportOptions, make_table, selected_columns, sort_column  # noqa: E402
-from smem.sources import open_source  # noqa: E402
-from smem.views import VIEWS, needs_of  # noqa: E402
+from smem.app import plan, read_snapshot  # noqa: E402
+from smem.options import ChartOptions, Query, ReportRequest, SystemOptions, TableOptions  # noqa: E402
+from smem.report import make_table  # noqa: E402
+from smem.views import VIEWS  # noqa: E402
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
@@ -37,7 +36,7 @@ VIEW_ARGS = {
 }
 if "program" in VIEWS:  # -g: processes grouped by program name
     VIEW_ARGS["program"] = (["-g"], "name", "pss")
-PROCESS_ROWS = ("process", "user", "program")
+PROCESS_ROWS = ("process", "user", "program", "cgroup")
 
 
 def smem(capsys, *args, source=CAPTURE):
@@ -221,18 +220,13 @@ def test_text_reports_do_not_import_matplotlib(tmp_path):
 
 # The chart data, from the same capture, through the functions the command line calls.
 
-def chart_table(view="process", **options):
-    options = ReportOptions(**options)
-    # read what the command line reads for these columns (smaps_rollup where it will do)
-    needs = needs_of(VIEWS[view], selected_columns(VIEWS[view], options) + [sort_column(VIEWS[view], options)])
-    source = open_source(str(CAPTURE))
-    try:
-        snapshot = load_snapshot(source, with_processes=view != "system", needs=needs)
-        if view == "system":
-            snapshot.sizing = size_system(source, snapshot.mem_total, options.realmem_bytes)
-    finally:
-        source.close()
-    return make_table(snapshot, VIEWS[view], options), options, snapshot
+def chart_table(view="process", pie=None, bar=None, ram_kib=None, **options):
+    """(Table, TableOptions, Snapshot) of a chart, read and built as the command line does."""
+    request = ReportRequest(Query(view=view, source=str(CAPTURE)), TableOptions(**options),
+                            ChartOptions("pie" if pie else "bar", pie or bar),
+                            SystemOptions(realmem_bytes=ram_kib * 1024 if ram_kib else None))
+    snapshot, _ = read_snapshot(request, plan(request))
+    return make_table([snapshot], VIEWS[view], request.table, request.system, request.chart), request.table, snapshot
 
 
 def test_pie_folds_small_slices_as_smem15_and_fills_ram_with_unused(capsys):
@@ -256,10 +250,10 @@ def test_pie_folds_small_slices_as_smem15_and_fills_ram_with_unused(capsys):
 
 @pytest.mark.parametrize("view,sort,unused", [
     ("process", "uss", True), ("process", "rss", False), ("process", "vss", False),
-    ("process", "swap", False), ("user", "pss", True), ("mapping", "pss", False),
+    ("process", "swap", False), ("user", "pss", True), ("mapping", "pss", False), ("cgroup", "pss", True),
 ])
 def test_unused_only_for_fields_that_count_each_page_once(view, sort, unused):
-    label = VIEW_ARGS[view][1]
+    label = VIEW_ARGS[view][1] if view in VIEW_ARGS else view
     table, options, snapshot = chart_table(view, pie=label, sort=sort, ram_kib=10 ** 9)
     pie = pie_data(table, options, snapshot)
     assert ("unused" in pie.labels) == unused
@@ -277,7 +271,7 @@ def test_system_pie_is_the_areas_and_adds_up_to_ram():
 
 
 def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
-    table, options, snapshot = chart_table(pie="name", sort="name", columns=["pid", "name"])
+    table, options, snapshot = chart_table(pie="name", sort="name", columns=("pid", "name"))
     pie = pie_data(table, options, snapshot)
     pss = {int(pid): int(value) for pid, value in classic(capsys, "-c", "pid pss")}
     pids = [row[0] for row in table.values]
@@ -289,11 +283,11 @@ def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
 
 
 def test_bar_order_and_columns_follow_s_r_c():
-    table, options, snapshot = chart_table(bar="name", columns=["name", "rss", "uss", "maps"], sort="rss")
+    table, options, snapshot = chart_table(bar="name", columns=("name", "rss", "uss", "maps"), sort="rss")
     bars = bar_data(table, options, snapshot)
     assert bars.series == ["RSS", "USS"]   # memory columns only, in -c order
     assert bars.values[0] == sorted(bars.values[0], reverse=True)
-    table, options, snapshot = chart_table(bar="name", columns=["name", "rss", "uss", "maps"], sort="rss",
+    table, options, snapshot = chart_table(bar="name", columns=("name", "rss", "uss", "maps"), sort="rss",
                                            reverse=True)
     reversed_bars = bar_data(table, options, snapshot)
     assert reversed_bars.values[0] == bars.values[0][::-1]
@@ -301,7 +295,7 @@ def test_bar_order_and_columns_follow_s_r_c():
 
 
 def test_long_labels_are_cut_with_an_ellipsis():
-    table, options, snapshot = chart_table(bar="command", columns=["pss"])
+    table, options, snapshot = chart_table(bar="command", columns=("pss",))
     bars = bar_data(table, options, snapshot)
     commands = [row[-1] for row in table.values][::-1]
     long = [(c, label) for c, label in zip(commands, bars.labels) if len(c) > 40]

@@ -13,7 +13,8 @@ import pytest
 from conftest import FIXTURES, run_smem, without_rollups
 
 from smem.model import Needs, Selection, load_snapshot  # noqa: E402
-from smem.report import ReportOptions, make_table, selected_columns, sort_column  # noqa: E402
+from smem.options import TableOptions  # noqa: E402
+from smem.report import make_table, selected_columns, sort_column  # noqa: E402
 from smem.sources import open_source  # noqa: E402
 from smem.views import VIEWS, needs_of  # noqa: E402
 
@@ -42,15 +43,15 @@ def test_every_column_reads_only_what_it_declares(source, view_name):
         if "exact" in column.needs:
             continue  # pagemap: tests/test_exact*.py
         for selection in selections:
-            options = ReportOptions(columns=[key], sort=key, totals=True)
+            options = TableOptions(columns=(key,), sort=key, totals=True)
             needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
             needs.mappings = True  # the per-mapping path, where counters are dropped (not the rollup)
             assert needs.counters is not None
             kept = load_snapshot(source, selection, needs=needs)
             assert all(isinstance(m.counters, dict) and set(m.counters) <= needs.counters
                        for p in kept.processes for m in p.mappings)
-            got = make_table(kept, view, options)
-            want = make_table(full[id(selection)], view, options)
+            got = make_table([kept], view, options)
+            want = make_table([full[id(selection)]], view, options)
             assert got.values == want.values, (view_name, key)
             assert got.totals == want.totals, (view_name, key)
             checked += 1

@@ -1,13 +1,19 @@
-"""The column registry: one description per column, for every view and format.
+"""The column registry and the view description: everything a report shape knows about itself.
 
 A column knows its header, how to get its raw value from a row, how smem 1.5
 lays it out in the classic table (width, alignment, truncation), whether it
 is an amount of memory (so ``-k``/``-p`` apply, against RAM or swap), how it
-totals, and a line of help for the known-fields list.
+totals (and, under --exact, which exact figure its total is), and a line of
+help for the known-fields list.
+
+A :class:`View` holds its columns and answers every question the layers
+above would otherwise ask by its name: whether it reads processes, needs the
+RAM sizing, what its charts measure, whether its rows are disjoint sets of
+processes, which column flows to the terminal width.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 __all__ = ["Column", "amount", "text", "count", "View"]
 
@@ -26,11 +32,14 @@ class Column:
     total: Optional[str] = None  # "sum", "rows", "distinct" or None (blank)
     needs: frozenset = frozenset()  # what must be read per process: "mappings", "rollup", "status"
     counters: frozenset = frozenset()  # the smaps counters (kernel keys) the getter reads
+    #: under --exact, the -t total is this field of the rows' processes' ExactFigures taken as
+    #: one group (distinct frames), not the sum of the rows
+    exact_total: Optional[str] = None
 
 
-def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), counters=()):
-    return Column(key, header, getter, help, width=width, is_amount=True,
-                  percent_of=percent_of, total="sum", needs=frozenset(needs), counters=frozenset(counters))
+def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), counters=(), exact_total=None):
+    return Column(key, header, getter, help, width=width, is_amount=True, percent_of=percent_of,
+                  total="sum", needs=frozenset(needs), counters=frozenset(counters), exact_total=exact_total)
 
 
 def count(key, header, getter, help, width=5, total="sum", needs=()):
@@ -44,22 +53,43 @@ def text(key, header, getter, help, width, truncate=False, total=None, align="<"
 
 @dataclass(frozen=True)
 class View:
-    """A report shape: its columns (in known-fields order), defaults and row builder."""
+    """A report shape: its columns (in known-fields order), defaults, row builder and traits."""
 
     name: str
     title: str
-    columns: dict
-    default_columns: tuple
+    columns: Dict[str, Column]
+    default_columns: Tuple[str, ...]
     default_sort: str
-    rows: Callable  # (snapshot, options) -> list of rows
-    #: (snapshot, options, rows) -> (RAM KiB for -p or None, lines to print under the table)
+    #: (snapshots, TableOptions) -> rows; one snapshot for a report, two for a comparison
+    rows: Callable[[Sequence[Any], Any], list]
+    #: (snapshot, rows, TableOptions, SystemOptions) -> (RAM KiB for -p or None, lines under the table)
     summary: Optional[Callable] = None
-    #: the view reads per-mapping smaps whatever its columns (the mapping view)
+    #: what must be read per process whatever the columns ("mappings", "cgroup")
     needs: frozenset = frozenset()
     #: OpenMetrics labels that name a row: (label, getter)
     labels: tuple = ()
     #: rows are sets of processes (``row.member_pids``): exact accounting applies
     process_groups: bool = False
+    #: the rows are disjoint sets of processes, so their USS or PSS count each page once
+    #: and RAM minus their sum is memory no row uses (a pie's "unused" slice)
+    disjoint_rows: bool = False
+    #: the view reads processes (the -w view reads only system files)
+    reads_processes: bool = True
+    #: the view needs installed RAM and the kernel image sized (smem.sizing)
+    needs_sizing: bool = False
+    #: what a chart shows when the sort field is not an amount: PSS, or this without PSS
+    chart_measure: str = "pss"
+    chart_measure_without_pss: str = "rss"
+    #: small pie slices may be folded into "other" (never the -w areas)
+    folds_small_slices: bool = True
+    #: what a row is called in chart notes ("processes", "areas")
+    noun: str = ""
+    #: the column -a fits to what the terminal leaves (the command line, the mapping name)
+    flowing_column: Optional[str] = None
+    #: views whose tables an OpenMetrics scrape of this view carries too
+    metrics_companions: Tuple[str, ...] = ()
+    #: --exact is refused (rows are not sets of processes) unless the view is built on it
+    requires_exact: bool = False
 
     def default_columns_for(self, exact):
         """The default columns; under --exact with group USS after USS."""
@@ -67,3 +97,15 @@ class View:
         if exact and "guss" in self.columns and "uss" in columns and "guss" not in columns:
             columns.insert(columns.index("uss") + 1, "guss")
         return columns
+
+    def measure_for(self, pss_missing):
+        """The column a chart measures when the sort column is not an amount."""
+        return self.chart_measure_without_pss if pss_missing and self.chart_measure == "pss" else self.chart_measure
+
+    def sort_for(self, pss_missing):
+        """The default sort: PSS, or RSS where the kernel has no PSS (as smem 1.5)."""
+        return "rss" if pss_missing and self.default_sort == "pss" else self.default_sort
+
+    @property
+    def row_noun(self):
+        return self.noun or self.title

@@ -5,11 +5,11 @@ their USS: a page shared only within the group is in nobody's USS; exact
 accounting with pagemap is what tells that apart).
 """
 
-from ..accounting import Sums
+from ..aggregate import Sums
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import View, count, text
-from .memory import exact_columns, memory_columns
+from .memory_columns import exact_columns, memory_columns
 from .process import process_split, user_label
 
 __all__ = ["USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "GroupRow", "group_rows"]
@@ -66,6 +66,7 @@ class GroupRow:
 
 
 def group_rows(snapshot, key, label):
+    """One row per value of ``key(process)`` among the processes that map memory."""
     groups = {}
     for process in snapshot.processes:
         if not process.has_memory:
@@ -91,8 +92,8 @@ def _memory():
         exact_columns(lambda r: r.exact)
 
 
-def user_rows(snapshot, options):
-    return group_rows(snapshot, lambda p: p.uid, lambda p: user_label(p, options.numeric))
+def user_rows(snapshots, options):
+    return group_rows(snapshots[0], lambda p: p.uid, lambda p: user_label(p, options.numeric))
 
 
 USER_VIEW = View(
@@ -103,12 +104,12 @@ USER_VIEW = View(
         *_memory(),
     )},
     default_columns=("user", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=user_rows, process_groups=True, labels=(("user", lambda r: r.label),),
+    default_sort="pss", rows=user_rows, process_groups=True, disjoint_rows=True, labels=(("user", lambda r: r.label),),
 )
 
 
-def program_rows(snapshot, options):
-    return group_rows(snapshot, lambda p: p.name, lambda p: p.name)
+def program_rows(snapshots, options):
+    return group_rows(snapshots[0], lambda p: p.name, lambda p: p.name)
 
 
 PROGRAM_VIEW = View(
@@ -119,12 +120,12 @@ PROGRAM_VIEW = View(
         *_memory(),
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=program_rows, process_groups=True, labels=(("name", lambda r: r.label),),
+    default_sort="pss", rows=program_rows, process_groups=True, disjoint_rows=True, labels=(("name", lambda r: r.label),),
 )
 
 
-def cgroup_rows(snapshot, options):
-    return group_rows(snapshot, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
+def cgroup_rows(snapshots, options):
+    return group_rows(snapshots[0], lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
 
 
 CGROUP_VIEW = View(
@@ -136,6 +137,6 @@ CGROUP_VIEW = View(
         *_memory(),
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True,
+    default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True, disjoint_rows=True,
     labels=(("cgroup", lambda r: r.label),),
 )

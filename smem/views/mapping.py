@@ -1,25 +1,25 @@
 """The mapping view (-m): one row per mapping name, summed over processes."""
 
-from ..accounting import Sums, pss_split_of_mappings
+from ..aggregate import Sums, pss_split_of_mappings
 from .columns import View, amount, count, text
-from .memory import memory_columns
+from .memory_columns import memory_columns
 
 __all__ = ["MAPPING_VIEW"]
 
 
 class MappingRow:
-    __slots__ = ("name", "count", "pids", "totals", "mappings", "_split")
+    __slots__ = ("name", "count", "process_count", "totals", "mappings", "_split")
 
     def __init__(self, name):
         self.name = name
-        self.count = 0   # mappings with this name
-        self.pids = 0    # processes that map it
+        self.count = 0          # mappings with this name
+        self.process_count = 0  # processes that map it
         self.mappings = []
         self.totals = Sums([])
         self._split = False
 
     def average(self, value):
-        return None if value is None else value // self.pids
+        return None if value is None else value // self.process_count
 
     @property
     def split(self):
@@ -28,9 +28,9 @@ class MappingRow:
         return self._split
 
 
-def rows(snapshot, options):
+def rows(snapshots, options):
     by_name = {}
-    for process in snapshot.processes:
+    for process in snapshots[0].processes:
         seen = set()
         for m in process.mappings or ():
             name = m.name
@@ -40,7 +40,7 @@ def rows(snapshot, options):
             row.mappings.append(m)
             if name not in seen:
                 seen.add(name)
-                row.pids += 1
+                row.process_count += 1
     for row in by_name.values():
         row.count = len(row.mappings)
         row.totals = Sums([m.counters for m in row.mappings])
@@ -67,12 +67,12 @@ def _memory():
 COLUMNS = {c.key: c for c in (
     text("map", "Map", lambda r: r.name, "mapping name", 40, truncate=True, total="rows"),
     count("count", "Count", lambda r: r.count, "number of mappings with this name"),
-    count("pids", "PIDs", lambda r: r.pids, "number of processes mapping it"),
+    count("pids", "PIDs", lambda r: r.process_count, "number of processes mapping it"),
     *_memory(),
 )}
 
 MAPPING_VIEW = View(
     name="mapping", title="mappings", columns=COLUMNS,
     default_columns=("map", "pids", "avgpss", "pss"),
-    default_sort="pss", rows=rows, needs=frozenset({"mappings"}), labels=(("map", lambda r: r.name),),
+    default_sort="pss", rows=rows, needs=frozenset({"mappings"}), flowing_column="map", labels=(("map", lambda r: r.name),),
 )

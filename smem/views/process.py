@@ -1,10 +1,10 @@
 """The process view (the default): one row per process with memory mapped."""
 
-from ..accounting import pss_split_of_mappings
+from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT
 from ..parsers.status import status_kib
 from .columns import View, count, text
-from .memory import exact_columns, memory_columns
+from .memory_columns import exact_columns, memory_columns
 
 __all__ = ["PROCESS_VIEW", "process_split", "process_status"]
 
@@ -48,7 +48,8 @@ def user_label(process, numeric):
     return process.user
 
 
-def rows(snapshot, options):
+def rows(snapshots, options):
+    snapshot = snapshots[0]
     result = [ProcessRow(p, user_label(p, options.numeric)) for p in snapshot.processes if p.has_memory]
     exact = snapshot.exact
     if exact is not None:
@@ -78,6 +79,7 @@ COLUMNS = {c.key: c for c in (
 PROCESS_VIEW = View(
     name="process", title="processes", columns=COLUMNS,
     default_columns=("pid", "user", "command", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=rows, process_groups=True,
+    default_sort="pss", rows=rows, process_groups=True, disjoint_rows=True, flowing_column="command",
+    metrics_companions=("user", "system"),
     labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user), ("name", lambda r: r.process.name)),
 )

@@ -22,14 +22,14 @@ class HolderRow:
         self.shared = shared
 
 
-def rows(snapshot, options):
-    selected, sharing = snapshot.sharing
-    by_pid = {p.pid: p for p in snapshot.processes}
+def rows(snapshots, options):
+    selected, sharing = snapshots[0].sharing
+    by_pid = {p.pid: p for p in snapshots[0].processes}
     return [HolderRow(by_pid[pid], user_label(by_pid[pid], options.numeric), kib)
             for pid, kib in sharing.holders.items() if pid in by_pid]
 
 
-def summary(snapshot, options, rows):
+def summary(snapshot, rows, options, system):
     selected, sharing = snapshot.sharing
     note = (f"{len(selected)} selected process{'es share' if len(selected) != 1 else ' shares'} "
             f"{human(int(round(sharing.shared_kib)))} with {len(rows)} other{'s' if len(rows) != 1 else ''}")
@@ -50,7 +50,7 @@ COLUMNS = {c.key: c for c in (
 SHARING_VIEW = View(
     name="sharing", title="sharing with the selection", columns=COLUMNS,
     default_columns=("pid", "user", "command", "shared"),
-    default_sort="shared", rows=rows, summary=summary,
+    default_sort="shared", rows=rows, summary=summary, requires_exact=True, flowing_column="command",
     labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user),
             ("name", lambda r: r.process.name)),
 )

@@ -60,7 +60,8 @@ def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
     ]
 
 
-def rows(snapshot, options):
+def rows(snapshots, options):
+    snapshot = snapshots[0]
     ram, kernel = snapshot.sizing
     areas = system_areas(snapshot.meminfo.kib, ram.kib if ram else None, kernel.kib)
     figures = [ram, kernel, None, None, None]
@@ -75,7 +76,7 @@ def rows(snapshot, options):
     return result
 
 
-def summary(snapshot, options, rows):
+def summary(snapshot, rows, options, system):
     """RAM (the -p base) and the lines under the table: sources smem 1.5 lacked, and --recommend."""
     ram_figure = rows[0].figure if rows else None
     ram = ram_figure.kib if ram_figure else sum(r.used for r in rows)
@@ -93,11 +94,11 @@ def summary(snapshot, options, rows):
         else:
             how = "estimated from" if figure.estimate else "from"
             notes.append(f"{row.area}: {how} {figure.source}")
-    if options.recommend is not None:
+    if system.recommend is not None:
         from ..sizing import standard_ram_size
         need = sum(r.noncache for r in rows)
-        with_headroom = need + need * options.recommend // 100
-        headroom = f" (+{options.recommend:g}% headroom: {human(with_headroom)})" if options.recommend else ""
+        with_headroom = need + need * system.recommend // 100
+        headroom = f" (+{system.recommend:g}% headroom: {human(with_headroom)})" if system.recommend else ""
         notes.append(f"needs {human(need)} non-reclaimable{headroom}; fits in "
                      f"{human(standard_ram_size(with_headroom))}")
     return ram, notes
@@ -116,4 +117,6 @@ SYSTEM_VIEW = View(
     name="system", title="system memory", columns=COLUMNS,
     default_columns=("area", "used", "cache", "noncache"),
     default_sort="order", rows=rows, summary=summary, labels=(("area", lambda r: r.area),),
+    reads_processes=False, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
+    folds_small_slices=False, noun="areas",
 )

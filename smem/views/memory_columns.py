@@ -6,16 +6,11 @@ everywhere, with the same help, so -c, -s, -t, -p, -k and the formats treat
 them alike.
 """
 
-from ..accounting import sum_of
+from ..aggregate import sum_of
 from ..model import uss_of
 from .columns import amount
 
-__all__ = ["memory_columns", "exact_columns", "EXACT_TOTALS"]
-
-#: Under --exact, -t totals of these columns are the exact figures of all the rows'
-#: processes taken as one group (distinct frames), not sums.
-EXACT_TOTALS = {"rss": "rss_kib", "pss": "pss_kib", "uss": "uss_kib", "guss": "uss_kib",
-                "gpss": "pss_kib", "grss": "rss_kib", "gshared": "shared_kib", "gswap": "swap_kib"}
+__all__ = ["memory_columns", "exact_columns"]
 
 
 def _counter(totals_of, key):
@@ -47,11 +42,12 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
         amount("swap", "Swap", _counter(totals_of, "Swap"), "swap space used (ignoring sharing)",
                percent_of="swap", counters={"Swap"}),
         amount("uss", "USS", lambda r: uss_of(totals_of(r)), "unique set size: memory only this maps",
-               counters={"Private_Clean", "Private_Dirty"}),
+               counters={"Private_Clean", "Private_Dirty"}, exact_total="uss_kib"),
         amount("rss", "RSS", _counter(totals_of, "Rss"), "resident set size (ignoring sharing)",
-               counters={"Rss"}),
+               counters={"Rss"}, exact_total="rss_kib"),
         amount("pss", "PSS", _counter(totals_of, "Pss"),
-               "proportional set size (shared pages divided among their users)", counters={"Pss"}),
+               "proportional set size (shared pages divided among their users)", counters={"Pss"},
+               exact_total="pss_kib"),
     ]
     if vss:
         columns.append(amount("vss", "VSS", _counter(totals_of, "Size"),
@@ -107,16 +103,15 @@ def _exact(exact_of, field):
 
 def exact_columns(exact_of):
     """Exact figures of a row's processes as one group, from pagemap (--exact)."""
-    needs = {"mappings", "exact"}
+    def column(key, header, field, help, **kw):
+        return _wide(key, header, _exact(exact_of, field), help, needs={"mappings", "exact"},
+                     exact_total=field, **kw)
     return [
-        _wide("guss", "GUSS", _exact(exact_of, "uss_kib"),
-              "group USS: frames only these processes map, what killing them all frees (--exact)", needs=needs),
-        _wide("gpss", "GPSS", _exact(exact_of, "pss_kib"),
-              "group PSS recomputed page by page from map counts (--exact)", needs=needs),
-        _wide("grss", "GRSS", _exact(exact_of, "rss_kib"),
-              "distinct frames mapped (a frame shared inside the group counts once) (--exact)", needs=needs),
-        _wide("gshared", "GShared", _exact(exact_of, "shared_kib"),
-              "frames also mapped by processes outside the group (--exact)", needs=needs),
-        _wide("gswap", "GSwap", _exact(exact_of, "swap_kib"),
-              "distinct swap slots (--exact)", needs=needs, percent_of="swap"),
+        column("guss", "GUSS", "uss_kib",
+               "group USS: frames only these processes map, what killing them all frees (--exact)"),
+        column("gpss", "GPSS", "pss_kib", "group PSS recomputed page by page from map counts (--exact)"),
+        column("grss", "GRSS", "rss_kib",
+               "distinct frames mapped (a frame shared inside the group counts once) (--exact)"),
+        column("gshared", "GShared", "shared_kib", "frames also mapped by processes outside the group (--exact)"),
+        column("gswap", "GSwap", "swap_kib", "distinct swap slots (--exact)", percent_of="swap"),
     ]

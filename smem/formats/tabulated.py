@@ -1,0 +1,43 @@
+"""tabulate's table styles (github, grid, markdown, rst, html, ...): tables for people.
+
+The cells are the classic table's (``-k``, ``-p``, ``-`` for absent, command
+lines cut as in the classic table unless ``-a``).  The style names are
+listed here rather than asked of tabulate, so that text reports do not pay
+for importing it; a test keeps them in step with tabulate's.
+"""
+
+from ..report import format_value
+
+__all__ = ["STYLES", "renderer"]
+
+#: tabulate.tabulate_formats, less unsafehtml, plus the markdown alias
+STYLES = (
+    "asciidoc", "colon_grid", "double_grid", "double_outline", "fancy_grid", "fancy_outline", "github",
+    "grid", "heavy_grid", "heavy_outline", "html", "jira", "latex", "latex_booktabs", "latex_longtable",
+    "latex_raw", "mediawiki", "mixed_grid", "mixed_outline", "moinmoin", "orgtbl", "outline", "pipe",
+    "plain", "presto", "pretty", "psql", "rounded_grid", "rounded_outline", "rst", "simple", "simple_grid",
+    "simple_outline", "textile", "tsv", "youtrack", "markdown",
+)
+_ALIASES = {"markdown": "pipe"}
+
+
+def renderer(style):
+    return lambda rendering: render(rendering, style)
+
+
+def render(rendering, style):
+    import tabulate
+    table, options = rendering.table, rendering.options
+
+    def cell(column, value):
+        text = format_value(column, value, options, table)
+        return text[:column.width] if column.truncate and not options.autosize else text
+
+    cells = [[cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
+    if table.totals is not None:
+        cells.append([cell(c, v) for c, v in zip(table.columns, table.totals)])
+    headers = () if options.no_header else [c.header for c in table.columns]
+    aligns = ["right" if c.align == ">" else "left" for c in table.columns]
+    text = tabulate.tabulate(cells, headers=headers, tablefmt=_ALIASES.get(style, style), disable_numparse=True,
+                             colalign=aligns)
+    return text + "\n" + "".join(n + "\n" for n in table.notes)

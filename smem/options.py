@@ -1,0 +1,75 @@
+"""What a report was asked for, split by who needs it, and frozen.
+
+The command line builds these once; every layer below reads them and none
+changes them.  A :class:`Query` says what to read, :class:`TableOptions` how
+to lay the rows out, :class:`ChartOptions` what to draw, :class:`SystemOptions`
+how to size RAM for the system view; a :class:`ReportRequest` carries them
+together.
+"""
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+__all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "ReportRequest"]
+
+
+@dataclass(frozen=True)
+class Query:
+    """What to read: the view, the source and the selection."""
+
+    view: str = "process"              # a key of smem.views.VIEWS
+    source: Optional[str] = None       # -S: None for the live system
+    process_filter: Optional[str] = None   # -P
+    user_filter: Optional[str] = None      # -U
+    map_filter: Optional[str] = None       # -M
+    exact: bool = False                # --exact (implied by --shared-with)
+    jobs: Optional[int] = None         # processes reading in parallel (None: decide)
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """How rows become a table: columns, order, totals and units."""
+
+    columns: Optional[Tuple[str, ...]] = None  # -c; None for the view's defaults
+    sort: Optional[str] = None
+    reverse: bool = False
+    totals: bool = False
+    no_header: bool = False
+    autosize: bool = False
+    abbreviate: bool = False           # -k
+    percent: bool = False              # -p
+    numeric: bool = False              # -n
+    terminal_columns: Optional[int] = None  # -a's width; None: ask the terminal
+    exact: bool = False                # default columns and totals under --exact
+    format: str = "classic"            # a key of smem.formats.FORMATS
+
+
+@dataclass(frozen=True)
+class ChartOptions:
+    """--pie FIELD or --bar FIELD, and where the chart goes."""
+
+    kind: str                          # "pie" or "bar"
+    label: str                         # the field that labels slices or bars
+    output: Optional[str] = None       # -o; None opens a window
+    force: bool = False                # -o may replace a file that holds something else
+
+
+@dataclass(frozen=True)
+class SystemOptions:
+    """Sizing the whole system (-w): installed RAM and the kernel image."""
+
+    realmem_bytes: Optional[int] = None    # -R
+    kernel_path: Optional[str] = None      # -K
+    recommend: Optional[float] = None      # --recommend headroom, percent
+
+    @property
+    def ram_kib(self):
+        return None if self.realmem_bytes is None else self.realmem_bytes // 1024
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    query: Query = field(default_factory=Query)
+    table: TableOptions = field(default_factory=TableOptions)
+    chart: Optional[ChartOptions] = None
+    system: SystemOptions = field(default_factory=SystemOptions)
