@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import List, Optional
 
 from .errors import UsageError
+from .extras import require
 from .formats import FORMATS, Rendering, render
 from .model import Selection, load_snapshot, own_invocation
 from .options import ReportRequest
@@ -69,6 +70,7 @@ def plan(request):
         needs.counters |= {c for key in (view.chart_measure, view.chart_measure_without_pss)
                            for c in view.columns[key].counters}
     if exact:
+        require("numpy", "--exact")
         from .exact import COUNTERS_READ  # numpy: only here
         needs.counters |= COUNTERS_READ
     return Plan(view, companions, needs, exact)
@@ -138,8 +140,12 @@ def _account_exactly(snapshot, view, selection, warnings):
         warnings.append(f"{e}; showing the smaps figures")
         return
     if view.requires_exact:
-        snapshot.sharing = sharing_of_selection(snapshot, selection,
-                                                exclude=own_invocation(snapshot.source, selection))
+        own = own_invocation(snapshot.source, selection)
+        selected, sharing = sharing_of_selection(snapshot, selection, exclude=own)
+        if snapshot.source.is_live:  # smem itself maps the same libraries: not an answer
+            for pid in own | {os.getpid()}:
+                sharing.holders.pop(pid, None)
+        snapshot.sharing = selected, sharing
 
 
 def _load_warnings(snapshot):

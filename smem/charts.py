@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from .errors import SmemError, UsageError
+from .extras import require
 from .output import output_file
 from .report import CONTROLS
 from .units import human
@@ -120,7 +121,7 @@ def _source_line(snapshot):
 def _amount_text(kib, column, table, options):
     if options.percent:
         total = table.swap_kib if column.percent_of == "swap" else table.ram_kib
-        return "%.2f%%" % (100.0 * kib / total) if total else "N/A"
+        return "%.2f%%" % (100.0 * kib / total) if total else "-"
     if options.abbreviate:
         return human(kib)
     return f"{kib} KiB"
@@ -341,10 +342,7 @@ def _has_display():
 
 def show_chart(table, options, chart, snapshot):
     """Draw ``chart`` (--pie or --bar) of ``table``: save it to ``-o FILE``, or open a window."""
-    import importlib.util
-    if importlib.util.find_spec("matplotlib") is None:
-        raise SmemError("charts need matplotlib (pip install matplotlib, "
-                        "or apt install python3-matplotlib)")
+    require("matplotlib", "--pie and --bar")
     fmt = _output_format(chart.output) if chart.output else None
     if fmt is None and not _has_display():
         raise UsageError("no display to show the chart on ($DISPLAY and $WAYLAND_DISPLAY are unset): "

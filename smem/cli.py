@@ -169,6 +169,9 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
 def capture(output, force, host, compression, exact):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
+    if exact:
+        from .extras import require
+        require("numpy", "capture --exact")
     from .capture import write_capture
     from .output import output_file
     from .sources import open_source

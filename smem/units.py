@@ -26,9 +26,9 @@ def human(kib):
 
 
 def percent(kib, total):
-    """``-p``: the share of ``total`` with two decimals, "N/A" when there is no total."""
+    """``-p``: the share of ``total`` with two decimals, "-" (unknown, as any absent figure) without a total."""
     if not total:
-        return "N/A"
+        return "-"
     return "%.2f%%" % (100.0 * kib / total)
 
 

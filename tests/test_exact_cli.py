@@ -80,6 +80,10 @@ def test_shared_with_names_the_siblings(family):
         assert shares[pid] >= SHARED_KIB - PAGE_KIB, (pid, shares.get(pid))
     assert leader not in shares
     assert lines[-1].startswith("1 selected process shares ")
+    # smem itself maps the same interpreter and libraries: it is never an answer
+    named = json.loads(run_smem("--exact", "--shared-with", "-P", f"^{comm}$", "-c", "pid command shared",
+                                "-F", "json").stdout)
+    assert named["rows"] and not [r for r in named["rows"] if "--shared-with" in r["command"]]
 
 
 @needs_root

@@ -30,8 +30,12 @@ def test_json_rows_are_the_classic_rows_as_raw_integers():
     assert [c["key"] for c in doc["columns"]] == cols.split()
     classic = [l.split() for l in classic_rows("-c", cols)]
     assert [[str(r[k]) for k in cols.split()] for r in doc["rows"]] == classic
-    totals = classic_rows("-c", cols, "-t")[-1].split()
-    assert [str(doc["totals"][k]) for k in cols.split()] == totals
+    totals = dict(zip(cols.split(), classic_rows("-c", cols, "-t")[-1].split()))
+    # totals say what they count: processes and users, not a pid and a user name
+    assert set(doc["totals"]) == {"processes", "users", "swap", "uss", "pss", "rss", "vss", "maps"}
+    assert str(doc["totals"]["processes"]) == totals["pid"] == str(len(doc["rows"]))
+    assert str(doc["totals"]["users"]) == totals["user"] == str(len({r["user"] for r in doc["rows"]}))
+    assert [str(doc["totals"][k]) for k in cols.split()[2:]] == [totals[k] for k in cols.split()[2:]]
     # -k asked for: the strings the table shows
     human = json.loads(run_smem("-S", CAPTURE, "-F", "json", "-c", "pid pss", "-k").stdout)
     assert [r["pss"] for r in human["rows"]] == [l.split()[1] for l in classic_rows("-c", "pid pss", "-k")]
@@ -51,6 +55,11 @@ def test_csv_reads_back_with_the_csv_module():
         assert r[2].startswith(line[15:42].rstrip())  # the full command, where the table cuts it
     long = [r for r in rows[1:] if len(r[2]) > 1000]
     assert long, "the capture holds a command line over 1000 characters"
+    # -t: a row no program takes for one more process
+    totalled = list(csv.reader(io.StringIO(run_smem("-S", CAPTURE, "-F", "csv", "-c", cols, "-t").stdout.decode())))
+    assert totalled[:-1] == rows
+    classic_total = classic_rows("-c", cols, "-t")[-1].split()
+    assert totalled[-1] == ["total", "", "", classic_total[-2], classic_total[-1]]
 
 
 def test_openmetrics_parses_and_matches():
@@ -78,8 +87,9 @@ def test_table_formats_hold_the_classic_cells(fmt):
     out = run_smem("-S", CAPTURE, "-F", fmt, "-c", "pid user pss", "-k", "-t").stdout.decode()
     cells = [[c for c in re.split(r"[|\s]+", l) if c] for l in out.splitlines()]
     rows = [c for c in cells if len(c) == 3 and c[0].isdigit()]
+    assert rows == [l.split() for l in classic_rows("-c", "pid user pss", "-k")], fmt
     total = classic_rows("-c", "pid user pss", "-k", "-t")[-1].split()
-    assert rows == [l.split() for l in classic_rows("-c", "pid user pss", "-k")] + [total], fmt
+    assert [c for c in cells if c and c[0] == "total"] == [["total", total[-1]]], fmt  # labelled, sums only
 
 
 def test_html_is_a_table():

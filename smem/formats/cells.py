@@ -11,7 +11,7 @@ for valid Unicode only.
 
 from ..report import format_value
 
-__all__ = ["printable", "raw", "cell", "asked_units"]
+__all__ = ["printable", "raw", "cell", "asked_units", "totals_row"]
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in list(range(32)) + [127]}
 
@@ -35,3 +35,10 @@ def cell(column, value, options, table, controls=True):
     if asked_units(options) and column.is_amount and value is not None and value != "":
         return format_value(column, value, options, table)
     return raw(value, controls)
+
+
+def totals_row(table, show):
+    """The -t row for a format whose rows have no place to say "total": the first field says it,
+    then the sums (``show(column, value)``); counts of rows and distinct values are left blank."""
+    cells = ["" if c.total != "sum" else show(c, v) for c, v in zip(table.columns, table.totals)]
+    return ["total"] + cells[1:]

@@ -1,6 +1,11 @@
-"""CSV (RFC 4180: CRLF line ends, quotes where needed): a header of column keys, raw KiB."""
+"""CSV (RFC 4180: CRLF line ends, quotes where needed): a header of column keys, raw KiB.
 
-from .cells import cell
+A ``-t`` totals row starts with the field ``total`` and carries the sums only,
+so that no program reads it as one more process (a count of 27 rows in the
+pid field would be pid 27); counts of rows and users are in JSON's totals.
+"""
+
+from .cells import cell, totals_row
 
 __all__ = ["render"]
 
@@ -16,6 +21,5 @@ def render(rendering):
     for row in table.values:
         writer.writerow(["" if v is None else cell(c, v, options, table) for c, v in zip(table.columns, row)])
     if table.totals is not None:
-        writer.writerow(["" if v is None else cell(c, v, options, table)
-                         for c, v in zip(table.columns, table.totals)])
+        writer.writerow(totals_row(table, lambda c, v: "" if v is None else cell(c, v, options, table)))
     return out.getvalue()

@@ -31,8 +31,10 @@ def render(rendering):
         "rows": [row_object(values) for values in table.values],
     }
     if table.totals is not None:
-        document["totals"] = {c.key: (None if v == "" else cell(c, v, options, table, controls=False))
-                              for c, v in zip(columns, table.totals)}
+        # named for what they count ("processes", "users"), not put in the pid and user fields;
+        # columns that do not total (names, commands) are left out
+        document["totals"] = {c.total_name: cell(c, v, options, table, controls=False)
+                              for c, v in zip(columns, table.totals) if c.total is not None}
     if table.notes:
         document["notes"] = table.notes
     return json.dumps(document, indent=2) + "\n"

@@ -7,6 +7,7 @@ for importing it; a test keeps them in step with tabulate's.
 """
 
 from ..report import format_value
+from .cells import totals_row
 
 __all__ = ["STYLES", "renderer"]
 
@@ -35,7 +36,7 @@ def render(rendering, style):
 
     cells = [[cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
     if table.totals is not None:
-        cells.append([cell(c, v) for c, v in zip(table.columns, table.totals)])
+        cells.append(totals_row(table, cell))
     headers = () if options.no_header else [c.header for c in table.columns]
     aligns = ["right" if c.align == ">" else "left" for c in table.columns]
     text = tabulate.tabulate(cells, headers=headers, tablefmt=_ALIASES.get(style, style), disable_numparse=True,

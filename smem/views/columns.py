@@ -35,6 +35,13 @@ class Column:
     #: under --exact, the -t total is this field of the rows' processes' ExactFigures taken as
     #: one group (distinct frames), not the sum of the rows
     exact_total: Optional[str] = None
+    #: what the -t total of this column is called where a name is needed (JSON's totals object):
+    #: "processes" for a count of pid rows, "users" for distinct users; the key by default
+    total_key: Optional[str] = None
+
+    @property
+    def total_name(self):
+        return self.total_key or self.key
 
 
 def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), counters=(), exact_total=None):
@@ -42,13 +49,13 @@ def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), count
                   total="sum", needs=frozenset(needs), counters=frozenset(counters), exact_total=exact_total)
 
 
-def count(key, header, getter, help, width=5, total="sum", needs=()):
-    return Column(key, header, getter, help, width=width, total=total, needs=frozenset(needs))
+def count(key, header, getter, help, width=5, total="sum", needs=(), total_key=None):
+    return Column(key, header, getter, help, width=width, total=total, needs=frozenset(needs), total_key=total_key)
 
 
-def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=()):
+def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=(), total_key=None):
     return Column(key, header, getter, help, width=width, align=align,
-                  truncate=truncate, total=total, needs=frozenset(needs))
+                  truncate=truncate, total=total, needs=frozenset(needs), total_key=total_key)
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ USER_VIEW = View(
     name="user", title="users",
     columns={c.key: c for c in (
         text("user", "User", lambda r: r.label, "user name or ID", 8),
-        count("count", "Count", lambda r: r.count, "number of processes"),
+        count("count", "Count", lambda r: r.count, "number of processes", total_key="processes"),
         *_memory(),
     )},
     default_columns=("user", "count", "swap", "uss", "pss", "rss"),
@@ -115,8 +115,9 @@ def program_rows(snapshots, options):
 PROGRAM_VIEW = View(
     name="program", title="programs",
     columns={c.key: c for c in (
-        text("name", "Name", lambda r: r.label, "program name (from stat)", 24, truncate=True, total="rows"),
-        count("count", "Count", lambda r: r.count, "number of processes"),
+        text("name", "Name", lambda r: r.label, "program name (from stat)", 24, truncate=True, total="rows",
+             total_key="programs"),
+        count("count", "Count", lambda r: r.count, "number of processes", total_key="processes"),
         *_memory(),
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
@@ -132,8 +133,8 @@ CGROUP_VIEW = View(
     name="cgroup", title="cgroups",
     columns={c.key: c for c in (
         text("cgroup", "Cgroup", lambda r: r.label, "memory cgroup: a service, a container, a session",
-             40, truncate=True, total="rows"),
-        count("count", "Count", lambda r: r.count, "number of processes"),
+             40, truncate=True, total="rows", total_key="cgroups"),
+        count("count", "Count", lambda r: r.count, "number of processes", total_key="processes"),
         *_memory(),
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),

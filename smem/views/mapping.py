@@ -65,7 +65,7 @@ def _memory():
 
 
 COLUMNS = {c.key: c for c in (
-    text("map", "Map", lambda r: r.name, "mapping name", 40, truncate=True, total="rows"),
+    text("map", "Map", lambda r: r.name, "mapping name", 40, truncate=True, total="rows", total_key="mappings"),
     count("count", "Count", lambda r: r.count, "number of mappings with this name"),
     count("pids", "PIDs", lambda r: r.process_count, "number of processes mapping it"),
     *_memory(),

@@ -63,8 +63,8 @@ def _stat(field):
 
 
 COLUMNS = {c.key: c for c in (
-    count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows"),
-    text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct"),
+    count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows", total_key="processes"),
+    text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct", total_key="users"),
     text("name", "Name", lambda r: r.process.name, "process name (from stat)", 24, truncate=True),
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
