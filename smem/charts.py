@@ -47,7 +47,12 @@ FOLD_EACH = 0.005
 #: most once, so that RAM minus their sum is memory no row uses.
 RAM_LIKE = ("uss", "pss")
 
+#: "unused" is drawn while it is at most this share of RAM; beyond, the pie is the used part
+UNUSED_DRAWN_UP_TO = 0.5
+
 LABEL_WIDTH = 40
+#: where the pie sits in the figure (left, bottom, width, height); the legend is to its right
+PIE_BOX = (0.04, 0.06, 0.54, 0.76)
 UNUSED_COLOUR = "#d9d9d9"
 OTHER_COLOUR = "#8c8c8c"
 
@@ -95,13 +100,29 @@ def _literal(text):
 
 
 def _draw_order(table):
-    """Rows as charts show them: amounts largest first (smem 1.5), other fields in order.
+    """(shown values, sort value, row) as charts show them: amounts largest first (smem 1.5),
+    other fields in order.
 
     The table is sorted as the user asked (ascending, -r descending); for an
     amount sort the chart shows it the other way round, so -r still flips it.
     """
-    rows = list(zip(table.values, table.sort_values))
+    rows = list(zip(table.values, table.sort_values, table.rows))
     return rows[::-1] if table.sort.is_amount else rows
+
+
+def _labels(entries, key):
+    """Labels for (label value, row) entries; a label shown twice gets its row's pid: postgres (1234)."""
+    labels = [_label(value, key) for value, _ in entries]
+    seen = {}
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    result = []
+    for label, (_, row) in zip(labels, entries):
+        pids = getattr(row, "member_pids", ())
+        if seen[label] > 1 and len(pids) == 1:
+            label = f"{label} ({pids[0]})"
+        result.append(label)
+    return result
 
 
 def _source_line(snapshot):
@@ -119,12 +140,11 @@ def _source_line(snapshot):
 
 
 def _amount_text(kib, column, table, options):
+    """An amount as a chart writes it: -p a percentage; else human units (23.5G)."""
     if options.percent:
         total = table.swap_kib if column.percent_of == "swap" else table.ram_kib
         return "%.2f%%" % (100.0 * kib / total) if total else "-"
-    if options.abbreviate:
-        return human(kib)
-    return f"{kib} KiB"
+    return human(kib)
 
 
 @dataclass
@@ -139,12 +159,13 @@ class PieData:
 
 
 def _pie_values(table, snapshot):
-    """(value column, [(value, label) in drawing order]) for the pie."""
+    """(value column, [(value, label value, row) in drawing order]) for the pie."""
     if table.sort.is_amount:
-        return table.sort, [(sort_value, row[-1]) for row, sort_value in _draw_order(table)]
+        return table.sort, [(sort_value, values[-1], row) for values, sort_value, row in _draw_order(table)]
     # the rows keep their order; the slices show the view's own measure, shown or not
     column = table.view.columns[table.view.measure_for(snapshot.pss_missing)]
-    return column, [(value, row[-1]) for row, value in zip(table.values, table.column_values(column))]
+    return column, [(value, values[-1], row)
+                    for values, value, row in zip(table.values, table.column_values(column), table.rows)]
 
 
 def pie_data(table, options, snapshot):
@@ -157,19 +178,25 @@ def pie_data(table, options, snapshot):
     notes = []
     if options.sort and not table.sort.is_amount:
         notes.append(f"sorted by {table.sort.key}, which is not an amount: slices show {column.header}")
-    missing = sum(1 for value, _ in pairs if value is None)
+    missing = sum(1 for value, _, _ in pairs if value is None)
     if missing:
         notes.append(f"{missing} of {len(pairs)} without {column.header} (absent) left out")
-    rows = [(value, _label(label, label_key)) for value, label in pairs
-            if value is not None and value > 0]
-    if not rows:
+    drawn = [(value, label, row) for value, label, row in pairs if value is not None and value > 0]
+    if not drawn:
         why = "absent from this source" if missing == len(pairs) else "0 for all of them"
         raise SmemError(f"nothing to chart: the {view.title}' {column.header} is {why}")
+    rows = list(zip((value for value, _, _ in drawn), _labels([(label, row) for _, label, row in drawn], label_key)))
     used = sum(value for value, _ in rows)
     ram = table.ram_kib
     unused = 0
     if view.disjoint_rows and column.key in RAM_LIKE and ram and ram > used:
         unused = ram - used
+        if unused > ram * UNUSED_DRAWN_UP_TO:
+            # a lightly loaded machine: a slice of 99% would leave the rows unreadable
+            notes.append(f"unused {_amount_text(unused, column, table, options)} "
+                         f"({100.0 * unused / ram:.1f}% of {human(ram)} RAM) not drawn: "
+                         f"the pie is the {human(used)} in use")
+            unused = 0
     whole = used + unused
 
     # Fold the smallest slices, as smem 1.5 does, but never a lone one, nor the
@@ -231,8 +258,8 @@ def bar_data(table, options, snapshot):
         raise UsageError(f"nothing to draw bars of: no memory column among the columns shown ({shown}); "
                          f"add some with -c, from: {amounts}")
     rows = _draw_order(table)
-    labels = [_label(row[-1], label_column.key) for row, _ in rows]
-    raw = [[row[index] for row, _ in rows] for index, _ in series.values()]
+    labels = _labels([(values[-1], row) for values, _, row in rows], label_column.key)
+    raw = [[values[index] for values, _, _ in rows] for index, _ in series.values()]
     notes = []
     absent = sum(1 for values in raw for v in values if v is None)
     if absent:
@@ -273,10 +300,22 @@ def _colours(name, count, skip=()):
     return [palette[i % len(palette)] for i in range(count)]
 
 
+def slice_colours(count):
+    """``count`` distinct colours for pie slices: tab20, tab20b and tab20c without their greys
+    (they stand for "other" and "unused"), then evenly spaced hues; never one twice."""
+    from matplotlib import colormaps
+    palette = [c for i, c in enumerate(colormaps["tab20"].colors) if i not in (14, 15)]
+    palette += list(colormaps["tab20b"].colors)
+    palette += [c for i, c in enumerate(colormaps["tab20c"].colors) if i < 16]
+    if count <= len(palette):
+        return palette[:count]
+    hsv = colormaps["hsv"]
+    return [tuple(hsv(i / count)[:3]) for i in range(count)]
+
+
 def draw_pie(figure, data):
     """Draw ``data`` (a :class:`PieData`) on a matplotlib Figure."""
-    # tab20 without its two greys, which stand for "other" and "unused".
-    rows = _colours("tab20", data.kinds.count("row"), skip=(14, 15))
+    rows = slice_colours(data.kinds.count("row"))
     colours = []
     for kind in data.kinds:
         colours.append(UNUSED_COLOUR if kind == "unused" else OTHER_COLOUR if kind == "other" else rows.pop(0))
@@ -286,7 +325,7 @@ def draw_pie(figure, data):
              for label, value, kind in zip(data.labels, data.values, data.kinds)]
     explode = [0.05 if kind == "unused" else 0 for kind in data.kinds]
     figure.set_size_inches(11, 7)
-    ax = figure.add_axes([0.04, 0.06, 0.54, 0.76])
+    ax = figure.add_axes(PIE_BOX)
     wedges, _, _ = ax.pie(
         data.values, labels=shown, colors=colours, explode=explode, startangle=90,
         counterclock=False, autopct=lambda p: f"{p:.1f}%" if p >= 3 else "", pctdistance=0.75,
@@ -294,7 +333,7 @@ def draw_pie(figure, data):
     ax.set_aspect("equal")
     figure.legend(wedges, data.legend, loc="center left", bbox_to_anchor=(0.6, 0.47),
                   fontsize=8, frameon=False, title=None)
-    _titles(figure, data)
+    _titles(figure, data, centre=PIE_BOX[0] + PIE_BOX[2] / 2)  # over the pie, not pie and legend
 
 
 def draw_bar(figure, data):
@@ -324,12 +363,12 @@ def draw_bar(figure, data):
     figure.tight_layout(rect=(0, (0.3 if data.notes else 0.05) / inches, 1, 1 - 0.75 / inches))
 
 
-def _titles(figure, data):
+def _titles(figure, data, centre=0.5):
     """Title, source line under it, notes at the foot: placed in points, whatever the height."""
     from matplotlib.transforms import offset_copy
-    figure.text(0.5, 1, data.title, ha="center", va="top", fontsize=13,
+    figure.text(centre, 1, data.title, ha="center", va="top", fontsize=13,
                 transform=offset_copy(figure.transFigure, fig=figure, y=-8, units="points"))
-    figure.text(0.5, 1, data.subtitle, ha="center", va="top", fontsize=9, color="#444444",
+    figure.text(centre, 1, data.subtitle, ha="center", va="top", fontsize=9, color="#444444",
                 transform=offset_copy(figure.transFigure, fig=figure, y=-30, units="points"))
     for n, note in enumerate(reversed(data.notes)):
         figure.text(0.01, 0, _literal(note), ha="left", va="bottom", fontsize=7, color="#555555",

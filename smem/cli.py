@@ -148,7 +148,8 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
                     map_filter=mapfilter, exact=exact or shared_with),
         table=TableOptions(columns=parse_columns(columns) if columns else None, sort=sort, reverse=reverse,
                            totals=totals, no_header=no_header, autosize=autosize, abbreviate=abbreviate,
-                           percent=percent, numeric=numeric, format=fmt),
+                           percent=percent, numeric=numeric, format=fmt,
+                           terminal_columns=_terminal_columns() if autosize else None),
         chart=ChartOptions("pie" if pie else "bar", pie or bar, output, force) if pie or bar else None,
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
                              kernel_path=kernel, recommend=recommend),
@@ -191,6 +192,17 @@ def capture(output, force, host, compression, exact):
         raise SmemError(f"cannot write the capture: {e.strerror}") from None
     if skipped:
         _warn(f"{skipped} process{'es' if skipped > 1 else ''} could not be read and {'were' if skipped > 1 else 'was'} left out")
+
+
+def _terminal_columns():
+    """-a's width: COLUMNS, else the terminal of stdout; None off a terminal (the whole names)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isascii() and columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _warn(message):

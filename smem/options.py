@@ -39,7 +39,7 @@ class TableOptions:
     abbreviate: bool = False           # -k
     percent: bool = False              # -p
     numeric: bool = False              # -n
-    terminal_columns: Optional[int] = None  # -a's width; None: ask the terminal
+    terminal_columns: Optional[int] = None  # -a's width; None: no terminal, nothing is cut
     exact: bool = False                # default columns and totals under --exact
     format: str = "classic"            # a key of smem.formats.FORMATS
 

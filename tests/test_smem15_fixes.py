@@ -262,13 +262,42 @@ def test_process_filter_never_matches_smem_itself(child):
     assert pids == [c.pid]
 
 
-def test_autosize_uses_the_terminal_width_not_stdin(child):
+def _on_a_terminal(args, columns):
+    """smem's output run on a pseudo-terminal ``columns`` wide (stdin not a terminal)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdout=slave, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env=env, cwd=os.path.dirname(os.path.dirname(__file__)))
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(60)
+    os.close(master)
+    return out.decode().replace("\r\n", "\n").splitlines()
+
+
+def test_autosize_uses_the_terminal_of_stdout_and_cuts_nothing_off_a_terminal(child):
     token = uuid.uuid4().hex
     c = child("pass", args=[token * 3])
-    narrow = rows(run_smem("-a", "-c", "pid command", "-P", token), c.pid)[0]
-    wide = rows(run_smem("-a", "-c", "pid command", "-P", token, env={"COLUMNS": "300"}), c.pid)[0]
+    args = ["-a", "-c", "pid command", "-P", token]
+    (narrow,) = [l for l in _on_a_terminal(args, 80) if l.split()[:1] == [str(c.pid)]]
     assert len(narrow) <= 80 and token * 3 not in narrow
-    assert (token * 3) in wide
+    (sixty,) = rows(run_smem(*args, env={"COLUMNS": "60"}), c.pid)
+    assert len(sixty) <= 60 and token not in sixty
+    (whole,) = rows(run_smem(*args), c.pid)  # off a terminal, -a means the whole command line
+    assert (token * 3) in whole
 
 
 def test_unreadable_processes_are_one_warning_not_silence():

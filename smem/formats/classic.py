@@ -10,13 +10,9 @@ from ..report import format_value
 __all__ = ["render"]
 
 
-def _terminal_width():
-    import shutil  # it imports bz2, lzma and zlib: only for -a
-    return shutil.get_terminal_size((80, 24)).columns
-
-
 def _autosize(table, options, terminal_columns):
-    """smem 1.5's -a: fit each column to its values, the flowing column to the terminal."""
+    """smem 1.5's -a: fit each column to its values, the flowing column to the terminal
+    (``terminal_columns`` None: no terminal, so nothing is cut)."""
     sizes = {}
     for i, column in enumerate(table.columns):
         candidates = [1]
@@ -28,7 +24,7 @@ def _autosize(table, options, terminal_columns):
             candidates.extend(len("-" if v[i] is None else str(v[i])) for v in table.values)
         sizes[column.key] = max(candidates)
     flowing = table.view.flowing_column
-    if flowing in sizes:
+    if flowing in sizes and terminal_columns is not None:
         others = sum(sizes.values()) - sizes[flowing]
         room = max(terminal_columns - others - len(table.columns), 10)
         sizes[flowing] = min(sizes[flowing], room)
@@ -45,11 +41,11 @@ def render(rendering):
         total_cells = [format_value(c, v, options, table) for c, v in zip(table.columns, table.totals)]
     sizes = {}
     if options.autosize:
-        sizes = _autosize(table, options, options.terminal_columns or _terminal_width())
+        sizes = _autosize(table, options, options.terminal_columns)
     widths = []
     for i, column in enumerate(table.columns):
         width = sizes.get(column.key, column.width)
-        if not column.truncate:
+        if not column.truncate or (options.autosize and options.terminal_columns is None):
             needed = [len(r[i]) for r in cells]
             if total_cells is not None:
                 needed.append(len(total_cells[i]))

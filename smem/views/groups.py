@@ -139,5 +139,6 @@ CGROUP_VIEW = View(
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True, disjoint_rows=True,
+    flowing_column="cgroup",
     labels=(("cgroup", lambda r: r.label),),
 )
