@@ -141,6 +141,9 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
     if columns is not None and not parse_columns(columns):
         raise UsageError("-c/--columns is empty: name the fields to show, e.g. -c 'pid name pss'")
+    if source == "-" and sys.stdin is not None and sys.stdin.isatty():
+        raise UsageError("-S - reads a capture from standard input, which is a terminal: "
+                         "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
     view = "sharing" if shared_with else chosen[0][1] if chosen else "process"
     from .app import run_report  # the model and views: not for --help or completion
     result = run_report(ReportRequest(
@@ -258,6 +261,8 @@ def main(argv=None):
         command.main(args=args, prog_name="smem", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
+    except click.NoSuchOption as e:
+        _fail(f"no such option {e.option_name}{_suggestion(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.UsageError as e:
         _fail(f"{e.format_message()} (see '{_command_path(e.ctx)} --help')", 2)
     except click.ClickException as e:
@@ -271,6 +276,24 @@ def main(argv=None):
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(0)
+
+
+def _suggestion(error):
+    """The options an unknown one was probably meant as: those it begins, else a close spelling.
+
+    click's own guess is difflib's at a low cutoff, which offers --columns for --bogus.
+    """
+    import difflib
+    if error.ctx is None:
+        return ""
+    known = [o for p in error.ctx.command.get_params(error.ctx) for o in p.opts + p.secondary_opts
+             if o.startswith("--")]
+    typed = error.option_name
+    close = [o for o in known if o.startswith(typed)] if typed.startswith("--") else []
+    if not close:
+        names = {o.lstrip("-"): o for o in known}
+        close = [names[n] for n in difflib.get_close_matches(typed.lstrip("-"), names, n=3, cutoff=0.75)]
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def _command_path(ctx):

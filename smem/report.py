@@ -58,8 +58,10 @@ class Table:
 def selected_columns(view, options, chart=None):
     """The Column objects to show: -c (or ``all``, or the defaults), then the chart's label field."""
     if options.columns == ("all",):
-        # every column; the exact ones only under --exact (they cost a pagemap scan)
-        keys = [k for k, c in view.columns.items() if options.exact or "exact" not in c.needs]
+        # every column, the defaults first in their order; the exact ones only under --exact
+        # (they cost a pagemap scan)
+        keys = list(dict.fromkeys([*view.default_columns_for(options.exact), *view.columns]))
+        keys = [k for k in keys if options.exact or "exact" not in view.columns[k].needs]
     else:
         keys = list(options.columns) if options.columns else view.default_columns_for(options.exact)
     if chart is not None:
@@ -137,6 +139,7 @@ def _exact_totals(table, exact):
     """Under --exact, totals of all the rows' processes as one group: distinct frames, not sums."""
     pids = sorted({pid for row in table.rows for pid in row.member_pids})
     figures = exact.groups({"all": pids})["all"]
+    table.notes.append("totals: the processes of all rows as one group, each frame counted once (--exact)")
     for i, column in enumerate(table.columns):
         if column.exact_total is not None:
             value = getattr(figures, column.exact_total)
