@@ -16,11 +16,12 @@ from .extras import require
 from .formats import FORMATS, Rendering, render
 from .model import Selection, load_snapshot, own_invocation
 from .options import ReportRequest
-from .report import make_table, selected_columns, sort_column
+from .report import CONTROLS, make_table, selected_columns, sort_column
 from .sources import open_source
+from .units import human
 from .views import VIEWS, needs_of
 
-__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot"]
+__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "load_warnings", "SLOW_READ_SECONDS"]
 
 
 @dataclass
@@ -59,6 +60,7 @@ def plan(request):
     if exact and not view.process_groups and not view.requires_exact:
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     needs.mappings = needs.mappings or exact
+    needs.max_rss_kib = request.query.max_rss_kib
     companions = ()
     if FORMATS[table.format].wants_companions:
         companions = tuple(VIEWS[name] for name in view.metrics_companions)
@@ -101,7 +103,7 @@ def read_snapshot(request, the_plan):
             _account_exactly(snapshot, view, selection, warnings)
     finally:
         source.close()
-    return snapshot, _load_warnings(snapshot) + warnings
+    return snapshot, load_warnings(snapshot) + warnings
 
 
 def run_report(request: ReportRequest) -> Result:
@@ -148,12 +150,34 @@ def _account_exactly(snapshot, view, selection, warnings):
         snapshot.sharing = selected, sharing
 
 
-def _load_warnings(snapshot):
+#: A process whose smaps took longer than this to read is named in a warning: the kernel walks its
+#: page tables to build smaps and the process stalls meanwhile (--max-rss skips such processes).
+SLOW_READ_SECONDS = 1.0
+
+
+def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
+    """The lines that say what the snapshot could not show: unreadable, skipped, slow processes."""
     warnings = []
-    for reason, count in sorted(snapshot.unreadable.items()):
+    for reason, processes in sorted(snapshot.unreadable.items()):
+        count = len(processes)
         hint = ("; run as root to see them"
                 if "ermission" in reason and snapshot.source.is_live and os.geteuid() != 0 else "")
-        warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}){hint}")
+        named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "")
+                          for pid, name in processes[:3])
+        more = f" and {count - 3} more" if count > 3 else ""
+        warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
+                        f"{named}{more}{hint}")
     if snapshot.pss_missing:
         warnings.append("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
+    if snapshot.skipped:
+        count = len(snapshot.skipped)
+        named = ", ".join(f"pid {pid} ({name.translate(CONTROLS)}, {human(rss)})"
+                          for pid, name, rss in snapshot.skipped[:3])
+        more = f" and {count - 3} more" if count > 3 else ""
+        warnings.append(f"--max-rss left out {count} process{'es' if count > 1 else ''}: {named}{more}")
+    slow = [p for p in snapshot.processes if p.read_seconds is not None and p.read_seconds > slow_seconds]
+    if slow:
+        p = max(slow, key=lambda p: p.read_seconds)
+        warnings.append(f"reading pid {p.pid} ({p.name.translate(CONTROLS)}) took {p.read_seconds:.1f} s: "
+                        "reading smaps stalls a process with much memory mapped; --max-rss SIZE skips such processes")
     return warnings

@@ -119,13 +119,16 @@ def cli():
 @click.option("-o", "--output", metavar="FILE",
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
 @output_options("chart")
+@click.option("--max-rss", metavar="SIZE",
+              help="Skip (and list) processes with more than SIZE resident (e.g. 64G): reading a huge "
+                   "process's smaps stalls it.")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
 def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, by_cgroup, exact,
            shared_with, group_by_name, group, fmt, users, system,
            processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
-           pie, bar, output, force, source):
+           pie, bar, output, force, max_rss, source):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
     """
@@ -148,7 +151,8 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
     from .app import run_report  # the model and views: not for --help or completion
     result = run_report(ReportRequest(
         query=Query(view=view, source=source, process_filter=processfilter, user_filter=userfilter,
-                    map_filter=mapfilter, exact=exact or shared_with),
+                    map_filter=mapfilter, exact=exact or shared_with,
+                    max_rss_kib=parse_size(max_rss) // 1024 if max_rss is not None else None),
         table=TableOptions(columns=parse_columns(columns) if columns else None, sort=sort, reverse=reverse,
                            totals=totals, no_header=no_header, autosize=autosize, abbreviate=abbreviate,
                            percent=percent, numeric=numeric, format=fmt,

@@ -64,7 +64,8 @@ class ProcessUnreadable(Exception):
     Counted, and summarised in one warning, rather than reported one by one.
     """
 
-    def __init__(self, pid, reason):
+    def __init__(self, pid, reason, name=None):
         super().__init__(f"{pid}: {reason}")
         self.pid = pid
         self.reason = reason
+        self.name = name  # the process name (comm), where known

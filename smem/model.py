@@ -14,6 +14,7 @@ import contextlib
 import gc
 import os
 import re
+import time
 
 from .aggregate import Sums
 from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError, process_error
@@ -22,10 +23,20 @@ from .parsers.cmdline import parse_cmdline
 from .parsers.meminfo import parse_meminfo
 from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
-from .parsers.status import parse_status
+from .parsers.status import parse_status, status_kib
 
 __all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation", "ROLLUP_SPLIT"]
 
+
+
+class ProcessSkipped(Exception):
+    """A process left out on purpose (--max-rss), before its smaps was read."""
+
+    def __init__(self, pid, name, rss_kib):
+        super().__init__(f"{pid}: {rss_kib} KiB resident")
+        self.pid = pid
+        self.name = name
+        self.rss_kib = rss_kib
 
 
 def uss_of(counters):
@@ -46,7 +57,7 @@ class Process:
     """
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
-                 "status", "cgroup", "_totals")
+                 "status", "cgroup", "read_seconds", "_totals")
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
@@ -59,6 +70,7 @@ class Process:
         self.rollup = None
         self.status = None
         self.cgroup = None        # memory cgroup path, when read
+        self.read_seconds = None  # how long its smaps took to read (live sources)
         self._totals = None
 
     @property
@@ -112,6 +124,10 @@ class Needs:
     #: the mappings are read to estimate it
     split = False
 
+    #: --max-rss: a process whose VmRSS (status, read first: cheap) is above this many KiB is
+    #: skipped before its smaps is read, since reading smaps walks its page tables and stalls it
+    max_rss_kib = None
+
     def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None):
         self.mappings = mappings
         self.rollup = rollup
@@ -161,7 +177,8 @@ class Snapshot:
         self.source = source
         self.processes = processes
         self.meminfo = meminfo          # parsers.meminfo.Meminfo
-        self.unreadable = unreadable    # {reason: count} of processes we could not read
+        self.unreadable = unreadable    # {reason: [(pid, name)]} of processes we could not read
+        self.skipped = []               # [(pid, name, VmRSS KiB)] left out by --max-rss
         self.pss_missing = pss_missing  # some smaps had no Pss line (kernel < 2.6.25)
         self.exact = None               # smem.exact.ExactAccounting, under --exact
         self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
@@ -228,7 +245,7 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
             return _load_memory(source, pid, selection, own_pid, names, needs)
         except ProcessGone:
             return None
-        except ProcessUnreadable as e:
+        except (ProcessUnreadable, ProcessSkipped) as e:
             return e
 
     # Reading in threads overlaps the kernel's work, but parsing holds the GIL: measured on
@@ -243,17 +260,23 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
             results = [one(pid) for pid in pids]
     processes = []
     unreadable = {}
+    skipped = []
     pss_missing = False
     for result in results:
         if result is None:
             continue
+        if isinstance(result, ProcessSkipped):
+            skipped.append((result.pid, result.name, result.rss_kib))
+            continue
         if isinstance(result, ProcessUnreadable):
-            unreadable[result.reason] = unreadable.get(result.reason, 0) + 1
+            unreadable.setdefault(result.reason, []).append((result.pid, result.name))
             continue
         process, had_pss = result
         pss_missing = pss_missing or not had_pss
         processes.append(process)
-    return Snapshot(source, processes, meminfo, unreadable, pss_missing)
+    snapshot = Snapshot(source, processes, meminfo, unreadable, pss_missing)
+    snapshot.skipped = skipped
+    return snapshot
 
 
 @contextlib.contextmanager
@@ -311,6 +334,23 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
     process = _load_process(source, pid, selection, own_pid, names)
     if process is None:
         return None
+    try:
+        return _load_counters(source, process, selection, needs)
+    except ProcessUnreadable as e:
+        e.name = process.name  # so the warning can say which
+        raise
+
+
+def _load_counters(source, process, selection, needs):
+    pid = process.pid
+    status = None
+    if needs.max_rss_kib is not None or needs.status:
+        raw = source.read_optional(f"{pid}/status")
+        status = parse_status(raw) if raw else None
+        rss = status_kib(status, "VmRSS") if status is not None else None
+        if needs.max_rss_kib is not None and rss is not None and rss > needs.max_rss_kib:
+            raise ProcessSkipped(pid, process.name, rss)
+    started = time.monotonic()
     had_pss = True
     rollup_totals = not needs.mappings and source.prefer_rollup
     if needs.rollup or rollup_totals:
@@ -344,9 +384,10 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
         process.mappings = mappings
+    if source.is_live:
+        process.read_seconds = time.monotonic() - started
     if needs.status:
-        raw = source.read_optional(f"{pid}/status")
-        process.status = parse_status(raw) if raw else None
+        process.status = status
     if needs.cgroup:
         raw = source.read_optional(f"{pid}/cgroup")
         process.cgroup = parse_cgroup(raw) if raw else None

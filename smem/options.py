@@ -24,6 +24,7 @@ class Query:
     map_filter: Optional[str] = None       # -M
     exact: bool = False                # --exact (implied by --shared-with)
     jobs: Optional[int] = None         # processes reading in parallel (None: decide)
+    max_rss_kib: Optional[int] = None  # --max-rss: skip processes with more resident
 
 
 @dataclass(frozen=True)

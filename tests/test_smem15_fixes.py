@@ -310,12 +310,28 @@ def test_unreadable_processes_are_one_warning_not_silence():
                           cwd=os.path.dirname(os.path.dirname(__file__)), stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     (warning,) = proc.stderr.decode().splitlines()
-    others = sum(1 for e in os.listdir("/proc") if e.isdigit() and os.stat(f"/proc/{e}").st_uid != 65534
-                 and open(f"/proc/{e}/cmdline", "rb").read())
+
+    def others_pid(entry):
+        try:
+            return os.stat(f"/proc/{entry}").st_uid != 65534 and open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            return False  # gone meanwhile
+    others = sum(1 for e in os.listdir("/proc") if e.isdigit() and others_pid(e))
     count = int(warning.split()[2])
-    assert warning.startswith("smem: warning: ") and "could not be read (permission denied)" in warning
+    assert warning.startswith("smem: warning: ") and "could not be read (permission denied): pid " in warning
     assert "run as root" in warning
     assert 0 < count <= others + 5  # processes may come and go between the two scans
+    # up to three are named, with their names; the rest counted
+    named = re.findall(r"pid (\d+) \(([^)]*)\)", warning)
+    assert len(named) == min(count, 3)
+    assert (f"and {count - 3} more" in warning) == (count > 3)
+    comms = {}
+    for pid, _ in named:
+        try:
+            comms[pid] = open(f"/proc/{pid}/comm").read().rstrip("\n")
+        except OSError:
+            pass
+    assert all(comms[pid] == name for pid, name in named if pid in comms)
     assert all(l.split()[1] == "nobody" for l in proc.stdout.decode().splitlines()[1:])
 
 
