@@ -100,7 +100,8 @@ def test_live_rollup_and_summed_smaps_agree():
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
 def test_an_archive_read_for_the_rollup_keeps_only_the_smaps_it_may_need(capture):
     """per_mapping=False: a process's smaps is dropped once its smaps_rollup is read."""
-    from smem.report import ReportOptions, make_table, selected_columns, sort_column
+    from smem.options import TableOptions
+    from smem.report import make_table, selected_columns, sort_column
     from smem.views import VIEWS, needs_of
 
     data = capture.read_bytes()
@@ -113,11 +114,11 @@ def test_an_archive_read_for_the_rollup_keeps_only_the_smaps_it_may_need(capture
         assert (lean.read_optional(f"{pid}/smaps") is not None) == (has_smaps and pid not in rollups), pid
     for name in ("process", "user"):
         view = VIEWS[name]
-        options = ReportOptions(columns=[k for k in view.columns if not view.columns[k].needs & {"mappings", "exact"}],
-                                totals=True)
+        options = TableOptions(columns=tuple(k for k in view.columns
+                                             if not view.columns[k].needs & {"mappings", "exact"}), totals=True)
         needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
         assert not needs.mappings
-        tables = [make_table(load_snapshot(s, needs=needs), view, options) for s in (lean, whole)]
+        tables = [make_table([load_snapshot(s, needs=needs)], view, options) for s in (lean, whole)]
         assert tables[0].values == tables[1].values and tables[0].totals == tables[1].totals, name
 
 
