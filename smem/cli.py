@@ -171,12 +171,19 @@ def report(no_header, columns, totals, autosize, realmem, kernel, recommend, map
 @click.option("-o", "--output", metavar="FILE", help="Write the capture to FILE (default: standard output).")
 @output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
-@click.option("--compression", type=click.Choice(["gz", "bz2", "xz", "none"]), default="gz",
-              show_default=True, help="Compression of the tar archive.")
+@click.option("--compression", type=click.Choice(["gz", "bz2", "xz", "zst", "none"]), default="gz",
+              show_default=True, help="Compression of the tar archive (zst needs smem[compression]).")
 @click.option("--exact", is_flag=True,
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
-def capture(output, force, host, compression, exact):
+@click.option("--script", is_flag=True,
+              help="Print the capture shell script instead, for a host without Python: "
+                   "smem capture --script | ssh box sh > box.tgz")
+def capture(output, force, host, compression, exact, script):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
+    if script:
+        from .sources.remote import capture_script
+        _write_bytes(capture_script())
+        return
     if exact:
         from .extras import require
         require("numpy", "capture --exact")
@@ -188,11 +195,14 @@ def capture(output, force, host, compression, exact):
                          "run 'smem capture --exact' on the host")
     if output is None and (sys.stdout is None or sys.stdout.isatty()):
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
+    if compression == "zst":
+        from .extras import require
+        require("zstandard", "capture --compression zst")
     src = open_source(host) if host else open_source(None)
     try:
-        with (output_file(output, force=force, what="capture") if output else _stdout()) as out:
-            written, skipped = write_capture(src, out, None if compression == "none" else compression,
-                                             exact=exact)
+        with (output_file(output, force=force, what="capture") if output else _stdout()) as out, \
+                _compressed(out, compression) as (stream, tar_compression):
+            written, skipped = write_capture(src, stream, tar_compression, exact=exact)
     except BrokenPipeError:
         _quiet_broken_pipe()
     except OSError as e:
@@ -217,13 +227,27 @@ def _warn(message):
 
 
 @contextlib.contextmanager
+def _compressed(out, compression):
+    """(stream, what tarfile should compress with): zstd is a stream of ours, the rest tarfile's."""
+    if compression != "zst":
+        yield out, None if compression == "none" else compression
+        return
+    import zstandard
+    with zstandard.ZstdCompressor(level=10).stream_writer(out, closefd=False) as stream:
+        yield stream, None
+
+
+@contextlib.contextmanager
 def _stdout():
     yield sys.stdout.buffer
     sys.stdout.buffer.flush()
 
 
 def _write(text):
-    data = text.encode("utf-8", "surrogateescape")
+    _write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+def _write_bytes(data):
     if sys.stdout is None:  # started with stdout closed (smem >&-)
         raise SmemError("cannot write the report: standard output is closed")
     try:

@@ -69,3 +69,44 @@ def test_exact_totals_say_they_are_one_group():
     assert proc.returncode == 0 and lines[-1].startswith("totals: the processes of all rows as one group")
     plain = run_smem("-u", "-t").stdout.decode().splitlines()
     assert not plain[-1].startswith("totals:")
+
+
+def test_man_page_is_installed_where_man_finds_it():
+    import importlib.metadata
+    import json
+    import shutil
+    from pathlib import Path
+    import sysconfig
+    site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    dist = next((d for d in importlib.metadata.distributions(path=site) if d.metadata["Name"] == "smem"), None)
+    if dist is None:
+        pytest.skip("smem is not installed (pip install .)")
+    origin = json.loads(dist.read_text("direct_url.json") or "{}")
+    if origin.get("dir_info", {}).get("editable"):
+        pytest.skip("an editable install does not install data files; CI installs with pip install .")
+    page = Path(sys.prefix) / "share" / "man" / "man1" / "smem.1"
+    assert page.read_text() == (TESTS.parent / "docs" / "smem.1").read_text()
+    if shutil.which("man"):
+        env = dict(os.environ, PATH=f"{sys.prefix}/bin:{os.environ.get('PATH', '')}")
+        env.pop("MANPATH", None)
+        found = subprocess.run(["man", "-w", "smem"], capture_output=True, text=True, env=env)
+        assert found.stdout.strip() == str(page), found
+
+
+def test_capture_script_prints_the_shell_script_that_captures(tmp_path):
+    script = run_smem("capture", "--script")
+    assert script.returncode == 0 and script.stdout == (TESTS.parent / "scripts" / "smemcap.sh").read_bytes()
+    shell = "dash" if subprocess.run(["which", "dash"], capture_output=True).returncode == 0 else "sh"
+    capture = tmp_path / "box.tgz"
+    with open(capture, "wb") as out:
+        assert subprocess.run([shell], input=script.stdout, stdout=out, timeout=120).returncode == 0
+    assert run_smem("-S", capture, "-u").returncode == 0
+
+
+def test_capture_in_zstd_reads_back(tmp_path):
+    pytest.importorskip("zstandard")
+    capture = tmp_path / "box.tar.zst"
+    assert run_smem("capture", "--compression", "zst", "-o", capture).returncode == 0
+    assert capture.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    report = run_smem("-S", capture, "-w")
+    assert report.returncode == 0 and b"free memory" in report.stdout
