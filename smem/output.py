@@ -9,9 +9,12 @@ the path is opened the way a careful shell would, never resolved by us first
   into place only once complete, never over anything that appeared meanwhile;
 - an existing regular file is replaced only when it already holds what smem
   writes there (a chart of the same format, a capture; ``looks_like``), is
-  empty, or ``--force`` is given.  It is then rewritten in place once the new
-  content is complete, so it keeps its inode, owner, mode, links, ACLs and
-  extended attributes, as with the shell's ``>``;
+  empty, or ``--force`` is given, and, without ``--force``, has no other hard
+  link.  It is then rewritten in place once the new content is complete, so it
+  keeps its inode, owner, mode, links, ACLs and extended attributes, as with
+  the shell's ``>``.  In a sticky world-writable directory (/tmp) a file of
+  another user is never written, as fs.protected_regular has it: root's report
+  would land in a file its owner can read and change;
 - a symbolic link is followed only if it belongs to us or to root
   (a link another user owns is what fs.protected_symlinks refuses to follow in
   sticky directories; we refuse it everywhere); the kernel resolves it;
@@ -78,6 +81,20 @@ def output_file(path, looks_like=looks_like_capture, force=False, what="file"):
         target.close()
 
 
+def _sticky_directory_owner(path):
+    """The owner of ``path``'s directory if it is sticky and world-writable (as /tmp), else None.
+
+    (Through a link of ours, the link's directory is judged: the target's is not known
+    without resolving the path ourselves.)
+    """
+    try:
+        directory = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return None
+    sticky = directory.st_mode & stat.S_ISVTX and directory.st_mode & stat.S_IWOTH
+    return directory.st_uid if sticky else None
+
+
 def _appeared(path):
     return OutputError(f"refusing to write {path}: it appeared while smem was writing; run again")
 
@@ -136,6 +153,16 @@ class _Target:
             os.close(fd)
             raise OutputError(f"refusing to write {path}: it is {_kind(mode)}, and -o writes regular files")
         self.existing = fd
+        info = os.fstat(fd)
+        owner = _sticky_directory_owner(path)
+        if owner is not None and info.st_uid not in (os.geteuid(), owner):
+            self.close()  # as fs.protected_regular: another user's file in /tmp is theirs to read
+            raise OutputError(f"refusing to write {path}: it belongs to another user (uid {info.st_uid}) "
+                              "in a world-writable directory; remove it or choose another name")
+        if not force and info.st_nlink > 1:
+            self.close()  # a hard link planted to a file elsewhere would be rewritten there
+            raise OutputError(f"refusing to replace {path}: it has {info.st_nlink} hard links; "
+                              "give --force to rewrite the file they share")
         if not force and not self._holds_our_kind(looks_like):
             self.close()
             raise OutputError(f"refusing to replace {path}: it exists and does not hold a {what}; "

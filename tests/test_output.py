@@ -184,3 +184,24 @@ def test_sigterm_while_writing_leaves_nothing_behind(tmp_path):
     proc.communicate(timeout=60)
     assert proc.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
     assert os.listdir(tmp_path) == ([] if proc.returncode else ["box.tgz"])
+
+
+def test_another_users_file_in_a_sticky_directory_is_not_written(sticky_tmp):
+    """An attacker's empty /tmp/box.tgz would receive root's capture and stay theirs to read."""
+    bait = sticky_tmp / "box.tgz"
+    _as_nobody(lambda: (open(bait, "wb").close(), os.chmod(bait, 0o666)))
+    for args in (["capture", "-o", bait], ["capture", "-o", bait, "--force"]):
+        line = _one_error_line(run_smem(*args))
+        assert "belongs to another user" in line
+    assert bait.stat().st_size == 0
+
+
+def test_a_planted_hard_link_is_not_rewritten(tmp_path):
+    """A second name for a file elsewhere (a root file that happens to be a chart, or empty)."""
+    elsewhere = tmp_path / "precious.png"
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", elsewhere).returncode == 0
+    before = elsewhere.read_bytes()
+    planted = tmp_path / "chart.png"
+    os.link(elsewhere, planted)
+    assert "hard links" in _one_error_line(run_smem("-S", CAPTURE, "--bar", "name", "-o", planted))
+    assert elsewhere.read_bytes() == before
