@@ -20,6 +20,10 @@ from .report import CONTROLS, make_table, selected_columns, sort_column
 from .sources import open_source
 from .units import human
 from .views import VIEWS, needs_of
+from .views.diff import diff_view
+
+#: how smem diff names this machine now
+LIVE = "live"
 
 __all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "load_warnings", "SLOW_READ_SECONDS"]
 
@@ -42,6 +46,11 @@ class Plan:
 
 def _check(request):
     query, view = request.query, VIEWS[request.query.view]
+    if query.old_source is not None:
+        if view.row_key is None or view.requires_exact or query.exact:
+            raise UsageError(f"smem diff compares processes, users, programs, cgroups, mappings or "
+                             f"the system, without --exact")
+        view = diff_view(view)
     if view.requires_exact and not (query.process_filter or query.user_filter):
         raise UsageError("--shared-with needs a selection: -P and/or -U")
     if request.system.recommend is not None and not view.needs_sizing:
@@ -84,17 +93,20 @@ def _companion_options(view, companion, options):
     return replace(options, columns=keys or None, sort=None)
 
 
-def read_snapshot(request, the_plan):
-    """(Snapshot, warnings): the source read as ``the_plan`` says, sized and accounted as asked."""
+def read_snapshot(request, the_plan, spec=None):
+    """(Snapshot, warnings): the source ``spec`` (the query's by default) read as ``the_plan`` says,
+    sized and accounted as asked."""
     view, needs, exact = the_plan.view, the_plan.needs, the_plan.exact
     query = request.query
+    spec = query.source if spec is None else spec
     selection = Selection(query.process_filter, query.user_filter, query.map_filter)
     # the sharing report reads everyone: the holders are outside the selection
     load_selection = Selection(None, None, query.map_filter) if view.requires_exact else selection
     warnings = []
     # -M reads every mapping (load_snapshot); otherwise an archive may drop what smaps_rollup serves
     # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split)
-    source = open_source(query.source, per_mapping=needs.mappings or needs.split or query.map_filter is not None)
+    source = open_source(None if spec == LIVE else spec,
+                         per_mapping=needs.mappings or needs.split or query.map_filter is not None)
     try:
         snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs)
         if view.needs_sizing or any(c.needs_sizing for c in the_plan.companions):
@@ -107,12 +119,17 @@ def read_snapshot(request, the_plan):
 
 
 def run_report(request: ReportRequest) -> Result:
-    """Read the source, build the table and render it (or draw the chart)."""
+    """Read the source (and, for a comparison, the old one first), build the table and render it
+    (or draw the chart)."""
     the_plan = plan(request)
-    snapshot, warnings = read_snapshot(request, the_plan)
+    snapshots, warnings = [], []
+    for spec in ([request.query.old_source] if request.query.old_source is not None else []) + [None]:
+        snapshot, said = read_snapshot(request, the_plan, spec)
+        snapshots.append(snapshot)
+        warnings.extend(w for w in said if w not in warnings)
     view = the_plan.view
     table_options = replace(request.table, exact=the_plan.exact)
-    table = make_table([snapshot], view, table_options, request.system, request.chart)
+    table = make_table(snapshots, view, table_options, request.system, request.chart)
     if request.chart is not None:
         from .charts import show_chart
         show_chart(table, table_options, request.chart, snapshot)

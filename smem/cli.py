@@ -68,13 +68,93 @@ class DefaultGroup(click.Group):
         return items
 
 
-def output_options(what):
-    """-o FILE and --force, for commands that write a file (``what``: what the file holds)."""
+def _bundle(*decorators):
+    """One decorator applying several click options: what several commands share."""
     def decorate(command):
-        command = click.option("--force", is_flag=True,
-                               help=f"Let -o replace an existing file that does not hold a {what}.")(command)
+        for decorator in reversed(decorators):
+            command = decorator(command)
         return command
     return decorate
+
+
+def output_options(what):
+    """--force, for commands that write -o FILE (``what``: what the file holds)."""
+    return click.option("--force", is_flag=True, help=f"Let -o replace an existing file that does not hold a {what}.")
+
+
+#: the views (smem 1.5's -m -u -w, then the newer ones)
+view_options = _bundle(
+    click.option("-m", "--mappings", is_flag=True, help="Show mappings."),
+    click.option("-u", "--users", is_flag=True, help="Show users."),
+    click.option("-w", "--system", is_flag=True, help="Show the whole system."),
+    click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers)."),
+    click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name)."),
+    click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name."),
+)
+
+#: which processes and mappings are read
+selection_options = _bundle(
+    click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line)."),
+    click.option("-M", "--mapfilter", metavar="REGEX", help="Mapping filter regex."),
+    click.option("-U", "--userfilter", metavar="REGEX", help="User filter regex."),
+    click.option("--max-rss", metavar="SIZE",
+                 help="Skip (and list) processes with more than SIZE resident (e.g. 64G): reading a huge "
+                      "process's smaps stalls it."),
+)
+
+#: how the rows are laid out
+table_options = _bundle(
+    click.option("-H", "--no-header", is_flag=True, help="Disable the header line."),
+    click.option("-c", "--columns", metavar="COLUMNS", help='Columns to show, e.g. "pid user pss" or pid,user,pss.'),
+    click.option("-t", "--totals", is_flag=True, help="Show totals."),
+    click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal."),
+    click.option("-F", "--format", "fmt", type=click.Choice(list(FORMATS)), default="classic", metavar="FORMAT",
+                 help=f"Output format: {', '.join(k for k in FORMATS if k not in TABLE_FORMATS)}, or a table "
+                      f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
+                      "carry raw KiB (-k/-p only if given); openmetrics always bytes."),
+    click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names."),
+    click.option("-s", "--sort", metavar="FIELD", help="Field to sort on (default pss; order for -w)."),
+    click.option("-r", "--reverse", is_flag=True, help="Reverse the sort."),
+    click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap)."),
+    click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes."),
+)
+
+
+def _chosen_view(o, shared_with=False):
+    chosen = [(flag, name) for (flag, name), on in zip(VIEW_FLAGS, (o["mappings"], o["users"], o["system"],
+                                                                   o["by_cgroup"], o["group"] or o["group_by_name"]))
+              if on]
+    if len(chosen) > 1:
+        raise UsageError(f"choose one view: -m, -u, -w, --cgroup or -g ({' and '.join(f for f, _ in chosen)} given)")
+    if shared_with and chosen:
+        raise UsageError(f"--shared-with lists processes: it does not combine with {chosen[0][0]}")
+    return "sharing" if shared_with else chosen[0][1] if chosen else "process"
+
+
+def _table(o):
+    if o["columns"] is not None and not parse_columns(o["columns"]):
+        raise UsageError("-c/--columns is empty: name the fields to show, e.g. -c 'pid name pss'")
+    return TableOptions(columns=parse_columns(o["columns"]) if o["columns"] else None, sort=o["sort"],
+                        reverse=o["reverse"], totals=o["totals"], no_header=o["no_header"],
+                        autosize=o["autosize"], abbreviate=o["abbreviate"], percent=o["percent"],
+                        numeric=o["numeric"], format=o["fmt"],
+                        terminal_columns=_terminal_columns() if o["autosize"] else None)
+
+
+def _query(o, view, **more):
+    max_rss = o["max_rss"]
+    return Query(view=view, process_filter=o["processfilter"], user_filter=o["userfilter"],
+                 map_filter=o["mapfilter"], max_rss_kib=parse_size(max_rss) // 1024 if max_rss is not None else None,
+                 **more)
+
+
+def _run(request):
+    from .app import run_report  # the model and views: not for --help or completion
+    result = run_report(request)
+    for warning in result.warnings:
+        _warn(warning)
+    if result.text is not None:
+        _write(result.text)
 
 
 @click.group(cls=DefaultGroup, context_settings=CONTEXT, invoke_without_command=False)
@@ -83,88 +163,64 @@ def cli():
 
 
 @cli.command(context_settings=CONTEXT, epilog=EPILOG)
-@click.option("-H", "--no-header", is_flag=True, help="Disable the header line.")
-@click.option("-c", "--columns", metavar="COLUMNS", help='Columns to show, e.g. "pid user pss" or pid,user,pss.')
-@click.option("-t", "--totals", is_flag=True, help="Show totals.")
-@click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal.")
+@table_options
 @click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
 @click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
-@click.option("-m", "--mappings", is_flag=True, help="Show mappings.")
-@click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers).")
+@view_options
 @click.option("--exact", is_flag=True,
               help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals.")
 @click.option("--shared-with", "shared_with", is_flag=True,
               help="With -P/-U: which other processes share the selection's memory, and how much "
                    "(implies --exact).")
-@click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name).")
-@click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name.")
-@click.option("-F", "--format", "fmt", type=click.Choice(list(FORMATS)), default="classic", metavar="FORMAT",
-              help=f"Output format: {', '.join(k for k in FORMATS if k not in TABLE_FORMATS)}, or a table "
-                   f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
-                   "carry raw KiB (-k/-p only if given); openmetrics always bytes.")
-@click.option("-u", "--users", is_flag=True, help="Show users.")
-@click.option("-w", "--system", is_flag=True, help="Show the whole system.")
-@click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line).")
-@click.option("-M", "--mapfilter", metavar="REGEX", help="Mapping filter regex.")
-@click.option("-U", "--userfilter", metavar="REGEX", help="User filter regex.")
-@click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names.")
-@click.option("-s", "--sort", metavar="FIELD", help="Field to sort on (default pss; order for -w).")
-@click.option("-r", "--reverse", is_flag=True, help="Reverse the sort.")
-@click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap).")
-@click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes.")
+@selection_options
 @click.option("--pie", metavar="FIELD", help="Show a pie chart of the sort field, labelled by FIELD.")
 @click.option("--bar", metavar="FIELD", help="Show a bar chart, labelled by FIELD.")
 @click.option("-o", "--output", metavar="FILE",
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
 @output_options("chart")
-@click.option("--max-rss", metavar="SIZE",
-              help="Skip (and list) processes with more than SIZE resident (e.g. 64G): reading a huge "
-                   "process's smaps stalls it.")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem")
-def report(no_header, columns, totals, autosize, realmem, kernel, recommend, mappings, by_cgroup, exact,
-           shared_with, group_by_name, group, fmt, users, system,
-           processfilter, mapfilter, userfilter, numeric, sort, reverse, percent, abbreviate,
-           pie, bar, output, force, max_rss, source):
+def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, force, source, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
     """
-    chosen = [(flag, name) for (flag, name), on in zip(VIEW_FLAGS, (mappings, users, system, by_cgroup,
-                                                                   group or group_by_name)) if on]
-    if len(chosen) > 1:
-        raise UsageError(f"choose one view: -m, -u, -w, --cgroup or -g ({' and '.join(f for f, _ in chosen)} given)")
-    if shared_with and chosen:
-        raise UsageError(f"--shared-with lists processes: it does not combine with {chosen[0][0]}")
+    view = _chosen_view(o, shared_with)
     if pie and bar:
         raise UsageError("choose one chart: --pie or --bar")
     if output and not (pie or bar):
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
-    if columns is not None and not parse_columns(columns):
-        raise UsageError("-c/--columns is empty: name the fields to show, e.g. -c 'pid name pss'")
+    table = _table(o)
     if source == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
                          "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
-    view = "sharing" if shared_with else chosen[0][1] if chosen else "process"
-    from .app import run_report  # the model and views: not for --help or completion
-    result = run_report(ReportRequest(
-        query=Query(view=view, source=source, process_filter=processfilter, user_filter=userfilter,
-                    map_filter=mapfilter, exact=exact or shared_with,
-                    max_rss_kib=parse_size(max_rss) // 1024 if max_rss is not None else None),
-        table=TableOptions(columns=parse_columns(columns) if columns else None, sort=sort, reverse=reverse,
-                           totals=totals, no_header=no_header, autosize=autosize, abbreviate=abbreviate,
-                           percent=percent, numeric=numeric, format=fmt,
-                           terminal_columns=_terminal_columns() if autosize else None),
+    _run(ReportRequest(
+        query=_query(o, view, source=source, exact=exact or shared_with),
+        table=table,
         chart=ChartOptions("pie" if pie else "bar", pie or bar, output, force) if pie or bar else None,
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
                              kernel_path=kernel, recommend=recommend),
     ))
-    for warning in result.warnings:
-        _warn(warning)
-    if result.text is not None:
-        _write(result.text)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("old", metavar="OLD")
+@click.argument("new", metavar="NEW")
+@view_options
+@selection_options
+@table_options
+def diff(old, new, **o):
+    """Compare two captures (or directories; 'live' is this machine now): for each process, user,
+    program, cgroup, mapping or system area, its memory in OLD, in NEW and the change.
+
+    Processes are the same process when pid and start time match (a reused pid is another
+    process); rows only in NEW are marked new, rows only in OLD gone. -t totals are NEW's total
+    minus OLD's. Default columns: old and new PSS and the change of each amount; -c takes the
+    base view's fields, old_FIELD and dFIELD.
+    """
+    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o)))
 
 
 @cli.command(context_settings=CONTEXT)

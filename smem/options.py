@@ -19,6 +19,8 @@ class Query:
 
     view: str = "process"              # a key of smem.views.VIEWS
     source: Optional[str] = None       # -S: None for the live system
+    #: smem diff: the OLD source the rows are compared with (``source`` is NEW); "live" is this machine now
+    old_source: Optional[str] = None
     process_filter: Optional[str] = None   # -P
     user_filter: Optional[str] = None      # -U
     map_filter: Optional[str] = None       # -M

@@ -53,8 +53,13 @@ def _env() -> dict:
 
 
 def run_ours(capture: Path, args: list[str]) -> subprocess.CompletedProcess:
+    env = _env()
+    if '-a' in args:
+        # smem 1.5's -a asks stty for the terminal and, with none, assumes 80 columns; off a
+        # terminal we cut nothing (README), so its output is ours on a terminal 80 wide
+        env['COLUMNS'] = '80'
     return subprocess.run([sys.executable, '-m', 'smem', '-S', str(capture), *args],
-                          stdin=subprocess.DEVNULL, capture_output=True, env=_env(),
+                          stdin=subprocess.DEVNULL, capture_output=True, env=env,
                           cwd=REPO, timeout=300)
 
 

@@ -22,6 +22,7 @@ class PidStat(NamedTuple):
     num_threads: Optional[int]
     vsize: Optional[int]   # bytes
     rss_pages: Optional[int]
+    start_time: Optional[int] = None  # clock ticks after boot: with the pid, names a process for good
 
     @property
     def is_kernel_thread(self):
@@ -57,4 +58,5 @@ def parse_stat(data):
         num_threads=_int(rest, 17),
         vsize=_int(rest, 20),
         rss_pages=_int(rest, 21),
+        start_time=_int(rest, 19),
     )

@@ -97,6 +97,8 @@ class View:
     metrics_companions: Tuple[str, ...] = ()
     #: --exact is refused (rows are not sets of processes) unless the view is built on it
     requires_exact: bool = False
+    #: what names a row across two snapshots (smem diff): a process is its pid and start time
+    row_key: Optional[Callable[[Any], Any]] = None
 
     def default_columns_for(self, exact):
         """The default columns; under --exact with group USS after USS."""

@@ -104,7 +104,8 @@ USER_VIEW = View(
         *_memory(),
     )},
     default_columns=("user", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=user_rows, process_groups=True, disjoint_rows=True, labels=(("user", lambda r: r.label),),
+    default_sort="pss", rows=user_rows, process_groups=True, disjoint_rows=True, row_key=lambda r: r.key,
+    labels=(("user", lambda r: r.label),),
 )
 
 
@@ -121,7 +122,8 @@ PROGRAM_VIEW = View(
         *_memory(),
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=program_rows, process_groups=True, disjoint_rows=True, labels=(("name", lambda r: r.label),),
+    default_sort="pss", rows=program_rows, process_groups=True, disjoint_rows=True, row_key=lambda r: r.key,
+    labels=(("name", lambda r: r.label),),
 )
 
 
@@ -139,6 +141,6 @@ CGROUP_VIEW = View(
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True, disjoint_rows=True,
-    flowing_column="cgroup",
+    flowing_column="cgroup", row_key=lambda r: r.key,
     labels=(("cgroup", lambda r: r.label),),
 )

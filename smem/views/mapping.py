@@ -74,5 +74,6 @@ COLUMNS = {c.key: c for c in (
 MAPPING_VIEW = View(
     name="mapping", title="mappings", columns=COLUMNS,
     default_columns=("map", "pids", "avgpss", "pss"),
-    default_sort="pss", rows=rows, needs=frozenset({"mappings"}), flowing_column="map", labels=(("map", lambda r: r.name),),
+    default_sort="pss", rows=rows, needs=frozenset({"mappings"}), flowing_column="map", row_key=lambda r: r.name,
+    labels=(("map", lambda r: r.name),),
 )

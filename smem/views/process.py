@@ -81,5 +81,6 @@ PROCESS_VIEW = View(
     default_columns=("pid", "user", "command", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=rows, process_groups=True, disjoint_rows=True, flowing_column="command",
     metrics_companions=("user", "system"),
+    row_key=lambda r: (r.process.pid, r.process.stat.start_time if r.process.stat is not None else None),
     labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user), ("name", lambda r: r.process.name)),
 )

@@ -118,5 +118,5 @@ SYSTEM_VIEW = View(
     default_columns=("area", "used", "cache", "noncache"),
     default_sort="order", rows=rows, summary=summary, labels=(("area", lambda r: r.area),),
     reads_processes=False, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
-    folds_small_slices=False, noun="areas",
+    folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
 )

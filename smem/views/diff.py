@@ -1,0 +1,117 @@
+"""The comparison of two snapshots (``smem diff OLD NEW``), as a view built on any other view.
+
+Rows of the base view are read from each snapshot and matched by the base
+view's ``row_key`` (a process by pid *and* start time, so a reused pid is
+another process; a user, program, cgroup or mapping by its name).  For each
+amount column ``k`` of the base view the comparison has ``old_k``, ``k`` (new)
+and ``dk`` (new - old); a row only in NEW is ``new`` (its old side counts as 0),
+one only in OLD is ``gone``.  Sums of ``dk`` are therefore NEW's total minus
+OLD's.  The default order is the largest absolute change in PSS last, as smem
+puts the largest rows last.
+"""
+
+from dataclasses import replace
+
+from .columns import Column, View, amount, text
+
+__all__ = ["diff_view", "DiffRow"]
+
+
+class DiffRow:
+    __slots__ = ("old", "new")
+
+    def __init__(self, old, new):
+        self.old = old
+        self.new = new
+
+    @property
+    def status(self):
+        return "new" if self.old is None else "gone" if self.new is None else ""
+
+    @property
+    def current(self):
+        """The row whose identity is shown: NEW's, or OLD's for a row that is gone."""
+        return self.new if self.new is not None else self.old
+
+
+def _side(getter, side):
+    def get(row):
+        part = getattr(row, side)
+        return None if part is None else getter(part)
+    return get
+
+
+def _delta(getter):
+    def get(row):
+        old = getter(row.old) if row.old is not None else None
+        new = getter(row.new) if row.new is not None else None
+        if old is None and new is None:
+            return None
+        if (old is None and row.old is not None) or (new is None and row.new is not None):
+            return None  # a side that has the row lacks the figure: absent is not zero
+        return (new or 0) - (old or 0)
+    return get
+
+
+def _magnitude(getter):
+    delta = _delta(getter)
+
+    def get(row):
+        value = delta(row)
+        return None if value is None else abs(value)
+    return get
+
+
+def _columns(base):
+    columns = {}
+    for key, column in base.columns.items():
+        if "exact" in column.needs:
+            continue  # a comparison of page frames across two times means nothing
+        if not column.is_amount:
+            columns[key] = replace(column, getter=(lambda g: lambda r: g(r.current))(column.getter),
+                                   total=column.total if column.total in ("rows", None) else None)
+            continue
+        columns[f"old_{key}"] = replace(column, key=f"old_{key}", header=f"Old{column.header}",
+                                        getter=_side(column.getter, "old"), help=f"{column.help}, in OLD",
+                                        width=max(column.width, len(column.header) + 3))
+        columns[key] = replace(column, getter=_side(column.getter, "new"), help=f"{column.help}, in NEW")
+        columns[f"d{key}"] = replace(column, key=f"d{key}", header=f"d{column.header}",
+                                     getter=_delta(column.getter), help=f"change in {column.key}: NEW - OLD",
+                                     width=max(column.width, len(column.header) + 1))
+    columns["status"] = text("status", "Status", lambda r: r.status, "new (only in NEW) or gone (only in OLD)", 6)
+    measure = base.columns.get(base.chart_measure)
+    if measure is not None and measure.is_amount:
+        columns["change"] = amount("change", f"|d{measure.header}|", _magnitude(measure.getter),
+                                   f"size of the change in {measure.key}, either way (the default order)",
+                                   width=max(8, len(measure.header) + 3), counters=measure.counters,
+                                   needs=measure.needs)
+    return columns
+
+
+def diff_view(base: View) -> View:
+    """The comparison view of ``base``; its rows take (OLD, NEW) snapshots."""
+    if base.row_key is None:
+        raise ValueError(f"the {base.name} view cannot be compared")
+    columns = _columns(base)
+    identity = [k for k in base.default_columns if k in columns and not base.columns[k].is_amount]
+    amounts = [k for k in base.default_columns if k in base.columns and base.columns[k].is_amount]
+    measure = base.chart_measure if base.chart_measure in amounts else (amounts[-1] if amounts else None)
+    defaults = identity + ["status"]
+    if measure is not None:
+        defaults += [f"old_{measure}", measure]
+    defaults += [f"d{k}" for k in amounts]
+
+    def rows(snapshots, options):
+        old_snapshot, new_snapshot = snapshots[0], snapshots[-1]
+        old = {base.row_key(r): r for r in base.rows([old_snapshot], options)}
+        new = {base.row_key(r): r for r in base.rows([new_snapshot], options)}
+        return [DiffRow(old.get(key), new.get(key)) for key in dict.fromkeys([*new, *old])]
+
+    return replace(
+        base, name=f"{base.name}-diff", title=f"{base.title}: changes", columns=columns,
+        default_columns=tuple(defaults), default_sort="change" if "change" in columns else defaults[-1],
+        rows=rows, summary=None, labels=tuple((k, (lambda g: lambda r: g(r.current))(g)) for k, g in base.labels),
+        process_groups=False, disjoint_rows=False, chart_measure=f"d{measure}" if measure else base.chart_measure,
+        chart_measure_without_pss="drss" if "drss" in columns else base.chart_measure_without_pss,
+        metrics_companions=(), row_key=None,
+    )

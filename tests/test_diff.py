@@ -1,0 +1,132 @@
+"""smem diff OLD NEW: two captures whose differences the test makes, known to the KiB."""
+
+import csv
+import io
+import json
+import re
+import shutil
+import tarfile
+
+import pytest
+
+from conftest import FIXTURES, run_smem
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+GROWTH_KIB = 4321  # added to one mapping of one process: Size, Rss, Pss and Private_Dirty
+
+
+def _tree(tmp_path, name):
+    """The capture as a directory, without smaps_rollup (so the edits of smaps are what is read)."""
+    root = tmp_path / name
+    with tarfile.open(CAPTURE) as tar:
+        for member in tar:
+            if member.isreg() and not member.name.endswith("smaps_rollup"):
+                path = root / member.name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(tar.extractfile(member).read())
+    return root
+
+
+def _pids(root):
+    return sorted(int(p.name) for p in root.iterdir() if p.name.isdigit() and (p / "smaps").read_bytes())
+
+
+def _start_time(stat, new):
+    """stat with field 22 (start time) replaced."""
+    head, _, rest = stat.rpartition(b")")
+    fields = rest.split(b" ")
+    fields[20] = str(new).encode()  # rest starts with "" then field 3 (state) at index 1
+    return head + b")" + b" ".join(fields)
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("diff")
+    old = _tree(tmp, "old")
+    new = tmp / "new"
+    shutil.copytree(old, new)
+    pids = _pids(old)
+    grown, gone, reused, template = pids[0], pids[1], pids[2], pids[3]
+    smaps = (new / str(grown) / "smaps").read_bytes()
+    for key in (b"Size", b"Rss", b"Pss", b"Private_Dirty"):
+        smaps = re.sub(rb"^(%s:\s+)(\d+)( kB)$" % key, lambda m: m.group(1) + str(int(m.group(2)) + GROWTH_KIB)
+                       .encode() + m.group(3), smaps, count=1, flags=re.M)
+    (new / str(grown) / "smaps").write_bytes(smaps)
+    shutil.rmtree(new / str(gone))
+    stat = (new / str(reused) / "stat").read_bytes()
+    old_start = int(stat.rpartition(b")")[2].split()[19])
+    (new / str(reused) / "stat").write_bytes(_start_time(stat, old_start + 100))
+    born = max(pids) + 1000
+    shutil.copytree(new / str(template), new / str(born))
+    stat = (new / str(born) / "stat").read_bytes()
+    (new / str(born) / "stat").write_bytes(str(born).encode() + stat[stat.index(b" "):])
+    return old, new, dict(grown=grown, gone=gone, reused=reused, template=template, born=born)
+
+
+def _rows(*args):
+    proc = run_smem("diff", *map(str, args), "-F", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _classic(*args):
+    proc = run_smem(*map(str, args), "-F", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_processes_matched_by_pid_and_start_time(captures):
+    old, new, p = captures
+    doc = _rows(old, new, "-c", "pid status old_pss pss dpss duss drss dvss", "-t")
+    rows = {}
+    for row in doc["rows"]:
+        rows.setdefault(row["pid"], []).append(row)
+    (grown,) = rows[p["grown"]]
+    assert grown["status"] == "" and grown["dpss"] == grown["duss"] == grown["drss"] == grown["dvss"] == GROWTH_KIB
+    assert grown["pss"] - grown["old_pss"] == GROWTH_KIB
+    (gone,) = rows[p["gone"]]
+    assert gone["status"] == "gone" and gone["pss"] is None and gone["dpss"] == -gone["old_pss"]
+    # the same pid with another start time is another process: one gone, one new
+    assert sorted(r["status"] for r in rows[p["reused"]]) == ["gone", "new"]
+    (born,) = rows[p["born"]]
+    (template,) = rows[p["template"]]
+    assert born["status"] == "new" and born["old_pss"] is None and born["dpss"] == born["pss"] == template["pss"]
+    unchanged = [r for pid, rs in rows.items() for r in rs if pid not in p.values()]
+    assert unchanged and all(r["dpss"] == 0 and r["status"] == "" for r in unchanged)
+    # -t: NEW's totals minus OLD's, to the KiB
+    totals = {s: _classic("-S", tree, "-c", "pid pss uss rss vss", "-t")["totals"] for s, tree in
+              (("old", old), ("new", new))}
+    for key in ("pss", "uss", "rss", "vss"):
+        assert doc["totals"][f"d{key}"] == totals["new"][key] - totals["old"][key], key
+    # the largest change last (smem's order), either way
+    changes = [abs(r["dpss"]) for r in doc["rows"]]
+    assert changes == sorted(changes)
+
+
+def test_users_and_programs(captures):
+    old, new, p = captures
+    users = _rows(old, new, "-u", "-c", "user old_pss pss dpss")
+    assert sum(r["dpss"] for r in users["rows"]) == sum(
+        r["pss"] for r in _classic("-S", new, "-u")["rows"]) - sum(r["pss"] for r in _classic("-S", old, "-u")["rows"])
+    programs = _rows(old, new, "-g", "-c", "name count dpss")
+    assert {r["name"] for r in programs["rows"]} >= {r["name"] for r in _classic("-S", new, "-g")["rows"]}
+
+
+def test_every_format_and_the_classic_table(captures):
+    old, new, _ = captures
+    text = run_smem("diff", old, new, "-c", "pid status pss dpss", "-t").stdout.decode().splitlines()
+    assert text[0].split() == ["PID", "Status", "PSS", "dPSS"]
+    rows = list(csv.reader(io.StringIO(run_smem("diff", old, new, "-F", "csv", "-t").stdout.decode())))
+    assert rows[-1][0] == "total"
+    assert run_smem("diff", old, new, "-m", "-F", "github").returncode == 0
+    assert run_smem("diff", old, new, "-w").returncode == 0
+
+
+def test_live_against_a_capture_and_usage_errors(captures):
+    old, _, _ = captures
+    live = run_smem("diff", old, "live", "-u")
+    assert live.returncode == 0 and live.stdout
+    bad = run_smem("diff", old)
+    assert bad.returncode == 2 and len(bad.stderr.decode().splitlines()) == 1
+    unknown = run_smem("diff", old, old, "-c", "pid nosuch")
+    assert unknown.returncode == 2 and b"dpss" in unknown.stderr  # the known fields include the deltas
