@@ -15,6 +15,7 @@ import hostile_corpus as hc
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
 from smem.sources import open_source
 from smem.sources import capture
+from smem.sources.capture import ArchiveSource
 
 
 def _refused(data, tmp_path, name="c"):
@@ -131,3 +132,109 @@ def test_trailing_data_after_a_zstd_frame_is_read_not_ignored(tmp_path):
 
 def test_member_limit_is_sane():
     assert 64 << 20 <= capture.MAX_MEMBER_BYTES <= 4 << 30
+
+
+# -- directory captures -------------------------------------------------------------------
+
+def _tree(root, processes=None, meminfo=hc.MEMINFO):
+    """A directory capture: meminfo and the processes' files ({pid: {leaf: bytes}})."""
+    root.mkdir(exist_ok=True)
+    if meminfo is not None:
+        (root / "meminfo").write_bytes(meminfo)
+    for pid, files in (processes if processes is not None else {1234: hc.process_files()}).items():
+        (root / str(pid)).mkdir()
+        for leaf, data in files.items():
+            (root / str(pid) / leaf).write_bytes(data)
+    return root
+
+
+def test_a_directory_capture_reads_no_symlink_device_fifo_or_directory(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_bytes(hc.SMAPS.replace(b"dbus-daemon", b"SECRET"))
+    root = _tree(tmp_path / "cap", {1234: hc.process_files(), 2000: hc.process_files(2000),
+                                    3000: hc.process_files(3000)})
+    (root / "1234" / "smaps").unlink()
+    (root / "1234" / "smaps").symlink_to(secret)                 # out of the capture
+    (root / "1234" / "status").unlink()
+    (root / "1234" / "status").symlink_to("status")              # a loop (ELOOP)
+    (root / "2000" / "smaps").unlink()
+    os.mkfifo(root / "2000" / "smaps")                           # a FIFO with no writer
+    (root / "2000" / "stat").unlink()
+    os.mkdir(root / "2000" / "stat")                             # a directory
+    (root / "3000" / "smaps").unlink()
+    os.mknod(root / "3000" / "smaps", 0o644 | 0o020000, os.makedev(1, 5))  # /dev/zero
+    (root / "4000").symlink_to(tmp_path / "cap" / "1234")        # a pid that is a link
+    src = open_source(str(root))
+    start = time.monotonic()
+    for path in ("1234/smaps", "1234/status", "2000/smaps", "2000/stat", "3000/smaps", "4000/smaps"):
+        assert src.read_optional(path) is None, path
+        with pytest.raises(OSError):
+            src.read(path)
+    assert src.read("1234/cmdline") == hc.CMDLINE
+    assert time.monotonic() - start < 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "device", "loop"])
+def test_a_meminfo_that_is_no_file_is_refused_at_once(tmp_path, kind):
+    root = _tree(tmp_path / "cap", meminfo=None)
+    meminfo = root / "meminfo"
+    if kind == "fifo":
+        os.mkfifo(meminfo)
+    elif kind == "symlink":
+        (tmp_path / "elsewhere").write_bytes(hc.MEMINFO)
+        meminfo.symlink_to(tmp_path / "elsewhere")
+    elif kind == "directory":
+        meminfo.mkdir()
+    elif kind == "device":
+        os.mknod(meminfo, 0o644 | 0o020000, os.makedev(1, 5))
+    else:
+        meminfo.symlink_to("meminfo")
+    with pytest.raises(SourceError, match="meminfo is .*not a file: a capture holds regular files only"):
+        open_source(str(root))
+
+
+def test_a_proc_directory_that_is_a_link_out_is_not_followed(tmp_path):
+    root = _tree(tmp_path / "cap")
+    (root / "proc").symlink_to("/proc")
+    src = open_source(str(root))
+    assert src.pids() == [1234]
+
+
+def test_a_fifo_given_as_the_capture_is_a_stream(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    data = hc.compress("gzip", hc.capture_tar())
+    pid = os.fork()
+    if pid == 0:
+        with open(fifo, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    try:
+        assert open_source(str(fifo)).pids() == [1234]
+    finally:
+        os.waitpid(pid, 0)
+
+
+def test_a_huge_file_in_a_directory_capture_is_refused_unread(tmp_path):
+    root = _tree(tmp_path / "cap")
+    with open(root / "1234" / "smaps", "r+b") as f:
+        f.truncate(capture.MAX_FILE_BYTES + 1)  # sparse: nothing to read, but a size
+    with pytest.raises(CaptureError, match="1234/smaps is larger than 1 GiB"):
+        open_source(str(root)).read("1234/smaps")
+
+
+# -- pid names ----------------------------------------------------------------------------
+
+def test_pid_names_are_ascii_digits_in_every_source(tmp_path):
+    from smem.sources import LiveSource
+    names = ["²", "³", "١٢", "１２", "9" * 200, "12a"]
+    root = _tree(tmp_path / "cap")
+    for name in names:
+        (root / name).mkdir()
+        (root / name / "smaps").write_bytes(hc.SMAPS)
+    assert open_source(str(root)).pids() == [1234]
+    assert LiveSource(str(root)).pids() == [1234]
+    names.append("9" * 5000)  # past int()'s limit of 4,300 digits
+    members = hc.capture_members(extra=[(name, None) for name in names] +
+                                       [(f"{name}/smaps", hc.SMAPS) for name in names])
+    assert ArchiveSource(hc.tar_of(members), "t").pids() == [1234]

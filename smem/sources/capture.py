@@ -11,11 +11,13 @@ links, devices, absolute paths or contain ``..`` are ignored.
 """
 
 import bz2
+import errno
 import gzip
 import io
 import lzma
 import os
 import pwd
+import stat
 import zlib
 
 from ..errors import CaptureError, SourceError
@@ -459,6 +461,11 @@ class DirectorySource(_CaptureFacts, Source):
     The directory may hold ``proc/`` (smem 1.5's layout) or the proc files
     themselves.  Owners come from the pid directories' owners, as smem 1.5
     takes them; names from the capture's passwd copy, else this machine's.
+
+    Only regular files inside the directory are read, at most MAX_FILE_BYTES of
+    each: a member that is a symlink (out of the capture, or a loop), a device,
+    a FIFO or a directory is refused like an unreadable file, never opened as
+    what it points to (a capture may come from anyone; we may run as root).
     """
 
     def __init__(self, path):
@@ -466,19 +473,83 @@ class DirectorySource(_CaptureFacts, Source):
         self.description = f"capture {path}"
         self._passwd = None
         proc = os.path.join(path, "proc")
-        self.root = proc if os.path.isdir(proc) else path
-        if not os.path.exists(os.path.join(self.root, "meminfo")):
-            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)")
+        self.root = proc if _is_real_dir(proc) else path
+        try:
+            self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise SourceError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            mode = os.stat("meminfo", dir_fd=self._root_fd, follow_symlinks=False).st_mode
+        except OSError:
+            self.close()
+            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)") from None
+        if not stat.S_ISREG(mode):
+            self.close()
+            raise SourceError(f"{path}: meminfo is {_kind(mode)}, not a file: a capture holds regular files only")
 
     def pids(self):
         try:
-            return sorted(int(e) for e in os.listdir(self.root) if is_pid_name(e))
+            return sorted(int(e) for e in os.listdir(self._root_fd) if is_pid_name(e))
         except OSError as e:
             raise SourceError(f"{self.path}: {e.strerror}") from None
 
+    def _open(self, path):
+        """A descriptor of the regular file ``path`` inside the capture, opened safely."""
+        parts = path.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise FileNotFoundError(2, "not in capture", path)
+        fd = self._root_fd
+        try:
+            for part in parts[:-1]:
+                fd_next = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                if fd != self._root_fd:
+                    os.close(fd)
+                fd = fd_next
+            # look before opening: opening a device or FIFO may block or act
+            mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
+            if stat.S_ISREG(mode):
+                leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY,
+                               dir_fd=fd)
+                mode = os.fstat(leaf).st_mode
+                if stat.S_ISREG(mode):
+                    return leaf
+                os.close(leaf)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            mode = stat.S_IFLNK  # a symlink where a directory is expected
+        finally:
+            if fd != self._root_fd:
+                os.close(fd)
+        raise PermissionError(errno.EACCES, f"{_kind(mode)} in the capture, not a file: not read", path)
+
     def read(self, path):
-        with open(os.path.join(self.root, path), "rb") as f:
-            return f.read()
+        fd = self._open(path)
+        try:
+            size = os.fstat(fd).st_size
+            if size > MAX_FILE_BYTES:
+                raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
+                                   "not a /proc file")
+            chunks = []
+            total = 0
+            while True:  # (/proc files say size 0: read to the end, up to the limit)
+                chunk = os.read(fd, max(size - total, 1 << 16))
+                if not chunk:
+                    return b"".join(chunks)
+                total += len(chunk)
+                if total > MAX_FILE_BYTES:
+                    raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
+                                       "not a /proc file")
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+
+    def read_at(self, path, offset, length):
+        fd = self._open(path)
+        try:
+            return os.pread(fd, min(length, MAX_FILE_BYTES), offset)
+        finally:
+            os.close(fd)
 
     def _paths(self, prefix):
         top = os.path.join(self.root, prefix)
@@ -490,9 +561,10 @@ class DirectorySource(_CaptureFacts, Source):
 
     def owner(self, pid):
         try:
-            return os.stat(os.path.join(self.root, str(pid))).st_uid
+            info = os.stat(str(pid), dir_fd=self._root_fd, follow_symlinks=False)
         except OSError:
             return self._status_owner(pid)
+        return info.st_uid if stat.S_ISDIR(info.st_mode) else self._status_owner(pid)
 
     def user_name(self, uid):
         names = self._passwd_names()
@@ -502,3 +574,25 @@ class DirectorySource(_CaptureFacts, Source):
             return pwd.getpwuid(uid).pw_name
         except KeyError:
             return None
+
+    def close(self):
+        if getattr(self, "_root_fd", None) is not None:
+            os.close(self._root_fd)
+            self._root_fd = None
+
+
+def _is_real_dir(path):
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _kind(mode):
+    """What a file of ``mode`` is, in words."""
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
