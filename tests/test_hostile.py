@@ -238,3 +238,23 @@ def test_pid_names_are_ascii_digits_in_every_source(tmp_path):
     members = hc.capture_members(extra=[(name, None) for name in names] +
                                        [(f"{name}/smaps", hc.SMAPS) for name in names])
     assert ArchiveSource(hc.tar_of(members), "t").pids() == [1234]
+
+
+# -- -R sizes -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["", " ", "9" * 5000, "1e24", "2\nG", "2G\n", "\n2G", "٢G", "２G", "2\tG",
+                                  "0", "0G", "0.0001", "-1G", "+2G", "16E", "99999999999999999999",
+                                  "1" + "0" * 40, "1.5.5G", "GiB", "2iB", ".G", "2 G B", "0x10G"])
+def test_hostile_sizes_are_one_line_usage_errors(text):
+    from smem.units import parse_size
+    with pytest.raises(UsageError) as e:
+        parse_size(text)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 200
+
+
+@pytest.mark.parametrize("text, expected", [("2G", 2 << 30), (" 2 GiB ", 2 << 30), ("1.5g", 3 << 29),
+                                            ("512m", 512 << 20), ("2097152K", 2 << 30), ("5", 5),
+                                            ("15.99E", int(15.99 * 10 ** 4) * 2 ** 60 // 10 ** 4)])
+def test_sizes_still_read(text, expected):
+    from smem.units import parse_size
+    assert parse_size(text) == expected
