@@ -258,3 +258,50 @@ def test_hostile_sizes_are_one_line_usage_errors(text):
 def test_sizes_still_read(text, expected):
     from smem.units import parse_size
     assert parse_size(text) == expected
+
+
+# -- absurd numbers -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("line", [b"MemTotal: 1" + b"0" * 30 + b" kB", b"MemFree: -" + b"9" * 25 + b" kB",
+                                  b"HugePages_Total: " + b"9" * 21])
+def test_a_meminfo_figure_no_machine_has_is_refused_in_one_line(line, tmp_path):
+    from smem.model import read_meminfo
+    root = _tree(tmp_path / "cap", meminfo=hc.MEMINFO + line + b"\n")
+    with pytest.raises(SourceError, match=r"^meminfo: .* past 2\*\*64 bytes: not a real meminfo"):
+        read_meminfo(open_source(str(root)))
+
+
+def test_stat_and_status_numbers_no_machine_has_read_as_unknown():
+    from smem.parsers.stat import parse_stat
+    from smem.parsers.status import parse_status, status_ids, status_kib
+    stat = parse_stat(b"12 (x) S 1 2 3 4 5 " + str(2 ** 70).encode() + b" 0 0 0 0 0 0 0 0 0 0 " +
+                      b"9" * 5000 + b" 0 0 " + b"-5 " + str(2 ** 64).encode())
+    assert stat.flags is None and stat.num_threads is None and stat.vsize is None and stat.rss_pages is None
+    with pytest.raises(ValueError):
+        parse_stat(b"9" * 5000 + b" (x) S 1")
+    status = parse_status(b"Uid:\t" + str(2 ** 70).encode() + b"\t0\t0\t0\nGid:\t-1\t-1\t-1\t-1\n"
+                          b"VmRSS:\t" + b"9" * 5000 + b" kB\nRssAnon:\t" + str(2 ** 60).encode() + b" kB\n")
+    assert status_ids(status, "Uid") is None and status_ids(status, "Gid") is None
+    assert status_kib(status, "VmRSS") is None and status_kib(status, "RssAnon") is None
+
+
+def test_address_ranges_past_64_bits_are_not_ram():
+    from smem.parsers.boot_memory_line import parse_boot_memory_line
+    from smem.parsers.iomem import parse_iomem, system_ram_bytes
+    from smem.parsers.memmap import parse_memmap
+    iomem = parse_iomem(b"00100000-bfffffff : System RAM\n" + b"f" * 40 + b"-" + b"f" * 41 + b" : System RAM\n"
+                        b"ffff0000-00001000 : System RAM\n")
+    assert system_ram_bytes(iomem) == 0xbff00000
+    for start, end in ((b"0x0", b"0x" + b"f" * 17), (b"0x2000", b"0x1000"), (b"-0x10", b"0x10")):
+        with pytest.raises(ValueError):
+            parse_memmap([(start, end, b"System RAM")])
+    log = b"Memory: " + b"9" * 5000 + b"K/100K available (" + b"9" * 5000 + b"K kernel code, 12K rwdata)"
+    assert parse_boot_memory_line(log) is None
+    assert parse_boot_memory_line(b"Memory: 10K/20K available (" + b"9" * 5000 + b"K kernel code, 12K rwdata)") \
+        == {"available": 10, "total": 20, "rwdata": 12}
+
+
+def test_a_passwd_copy_with_absurd_uids_is_read_without_them():
+    from smem.parsers.passwd import parse_passwd
+    assert parse_passwd(b"root:x:0:0\nbig:x:" + str(2 ** 70).encode() + b":0\nneg:x:-1:0\nlong:x:" +
+                        b"9" * 5000 + b":0\n") == {0: "root"}
