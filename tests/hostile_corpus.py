@@ -150,3 +150,42 @@ def zstd_with_window(log=31):
     window = (log - 10) << 3
     block = b"\x01\x00\x00"  # last block, raw, size 0
     return b"\x28\xb5\x2f\xfd" + bytes([descriptor, window]) + block
+
+
+EXACT_SMAPS = (b"00400000-%08x rw-p 00000000 00:00 0 \nSize: %d kB\nRss: %d kB\nPss: %d kB\n"
+               b"Private_Clean: 0 kB\nPrivate_Dirty: %d kB\nSwap: 0 kB\n")
+
+
+def u64(values):
+    return b"".join(int(v).to_bytes(8, "little") for v in values)
+
+
+def frames_member(segments, pfns, swap=(), page_size=4096, counts=None):
+    """An ``N/frames`` member as docs/capture-format.md describes it (deltas of uint64)."""
+    n = (len(segments), len(pfns), len(swap)) if counts is None else counts
+    deltas = [(b - a) % (1 << 64) for a, b in zip([0] + list(pfns), pfns)]
+    swap_deltas = [(b - a) % (1 << 64) for a, b in zip([0] + list(swap), swap)]
+    return (b"SMEMFRM1" + u64([page_size, *n]) + u64([v for s in segments for v in s]) + u64(deltas)
+            + u64(swap_deltas))
+
+
+def kpages_member(pfns, counts, page_size=4096, flags=None):
+    deltas = [(b - a) % (1 << 64) for a, b in zip([0] + list(pfns), pfns)]
+    return (b"SMEMKPG1" + u64([page_size, len(pfns), int(flags is not None)]) + u64(deltas) + u64(counts)
+            + (u64(flags) if flags is not None else b""))
+
+
+def exact_capture(pfns, swap=(), page_size=4096, frames=None, kpages=None, info=b""):
+    """A capture with one process mapping ``pfns`` (and ``swap``), with exact members."""
+    pages = max(len(pfns) + len(swap), 1)
+    kib = pages * 4
+    smaps = EXACT_SMAPS % (0x400000 + pages * 4096, kib, kib, kib, kib)
+    files = process_files(smaps=smaps)
+    frames = frames if frames is not None else frames_member([(0x400000, len(pfns), len(swap))], pfns, swap,
+                                                             page_size)
+    unique = sorted(set(pfns))
+    kpages = kpages if kpages is not None else kpages_member(unique, [1] * len(unique), page_size)
+    members = capture_members(processes={1234: files},
+                              extra=[("1234/frames", frames), ("kpages.sparse", kpages),
+                                     ("capture-info", b"pagesize=%d\n" % page_size + info)])
+    return tar_of(members)

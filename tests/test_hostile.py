@@ -36,8 +36,10 @@ def _max_rss_growth(function):
         try:
             function()
             os._exit(0)
-        except SmemError:
+        except CaptureError:
             os._exit(1)
+        except SmemError:
+            os._exit(2)
         except BaseException:
             os._exit(3)
     _, status, usage = os.wait4(pid, 0)
@@ -305,3 +307,71 @@ def test_a_passwd_copy_with_absurd_uids_is_read_without_them():
     from smem.parsers.passwd import parse_passwd
     assert parse_passwd(b"root:x:0:0\nbig:x:" + str(2 ** 70).encode() + b":0\nneg:x:-1:0\nlong:x:" +
                         b"9" * 5000 + b":0\n") == {0: "root"}
+
+
+# -- exact-accounting captures ------------------------------------------------------------
+
+def _exact_users(data, tmp_path):
+    """``smem --exact -u`` on a capture, in a forked child: (exit status, peak MiB, seconds)."""
+    from smem.app import Request, run_report
+    from smem.report import ReportOptions
+    path = tmp_path / "exact.tar"
+    path.write_bytes(data)
+    start = time.monotonic()
+    code, peak = _max_rss_growth(lambda: run_report(Request(view="user", options=ReportOptions(),
+                                                            source=str(path), exact=True)))
+    return code, peak, time.monotonic() - start
+
+
+def test_frames_spread_one_per_block_cost_what_the_frames_cost(tmp_path):
+    # 300,000 frames one per 4,096: tables sized by the largest block took 4.6 GiB and 13 s
+    data = hc.exact_capture([4096 * (i + 1) for i in range(300000)])
+    code, peak, seconds = _exact_users(data, tmp_path)
+    assert code == 0 and peak < 300 and seconds < 10
+
+
+def test_the_dense_index_of_spread_frames_gives_the_same_figures():
+    import numpy as np
+    from smem.exact import ExactAccounting, FrameTable, ProcessFrames
+    rng = np.random.default_rng(16)
+    base = [rng.integers(0, 5000, size=3000).astype(np.uint64) for _ in range(4)]
+
+    def figures(scale):
+        frames = {pid: ProcessFrames(pid, p * np.uint64(scale), np.zeros(0, np.uint64), np.zeros((0, 3), np.uint64))
+                  for pid, p in enumerate(base, 1)}
+        pfns = np.unique(np.concatenate(base)) * np.uint64(scale)
+        counts = (np.arange(len(pfns)) % 7 + 1).astype(np.uint64)
+        acc = ExactAccounting(frames, FrameTable(pfns, counts, None), 4096)
+        return acc._shift, acc.processes(), acc.groups({"a": [1, 2], "b": [2, 3, 4]}), \
+            acc.shared_with([1]).holders
+    dense, spread = figures(1), figures(1 << 20)
+    assert dense[0] == 12 and spread[0] == 0
+    assert dense[1:] == spread[1:]
+
+
+@pytest.mark.parametrize("case", ["wrapped frames", "wrapped swap", "segment counts wrap", "page size 0",
+                                  "page size abc", "page size 2**63", "kpages out of order",
+                                  "kpages wrapped", "frames page size 3000"])
+def test_damaged_exact_data_is_one_capture_error(case, tmp_path):
+    seg = [(0x400000, 3, 0)]
+    if case == "wrapped frames":
+        data = hc.exact_capture([5, 6, 7], frames=hc.frames_member(seg, [5, 6, (1 << 64) - 1]))
+    elif case == "wrapped swap":
+        data = hc.exact_capture([5, 6], frames=hc.frames_member([(0x400000, 2, 1)], [5, 6], [1 << 63]))
+    elif case == "segment counts wrap":
+        data = hc.exact_capture([5, 6, 7], frames=hc.frames_member(
+            [(0x400000, 1 << 63, 0), (0x500000, (1 << 63) + 3, 0)], [5, 6, 7]))
+    elif case == "page size 0":
+        data = hc.exact_capture([5], kpages=hc.kpages_member([5], [1], page_size=0))
+    elif case == "page size 2**63":
+        data = hc.exact_capture([5], kpages=hc.kpages_member([5], [1], page_size=1 << 63))
+    elif case == "page size abc":
+        data = hc.tar_of(hc.capture_members(extra=[("kpagecount", bytes(64)), ("capture-info", b"pagesize=abc\n")]))
+    elif case == "kpages out of order":
+        data = hc.exact_capture([5, 6], kpages=hc.kpages_member([6, 5], [1, 1]))
+    elif case == "kpages wrapped":
+        data = hc.exact_capture([5, 6], kpages=hc.kpages_member([5, (1 << 64) - 2], [1, 1]))
+    else:
+        data = hc.exact_capture([5], frames=hc.frames_member([(0x400000, 1, 0)], [5], page_size=3000))
+    code, peak, seconds = _exact_users(data, tmp_path)
+    assert code == 1 and seconds < 10
