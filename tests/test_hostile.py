@@ -375,3 +375,31 @@ def test_damaged_exact_data_is_one_capture_error(case, tmp_path):
         data = hc.exact_capture([5], frames=hc.frames_member([(0x400000, 1, 0)], [5], page_size=3000))
     code, peak, seconds = _exact_users(data, tmp_path)
     assert code == 1 and seconds < 10
+
+
+# -- regular expressions ------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern", ["a{99999999999}", "(" * 100000, "(", "[z-a]", "\\", "a**", "(?P<1>x)",
+                                     "(?<", "x{2,1}", "\\p{NoSuchProperty}", "a{5}{5}"])
+def test_every_regex_compile_error_is_a_usage_error(pattern):
+    from smem.model import Selection
+    for option in ("process", "user", "mapping"):
+        with pytest.raises(UsageError) as e:
+            Selection(**{option: pattern})
+        assert "\n" not in str(e.value) and len(str(e.value)) < 300
+
+
+def test_a_runaway_match_is_stopped_and_refused(tmp_path):
+    from smem.model import Needs, Selection, load_snapshot
+    long = b"a" * 3000 + b"!"
+    path = tmp_path / "c.tar"
+    path.write_bytes(hc.capture_tar(processes={1234: hc.process_files(cmdline=long),
+                                               1235: hc.process_files(1235, smaps=hc.SMAPS.replace(b"dbus", long))}))
+    for option, pattern in (("process", "(a+)+$"), ("mapping", "(a|aa)+$")):
+        start = time.monotonic()
+        with pytest.raises(UsageError, match="matching took more than 1 s"):
+            load_snapshot(open_source(str(path)), Selection(**{option: pattern}), needs=Needs())
+        assert time.monotonic() - start < 5
+    # the same kind of pattern, where it matches or fails at once, still selects as re would
+    snapshot = load_snapshot(open_source(str(path)), Selection(process=r"^(a+)+!$"), needs=Needs())
+    assert [p.pid for p in snapshot.processes] == [1234]
