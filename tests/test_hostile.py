@@ -403,3 +403,26 @@ def test_a_runaway_match_is_stopped_and_refused(tmp_path):
     # the same kind of pattern, where it matches or fails at once, still selects as re would
     snapshot = load_snapshot(open_source(str(path)), Selection(process=r"^(a+)+!$"), needs=Needs())
     assert [p.pid for p in snapshot.processes] == [1234]
+
+
+# -- -K -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "sparse 2 GiB"])
+def test_a_kernel_image_that_is_no_regular_file_is_refused_unread(kind, tmp_path):
+    from smem.errors import KernelImageError
+    from smem.sizing import read_kernel_file
+    path = tmp_path / "vmlinux"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "sparse 2 GiB":
+        with open(path, "wb") as f:
+            f.truncate(2 << 30)
+    else:
+        path = "/dev/zero"
+    start = time.monotonic()
+    code, peak = _max_rss_growth(lambda: read_kernel_file(str(path)))
+    assert code == 2 and peak < 150 and time.monotonic() - start < 2
+    with pytest.raises(KernelImageError, match="not a regular file|larger than 1 GiB|cannot read"):
+        read_kernel_file(str(path))
