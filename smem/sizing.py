@@ -84,8 +84,8 @@ def read_kernel_file(path):
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise KernelImageError(f"{path} is not a regular file (a device, FIFO or directory): "
-                                   "give the kernel image file, e.g. /boot/vmlinuz-$(uname -r)")
+            raise KernelImageError(f"{path} is not a regular file (a device, FIFO or directory): not a kernel image; "
+                                   "give the image file, e.g. /boot/vmlinuz-$(uname -r)")
         if info.st_size > MAX_KERNEL_FILE:
             raise KernelImageError(f"{path} is larger than 1 GiB: not a kernel image")
         with os.fdopen(fd, "rb", closefd=False) as f:
