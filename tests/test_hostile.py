@@ -426,3 +426,48 @@ def test_a_kernel_image_that_is_no_regular_file_is_refused_unread(kind, tmp_path
     assert code == 2 and peak < 150 and time.monotonic() - start < 2
     with pytest.raises(KernelImageError, match="not a regular file|larger than 1 GiB|cannot read"):
         read_kernel_file(str(path))
+
+
+# -- ssh:// -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", ["ssh://[abc", "ssh://[::1", "ssh://host?x", "ssh://host#x", "ssh://host/?",
+                                  "ssh://user:secret@host", "ssh://host:99999", "ssh://host:port", "ssh://",
+                                  "ssh://-oProxyCommand=x", "ssh://host/path"])
+def test_bad_remote_specs_are_one_usage_error(spec):
+    from smem.sources.remote import ssh_command
+    with pytest.raises(UsageError) as e:
+        ssh_command(spec)
+    assert "\n" not in str(e.value)
+
+
+def _fake_ssh(monkeypatch, command, timeout="0.5"):
+    monkeypatch.setenv("SMEM_SSH", f"sh -c '{command}' fake-ssh")
+    monkeypatch.setenv("SMEM_SSH_TIMEOUT", timeout)
+
+
+def test_a_stalled_host_is_given_up_on(monkeypatch):
+    _fake_ssh(monkeypatch, "cat >/dev/null; exec sleep 30")
+    start = time.monotonic()
+    with pytest.raises(SourceError, match="nothing from the host for 0.5 s"):
+        open_source("ssh://host")
+    assert time.monotonic() - start < 3
+
+
+def test_a_host_sending_without_end_is_refused_at_the_limit(monkeypatch):
+    from smem.sources import remote
+    monkeypatch.setattr(remote, "MAX_REMOTE_BYTES", 4 << 20)
+    _fake_ssh(monkeypatch, "cat >/dev/null; exec yes capture")
+    with pytest.raises(SourceError, match="sent more than 4 MiB"):
+        open_source("ssh://host")
+
+
+def test_a_remote_capture_through_the_pipe_still_reads(monkeypatch, tmp_path):
+    (tmp_path / "c.tgz").write_bytes(hc.compress("gzip", hc.capture_tar()))
+    _fake_ssh(monkeypatch, f"cat >/dev/null; cat {tmp_path}/c.tgz", timeout="5")
+    assert open_source("ssh://host").pids() == [1234]
+    _fake_ssh(monkeypatch, "cat >/dev/null; printf \"bad\\033[2J news\\n\" >&2; exit 255")
+    with pytest.raises(SourceError, match=r"ssh failed: bad\?\[2J news$"):
+        open_source("ssh://host")
+    monkeypatch.setenv("SMEM_SSH_TIMEOUT", "forever")
+    with pytest.raises(UsageError, match="SMEM_SSH_TIMEOUT"):
+        open_source("ssh://host")
