@@ -471,3 +471,17 @@ def test_a_remote_capture_through_the_pipe_still_reads(monkeypatch, tmp_path):
     monkeypatch.setenv("SMEM_SSH_TIMEOUT", "forever")
     with pytest.raises(UsageError, match="SMEM_SSH_TIMEOUT"):
         open_source("ssh://host")
+
+
+# -- the capture writer -------------------------------------------------------------------
+
+def test_a_hostile_user_name_is_one_passwd_field_in_a_capture(tmp_path):
+    import io
+    from smem.capture import write_capture
+    members = hc.capture_members()
+    members[2] = ("1234", None, {"uid": 1000, "uname": "ev:il\nroot:x:0:0::/:/bin/sh"})
+    out = io.BytesIO()
+    write_capture(ArchiveSource(hc.tar_of(members), "t"), out, None)
+    again = ArchiveSource(out.getvalue(), "again")
+    assert again.read("passwd") == b"ev?il?root?x?0?0???/?/bin/sh:x:1000:1000::/:/nonexistent\n"
+    assert again.user_name(0) is None
