@@ -43,6 +43,12 @@ class _Writer:
         self.tar.addfile(info)
 
 
+def _passwd_field(name):
+    """A user name as one passwd(5) field: a ':' or newline (a hostile host's tar) would
+    add fields or lines."""
+    return "".join("?" if c == ":" or not c.isprintable() else c for c in name)
+
+
 def write_capture(source, fileobj, compression="gz", exact=False):
     """Write a capture of ``source`` to ``fileobj``; returns (processes written, skipped).
 
@@ -96,8 +102,8 @@ def write_capture(source, fileobj, compression="gz", exact=False):
         for index, (start, end, kind) in enumerate(source.firmware_memmap() or ()):
             for name, data in (("start", start), ("end", end), ("type", kind)):
                 out.file(f"sys/firmware/memmap/{index}/{name}", data)
-        out.file("passwd", "".join(f"{name}:x:{uid}:{uid}::/:/nonexistent\n"
-                                   for uid, name in sorted(users.items())).encode())
+        out.file("passwd", "".join(f"{_passwd_field(name)}:x:{uid}:{uid}::/:/nonexistent\n"
+                                   for uid, name in sorted(users.items())).encode("utf-8", "surrogateescape"))
         facts = dict(source.facts())
         facts["tool"] = f"smem {__version__}"
         facts.setdefault("epoch", str(out.now))

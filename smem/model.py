@@ -136,8 +136,64 @@ class Needs:
         self.counters = counters
 
 
+#: The time all the matching of one filter may take (-P, -U, -M), seconds: a pattern
+#: that backtracks without end ('(a+)+$' against a long command line) is stopped
+#: and refused rather than left to run for ever (smem 1.5 hangs).
+MATCH_SECONDS = 1.0
+
+
+class _Pattern:
+    """A compiled filter whose matching, all of it together, is bounded in time.
+
+    The ``regex`` module (re's syntax, plus a ``timeout`` it checks while it
+    backtracks) does the matching; without it, ``re``, unbounded.
+    """
+
+    __slots__ = ("pattern", "option", "_compiled", "_left", "_timed")
+
+    def __init__(self, pattern, option):
+        self.pattern = pattern
+        self.option = option
+        self._left = MATCH_SECONDS
+        try:
+            import regex
+        except ImportError:  # pragma: no cover - a dependency; re works, unbounded
+            regex = None
+        errors = (re.error, OverflowError, RecursionError, ValueError, TypeError, MemoryError)
+        if regex is not None:
+            errors += (regex.error,)
+        try:
+            self._compiled = (regex or re).compile(pattern)
+        except errors as e:
+            why = str(e) or type(e).__name__
+            if isinstance(e, RecursionError):
+                why = "nested too deeply"
+            raise UsageError(f"invalid regular expression for {option} {_shown(pattern)}: {why}") from None
+        self._timed = regex is not None
+
+    def search(self, text):
+        if not self._timed:
+            return self._compiled.search(text)
+        start = time.monotonic()
+        try:
+            return self._compiled.search(text, timeout=max(self._left, 0.001))
+        except TimeoutError:
+            raise UsageError(f"{self.option} {_shown(self.pattern)}: matching took more than "
+                             f"{MATCH_SECONDS:g} s (a pattern that backtracks without end?): simplify it") from None
+        finally:
+            self._left -= time.monotonic() - start
+
+
+def _shown(pattern):
+    return repr(pattern if len(pattern) <= 60 else pattern[:57] + "...")
+
+
 class Selection:
-    """The -P / -U / -M filters, compiled once (a bad regex is a usage error)."""
+    """The -P / -U / -M filters, compiled once (a bad regex is a usage error).
+
+    Each filter's matching is bounded in time (MATCH_SECONDS): a runaway pattern is a
+    usage error too, never a hang.
+    """
 
     def __init__(self, process=None, user=None, mapping=None):
         self.process = self._compile(process, "-P")
@@ -164,10 +220,7 @@ class Selection:
     def _compile(pattern, option):
         if pattern is None:
             return None
-        try:
-            return re.compile(pattern)
-        except re.error as e:
-            raise UsageError(f"invalid regular expression for {option} {pattern!r}: {e}") from None
+        return _Pattern(pattern, option)
 
 
 class Snapshot:

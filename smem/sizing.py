@@ -18,6 +18,8 @@ them, in order of preference:
 Each figure says where it came from, so reports can say so too.
 """
 
+import os
+import stat
 from dataclasses import dataclass
 
 from .errors import KernelImageError, UsageError
@@ -70,11 +72,28 @@ MAX_KERNEL_FILE = 1 << 30
 
 
 def read_kernel_file(path):
+    """The bytes of ``path``, a regular file of at most MAX_KERNEL_FILE bytes.
+
+    What is not a regular file (a FIFO that would block, /dev/zero that never ends, a
+    directory) is refused before anything is read, and so is a file too large.
+    """
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as e:
+        raise KernelImageError(f"cannot read kernel image {path}: {e.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise KernelImageError(f"{path} is not a regular file (a device, FIFO or directory): not a kernel image; "
+                                   "give the image file, e.g. /boot/vmlinuz-$(uname -r)")
+        if info.st_size > MAX_KERNEL_FILE:
+            raise KernelImageError(f"{path} is larger than 1 GiB: not a kernel image")
+        with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(MAX_KERNEL_FILE + 1)
     except OSError as e:
         raise KernelImageError(f"cannot read kernel image {path}: {e.strerror}") from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_KERNEL_FILE:
         raise KernelImageError(f"{path} is larger than 1 GiB: not a kernel image")
     return data

@@ -32,26 +32,42 @@ def percent(kib, total):
     return "%.2f%%" % (100.0 * kib / total)
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtpe]?)(i?b?)\s*$", re.IGNORECASE)
+# ASCII digits and spaces only ("٢G" and "２G" are not sizes, nor is "2\nG": \s and $ would take
+# a newline), and no more digits than a size has (int() refuses 4,300 of them).
+_SIZE = re.compile(r" *([0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30}) *([kmgtpe]?)(i?b?) *", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
+#: No machine has this many bytes of RAM (every figure fits a 64-bit counter).
+MAX_SIZE_BYTES = 1 << 64
+
+
+def _shown(text):
+    return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
 def parse_size(text):
     """Bytes from "2G", "2GB", "2GiB", "1.5G", "512m", "2097152K" or "2147483648".
 
-    Suffixes are binary (K = 1024), as in smem 1.5; a bare number is bytes.
+    Suffixes are binary (K = 1024), as in smem 1.5; a bare number is bytes.  A size is
+    more than 0 and less than 2**64 bytes.
     """
-    match = _SIZE.match(text or "")
+    text = text or ""
+    match = _SIZE.fullmatch(text)
     if not match or (match.group(3) and not match.group(2) and match.group(3).lower() != "b"):
         raise UsageError(
-            f"cannot read memory size {text!r}: use a number with an optional unit, "
+            f"cannot read memory size {_shown(text)}: use a number with an optional unit, "
             "e.g. 2G, 2GiB, 1.5G, 512M, 2097152K or 2147483648 (bytes)")
     number, unit = match.group(1), match.group(2).lower()
     if match.group(3).lower() == "ib" and not unit:
-        raise UsageError(f"cannot read memory size {text!r}")
+        raise UsageError(f"cannot read memory size {_shown(text)}: 'iB' needs a unit before it, e.g. 2GiB")
     scale = 1024 ** _POWERS[unit]
     if "." in number:
         whole, _, frac = number.partition(".")
         numerator = int(whole or "0") * 10 ** len(frac) + int(frac or "0")
-        return numerator * scale // 10 ** len(frac)
-    return int(number) * scale
+        size = numerator * scale // 10 ** len(frac)
+    else:
+        size = int(number) * scale
+    if size <= 0:
+        raise UsageError(f"memory size {_shown(text)} is not more than 0 bytes: give the RAM installed, e.g. 2G")
+    if size >= MAX_SIZE_BYTES:
+        raise UsageError(f"memory size {_shown(text)} is past 2**64 bytes (16 EiB): no machine has it")
+    return size

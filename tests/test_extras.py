@@ -1,5 +1,5 @@
-"""A text-only install: smem runs with click and tabulate alone, and each feature that needs an
-extra says which one to install, in one line."""
+"""A text-only install: smem runs with click, tabulate and regex alone, and each feature that needs
+an extra says which one to install, in one line."""
 
 import os
 import subprocess
@@ -14,11 +14,12 @@ CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
 @pytest.fixture(scope="module")
 def text_only(tmp_path_factory):
-    """A Python path holding smem, click and tabulate and nothing else of site-packages."""
+    """A Python path holding smem and its dependencies (click, tabulate, regex), nothing else."""
     import click
+    import regex
     import tabulate
     d = tmp_path_factory.mktemp("text-only")
-    for module in (click, tabulate):
+    for module in (click, tabulate, regex):
         path = module.__file__
         if os.path.basename(path) == "__init__.py":
             path = os.path.dirname(path)
@@ -39,14 +40,14 @@ def _run(text_only, *args):
 def test_the_core_dependencies_are_click_and_tabulate():
     import tomllib
     project = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["project"]
-    assert sorted(d.split(">")[0] for d in project["dependencies"]) == ["click", "tabulate"]
+    assert sorted(d.split(">")[0] for d in project["dependencies"]) == ["click", "regex", "tabulate"]
     extras = project["optional-dependencies"]
     assert {"charts", "exact", "compression", "all"} <= set(extras)
 
 
 def test_text_reports_work_without_the_extras(text_only):
     assert _run(text_only, "--version").returncode == 0
-    for args in (["-t", "-k"], ["-S", CAPTURE, "-u"], ["-S", CAPTURE, "-m", "-F", "json"],
+    for args in (["-t", "-k"], ["-S", CAPTURE, "-u"], ["-S", CAPTURE, "-P", "smem"], ["-S", CAPTURE, "-m", "-F", "json"],
                  ["-S", CAPTURE, "-F", "github"], ["-S", CAPTURE, "-w"]):
         proc = _run(text_only, *args)
         assert proc.returncode == 0, (args, proc.stderr)

@@ -8,6 +8,12 @@ from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _BLOCK_MASK, _BLOCK_SHIFT, _D
 from .members import encode_frames, encode_kpages
 from .readers import PagemapReader, frame_reader
 
+#: Blocks of 4096 frames index the frames directly while they hold no more than this
+#: many times the frames mapped (plus the floor: small tables cost nothing); beyond,
+#: frames spread one per block would cost 4096 times their number in memory and time.
+_SPREAD = 4
+_SPREAD_FLOOR = 1 << 22
+
 __all__ = ["ExactFigures", "SharedWith", "ExactAccounting", "account", "exact_capture_members"]
 
 
@@ -142,7 +148,10 @@ class ExactAccounting:
 
     Internally every frame gets a dense index (PFNs grouped in blocks of
     4096, only blocks in use), so per-frame arrays are indexed directly and
-    a grouping costs time proportional to its processes' pages.
+    a grouping costs time proportional to its processes' pages.  Where the
+    frames are so spread that blocks would hold mostly frames no one maps
+    (more than _SPREAD times the frames mapped), the index is the rank among
+    the distinct frames instead: memory follows the frames, never the PFNs.
     """
 
     def __init__(self, frames, table, page_size, *, keep_frames=False):
@@ -160,7 +169,14 @@ class ExactAccounting:
             if len(u):
                 blocks.append(_blocks_of(u))
         self._blocks = np.unique(np.concatenate(blocks)) if blocks else np.zeros(0, np.uint64)
-        size = len(self._blocks) << _BLOCK_SHIFT
+        del blocks
+        self._shift, self._mask = _BLOCK_SHIFT, _BLOCK_MASK
+        entries = sum(len(u) for u, _ in uniques.values())
+        if len(self._blocks) << _BLOCK_SHIFT > _SPREAD * entries + _SPREAD_FLOOR:
+            # blocks of one frame each: the distinct frames themselves
+            self._shift, self._mask = 0, 0
+            self._blocks = np.unique(np.concatenate([u for u, _ in uniques.values()]))
+        size = len(self._blocks) << self._shift
         self._itype = np.uint32 if size < 1 << 32 else np.int64
         self._proc = {}
         mark = np.zeros(size, dtype=bool)
@@ -188,15 +204,17 @@ class ExactAccounting:
         u = pfns_sorted
         if not len(u):
             return np.zeros(0, dtype=self._itype)
-        shift = np.uint64(_BLOCK_SHIFT)
+        if self._shift == 0:
+            return np.searchsorted(self._blocks, u).astype(self._itype)
+        shift = np.uint64(self._shift)
         first = int(np.searchsorted(self._blocks, u[0] >> shift))
         last = int(np.searchsorted(self._blocks, u[-1] >> shift, side="right"))
         blocks = self._blocks[first:last]
         starts = np.searchsorted(u, blocks << shift)
         lengths = np.diff(np.append(starts, len(u)))
         out = np.empty(len(u), dtype=self._itype)
-        np.bitwise_and(u, np.uint64(_BLOCK_MASK), out=out, casting="unsafe")
-        bases = (np.arange(first, last, dtype=np.int64) << _BLOCK_SHIFT).astype(self._itype)
+        np.bitwise_and(u, np.uint64(self._mask), out=out, casting="unsafe")
+        bases = (np.arange(first, last, dtype=np.int64) << self._shift).astype(self._itype)
         if len(bases) == 1:
             out += bases[0]
         else:
@@ -205,14 +223,14 @@ class ExactAccounting:
 
     def _pfn_of(self, dense):
         dense = dense.astype(np.int64)
-        return ((self._blocks[dense >> _BLOCK_SHIFT] << np.uint64(_BLOCK_SHIFT))
-                | (dense & _BLOCK_MASK).astype(np.uint64))
+        return ((self._blocks[dense >> self._shift] << np.uint64(self._shift))
+                | (dense & self._mask).astype(np.uint64))
 
     def _fill_counts(self, table):
         pfns, counts = table.pfns, table.counts
         if not len(pfns) or not len(self._blocks):
             return
-        b = pfns >> np.uint64(_BLOCK_SHIFT)
+        b = pfns >> np.uint64(self._shift)
         at = np.searchsorted(self._blocks, b)
         at[at == len(self._blocks)] = 0
         inside = self._blocks[at] == b  # a capture's table may hold frames we do not use

@@ -5,10 +5,10 @@ Documentation/admin-guide/mm/pagemap.rst for the bits; smem/exact/__init__.py fo
 
 import numpy as np
 
-from ..errors import SmemError
+from ..errors import CaptureError, SmemError
 from ..parsers.kpageflags import FLAGS
 
-__all__ = ["ExactUnavailable", "ProcessFrames", "FrameTable"]
+__all__ = ["ExactUnavailable", "ProcessFrames", "FrameTable", "page_size_of"]
 
 #: The capture member holding kpagecount/kpageflags of the frames the processes map.
 KPAGES_MEMBER = "kpages.sparse"
@@ -26,6 +26,23 @@ _BLOCK_MASK = (1 << _BLOCK_SHIFT) - 1
 _UNOWNED = (1 << FLAGS["ZERO_PAGE"]) | (1 << FLAGS["HUGE"])
 _SWAPPED_ONLY = np.int64(1 << 62)
 _DIRECT_BLOCKS = 1 << 16   # find a process's blocks by bisection when its PFNs span fewer
+
+
+#: The page sizes Linux has: a power of two from 1 KiB (some old ARM) to 1 MiB (a
+#: generous bound: 4, 16 and 64 KiB are today's).
+MIN_PAGE_SIZE, MAX_PAGE_SIZE = 1 << 10, 1 << 20
+
+
+def page_size_of(value, where):
+    """``value`` (int or text) as a page size; CaptureError naming ``where`` if it is none."""
+    try:
+        size = int(value) if len(str(value)) <= 20 else 0
+    except (TypeError, ValueError):
+        size = 0
+    if not (MIN_PAGE_SIZE <= size <= MAX_PAGE_SIZE and size & (size - 1) == 0):
+        raise CaptureError(f"{where}: page size {str(value)[:20]!r} is not one (a power of two from "
+                           "1 KiB to 1 MiB): a damaged capture")
+    return size
 
 
 class ExactUnavailable(SmemError):

@@ -6,7 +6,9 @@ Formats in docs/capture-format.md ("Exact page-frame data").
 import numpy as np
 
 from ..errors import CaptureError
-from .frames import FRAMES_MEMBER, KPAGES_MEMBER, _FRAMES_MAGIC, _KPAGES_MAGIC, FrameTable, ProcessFrames
+from ..parsers.pagemap import PFN_MASK
+from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _FRAMES_MAGIC, _KPAGES_MAGIC, FrameTable, ProcessFrames,
+                     page_size_of)
 
 __all__ = ["encode_frames", "decode_frames", "encode_kpages", "decode_kpages", "KPAGES_MEMBER",
            "FRAMES_MEMBER"]
@@ -46,16 +48,30 @@ def decode_frames(pid, data):
     words = _words(data[8:], name)
     if len(words) < 4:
         raise CaptureError(f"capture member {name} is truncated")
+    page_size_of(int(words[0]), f"capture member {name}")
     nseg, npresent, nswap = (int(w) for w in words[1:4])
     body = words[4:]
     if len(body) != nseg * 3 + npresent + nswap:
         raise CaptureError(f"capture member {name} is truncated or corrupt")
     segments = body[:nseg * 3].reshape(nseg, 3)
-    if int(segments[:, 1].sum()) != npresent or int(segments[:, 2].sum()) != nswap:
+    # each count no more than the total, so the sums cannot wrap round 2**64 to look right
+    if nseg and (int(segments[:, 1].max()) > npresent or int(segments[:, 2].max()) > nswap
+                 or int(segments[:, 1].sum()) != npresent or int(segments[:, 2].sum()) != nswap):
+        raise CaptureError(f"capture member {name} is inconsistent")
+    if not nseg and (npresent or nswap):
         raise CaptureError(f"capture member {name} is inconsistent")
     pfns = _undelta(body[nseg * 3:nseg * 3 + npresent])
     swap = _undelta(body[nseg * 3 + npresent:])
+    _check_entries(pfns, name, "frame numbers")
+    _check_entries(swap, name, "swap entries")
     return ProcessFrames(pid, pfns, swap, segments)
+
+
+def _check_entries(values, name, what):
+    """Frame numbers and swap entries are pagemap's bits 0-54: larger ones are damage
+    (deltas that wrap round 2**64 to garbage)."""
+    if len(values) and int(values.max()) > PFN_MASK:
+        raise CaptureError(f"capture member {name} is corrupt ({what} past 55 bits)")
 
 
 def encode_kpages(table, page_size):
@@ -77,10 +93,12 @@ def decode_kpages(data):
         raise CaptureError(f"capture member {KPAGES_MEMBER} is truncated")
     page_size, n, has_flags = (int(w) for w in words[:3])
     body = words[3:]
-    if has_flags not in (0, 1) or len(body) != n * (2 + has_flags) or page_size < 1024:
+    if has_flags not in (0, 1) or len(body) != n * (2 + has_flags):
         raise CaptureError(f"capture member {KPAGES_MEMBER} is truncated or corrupt")
+    page_size = page_size_of(page_size, f"capture member {KPAGES_MEMBER}")
     pfns = _undelta(body[:n])
-    if n > 1 and not (np.diff(pfns.astype(np.int64)) > 0).all():
+    _check_entries(pfns, KPAGES_MEMBER, "frame numbers")
+    if n > 1 and not (pfns[1:] > pfns[:-1]).all():
         raise CaptureError(f"capture member {KPAGES_MEMBER} is corrupt (frames out of order)")
     flags = body[2 * n:3 * n] if has_flags else None
     return page_size, FrameTable(pfns, body[n:2 * n], flags)

@@ -13,11 +13,15 @@ from ..parsers import pagemap as pm
 from ..parsers.kpagecount import parse_kpagecount
 from ..parsers.kpageflags import parse_kpageflags
 from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _KPAGE_CHUNK, _KPAGE_GAP, _PAGEMAP_CHUNK,
-                     _PAGEMAP_GAP, _SWAPPED_ONLY, ExactUnavailable, FrameTable, ProcessFrames, _concat)
+                     _PAGEMAP_GAP, _SWAPPED_ONLY, ExactUnavailable, FrameTable, ProcessFrames, _concat,
+                     page_size_of)
 from .members import decode_frames, decode_kpages
 
 __all__ = ["PagemapReader", "CaptureReader", "frame_reader", "COUNTERS_READ"]
 
+
+#: Addresses are 64-bit: a mapping past them (a damaged smaps) is not read.
+_ADDRESSES = 1 << 64
 
 #: The smaps counters _is_empty reads of each mapping.
 COUNTERS_READ = frozenset({"Rss", "Swap"})
@@ -44,7 +48,8 @@ class PagemapReader:
 
     def __init__(self, source, page_size=None):
         self.source = source
-        self.page_size = page_size or int(source.facts().get("pagesize") or mmap.PAGESIZE)
+        self.page_size = page_size or page_size_of(source.facts().get("pagesize") or mmap.PAGESIZE,
+                                                   f"{source.description}: capture-info")
         self.flags_available = None
 
     def check(self):
@@ -69,7 +74,7 @@ class PagemapReader:
         """
         ps = self.page_size
         spans = sorted((m.start // ps, -(-m.end // ps), m.start)
-                       for m in mappings if m.end > m.start and not _is_empty(m))
+                       for m in mappings if _ADDRESSES > m.end > m.start and not _is_empty(m))
         segments = np.zeros((len(spans), 3), dtype=np.uint64)
         if spans:
             segments[:, 0] = [s[2] for s in spans]
@@ -187,7 +192,7 @@ class CaptureReader:
         if data is None:
             raise ProcessUnreadable(pid, "no page frame data in capture")
         frames = decode_frames(pid, data)
-        return frames.select(m.start for m in mappings)
+        return frames.select(m.start for m in mappings if m.start < _ADDRESSES)
 
     def frame_table(self, pfns):
         table = self._table

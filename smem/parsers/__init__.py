@@ -2,3 +2,15 @@
 
 They take bytes and return plain data; none of them touches the filesystem.
 """
+
+#: Every figure is an amount a machine could have: less than 2**64 bytes (the
+#: kernel's counters are 64-bit), so less than 2**54 KiB.  A larger one is damage.
+MAX_BYTES = 1 << 64
+MAX_KIB = MAX_BYTES >> 10
+#: Linux ids (uid, gid) are 32-bit, and (uid_t)-1 is no one.
+MAX_ID = (1 << 32) - 1
+
+
+def plausible(value, limit=MAX_BYTES):
+    """``value`` if 0 <= value < limit, else None: an int a machine could have."""
+    return value if 0 <= value < limit else None

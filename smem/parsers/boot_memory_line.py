@@ -25,8 +25,9 @@ from typing import Optional
 
 __all__ = ["parse_boot_memory_line"]
 
-_HEAD = re.compile(rb"Memory: (\d+)[kK]/(\d+)[kK] available(.*)")
-_FIELD = re.compile(rb"(\d+)[kK] ([a-z][a-z -]*[a-z])")
+# (at most 16 digits: every figure stays below 2**54 KiB, and int() never sees 4,300 digits)
+_HEAD = re.compile(rb"Memory: ([0-9]{1,16})[kK]/([0-9]{1,16})[kK] available(.*)")
+_FIELD = re.compile(rb"(?<![0-9])([0-9]{1,16})[kK] ([a-z][a-z -]*[a-z])")
 
 
 def parse_boot_memory_line(data: bytes) -> Optional[dict[str, int]]:

@@ -30,7 +30,7 @@ __all__ = ["IomemResource", "parse_iomem", "addresses_hidden", "system_ram_bytes
 #: since 2.6.x.  Older kernels and some architectures have only code and data.
 KERNEL_IMAGE_RESOURCES = ("Kernel code", "Kernel rodata", "Kernel data", "Kernel bss")
 
-_LINE = re.compile(rb"^( *)([0-9a-fA-F]+)-([0-9a-fA-F]+) :(?: (.*))?$")
+_LINE = re.compile(rb"( *)([0-9a-fA-F]{1,16})-([0-9a-fA-F]{1,16}) :(?: (.*))?")
 
 
 class IomemResource(NamedTuple):
@@ -50,10 +50,12 @@ def parse_iomem(data: bytes) -> list[IomemResource]:
     """Parse /proc/iomem; lines that are not ``start-end : name`` are skipped."""
     resources = []
     for line in data.splitlines():
-        m = _LINE.match(line.rstrip(b"\r"))
+        m = _LINE.fullmatch(line.rstrip(b"\r"))
         if m is None:
             continue
         indent, start, end, name = m.groups()
+        if int(start, 16) > int(end, 16):
+            continue  # (64-bit addresses by the pattern; a range backwards is damage)
         resources.append(IomemResource(int(start, 16), int(end, 16),
                                        (name or b"").decode("utf-8", "replace"),
                                        len(indent) // 2))

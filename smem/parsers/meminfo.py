@@ -8,6 +8,9 @@ is absent from the result, never 0.
 
 from typing import Dict, NamedTuple
 
+from ..errors import SourceError
+from . import MAX_BYTES, MAX_KIB
+
 __all__ = ["Meminfo", "parse_meminfo"]
 
 
@@ -17,6 +20,7 @@ class Meminfo(NamedTuple):
 
 
 def parse_meminfo(data):
+    """Raises SourceError for a figure no machine has (2**64 bytes or more): a damaged file."""
     kib = {}
     counts = {}
     for line in data.split(b"\n"):
@@ -31,8 +35,9 @@ def parse_meminfo(data):
         except ValueError:
             continue
         name = key.strip().decode("ascii", "replace")
-        if len(fields) > 1 and fields[1].lower() == b"kb":
-            kib[name] = value
-        else:
-            counts[name] = value
+        in_kib = len(fields) > 1 and fields[1].lower() == b"kb"
+        if abs(value) >= (MAX_KIB if in_kib else MAX_BYTES):
+            raise SourceError(f"meminfo: {name[:40]!r} is {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}"
+                              f"{' kB' if in_kib else ''}, past 2**64 bytes: not a real meminfo (damaged capture?)")
+        (kib if in_kib else counts)[name] = value
     return Meminfo(kib, counts)

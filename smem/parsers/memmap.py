@@ -33,9 +33,16 @@ def parse_memmap_entries(entries: Sequence[tuple[bytes, bytes, bytes]]) -> list[
 
     Raises ValueError for a start or end that is not a hex number.
     """
-    return [MemmapEntry(int(start.strip(), 16), int(end.strip(), 16),
-                        type_.strip().decode("utf-8", "replace"))
-            for start, end, type_ in entries]
+    parsed = []
+    for start, end, type_ in entries:
+        start, end = start.strip(), end.strip()
+        if len(start) > 18 or len(end) > 18:
+            raise ValueError("memmap address longer than 64 bits")
+        entry = MemmapEntry(int(start, 16), int(end, 16), type_.strip().decode("utf-8", "replace"))
+        if not 0 <= entry.start <= entry.end < 1 << 64:
+            raise ValueError("memmap range outside 64-bit addresses, or backwards")
+        parsed.append(entry)
+    return parsed
 
 
 def parse_memmap(entries: Sequence[tuple[bytes, bytes, bytes]]) -> Optional[int]:

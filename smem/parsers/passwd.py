@@ -17,8 +17,10 @@ def parse_passwd(data):
         if len(fields) < 3:
             continue
         try:
-            uid = int(fields[2])
+            uid = int(fields[2]) if len(fields[2]) <= 12 else -1
         except ValueError:
+            continue
+        if not 0 <= uid < 1 << 32:
             continue
         names.setdefault(uid, fields[0].decode("utf-8", "surrogateescape"))
     return names

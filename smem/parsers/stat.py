@@ -7,6 +7,8 @@ contain spaces and parentheses ("(sd-pam)", "a) b"), so it runs from the first
 
 from typing import NamedTuple, Optional
 
+from . import plausible
+
 __all__ = ["PidStat", "parse_stat", "PF_KTHREAD"]
 
 #: include/linux/sched.h: the task is a kernel thread.
@@ -34,8 +36,10 @@ class PidStat(NamedTuple):
 
 
 def _int(fields, index):
+    """The field as an int in [0, 2**64), else None (absent, garbage or absurd)."""
     try:
-        return int(fields[index])
+        field = fields[index]
+        return plausible(int(field)) if len(field) <= 20 else None
     except (IndexError, ValueError):
         return None
 
@@ -46,7 +50,9 @@ def parse_stat(data):
     close = data.rfind(b")")
     if open_ < 0 or close < open_:
         raise ValueError("malformed stat: no (comm) field")
-    pid = int(data[:open_])
+    pid = int(data[:open_]) if len(data[:open_]) <= 24 else None
+    if pid is None or plausible(pid) is None:
+        raise ValueError("malformed stat: no pid")
     comm = data[open_ + 1:close].decode("utf-8", "surrogateescape")
     # fields after comm, numbered from 3 (state) in proc.rst's Table 1-4
     rest = data[close + 1:].split()

@@ -5,6 +5,8 @@ the ones smem uses: Uid/Gid (real, effective, saved, fs), PPid, Threads,
 State, and the Vm*/Rss* sizes in KiB.
 """
 
+from . import MAX_ID, MAX_KIB, plausible
+
 __all__ = ["parse_status", "status_ids", "status_kib", "status_int"]
 
 
@@ -22,10 +24,14 @@ def status_ids(fields, key):
     value = fields.get(key)
     if value is None:
         return None
+    words = value.split()
+    if any(len(w) > 12 for w in words):
+        return None
     try:
-        return tuple(int(v) for v in value.split())
+        ids = tuple(int(w) for w in words)
     except ValueError:
         return None
+    return ids if all(plausible(i, MAX_ID) is not None for i in ids) else None
 
 
 def status_int(fields, key):
@@ -33,7 +39,8 @@ def status_int(fields, key):
     if value is None:
         return None
     try:
-        return int(value.split()[0])
+        word = value.split()[0]
+        return plausible(int(word), MAX_KIB) if len(word) <= 20 else None
     except (ValueError, IndexError):
         return None
 

@@ -30,8 +30,14 @@ def open_source(spec=None, stdin=None, per_mapping=True):
     if spec.startswith("ssh://"):
         from .remote import RemoteSource
         return RemoteSource(spec, per_mapping)
-    if os.path.isdir(spec):
+    try:
+        mode = os.stat(spec).st_mode
+    except OSError as e:
+        raise SourceError(f"cannot read {spec}: {e.strerror}") from None
+    if stat.S_ISDIR(mode):
         return DirectorySource(spec)
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # refused unopened: opening may block or act
+        raise SourceError(f"{spec}: not a capture file (a device or socket)")
     try:
         with open(spec, "rb") as f:
             mode = os.fstat(f.fileno()).st_mode

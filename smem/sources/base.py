@@ -10,7 +10,19 @@ to smem's own exceptions in one place whatever the source.
 
 import abc
 
-__all__ = ["Source"]
+__all__ = ["Source", "is_pid_name"]
+
+#: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
+#: int() refuses 4,300 digits anyway.
+_PID_DIGITS = 10
+
+
+def is_pid_name(name):
+    """Whether a /proc entry (or capture member) names a process: ASCII digits only.
+
+    str.isdigit() also passes "²" and "٣", which int() refuses or reads as another number.
+    """
+    return 0 < len(name) <= _PID_DIGITS and name.isascii() and name.isdigit()
 
 
 class Source(abc.ABC):

@@ -11,24 +11,44 @@ links, devices, absolute paths or contain ``..`` are ignored.
 """
 
 import bz2
+import errno
 import gzip
 import io
 import lzma
 import os
 import pwd
+import stat
 import zlib
 
 from ..errors import CaptureError, SourceError
 from ..parsers.capture_info import parse_capture_info
 from ..parsers.passwd import parse_passwd
 from ..parsers.status import parse_status, status_ids
-from .base import Source
+from .base import Source, is_pid_name
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
-__all__ = ["ArchiveSource", "DirectorySource", "decompress", "read_capture"]
+__all__ = ["ArchiveSource", "DirectorySource", "read_capture",
+           "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES", "MAX_FILE_BYTES"]
 
-#: A decompressed capture larger than this is refused (a bomb, not a capture).
-MAX_CAPTURE_BYTES = 8 << 30
+#: A capture decompressing to more than this is refused: a 10,000-process server's
+#: capture is about 2 GiB; more is a bomb, and reading it would only cost time.
+MAX_CAPTURE_BYTES = 4 << 30
+#: One member larger than this is refused before it is inflated: a huge process's smaps
+#: is a few MiB, a big machine's exact frame data some hundreds.
+MAX_MEMBER_BYTES = 1 << 30
+#: The largest file of a directory capture read (a member that is /dev/zero or a
+#: growing log must not be read forever): the per-member limit of archives.
+MAX_FILE_BYTES = MAX_MEMBER_BYTES
+#: The memory an xz stream may ask for (xz -9 needs 65 MiB); a 4 GiB dictionary is refused.
+MAX_XZ_MEMORY = 256 << 20
+#: The largest zstd window accepted (zstd's own default limit for decoding, 2**27).
+MAX_ZSTD_WINDOW = 1 << 27
+
+#: After the end-of-archive blocks, at most this much is read (to find garbage or a cut);
+#: tar pads records with zeros, 10 KiB by default.  More is not read, whatever it holds.
+MAX_TRAILER_BYTES = 16 << 20
+
+_LIMIT = f"{MAX_MEMBER_BYTES >> 30} GiB per member"
 
 
 def read_capture(stream, name):
@@ -42,60 +62,192 @@ def read_capture(stream, name):
         raise CaptureError(f"{name}: empty (no capture)")
     if not first.strip(b"\0"):
         raise CaptureError(f"{name}: starts with zeros: not a capture")
-    return _bounded_read(stream, f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture",
-                         bytearray(first))
-
-
-def _zstd_reader(stream):
-    try:
-        import zstandard
-    except ImportError:
-        raise CaptureError("capture is zstd-compressed; install the 'zstandard' package to read it") from None
-    return zstandard.ZstdDecompressor().stream_reader(stream)
-
-
-def _bounded_read(stream, too_large, buffer=None):
-    """All of ``stream`` in one growing buffer (a list of chunks joined at the end
-    would hold the capture twice at its peak)."""
-    buffer = bytearray() if buffer is None else buffer
+    buffer = bytearray(first)  # one growing buffer: a list of chunks joined would hold it twice
     while True:
         chunk = stream.read(1 << 20)
         if not chunk:
             return buffer
         if len(buffer) + len(chunk) > MAX_CAPTURE_BYTES:
-            raise CaptureError(too_large)
+            raise CaptureError(f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
         buffer += chunk
 
 
-_TOO_LARGE = f"capture decompresses to more than {MAX_CAPTURE_BYTES >> 30} GiB"
+class _XzReader(io.RawIOBase):
+    """xz streams (concatenated, as xz allows) decompressed with a memory limit.
+
+    lzma.LZMAFile takes no limit, and a header asking for a 4 GiB dictionary gets it.
+    """
+
+    def __init__(self, stream):
+        self._in = stream
+        self._d = lzma.LZMADecompressor(memlimit=MAX_XZ_MEMORY)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while True:
+            if self._d.eof:
+                data = self._d.unused_data or self._in.read(1 << 16)
+                if not data:
+                    return 0
+                self._d = lzma.LZMADecompressor(memlimit=MAX_XZ_MEMORY)
+            elif self._d.needs_input:
+                data = self._in.read(1 << 16)
+                if not data:
+                    raise EOFError("compressed data ended before the end-of-stream marker")
+            else:
+                data = b""
+            out = self._d.decompress(data, len(buffer))
+            if out:
+                buffer[:len(out)] = out
+                return len(out)
+
+
+def _zstd():
+    try:
+        import zstandard
+    except ImportError:
+        raise CaptureError("capture is zstd-compressed; install the 'zstandard' package to read it") from None
+    return zstandard
+
+
+def _zstd_reader(stream):
+    """Every frame (data after the first is read, not ignored), with a bounded window."""
+    decompressor = _zstd().ZstdDecompressor(max_window_size=MAX_ZSTD_WINDOW)
+    return decompressor.stream_reader(stream, read_across_frames=True)
+
+
+def _zstd_frames_end(data):
+    """Where the zstd frames in ``data`` end, or None if the last one is cut short.
+
+    zstandard's stream reader ends quietly at a frame cut short, so the frames are
+    walked first (RFC 8878: frame header, then blocks until the last, then checksum);
+    bytes left after the last frame are left to the decoder, which refuses them.
+    """
+    pos, n = 0, len(data)
+    while pos + 4 <= n:
+        magic = int.from_bytes(data[pos:pos + 4], "little")
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame
+            pos += 8 + int.from_bytes(data[pos + 4:pos + 8], "little")
+            continue
+        if magic != 0xFD2FB528 or pos + 5 > n:
+            return pos
+        descriptor = data[pos + 4]
+        single = descriptor >> 5 & 1
+        pos += 5 + (not single) + (0, 1, 2, 4)[descriptor & 3] + (single, 2, 4, 8)[descriptor >> 6]
+        while True:
+            if pos + 3 > n:
+                return None
+            block = int.from_bytes(data[pos:pos + 3], "little")
+            pos += 3 + (1 if block >> 1 & 3 == 1 else block >> 3)
+            if block & 1:
+                break
+        pos += 4 * (descriptor >> 2 & 1)
+        if pos > n:
+            return None
+    return pos
+
 
 #: (magic bytes, name, file object decompressing a stream) of each compression recognised
 _COMPRESSIONS = (
     (b"\x1f\x8b", "gzip", lambda stream: gzip.GzipFile(fileobj=stream)),
     (b"BZh", "bzip2", bz2.BZ2File),
-    (b"\xfd7zXZ\x00", "xz", lzma.LZMAFile),
+    (b"\xfd7zXZ\x00", "xz", lambda stream: io.BufferedReader(_XzReader(stream), 1 << 16)),
     (b"\x28\xb5\x2f\xfd", "zstd", _zstd_reader),
 )
 
 
-def _decompressing_reader(data):
-    """(compression name or None, a file object giving ``data`` decompressed as it is read)."""
-    stream = io.BytesIO(data)
-    for magic, kind, reader in _COMPRESSIONS:
-        if data.startswith(magic):
-            return kind, reader(stream)
-    return None, stream
+def _decompression_errors(kind):
+    """What a decompressor of ``kind`` raises for damaged or hostile data."""
+    errors = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, MemoryError)
+    return errors + (_zstd().ZstdError,) if kind == "zstd" else errors
 
 
-def decompress(data, name="capture"):
-    """Undo gzip/bzip2/xz/zstd compression recognised by magic bytes."""
-    kind, reader = _decompressing_reader(data)
-    if kind is None:
+class _Stream:
+    """The decompressed archive read forward, counting, refusing what is too large.
+
+    tarfile (for the archives the fast index leaves to it) seeks and asks for
+    extension headers whole: it may seek forward (the data is read and dropped) or back
+    into the last read (a header it read and refused), and no read may ask for more
+    than a member may hold.
+    """
+
+    def __init__(self, data, name):
+        self.name = name
+        self.kind = None
+        self._raw = io.BytesIO(data)
+        for magic, kind, reader in _COMPRESSIONS:
+            if data.startswith(magic):
+                self.kind = kind
+                if kind == "zstd" and _zstd_frames_end(data) is None:
+                    raise CaptureError(f"{name}: zstd data is truncated or corrupt (a frame is cut short)")
+                self._raw = reader(self._raw)
+                break
+        self._errors = _decompression_errors(self.kind)
+        self.pos = 0
+        self.members = 0          # members seen, for the messages
+        self.end = 0              # where the end-of-archive block was read
+        self._last = (0, b"")     # (offset, bytes) of the last read: a seek back may replay it
+        self._pending = b""
+
+    def _inflate(self, size):
+        try:
+            return self._raw.read(size)
+        except self._errors as e:
+            raise CaptureError(f"{self.name}: {self.kind} data is truncated or corrupt "
+                               f"({e or type(e).__name__})") from None
+
+    def read(self, size=-1):
+        if size is None or size < 0 or size > MAX_MEMBER_BYTES:
+            raise CaptureError(f"{self.name}: member {self.members + 1} inflates past the limit of {_LIMIT}")
+        start = self.pos
+        data, self._pending = self._pending[:size], self._pending[size:]
+        if len(data) < size:
+            parts = [data]
+            got = len(data)
+            while got < size:
+                more = self._inflate(size - got)
+                if not more:
+                    break
+                parts.append(more)
+                got += len(more)
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
+        self.pos += len(data)
+        if self.pos > MAX_CAPTURE_BYTES:
+            raise CaptureError(f"{self.name}: capture decompresses to more than "
+                               f"{MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
+        if len(data) <= 1 << 16:
+            self._last = (start, data)
         return data
-    try:
-        return _bounded_read(reader, _TOO_LARGE)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as e:
-        raise CaptureError(f"{name}: {kind} data is truncated or corrupt ({e})") from None
+
+    def skip(self, size):
+        """Drop ``size`` bytes; False if the data ends first."""
+        while size > 0:
+            step = len(self.read(min(size, 1 << 20)))
+            if not step:
+                return False
+            size -= step
+        return True
+
+    # what tarfile asks of a file object
+    def tell(self):
+        return self.pos
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        if whence == io.SEEK_CUR:
+            offset += self.pos
+        elif whence != io.SEEK_SET:
+            raise io.UnsupportedOperation("seek from the end of a stream")
+        if offset < self.pos:
+            start, last = self._last
+            if not start <= offset <= start + len(last) or self._pending:
+                raise io.UnsupportedOperation("seek back in a stream")
+            self._pending = last[offset - start:self.pos - start]
+            self.pos = offset
+        else:
+            self.skip(offset - self.pos)
+        return self.pos
 
 
 def _member_path(name):
@@ -154,22 +306,6 @@ class _CaptureFacts:
         return None
 
 
-def _read_exact(stream, size):
-    """``size`` bytes, or fewer at the end of the stream."""
-    data = stream.read(size)
-    if len(data) == size or not data:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < size:
-        more = stream.read(size - got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
-
-
 class ArchiveSource(_CaptureFacts, Source):
     """A capture archive held in memory (from a file, stdin or a remote host).
 
@@ -185,86 +321,96 @@ class ArchiveSource(_CaptureFacts, Source):
         self.description = f"capture {name}"
         self.name = name
         self._passwd = None
-        self._files = {}   # path -> bytes, or a memoryview of the archive read by tarfile
+        self._files = {}   # path -> bytes
         self._dirs = {}    # pid -> uid, from the pid directory members
         self._unames = {}  # uid -> user name, from the same members
         try:
-            self._read_stream(data, per_mapping)
+            self._read_stream(_Stream(data, name), per_mapping)
         except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells
             self._files, self._dirs, self._unames = {}, {}, {}
-            raw = memoryview(decompress(data, name))
-            end = self._index_with_tarfile(raw)
-            # tarfile stops quietly at a cut header; what follows the last member must be
-            # nothing (C smemcap writes no end marker) or the zero blocks that end an archive.
-            if any(raw[end:]):
-                raise CaptureError(f"{name}: capture archive is truncated or corrupt after member "
-                                   f"{len(self._files)}")
+            self._read_with_tarfile(_Stream(data, name))
         if "meminfo" not in self._files:
             raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
 
-    def _read_stream(self, data, per_mapping):
-        """Read the members as the data decompresses; NeedTarfile for anything unusual."""
-        if not data:
-            raise NeedTarfile
-        rollups = set()   # pids whose smaps_rollup was read (per_mapping=False)
-        total = 0
-        try:
-            _, stream = _decompressing_reader(data)  # (zstd without its package: CaptureError)
-            while True:
-                header = _read_exact(stream, BLOCK)
-                if not header:
-                    return  # no end marker, as C smemcap writes
-                member = read_header(header)
-                if member is None:  # the end: only zero blocks may follow
-                    while True:
-                        rest = stream.read(1 << 20)
-                        if not rest:
-                            return
-                        if rest.strip(b"\0"):
-                            raise NeedTarfile
-                length = data_length(member)
-                total += BLOCK + length
-                if total > MAX_CAPTURE_BYTES:
-                    raise NeedTarfile
-                path = self._add(member)
-                wanted = member.isreg() and path is not None
-                if wanted and not per_mapping:
-                    pid, _, leaf = path.partition("/")
-                    if leaf == "smaps_rollup" and member.size:
-                        rollups.add(pid)
-                        self._files.pop(f"{pid}/smaps", None)
-                    wanted = not (leaf == "smaps" and pid in rollups)
-                skip = length
-                if wanted:
-                    content = _read_exact(stream, member.size)
-                    if len(content) < member.size:
-                        raise NeedTarfile
-                    self._files[path] = content
-                    skip -= member.size
-                while skip:
-                    step = len(stream.read(min(skip, 1 << 20)))
-                    if not step:
-                        raise NeedTarfile  # cut short: tarfile tells which error
-                    skip -= step
-        except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, ImportError):
-            raise NeedTarfile from None
+    def _too_large(self, number, member):
+        return CaptureError(f"{self.name}: member {number} ({member.name}) inflates past the limit "
+                            f"of {_LIMIT} ({member.size} bytes)")
 
-    def _index_with_tarfile(self, raw):
-        """Index with tarfile (imported only here); gives where the member headers end."""
+    def _read_stream(self, stream, per_mapping):
+        """Read the members as the data decompresses; NeedTarfile for anything unusual."""
+        rollups = set()   # pids whose smaps_rollup was read (per_mapping=False)
+        while True:
+            header = stream.read(BLOCK)
+            if not header:
+                if stream.pos == 0:
+                    raise NeedTarfile  # tarfile's "empty file" error
+                return  # no end marker, as C smemcap writes
+            member = read_header(header)
+            stream.end = stream.pos
+            if member is None:  # the end: only zero blocks may follow
+                while stream.pos - stream.end <= MAX_TRAILER_BYTES:
+                    rest = stream.read(1 << 20)
+                    if not rest:
+                        return
+                    if rest.strip(b"\0"):
+                        raise NeedTarfile
+                return
+            stream.members += 1
+            if member.size > MAX_MEMBER_BYTES:
+                raise self._too_large(stream.members, member)
+            length = data_length(member)
+            path = self._add(member)
+            wanted = member.isreg() and path is not None
+            if wanted and not per_mapping:
+                pid, _, leaf = path.partition("/")
+                if leaf == "smaps_rollup" and member.size:
+                    rollups.add(pid)
+                    self._files.pop(f"{pid}/smaps", None)
+                wanted = not (leaf == "smaps" and pid in rollups)
+            skip = length
+            if wanted:
+                content = stream.read(member.size)
+                if len(content) < member.size:
+                    raise NeedTarfile  # cut short: tarfile tells which error
+                self._files[path] = content
+                skip -= member.size
+            if not stream.skip(skip):
+                raise NeedTarfile
+
+    def _read_with_tarfile(self, stream):
+        """Read with tarfile (imported only here), streaming: members are read as they come."""
         import tarfile
         try:
-            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+            with tarfile.open(fileobj=stream, mode="r:") as tar:
                 for member in tar:
+                    stream.members += 1
+                    if member.size > MAX_MEMBER_BYTES:
+                        raise self._too_large(stream.members, member)
                     path = self._add(member)
                     if path is not None and member.isreg():
-                        if member.offset_data + member.size > len(raw):
+                        content = tar.extractfile(member).read()
+                        if len(content) < member.size:
                             raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
-                        self._files[path] = raw[member.offset_data:member.offset_data + member.size]
-                return tar.offset
+                        self._files[path] = content
+                    tar.members = []  # (tarfile keeps every member read: not needed)
+                end = tar.offset
         except tarfile.TarError as e:
             raise CaptureError(f"{self.name}: not a readable capture archive ({e})") from None
         except EOFError:
             raise CaptureError(f"{self.name}: capture archive is truncated") from None
+        # tarfile stops quietly at a cut or bad header; what follows the last member must be
+        # nothing (C smemcap writes no end marker) or the zero blocks that end an archive.
+        try:
+            stream.seek(end)
+        except io.UnsupportedOperation:
+            pass
+        while stream.pos - end <= MAX_TRAILER_BYTES:
+            rest = stream.read(1 << 20)
+            if not rest:
+                return
+            if rest.strip(b"\0"):
+                raise CaptureError(f"{self.name}: capture archive is truncated or corrupt after member "
+                                   f"{len(self._files)}")
 
     def _add(self, member):
         """Note a pid directory's owner; the path a regular file is to be kept under, else None.
@@ -275,7 +421,7 @@ class ArchiveSource(_CaptureFacts, Source):
         if path is None:
             return None
         if member.isdir():
-            if path.isdigit():
+            if is_pid_name(path):
                 self._dirs[int(path)] = member.uid
                 if member.uname:
                     self._unames.setdefault(member.uid, member.uname)
@@ -291,7 +437,7 @@ class ArchiveSource(_CaptureFacts, Source):
         pids = set(self._dirs)
         for path in self._files:
             head, sep, _ = path.partition("/")
-            if sep and head.isdigit():
+            if sep and is_pid_name(head):
                 pids.add(int(head))
         return sorted(pids)
 
@@ -315,6 +461,11 @@ class DirectorySource(_CaptureFacts, Source):
     The directory may hold ``proc/`` (smem 1.5's layout) or the proc files
     themselves.  Owners come from the pid directories' owners, as smem 1.5
     takes them; names from the capture's passwd copy, else this machine's.
+
+    Only regular files inside the directory are read, at most MAX_FILE_BYTES of
+    each: a member that is a symlink (out of the capture, or a loop), a device,
+    a FIFO or a directory is refused like an unreadable file, never opened as
+    what it points to (a capture may come from anyone; we may run as root).
     """
 
     def __init__(self, path):
@@ -322,19 +473,83 @@ class DirectorySource(_CaptureFacts, Source):
         self.description = f"capture {path}"
         self._passwd = None
         proc = os.path.join(path, "proc")
-        self.root = proc if os.path.isdir(proc) else path
-        if not os.path.exists(os.path.join(self.root, "meminfo")):
-            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)")
+        self.root = proc if _is_real_dir(proc) else path
+        try:
+            self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise SourceError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            mode = os.stat("meminfo", dir_fd=self._root_fd, follow_symlinks=False).st_mode
+        except OSError:
+            self.close()
+            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)") from None
+        if not stat.S_ISREG(mode):
+            self.close()
+            raise SourceError(f"{path}: meminfo is {_kind(mode)}, not a file: a capture holds regular files only")
 
     def pids(self):
         try:
-            return sorted(int(e) for e in os.listdir(self.root) if e.isdigit())
+            return sorted(int(e) for e in os.listdir(self._root_fd) if is_pid_name(e))
         except OSError as e:
             raise SourceError(f"{self.path}: {e.strerror}") from None
 
+    def _open(self, path):
+        """A descriptor of the regular file ``path`` inside the capture, opened safely."""
+        parts = path.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise FileNotFoundError(2, "not in capture", path)
+        fd = self._root_fd
+        try:
+            for part in parts[:-1]:
+                fd_next = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                if fd != self._root_fd:
+                    os.close(fd)
+                fd = fd_next
+            # look before opening: opening a device or FIFO may block or act
+            mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
+            if stat.S_ISREG(mode):
+                leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY,
+                               dir_fd=fd)
+                mode = os.fstat(leaf).st_mode
+                if stat.S_ISREG(mode):
+                    return leaf
+                os.close(leaf)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            mode = stat.S_IFLNK  # a symlink where a directory is expected
+        finally:
+            if fd != self._root_fd:
+                os.close(fd)
+        raise PermissionError(errno.EACCES, f"{_kind(mode)} in the capture, not a file: not read", path)
+
     def read(self, path):
-        with open(os.path.join(self.root, path), "rb") as f:
-            return f.read()
+        fd = self._open(path)
+        try:
+            size = os.fstat(fd).st_size
+            if size > MAX_FILE_BYTES:
+                raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
+                                   "not a /proc file")
+            chunks = []
+            total = 0
+            while True:  # (/proc files say size 0: read to the end, up to the limit)
+                chunk = os.read(fd, max(size - total, 1 << 16))
+                if not chunk:
+                    return b"".join(chunks)
+                total += len(chunk)
+                if total > MAX_FILE_BYTES:
+                    raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
+                                       "not a /proc file")
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+
+    def read_at(self, path, offset, length):
+        fd = self._open(path)
+        try:
+            return os.pread(fd, min(length, MAX_FILE_BYTES), offset)
+        finally:
+            os.close(fd)
 
     def _paths(self, prefix):
         top = os.path.join(self.root, prefix)
@@ -346,9 +561,10 @@ class DirectorySource(_CaptureFacts, Source):
 
     def owner(self, pid):
         try:
-            return os.stat(os.path.join(self.root, str(pid))).st_uid
+            info = os.stat(str(pid), dir_fd=self._root_fd, follow_symlinks=False)
         except OSError:
             return self._status_owner(pid)
+        return info.st_uid if stat.S_ISDIR(info.st_mode) else self._status_owner(pid)
 
     def user_name(self, uid):
         names = self._passwd_names()
@@ -358,3 +574,25 @@ class DirectorySource(_CaptureFacts, Source):
             return pwd.getpwuid(uid).pw_name
         except KeyError:
             return None
+
+    def close(self):
+        if getattr(self, "_root_fd", None) is not None:
+            os.close(self._root_fd)
+            self._root_fd = None
+
+
+def _is_real_dir(path):
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _kind(mode):
+    """What a file of ``mode`` is, in words."""
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"

@@ -3,7 +3,7 @@
 import os
 import pwd
 
-from .base import Source
+from .base import Source, is_pid_name
 
 __all__ = ["LiveSource"]
 
@@ -22,7 +22,7 @@ class LiveSource(Source):
         self._names = {}
 
     def pids(self):
-        return sorted(int(e) for e in os.listdir(self.root) if e.isdigit())
+        return sorted(int(e) for e in os.listdir(self.root) if is_pid_name(e))
 
     def read(self, path):
         with open(os.path.join(self.root, path), "rb", buffering=0) as f:
