@@ -18,6 +18,7 @@ from .model import Selection, load_snapshot, own_invocation
 from .options import ReportRequest
 from .report import CONTROLS, make_table, selected_columns, sort_column
 from .sources import open_source
+from .sources.base import OWN_PID
 from .units import human
 from .views import VIEWS, needs_of
 from .views.diff import diff_view
@@ -48,8 +49,8 @@ def _check(request):
     query, view = request.query, VIEWS[request.query.view]
     if query.old_source is not None:
         if view.row_key is None or view.requires_exact or query.exact:
-            raise UsageError(f"smem diff compares processes, users, programs, cgroups, mappings or "
-                             f"the system, without --exact")
+            raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "
+                             "the system, without --exact")
         view = diff_view(view)
     if view.requires_exact and not (query.process_filter or query.user_filter):
         raise UsageError("--shared-with needs a selection: -P and/or -U")
@@ -161,7 +162,7 @@ def _account_exactly(snapshot, view, selection, warnings):
     if view.requires_exact:
         own = own_invocation(snapshot.source, selection)
         selected, sharing = sharing_of_selection(snapshot, selection, exclude=own)
-        if snapshot.source.is_live:  # smem itself maps the same libraries: not an answer
+        if snapshot.source.has(OWN_PID):  # smem itself maps the same libraries: not an answer
             for pid in own | {os.getpid()}:
                 sharing.holders.pop(pid, None)
         snapshot.sharing = selected, sharing
@@ -178,7 +179,7 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     for reason, processes in sorted(snapshot.unreadable.items()):
         count = len(processes)
         hint = ("; run as root to see them"
-                if "ermission" in reason and snapshot.source.is_live and os.geteuid() != 0 else "")
+                if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
         named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "")
                           for pid, name in processes[:3])
         more = f" and {count - 3} more" if count > 3 else ""

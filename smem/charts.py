@@ -127,15 +127,12 @@ def _labels(entries, key):
 
 def _source_line(snapshot):
     source = snapshot.source
-    try:
-        facts = source.facts()
-    except (SmemError, OSError):
-        facts = {}
+    machine = source.machine()
     parts = [_drawable(source.description or "unknown source")]
-    if facts.get("hostname"):
-        parts.append(f"host {facts['hostname']}")
-    if facts.get("time"):
-        parts.append(facts["time"])
+    if machine.hostname:
+        parts.append(f"host {_drawable(machine.hostname)}")
+    if machine.time:
+        parts.append(_drawable(machine.time))
     return _literal(", ".join(parts))
 
 

@@ -243,7 +243,7 @@ def capture(output, force, host, compression, exact, script):
     if exact:
         from .extras import require
         require("numpy", "capture --exact")
-    from .capture import write_capture
+    from .capture_writer import write_capture
     from .output import output_file
     from .sources import open_source
     if exact and host:

@@ -17,13 +17,14 @@ import re
 import time
 
 from .aggregate import Sums
-from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError, process_error
+from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
 from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
 from .parsers.meminfo import parse_meminfo
 from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status, status_kib
+from .sources.base import OWN_PID, VANISHING
 
 __all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation", "ROLLUP_SPLIT"]
 
@@ -258,13 +259,6 @@ def read_meminfo(source):
     return meminfo
 
 
-def _read_process_file(source, pid, name):
-    try:
-        return source.read(f"{pid}/{name}")
-    except OSError as e:
-        raise process_error(pid, e) from None
-
-
 def _user_name(source, uid, cache):
     if uid is None:
         return "?"
@@ -305,7 +299,7 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
     # 2 cores (docs/benchmarks.md), 2 and 4 threads were slower than one.  Kept as an option.
     threads = threads or 1
     with _collector_paused():
-        if source.is_live and threads > 1:
+        if source.local and threads > 1:
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(max_workers=threads) as pool:
                 results = list(pool.map(one, pids, chunksize=8))
@@ -359,7 +353,7 @@ def own_invocation(source, selection):
     An interactive shell named like the pattern (``bash`` for ``-P bash``) is
     not one of them.
     """
-    if not source.is_live or selection.process is None:
+    if not source.has(OWN_PID) or selection.process is None:
         return frozenset()
     mine = {os.getpid()}
     option = re.compile(r"(?:-P\s*|--processfilter[=\s])" + re.escape(selection.process.pattern))
@@ -423,7 +417,7 @@ def _load_counters(source, process, selection, needs):
         rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
     if not rollup_totals or process.rollup is None:
         try:
-            mappings = parse_smaps(_read_process_file(source, pid, "smaps"))
+            mappings = parse_smaps(source.read_process(pid, "smaps"))
             if mappings and "Pss" not in mappings[0].counters:
                 had_pss = False
             if selection.mapping is not None:
@@ -437,7 +431,7 @@ def _load_counters(source, process, selection, needs):
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
         process.mappings = mappings
-    if source.is_live:
+    if source.local:
         process.read_seconds = time.monotonic() - started
     if needs.status:
         process.status = status
@@ -451,7 +445,7 @@ def _load_process(source, pid, selection, own_pid, names):
     """Identity and owner of ``pid``, or None if it is not to be reported."""
     raw_cmdline = source.read_optional(f"{pid}/cmdline")
     raw_stat = source.read_optional(f"{pid}/stat")
-    if raw_cmdline is None and raw_stat is None and source.is_live:
+    if raw_cmdline is None and raw_stat is None and source.has(VANISHING):
         raise ProcessGone(pid)
     stat = None
     if raw_stat:

@@ -55,7 +55,7 @@ class Table:
         return [column.getter(row) for row in self.rows]
 
 
-def selected_columns(view, options, chart=None):
+def selected_columns(view: View, options: TableOptions, chart: Optional[ChartOptions] = None) -> List[Column]:
     """The Column objects to show: -c (or ``all``, or the defaults), then the chart's label field."""
     if options.columns == ("all",):
         # every column, the defaults first in their order; the exact ones only under --exact
@@ -72,7 +72,7 @@ def selected_columns(view, options, chart=None):
     return [view.columns[k] for k in keys]
 
 
-def sort_column(view, options, default=None):
+def sort_column(view: View, options: TableOptions, default: Optional[str] = None) -> Column:
     key = options.sort or default or view.default_sort
     if key not in view.columns:
         raise UnknownField(view, [key])
@@ -100,7 +100,8 @@ def _total(column, values):
     return ""
 
 
-def build_table(view, rows, options, ram_kib, swap_kib, default_sort=None, chart=None):
+def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional[int], swap_kib: Optional[int],
+                default_sort: Optional[str] = None, chart: Optional[ChartOptions] = None) -> Table:
     """Sort as smem 1.5 does: by the sort field, ties by the row's shown values in order."""
     columns = selected_columns(view, options, chart)
     sort = sort_column(view, options, default_sort)
@@ -118,7 +119,8 @@ def build_table(view, rows, options, ram_kib, swap_kib, default_sort=None, chart
                  totals, ram_kib, swap_kib)
 
 
-def make_table(snapshots, view, options, system=SystemOptions(), chart=None):
+def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, system: SystemOptions = SystemOptions(),
+               chart: Optional[ChartOptions] = None) -> Table:
     """Rows of ``view`` from ``snapshots`` (a sequence; the newest last), selected, sorted, totalled."""
     snapshots = tuple(snapshots)
     snapshot = snapshots[-1]
@@ -150,7 +152,7 @@ def _exact_totals(table, exact):
 CONTROLS = {c: "?" for c in list(range(32)) + [127]}
 
 
-def format_value(column, value, options, table):
+def format_value(column: Column, value: Any, options: TableOptions, table: Table) -> str:
     """A cell as people read it: ``-`` when absent, ``?`` for control characters, -k / -p on amounts."""
     if value is None:
         return "-"

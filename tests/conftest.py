@@ -46,7 +46,7 @@ def run_smem(*args, input=None, env=None, check=False):
 #: could need is imported first; then the code that follows runs as an unprivileged user.
 AS_NOBODY = ("import os, sys, difflib, socket, time, json, csv, io, tarfile, gzip, bz2, lzma, pwd, grp, "
              "concurrent.futures.thread, numpy, smem.cli, smem.formats, smem.exact, smem.sizing, "
-             "smem.sources.capture; os.setgroups([]); os.setgid(65534); os.setuid(65534); ")
+             "smem.sources.archive; os.setgroups([]); os.setgid(65534); os.setuid(65534); ")
 
 
 def without_rollups(capture, out):

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from smem import exact
-from smem.capture import write_capture
+from smem.capture_writer import write_capture
 from smem.errors import CaptureError, SmemError
 from smem.model import load_snapshot
 from smem.parsers import pagemap as pm
@@ -37,7 +37,7 @@ from smem.parsers.kpagecount import parse_kpagecount
 from smem.parsers.kpageflags import FLAGS, flag_names, has_flag, parse_kpageflags
 from smem.parsers.smaps import parse_smaps
 from smem.sources import LiveSource
-from smem.sources.capture import ArchiveSource
+from smem.sources.archive import ArchiveSource
 from workload import PAGE_KIB, PAGE_SIZE, shm_server, swapped_process
 
 

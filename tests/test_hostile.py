@@ -14,8 +14,9 @@ import pytest
 import hostile_corpus as hc
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
 from smem.sources import open_source
-from smem.sources import capture
-from smem.sources.capture import ArchiveSource
+from smem.sources import archive as capture
+from smem.sources.archive import ArchiveSource
+from smem.sources.live import MAX_FILE_BYTES
 
 
 def _refused(data, tmp_path, name="c"):
@@ -220,7 +221,7 @@ def test_a_fifo_given_as_the_capture_is_a_stream(tmp_path):
 def test_a_huge_file_in_a_directory_capture_is_refused_unread(tmp_path):
     root = _tree(tmp_path / "cap")
     with open(root / "1234" / "smaps", "r+b") as f:
-        f.truncate(capture.MAX_FILE_BYTES + 1)  # sparse: nothing to read, but a size
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing to read, but a size
     with pytest.raises(CaptureError, match="1234/smaps is larger than 1 GiB"):
         open_source(str(root)).read("1234/smaps")
 
@@ -235,7 +236,7 @@ def test_pid_names_are_ascii_digits_in_every_source(tmp_path):
         (root / name).mkdir()
         (root / name / "smaps").write_bytes(hc.SMAPS)
     assert open_source(str(root)).pids() == [1234]
-    assert LiveSource(str(root)).pids() == [1234]
+    assert LiveSource(proc=str(root)).pids() == [1234]
     names.append("9" * 5000)  # past int()'s limit of 4,300 digits
     members = hc.capture_members(extra=[(name, None) for name in names] +
                                        [(f"{name}/smaps", hc.SMAPS) for name in names])
@@ -477,7 +478,7 @@ def test_a_remote_capture_through_the_pipe_still_reads(monkeypatch, tmp_path):
 
 def test_a_hostile_user_name_is_one_passwd_field_in_a_capture(tmp_path):
     import io
-    from smem.capture import write_capture
+    from smem.capture_writer import write_capture
     members = hc.capture_members()
     members[2] = ("1234", None, {"uid": 1000, "uname": "ev:il\nroot:x:0:0::/:/bin/sh"})
     out = io.BytesIO()

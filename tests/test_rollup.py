@@ -19,7 +19,7 @@ from workload import forked_workers
 
 from smem.model import Needs, load_snapshot  # noqa: E402
 from smem.sources import open_source  # noqa: E402
-from smem.sources.capture import ArchiveSource  # noqa: E402
+from smem.sources.archive import ArchiveSource  # noqa: E402
 
 CAPTURES = [FIXTURES / "captures" / "faithful.tar.gz", FIXTURES / "captures" / "quirks.tar.gz"]
 COLUMNS = "pid swap uss rss pss"

@@ -19,8 +19,8 @@ import pytest
 
 from conftest import FIXTURES, TESTS, run_smem
 from smem.errors import CaptureError
-from smem.sources import capture
-from smem.sources.capture import ArchiveSource
+from smem.sources import archive as capture
+from smem.sources.archive import ArchiveSource
 from smem.sources.tar_index import NeedTarfile, index_tar
 
 SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
@@ -306,7 +306,7 @@ def test_what_tarfile_must_read(case, monkeypatch):
 
 
 def test_reading_a_capture_imports_no_tarfile():
-    code = ("import sys; from smem.sources.capture import ArchiveSource; "
+    code = ("import sys; from smem.sources.archive import ArchiveSource; "
             f"ArchiveSource(open({str(FIXTURES / 'captures' / 'quirks.tar.gz')!r}, 'rb').read(), 'q'); "
             "assert 'tarfile' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=TESTS.parent)

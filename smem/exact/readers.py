@@ -8,7 +8,8 @@ import mmap
 
 import numpy as np
 
-from ..errors import ProcessGone, ProcessUnreadable, process_error
+from ..errors import ProcessGone, ProcessUnreadable
+from ..sources.base import PAGEMAP
 from ..parsers import pagemap as pm
 from ..parsers.kpagecount import parse_kpagecount
 from ..parsers.kpageflags import parse_kpageflags
@@ -48,8 +49,9 @@ class PagemapReader:
 
     def __init__(self, source, page_size=None):
         self.source = source
-        self.page_size = page_size or page_size_of(source.facts().get("pagesize") or mmap.PAGESIZE,
-                                                   f"{source.description}: capture-info")
+        # the data's machine's page size; this machine's only for this machine's data
+        known = source.machine().page_size or (mmap.PAGESIZE if source.local else None)
+        self.page_size = page_size or page_size_of(known, f"{source.description}: capture-info")
         self.flags_available = None
 
     def check(self):
@@ -120,10 +122,7 @@ class PagemapReader:
         return ProcessFrames(pid, _concat(present_parts), _concat(swap_parts), segments)
 
     def _read_pagemap(self, path, pid, first, count):
-        try:
-            data = self.source.read_at(path, first * pm.ENTRY_SIZE, count * pm.ENTRY_SIZE)
-        except OSError as e:
-            raise process_error(pid, e) from None
+        data = self.source.read_process_at(pid, "pagemap", first * pm.ENTRY_SIZE, count * pm.ENTRY_SIZE)
         if not data:
             raise ProcessGone(pid)  # the mm is gone: the process exited
         return pm.parse_pagemap(data[:len(data) - len(data) % pm.ENTRY_SIZE])
@@ -208,7 +207,7 @@ class CaptureReader:
 
 def frame_reader(source, page_size=None):
     """The frame reader for ``source``: a capture's members if it has them, else its /proc files."""
-    if source.is_live:
+    if source.has(PAGEMAP):
         return PagemapReader(source, page_size)
     kpages = source.read_optional(KPAGES_MEMBER)
     if kpages is None:

@@ -7,8 +7,8 @@ __all__ = ["render"]
 
 
 def _facts(source):
-    return {k: int(v) if k in ("pagesize", "epoch") and str(v).isdigit() else printable(v, controls=False)
-            for k, v in source.facts().items()}
+    return {k: printable(v, controls=False) if isinstance(v, str) else v
+            for k, v in source.machine().as_facts().items()}
 
 
 def render(rendering):

@@ -23,7 +23,8 @@ def open_source(spec=None, stdin=None, per_mapping=True):
     """
     if spec is None or spec == "":
         return LiveSource()
-    from .capture import ArchiveSource, DirectorySource, read_capture  # decompressors: only for captures
+    from .archive import ArchiveSource, read_capture
+    from .directory import DirectorySource  # decompressors: only for captures
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         return ArchiveSource(read_capture(stream, "standard input"), "<stdin>", per_mapping)

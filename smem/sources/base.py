@@ -10,7 +10,10 @@ to smem's own exceptions in one place whatever the source.
 
 import abc
 
-__all__ = ["Source", "is_pid_name"]
+from ..errors import process_error
+from .machine import Machine
+
+__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING"]
 
 #: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
 #: int() refuses 4,300 digits anyway.
@@ -25,9 +28,20 @@ def is_pid_name(name):
     return 0 < len(name) <= _PID_DIGITS and name.isascii() and name.isdigit()
 
 
+#: capabilities a source may have (Source.capabilities)
+PAGEMAP = "pagemap"      # pagemap, kpagecount and kpageflags can be read from it (--exact live)
+OWN_PID = "own_pid"      # our own pid and our parents are among its processes
+VANISHING = "vanishing"  # a process file that is missing means the process exited meanwhile
+
+
 class Source(abc.ABC):
-    #: True for the machine we run on (our own pid is then meaningful).
-    is_live = False
+    """Where /proc data comes from: four primitives (pids, read, owner, user_name) and facts."""
+
+    #: the data is this machine's, now: user names from this machine, timing meaningful
+    local = False
+
+    #: what else the source can do (PAGEMAP, OWN_PID, VANISHING)
+    capabilities = frozenset()
 
     #: Whether smaps_rollup may stand in for smaps when no per-mapping data is
     #: needed: the kernel sums the mappings once, and its PSS is not rounded
@@ -58,6 +72,24 @@ class Source(abc.ABC):
         """``length`` bytes of a binary file from ``offset`` (pagemap, kpagecount)."""
         return self.read(path)[offset:offset + length]
 
+    def read_process(self, pid, name):
+        """A file of process ``pid`` ("smaps"); the one place its errors become smem's:
+        ProcessGone if the process exited, ProcessUnreadable if it may not be read."""
+        try:
+            return self.read(f"{pid}/{name}")
+        except OSError as e:
+            raise process_error(pid, e) from None
+
+    def read_process_at(self, pid, name, offset, length):
+        """Like :meth:`read_process`, ``length`` bytes from ``offset`` (pagemap)."""
+        try:
+            return self.read_at(f"{pid}/{name}", offset, length)
+        except OSError as e:
+            raise process_error(pid, e) from None
+
+    def has(self, capability):
+        return capability in self.capabilities
+
     @abc.abstractmethod
     def owner(self, pid):
         """The uid owning the process, or None if unknown."""
@@ -78,11 +110,15 @@ class Source(abc.ABC):
         """The kernel's boot messages (bytes), or None where they cannot be had."""
         return None
 
-    def facts(self):
-        """Facts about the source's machine: hostname, time, pagesize, kernel, ...
+    def machine(self) -> Machine:
+        """The machine the data came from (page size, kernel, host, time); read once."""
+        cached = self.__dict__.get("_machine")
+        if cached is None:
+            cached = self.__dict__["_machine"] = Machine.from_facts(self._facts())
+        return cached
 
-        Only the facts known are present.
-        """
+    def _facts(self):
+        """The machine's facts as capture-info strings (``pagesize``, ``kernel``, ...)."""
         return {}
 
     def close(self):

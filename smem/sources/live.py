@@ -1,45 +1,93 @@
-"""The live system: /proc of the machine smem runs on."""
+"""A /proc tree on a filesystem: the machine smem runs on, or one copied or extracted elsewhere.
 
+``LiveSource(root)`` reads ``root/proc``, ``root/sys`` and ``root/dev/kmsg``
+(``/`` by default): one root, so that a test or a copied tree is the same
+class as the live system.  ``local=False`` says the tree is not this machine's
+now: its processes are not ours, a missing file is not a process that
+exited, and, since a tree copied from elsewhere may hold anything, only
+regular files inside it are read, never through a symbolic link, at most
+MAX_FILE_BYTES each (a device, a FIFO or a link loop is refused like an
+unreadable file).  The live /proc is read directly: it is the kernel's.
+"""
+
+import errno
 import os
 import pwd
+import stat
 
-from .base import Source, is_pid_name
+from ..errors import CaptureError, SourceError
+from .base import OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name
 
-__all__ = ["LiveSource"]
+__all__ = ["LiveSource", "MAX_FILE_BYTES", "file_kind"]
+
+#: No /proc file is larger (smaps of a process with a million mappings is a few hundred MiB).
+MAX_FILE_BYTES = 1 << 30
 
 
-def _read_small(path):
-    with open(path, "rb") as f:
-        return f.read()
+def file_kind(mode):
+    """What a file of ``mode`` is, in words."""
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 class LiveSource(Source):
-    is_live = True
-    description = "live system"
+    """The /proc, /sys and /dev/kmsg under ``root``; ``local=False`` for a tree from elsewhere."""
 
-    def __init__(self, root="/proc"):
+    def __init__(self, root="/", *, local=True, proc=None, sys=None):
         self.root = root
+        self.proc = proc if proc is not None else os.path.join(root, "proc")
+        self.sys = sys if sys is not None else os.path.join(root, "sys")
+        self.kmsg = os.path.join(root, "dev", "kmsg")
+        self.local = local
+        self.capabilities = frozenset({PAGEMAP, OWN_PID, VANISHING}) if local else frozenset()
+        self.description = "live system" if local else f"proc tree {root}"
         self._names = {}
+        self._proc_fd = None
+        if not local:
+            try:
+                self._proc_fd = os.open(self.proc, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError as e:
+                raise SourceError(f"cannot read {self.proc}: {e.strerror}") from None
+
+    # -- the four primitives ------------------------------------------------------------------
 
     def pids(self):
-        return sorted(int(e) for e in os.listdir(self.root) if is_pid_name(e))
+        try:
+            return sorted(int(e) for e in os.listdir(self._proc_fd if self._proc_fd is not None else self.proc)
+                          if is_pid_name(e))
+        except OSError as e:
+            raise SourceError(f"{self.proc}: {e.strerror}") from None
 
     def read(self, path):
-        with open(os.path.join(self.root, path), "rb", buffering=0) as f:
-            return f.readall()
+        if self.local:
+            with open(os.path.join(self.proc, path), "rb", buffering=0) as f:
+                return f.readall()
+        fd = self._open(path)
+        try:
+            return _read_bounded(fd, f"{self.root}: {path}")
+        finally:
+            os.close(fd)
 
     def read_at(self, path, offset, length):
-        fd = os.open(os.path.join(self.root, path), os.O_RDONLY)
+        fd = os.open(os.path.join(self.proc, path), os.O_RDONLY) if self.local else self._open(path)
         try:
-            return os.pread(fd, length, offset)
+            return os.pread(fd, min(length, MAX_FILE_BYTES), offset)
         finally:
             os.close(fd)
 
     def owner(self, pid):
         try:
-            return os.stat(os.path.join(self.root, str(pid))).st_uid
+            if self._proc_fd is not None:
+                info = os.stat(str(pid), dir_fd=self._proc_fd, follow_symlinks=False)
+            else:
+                info = os.stat(os.path.join(self.proc, str(pid)))
         except OSError:
-            return None
+            return self._status_owner(pid)
+        return info.st_uid if stat.S_ISDIR(info.st_mode) else self._status_owner(pid)
 
     def user_name(self, uid):
         if uid not in self._names:
@@ -49,7 +97,10 @@ class LiveSource(Source):
                 self._names[uid] = None
         return self._names[uid]
 
-    def firmware_memmap(self, root="/sys/firmware/memmap"):
+    # -- what no /proc file holds -------------------------------------------------------------
+
+    def firmware_memmap(self):
+        root = os.path.join(self.sys, "firmware", "memmap")
         try:
             entries = sorted(os.listdir(root), key=lambda e: (len(e), e))
         except OSError:
@@ -57,16 +108,18 @@ class LiveSource(Source):
         memmap = []
         for entry in entries:
             try:
-                memmap.append(tuple(_read_small(os.path.join(root, entry, name))
+                memmap.append(tuple(_read_small(os.path.join(root, entry, name), self.local)
                                     for name in ("start", "end", "type")))
             except OSError:
                 continue
         return memmap or None
 
-    def boot_log(self, path="/dev/kmsg"):
+    def boot_log(self):
         """Every record still in the kernel's log buffer (root only; Documentation/ABI/testing/dev-kmsg)."""
+        if not self.local:
+            return None
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            fd = os.open(self.kmsg, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return None
         records = []
@@ -86,14 +139,91 @@ class LiveSource(Source):
             os.close(fd)
         return b"\n".join(r.rstrip(b"\n") for r in records) + b"\n" if records else None
 
-    def facts(self):
+    def _facts(self):
+        if not self.local:
+            return {}
         import socket
         import time
         uname = os.uname()
+        now = time.time()
         return {
             "hostname": socket.gethostname(),
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+            "epoch": str(int(now)),
             "pagesize": str(os.sysconf("SC_PAGE_SIZE")),
             "kernel": uname.release,
             "machine": uname.machine,
         }
+
+    def _status_owner(self, pid):
+        from ..parsers.status import parse_status, status_ids
+        data = self.read_optional(f"{pid}/status")
+        if data:
+            ids = status_ids(parse_status(data), "Uid")
+            if ids and len(ids) > 1:
+                return ids[1]
+        return None
+
+    def close(self):
+        if self._proc_fd is not None:
+            os.close(self._proc_fd)
+            self._proc_fd = None
+
+    # -- reading a tree that is not ours --------------------------------------------------------
+
+    def _open(self, path):
+        """A descriptor of the regular file ``path`` inside the tree, opened without following
+        links: each directory on the way is opened with O_NOFOLLOW from the one before."""
+        parts = path.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            raise FileNotFoundError(errno.ENOENT, "not in the tree", path)
+        fd = self._proc_fd
+        try:
+            for part in parts[:-1]:
+                fd_next = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                if fd != self._proc_fd:
+                    os.close(fd)
+                fd = fd_next
+            # look before opening: opening a device or FIFO may block or act
+            mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
+            if stat.S_ISREG(mode):
+                leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=fd)
+                mode = os.fstat(leaf).st_mode
+                if stat.S_ISREG(mode):
+                    return leaf
+                os.close(leaf)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            mode = stat.S_IFLNK  # a symlink where a directory is expected
+        finally:
+            if fd != self._proc_fd:
+                os.close(fd)
+        raise PermissionError(errno.EACCES, f"{file_kind(mode)} in the capture, not a file: not read", path)
+
+
+def _read_bounded(fd, name):
+    size = os.fstat(fd).st_size
+    if size > MAX_FILE_BYTES:
+        raise CaptureError(f"{name} is larger than {MAX_FILE_BYTES >> 30} GiB: not a /proc file")
+    chunks = []
+    total = 0
+    while True:  # (/proc files say size 0: read to the end, up to the limit)
+        chunk = os.read(fd, max(size - total, 1 << 16))
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_FILE_BYTES:
+            raise CaptureError(f"{name} is larger than {MAX_FILE_BYTES >> 30} GiB: not a /proc file")
+        chunks.append(chunk)
+
+
+def _read_small(path, follow):
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PermissionError(errno.EACCES, "not a regular file", path)
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)

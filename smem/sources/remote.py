@@ -20,7 +20,7 @@ from importlib import resources
 from urllib.parse import urlsplit
 
 from ..errors import SourceError, UsageError
-from .capture import ArchiveSource
+from .archive import ArchiveSource
 
 __all__ = ["RemoteSource", "ssh_command", "capture_script", "MAX_REMOTE_BYTES", "DEFAULT_TIMEOUT"]
 
@@ -49,8 +49,8 @@ def ssh_command(spec):
     if "?" in spec or "#" in spec:
         raise UsageError(f"{expected}: a query (?) or fragment (#) means nothing to ssh")
     if parts.password is not None:
-        raise UsageError(f"bad remote source: a password in the URL is not used (ssh asks for it, "
-                         f"or use a key): expected ssh://[user@]host[:port]")
+        raise UsageError("bad remote source: a password in the URL is not used (ssh asks for it, "
+                         "or use a key): expected ssh://[user@]host[:port]")
     try:
         port = parts.port
     except ValueError:

@@ -12,7 +12,7 @@ puts the largest rows last.
 
 from dataclasses import replace
 
-from .columns import Column, View, amount, text
+from .columns import View, amount, text
 
 __all__ = ["diff_view", "DiffRow"]
 

@@ -83,7 +83,7 @@ def summary(snapshot, rows, options, system):
     notes = []
     for row in rows:
         figure = row.figure
-        if row.order == 1 and figure is not None and not figure.kib and snapshot.source.is_live:
+        if row.order == 1 and figure is not None and not figure.kib and snapshot.source.local:
             notes.append(f"{row.area}: unknown (/proc/iomem hides it from non-root users and no boot "
                          "line was found; give -K vmlinux)")
             continue

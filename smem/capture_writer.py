@@ -104,10 +104,11 @@ def write_capture(source, fileobj, compression="gz", exact=False):
                 out.file(f"sys/firmware/memmap/{index}/{name}", data)
         out.file("passwd", "".join(f"{_passwd_field(name)}:x:{uid}:{uid}::/:/nonexistent\n"
                                    for uid, name in sorted(users.items())).encode("utf-8", "surrogateescape"))
-        facts = dict(source.facts())
+        facts = source.machine().as_facts()
         facts["tool"] = f"smem {__version__}"
-        facts.setdefault("epoch", str(out.now))
-        out.file("capture-info", "".join(f"{k}={v}\n" for k, v in facts.items()).encode())
+        facts.setdefault("epoch", out.now)
+        lines = (f"{k}={' '.join(str(v).split())}\n" for k, v in facts.items())  # one line each
+        out.file("capture-info", "".join(lines).encode("utf-8", "surrogateescape"))
         if exact:
             # the frames of the very mappings whose smaps the capture holds, read right after
             pids = sorted(pid for pid, maps in mappings.items() if maps)

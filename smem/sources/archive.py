@@ -1,4 +1,4 @@
-"""Captures: a tar archive of /proc files, or a directory holding them.
+"""Capture archives: a tar of /proc files, compressed or not, read in memory and never extracted.
 
 Archive layouts accepted (docs/capture-format.md): C smemcap's plain tar
 (``meminfo``, ``version``, ``N/``, ``N/smaps``, ``N/cmdline``, ``N/stat``),
@@ -11,24 +11,17 @@ links, devices, absolute paths or contain ``..`` are ignored.
 """
 
 import bz2
-import errno
 import gzip
 import io
 import lzma
-import os
-import pwd
-import stat
 import zlib
 
-from ..errors import CaptureError, SourceError
-from ..parsers.capture_info import parse_capture_info
-from ..parsers.passwd import parse_passwd
-from ..parsers.status import parse_status, status_ids
+from ..errors import CaptureError
 from .base import Source, is_pid_name
+from .captured import CaptureFacts
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
-__all__ = ["ArchiveSource", "DirectorySource", "read_capture",
-           "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES", "MAX_FILE_BYTES"]
+__all__ = ["ArchiveSource", "read_capture", "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES"]
 
 #: A capture decompressing to more than this is refused: a 10,000-process server's
 #: capture is about 2 GiB; more is a bomb, and reading it would only cost time.
@@ -36,9 +29,6 @@ MAX_CAPTURE_BYTES = 4 << 30
 #: One member larger than this is refused before it is inflated: a huge process's smaps
 #: is a few MiB, a big machine's exact frame data some hundreds.
 MAX_MEMBER_BYTES = 1 << 30
-#: The largest file of a directory capture read (a member that is /dev/zero or a
-#: growing log must not be read forever): the per-member limit of archives.
-MAX_FILE_BYTES = MAX_MEMBER_BYTES
 #: The memory an xz stream may ask for (xz -9 needs 65 MiB); a 4 GiB dictionary is refused.
 MAX_XZ_MEMORY = 256 << 20
 #: The largest zstd window accepted (zstd's own default limit for decoding, 2**27).
@@ -262,51 +252,7 @@ def _member_path(name):
     return "/".join(parts) or None
 
 
-class _CaptureFacts:
-    """Facts shared by archive and directory captures (read from their own files)."""
-
-    def facts(self):
-        facts = {}
-        info = self.read_optional("capture-info")
-        if info:
-            facts.update(parse_capture_info(info))
-        version = self.read_optional("version")
-        if version and "kernel" not in facts:
-            words = version.split()
-            if len(words) > 2:
-                facts["kernel"] = words[2].decode("utf-8", "replace")
-        return facts
-
-    def firmware_memmap(self):
-        entries = sorted({p.split("/")[3] for p in self._paths("sys/firmware/memmap/")},
-                         key=lambda e: (len(e), e))
-        memmap = []
-        for entry in entries:
-            fields = [self.read_optional(f"sys/firmware/memmap/{entry}/{name}")
-                      for name in ("start", "end", "type")]
-            if None not in fields:
-                memmap.append(tuple(fields))
-        return memmap or None
-
-    def boot_log(self):
-        return self.read_optional("dmesg")
-
-    def _passwd_names(self):
-        if self._passwd is None:
-            data = self.read_optional("passwd")
-            self._passwd = parse_passwd(data) if data else {}
-        return self._passwd
-
-    def _status_owner(self, pid):
-        data = self.read_optional(f"{pid}/status")
-        if data:
-            ids = status_ids(parse_status(data), "Uid")
-            if ids and len(ids) > 1:
-                return ids[1]
-        return None
-
-
-class ArchiveSource(_CaptureFacts, Source):
+class ArchiveSource(CaptureFacts, Source):
     """A capture archive held in memory (from a file, stdin or a remote host).
 
     The archive is decompressed as its members are read, and only their contents are
@@ -455,144 +401,3 @@ class ArchiveSource(_CaptureFacts, Source):
         return self._unames.get(uid) or self._passwd_names().get(uid)
 
 
-class DirectorySource(_CaptureFacts, Source):
-    """A capture extracted into a directory, or any proc-like tree.
-
-    The directory may hold ``proc/`` (smem 1.5's layout) or the proc files
-    themselves.  Owners come from the pid directories' owners, as smem 1.5
-    takes them; names from the capture's passwd copy, else this machine's.
-
-    Only regular files inside the directory are read, at most MAX_FILE_BYTES of
-    each: a member that is a symlink (out of the capture, or a loop), a device,
-    a FIFO or a directory is refused like an unreadable file, never opened as
-    what it points to (a capture may come from anyone; we may run as root).
-    """
-
-    def __init__(self, path):
-        self.path = path
-        self.description = f"capture {path}"
-        self._passwd = None
-        proc = os.path.join(path, "proc")
-        self.root = proc if _is_real_dir(proc) else path
-        try:
-            self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError as e:
-            raise SourceError(f"cannot read {path}: {e.strerror}") from None
-        try:
-            mode = os.stat("meminfo", dir_fd=self._root_fd, follow_symlinks=False).st_mode
-        except OSError:
-            self.close()
-            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)") from None
-        if not stat.S_ISREG(mode):
-            self.close()
-            raise SourceError(f"{path}: meminfo is {_kind(mode)}, not a file: a capture holds regular files only")
-
-    def pids(self):
-        try:
-            return sorted(int(e) for e in os.listdir(self._root_fd) if is_pid_name(e))
-        except OSError as e:
-            raise SourceError(f"{self.path}: {e.strerror}") from None
-
-    def _open(self, path):
-        """A descriptor of the regular file ``path`` inside the capture, opened safely."""
-        parts = path.split("/")
-        if any(p in ("", ".", "..") for p in parts):
-            raise FileNotFoundError(2, "not in capture", path)
-        fd = self._root_fd
-        try:
-            for part in parts[:-1]:
-                fd_next = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                if fd != self._root_fd:
-                    os.close(fd)
-                fd = fd_next
-            # look before opening: opening a device or FIFO may block or act
-            mode = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode
-            if stat.S_ISREG(mode):
-                leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY,
-                               dir_fd=fd)
-                mode = os.fstat(leaf).st_mode
-                if stat.S_ISREG(mode):
-                    return leaf
-                os.close(leaf)
-        except OSError as e:
-            if e.errno != errno.ELOOP:
-                raise
-            mode = stat.S_IFLNK  # a symlink where a directory is expected
-        finally:
-            if fd != self._root_fd:
-                os.close(fd)
-        raise PermissionError(errno.EACCES, f"{_kind(mode)} in the capture, not a file: not read", path)
-
-    def read(self, path):
-        fd = self._open(path)
-        try:
-            size = os.fstat(fd).st_size
-            if size > MAX_FILE_BYTES:
-                raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
-                                   "not a /proc file")
-            chunks = []
-            total = 0
-            while True:  # (/proc files say size 0: read to the end, up to the limit)
-                chunk = os.read(fd, max(size - total, 1 << 16))
-                if not chunk:
-                    return b"".join(chunks)
-                total += len(chunk)
-                if total > MAX_FILE_BYTES:
-                    raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
-                                       "not a /proc file")
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-
-    def read_at(self, path, offset, length):
-        fd = self._open(path)
-        try:
-            return os.pread(fd, min(length, MAX_FILE_BYTES), offset)
-        finally:
-            os.close(fd)
-
-    def _paths(self, prefix):
-        top = os.path.join(self.root, prefix)
-        found = []
-        for dirpath, _, files in os.walk(top):
-            rel = os.path.relpath(dirpath, self.root)
-            found.extend(f"{rel}/{f}" for f in files)
-        return [p for p in found if p.count("/") == 4]
-
-    def owner(self, pid):
-        try:
-            info = os.stat(str(pid), dir_fd=self._root_fd, follow_symlinks=False)
-        except OSError:
-            return self._status_owner(pid)
-        return info.st_uid if stat.S_ISDIR(info.st_mode) else self._status_owner(pid)
-
-    def user_name(self, uid):
-        names = self._passwd_names()
-        if names:
-            return names.get(uid)
-        try:
-            return pwd.getpwuid(uid).pw_name
-        except KeyError:
-            return None
-
-    def close(self):
-        if getattr(self, "_root_fd", None) is not None:
-            os.close(self._root_fd)
-            self._root_fd = None
-
-
-def _is_real_dir(path):
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _kind(mode):
-    """What a file of ``mode`` is, in words."""
-    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"

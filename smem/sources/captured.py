@@ -1,0 +1,57 @@
+"""What a capture says of the machine it came from, read from its own members.
+
+``capture-info`` (``key=value`` lines: pagesize, kernel, hostname, time, ...,
+docs/capture-format.md), ``version``, ``passwd`` (the names of the users that
+own processes), ``dmesg`` (the kernel's boot "Memory:" line) and
+``sys/firmware/memmap``: shared by archives and directories.
+"""
+
+from ..parsers.capture_info import parse_capture_info
+from ..parsers.passwd import parse_passwd
+from ..parsers.status import parse_status, status_ids
+
+__all__ = ["CaptureFacts"]
+
+
+class CaptureFacts:
+    """What archive and directory captures know of their machine, from their own files."""
+
+    def _facts(self):
+        facts = {}
+        info = self.read_optional("capture-info")
+        if info:
+            facts.update(parse_capture_info(info))
+        version = self.read_optional("version")
+        if version and "kernel" not in facts:
+            words = version.split()
+            if len(words) > 2:
+                facts["kernel"] = words[2].decode("utf-8", "replace")
+        return facts
+
+    def firmware_memmap(self):
+        entries = sorted({p.split("/")[3] for p in self._paths("sys/firmware/memmap/")},
+                         key=lambda e: (len(e), e))
+        memmap = []
+        for entry in entries:
+            fields = [self.read_optional(f"sys/firmware/memmap/{entry}/{name}")
+                      for name in ("start", "end", "type")]
+            if None not in fields:
+                memmap.append(tuple(fields))
+        return memmap or None
+
+    def boot_log(self):
+        return self.read_optional("dmesg")
+
+    def _passwd_names(self):
+        if self._passwd is None:
+            data = self.read_optional("passwd")
+            self._passwd = parse_passwd(data) if data else {}
+        return self._passwd
+
+    def _status_owner(self, pid):
+        data = self.read_optional(f"{pid}/status")
+        if data:
+            ids = status_ids(parse_status(data), "Uid")
+            if ids and len(ids) > 1:
+                return ids[1]
+        return None

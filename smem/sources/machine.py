@@ -1,0 +1,49 @@
+"""The machine a source's data came from, as typed facts.
+
+A capture is analysed on another machine, so every figure that depends on the
+machine (the page size above all: pagemap counts pages) must come from the
+data's machine, never from the one smem runs on.  The live source states
+them from uname and sysconf; a capture from its ``capture-info`` member
+(written by ``smem capture`` and scripts/smemcap.sh) and its ``version``.
+"""
+
+from dataclasses import dataclass, fields
+from typing import Dict, Optional
+
+__all__ = ["Machine"]
+
+
+def _count(text):
+    """A non-negative integer written in ASCII digits, else None (a fact we cannot use is unknown)."""
+    text = str(text).strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 20 else None
+
+
+@dataclass(frozen=True)
+class Machine:
+    page_size: Optional[int] = None    # bytes (sysconf(_SC_PAGESIZE) of the machine)
+    kernel: Optional[str] = None       # uname -r
+    arch: Optional[str] = None         # uname -m
+    hostname: Optional[str] = None
+    time: Optional[str] = None         # when the data was read, ISO 8601 UTC
+    epoch: Optional[int] = None        # the same, in seconds since 1970
+    tool: Optional[str] = None         # what wrote the capture
+
+    #: the names these facts have in capture-info and in JSON's "source" object
+    KEYS = {"page_size": "pagesize", "kernel": "kernel", "arch": "machine", "hostname": "hostname",
+            "time": "time", "epoch": "epoch", "tool": "tool"}
+
+    @classmethod
+    def from_facts(cls, facts: Dict[str, str]) -> "Machine":
+        """From capture-info's ``key=value`` strings; unknown keys are ignored, bad numbers unknown."""
+        values = {}
+        for field, key in cls.KEYS.items():
+            value = facts.get(key)
+            if value is None or value == "":
+                continue
+            values[field] = _count(value) if field in ("page_size", "epoch") else str(value)
+        return cls(**values)
+
+    def as_facts(self) -> Dict[str, object]:
+        """The known facts under their capture-info / JSON names (numbers as numbers)."""
+        return {self.KEYS[f.name]: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
