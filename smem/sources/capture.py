@@ -28,17 +28,20 @@ from .base import Source, is_pid_name
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
 __all__ = ["ArchiveSource", "DirectorySource", "read_capture",
-           "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES", "MAX_FILE_BYTES"]
+           "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "MAX_FILE_BYTES"]
 
 #: A capture decompressing to more than this is refused: a 10,000-process server's
 #: capture is about 2 GiB; more is a bomb, and reading it would only cost time.
 MAX_CAPTURE_BYTES = 4 << 30
 #: One member larger than this is refused before it is inflated: a huge process's smaps
-#: is a few MiB, a big machine's exact frame data some hundreds.
-MAX_MEMBER_BYTES = 1 << 30
+#: is a few MiB (64 MiB at 65,530 mappings, vm.max_map_count's default).
+MAX_MEMBER_BYTES = 256 << 20
+#: The exact-accounting members (N/frames, kpages.sparse) may be larger: 8 bytes per
+#: page a process maps, 24 per frame of the machine's.
+MAX_FRAME_MEMBER_BYTES = 1 << 30
 #: The largest file of a directory capture read (a member that is /dev/zero or a
-#: growing log must not be read forever): the per-member limit of archives.
-MAX_FILE_BYTES = MAX_MEMBER_BYTES
+#: growing log must not be read forever): the archives' limit for frame data.
+MAX_FILE_BYTES = MAX_FRAME_MEMBER_BYTES
 #: The memory an xz stream may ask for (xz -9 needs 65 MiB); a 4 GiB dictionary is refused.
 MAX_XZ_MEMORY = 256 << 20
 #: The largest zstd window accepted (zstd's own default limit for decoding, 2**27).
@@ -48,7 +51,20 @@ MAX_ZSTD_WINDOW = 1 << 27
 #: tar pads records with zeros, 10 KiB by default.  More is not read, whatever it holds.
 MAX_TRAILER_BYTES = 16 << 20
 
-_LIMIT = f"{MAX_MEMBER_BYTES >> 30} GiB per member"
+#: The most tarfile may read at once outside members' data: a pax or GNU extension
+#: header (a long name, extended attributes) is some KiB.
+MAX_HEADER_BYTES = 16 << 20
+
+
+def _member_limit(name):
+    """The most bytes the member ``name`` may hold."""
+    leaf = name.rstrip("/").rpartition("/")[2]
+    return MAX_FRAME_MEMBER_BYTES if leaf in ("frames", "kpages.sparse") else MAX_MEMBER_BYTES
+
+
+def _size(n):
+    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB"
+
 
 
 def read_capture(stream, name):
@@ -188,6 +204,7 @@ class _Stream:
         self.pos = 0
         self.members = 0          # members seen, for the messages
         self.end = 0              # where the end-of-archive block was read
+        self.limit = MAX_HEADER_BYTES  # the largest read: more only for a member's data
         self._last = (0, b"")     # (offset, bytes) of the last read: a seek back may replay it
         self._pending = b""
 
@@ -199,20 +216,20 @@ class _Stream:
                                f"({e or type(e).__name__})") from None
 
     def read(self, size=-1):
-        if size is None or size < 0 or size > MAX_MEMBER_BYTES:
-            raise CaptureError(f"{self.name}: member {self.members + 1} inflates past the limit of {_LIMIT}")
+        if size is None or size < 0 or size > self.limit:
+            raise CaptureError(f"{self.name}: member {self.members + 1} inflates past the limit of "
+                               f"{_size(self.limit)} per member")
         start = self.pos
         data, self._pending = self._pending[:size], self._pending[size:]
         if len(data) < size:
-            parts = [data]
-            got = len(data)
-            while got < size:
-                more = self._inflate(size - got)
+            # one growing buffer (joining parts would hold a large member twice)
+            buffer = bytearray(data)
+            while len(buffer) < size:
+                more = self._inflate(min(size - len(buffer), 1 << 20))
                 if not more:
                     break
-                parts.append(more)
-                got += len(more)
-            data = parts[0] if len(parts) == 1 else b"".join(parts)
+                buffer += more
+            data = buffer if len(buffer) > 1 << 20 else bytes(buffer)
         self.pos += len(data)
         if self.pos > MAX_CAPTURE_BYTES:
             raise CaptureError(f"{self.name}: capture decompresses to more than "
@@ -332,9 +349,12 @@ class ArchiveSource(_CaptureFacts, Source):
         if "meminfo" not in self._files:
             raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
 
-    def _too_large(self, number, member):
-        return CaptureError(f"{self.name}: member {number} ({member.name}) inflates past the limit "
-                            f"of {_LIMIT} ({member.size} bytes)")
+    def _check_size(self, number, member):
+        """Refuse a member larger than its kind may be, before it is inflated."""
+        limit = _member_limit(member.name)
+        if member.size > limit:
+            raise CaptureError(f"{self.name}: member {number} ({member.name}) inflates past the limit "
+                               f"of {_size(limit)} per member ({member.size} bytes)")
 
     def _read_stream(self, stream, per_mapping):
         """Read the members as the data decompresses; NeedTarfile for anything unusual."""
@@ -356,8 +376,7 @@ class ArchiveSource(_CaptureFacts, Source):
                         raise NeedTarfile
                 return
             stream.members += 1
-            if member.size > MAX_MEMBER_BYTES:
-                raise self._too_large(stream.members, member)
+            self._check_size(stream.members, member)
             length = data_length(member)
             path = self._add(member)
             wanted = member.isreg() and path is not None
@@ -369,7 +388,9 @@ class ArchiveSource(_CaptureFacts, Source):
                 wanted = not (leaf == "smaps" and pid in rollups)
             skip = length
             if wanted:
+                stream.limit = member.size
                 content = stream.read(member.size)
+                stream.limit = MAX_HEADER_BYTES
                 if len(content) < member.size:
                     raise NeedTarfile  # cut short: tarfile tells which error
                 self._files[path] = content
@@ -384,11 +405,12 @@ class ArchiveSource(_CaptureFacts, Source):
             with tarfile.open(fileobj=stream, mode="r:") as tar:
                 for member in tar:
                     stream.members += 1
-                    if member.size > MAX_MEMBER_BYTES:
-                        raise self._too_large(stream.members, member)
+                    self._check_size(stream.members, member)
                     path = self._add(member)
                     if path is not None and member.isreg():
+                        stream.limit = member.size
                         content = tar.extractfile(member).read()
+                        stream.limit = MAX_HEADER_BYTES
                         if len(content) < member.size:
                             raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
                         self._files[path] = content
@@ -462,8 +484,8 @@ class DirectorySource(_CaptureFacts, Source):
     themselves.  Owners come from the pid directories' owners, as smem 1.5
     takes them; names from the capture's passwd copy, else this machine's.
 
-    Only regular files inside the directory are read, at most MAX_FILE_BYTES of
-    each: a member that is a symlink (out of the capture, or a loop), a device,
+    Only regular files inside the directory are read, each up to the archives' limit
+    for its kind: a member that is a symlink (out of the capture, or a loop), a device,
     a FIFO or a directory is refused like an unreadable file, never opened as
     what it points to (a capture may come from anyone; we may run as root).
     """
@@ -527,9 +549,9 @@ class DirectorySource(_CaptureFacts, Source):
         fd = self._open(path)
         try:
             size = os.fstat(fd).st_size
-            if size > MAX_FILE_BYTES:
-                raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
-                                   "not a /proc file")
+            limit = _member_limit(path)
+            if size > limit:
+                raise CaptureError(f"{self.path}: {path} is larger than {_size(limit)}: not a /proc file")
             chunks = []
             total = 0
             while True:  # (/proc files say size 0: read to the end, up to the limit)
@@ -537,9 +559,8 @@ class DirectorySource(_CaptureFacts, Source):
                 if not chunk:
                     return b"".join(chunks)
                 total += len(chunk)
-                if total > MAX_FILE_BYTES:
-                    raise CaptureError(f"{self.path}: {path} is larger than {MAX_FILE_BYTES >> 30} GiB: "
-                                       "not a /proc file")
+                if total > limit:
+                    raise CaptureError(f"{self.path}: {path} is larger than {_size(limit)}: not a /proc file")
                 chunks.append(chunk)
         finally:
             os.close(fd)
