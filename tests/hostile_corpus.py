@@ -531,8 +531,8 @@ PARALLEL = 2
 SPAWNER = """
 end=$(( $(date +%s) + $1 )); n=0
 while [ $(date +%s) -lt $end ] && [ $n -lt $2 ]; do
-  for i in 1 2 3 4 5 6 7 8 9 10; do (sleep 0.0$i; :) & done
-  wait; n=$((n + 20))
+  for i in 1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9 1 2; do (sleep 0.0$i; :) & done
+  wait; n=$((n + 40))
 done
 """
 
