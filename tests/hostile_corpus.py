@@ -393,10 +393,12 @@ def make_cases(tmp):
             capture_case(f"{fname}: {variant}", _with_file(fname, content))
 
     # absurd figures
-    for args in ([], ["--pie", "name", "-o", f"{tmp}/big70.png"], ["--bar", "pid", "-o", f"{tmp}/big70.svg"], ["-u", "-p"]):
+    for args in ([], ["--pie", "name", "-o", f"{tmp}/big70.png"], ["--bar", "pid", "-o", f"{tmp}/big70.svg"],
+                 ["-u", "-p"]):
         capture_case(f"smaps: PSS of 2**70 kB {' '.join(args[:1])}",
                      _with_file("smaps", SMAPS.replace(b"150 kB", b"%d kB" % 2 ** 70)), args)
-    capture_case("meminfo: MemTotal of 10**30 kB", _with_file("meminfo", MEMINFO.replace(b"2048000", b"1" + b"0" * 30)),
+    capture_case("meminfo: MemTotal of 10**30 kB",
+                 _with_file("meminfo", MEMINFO.replace(b"2048000", b"1" + b"0" * 30)),
                  ["-w"])
     for args in (["--pie", "name", "-o", f"{tmp}/big.png"], ["--bar", "name", "-o", f"{tmp}/big.png"], ["-p"],
                  ["-k", "-t"]):
@@ -418,7 +420,8 @@ def make_cases(tmp):
         "kpages not kpages": exact_capture([5], kpages=_garbage(3, 100)),
         "kpages huge count": exact_capture([5], kpages=kpages_member([5], [1 << 63])),
         "kpages count header lies": exact_capture([5], kpages=b"SMEMKPG1" + u64([4096, 1 << 62, 0]) + u64([5, 1])),
-        "frames count header lies": exact_capture([5], frames=b"SMEMFRM1" + u64([4096, 1, 1 << 62, 0, 0x400000, 1, 0, 5])),
+        "frames count header lies": exact_capture(
+            [5], frames=b"SMEMFRM1" + u64([4096, 1, 1 << 62, 0, 0x400000, 1, 0, 5])),
         "raw kpagecount, page size abc": tar_of(capture_members(extra=[("kpagecount", bytes(64)),
                                                                       ("capture-info", b"pagesize=abc\n")])),
     }.items():
@@ -501,7 +504,8 @@ def make_cases(tmp):
                                          "env": {"SMEM_SSH": "sh -c 'cat >/dev/null; exec sleep 60' x",
                                                  "SMEM_SSH_TIMEOUT": "1"}}))
     cases.append(("-S a host sending garbage", {"argv": ["-S", "ssh://host"],
-                                                 "env": {"SMEM_SSH": "sh -c 'cat >/dev/null; head -c 3000000 /dev/urandom' x"}}))
+                                                 "env": {"SMEM_SSH": "sh -c 'cat >/dev/null; "
+                                                                     "head -c 3000000 /dev/urandom' x"}}))
     cases.append(("-S - with zeros", {"argv": ["-S", "-"], "stdin": "/dev/zero"}))
     cases.append(("-S - with nothing", {"argv": ["-S", "-"]}))
     cases.append(("-S - with a capture", {"argv": ["-S", "-"], "stdin": base}))
