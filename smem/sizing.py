@@ -77,6 +77,8 @@ def read_kernel_file(path):
     What is not a regular file (a FIFO that would block, /dev/zero that never ends, a
     directory) is refused before anything is read, and so is a file too large.
     """
+    if "\0" in path:
+        raise UsageError(f"-K {path!r}: a path cannot hold a NUL byte")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as e:

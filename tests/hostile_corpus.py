@@ -11,6 +11,7 @@ import io
 import lzma
 import os
 import random
+import re
 import stat
 import struct
 import tarfile
@@ -189,3 +190,513 @@ def exact_capture(pfns, swap=(), page_size=4096, frames=None, kpages=None, info=
                               extra=[("1234/frames", frames), ("kpages.sparse", kpages),
                                      ("capture-info", b"pagesize=%d\n" % page_size + info)])
     return tar_of(members)
+
+
+# -- the corpus ---------------------------------------------------------------------------
+
+#: Views and formats the capture cases cycle through, so every kind of input meets each.
+VIEWS = ([], ["-u"], ["-m"], ["-w"], ["-t", "-k", "-p"], ["-F", "json"], ["-F", "csv"], ["-F", "openmetrics"],
+         ["--cgroup"], ["-g"], ["-w", "-t", "-k", "-p"], ["-c", "pid name command vss rss pss uss swap"],
+         ["-m", "-t", "-p"], ["-u", "-F", "json"], ["--pie", "name", "-o", "{tmp}/pie.png"],
+         ["--bar", "pid", "-o", "{tmp}/bar.svg"], ["--exact", "-u"], ["-F", "markdown"])
+
+
+def _garbage(seed, n):
+    return random.Random(seed).randbytes(n)
+
+
+def _field_variants(original):
+    """Hostile versions of one /proc file's content."""
+    huge = str(2 ** 70).encode()
+    digits = b"9" * 5000
+    return {
+        "empty": b"",
+        "garbage": _garbage(len(original), 3000),
+        "nuls": original.replace(b" ", b"\0").replace(b"\n", b"\0"),
+        "control": original.replace(b"d", b"\x1b[2J\x07\r").replace(b":", b":\x08"),
+        "non-utf8": original.replace(b"b", b"\xff\xfe\xc3"),
+        "huge numbers": re.sub(rb"(?<![0-9a-f])[0-9]+(?= kB|\b)", huge, original),
+        "5000 digits": re.sub(rb"(?<![0-9a-f])[0-9]+(?= kB|\b)", digits, original),
+        "negative": re.sub(rb"(?<![0-9a-f-])([0-9]+)(?= kB|\b)", rb"-\1", original),
+        "long line": original.rstrip(b"\n") + b"x" * 200000 + b"\n",
+        "cut": original[:len(original) // 2],
+    }
+
+
+_FILES = {  # capture file -> (content, where it goes: a process file or a system file)
+    "smaps": (SMAPS, "process"), "smaps_rollup": (
+        b"00400000-7fff0000 ---p 00000000 00:00 0 [rollup]\nRss: 304 kB\nPss: 154 kB\nPss_Anon: 4 kB\n"
+        b"Pss_File: 150 kB\nPss_Shmem: 0 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: 4 kB\nSwap: 0 kB\n", "process"),
+    "stat": (STAT, "process"), "status": (STATUS + b"VmRSS:\t304 kB\nRssAnon:\t4 kB\nThreads:\t1\n", "process"),
+    "cmdline": (CMDLINE, "process"), "cgroup": (b"0::/system.slice/dbus.service\n", "process"),
+    "meminfo": (MEMINFO, "system"), "capture-info": (b"hostname=box\npagesize=4096\nkernel=6.1.0\n", "system"),
+    "passwd": (b"alice:x:1000:1000::/home/alice:/bin/sh\n", "system"),
+    "version": (b"Linux version 6.1.0-13-amd64 (gcc) #1 SMP\n", "system"),
+    "iomem": (b"00001000-0009ffff : System RAM\n00100000-7fffffff : System RAM\n  01000000-01ffffff : Kernel code\n",
+              "system"),
+    "dmesg": (b"[    0.0] Memory: 2000000K/2097152K available (16384K kernel code, 4096K rwdata, 8192K rodata)\n",
+              "system"),
+}
+
+
+def _with_file(name, content):
+    """A capture whose file ``name`` holds ``content`` (the rest as in a good capture)."""
+    files = process_files()
+    files.update({k: v for k, (v, where) in _FILES.items() if where == "process"})
+    system = {k: v for k, (v, where) in _FILES.items() if where == "system"}
+    if _FILES[name][1] == "process":
+        files[name] = content
+    else:
+        system[name] = content
+    members = [(k, v) for k, v in system.items()]
+    members.append(("1234", None, {"uid": 1000, "uname": "alice"}))
+    members.extend((f"1234/{k}", v) for k, v in files.items())
+    members.append(("1235", None, {"uid": 0}))
+    members.extend((f"1235/{k}", v) for k, v in process_files(1235).items())
+    return tar_of(members)
+
+
+def _tar_oddities():
+    """Archives whose structure is odd: links, devices, paths, sizes, extension headers."""
+    good = capture_members()
+
+    def with_extra(*extra, replace_meminfo=None):
+        members = list(good)
+        if replace_meminfo is not None:
+            members[0] = replace_meminfo
+        return tar_of(members + list(extra))
+
+    body = without_end(capture_tar())
+    odd = {
+        "symlink meminfo": with_extra(replace_meminfo=("meminfo", b"", {"type": tarfile.SYMTYPE,
+                                                                        "linkname": "/etc/shadow"})),
+        "hardlink smaps": with_extra(("1234/smaps_rollup", b"", {"type": tarfile.LNKTYPE, "linkname": "/etc/shadow"})),
+        "char device": with_extra(("1234/status", b"", {"type": tarfile.CHRTYPE, "devmajor": 1, "devminor": 5})),
+        "block device": with_extra(("1234/cgroup", b"", {"type": tarfile.BLKTYPE, "devmajor": 8})),
+        "fifo member": with_extra(("1234/cgroup", b"", {"type": tarfile.FIFOTYPE})),
+        "absolute path": with_extra(("/1234/smaps", SMAPS), ("/meminfo", MEMINFO)),
+        "dot dot": with_extra(("../1234/smaps", SMAPS), ("1234/../../etc/meminfo", MEMINFO)),
+        "backslash": with_extra(("1234\\smaps", SMAPS)),
+        "directory meminfo": tar_of([("meminfo", None)] + good[1:]),
+        "no meminfo": tar_of(good[1:]),
+        "duplicate members": with_extra(*good),
+        "superscript pid": with_extra(("²", None), ("²/smaps", SMAPS), ("³/stat", STAT)),
+        "arabic pid": with_extra(("١٢", None), ("١٢/smaps", SMAPS)),
+        "5000-digit pid": with_extra(("9" * 5000 + "/smaps", SMAPS)),
+        "proc prefix": tar_of([("proc/" + m[0],) + tuple(m[1:]) for m in good]),
+        "dot slash": tar_of([("./" + m[0],) + tuple(m[1:]) for m in good]),
+        "pax path": tar_of_format(good + [("1236/smaps", SMAPS)], tarfile.PAX_FORMAT, {"comment": "x" * 300}),
+        "pax huge size": body + header(b"PaxHeader/x", 3 << 30, kind=b"x") + bytes(1024),
+        "pax bad record": body + header(b"PaxHeader/x", 20, kind=b"x") + b"99999999 path=a\n".ljust(512, b"\0"),
+        "gnu longname": body + header(b"././@LongLink", 2000, kind=b"L") + b"a" * 2000 + bytes(48)
+                        + header(b"x", 3, kind=b"0") + b"abc".ljust(512, b"\0"),
+        "gnu longname huge": body + header(b"././@LongLink", 3 << 30, kind=b"L") + bytes(1024),
+        "base-256 size": body + header(b"1234/smaps", 1 << 70) + bytes(1024),
+        "size past the end": body + header(b"1234/smaps", 100000) + b"x" * 1000,
+        "sparse member": body + header(b"1234/smaps", 100, kind=b"S") + bytes(1024),
+        "unknown type": body + header(b"1234/smaps", 10, kind=b"Z") + bytes(1024),
+        "bad checksum": body[:-512] + body[-512:-512 + 148] + b"0000001\0" + body[-512 + 156:],
+        "garbage header": body + _garbage(1, 512) + bytes(1024),
+        "only end blocks": bytes(10240),
+        "empty": b"",
+        "one byte": b"x",
+        "half a header": body[:256],
+        "text": MEMINFO * 20,
+        "random": _garbage(2, 20000),
+        "no end blocks": body,
+        "garbage after end": capture_tar() + b"garbage",
+        "nul names": with_extra(("1234/sm\0aps", SMAPS)),
+        "long member names": with_extra(("1234/" + "x" * 300, b"x")),
+        "thousands of members": tar_of(good + [(f"{p}/stat", STAT) for p in range(2000, 4000)]),
+    }
+    return odd
+
+
+def tar_of_format(members, fmt, pax_headers=None):
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=fmt, pax_headers=pax_headers) as tar:
+        for entry in members:
+            name, data = entry[0], entry[1]
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type = tarfile.DIRTYPE
+            else:
+                info.size = len(data)
+            for key, value in (entry[2] if len(entry) > 2 else {}).items():
+                setattr(info, key, value)
+            tar.addfile(info, io.BytesIO(data) if data is not None and info.isreg() else None)
+    return out.getvalue()
+
+
+def make_cases(tmp):
+    """The corpus: [(name, case)], files written under ``tmp``.  A case is a dict for
+    :func:`serve` (argv, and maybe stdin, env, cwd, stdout)."""
+    tmp = str(tmp)
+    cases = []
+    count = [0]
+
+    def view():
+        count[0] += 1
+        return [a.replace("{tmp}", tmp) for a in VIEWS[count[0] % len(VIEWS)]]
+
+    def capture_case(name, data, args=None):
+        path = os.path.join(tmp, f"c{len(cases)}")
+        with open(path, "wb") as f:
+            f.write(data)
+        cases.append((name, {"argv": ["-S", path] + (view() if args is None else args)}))
+
+    # archives of every compression: intact, cut, damaged, with garbage after
+    tar = _with_file("meminfo", MEMINFO)
+    for kind in KINDS:
+        good = compress(kind, tar)
+        capture_case(f"{kind}: intact", good)
+        for cut in (1, 10, len(good) // 4, len(good) // 2, len(good) - 20, len(good) - 1):
+            capture_case(f"{kind}: cut at {cut}", good[:cut])
+        for at in (0.1, 0.5, 0.9):
+            damaged = bytearray(good)
+            i = int(len(good) * at)
+            damaged[i:i + 8] = bytes(b ^ 0xA5 for b in damaged[i:i + 8])
+            capture_case(f"{kind}: damaged at {at}", bytes(damaged))
+        capture_case(f"{kind}: garbage after", good + b"garbage" * 10)
+        capture_case(f"{kind}: twice", good + good)
+    capture_case("zstd: checksum wrong", compress("zstd", tar)[:-1] + b"\0")
+    capture_case("zstd: 2 GiB window", zstd_with_window(31))
+    capture_case("zstd: 128 GiB window", zstd_with_window(37))
+    capture_case("xz: 4 GiB dictionary", xz_with_dictionary(tar))
+    capture_case("xz: 1.5 GiB dictionary", xz_with_dictionary(tar, 39))
+
+    # bombs
+    for kind in ("gzip", "zstd", "bzip2", "xz"):
+        unit = 64 << 20 if kind in ("gzip", "zstd") else 8 << 20
+        capture_case(f"{kind} bomb: a member claiming 3 GiB",
+                     zeros_stream(kind, unit, prefix=without_end(tar) + header(b"1234/smaps", 3 << 30)))
+        capture_case(f"{kind} bomb: zeros after the end",
+                     zeros_stream(kind, (2 << 30) if unit == 64 << 20 else unit * 4, prefix=tar) + b"trailing")
+        capture_case(f"{kind} bomb: zeros for a header", zeros_stream(kind, unit * 2))
+    capture_case("gzip bomb: pax header claiming 3 GiB", zeros_stream(
+        "gzip", 256 << 20, prefix=without_end(tar) + header(b"PaxHeader", 3 << 30, kind=b"x")))
+    capture_case("gzip bomb: a member of 3 GiB of zeros, read by -m", zeros_stream(
+        "gzip", 512 << 20, prefix=without_end(tar) + header(b"1236/smaps", 3 << 30)), ["-m"])
+    capture_case("gzip bomb: frames of 3 GiB", zeros_stream(
+        "gzip", 256 << 20, prefix=without_end(tar) + header(b"1236/frames", 3 << 30)), ["--exact", "-u"])
+    capture_case("gzip bomb: smaps of 250 MiB of zeros", zeros_stream(
+        "gzip", 64 << 20, prefix=without_end(tar) + header(b"1236/smaps", 250 << 20)), ["-m"])
+
+    # tar structure
+    for name, data in _tar_oddities().items():
+        capture_case(f"tar: {name}", data)
+        capture_case(f"tar.gz: {name}", compress("gzip", data))
+
+    # hostile field contents
+    for fname, (original, _) in _FILES.items():
+        for variant, content in _field_variants(original).items():
+            capture_case(f"{fname}: {variant}", _with_file(fname, content))
+
+    # absurd figures
+    for args in ([], ["--pie", "name", "-o", f"{tmp}/big70.png"], ["--bar", "pid", "-o", f"{tmp}/big70.svg"],
+                 ["-u", "-p"]):
+        capture_case(f"smaps: PSS of 2**70 kB {' '.join(args[:1])}",
+                     _with_file("smaps", SMAPS.replace(b"150 kB", b"%d kB" % 2 ** 70)), args)
+    capture_case("meminfo: MemTotal of 10**30 kB",
+                 _with_file("meminfo", MEMINFO.replace(b"2048000", b"1" + b"0" * 30)),
+                 ["-w"])
+    for args in (["--pie", "name", "-o", f"{tmp}/big.png"], ["--bar", "name", "-o", f"{tmp}/big.png"], ["-p"],
+                 ["-k", "-t"]):
+        capture_case(f"smaps: PSS of 2**60 kB, {' '.join(args[:1])}",
+                     _with_file("smaps", SMAPS.replace(b"150 kB", b"%d kB" % 2 ** 60)), args)
+
+    # exact accounting
+    spread = [4096 * (i + 1) for i in range(100000)]
+    for name, data in {
+        "spread frames": exact_capture(spread),
+        "wrapped frames": exact_capture([5, 6, 7], frames=frames_member([(0x400000, 3, 0)], [5, 6, (1 << 64) - 1])),
+        "wrapped swap": exact_capture([5, 6], frames=frames_member([(0x400000, 2, 1)], [5, 6], [1 << 63])),
+        "segment counts wrap": exact_capture([5, 6, 7], frames=frames_member(
+            [(0x400000, 1 << 63, 0), (0x500000, (1 << 63) + 3, 0)], [5, 6, 7])),
+        "page size 0": exact_capture([5], kpages=kpages_member([5], [1], page_size=0)),
+        "page size 2**63": exact_capture([5], kpages=kpages_member([5], [1], page_size=1 << 63)),
+        "frames truncated": exact_capture([5, 6], frames=frames_member([(0x400000, 2, 0)], [5, 6])[:-5]),
+        "frames not frames": exact_capture([5], frames=b"garbage" * 10),
+        "kpages not kpages": exact_capture([5], kpages=_garbage(3, 100)),
+        "kpages huge count": exact_capture([5], kpages=kpages_member([5], [1 << 63])),
+        "kpages count header lies": exact_capture([5], kpages=b"SMEMKPG1" + u64([4096, 1 << 62, 0]) + u64([5, 1])),
+        "frames count header lies": exact_capture(
+            [5], frames=b"SMEMFRM1" + u64([4096, 1, 1 << 62, 0, 0x400000, 1, 0, 5])),
+        "raw kpagecount, page size abc": tar_of(capture_members(extra=[("kpagecount", bytes(64)),
+                                                                      ("capture-info", b"pagesize=abc\n")])),
+    }.items():
+        for args in (["--exact", "-u"], ["--exact"], ["--shared-with", "-P", "dbus"]):
+            capture_case(f"exact: {name} {' '.join(args)}", data, args)
+
+    # directory captures
+    secret = os.path.join(tmp, "secret")
+    with open(secret, "wb") as f:
+        f.write(SMAPS.replace(b"dbus-daemon", b"SECRET"))
+
+    def tree(name, hostile):
+        root = os.path.join(tmp, f"d{len(cases)}")
+        os.mkdir(root)
+        with open(os.path.join(root, "meminfo"), "wb") as f:
+            f.write(MEMINFO)
+        for pid in (1234, 1235):
+            os.mkdir(os.path.join(root, str(pid)))
+            for leaf, data in process_files(pid).items():
+                with open(os.path.join(root, str(pid), leaf), "wb") as f:
+                    f.write(data)
+        hostile(root)
+        for args in ([], ["-m"], ["-w"]):
+            cases.append((f"dir: {name} {' '.join(args)}", {"argv": ["-S", root] + args}))
+
+    def replace(path, make):
+        def hostile(root):
+            target = os.path.join(root, path)
+            if os.path.lexists(target):
+                os.unlink(target)
+            make(target)
+        return hostile
+
+    tree("smaps links out", replace("1234/smaps", lambda t: os.symlink(secret, t)))
+    tree("meminfo links out", replace("meminfo", lambda t: os.symlink(secret, t)))
+    tree("meminfo is a FIFO", replace("meminfo", os.mkfifo))
+    tree("smaps is a FIFO", replace("1234/smaps", os.mkfifo))
+    tree("smaps is /dev/zero", replace("1234/smaps", lambda t: os.mknod(t, 0o644 | stat.S_IFCHR, os.makedev(1, 5))))
+    tree("meminfo is /dev/zero", replace("meminfo", lambda t: os.mknod(t, 0o644 | stat.S_IFCHR, os.makedev(1, 5))))
+    tree("smaps is a directory", replace("1234/smaps", os.mkdir))
+    tree("meminfo is a directory", replace("meminfo", os.mkdir))
+    tree("smaps is a loop", replace("1234/smaps", lambda t: os.symlink("smaps", t)))
+    tree("pid links to /proc/1", replace("1236", lambda t: os.symlink("/proc/1", t)))
+    tree("proc links to /proc", replace("proc", lambda t: os.symlink("/proc", t)))
+    tree("status links to /etc/shadow", replace("1234/status", lambda t: os.symlink("/etc/shadow", t)))
+    tree("superscript pid", replace("²", os.mkdir))
+    tree("sparse 2 GiB smaps", replace("1234/smaps", lambda t: open(t, "wb").truncate(2 << 30)))
+    tree("unreadable smaps", replace("1234/smaps", lambda t: os.mkfifo(t, 0)))
+
+    # options
+    base = os.path.join(tmp, "base.tar")
+    with open(base, "wb") as f:
+        f.write(_with_file("meminfo", MEMINFO))
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    empty = os.path.join(tmp, "empty")
+    open(empty, "wb").close()
+    for value in ("", " ", "9" * 5000, "1e24", "2\nG", "٢G", "２G", "0", "-1G", "16E", "1" + "0" * 40, "2GiB",
+                  "1.5G", "abc", "2 G", "0x10", "nan", "inf", "2G\0"):
+        for extra in (["-w"], ["-p"]):
+            cases.append((f"-R {value!r} {extra[0]}", {"argv": ["-S", base, "-R", value] + extra}))
+    for option in ("-P", "-U", "-M"):
+        for pattern in ("a{99999999999}", "(" * 50000, "(", "[z-a]", "\\", "(?P<1>x)", "\\p{Nope}", "\0", "\udcff",
+                        "x" * 100000):
+            cases.append((f"{option} {pattern[:20]!r}", {"argv": ["-S", base, option, pattern]}))
+    long_name = os.path.join(tmp, "long.tar")
+    with open(long_name, "wb") as f:
+        f.write(capture_tar(processes={1234: process_files(cmdline=b"a" * 5000 + b"!")}))
+    for pattern in ("(a+)+$", "(a|aa)+$"):
+        cases.append((f"-P {pattern!r} on a long name", {"argv": ["-S", long_name, "-P", pattern]}))
+    for value in (",", "", " ", "pid,,name", "pid " * 1000, "nosuch", "\0", "pid\nname", "PID", "name " * 5000):
+        cases.append((f"-c {value[:20]!r}", {"argv": ["-S", base, "-c", value]}))
+    for value in ("", "nosuch", "\0", "pss,rss", "-pss", "PSS", "name " * 1000):
+        cases.append((f"-s {value[:20]!r}", {"argv": ["-S", base, "-s", value]}))
+    for spec in ("ssh://[abc", "ssh://host?x", "ssh://host#x", "ssh://", "ssh://-oProxyCommand=x", "ssh://a:b@host",
+                 "ssh://host:99999", "/nonexistent", "/dev/null", "/dev/zero", fifo + "-none", empty, tmp + "/",
+                 "\0", "-", "/etc/passwd", "/proc/self/mem"):
+        cases.append((f"-S {spec!r}", {"argv": ["-S", spec]}))
+    cases.append(("-S a stalled host", {"argv": ["-S", "ssh://host"],
+                                         "env": {"SMEM_SSH": "sh -c 'cat >/dev/null; exec sleep 60' x",
+                                                 "SMEM_SSH_TIMEOUT": "1"}}))
+    cases.append(("-S a host sending garbage", {"argv": ["-S", "ssh://host"],
+                                                 "env": {"SMEM_SSH": "sh -c 'cat >/dev/null; "
+                                                                     "head -c 3000000 /dev/urandom' x"}}))
+    cases.append(("-S - with zeros", {"argv": ["-S", "-"], "stdin": "/dev/zero"}))
+    cases.append(("-S - with nothing", {"argv": ["-S", "-"]}))
+    cases.append(("-S - with a capture", {"argv": ["-S", "-"], "stdin": base}))
+    for path in (fifo, "/dev/zero", tmp, "/nonexistent", empty, base, "/dev/null"):
+        cases.append((f"-K {path}", {"argv": ["-S", base, "-w", "-K", path]}))
+    for args in (["-F", "nosuch"], ["--pie", "nosuch", "-o", f"{tmp}/x.png"], ["--bar", "pss", "-o", f"{tmp}/x.nosuch"],
+                 ["-o", f"{tmp}/x.png"], ["--recommend", "nan", "-w"], ["--recommend", "-1", "-w"],
+                 ["--pie", "name", "-o", "/nonexistent/dir/x.png"], ["--pie", "name", "-o", "/dev/full"],
+                 ["--pie", "name", "-o", tmp], ["-m", "-u"], ["--shared-with"], ["--exact", "-w"],
+                 ["--group", "nosuch"], ["--cgroup", "-m"]):
+        cases.append((f"options {' '.join(args).replace(tmp, 'TMP')}", {"argv": ["-S", base] + args}))
+    cases.append(("output to /dev/full", {"argv": ["-S", base], "stdout_path": "/dev/full"}))
+    cases.append(("closed stdout", {"argv": ["-S", base], "stdout": "closed"}))
+    cases.append(("-o to a FIFO without a reader", {"argv": ["-S", base, "--pie", "name", "-o", fifo]}))
+    cases.append(("capture -o /dev/full", {"argv": ["capture", "-o", "/dev/full"]}))
+    cases.append(("capture to closed stdout", {"argv": ["capture"], "stdout": "closed"}))
+    return cases
+
+
+# -- the runner: smem in forked children, each with a timeout and its peak memory --------
+
+#: A case runs at most this long before it is killed (and counted as a hang).
+TIMEOUT = 20.0
+#: Children run at once (the machine has 2 cores).
+PARALLEL = 2
+#: The shell loop the churn test runs: short-lived processes, bounded in number and time.
+SPAWNER = """
+end=$(( $(date +%s) + $1 )); n=0
+while [ $(date +%s) -lt $end ] && [ $n -lt $2 ]; do
+  for i in 1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9 1 2; do (sleep 0.0$i; :) & done
+  wait; n=$((n + 40))
+done
+"""
+
+
+def _preload():
+    """Import what the cases use once, in the runner, so each child starts at once."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import numpy  # noqa: F401
+    import tarfile  # noqa: F401
+    import smem.app  # noqa: F401
+    import smem.charts  # noqa: F401
+    import smem.cli  # noqa: F401
+    import smem.exact  # noqa: F401
+    import smem.sizing  # noqa: F401
+    import smem.sources.archive  # noqa: F401
+    import smem.sources.directory  # noqa: F401
+    import smem.sources.remote  # noqa: F401
+    try:
+        import regex  # noqa: F401
+    except ImportError:
+        pass
+
+
+def _vm_size():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _child(case, out, err, address_limit):
+    """In the forked child: run smem as its command line would, and exit as Python would."""
+    import resource
+    import sys
+    import traceback
+    code = 70
+    try:
+        os.setpgid(0, 0)
+        resource.setrlimit(resource.RLIMIT_AS, (address_limit, address_limit))
+        fd = os.open(case.get("stdin") or os.devnull, os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.dup2(os.open(case.get("stdout_path") or out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 1)
+        os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
+        if case.get("cwd"):
+            os.chdir(case["cwd"])
+        for key in ("COLUMNS", "LINES"):
+            os.environ.pop(key, None)
+        os.environ.update(case.get("env") or {})
+        if case.get("stdout") == "closed":
+            os.close(1)
+            sys.stdout = None
+        import smem.cli
+        try:
+            smem.cli.main(case["argv"])
+            code = 0
+        except SystemExit as e:
+            if e.code is None or isinstance(e.code, int):
+                code = e.code or 0
+            else:
+                print(e.code, file=sys.stderr)
+                code = 1
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        except BaseException as e:
+            print(f"Exception ignored on flushing sys.stdout:\n{type(e).__name__}: {e}", file=sys.stderr)
+            code = 120
+        sys.stderr.flush()
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def serve(cases, workdir, churn=None):
+    """Run every case (a dict: argv, stdin, env, cwd, stdout) in a forked child.
+
+    Returns one dict per case: code, stdout (its start), stderr, peak RSS in MiB,
+    seconds, and whether it was killed at TIMEOUT.  ``churn`` (seconds, processes):
+    run SPAWNER meanwhile.
+    """
+    import signal
+    import subprocess
+    import sys
+    import time
+    _preload()
+    address_limit = _vm_size() + (3 << 29)  # a safety net: the bound asserted is on RSS
+    spawner = None
+    if churn:
+        spawner = subprocess.Popen(["sh", "-c", SPAWNER, "spawner", str(churn[0]), str(churn[1])])
+    results = [None] * len(cases)
+    queue = list(range(len(cases)))
+    running = {}
+    try:
+        while queue or running:
+            while queue and len(running) < PARALLEL:
+                i = queue.pop(0)
+                out, err = os.path.join(workdir, f"{i}.out"), os.path.join(workdir, f"{i}.err")
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    _child(cases[i], out, err, address_limit)
+                running[pid] = (i, time.monotonic(), out, err, False)
+            while True:
+                try:
+                    pid, status, usage = os.wait4(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid in running:
+                    i, start, out, err, killed = running.pop(pid)
+                    stdout = b""
+                    if os.path.exists(out):
+                        with open(out, "rb") as f:
+                            stdout = f.read(4096)
+                    with open(err, "rb") as f:
+                        stderr = f.read(1 << 16)
+                    results[i] = {"code": os.waitstatus_to_exitcode(status), "stdout": stdout,
+                                  "stderr": stderr.decode("utf-8", "replace"),
+                                  "peak_mib": usage.ru_maxrss / 1024, "seconds": time.monotonic() - start,
+                                  "timed_out": killed}
+                elif spawner is not None and pid == spawner.pid:
+                    spawner.returncode = os.waitstatus_to_exitcode(status)
+            now = time.monotonic()
+            for pid, (i, start, out, err, killed) in list(running.items()):
+                if not killed and now - start > TIMEOUT:
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    running[pid] = (i, start, out, err, True)
+            time.sleep(0.002)
+    finally:
+        if spawner is not None and spawner.returncode is None:
+            spawner.kill()
+            try:
+                os.waitpid(spawner.pid, 0)
+            except ChildProcessError:
+                pass
+    return results
+
+
+def main(argv):
+    """``hostile_corpus.py CASES.pickle RESULTS.pickle [SECONDS PROCESSES]``: a runner process."""
+    import pickle
+    with open(argv[0], "rb") as f:
+        cases, workdir = pickle.load(f)
+    churn = (int(argv[2]), int(argv[3])) if len(argv) > 3 else None
+    results = serve(cases, workdir, churn)
+    with open(argv[1], "wb") as f:
+        pickle.dump(results, f)
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[1:])

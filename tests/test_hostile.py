@@ -6,17 +6,21 @@ forked child with a timeout and a memory bound.
 """
 
 import os
-import resource
 import time
 
 import pytest
 
 import hostile_corpus as hc
+from conftest import TESTS
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
 from smem.sources import open_source
 from smem.sources import archive as capture
 from smem.sources.archive import ArchiveSource
-from smem.sources.live import MAX_FILE_BYTES
+from smem.sources.base import MAX_MEMBER_BYTES
+
+
+#: what counts as a hang: a bound on time that no slow or busy machine reaches, not a speed target
+HANG = 60
 
 
 def _refused(data, tmp_path, name="c"):
@@ -30,8 +34,18 @@ def _refused(data, tmp_path, name="c"):
     return message
 
 
+def _rss_mib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
 def _max_rss_growth(function):
-    """Run ``function`` in a forked child; (its exit status, its peak RSS in MiB)."""
+    """Run ``function`` in a forked child: (its exit status, how far its peak RSS rose, MiB).
+
+    The child starts with this process's pages, so its growth is its peak less our RSS.
+    Exit status 1 for a CaptureError, 2 for another SmemError, 3 for anything else.
+    """
+    before = _rss_mib()
     pid = os.fork()
     if pid == 0:
         try:
@@ -44,7 +58,7 @@ def _max_rss_growth(function):
         except BaseException:
             os._exit(3)
     _, status, usage = os.wait4(pid, 0)
-    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024 - before
 
 
 # -- compressed captures ------------------------------------------------------------------
@@ -94,9 +108,9 @@ def test_a_member_claiming_3_gib_is_refused_before_it_is_inflated(tmp_path):
         path = tmp_path / "bomb"
         path.write_bytes(bomb)
         start = time.monotonic()
-        with pytest.raises(CaptureError, match=r"member \d+ \(1234/smaps\) inflates past the limit of 1 GiB"):
+        with pytest.raises(CaptureError, match=r"member \d+ \(1234/smaps\) inflates past the limit of 256 MiB"):
             open_source(str(path))
-        assert time.monotonic() - start < 2, kind
+        assert time.monotonic() - start < HANG, kind
 
 
 def test_zero_padding_after_the_end_is_not_inflated_for_ever(tmp_path):
@@ -107,7 +121,7 @@ def test_zero_padding_after_the_end_is_not_inflated_for_ever(tmp_path):
         path.write_bytes(data)
         start = time.monotonic()
         assert open_source(str(path)).pids() == [1234]
-        assert time.monotonic() - start < 2, kind
+        assert time.monotonic() - start < HANG, kind
 
 
 def test_a_bomb_in_an_archive_tarfile_reads_is_bounded(tmp_path):
@@ -116,7 +130,7 @@ def test_a_bomb_in_an_archive_tarfile_reads_is_bounded(tmp_path):
     path = tmp_path / "pax"
     path.write_bytes(hc.zeros_stream("gzip", 512 << 20, prefix=head))
     code, peak = _max_rss_growth(lambda: open_source(str(path)))
-    assert code == 1 and peak < 200
+    assert code == 1 and peak < 150
 
 
 def test_trailing_data_after_a_zstd_frame_is_read_not_ignored(tmp_path):
@@ -130,11 +144,11 @@ def test_trailing_data_after_a_zstd_frame_is_read_not_ignored(tmp_path):
         open_source(str(path))
     except CaptureError:
         pass
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < HANG
 
 
 def test_member_limit_is_sane():
-    assert 64 << 20 <= capture.MAX_MEMBER_BYTES <= 4 << 30
+    assert 64 << 20 <= capture.MAX_MEMBER_BYTES <= 256 << 20 <= capture.MAX_FRAME_MEMBER_BYTES <= 4 << 30
 
 
 # -- directory captures -------------------------------------------------------------------
@@ -174,7 +188,7 @@ def test_a_directory_capture_reads_no_symlink_device_fifo_or_directory(tmp_path)
         with pytest.raises(OSError):
             src.read(path)
     assert src.read("1234/cmdline") == hc.CMDLINE
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < HANG
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "device", "loop"])
@@ -221,8 +235,8 @@ def test_a_fifo_given_as_the_capture_is_a_stream(tmp_path):
 def test_a_huge_file_in_a_directory_capture_is_refused_unread(tmp_path):
     root = _tree(tmp_path / "cap")
     with open(root / "1234" / "smaps", "r+b") as f:
-        f.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing to read, but a size
-    with pytest.raises(CaptureError, match="1234/smaps is larger than 1 GiB"):
+        f.truncate(MAX_MEMBER_BYTES + 1)  # sparse: nothing to read, but a size
+    with pytest.raises(CaptureError, match="1234/smaps is larger than 256 MiB"):
         open_source(str(root)).read("1234/smaps")
 
 
@@ -328,7 +342,7 @@ def test_frames_spread_one_per_block_cost_what_the_frames_cost(tmp_path):
     # 300,000 frames one per 4,096: tables sized by the largest block took 4.6 GiB and 13 s
     data = hc.exact_capture([4096 * (i + 1) for i in range(300000)])
     code, peak, seconds = _exact_users(data, tmp_path)
-    assert code == 0 and peak < 300 and seconds < 60  # (60 s: a hang, not a speed target)
+    assert code == 0 and peak < 200 and seconds < HANG
 
 
 def test_the_dense_index_of_spread_frames_gives_the_same_figures():
@@ -375,7 +389,7 @@ def test_damaged_exact_data_is_one_capture_error(case, tmp_path):
     else:
         data = hc.exact_capture([5], frames=hc.frames_member([(0x400000, 1, 0)], [5], page_size=3000))
     code, peak, seconds = _exact_users(data, tmp_path)
-    assert code == 1 and seconds < 10
+    assert code == 1 and seconds < HANG
 
 
 # -- regular expressions ------------------------------------------------------------------
@@ -400,7 +414,7 @@ def test_a_runaway_match_is_stopped_and_refused(tmp_path):
         start = time.monotonic()
         with pytest.raises(UsageError, match="matching took more than 1 s"):
             load_snapshot(open_source(str(path)), Selection(**{option: pattern}), needs=Needs())
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < HANG
     # the same kind of pattern, where it matches or fails at once, still selects as re would
     snapshot = load_snapshot(open_source(str(path)), Selection(process=r"^(a+)+!$"), needs=Needs())
     assert [p.pid for p in snapshot.processes] == [1234]
@@ -424,7 +438,7 @@ def test_a_kernel_image_that_is_no_regular_file_is_refused_unread(kind, tmp_path
         path = "/dev/zero"
     start = time.monotonic()
     code, peak = _max_rss_growth(lambda: read_kernel_file(str(path)))
-    assert code == 2 and peak < 150 and time.monotonic() - start < 2
+    assert code == 2 and peak < 50 and time.monotonic() - start < HANG
     with pytest.raises(KernelImageError, match="not a regular file|larger than 1 GiB|cannot read"):
         read_kernel_file(str(path))
 
@@ -451,7 +465,7 @@ def test_a_stalled_host_is_given_up_on(monkeypatch):
     start = time.monotonic()
     with pytest.raises(SourceError, match="nothing from the host for 0.5 s"):
         open_source("ssh://host")
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < HANG
 
 
 def test_a_host_sending_without_end_is_refused_at_the_limit(monkeypatch):
@@ -486,3 +500,126 @@ def test_a_hostile_user_name_is_one_passwd_field_in_a_capture(tmp_path):
     again = ArchiveSource(out.getvalue(), "again")
     assert again.read("passwd") == b"ev?il?root?x?0?0??/?/bin/sh:x:1000:1000::/:/nonexistent\n"
     assert again.user_name(0) is None
+
+
+# -- the corpus ---------------------------------------------------------------------------
+
+#: Peak memory (RSS) any case may reach, MiB.
+MEMORY_BOUND = 200
+
+#: Cases that fail in files this work does not own, and the fix each needs there.
+_ONE_LINE_FIELDS = ("report.py parse_columns/sort_column: the unknown-field error lists the known fields "
+                    "on further lines; make it one line (e.g. '... nosuch (known: anon, command, ...)' or "
+                    "'... nosuch: see smem --help')")
+_CLOSED_STDOUT = ("cli.py: with stdout closed (smem >&-) sys.stdout is None and _write/_stdout/capture's "
+                  "isatty() raise AttributeError; check for None and exit 1 (or 120) with no traceback")
+XFAIL = {
+    **{name: _ONE_LINE_FIELDS for name in (
+        "-c 'nosuch'", "-c '\\x00'", "-c 'PID'", "-s 'nosuch'", "-s '\\x00'", "-s 'pss,rss'", "-s '-pss'",
+        "-s 'PSS'", "-s 'name name name name '", "options --pie nosuch -o TMP/x.png")},
+    "closed stdout": _CLOSED_STDOUT,
+    "capture to closed stdout": _CLOSED_STDOUT,
+}
+
+
+def _verdict(result):
+    """None if smem behaved (exit 0 with warnings at most, or one error line and exit 1 or 2)."""
+    if result["timed_out"]:
+        return f"hung (killed after {hc.TIMEOUT:g} s)"
+    err = result["stderr"]
+    if "Traceback" in err:
+        return "traceback: " + err.strip().splitlines()[-1]
+    if result["peak_mib"] > MEMORY_BOUND:
+        return f"peak memory {result['peak_mib']:.0f} MiB"
+    lines = err.splitlines()
+    if result["code"] == 0:
+        bad = [line for line in lines if not line.startswith("smem: warning: ")]
+        return f"exit 0 but stderr {bad[:2]}" if bad else None
+    if result["code"] in (1, 2):
+        if len(lines) == 1 and lines[0].startswith("smem: ") and err.endswith("\n"):
+            return None
+        return f"exit {result['code']} with stderr {lines[:3]}"
+    return f"exit {result['code']}: {lines[-1:] if lines else ''}"
+
+
+def _run_runner(cases, workdir, churn=None):
+    import pickle
+    import subprocess
+    import sys
+    requests, answers = os.path.join(workdir, "cases.pickle"), os.path.join(workdir, "results.pickle")
+    with open(requests, "wb") as f:
+        pickle.dump(([case for _, case in cases], str(workdir)), f)
+    command = [sys.executable, str(TESTS / "hostile_corpus.py"), requests, answers]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
+    if churn:
+        command += [str(c) for c in churn]
+        # in a PID namespace of its own, smem sees only the churn, not every process of the machine
+        isolated = ["unshare", "--pid", "--fork", "--mount-proc"] + command
+        if subprocess.run(isolated, env=env, cwd=workdir, timeout=600).returncode == 0:
+            command = None
+    if command:
+        subprocess.run(command, check=True, env=env, cwd=workdir, timeout=600)
+    with open(answers, "rb") as f:
+        return pickle.load(f)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("corpus")
+    start = time.monotonic()
+    cases = hc.make_cases(tmp)
+    made = time.monotonic() - start
+    results = _run_runner(cases, tmp)
+    ran = time.monotonic() - start - made
+    names = [name for name, _ in cases]
+    assert len(set(names)) == len(names), "case names must be unique"
+    return {"cases": dict(zip(names, results)), "argv": {n: c["argv"] for n, c in cases}, "made": made, "ran": ran}
+
+
+def test_the_corpus_is_large_cheap_and_bounded(corpus):
+    results = corpus["cases"]
+    assert len(results) >= 250
+    peak = max(r["peak_mib"] for r in results.values())
+    slowest = sorted(results, key=lambda n: -results[n]["seconds"])[:3]
+    print(f"\n{len(results)} cases: made in {corpus['made']:.1f} s, run in {corpus['ran']:.1f} s, "
+          f"peak {peak:.0f} MiB; slowest: " + ", ".join(f"{n} {results[n]['seconds']:.1f} s" for n in slowest))
+    # (how long it took is printed, not asserted: speed is the benchmark's business)
+
+
+def test_every_hostile_input_is_exit_0_or_one_error_line(corpus):
+    failures = {name: (_verdict(r), corpus["argv"][name]) for name, r in corpus["cases"].items()
+                if name not in XFAIL and _verdict(r) is not None}
+    assert not failures, "\n".join(f"{name}: {why} (smem {' '.join(map(repr, argv))[:200]})"
+                                   for name, (why, argv) in failures.items())
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
+                                  for name, reason in XFAIL.items()])
+def test_known_failures_owned_elsewhere(corpus, name):
+    assert _verdict(corpus["cases"][name]) is None
+
+
+# -- churn --------------------------------------------------------------------------------
+
+#: What smem may say on stderr while processes come and go (nothing else).
+KNOWN_WARNINGS = ("smem: warning: ",)
+
+
+def test_reports_under_churn_exit_0_without_an_error_line(tmp_path):
+    """While ~1,000 short-lived processes come and go, each view runs 20 times."""
+    runs = [[], ["-m"], ["-u"], ["--exact", "-u"]]
+    cases = [(f"{' '.join(args)} #{i}", {"argv": args}) for i in range(20) for args in runs]
+    start = time.monotonic()
+    results = _run_runner(cases, tmp_path, churn=(30, 1000))
+    seconds = time.monotonic() - start
+    bad = {}
+    for (name, _), result in zip(cases, results):
+        lines = result["stderr"].splitlines()
+        unknown = [line for line in lines if not line.startswith(KNOWN_WARNINGS)]
+        if result["code"] != 0 or unknown or result["timed_out"] or "Traceback" in result["stderr"]:
+            bad[name] = (result["code"], lines[-3:])
+    seen = sum(r["stdout"].count(b"sleep 0.0") for r in results)
+    print(f"\n{len(cases)} runs under churn in {seconds:.1f} s, peak "
+          f"{max(r['peak_mib'] for r in results):.0f} MiB, {seen} short-lived processes seen")
+    assert not bad, bad
+    assert seen > 0, "no run saw the churn"

@@ -157,7 +157,7 @@ def test_huge_member_claims_and_members_running_past_the_end(monkeypatch):
     for name in (b"123456/smaps", b"/abs/smaps"):
         raw = _crafted(_header(name=name, size=8 ** 11 - 1))
         assert _left_to_tarfile(raw, monkeypatch) == (
-            CaptureError, f"t.tar: member 2 ({name.decode()}) inflates past the limit of 1 GiB per member "
+            CaptureError, f"t.tar: member 2 ({name.decode()}) inflates past the limit of 256 MiB per member "
                           f"(8589934591 bytes)")
     # a member running past the end of the data
     raw = _crafted(_header(name=b"123456/smaps", size=8 ** 7))

@@ -7,7 +7,7 @@ import os
 import stat
 import sys
 
-from ..errors import SourceError
+from ..errors import SourceError, UsageError
 from .base import Source
 from .live import LiveSource
 
@@ -31,6 +31,8 @@ def open_source(spec=None, stdin=None, per_mapping=True):
     if spec.startswith("ssh://"):
         from .remote import RemoteSource
         return RemoteSource(spec, per_mapping)
+    if "\0" in spec:
+        raise UsageError(f"-S {spec!r}: a path cannot hold a NUL byte")
     try:
         mode = os.stat(spec).st_mode
     except OSError as e:

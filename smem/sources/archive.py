@@ -17,18 +17,15 @@ import lzma
 import zlib
 
 from ..errors import CaptureError
-from .base import Source, is_pid_name
+from .base import MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, Source, is_pid_name, member_limit, size_text
 from .captured import CaptureFacts
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
-__all__ = ["ArchiveSource", "read_capture", "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES"]
+__all__ = ["ArchiveSource", "read_capture", "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES"]
 
 #: A capture decompressing to more than this is refused: a 10,000-process server's
 #: capture is about 2 GiB; more is a bomb, and reading it would only cost time.
 MAX_CAPTURE_BYTES = 4 << 30
-#: One member larger than this is refused before it is inflated: a huge process's smaps
-#: is a few MiB, a big machine's exact frame data some hundreds.
-MAX_MEMBER_BYTES = 1 << 30
 #: The memory an xz stream may ask for (xz -9 needs 65 MiB); a 4 GiB dictionary is refused.
 MAX_XZ_MEMORY = 256 << 20
 #: The largest zstd window accepted (zstd's own default limit for decoding, 2**27).
@@ -38,7 +35,10 @@ MAX_ZSTD_WINDOW = 1 << 27
 #: tar pads records with zeros, 10 KiB by default.  More is not read, whatever it holds.
 MAX_TRAILER_BYTES = 16 << 20
 
-_LIMIT = f"{MAX_MEMBER_BYTES >> 30} GiB per member"
+#: The most tarfile may read at once outside members' data: a pax or GNU extension
+#: header (a long name, extended attributes) is some KiB.
+MAX_HEADER_BYTES = 16 << 20
+
 
 
 def read_capture(stream, name):
@@ -178,6 +178,7 @@ class _Stream:
         self.pos = 0
         self.members = 0          # members seen, for the messages
         self.end = 0              # where the end-of-archive block was read
+        self.limit = MAX_HEADER_BYTES  # the largest read: more only for a member's data
         self._last = (0, b"")     # (offset, bytes) of the last read: a seek back may replay it
         self._pending = b""
 
@@ -189,20 +190,20 @@ class _Stream:
                                f"({e or type(e).__name__})") from None
 
     def read(self, size=-1):
-        if size is None or size < 0 or size > MAX_MEMBER_BYTES:
-            raise CaptureError(f"{self.name}: member {self.members + 1} inflates past the limit of {_LIMIT}")
+        if size is None or size < 0 or size > self.limit:
+            raise CaptureError(f"{self.name}: member {self.members + 1} inflates past the limit of "
+                               f"{size_text(self.limit)} per member")
         start = self.pos
         data, self._pending = self._pending[:size], self._pending[size:]
         if len(data) < size:
-            parts = [data]
-            got = len(data)
-            while got < size:
-                more = self._inflate(size - got)
+            # one growing buffer (joining parts would hold a large member twice)
+            buffer = bytearray(data)
+            while len(buffer) < size:
+                more = self._inflate(min(size - len(buffer), 1 << 20))
                 if not more:
                     break
-                parts.append(more)
-                got += len(more)
-            data = parts[0] if len(parts) == 1 else b"".join(parts)
+                buffer += more
+            data = buffer if len(buffer) > 1 << 20 else bytes(buffer)
         self.pos += len(data)
         if self.pos > MAX_CAPTURE_BYTES:
             raise CaptureError(f"{self.name}: capture decompresses to more than "
@@ -278,9 +279,12 @@ class ArchiveSource(CaptureFacts, Source):
         if "meminfo" not in self._files:
             raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
 
-    def _too_large(self, number, member):
-        return CaptureError(f"{self.name}: member {number} ({member.name}) inflates past the limit "
-                            f"of {_LIMIT} ({member.size} bytes)")
+    def _checksize_text(self, number, member):
+        """Refuse a member larger than its kind may be, before it is inflated."""
+        limit = member_limit(member.name)
+        if member.size > limit:
+            raise CaptureError(f"{self.name}: member {number} ({member.name}) inflates past the limit "
+                               f"of {size_text(limit)} per member ({member.size} bytes)")
 
     def _read_stream(self, stream, per_mapping):
         """Read the members as the data decompresses; NeedTarfile for anything unusual."""
@@ -302,8 +306,7 @@ class ArchiveSource(CaptureFacts, Source):
                         raise NeedTarfile
                 return
             stream.members += 1
-            if member.size > MAX_MEMBER_BYTES:
-                raise self._too_large(stream.members, member)
+            self._checksize_text(stream.members, member)
             length = data_length(member)
             path = self._add(member)
             wanted = member.isreg() and path is not None
@@ -315,7 +318,9 @@ class ArchiveSource(CaptureFacts, Source):
                 wanted = not (leaf == "smaps" and pid in rollups)
             skip = length
             if wanted:
+                stream.limit = member.size
                 content = stream.read(member.size)
+                stream.limit = MAX_HEADER_BYTES
                 if len(content) < member.size:
                     raise NeedTarfile  # cut short: tarfile tells which error
                 self._files[path] = content
@@ -330,11 +335,12 @@ class ArchiveSource(CaptureFacts, Source):
             with tarfile.open(fileobj=stream, mode="r:") as tar:
                 for member in tar:
                     stream.members += 1
-                    if member.size > MAX_MEMBER_BYTES:
-                        raise self._too_large(stream.members, member)
+                    self._checksize_text(stream.members, member)
                     path = self._add(member)
                     if path is not None and member.isreg():
+                        stream.limit = member.size
                         content = tar.extractfile(member).read()
+                        stream.limit = MAX_HEADER_BYTES
                         if len(content) < member.size:
                             raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
                         self._files[path] = content

@@ -13,11 +13,30 @@ import abc
 from ..errors import process_error
 from .machine import Machine
 
-__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING"]
+__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit",
+           "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES"]
 
 #: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
 #: int() refuses 4,300 digits anyway.
 _PID_DIGITS = 10
+
+
+#: One member larger than this is refused before it is inflated: a huge process's smaps
+#: is a few MiB (64 MiB at 65,530 mappings, vm.max_map_count's default).
+MAX_MEMBER_BYTES = 256 << 20
+#: The exact-accounting members (N/frames, kpages.sparse) may be larger: 8 bytes per
+#: page a process maps, 24 per frame of the machine's.
+MAX_FRAME_MEMBER_BYTES = 1 << 30
+
+
+def member_limit(name):
+    """The most bytes the member ``name`` may hold."""
+    leaf = name.rstrip("/").rpartition("/")[2]
+    return MAX_FRAME_MEMBER_BYTES if leaf in ("frames", "kpages.sparse") else MAX_MEMBER_BYTES
+
+
+def size_text(n):
+    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB"
 
 
 def is_pid_name(name):

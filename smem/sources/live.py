@@ -6,8 +6,8 @@ class as the live system.  ``local=False`` says the tree is not this machine's
 now: its processes are not ours, a missing file is not a process that
 exited, and, since a tree copied from elsewhere may hold anything, only
 regular files inside it are read, never through a symbolic link, at most
-MAX_FILE_BYTES each (a device, a FIFO or a link loop is refused like an
-unreadable file).  The live /proc is read directly: it is the kernel's.
+what a capture member may hold (base.member_limit; a device, a FIFO or a
+link loop is refused like an unreadable file).  The live /proc is read directly: it is the kernel's.
 """
 
 import errno
@@ -16,12 +16,9 @@ import pwd
 import stat
 
 from ..errors import CaptureError, SourceError
-from .base import OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name
+from .base import MAX_FRAME_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name, member_limit, size_text
 
-__all__ = ["LiveSource", "MAX_FILE_BYTES", "file_kind"]
-
-#: No /proc file is larger (smaps of a process with a million mappings is a few hundred MiB).
-MAX_FILE_BYTES = 1 << 30
+__all__ = ["LiveSource", "file_kind"]
 
 
 def file_kind(mode):
@@ -68,14 +65,14 @@ class LiveSource(Source):
                 return f.readall()
         fd = self._open(path)
         try:
-            return _read_bounded(fd, f"{self.root}: {path}")
+            return _read_bounded(fd, f"{self.root}: {path}", member_limit(path))
         finally:
             os.close(fd)
 
     def read_at(self, path, offset, length):
         fd = os.open(os.path.join(self.proc, path), os.O_RDONLY) if self.local else self._open(path)
         try:
-            return os.pread(fd, min(length, MAX_FILE_BYTES), offset)
+            return os.pread(fd, min(length, MAX_FRAME_MEMBER_BYTES), offset)
         finally:
             os.close(fd)
 
@@ -202,10 +199,10 @@ class LiveSource(Source):
         raise PermissionError(errno.EACCES, f"{file_kind(mode)} in the capture, not a file: not read", path)
 
 
-def _read_bounded(fd, name):
+def _read_bounded(fd, name, limit):
     size = os.fstat(fd).st_size
-    if size > MAX_FILE_BYTES:
-        raise CaptureError(f"{name} is larger than {MAX_FILE_BYTES >> 30} GiB: not a /proc file")
+    if size > limit:
+        raise CaptureError(f"{name} is larger than {size_text(limit)}: not a /proc file")
     chunks = []
     total = 0
     while True:  # (/proc files say size 0: read to the end, up to the limit)
@@ -213,8 +210,8 @@ def _read_bounded(fd, name):
         if not chunk:
             return b"".join(chunks)
         total += len(chunk)
-        if total > MAX_FILE_BYTES:
-            raise CaptureError(f"{name} is larger than {MAX_FILE_BYTES >> 30} GiB: not a /proc file")
+        if total > limit:
+            raise CaptureError(f"{name} is larger than {size_text(limit)}: not a /proc file")
         chunks.append(chunk)
 
 
