@@ -105,7 +105,8 @@ selection_options = _bundle(
 #: how the rows are laid out
 table_options = _bundle(
     click.option("-H", "--no-header", is_flag=True, help="Disable the header line."),
-    click.option("-c", "--columns", metavar="COLUMNS", help='Columns to show, e.g. "pid user pss" or pid,user,pss.'),
+    click.option("-c", "--columns", metavar="COLUMNS",
+                 help='Columns to show, e.g. "pid user pss" or pid,user,pss; "all"; "help" lists them.'),
     click.option("-t", "--totals", is_flag=True, help="Show totals."),
     click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal."),
     click.option("-F", "--format", "fmt", type=click.Choice(list(FORMATS)), default="classic", metavar="FORMAT",
@@ -129,6 +130,20 @@ def _chosen_view(o, shared_with=False):
     if shared_with and chosen:
         raise UsageError(f"--shared-with lists processes: it does not combine with {chosen[0][0]}")
     return "sharing" if shared_with else chosen[0][1] if chosen else "process"
+
+
+def _asked_field_help(o, view, compared=False):
+    """-c help: print the fields of the view, with what each is."""
+    if (o["columns"] or "").strip() != "help":
+        return False
+    from .report import field_help
+    from .views import VIEWS
+    chosen = VIEWS[view]
+    if compared:
+        from .views.diff import diff_view
+        chosen = diff_view(chosen)
+    _write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen))
+    return True
 
 
 def _table(o):
@@ -188,6 +203,8 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
     """
     view = _chosen_view(o, shared_with)
+    if _asked_field_help(o, view):
+        return
     if pie and bar:
         raise UsageError("choose one chart: --pie or --bar")
     if output and not (pie or bar):
@@ -220,6 +237,8 @@ def diff(old, new, **o):
     minus OLD's. Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
+    if _asked_field_help(o, _chosen_view(o), compared=True):
+        return
     _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o)))
 
 
@@ -249,7 +268,9 @@ def capture(output, force, host, compression, exact, script):
     if exact and host:
         raise UsageError("--exact cannot capture over ssh: the shell script cannot read pagemap; "
                          "run 'smem capture --exact' on the host")
-    if output is None and (sys.stdout is None or sys.stdout.isatty()):
+    if output is None and sys.stdout is None:
+        raise SmemError("cannot write the capture: standard output is closed; use -o FILE")
+    if output is None and sys.stdout.isatty():
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
     if compression == "zst":
         from .extras import require

@@ -16,20 +16,29 @@ from .units import human, percent
 from .views.columns import Column, View
 
 __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_column", "format_value",
-           "parse_columns", "UnknownField", "CONTROLS"]
+           "parse_columns", "UnknownField", "CONTROLS", "field_help"]
+
+
+# Control characters (a newline in a command line) would break the table, as in ps(1).
+CONTROLS = {c: "?" for c in list(range(32)) + [127]}
 
 
 class UnknownField(UsageError):
-    """A -c/-s/--pie/--bar field the view does not have; lists the known ones."""
+    """A -c/-s/--pie/--bar field the view does not have; names the known ones, in one line."""
 
     def __init__(self, view, names):
         self.view = view
         self.names = names
         plural = "s" if len(names) > 1 else ""
-        width = max(len(k) for k in view.columns)
-        known = "\n".join(f"  {key:<{width}}  {col.help}" for key, col in sorted(view.columns.items()))
-        super().__init__(f"unknown field{plural} for the {view.name} view: {' '.join(names)}\n"
-                         f"known fields:\n{known}")
+        shown = " ".join(n.translate(CONTROLS)[:40] for n in names[:5])
+        super().__init__(f"unknown field{plural} for the {view.name} view: {shown}; known: "
+                         f"{' '.join(sorted(view.columns))} (-c help says what each is)")
+
+
+def field_help(view):
+    """The fields of ``view``, one a line, aligned, with what each is (``smem -c help``)."""
+    width = max(len(k) for k in view.columns)
+    return "".join(f"{key:<{width}}  {column.help}\n" for key, column in sorted(view.columns.items()))
 
 
 def parse_columns(text):
@@ -148,8 +157,6 @@ def _exact_totals(table, exact):
             table.totals[i] = int(round(value)) if isinstance(value, float) else value
 
 
-# Control characters (a newline in a command line) would break the table, as in ps(1).
-CONTROLS = {c: "?" for c in list(range(32)) + [127]}
 
 
 def format_value(column: Column, value: Any, options: TableOptions, table: Table) -> str:

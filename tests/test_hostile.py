@@ -508,20 +508,6 @@ def test_a_hostile_user_name_is_one_passwd_field_in_a_capture(tmp_path):
 MEMORY_BOUND = 200
 
 #: Cases that fail in files this work does not own, and the fix each needs there.
-_ONE_LINE_FIELDS = ("report.py parse_columns/sort_column: the unknown-field error lists the known fields "
-                    "on further lines; make it one line (e.g. '... nosuch (known: anon, command, ...)' or "
-                    "'... nosuch: see smem --help')")
-_CLOSED_STDOUT = ("cli.py: with stdout closed (smem >&-) sys.stdout is None and _write/_stdout/capture's "
-                  "isatty() raise AttributeError; check for None and exit 1 (or 120) with no traceback")
-XFAIL = {
-    **{name: _ONE_LINE_FIELDS for name in (
-        "-c 'nosuch'", "-c '\\x00'", "-c 'PID'", "-s 'nosuch'", "-s '\\x00'", "-s 'pss,rss'", "-s '-pss'",
-        "-s 'PSS'", "-s 'name name name name '", "options --pie nosuch -o TMP/x.png")},
-    "closed stdout": _CLOSED_STDOUT,
-    "capture to closed stdout": _CLOSED_STDOUT,
-}
-
-
 def _verdict(result):
     """None if smem behaved (exit 0 with warnings at most, or one error line and exit 1 or 2)."""
     if result["timed_out"]:
@@ -588,15 +574,11 @@ def test_the_corpus_is_large_cheap_and_bounded(corpus):
 
 def test_every_hostile_input_is_exit_0_or_one_error_line(corpus):
     failures = {name: (_verdict(r), corpus["argv"][name]) for name, r in corpus["cases"].items()
-                if name not in XFAIL and _verdict(r) is not None}
+                if _verdict(r) is not None}
     assert not failures, "\n".join(f"{name}: {why} (smem {' '.join(map(repr, argv))[:200]})"
                                    for name, (why, argv) in failures.items())
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-                                  for name, reason in XFAIL.items()])
-def test_known_failures_owned_elsewhere(corpus, name):
-    assert _verdict(corpus["cases"][name]) is None
 
 
 # -- churn --------------------------------------------------------------------------------

@@ -242,11 +242,20 @@ def test_unknown_field_goes_to_stderr_with_the_known_fields():
     proc = run_smem("-c", "pid bogus")
     err = proc.stderr.decode()
     assert proc.returncode == 2 and proc.stdout == b""
-    assert err.startswith("smem: unknown field for the process view: bogus\n")
+    (line,) = err.splitlines()  # one line, naming the known fields
+    assert line.startswith("smem: unknown field for the process view: bogus; known: ")
     for field in ("pid", "user", "name", "command", "maps", "swap", "uss", "rss", "pss", "vss"):
-        assert f"\n  {field} " in err
+        assert f" {field} " in line
     proc = run_smem("-m", "-s", "nope")
     assert proc.returncode == 2 and "avguss" in proc.stderr.decode()
+    # -c help says what each is, aligned, on stdout
+    listing = run_smem("-m", "-c", "help")
+    lines = listing.stdout.decode().splitlines()
+    assert listing.returncode == 0 and lines[0].startswith("Fields of the mapping view")
+    helps = {l.split()[0]: l for l in lines[1:]}
+    assert "average PSS per process" in helps["avgpss"]
+    starts = {len(l) - len(l[len(l.split()[0]):].lstrip()) for l in lines[1:]}
+    assert len(starts) == 1  # every help starts in the same column, whatever the field's length
 
 
 def test_columns_with_commas():
