@@ -20,7 +20,7 @@ from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError, pro
 from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
 from .parsers.meminfo import parse_meminfo
-from .parsers.smaps import parse_smaps
+from .parsers.smaps import parse_smaps, parse_smaps_kept
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status
 
@@ -330,17 +330,17 @@ def _load_memory(source, pid, selection, own_pid, names, needs):
         rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
     if not rollup_totals or process.rollup is None:
         try:
-            mappings = parse_smaps(_read_process_file(source, pid, "smaps"))
-            if mappings and "Pss" not in mappings[0].counters:
-                had_pss = False
-            if selection.mapping is not None:
-                search = selection.mapping.search
-                mappings = [m for m in mappings if search(m.name)]
+            raw = _read_process_file(source, pid, "smaps")
+            search = selection.mapping.search if selection.mapping is not None else None
             if needs.counters is not None:
                 # without PSS the report sorts by RSS (report.make_table)
-                keep = needs.counters if had_pss else needs.counters | {"Rss"}
-                for m in mappings:
-                    m.counters = m.counters.kept(keep)
+                mappings, had_pss = parse_smaps_kept(raw, needs.counters, needs.counters | {"Rss"}, search)
+            else:
+                mappings = parse_smaps(raw)
+                if mappings and "Pss" not in mappings[0].counters:
+                    had_pss = False
+                if search is not None:
+                    mappings = [m for m in mappings if search(m.name)]
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
         process.mappings = mappings
