@@ -204,7 +204,7 @@ def _user_name(source, uid, cache):
     return name
 
 
-def load_snapshot(source, selection=None, *, with_processes=True, needs=None, threads=None):
+def load_snapshot(source, selection=None, *, with_processes=True, needs=None, threads=None, jobs=None):
     """Read every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
@@ -212,7 +212,8 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
     without reading their smaps; a process whose smaps is empty is kept with
     no mappings (views drop it).  ``threads`` > 1 reads live processes in a
     pool: the kernel builds smaps in read(), without the GIL, so reads overlap
-    (one thread by default: see below).
+    (one thread by default: see below).  ``jobs``: how many processes read
+    (smem.collect: None decides by the number of pids and the CPUs, 1 is serial).
     """
     selection = selection or Selection()
     needs = needs or Needs()
@@ -240,7 +241,8 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
             with ThreadPoolExecutor(max_workers=threads) as pool:
                 results = list(pool.map(one, pids, chunksize=8))
         else:
-            results = [one(pid) for pid in pids]
+            from .collect import collect, workers_for
+            results = collect(pids, one, workers_for(jobs, len(pids), needs), needs)
     processes = []
     unreadable = {}
     pss_missing = False
