@@ -35,6 +35,7 @@ KEY_SETS = [
     frozenset({"Pss", "Private_Clean", "Private_Dirty"}),  # the default process/mapping columns
     frozenset({"Rss"}),
     frozenset(),
+    frozenset(KERNEL_KEYS + tuple(f"Unknown{i}" for i in range(50))),  # more than the C walk's 64: searched
 ]
 
 

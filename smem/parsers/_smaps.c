@@ -85,16 +85,11 @@ static int check_header(const char *data, Span *s)
     return 1;
 }
 
-/* Counters._find: the value of the first "\nKEY:" line in data[lo:hi] if it ends in kB.
- * Returns a new reference, Py_None (new reference) if absent, NULL on error. */
-static PyObject *find_value(const char *data, Py_ssize_t lo, Py_ssize_t hi,
-                            const char *needle, Py_ssize_t nlen)
+/* The value of a "KEY:" line found at hit (the needle "\nKEY:", nlen bytes, ends before hi)
+ * if it ends in kB, as Counters._find reads it.
+ * Returns a new reference, Py_None (new reference) if it is no counter, NULL on error. */
+static PyObject *value_at(const char *data, Py_ssize_t hi, const char *hit, Py_ssize_t nlen)
 {
-    if (hi - lo < nlen)
-        Py_RETURN_NONE;
-    const char *hit = memmem(data + lo, (size_t)(hi - lo), needle, (size_t)nlen);
-    if (hit == NULL)
-        Py_RETURN_NONE;
     const char *v = hit + nlen, *end = data + hi;
     const char *nl = memchr(v, '\n', (size_t)(end - v));
     const char *ve = nl ? nl : end;
@@ -122,6 +117,18 @@ static PyObject *find_value(const char *data, Py_ssize_t lo, Py_ssize_t hi,
     PyObject *value = PyObject_CallOneArg((PyObject *)&PyLong_Type, text);
     Py_DECREF(text);
     return value;
+}
+
+/* Counters._find: the value of the first "\nKEY:" in data[lo:hi] if it ends in kB. */
+static PyObject *find_value(const char *data, Py_ssize_t lo, Py_ssize_t hi,
+                            const char *needle, Py_ssize_t nlen)
+{
+    if (hi - lo < nlen)
+        Py_RETURN_NONE;
+    const char *hit = memmem(data + lo, (size_t)(hi - lo), needle, (size_t)nlen);
+    if (hit == NULL)
+        Py_RETURN_NONE;
+    return value_at(data, hi, hit, nlen);
 }
 
 typedef struct {
@@ -180,14 +187,63 @@ static int keys_init(Keys *k, PyObject *keys)
     return 0;
 }
 
-/* Counters(...).kept(keys) */
-static PyObject *kept(const char *data, const Span *s, const Keys *k)
+#define MAX_KEYS 64
+
+/* Counters(...).kept(keys), a search for each key (more keys than kept() walks for at once) */
+static PyObject *kept_by_search(const char *data, const Span *s, const Keys *k)
 {
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < k->n; i++) {
         PyObject *value = find_value(data, s->eol, s->hi, k->needles[i], k->lens[i]);
+        if (value == NULL) {
+            Py_DECREF(d);
+            return NULL;
+        }
+        int rc = value == Py_None ? 0 : PyDict_SetItem(d, PyTuple_GET_ITEM(k->keys, i), value);
+        Py_DECREF(value);
+        if (rc < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* Counters(...).kept(keys).  Where the mapping's text holds "\nKEY:" first: one walk over its
+ * lines, in order, finds for every key the first line that starts with "KEY:" (and ends before
+ * hi), which is where data.find(b"\nKEY:", lo, hi) finds it (lo is at a newline, so every
+ * newline in data[lo:hi] starts a line); it stops once every key is found. */
+static PyObject *kept(const char *data, const Span *s, const Keys *k)
+{
+    const char *hits[MAX_KEYS];
+    Py_ssize_t missing = k->n;
+    const char *end = data + s->hi;
+    if (k->n > MAX_KEYS)
+        return kept_by_search(data, s, k);
+    for (Py_ssize_t i = 0; i < k->n; i++)
+        hits[i] = NULL;
+    for (const char *nl = data + s->eol; missing && nl < end;) {
+        if (*nl != '\n')
+            break;  /* (lo at the end of the data) */
+        const char *line = nl + 1;
+        for (Py_ssize_t i = 0; i < k->n; i++) {
+            if (hits[i] == NULL && k->needles[i][1] == *line && nl + k->lens[i] <= end
+                    && memcmp(line, k->needles[i] + 1, (size_t)k->lens[i] - 1) == 0) {
+                hits[i] = nl;
+                missing--;
+            }
+        }
+        nl = memchr(line, '\n', (size_t)(end - line));
+        if (nl == NULL)
+            break;
+    }
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        PyObject *value = hits[i] ? value_at(data, s->hi, hits[i], k->lens[i]) : (Py_INCREF(Py_None), Py_None);
         if (value == NULL)
             goto fail;
         if (value != Py_None && PyDict_SetItem(d, PyTuple_GET_ITEM(k->keys, i), value) < 0) {
@@ -222,6 +278,8 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t count = 0, cap = 0;
     Keys with = {0}, without = {0};
     int had_pss = 1;
+    PyObject *prev_name = NULL;  /* the last name decoded, and where its bytes are */
+    Py_ssize_t prev_lo = 0, prev_len = 0;
 
     /* 1. where the mappings start: a header at offset 0, then after every newline */
     for (const char *p = data; p < end;) {
@@ -285,11 +343,20 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     for (Py_ssize_t i = 0; i < count; i++) {
         const Span *s = &spans[i];
         PyObject *name;
-        if (s->name_hi > s->name_lo) {
-            name = PyUnicode_DecodeUTF8(data + s->name_lo, s->name_hi - s->name_lo, "surrogateescape");
+        Py_ssize_t name_len = s->name_hi - s->name_lo;
+        if (prev_name != NULL && name_len == prev_len
+                && memcmp(data + s->name_lo, data + prev_lo, (size_t)name_len) == 0) {
+            Py_INCREF(prev_name);  /* a file's mappings come one after another: decode it once */
+            name = prev_name;
+        } else if (name_len > 0) {
+            name = PyUnicode_DecodeUTF8(data + s->name_lo, name_len, "surrogateescape");
             if (name == NULL)
                 goto done;
             PyUnicode_InternInPlace(&name);
+            Py_INCREF(name);
+            Py_XSETREF(prev_name, name);
+            prev_lo = s->name_lo;
+            prev_len = name_len;
         } else {
             Py_INCREF(anonymous);
             name = anonymous;
@@ -325,6 +392,7 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     result = Py_BuildValue("(OO)", list, had_pss ? Py_True : Py_False);
 done:
+    Py_XDECREF(prev_name);
     Py_XDECREF(list);
     keys_free(&with);
     keys_free(&without);
