@@ -115,17 +115,31 @@ def _pack(result, keep, Process):
     if isinstance(result, ProcessUnreadable):
         return ("unreadable", result.pid, result.reason)
     if keep is not None and type(result) is tuple and result and isinstance(result[0], Process):
-        process = result[0]
+        process, had_pss = result
         rollup = process.rollup
         if rollup is not None and not isinstance(rollup, dict):
             process.rollup = rollup.kept(keep)
+        mappings = process.mappings
+        if mappings is not None:
+            # three flat lists pickle in C, where a Mapping each would call its __reduce__
+            process.mappings = None
+            return ("process", process, had_pss, [m._header for m in mappings], [m.name for m in mappings],
+                    [m.counters for m in mappings])
+        return ("process", process, had_pss, None, None, None)
     return result
 
 
 def _unpack(result):
-    if type(result) is tuple and len(result) == 3 and result[0] == "unreadable":
-        from .errors import ProcessUnreadable
-        return ProcessUnreadable(result[1], result[2])
+    if type(result) is tuple and result:
+        if result[0] == "process":
+            _, process, had_pss, headers, names, counters = result
+            if headers is not None:
+                from .parsers.smaps import Mapping
+                process.mappings = list(map(Mapping, headers, names, counters))
+            return process, had_pss
+        if result[0] == "unreadable":
+            from .errors import ProcessUnreadable
+            return ProcessUnreadable(result[1], result[2])
     return result
 
 
