@@ -64,15 +64,16 @@ def collect(pids, read, workers, needs=None):
     shares = [pids[k::workers] for k in range(workers)]
     keep = _rollup_keys(needs)
     children = []
+    results = [None] * workers
     try:
         for k in range(1, workers):
-            fd = os.memfd_create("smem-collect", os.MFD_CLOEXEC)
-            pid = os.fork()
-            if pid == 0:  # the worker: never returns
-                _work(fd, shares[k], read, keep, pickle)
-            children.append((k, pid, fd))
-        results = [None] * workers
+            started = _start(shares[k], read, keep, pickle)
+            if started is not None:
+                children.append((k, *started))
         results[0] = [read(pid) for pid in shares[0]]
+        for k in range(1, workers):  # the shares no worker could be started for
+            if all(c[0] != k for c in children):
+                results[k] = [read(p) for p in shares[k]]
         while children:
             k, pid, fd = children.pop(0)
             results[k] = _receive(pid, fd, pickle)
@@ -94,6 +95,22 @@ def _rollup_keys(needs):
     from .model import ROLLUP_SPLIT
     # what the loader itself reads from a rollup: the counters, the PSS split, and Rss (has_memory)
     return tuple(needs.counters.union(ROLLUP_SPLIT, {"Rss", "Pss"}))
+
+
+def _start(share, read, keep, pickle):
+    """(pid, memfd) of a worker reading ``share``, or None where none can be started."""
+    try:
+        fd = os.memfd_create("smem-collect", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # Linux before 3.17, or a sandbox that forbids it
+        return None
+    try:
+        pid = os.fork()
+    except OSError:  # out of processes or memory: read it here
+        os.close(fd)
+        return None
+    if pid == 0:  # the worker: never returns
+        _work(fd, share, read, keep, pickle)
+    return pid, fd
 
 
 def _work(fd, share, read, keep, pickle):
