@@ -382,12 +382,19 @@ def snapshot_ours(tmp, ref=None):
         subprocess.run(['tar', 'x', '-C', str(dest)], input=archive.stdout, check=True)
     else:
         shutil.copytree(REPO / 'smem', dest / 'smem', ignore=shutil.ignore_patterns('__pycache__'))
+    # Build the optional C smaps parser into the copy, as `pip install` does where a compiler is
+    # found (setup.py); without it (no compiler, or a revision before it) ours runs pure Python.
+    if (dest / 'smem' / 'parsers' / '_smaps.c').exists() and (REPO / 'setup.py').exists():
+        shutil.copy(REPO / 'setup.py', dest / 'setup.py')
+        subprocess.run([OURS_PYTHON, 'setup.py', '-q', 'build_ext', '--inplace'], cwd=dest,
+                       capture_output=True)
+        shutil.rmtree(dest / 'build', ignore_errors=True)
     # Byte-compile the copy as `pip install` does: otherwise every run would compile every
     # module again where PYTHONDONTWRITEBYTECODE is set (15 ms a start on the development machine).
     subprocess.run([sys.executable, '-m', 'compileall', '-q', str(dest / 'smem')], check=True)
     h = hashlib.sha256()
     for p in sorted((dest / 'smem').rglob('*')):
-        if p.is_file() and '__pycache__' not in p.parts:
+        if p.is_file() and '__pycache__' not in p.parts and p.suffix != '.so':
             h.update(str(p.relative_to(dest)).encode() + b'\0' + p.read_bytes())
     OURS_ROOT = dest
     return h.hexdigest()[:12]
@@ -505,6 +512,8 @@ def main(argv=None):
                     help=f'run only this section (repeatable): {", ".join(SECTIONS)}')
     ap.add_argument('--markdown', action='store_true', help='print markdown tables (for docs/benchmarks.md)')
     ap.add_argument('--groups', type=int, default=None, help='workload groups (default 30; 4 with --quick)')
+    ap.add_argument('--processes', type=int, default=None,
+                    help='workload size in processes, e.g. 1500 (sets --groups: 1 + groups x (per-group + 1))')
     ap.add_argument('--per-group', type=int, default=9, help='workers per group (default 9)')
     ap.add_argument('--scale-base', type=int, default=None,
                     help='processes in the 1x synthetic capture (default 300; 50 with --quick)')
@@ -517,6 +526,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     runs = args.runs or (3 if args.quick else 7)
     groups = args.groups or (4 if args.quick else 30)
+    if args.processes:
+        groups = max(1, round((args.processes - 1) / (args.per_group + 1)))
     base = args.scale_base or (50 if args.quick else 300)
     if args.quick:
         global SCALE_STEPS
@@ -552,6 +563,9 @@ def main(argv=None):
                                capture_output=True, text=True).stdout.strip()
         if not where.startswith(str(OURS_ROOT)):
             sys.exit(f'bench: smem imports from {where!r}, not from the frozen copy {OURS_ROOT}')
+        impl = subprocess.run([OURS_PYTHON, '-c', 'import smem.parsers.smaps as s; print(s.IMPLEMENTATION)'],
+                              env=ours_env(), capture_output=True, text=True).stdout.strip()
+        facts['smem (ours)'] += f'; smaps parser: {impl or "?"}'
         pre = subprocess.run(ours_argv('-c', 'pid pss'), env=ours_env(), capture_output=True, text=True)
         if pre.returncode != 0:
             sys.exit(f'bench: smem -c "pid pss" fails (exit {pre.returncode}) on the copy under test: '
@@ -611,6 +625,26 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
     return tables
 
 
+def variant_table(name, variants, g, s15=None, ps_mem=None, floor=None):
+    """The C parser and the worker processes, each against serial pure Python and the peers."""
+    t = Table(f'`{name}`: C parser and worker processes (SMEM_PURE_PYTHON, SMEM_JOBS), median wall time',
+              ['ours', 'peer', 'ours median s', 'peer median s', 'ratio (wall)', 'ratio (CPU)',
+               'target', 'met?'])
+    py = g(f'ours {name} py')
+    for key, _, _ in variants:
+        c = g(f'ours {name} {key}')
+        if c is None:
+            continue
+        if key != 'py':
+            ratio_row(t, c, py, None)
+        if key == 'jobs2':
+            ratio_row(t, c, g(f'ours {name} serial'), None)
+        for peer in (s15, ps_mem, floor):
+            if peer is not None:
+                ratio_row(t, c, peer, None)
+    return t
+
+
 def live_sections(only, runs, peers, tmp, log, seed):
     env, penv = ours_env(), peer_env()
     s15 = peers.smem15
@@ -629,6 +663,14 @@ def live_sections(only, runs, peers, tmp, log, seed):
         add(f'ours {name}', name, ours_argv(*args), env)
         if s15:
             add(f's15 {name}', f'smem 1.5: {name}', [s15, *args], penv)
+    # the same, serial and pure Python (the fallback without the C parser), and in 2 processes
+    variants = [('serial', 'serial, C parser', {'SMEM_JOBS': '1'}),
+                ('py', 'serial, pure Python', {'SMEM_JOBS': '1', 'SMEM_PURE_PYTHON': '1'}),
+                ('jobs2', '2 processes', {'SMEM_JOBS': '2'})]
+    for args in ([proc_args[0]] if 'process' in only else []) + ([map_args[0]] if 'mapping' in only else []):
+        name = ' '.join(('smem',) + args)
+        for key, label, extra in variants:
+            add(f'ours {name} {key}', f'{name} ({label})', ours_argv(*args), dict(env, **extra))
     # cat of many /proc files races with exiting processes: a vanished one makes cat exit 1
     if 'process' in only:
         if peers.ps_mem_python:
@@ -678,6 +720,7 @@ def live_sections(only, runs, peers, tmp, log, seed):
             if g('smemstat'):
                 ratio_row(t, g(f'ours {name}'), g('smemstat'), None)
         tables.append(t)
+        tables.append(variant_table('smem', variants, g, ps_mem=g('ps_mem'), floor=g('cat rollup')))
     if 'mapping' in only:
         t = Table('Mapping view: ours / peer, median wall time', ratio_hdr)
         for args in map_args:
@@ -685,6 +728,7 @@ def live_sections(only, runs, peers, tmp, log, seed):
             ratio_row(t, g(f'ours {name}'), g(f's15 {name}'), 0.4, missing=f'smem 1.5: {name}')
             ratio_row(t, g(f'ours {name}'), g('cat smaps'), 1.3)
         tables.append(t)
+        tables.append(variant_table('smem -m', variants, g, s15=g('s15 smem -m'), floor=g('cat smaps')))
     if 'capture' in only:
         note = None
         if capinfo:

@@ -109,7 +109,8 @@ def read_snapshot(request, the_plan, spec=None):
     source = open_source(None if spec == LIVE else spec,
                          per_mapping=needs.mappings or needs.split or query.map_filter is not None)
     try:
-        snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs)
+        snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs,
+                                 jobs=query.jobs)
         if view.needs_sizing or any(c.needs_sizing for c in the_plan.companions):
             warnings.extend(_size(snapshot, source, request.system))
         if exact:

@@ -68,6 +68,12 @@ class DefaultGroup(click.Group):
         return items
 
 
+def _version_message():
+    """smem's version and which smaps parser it runs (the C one is optional)."""
+    from .parsers.smaps import IMPLEMENTATION
+    return f"%(prog)s %(version)s (smaps parser: {IMPLEMENTATION})"
+
+
 def _bundle(*decorators):
     """One decorator applying several click options: what several commands share."""
     def decorate(command):
@@ -97,6 +103,9 @@ selection_options = _bundle(
     click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line)."),
     click.option("-M", "--mapfilter", metavar="REGEX", help="Mapping filter regex."),
     click.option("-U", "--userfilter", metavar="REGEX", help="User filter regex."),
+    click.option("--jobs", "-j", type=click.IntRange(min=0), metavar="N",
+                 help="Read processes in N processes (0: one per CPU; default: one per CPU from 200 "
+                      "processes up, else 1)."),
     click.option("--max-rss", metavar="SIZE",
                  help="Skip (and list) processes with more than SIZE resident (e.g. 64G): reading a huge "
                       "process's smaps stalls it."),
@@ -160,7 +169,7 @@ def _query(o, view, **more):
     max_rss = o["max_rss"]
     return Query(view=view, process_filter=o["processfilter"], user_filter=o["userfilter"],
                  map_filter=o["mapfilter"], max_rss_kib=parse_size(max_rss) // 1024 if max_rss is not None else None,
-                 **more)
+                 jobs=o["jobs"], **more)
 
 
 def _run(request):
@@ -197,7 +206,7 @@ def cli():
 @output_options("chart")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
-@click.version_option(__version__, "--version", prog_name="smem")
+@click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
 def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, force, source, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.

@@ -21,7 +21,7 @@ from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
 from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
 from .parsers.meminfo import parse_meminfo
-from .parsers.smaps import parse_smaps
+from .parsers.smaps import parse_smaps, parse_smaps_kept
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status, status_kib
 from .sources.base import OWN_PID, VANISHING
@@ -268,7 +268,7 @@ def _user_name(source, uid, cache):
     return name
 
 
-def load_snapshot(source, selection=None, *, with_processes=True, needs=None, threads=None):
+def load_snapshot(source, selection=None, *, with_processes=True, needs=None, threads=None, jobs=None):
     """Read every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
@@ -276,7 +276,8 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
     without reading their smaps; a process whose smaps is empty is kept with
     no mappings (views drop it).  ``threads`` > 1 reads live processes in a
     pool: the kernel builds smaps in read(), without the GIL, so reads overlap
-    (one thread by default: see below).
+    (one thread by default: see below).  ``jobs``: how many processes read
+    (smem.collect: None decides by the number of pids and the CPUs, 1 is serial).
     """
     selection = selection or Selection()
     needs = needs or Needs()
@@ -304,7 +305,8 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
             with ThreadPoolExecutor(max_workers=threads) as pool:
                 results = list(pool.map(one, pids, chunksize=8))
         else:
-            results = [one(pid) for pid in pids]
+            from .collect import collect, workers_for
+            results = collect(pids, one, workers_for(jobs, len(pids), needs), needs)
     processes = []
     unreadable = {}
     skipped = []
@@ -417,17 +419,17 @@ def _load_counters(source, process, selection, needs):
         rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
     if not rollup_totals or process.rollup is None:
         try:
-            mappings = parse_smaps(source.read_process(pid, "smaps"))
-            if mappings and "Pss" not in mappings[0].counters:
-                had_pss = False
-            if selection.mapping is not None:
-                search = selection.mapping.search
-                mappings = [m for m in mappings if search(m.name)]
+            raw = source.read_process(pid, "smaps")
+            search = selection.mapping.search if selection.mapping is not None else None
             if needs.counters is not None:
                 # without PSS the report sorts by RSS (report.make_table)
-                keep = needs.counters if had_pss else needs.counters | {"Rss"}
-                for m in mappings:
-                    m.counters = m.counters.kept(keep)
+                mappings, had_pss = parse_smaps_kept(raw, needs.counters, needs.counters | {"Rss"}, search)
+            else:
+                mappings = parse_smaps(raw)
+                if mappings and "Pss" not in mappings[0].counters:
+                    had_pss = False
+                if search is not None:
+                    mappings = [m for m in mappings if search(m.name)]
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
         process.mappings = mappings

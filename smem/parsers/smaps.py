@@ -14,12 +14,22 @@ Every ``kB`` counter is kept under the kernel's own key, unknown ones
 included, so new columns need no parser change; a key a kernel does not print
 is simply absent.  Mapping names keep their spaces and a trailing
 `` (deleted)``; bytes that are not UTF-8 survive as surrogate escapes.
+
+The split into mappings and the reading of the counters a report keeps
+(:func:`parse_smaps_kept`) have an optional C implementation
+(``smem/parsers/_smaps.c``, built by ``pip install`` where a compiler is
+found); :data:`IMPLEMENTATION` says which one is in use ("C" or "Python").
+Both give the same mappings, counters and errors (tests/test_smaps_speedups.py);
+``SMEM_PURE_PYTHON=1`` in the environment forces the Python one.
 """
 
+import os
 import re
+import sys
 from collections.abc import Mapping as _ReadOnlyMapping
 
-__all__ = ["Mapping", "Counters", "CountersBase", "parse_smaps", "ANONYMOUS"]
+__all__ = ["Mapping", "Counters", "CountersBase", "parse_smaps", "parse_smaps_kept", "ANONYMOUS",
+           "IMPLEMENTATION"]
 
 #: The name smem has always given to a mapping without a path.
 ANONYMOUS = "<anonymous>"
@@ -151,6 +161,9 @@ class Mapping:
         self.name = name
         self.counters = counters if counters is not None else {}
 
+    def __reduce__(self):
+        return Mapping, (self._header, self.name, self.counters)
+
     def _field(self, index):
         return self._header.split(None, 5)[index]
 
@@ -195,17 +208,14 @@ def _header(line, counters):
     if len(parts) < 5 or parts[2].strip(_HEX_DIGITS) or not parts[4].isdigit():
         raise ValueError(f"malformed smaps header: {line[:80]!r}")
     name = parts[5].rstrip(b"\r") if len(parts) > 5 else b""
-    return Mapping(line, name.decode("utf-8", "surrogateescape") if name else ANONYMOUS, counters)
+    # interned: the same few hundred names recur in every process (memory; the views' dict lookups)
+    return Mapping(line, _intern(name.decode("utf-8", "surrogateescape")) if name else ANONYMOUS, counters)
 
 
-def parse_smaps(data):
-    """Parse smaps (or smaps_rollup) bytes into a list of :class:`Mapping`.
+_intern = sys.intern
 
-    Headers are parsed at once, counters when first asked for (see
-    :class:`Counters`).  Lines before the first header are ignored; so is a
-    missing final newline.  A malformed header raises ``ValueError``.
-    """
-    data = bytes(data)
+
+def _parse_python(data):
     starts = [m.start() + 1 for m in _HEADER.finditer(data)]
     if _FIRST_HEADER.match(data):
         starts.insert(0, 0)
@@ -218,3 +228,62 @@ def parse_smaps(data):
         hi = starts[i + 1] - 1 if i + 1 < len(starts) else size
         mappings.append(_header(data[start:eol], Counters(data, eol, max(hi, eol))))
     return mappings
+
+
+def _parse_kept_python(data, keep, keep_without_pss=None, select=None):
+    mappings = _parse_python(data)
+    had_pss = not mappings or "Pss" in mappings[0].counters
+    if not had_pss and keep_without_pss is not None:
+        keep = keep_without_pss
+    if select is not None:
+        mappings = [m for m in mappings if select(m.name)]
+    for m in mappings:
+        m.counters = m.counters.kept(keep)
+    return mappings, had_pss
+
+
+def _parse_c(data):
+    return _c.parse(data, None, None, None, Mapping, Counters, _header, ANONYMOUS)[0]
+
+
+def _parse_kept_c(data, keep, keep_without_pss=None, select=None):
+    keep = tuple(keep)
+    return _c.parse(data, keep, tuple(keep_without_pss) if keep_without_pss is not None else keep,
+                    select, Mapping, Counters, _header, ANONYMOUS)
+
+
+def parse_smaps(data):
+    """Parse smaps (or smaps_rollup) bytes into a list of :class:`Mapping`.
+
+    Headers are parsed at once, counters when first asked for (see
+    :class:`Counters`).  Lines before the first header are ignored; so is a
+    missing final newline.  A malformed header raises ``ValueError``.
+    """
+    return _parse(bytes(data))
+
+
+def parse_smaps_kept(data, keep, keep_without_pss=None, select=None):
+    """``(mappings, had_pss)``: :func:`parse_smaps` for a caller that keeps only a few counters.
+
+    The same as parsing, then replacing each mapping's counters by
+    ``counters.kept(keep)`` (a plain dict, the text let go), in one pass.
+    ``had_pss``: whether the first mapping has a Pss counter (kernels before
+    2.6.25 have none; an empty smaps counts as having it); where it has not,
+    ``keep_without_pss`` is kept instead when given.  ``select``, a function
+    of the mapping name, drops the mappings it is false for before their
+    counters are read.  Raises ``ValueError`` where parsing, then reading
+    those counters, would.
+    """
+    return _parse_kept(bytes(data), keep, keep_without_pss, select)
+
+
+_c = None
+if not os.environ.get("SMEM_PURE_PYTHON"):
+    try:
+        from . import _smaps as _c
+    except ImportError:
+        _c = None
+
+#: Which parser is in use: "C" (the optional extension) or "Python".
+IMPLEMENTATION = "C" if _c is not None else "Python"
+_parse, _parse_kept = (_parse_c, _parse_kept_c) if _c is not None else (_parse_python, _parse_kept_python)

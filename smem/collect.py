@@ -1,0 +1,200 @@
+"""Reading processes in worker processes: each reads and parses a share of the pids.
+
+:func:`collect` gives what ``[read(pid) for pid in pids]`` gives, in the same
+order, but may fork worker processes that each read an interleaved share of
+the pids (every n-th, so large processes spread across workers), while this
+process reads its own share.  Each worker sends back, pickled through a
+memfd, only what the report reads: its processes with the counters the
+report's ``needs.counters`` lists (the mappings' are already cut down to
+those by the loader; the smaps_rollup's are cut down here), never smaps text.
+Processes, not threads: parsing holds the GIL, and threads were measured
+slower than one (docs/benchmarks.md).
+
+A worker that fails (an error the loader raises rather than counts, a signal)
+sends nothing, and its share is read again here, so the error, if it is one,
+is raised as a serial run raises it.
+
+How many workers (:func:`workers_for`): ``jobs`` given (``smem --jobs N``)
+is used as given; otherwise ``SMEM_JOBS`` in the environment; otherwise
+:data:`DEFAULT_JOBS`, where ``0`` means one per CPU this process may run on
+(``os.sched_getaffinity``) once there are at least :data:`MIN_PIDS` pids.
+A report that keeps every counter (``needs.counters`` None) is read
+serially: what it would have to send is the text itself.
+"""
+
+import os
+
+__all__ = ["collect", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
+
+#: Workers when neither ``jobs`` nor SMEM_JOBS says: 0 = one per usable CPU (above MIN_PIDS).
+DEFAULT_JOBS = 0
+
+#: Below this many pids, forking does not pay.  Measured on 2 idle cores (docs/benchmarks.md),
+#: 2 processes against 1: 89 pids, +6 ms (smem) and +4 ms (smem -m); 386 pids, -9 ms and -21 ms;
+#: 1,600 pids, -64 ms and -97 ms.
+MIN_PIDS = 200
+
+
+def workers_for(jobs, npids, needs):
+    """How many processes (this one included) read ``npids`` pids for a report with ``needs``."""
+    if needs is not None and needs.counters is None:
+        return 1
+    if jobs is None:
+        env = os.environ.get("SMEM_JOBS", "").strip()
+        jobs = int(env) if env.isdigit() else DEFAULT_JOBS
+        if jobs == 0:
+            if npids < MIN_PIDS:
+                return 1
+            jobs = len(os.sched_getaffinity(0))
+    elif jobs == 0:
+        jobs = len(os.sched_getaffinity(0))
+    return max(1, min(jobs, npids))
+
+
+def collect(pids, read, workers, needs=None):
+    """``[read(pid) for pid in pids]``, read by ``workers`` processes (this one included).
+
+    ``read`` returns None, a ProcessUnreadable or ProcessSkipped (counted by the caller) or
+    ``(Process, had_pss)``.  It is called in forked children, so it may be
+    any callable (a closure over the source and the selection).
+    """
+    if workers <= 1 or len(pids) < 2:
+        return [read(pid) for pid in pids]
+    import pickle
+    shares = [pids[k::workers] for k in range(workers)]
+    keep = _rollup_keys(needs)
+    children = []
+    results = [None] * workers
+    try:
+        for k in range(1, workers):
+            started = _start(shares[k], read, keep, pickle)
+            if started is not None:
+                children.append((k, *started))
+        results[0] = [read(pid) for pid in shares[0]]
+        for k in range(1, workers):  # the shares no worker could be started for
+            if all(c[0] != k for c in children):
+                results[k] = [read(p) for p in shares[k]]
+        while children:
+            k, pid, fd = children.pop(0)
+            results[k] = _receive(pid, fd, pickle)
+            if results[k] is None:  # the worker failed: read its share here
+                results[k] = [read(p) for p in shares[k]]
+    finally:
+        for _, pid, fd in children:  # interrupted: stop and reap the workers left
+            _stop(pid)
+            os.close(fd)
+    merged = [None] * len(pids)
+    for k in range(workers):
+        merged[k::workers] = results[k]
+    return merged
+
+
+def _rollup_keys(needs):
+    if needs is None or needs.counters is None:
+        return None
+    from .model import ROLLUP_SPLIT
+    # what the loader itself reads from a rollup: the counters, the PSS split, and Rss (has_memory)
+    return tuple(needs.counters.union(ROLLUP_SPLIT, {"Rss", "Pss"}))
+
+
+def _start(share, read, keep, pickle):
+    """(pid, memfd) of a worker reading ``share``, or None where none can be started."""
+    try:
+        fd = os.memfd_create("smem-collect", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # Linux before 3.17, or a sandbox that forbids it
+        return None
+    try:
+        pid = os.fork()
+    except OSError:  # out of processes or memory: read it here
+        os.close(fd)
+        return None
+    if pid == 0:  # the worker: never returns
+        _work(fd, share, read, keep, pickle)
+    return pid, fd
+
+
+def _work(fd, share, read, keep, pickle):
+    code = 1
+    try:
+        from .model import Process
+        results = [_pack(read(pid), keep, Process) for pid in share]
+        data = memoryview(pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
+        while data:
+            data = data[os.write(fd, data):]
+        code = 0
+    except BaseException:  # noqa: BLE001 - the parent reads the share again, and raises there
+        pass
+    finally:
+        os._exit(code)
+
+
+def _pack(result, keep, Process):
+    """What crosses to the parent: small, and rebuilt as it was by _unpack."""
+    from .errors import ProcessUnreadable
+    from .model import ProcessSkipped
+    if isinstance(result, ProcessUnreadable):
+        return ("unreadable", result.pid, result.reason, result.name)
+    if isinstance(result, ProcessSkipped):
+        return ("skipped", result.pid, result.name, result.rss_kib)
+    if keep is not None and type(result) is tuple and result and isinstance(result[0], Process):
+        process, had_pss = result
+        rollup = process.rollup
+        if rollup is not None and not isinstance(rollup, dict):
+            process.rollup = rollup.kept(keep)
+        mappings = process.mappings
+        if mappings is not None:
+            # three flat lists pickle in C, where a Mapping each would call its __reduce__
+            process.mappings = None
+            return ("process", process, had_pss, [m._header for m in mappings], [m.name for m in mappings],
+                    [m.counters for m in mappings])
+        return ("process", process, had_pss, None, None, None)
+    return result
+
+
+def _unpack(result):
+    if type(result) is tuple and result:
+        if result[0] == "process":
+            _, process, had_pss, headers, names, counters = result
+            if headers is not None:
+                from .parsers.smaps import Mapping
+                process.mappings = list(map(Mapping, headers, names, counters))
+            return process, had_pss
+        if result[0] == "unreadable":
+            from .errors import ProcessUnreadable
+            return ProcessUnreadable(*result[1:])
+        if result[0] == "skipped":
+            from .model import ProcessSkipped
+            return ProcessSkipped(*result[1:])
+    return result
+
+
+def _receive(pid, fd, pickle):
+    """The worker's results, or None if it failed."""
+    try:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except BaseException:
+            _stop(pid)
+            raise
+        if os.waitstatus_to_exitcode(status) != 0:
+            return None
+        size = os.fstat(fd).st_size
+        chunks = []
+        offset = 0
+        while offset < size:
+            chunk = os.pread(fd, size - offset, offset)
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            offset += len(chunk)
+        return [_unpack(r) for r in pickle.loads(b"".join(chunks))]
+    finally:
+        os.close(fd)
+
+
+def _stop(pid):
+    try:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass

@@ -1,0 +1,417 @@
+/* Optional C implementation of smem.parsers.smaps' split into mappings and its
+ * reading of the counters a report keeps.
+ *
+ * It does what smaps._parse_python and smaps._parse_kept_python do, with the
+ * same results and the same errors (tests/test_smaps_speedups.py runs both on
+ * every recorded smaps): anything out of the ordinary is handed to the Python
+ * code that defines the behaviour (a malformed header to smaps._header, which
+ * raises its ValueError; a counter value that is not plain digits to int()).
+ *
+ *   parse(data, keys, keys_without_pss, select, Mapping, Counters, header, anonymous)
+ *     -> (list of Mapping, had_pss)
+ *
+ * keys None: each mapping gets Counters(data, lo, hi) (read lazily, in Python).
+ * keys a tuple of str: each mapping gets the dict Counters(...).kept(keys) would
+ * give; keys_without_pss instead where the first mapping has no Pss counter.
+ * select None or a function of the name: mappings it is false for are dropped
+ * before their counters are read.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* memmem */
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+/* bytes.split()/rstrip() whitespace (Py_ISSPACE on bytes) */
+static inline int is_ws(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static inline int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* "HEX-HEX[ \t]" at p (the header regex, without its newline) */
+static int header_at(const char *p, const char *end)
+{
+    const char *q = p;
+    while (q < end && is_hex((unsigned char)*q))
+        q++;
+    if (q == p || q >= end || *q != '-')
+        return 0;
+    p = ++q;
+    while (q < end && is_hex((unsigned char)*q))
+        q++;
+    return q > p && q < end && (*q == ' ' || *q == '\t');
+}
+
+typedef struct {
+    Py_ssize_t start, eol, hi;       /* header line data[start:eol]; counters data[eol:hi] */
+    Py_ssize_t name_lo, name_hi;     /* the name, data[name_lo:name_hi] (empty: anonymous) */
+} Span;
+
+/* Split one header line as line.split(None, 5) would, check it as smaps._header does.
+ * Returns 1 if well formed (name bounds set), 0 if not. */
+static int check_header(const char *data, Span *s)
+{
+    const char *p = data + s->start, *end = data + s->eol;
+    const char *f[5], *fe[5];
+    for (int k = 0; k < 5; k++) {
+        while (p < end && is_ws((unsigned char)*p))
+            p++;
+        if (p >= end)
+            return 0;
+        f[k] = p;
+        while (p < end && !is_ws((unsigned char)*p))
+            p++;
+        fe[k] = p;
+    }
+    for (const char *c = f[2]; c < fe[2]; c++)
+        if (!is_hex((unsigned char)*c))
+            return 0;
+    for (const char *c = f[4]; c < fe[4]; c++)
+        if (*c < '0' || *c > '9')
+            return 0;
+    while (p < end && is_ws((unsigned char)*p))
+        p++;
+    const char *ne = end;
+    while (ne > p && ne[-1] == '\r')
+        ne--;
+    s->name_lo = p - data;
+    s->name_hi = ne - data;
+    return 1;
+}
+
+/* The value of a "KEY:" line found at hit (the needle "\nKEY:", nlen bytes, ends before hi)
+ * if it ends in kB, as Counters._find reads it.
+ * Returns a new reference, Py_None (new reference) if it is no counter, NULL on error. */
+static PyObject *value_at(const char *data, Py_ssize_t hi, const char *hit, Py_ssize_t nlen)
+{
+    const char *v = hit + nlen, *end = data + hi;
+    const char *nl = memchr(v, '\n', (size_t)(end - v));
+    const char *ve = nl ? nl : end;
+    while (ve > v && is_ws((unsigned char)ve[-1]))
+        ve--;
+    if (ve - v < 2 || ve[-2] != 'k' || ve[-1] != 'B')
+        Py_RETURN_NONE;
+    ve -= 2;
+    /* the usual "   1234 ": the number int() would give; anything else is int()'s to judge */
+    const char *c = v;
+    while (c < ve && (*c == ' ' || *c == '\t'))
+        c++;
+    const char *d = c;
+    long long n = 0;
+    while (c < ve && *c >= '0' && *c <= '9' && c - d < 18)
+        n = n * 10 + (*c++ - '0');
+    const char *digits_end = c;
+    while (c < ve && (*c == ' ' || *c == '\t'))
+        c++;
+    if (digits_end > d && c == ve && (digits_end == ve || digits_end[0] == ' ' || digits_end[0] == '\t'))
+        return PyLong_FromLongLong(n);
+    PyObject *text = PyBytes_FromStringAndSize(v, ve - v);
+    if (text == NULL)
+        return NULL;
+    PyObject *value = PyObject_CallOneArg((PyObject *)&PyLong_Type, text);
+    Py_DECREF(text);
+    return value;
+}
+
+/* Counters._find: the value of the first "\nKEY:" in data[lo:hi] if it ends in kB. */
+static PyObject *find_value(const char *data, Py_ssize_t lo, Py_ssize_t hi,
+                            const char *needle, Py_ssize_t nlen)
+{
+    if (hi - lo < nlen)
+        Py_RETURN_NONE;
+    const char *hit = memmem(data + lo, (size_t)(hi - lo), needle, (size_t)nlen);
+    if (hit == NULL)
+        Py_RETURN_NONE;
+    return value_at(data, hi, hit, nlen);
+}
+
+typedef struct {
+    PyObject *keys;       /* tuple of str */
+    Py_ssize_t n;
+    char **needles;       /* "\nKEY:" */
+    Py_ssize_t *lens;
+} Keys;
+
+static void keys_free(Keys *k)
+{
+    if (k->needles) {
+        for (Py_ssize_t i = 0; i < k->n; i++)
+            PyMem_Free(k->needles[i]);
+        PyMem_Free(k->needles);
+    }
+    PyMem_Free(k->lens);
+    k->needles = NULL;
+    k->lens = NULL;
+}
+
+static int keys_init(Keys *k, PyObject *keys)
+{
+    k->keys = keys;
+    k->n = 0;
+    k->needles = NULL;
+    k->lens = NULL;
+    if (!PyTuple_Check(keys)) {
+        PyErr_SetString(PyExc_TypeError, "keys must be a tuple");
+        return -1;
+    }
+    k->n = PyTuple_GET_SIZE(keys);
+    k->needles = PyMem_Calloc((size_t)k->n + 1, sizeof(char *));
+    k->lens = PyMem_Calloc((size_t)k->n + 1, sizeof(Py_ssize_t));
+    if (!k->needles || !k->lens) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        PyObject *ascii = PyUnicode_AsASCIIString(PyTuple_GET_ITEM(keys, i));  /* key.encode("ascii") */
+        if (ascii == NULL)
+            return -1;
+        Py_ssize_t len = PyBytes_GET_SIZE(ascii);
+        k->needles[i] = PyMem_Malloc((size_t)len + 2);
+        if (k->needles[i] == NULL) {
+            Py_DECREF(ascii);
+            PyErr_NoMemory();
+            return -1;
+        }
+        k->needles[i][0] = '\n';
+        memcpy(k->needles[i] + 1, PyBytes_AS_STRING(ascii), (size_t)len);
+        k->needles[i][len + 1] = ':';
+        k->lens[i] = len + 2;
+        Py_DECREF(ascii);
+    }
+    return 0;
+}
+
+#define MAX_KEYS 64
+
+/* Counters(...).kept(keys), a search for each key (more keys than kept() walks for at once) */
+static PyObject *kept_by_search(const char *data, const Span *s, const Keys *k)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        PyObject *value = find_value(data, s->eol, s->hi, k->needles[i], k->lens[i]);
+        if (value == NULL) {
+            Py_DECREF(d);
+            return NULL;
+        }
+        int rc = value == Py_None ? 0 : PyDict_SetItem(d, PyTuple_GET_ITEM(k->keys, i), value);
+        Py_DECREF(value);
+        if (rc < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* Counters(...).kept(keys).  Where the mapping's text holds "\nKEY:" first: one walk over its
+ * lines, in order, finds for every key the first line that starts with "KEY:" (and ends before
+ * hi), which is where data.find(b"\nKEY:", lo, hi) finds it (lo is at a newline, so every
+ * newline in data[lo:hi] starts a line); it stops once every key is found. */
+static PyObject *kept(const char *data, const Span *s, const Keys *k)
+{
+    const char *hits[MAX_KEYS];
+    Py_ssize_t missing = k->n;
+    const char *end = data + s->hi;
+    if (k->n > MAX_KEYS)
+        return kept_by_search(data, s, k);
+    for (Py_ssize_t i = 0; i < k->n; i++)
+        hits[i] = NULL;
+    for (const char *nl = data + s->eol; missing && nl < end;) {
+        if (*nl != '\n')
+            break;  /* (lo at the end of the data) */
+        const char *line = nl + 1;
+        for (Py_ssize_t i = 0; i < k->n; i++) {
+            if (hits[i] == NULL && k->needles[i][1] == *line && nl + k->lens[i] <= end
+                    && memcmp(line, k->needles[i] + 1, (size_t)k->lens[i] - 1) == 0) {
+                hits[i] = nl;
+                missing--;
+            }
+        }
+        nl = memchr(line, '\n', (size_t)(end - line));
+        if (nl == NULL)
+            break;
+    }
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        PyObject *value = hits[i] ? value_at(data, s->hi, hits[i], k->lens[i]) : (Py_INCREF(Py_None), Py_None);
+        if (value == NULL)
+            goto fail;
+        if (value != Py_None && PyDict_SetItem(d, PyTuple_GET_ITEM(k->keys, i), value) < 0) {
+            Py_DECREF(value);
+            goto fail;
+        }
+        Py_DECREF(value);
+    }
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "parse() takes 8 arguments");
+        return NULL;
+    }
+    PyObject *bytes = args[0], *keys = args[1], *keys_without_pss = args[2], *select = args[3];
+    PyObject *mapping_type = args[4], *counters_type = args[5], *header_fn = args[6], *anonymous = args[7];
+    if (!PyBytes_Check(bytes)) {
+        PyErr_SetString(PyExc_TypeError, "data must be bytes");
+        return NULL;
+    }
+    const char *data = PyBytes_AS_STRING(bytes);
+    Py_ssize_t size = PyBytes_GET_SIZE(bytes);
+    const char *end = data + size;
+    PyObject *result = NULL, *list = NULL;
+    Span *spans = NULL;
+    Py_ssize_t count = 0, cap = 0;
+    Keys with = {0}, without = {0};
+    int had_pss = 1;
+    PyObject *prev_name = NULL;  /* the last name decoded, and where its bytes are */
+    Py_ssize_t prev_lo = 0, prev_len = 0;
+
+    /* 1. where the mappings start: a header at offset 0, then after every newline */
+    for (const char *p = data; p < end;) {
+        if ((p == data || p[-1] == '\n') && header_at(p, end)) {
+            if (count == cap) {
+                cap = cap ? cap * 2 : 64;
+                Span *grown = PyMem_Realloc(spans, (size_t)cap * sizeof(Span));
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                spans = grown;
+            }
+            spans[count++].start = p - data;
+        }
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL)
+            break;
+        p = nl + 1;
+    }
+    /* 2. every header checked before any counter is read, as parse_smaps does */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Span *s = &spans[i];
+        const char *nl = memchr(data + s->start, '\n', (size_t)(size - s->start));
+        s->eol = nl ? nl - data : size;
+        s->hi = i + 1 < count ? spans[i + 1].start - 1 : size;
+        if (s->hi < s->eol)
+            s->hi = s->eol;
+        if (!check_header(data, s)) {
+            PyObject *line = PyBytes_FromStringAndSize(data + s->start, s->eol - s->start);
+            if (line == NULL)
+                goto done;
+            PyObject *r = PyObject_CallFunctionObjArgs(header_fn, line, Py_None, NULL);
+            Py_DECREF(line);
+            if (r == NULL)
+                goto done;  /* the ValueError smaps._header raises */
+            Py_DECREF(r);
+            PyErr_SetString(PyExc_SystemError, "smaps header checks disagree");
+            goto done;
+        }
+    }
+    /* 3. the mappings */
+    const Keys *use = NULL;
+    if (keys != Py_None) {
+        if (keys_init(&with, keys) < 0 || keys_init(&without, keys_without_pss) < 0)
+            goto done;
+        use = &with;
+        if (count) {
+            PyObject *pss = find_value(data, spans[0].eol, spans[0].hi, "\nPss:", 5);
+            if (pss == NULL)
+                goto done;
+            had_pss = pss != Py_None;
+            Py_DECREF(pss);
+            if (!had_pss)
+                use = &without;
+        }
+    }
+    list = PyList_New(0);
+    if (list == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Span *s = &spans[i];
+        PyObject *name;
+        Py_ssize_t name_len = s->name_hi - s->name_lo;
+        if (prev_name != NULL && name_len == prev_len
+                && memcmp(data + s->name_lo, data + prev_lo, (size_t)name_len) == 0) {
+            Py_INCREF(prev_name);  /* a file's mappings come one after another: decode it once */
+            name = prev_name;
+        } else if (name_len > 0) {
+            name = PyUnicode_DecodeUTF8(data + s->name_lo, name_len, "surrogateescape");
+            if (name == NULL)
+                goto done;
+            PyUnicode_InternInPlace(&name);
+            Py_INCREF(name);
+            Py_XSETREF(prev_name, name);
+            prev_lo = s->name_lo;
+            prev_len = name_len;
+        } else {
+            Py_INCREF(anonymous);
+            name = anonymous;
+        }
+        if (select != Py_None) {
+            PyObject *r = PyObject_CallOneArg(select, name);
+            int wanted = r ? PyObject_IsTrue(r) : -1;
+            Py_XDECREF(r);
+            if (wanted <= 0) {
+                Py_DECREF(name);
+                if (wanted < 0)
+                    goto done;
+                continue;
+            }
+        }
+        PyObject *counters = use ? kept(data, s, use)
+                                 : PyObject_CallFunction(counters_type, "Onn", bytes, s->eol, s->hi);
+        PyObject *header = counters ? PyBytes_FromStringAndSize(data + s->start, s->eol - s->start) : NULL;
+        PyObject *m = NULL;
+        if (header) {
+            PyObject *argv[3] = {header, name, counters};
+            m = PyObject_Vectorcall(mapping_type, argv, 3, NULL);
+        }
+        Py_XDECREF(header);
+        Py_XDECREF(counters);
+        Py_DECREF(name);
+        if (m == NULL)
+            goto done;
+        int rc = PyList_Append(list, m);
+        Py_DECREF(m);
+        if (rc < 0)
+            goto done;
+    }
+    result = Py_BuildValue("(OO)", list, had_pss ? Py_True : Py_False);
+done:
+    Py_XDECREF(prev_name);
+    Py_XDECREF(list);
+    keys_free(&with);
+    keys_free(&without);
+    PyMem_Free(spans);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"parse", (PyCFunction)(void (*)(void))parse, METH_FASTCALL,
+     "parse(data, keys, keys_without_pss, select, Mapping, Counters, header, anonymous)"
+     " -> (mappings, had_pss)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_smaps", "C implementation of smem.parsers.smaps' parse.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__smaps(void)
+{
+    return PyModule_Create(&module);
+}

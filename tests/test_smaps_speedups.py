@@ -1,0 +1,217 @@
+"""The C smaps parser (smem/parsers/_smaps.c) gives what the pure-Python one gives.
+
+Both run on every smaps and smaps_rollup in tests/fixtures (the captures' members
+included) and ../shared/realproc, on hand-made quirks, and on thousands of
+corrupted copies of recorded files: same mappings (header line, name, non-UTF-8
+bytes as surrogate escapes), same counters (absent keys absent, in the same
+order), same errors with the same messages.
+
+Where the extension is not built (a source checkout run with PYTHONPATH), the
+test builds it into a temporary directory with setuptools; it is skipped only
+where there is no C compiler or no Python headers.
+"""
+
+import importlib.util
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+
+import pytest
+
+from conftest import FIXTURES, TESTS, realproc_files, run_smem
+from smem.parsers import smaps
+
+KERNEL_KEYS = ("Size", "KernelPageSize", "MMUPageSize", "Rss", "Pss", "Pss_Dirty", "Pss_Anon", "Pss_File",
+               "Pss_Shmem", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty", "Referenced",
+               "Anonymous", "KSM", "LazyFree", "AnonHugePages", "ShmemPmdMapped", "FilePmdMapped",
+               "Shared_Hugetlb", "Private_Hugetlb", "Swap", "SwapPss", "Locked", "THPeligible", "VmFlags")
+KEY_SETS = [
+    frozenset(KERNEL_KEYS + ("NotACounter",)),
+    frozenset({"Pss", "Private_Clean", "Private_Dirty"}),  # the default process/mapping columns
+    frozenset({"Rss"}),
+    frozenset(),
+    frozenset(KERNEL_KEYS + tuple(f"Unknown{i}" for i in range(50))),  # more than the C walk's 64: searched
+]
+
+
+@pytest.fixture(scope="module")
+def c_module(tmp_path_factory):
+    if smaps._c is not None:
+        return smaps._c
+    try:
+        from smem.parsers import _smaps
+        return _smaps
+    except ImportError:
+        pass
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    if not shutil.which(compiler.split()[0]) or not os.path.exists(
+            os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        pytest.skip("no C compiler or Python headers: the extension cannot be built here")
+    out = tmp_path_factory.mktemp("build")
+    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(out),
+                    "--build-temp", str(out / "temp")], cwd=TESTS.parent, check=True, capture_output=True)
+    (built,) = (out / "smem" / "parsers").glob("_smaps*.so")
+    spec = importlib.util.spec_from_file_location("smem.parsers._smaps", built)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _outcome(call):
+    try:
+        return call()
+    except Exception as e:  # noqa: BLE001 - the error itself is what is compared
+        return ("raised", type(e), str(e))
+
+
+def _lazy(mappings):
+    return [(m._header, m.name, list(m.counters.items()), m.attributes, m.get("Pss"), m.get("Nope"))
+            for m in mappings]
+
+
+def _kept(result):
+    mappings, had_pss = result
+    return had_pss, [(m._header, m.name, list(m.counters.items())) for m in mappings]
+
+
+def _compare(c_module, data, monkeypatch):
+    """Every entry point, Python then C, on ``data``; returns how many mappings the Python parse found."""
+    cases = [("lazy", lambda: _lazy(smaps._parse(data)))]
+    first = _outcome(lambda: smaps._parse_python(data))
+    if isinstance(first, list) and first:
+        cases.append(("keys of the first mapping", lambda: _kept(smaps._parse_kept(data, frozenset(first[0].counters)))))
+    for keys in KEY_SETS:
+        cases.append((sorted(keys), lambda keys=keys: _kept(smaps._parse_kept(data, keys))))
+        cases.append((sorted(keys), lambda keys=keys: _kept(smaps._parse_kept(data, keys, keys | {"Rss", "Size"}))))
+    lib = re.compile(r"lib|heap|\(deleted\)").search
+    cases.append(("-M", lambda: _kept(smaps._parse_kept(data, KEY_SETS[1], None, lib))))
+    for what, call in cases:
+        monkeypatch.setattr(smaps, "_parse", smaps._parse_python)
+        monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_python)
+        want = _outcome(call)
+        monkeypatch.setattr(smaps, "_c", c_module)
+        monkeypatch.setattr(smaps, "_parse", smaps._parse_c)
+        monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_c)
+        got = _outcome(call)
+        assert got == want, (what, data[:200])
+    return len(first) if isinstance(first, list) else 0
+
+
+def _recorded():
+    files = [p for p in FIXTURES.rglob("*") if p.is_file() and "smaps" in p.name]
+    for name in ("smaps", "smaps_rollup", "smaps_short", "smaps_rollup_from_test_cpp"):
+        files += realproc_files(name)
+    return files
+
+
+def _capture_members():
+    members = []
+    for capture in sorted((FIXTURES / "captures").glob("*.tar.gz")):
+        with tarfile.open(capture) as tar:
+            for m in tar:
+                if m.isreg() and m.name.rsplit("/", 1)[-1].startswith("smaps"):
+                    members.append((f"{capture.name}:{m.name}", tar.extractfile(m).read()))
+    return members
+
+
+RECORDED = _recorded()
+
+
+def test_there_is_recorded_data_to_compare():
+    assert len(RECORDED) >= 20 and len(_capture_members()) >= 20
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=str)
+def test_c_and_python_agree_on_every_recorded_smaps(c_module, monkeypatch, path):
+    data = path.read_bytes()
+    found = _compare(c_module, data, monkeypatch)
+    assert found or not data.strip()
+
+
+def test_c_and_python_agree_on_every_captured_smaps(c_module, monkeypatch):
+    for name, data in _capture_members():
+        _compare(c_module, data, monkeypatch)
+
+
+QUIRKS = [
+    b"",
+    b"\n",
+    b"garbage before\n00400000-00401000 r-xp 00000000 08:01 12 /bin/x\nRss: 4 kB\n",
+    b"\n00400000-00401000 r-xp 00000000 08:01 12 /bin/x\nRss: 4 kB",  # leading newline, no final one
+    b"00400000-00401000 r-xp 00000000 08:01 12 /opt/caf\xe9/bin \xff(deleted)\nRss:  4 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12    name with  spaces  \r\nRss: 4 kB\r\nPss: 2 kB\r\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12\nRss: 4 kB\n",                    # anonymous, no space
+    b"00400000-00401000 r-xp 00000000 08:01 12 \r\r\nRss: 4 kB\n",                # a name of carriage returns
+    b"00400000-00401000\tr-xp\t00000000\t08:01\t12\t/tab/sep\nRss:\t4\tkB\n",
+    b"00400000-00401000 r-xp 0000zz00 08:01 12 /bad/offset\nRss: 4 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 1x /bad/inode\nRss: 4 kB\n",
+    b"00400000-00401000 r-xp 00000000\nRss: 4 kB\n",                              # too few fields
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 4 kB\n0-1 r 0 0 x /b\n",  # the second header bad
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 1x kB\nPss: 2 kB\n",      # a garbled value
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: kB\nPss: +2 kB\nSize: 1_000 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 123456789012345678901234 kB\nPss: 000012 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 999999999999999999 kB\nPss: -3 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss:4 kB\nRss: 8 kB\nPss: 2kB\nSize: 3 KB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: \xd9\xa1 kB\n",            # not an ASCII digit
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 4 kB \x0b\nPss: 4\x0c kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 4\x00 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nVmFlags: rd mr\nTHPeligible: 0\nRss: 4 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nNoPss: 4 kB\nXPss: 3 kB\nRss: 4 kB\n",  # no Pss: the other keys
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\n00500000-00501000 rw-p 00000000 00:00 0 \nRss: 4 kB\n",
+    b"[rollup]\n00400000-ff401000 ---p 00000000 00:00 0 [rollup]\nRss: 4 kB\nPss_Anon: 1 kB\n",
+    b"g0400000-00401000 r-xp 00000000 08:01 12 /not/a/header\nRss: 4 kB\n",
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\n-00401000 r-xp\n00400000- r-xp\nRss: 4 kB\n",
+]
+
+
+@pytest.mark.parametrize("data", QUIRKS, ids=range(len(QUIRKS)))
+def test_c_and_python_agree_on_quirks(c_module, monkeypatch, data):
+    _compare(c_module, data, monkeypatch)
+
+
+def test_c_and_python_agree_on_corrupted_copies(c_module, monkeypatch):
+    """Bytes changed, dropped and doubled at random in recorded smaps (fixed seed)."""
+    rng = random.Random(12)
+    sources = [p.read_bytes() for p in RECORDED if p.stat().st_size]
+    alphabet = b"0123456789abcdefABkB -:\t\r\n\x00\xff"
+    raised = 0
+    for _ in range(1500):
+        data = bytearray(rng.choice(sources)[:4000])
+        for _ in range(rng.randint(1, 6)):
+            i = rng.randrange(len(data))
+            op = rng.randrange(3)
+            if op == 0:
+                data[i] = rng.choice(alphabet)
+            elif op == 1:
+                del data[i:i + rng.randint(1, 20)]
+            else:
+                data[i:i] = data[i:i + rng.randint(1, 80)]
+        _compare(c_module, bytes(data), monkeypatch)
+        outcome = _outcome(lambda: smaps._parse_kept_python(bytes(data), KEY_SETS[0]))
+        raised += outcome[0] == "raised"
+    assert 0 < raised < 1500  # some of them parse, the others raise (alike)
+
+
+def test_the_environment_forces_the_python_parser():
+    env = dict(os.environ, SMEM_PURE_PYTHON="1", PYTHONPATH=str(TESTS.parent))
+    out = subprocess.run([sys.executable, "-c", "import smem.parsers.smaps as s; print(s.IMPLEMENTATION, s._c)"],
+                         env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["Python", "None"]
+
+
+def test_the_implementation_in_use_is_named():
+    assert smaps.IMPLEMENTATION == ("C" if smaps._c is not None else "Python")
+    assert (smaps._parse is smaps._parse_c) == (smaps.IMPLEMENTATION == "C")
+
+
+def test_version_says_which_smaps_parser_runs():
+    from smem.parsers import smaps
+    said = run_smem("--version").stdout.decode()
+    assert said.startswith("smem ") and f"(smaps parser: {smaps.IMPLEMENTATION})" in said
+    pure = run_smem("--version", env={"SMEM_PURE_PYTHON": "1"}).stdout.decode()
+    assert "(smaps parser: Python)" in pure
