@@ -213,10 +213,6 @@ class Selection:
         """Whether -P and -U both select a process."""
         return self.wants_process(name, cmdline) and self.wants_user(user)
 
-    @property
-    def filters_processes(self):
-        return self.process is not None or self.user is not None
-
     @staticmethod
     def _compile(pattern, option):
         if pattern is None:
@@ -268,15 +264,13 @@ def _user_name(source, uid, cache):
     return name
 
 
-def load_snapshot(source, selection=None, *, with_processes=True, needs=None, threads=None, jobs=None):
+def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jobs=None):
     """Read every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
     Kernel threads and zombies (empty cmdline, and stat says so) are left out
     without reading their smaps; a process whose smaps is empty is kept with
-    no mappings (views drop it).  ``threads`` > 1 reads live processes in a
-    pool: the kernel builds smaps in read(), without the GIL, so reads overlap
-    (one thread by default: see below).  ``jobs``: how many processes read
+    no mappings (views drop it).  ``jobs``: how many processes read
     (smem.collect: None decides by the number of pids and the CPUs, 1 is serial).
     """
     selection = selection or Selection()
@@ -296,17 +290,11 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, th
         except (ProcessUnreadable, ProcessSkipped) as e:
             return e
 
-    # Reading in threads overlaps the kernel's work, but parsing holds the GIL: measured on
-    # 2 cores (docs/benchmarks.md), 2 and 4 threads were slower than one.  Kept as an option.
-    threads = threads or 1
+    # in worker processes, not threads: parsing holds the GIL, and 2 and 4 threads were
+    # measured slower than one (docs/benchmarks.md)
     with _collector_paused():
-        if source.local and threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                results = list(pool.map(one, pids, chunksize=8))
-        else:
-            from .collect import collect, workers_for
-            results = collect(pids, one, workers_for(jobs, len(pids), needs), needs)
+        from .collect import collect, workers_for
+        results = collect(pids, one, workers_for(jobs, len(pids), needs), needs)
     processes = []
     unreadable = {}
     skipped = []

@@ -38,6 +38,7 @@ from smem.parsers.kpageflags import FLAGS, flag_names, has_flag, parse_kpageflag
 from smem.parsers.smaps import parse_smaps
 from smem.sources import LiveSource
 from smem.sources.archive import ArchiveSource
+import pagemap_bits as bits
 from workload import PAGE_KIB, PAGE_SIZE, shm_server, swapped_process
 
 
@@ -189,13 +190,13 @@ def test_pagemap_fields_of_pages_we_wrote_and_pages_we_did_not():
     addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
     e = _own_pagemap(addr, 8)
     assert e.dtype == np.uint64 and len(e) == 8
-    assert pm.present(e).tolist() == [True, False] * 4
-    assert not pm.swapped(e).any()
-    assert not pm.file_shared(e[::2]).any()          # private anonymous
-    assert pm.exclusive(e[::2]).all()                # mapped by us alone (Linux 4.2+)
-    pfns = pm.pfn(e[::2])
+    assert bits.present(e).tolist() == [True, False] * 4
+    assert not bits.swapped(e).any()
+    assert not bits.file_shared(e[::2]).any()          # private anonymous
+    assert bits.exclusive(e[::2]).all()                # mapped by us alone (Linux 4.2+)
+    pfns = bits.pfn(e[::2])
     assert (pfns > 0).all() and len(set(pfns.tolist())) == 4
-    assert (pm.pfn(e[1::2]) == 0).all()
+    assert (bits.pfn(e[1::2]) == 0).all()
     assert _kpage("kpagecount", pfns).tolist() == [1] * 4
     flags = _kpage("kpageflags", pfns)
     assert has_flag(flags, "ANON").all() and not has_flag(flags, "ZERO_PAGE").any()
@@ -229,14 +230,14 @@ def test_swap_entries_split_into_type_and_offset():
         finally:
             os.close(fd)
         m = _region(pid, region.start)
-        sw = e[pm.swapped(e)]
+        sw = e[bits.swapped(e)]
         assert len(sw) * PAGE_KIB == m.counters["Swap"]
         with open("/proc/swaps") as f:
             areas = len(f.read().splitlines()) - 1
-        assert (pm.swap_type(sw) < areas).all()
-        offsets = pm.swap_offset(sw)
+        assert (bits.swap_type(sw) < areas).all()
+        offsets = bits.swap_offset(sw)
         assert len(set(offsets.tolist())) == len(sw) and (offsets > 0).all()
-        assert (pm.swap_entry(sw) == (pm.swap_type(sw) | (offsets << np.uint64(5)))).all()
+        assert (bits.swap_entry(sw) == (bits.swap_type(sw) | (offsets << np.uint64(5)))).all()
         # and exact accounting counts the same slots, as smaps does
         acc = exact.account(LiveSource(), {pid: [m]})
         assert acc.process(pid).swap_kib == m.counters["Swap"]
@@ -338,8 +339,8 @@ def test_zero_page_is_owned_by_no_one(family):
         e = pm.parse_pagemap(os.pread(fd, ZERO_PAGES * 8, family["zero"] // PAGE_SIZE * 8))
     finally:
         os.close(fd)
-    assert pm.present(e).all()
-    pfns = np.unique(pm.pfn(e))
+    assert bits.present(e).all()
+    pfns = np.unique(bits.pfn(e))
     assert len(pfns) == 1
     assert has_flag(_kpage("kpageflags", pfns), "ZERO_PAGE").all()
     # the region is not skipped for Rss 0 here: read it whatever smaps says

@@ -21,7 +21,8 @@ from conftest import FIXTURES, TESTS, run_smem
 from smem.errors import CaptureError
 from smem.sources import archive as capture
 from smem.sources.archive import ArchiveSource
-from smem.sources.tar_index import NeedTarfile, index_tar
+from smem.sources.tar_index import NeedTarfile
+from tar_whole_index import index_tar
 
 SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
 MEMINFO = b"MemTotal:        1024000 kB\nMemFree:          512000 kB\n"

@@ -27,8 +27,7 @@ import numpy as np
 __all__ = [
     "ENTRY_SIZE", "PFN_MASK", "PRESENT", "SWAPPED", "FILE_SHARED", "EXCLUSIVE",
     "SOFT_DIRTY", "UFFD_WP", "GUARD",
-    "parse_pagemap", "present", "swapped", "file_shared", "exclusive", "soft_dirty",
-    "pfn", "swap_entry", "swap_type", "swap_offset",
+    "parse_pagemap",
 ]
 
 ENTRY_SIZE = 8
@@ -56,52 +55,3 @@ def parse_pagemap(data):
     if len(data) % ENTRY_SIZE:
         raise ValueError(f"pagemap data of {len(data)} bytes is not a whole number of entries")
     return np.frombuffer(data, dtype="<u8").astype(np.uint64, copy=False)
-
-
-def _bit(entries, bit):
-    return (entries & bit) != 0
-
-
-def present(entries):
-    """Bool array: the page is in RAM (bit 63)."""
-    return _bit(entries, PRESENT)
-
-
-def swapped(entries):
-    """Bool array: the page is swapped out (bit 62)."""
-    return _bit(entries, SWAPPED)
-
-
-def file_shared(entries):
-    """Bool array: a file page or shared anonymous page (bit 61)."""
-    return _bit(entries, FILE_SHARED)
-
-
-def exclusive(entries):
-    """Bool array: the page is mapped exclusively by this process (bit 56, Linux 4.2+)."""
-    return _bit(entries, EXCLUSIVE)
-
-
-def soft_dirty(entries):
-    """Bool array: the pte is soft-dirty (bit 55, Documentation/admin-guide/mm/soft-dirty.rst)."""
-    return _bit(entries, SOFT_DIRTY)
-
-
-def pfn(entries):
-    """Bits 0-54: the page frame number where ``present`` (zero without CAP_SYS_ADMIN)."""
-    return entries & PFN_MASK
-
-
-def swap_entry(entries):
-    """Bits 0-54 as one key (type | offset << 5) identifying a swap slot, where ``swapped``."""
-    return entries & PFN_MASK
-
-
-def swap_type(entries):
-    """Bits 0-4: the swap area (index in /proc/swaps order), where ``swapped``."""
-    return entries & _SWAP_TYPE_MASK
-
-
-def swap_offset(entries):
-    """Bits 5-54: the page slot within the swap area, where ``swapped``."""
-    return (entries >> _SWAP_OFFSET_SHIFT) & _SWAP_OFFSET_MASK

@@ -17,7 +17,7 @@ import sys
 import zlib
 from typing import NamedTuple
 
-__all__ = ["Member", "NeedTarfile", "index_tar", "read_header", "data_length"]
+__all__ = ["Member", "NeedTarfile", "read_header", "data_length"]
 
 BLOCK = 512
 _ZEROS = bytes(BLOCK)
@@ -97,25 +97,3 @@ def read_header(header):
 def data_length(member):
     """The bytes that follow a member's header: its data, padded to whole blocks."""
     return -(-member.size // BLOCK) * BLOCK if member.type in _REGULAR else 0
-
-
-def index_tar(raw):
-    """The members of the tar archive ``raw`` and the offset where its headers end.
-
-    The end is where tarfile leaves ``TarFile.offset`` once iterated: the first zero
-    block, or the end of the data when the archive has no end marker.
-    """
-    if not raw:
-        raise NeedTarfile  # tarfile's "empty file" error
-    members = []
-    pos = 0
-    while pos < len(raw):
-        member = read_header(raw[pos:pos + BLOCK])
-        if member is None:
-            break
-        offset_data = pos + BLOCK
-        pos = offset_data + data_length(member)
-        if pos > len(raw):
-            raise NeedTarfile  # data cut short: tarfile tells which error
-        members.append(member._replace(offset_data=offset_data))
-    return members, pos
