@@ -164,3 +164,29 @@ def test_text_reports_import_neither_matplotlib_nor_numpy_nor_tabulate():
                               cwd=TESTS.parent)
         imported = {l.split("|")[-1].strip() for l in proc.stderr.decode().splitlines() if "|" in l}
         assert not {"matplotlib", "numpy", "tabulate"} & imported, args
+
+
+def test_control_characters_never_reach_programs_raw():
+    """ESC, BEL and CR in a process name or command line are escaped in CSV and OpenMetrics
+    (JSON escapes them itself; the tables show ?)."""
+    import uuid
+    token = uuid.uuid4().hex[:12]
+    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'e\\x1bb\\x07r\\r', 0, 0, 0); "
+            "print('ready', flush=True); sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", code, token + "\x1b[31m\x07\r"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        outputs = {fmt: run_smem("-P", token, "-c", "pid name command pss", "-F", fmt).stdout
+                   for fmt in ("csv", "openmetrics", "json", "classic", "github")}
+    finally:
+        child.stdin.close()
+        child.wait(30)
+    for fmt, out in outputs.items():
+        assert str(child.pid).encode() in out, fmt
+        assert not set(out) & {0x1b, 0x07, 0x0d} - ({0x0d} if fmt == "csv" else set()), fmt
+    (row,) = list(csv.reader(io.StringIO(outputs["csv"].decode())))[1:]
+    assert row[1] == "e\\x1bb\\x07r\\x0d" and row[2].endswith(token + "\\x1b[31m\\x07\\x0d")
+    assert 'name="e\\\\x1bb\\\\x07r\\\\x0d"' in outputs["openmetrics"].decode()
+    doc = json.loads(outputs["json"])
+    assert doc["rows"][0]["name"] == "e\x1bb\x07r\r"  # JSON's own escapes, read back whole
