@@ -398,8 +398,8 @@ def show_chart(table, options, chart, snapshot):
 _SIGNATURES = {
     "png": (b"\x89PNG",), "pdf": (b"%PDF",), "eps": (b"%!PS",), "ps": (b"%!PS",),
     "jpg": (b"\xff\xd8\xff",), "jpeg": (b"\xff\xd8\xff",), "tif": (b"II*\x00", b"MM\x00*"),
-    "tiff": (b"II*\x00", b"MM\x00*"), "webp": (b"RIFF",), "svgz": (b"\x1f\x8b",), "pgf": (b"%% Creator: ",),
-    "svg": (b"<?xml", b"<svg"), "gif": (b"GIF8",),
+    "tiff": (b"II*\x00", b"MM\x00*"), "pgf": (b"%% Creator: ",),
+    "gif": (b"GIF8",),
 }
 
 
@@ -407,7 +407,21 @@ def _holds_chart(fmt):
     signatures = _SIGNATURES.get(fmt, ())
     if fmt == "avif":  # an ISO media file: the brand follows the box size
         return lambda head: head[4:12] == b"ftypavif"
+    if fmt == "webp":  # RIFF holds WAV and AVI too: the form type says which
+        return lambda head: head[:4] == b"RIFF" and head[8:12] == b"WEBP"
+    if fmt == "svg":  # any XML starts <?xml: an SVG has its element in the first bytes
+        return lambda head: head.lstrip().startswith((b"<?xml", b"<svg")) and b"<svg" in head
+    if fmt == "svgz":  # any gzip file starts so: look inside
+        return lambda head: head.startswith(b"\x1f\x8b") and b"<svg" in _inflated_start(head)
     return lambda head: bool(signatures) and head.lstrip().startswith(signatures)
+
+
+def _inflated_start(head):
+    import zlib
+    try:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 4096)
+    except zlib.error:
+        return b""
 
 
 def _save(data, draw, path, fmt, force=False):

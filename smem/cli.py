@@ -214,10 +214,12 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
     view = _chosen_view(o, shared_with)
     if _asked_field_help(o, view):
         return
-    if pie and bar:
+    if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
-    if output and not (pie or bar):
+    if output is not None and pie is None and bar is None:
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
+    if force and output is None:
+        raise UsageError("--force lets -o replace a file: use it with -o")
     table = _table(o)
     if source == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
@@ -225,7 +227,8 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
     _run(ReportRequest(
         query=_query(o, view, source=source, exact=exact or shared_with),
         table=table,
-        chart=ChartOptions("pie" if pie else "bar", pie or bar, output, force) if pie or bar else None,
+        chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
+               if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
                              kernel_path=kernel, recommend=recommend),
     ))
@@ -265,9 +268,16 @@ def diff(old, new, **o):
 def capture(output, force, host, compression, exact, script):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
     if script:
+        given = [name for name, value in (("-o", output), ("--host", host), ("--exact", exact),
+                                          ("--force", force), ("--compression", compression != "gz")) if value]
+        if given:
+            raise UsageError(f"--script prints the capture script to standard output: "
+                             f"it takes no {' or '.join(given)}")
         from .sources.remote import capture_script
         _write_bytes(capture_script())
         return
+    if force and output is None:
+        raise UsageError("--force lets -o replace a file: use it with -o")
     if exact:
         from .extras import require
         require("numpy", "capture --exact")
@@ -286,7 +296,7 @@ def capture(output, force, host, compression, exact, script):
         require("zstandard", "capture --compression zst")
     src = open_source(host) if host else open_source(None)
     try:
-        with (output_file(output, force=force, what="capture") if output else _stdout()) as out, \
+        with (output_file(output, force=force, what="capture", private=True) if output else _stdout()) as out, \
                 _compressed(out, compression) as (stream, tar_compression):
             written, skipped = write_capture(src, stream, tar_compression, exact=exact)
     except BrokenPipeError:

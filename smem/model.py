@@ -164,6 +164,8 @@ class _Pattern:
         if regex is not None:
             errors += (regex.error,)
         try:
+            re.compile(pattern)  # re's syntax first: regex builds a{99999999} out in memory
+            _check_repeats(pattern, option)
             self._compiled = (regex or re).compile(pattern)
         except errors as e:
             why = str(e) or type(e).__name__
@@ -183,6 +185,32 @@ class _Pattern:
                              f"{MATCH_SECONDS:g} s (a pattern that backtracks without end?): simplify it") from None
         finally:
             self._left -= time.monotonic() - start
+
+
+#: The largest repeat count a filter may ask for ({n} or {m,n}): regex unrolls counted repeats
+#: when it compiles them, and a{99999999} takes gigabytes.
+MAX_REPEAT = 10000
+
+
+def _check_repeats(pattern, option):
+    """UsageError if ``pattern`` counts a repeat past MAX_REPEAT (an unbounded + or * is fine)."""
+    from re import _parser as parser  # (sre_parse before Python 3.11)
+    unbounded = parser.MAXREPEAT
+    todo = [parser.parse(pattern)]
+    while todo:
+        for op, value in todo.pop():
+            if op in (parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None)):
+                low, high, sub = value
+                if max(low, 0 if high == unbounded else high) > MAX_REPEAT:
+                    raise UsageError(f"invalid regular expression for {option} {_shown(pattern)}: "
+                                     f"a repeat count over {MAX_REPEAT}")
+                todo.append(sub)
+            elif op == parser.SUBPATTERN:
+                todo.append(value[-1])
+            elif op == parser.BRANCH:
+                todo.extend(value[1])
+            elif op in (parser.ASSERT, parser.ASSERT_NOT):
+                todo.append(value[1])
 
 
 def _shown(pattern):

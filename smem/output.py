@@ -1,43 +1,57 @@
-"""Writing a file the user named with -o: safely when smem runs as root, whole or not at all.
+"""Writing a file the user named with -o, safely when smem runs as root.
 
 smem often runs as root and ``-o`` names a path anywhere, /tmp included, so
-the path is opened the way a careful shell would, never resolved by us first
-(``realpath`` followed by a rename is how root gets tricked into replacing
-/etc/shadow through a link a local user planted in /tmp):
+the path is walked the way a careful shell would and never resolved by name
+first (``realpath`` followed by a rename is how root gets tricked into
+replacing /etc/shadow through a link a local user planted in /tmp):
 
+- the directories on the way are opened one by one without following links;
+  a link among them, or the file itself as a link, is followed only if it
+  belongs to us or to root (a link another user owns is what
+  fs.protected_symlinks refuses to follow in sticky directories; we refuse it
+  everywhere).  Everything after is done relative to the directory reached;
 - a new file is written under a hidden temporary name beside it and linked
   into place only once complete, never over anything that appeared meanwhile;
-- an existing regular file is replaced only when it already holds what smem
-  writes there (a chart of the same format, a capture; ``looks_like``), is
-  empty, or ``--force`` is given, and, without ``--force``, has no other hard
-  link.  It is then rewritten in place once the new content is complete, so it
-  keeps its inode, owner, mode, links, ACLs and extended attributes, as with
-  the shell's ``>``.  In a sticky world-writable directory (/tmp) a file of
-  another user is never written, as fs.protected_regular has it: root's report
-  would land in a file its owner can read and change;
-- a symbolic link is followed only if it belongs to us or to root
-  (a link another user owns is what fs.protected_symlinks refuses to follow in
-  sticky directories; we refuse it everywhere); the kernel resolves it;
-- a FIFO is written as a stream, opened without blocking so that one with no
-  reader is an error, not a hang; devices, directories and sockets are refused.
+- an existing regular file is rewritten in place once the new content is
+  complete (it keeps its inode, owner, mode, ACLs and extended attributes, as
+  with the shell's ``>``) only when it already holds what smem writes there (a
+  chart of the same format, a capture; ``looks_like``) or is empty, and has no
+  other hard link.  ``--force`` replaces any regular file instead: a new file
+  takes the name (with the old one's permissions), so no second link to the old
+  inode is ever written through;
+- in a sticky world-writable directory (/tmp) a file or FIFO of another user
+  is never written, as fs.protected_regular and protected_fifos have it: root's
+  report would go to that user;
+- a FIFO is written as a stream, without blocking for ever: one with no reader
+  is an error at once, a reader that stops reading for FIFO_STALL_SECONDS or
+  goes away is an error; devices, directories and sockets are refused unopened.
 
-Every refusal is an :class:`~smem.errors.OutputError`: one line, exit 1.
-A run interrupted (an exception, SIGTERM, SIGINT) leaves nothing behind and the
-old file untouched.
+Every refusal is an :class:`~smem.errors.OutputError`: one line, exit 1.  A
+run interrupted before the content is complete (an exception, SIGTERM, SIGINT)
+leaves nothing behind and an existing file untouched; an in-place rewrite
+interrupted while it copies leaves the file cut short, as ``>`` would.
 """
 
 import contextlib
 import errno
 import os
+import secrets
 import shutil
 import stat
 
 from .errors import OutputError
 
-__all__ = ["output_file", "CAPTURE_MAGIC"]
+__all__ = ["output_file", "looks_like_capture", "CAPTURE_MAGIC", "FIFO_STALL_SECONDS"]
 
 #: What a capture starts with: a compressed stream or a tar header ("ustar" at 257 is checked apart).
 CAPTURE_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
+
+#: A FIFO whose reader takes nothing for this long is given up (a reader that never reads must
+#: not hold root's smem for ever).
+FIFO_STALL_SECONDS = 60
+
+#: Links followed on the way before the path is taken for a loop (the kernel's MAXSYMLINKS).
+_MAX_LINKS = 40
 
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
           stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link"}
@@ -52,47 +66,44 @@ def looks_like_capture(head):
     return head.startswith(CAPTURE_MAGIC) or head[257:262] == b"ustar"
 
 
+def _trusted(owner):
+    return owner in (0, os.geteuid())
+
+
 @contextlib.contextmanager
-def output_file(path, looks_like=looks_like_capture, force=False, what="file"):
+def output_file(path, looks_like=looks_like_capture, force=False, what="file", private=False):
     """A binary file object to write ``path`` with; the result appears only if the block completes.
 
     ``looks_like(head)``: whether an existing file holds what we write (so may be
-    replaced without ``force``).  ``what`` names the content in messages ("chart").
+    rewritten without ``force``); ``what`` names the content in messages ("png
+    chart"); ``private``: a new file is made 0600 (a capture holds every process's
+    command line and memory map, which /proc shows to their owners only).
     """
     path = os.fspath(path)
-    target = _Target(path, looks_like, force, what)
-    if target.fifo is not None:
-        with os.fdopen(target.fifo, "wb") as stream:
-            yield stream
-        return
-    scratch = None
+    directory, leaf = _open_directory(path)
+    target = scratch = None
     try:
-        scratch = _Scratch(path if target.existing is None else None)
+        target = _Target(directory, leaf, path, looks_like, force, what)
+        if target.fifo is not None:
+            with _FifoWriter(target.fifo, path) as stream:
+                yield stream
+            return
+        scratch = _Scratch(directory if target.writes_a_name else None, path, target.mode(private))
         with os.fdopen(scratch.fd, "wb", closefd=False) as out:
             yield out
             out.flush()
         if target.existing is None:
-            scratch.link_to(path)
+            scratch.link_to(leaf)
+        elif target.replace:
+            scratch.rename_to(leaf)
         else:
             target.rewrite_from(scratch.fd)
     finally:
         if scratch is not None:
             scratch.close()
-        target.close()
-
-
-def _sticky_directory_owner(path):
-    """The owner of ``path``'s directory if it is sticky and world-writable (as /tmp), else None.
-
-    (Through a link of ours, the link's directory is judged: the target's is not known
-    without resolving the path ourselves.)
-    """
-    try:
-        directory = os.stat(os.path.dirname(path) or ".")
-    except OSError:
-        return None
-    sticky = directory.st_mode & stat.S_ISVTX and directory.st_mode & stat.S_IWOTH
-    return directory.st_uid if sticky else None
+        if target is not None:
+            target.close()
+        os.close(directory)
 
 
 def _appeared(path):
@@ -103,82 +114,133 @@ def _error(path, e):
     return OutputError(f"cannot write {path}: {e.strerror or e}")
 
 
-class _Target:
-    """What ``path`` is now: nothing yet, an existing regular file (``existing``), or a FIFO."""
+def _open_directory(path):
+    """(descriptor of ``path``'s directory, the last name): each directory on the way opened without
+    following links, a link on the way followed only if it belongs to us or to root."""
+    head, leaf = os.path.split(path)
+    if leaf in ("", ".", ".."):
+        raise OutputError(f"cannot write {path}: a directory")
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open("/" if head.startswith("/") else ".", flags)
+    parts = [p for p in head.split("/") if p not in ("", ".")]
+    links = 0
+    try:
+        while parts:
+            part = parts.pop(0)
+            info = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                if not _trusted(info.st_uid):
+                    raise OutputError(f"refusing to write {path}: {part!r} on the way is a symbolic link owned "
+                                      f"by another user (uid {info.st_uid}); choose another directory")
+                links += 1
+                if links > _MAX_LINKS:
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+                target = os.readlink(part, dir_fd=fd)
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd = os.open("/", flags)
+                parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
+                continue
+            if not stat.S_ISDIR(info.st_mode):
+                raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+            next_fd = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+    except OSError as e:
+        os.close(fd)
+        raise _error(path, e) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, leaf
 
-    def __init__(self, path, looks_like, force, what):
+
+def _sticky_owner(directory):
+    """The owner of the directory if it is sticky and world-writable (as /tmp), else None."""
+    info = os.fstat(directory)
+    sticky = info.st_mode & stat.S_ISVTX and info.st_mode & stat.S_IWOTH
+    return info.st_uid if sticky else None
+
+
+class _Target:
+    """What the name is now: nothing yet, an existing regular file (``existing``), or a FIFO."""
+
+    def __init__(self, directory, leaf, path, looks_like, force, what):
         self.path = path
-        self.existing = None   # fd of the existing regular file, opened for writing
-        self.fifo = None       # fd of a FIFO with a reader
+        self.existing = None     # fd of the existing regular file
+        self.existing_mode = None
+        self.fifo = None         # fd of a FIFO with a reader
+        self.replace = False     # --force on a file of ours: a new file takes the name
         try:
-            link = os.lstat(path)
+            link = os.stat(leaf, dir_fd=directory, follow_symlinks=False)
         except FileNotFoundError:
-            return  # a new file (a missing directory is reported when the file is made)
+            return  # a new file
         except OSError as e:
             raise _error(path, e) from None
         follow = stat.S_ISLNK(link.st_mode)
-        if follow and link.st_uid not in (0, os.geteuid()):
+        if follow and not _trusted(link.st_uid):
             raise OutputError(f"refusing to write {path}: it is a symbolic link owned by another user "
                               f"(uid {link.st_uid}); remove it or choose another name")
         try:  # refuse a device before opening it: opening one can act (a tape rewinds)
-            mode = os.stat(path).st_mode if follow else link.st_mode
+            mode = os.stat(leaf, dir_fd=directory).st_mode if follow else link.st_mode
         except OSError:
             mode = stat.S_IFREG  # a dangling link of ours: its target is made below
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             raise OutputError(f"refusing to write {path}: it is {_kind(mode)}, and -o writes regular files")
         flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
         try:
-            fd = os.open(path, flags)
+            fd = os.open(leaf, flags | (os.O_CREAT if follow else 0), 0o666, dir_fd=directory)
         except FileNotFoundError:
-            if follow:  # a link of ours to nothing yet: the kernel creates its target
-                fd = self._create_through_link(path, flags)
-                if fd is None:
-                    return
-            else:
-                return  # gone since lstat: a new file after all
+            return  # gone since we looked: a new file after all
         except OSError as e:
             if e.errno == errno.ENXIO:
                 raise OutputError(f"cannot write {path}: a FIFO with no reader") from None
             if e.errno == errno.ELOOP:
                 raise OutputError(f"refusing to write {path}: it became a symbolic link") from None
-            if e.errno == errno.EISDIR:
-                raise OutputError(f"cannot write {path}: a directory") from None
             raise _error(path, e) from None
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode):
-            os.set_blocking(fd, True)
-            self.fifo = fd
-            return
-        if not stat.S_ISREG(mode):
-            os.close(fd)
-            raise OutputError(f"refusing to write {path}: it is {_kind(mode)}, and -o writes regular files")
-        self.existing = fd
         info = os.fstat(fd)
-        owner = _sticky_directory_owner(path)
+        owner = None if follow else _sticky_owner(directory)
         if owner is not None and info.st_uid not in (os.geteuid(), owner):
-            self.close()  # as fs.protected_regular: another user's file in /tmp is theirs to read
+            os.close(fd)  # as fs.protected_regular / protected_fifos: another user's file in /tmp
             raise OutputError(f"refusing to write {path}: it belongs to another user (uid {info.st_uid}) "
                               "in a world-writable directory; remove it or choose another name")
-        if not force and info.st_nlink > 1:
-            self.close()  # a hard link planted to a file elsewhere would be rewritten there
-            raise OutputError(f"refusing to replace {path}: it has {info.st_nlink} hard links; "
-                              "give --force to rewrite the file they share")
+        if stat.S_ISFIFO(info.st_mode):
+            self.fifo = fd
+            return
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise OutputError(f"refusing to write {path}: it is {_kind(info.st_mode)}, and -o writes regular files")
+        self.existing = fd
+        self.existing_mode = stat.S_IMODE(info.st_mode)
+        if force and not follow:
+            self.replace = True  # a new file takes the name: nothing is written through other links
+            return
+        if info.st_nlink > 1:
+            self.close()  # a second name for a file elsewhere would be rewritten there
+            raise OutputError(f"refusing to write {path}: it has {info.st_nlink} hard links, and rewriting "
+                              "it would change the file they share; remove it or choose another name")
         if not force and not self._holds_our_kind(looks_like):
             self.close()
             raise OutputError(f"refusing to replace {path}: it exists and does not hold a {what}; "
                               "give --force to replace it")
 
-    @staticmethod
-    def _create_through_link(path, flags):
-        try:
-            return os.open(path, flags | os.O_CREAT, 0o666)
-        except OSError as e:
-            raise _error(path, e) from None
+    @property
+    def writes_a_name(self):
+        """Whether the content goes to a new name in the directory (else it is copied in place)."""
+        return self.existing is None or self.replace
+
+    def mode(self, private):
+        if self.existing_mode is not None:
+            return self.existing_mode
+        if private:
+            return 0o600
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask  # as open() would have made it
 
     def _holds_our_kind(self, looks_like):
         """Empty, or ``looks_like`` its first bytes (read through a second, read-only open)."""
-        size = os.fstat(self.existing).st_size
-        if size == 0:
+        if os.fstat(self.existing).st_size == 0:
             return True
         try:
             with open(f"/proc/self/fd/{self.existing}", "rb") as f:
@@ -212,49 +274,102 @@ class _Target:
 class _Scratch:
     """Where the content is written until complete.
 
-    ``path`` given (a new file): a hidden temporary name in ``path``'s directory,
-    linked to ``path`` when complete and removed on every way out (SIGTERM and
-    SIGHUP unwind too: see cli).  None (an existing file is to be rewritten): an
-    unnamed temporary file, which nothing can leave behind.
+    ``directory`` given: a hidden temporary name there, given its final name when
+    complete and removed on every way out (SIGTERM and SIGHUP unwind too: see
+    cli).  None (an existing file is to be rewritten): an unnamed temporary file,
+    which nothing can leave behind.
     """
 
-    def __init__(self, path):
-        import tempfile
+    def __init__(self, directory, path, mode):
+        self.directory = directory
+        self.path = path
         self.name = None
-        if path is None:
+        if directory is None:
+            import tempfile
             handle = tempfile.TemporaryFile()
             self.fd = os.dup(handle.fileno())
             handle.close()
             return
-        try:
-            self.fd, self.name = tempfile.mkstemp(prefix=".smem-", dir=os.path.dirname(path) or ".")
-        except OSError as e:
-            raise _error(path, e) from None
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(self.fd, 0o666 & ~umask)  # as open() would have made it
+        for _ in range(100):
+            name = f".smem-{secrets.token_hex(6)}"
+            try:
+                self.fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                  0o600, dir_fd=directory)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise _error(path, e) from None
+            self.name = name
+            break
+        else:
+            raise OutputError(f"cannot write {path}: no free temporary name beside it")
+        os.fchmod(self.fd, mode)
 
-    def link_to(self, path):
+    def link_to(self, leaf):
         """Give the complete file its name; never over something that appeared meanwhile."""
         try:
-            os.link(self.name, path)  # fails if path exists, even as a dangling link
+            os.link(self.name, leaf, src_dir_fd=self.directory, dst_dir_fd=self.directory, follow_symlinks=False)
         except FileExistsError:
-            raise _appeared(path) from None
+            raise _appeared(self.path) from None
         except OSError as e:
             if e.errno not in (errno.EPERM, errno.EOPNOTSUPP):
-                raise _error(path, e) from None
-            if os.path.lexists(path):  # a filesystem without hard links (vfat): rename
-                raise _appeared(path) from None
-            try:
-                os.rename(self.name, path)
-                self.name = None
-            except OSError as e2:
-                raise _error(path, e2) from None
+                raise _error(self.path, e) from None
+            try:  # a filesystem without hard links (vfat): a rename, checked just before
+                os.stat(leaf, dir_fd=self.directory, follow_symlinks=False)
+                raise _appeared(self.path)
+            except FileNotFoundError:
+                self.rename_to(leaf)
+
+    def rename_to(self, leaf):
+        """Give the complete file the name, replacing the file there (--force)."""
+        try:
+            os.rename(self.name, leaf, src_dir_fd=self.directory, dst_dir_fd=self.directory)
+        except OSError as e:
+            raise _error(self.path, e) from None
+        self.name = None
 
     def close(self):
         with contextlib.suppress(OSError):
             os.close(self.fd)
         if self.name is not None:
             with contextlib.suppress(OSError):
-                os.unlink(self.name)
+                os.unlink(self.name, dir_fd=self.directory)
             self.name = None
+
+
+class _FifoWriter:
+    """Writes to a FIFO without blocking for ever: a stalled or vanished reader is an error."""
+
+    def __init__(self, fd, path):
+        self.fd = fd
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+    def writable(self):
+        return True
+
+    def flush(self):
+        pass
+
+    def write(self, data):
+        import select
+        view = memoryview(data).cast("B")
+        poller = select.poll()
+        poller.register(self.fd, select.POLLOUT)
+        while view:
+            if not poller.poll(FIFO_STALL_SECONDS * 1000):
+                raise OutputError(f"cannot write {self.path}: its reader took nothing for "
+                                  f"{FIFO_STALL_SECONDS} s")
+            try:
+                written = os.write(self.fd, view)
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                raise OutputError(f"cannot write {self.path}: its reader went away") from None
+            view = view[written:]
+        return len(data)

@@ -190,3 +190,14 @@ def test_control_characters_never_reach_programs_raw():
     assert 'name="e\\\\x1bb\\\\x07r\\\\x0d"' in outputs["openmetrics"].decode()
     doc = json.loads(outputs["json"])
     assert doc["rows"][0]["name"] == "e\x1bb\x07r\r"  # JSON's own escapes, read back whole
+
+
+def test_a_totals_row_keeps_every_sum_whatever_the_column_order():
+    rows = list(csv.reader(io.StringIO(run_smem("-S", CAPTURE, "-F", "csv", "-t", "-c", "pss pid name").stdout.decode())))
+    pss = classic_rows("-c", "pss", "-t")[-1].split()[0]
+    assert rows[-1] == [pss, "total", ""]  # the sum stays; the marker goes where no sum is
+    only = list(csv.reader(io.StringIO(run_smem("-S", CAPTURE, "-F", "csv", "-t", "-c", "pss uss").stdout.decode())))
+    assert only[0] == ["", "pss", "uss"] and all(r[0] == "" for r in only[1:-1])  # every column a sum:
+    assert only[-1][0] == "total" and only[-1][1] == pss                               # a column for it
+    table = run_smem("-S", CAPTURE, "-F", "github", "-t", "-c", "pss uss").stdout.decode().splitlines()
+    assert table[-1].split("|")[1].strip() == "total" and table[-1].split("|")[2].strip() == pss

@@ -605,3 +605,12 @@ def test_reports_under_churn_exit_0_without_an_error_line(tmp_path):
           f"{max(r['peak_mib'] for r in results):.0f} MiB, {seen} short-lived processes seen")
     assert not bad, bad
     assert seen > 0, "no run saw the churn"
+
+
+@pytest.mark.parametrize("pattern", ["a{99999999}", "(x{3,20000}|y)", "(?=a{10001})", "b{0,99999}?"])
+def test_huge_repeat_counts_are_refused_before_they_are_built(pattern):
+    """regex unrolls a counted repeat when it compiles it: a{99999999} took 24 GB."""
+    from smem.model import Selection
+    with pytest.raises(UsageError, match="a repeat count over"):
+        Selection(process=pattern)
+    assert Selection(process="a{10000}|(b+)*c").process is not None  # within the bound, and unbounded

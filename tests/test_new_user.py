@@ -110,3 +110,22 @@ def test_capture_in_zstd_reads_back(tmp_path):
     assert capture.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
     report = run_smem("-S", capture, "-w")
     assert report.returncode == 0 and b"free memory" in report.stdout
+
+
+@pytest.mark.parametrize("args,words", [
+    (["capture", "--script", "-o", "x.sh"], "it takes no -o"),
+    (["capture", "--script", "--compression", "xz"], "it takes no --compression"),
+    (["capture", "--force"], "use it with -o"),
+    (["--force"], "use it with -o"),
+    (["--pie", "", "-o", "x.png"], "unknown field"),
+])
+def test_options_that_would_be_ignored_are_usage_errors(args, words):
+    assert words in _usage_error(run_smem(*args))
+
+
+def test_chart_signatures_say_more_than_the_container(tmp_path):
+    from smem.charts import _holds_chart
+    assert _holds_chart("svg")(b'<?xml version="1.0"?>\n<svg xmlns=...') and not _holds_chart("svg")(b"<?xml?><html>")
+    assert _holds_chart("webp")(b"RIFF\0\0\0\0WEBPVP8 ") and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ")
+    import gzip
+    assert _holds_chart("svgz")(gzip.compress(b"<?xml?><svg>")) and not _holds_chart("svgz")(gzip.compress(b"tar"))

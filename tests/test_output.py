@@ -78,14 +78,23 @@ def test_a_link_planted_by_another_user_is_not_followed(sticky_tmp, secret, comm
 
 
 def test_a_directory_link_planted_by_another_user_is_not_a_way_out(sticky_tmp, tmp_path):
-    """The kernel resolves the path; smem never resolves it first and renames onto the result."""
+    """A link on the way is another user's: nothing is made, rewritten or replaced behind it,
+    whatever the file there holds (an empty file, an old chart) and with --force too."""
     victim = tmp_path / "victim"
     victim.mkdir()
-    (victim / "chart.png").write_bytes(b"not a chart")
+    (victim / "empty.png").touch()
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", victim / "old.png").returncode == 0
+    before = {p.name: p.read_bytes() for p in victim.iterdir()}
     _as_nobody(lambda: os.symlink(victim, sticky_tmp / "d"))
-    proc = run_smem("-S", CAPTURE, "--pie", "name", "-o", sticky_tmp / "d" / "chart.png")
-    assert "does not hold a png chart" in _one_error_line(proc)
-    assert (victim / "chart.png").read_bytes() == b"not a chart"
+    for name in ("new.png", "empty.png", "old.png"):
+        for force in ([], ["--force"]):
+            proc = run_smem("-S", CAPTURE, "--bar", "name", "-o", sticky_tmp / "d" / name, *force)
+            assert "on the way is a symbolic link owned by another user" in _one_error_line(proc)
+    assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
+    ours = tmp_path / "ours"  # a link on the way that is ours is followed
+    ours.symlink_to(victim)
+    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", ours / "new.png").returncode == 0
+    assert (victim / "new.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
@@ -115,19 +124,29 @@ def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(t
     assert empty.read_bytes().startswith(b"\x89PNG")
 
 
-def test_force_rewrites_in_place_keeping_owner_mode_and_links(tmp_path):
+def test_an_old_chart_is_rewritten_in_place_keeping_owner_and_mode(tmp_path):
     out = tmp_path / "report.png"
-    out.write_bytes(b"hand-made, read-only\n")
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", out).returncode == 0
     os.chown(out, NOBODY, NOBODY)
     out.chmod(0o440)
-    other = tmp_path / "hardlink"
-    os.link(out, other)
     before = os.stat(out)
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", out, "--force").returncode == 0
+    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", out).returncode == 0
     after = os.stat(out)
-    assert (after.st_ino, after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode), after.st_nlink) == \
-        (before.st_ino, NOBODY, NOBODY, 0o440, 2)
-    assert other.read_bytes().startswith(b"\x89PNG")
+    assert (after.st_ino, after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == \
+        (before.st_ino, NOBODY, NOBODY, 0o440)
+    assert sorted(os.listdir(tmp_path)) == ["report.png"]
+
+
+def test_force_gives_the_name_to_a_new_file_and_writes_through_no_link(tmp_path):
+    out = tmp_path / "report.png"
+    out.write_bytes(b"hand-made\n")
+    out.chmod(0o640)
+    other = tmp_path / "hardlink"  # a second name of the same file: it keeps its content
+    os.link(out, other)
+    assert "2 hard links" in _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", out))
+    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", out, "--force").returncode == 0
+    assert out.read_bytes().startswith(b"\x89PNG") and other.read_bytes() == b"hand-made\n"
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o640  # the old permissions
     assert sorted(os.listdir(tmp_path)) == ["hardlink", "report.png"]
 
 
@@ -196,12 +215,51 @@ def test_another_users_file_in_a_sticky_directory_is_not_written(sticky_tmp):
     assert bait.stat().st_size == 0
 
 
-def test_a_planted_hard_link_is_not_rewritten(tmp_path):
+def test_another_users_fifo_in_a_sticky_directory_is_not_written(sticky_tmp):
+    """Nor their FIFO, with a reader waiting for root's capture."""
+    import threading
+    fifo = sticky_tmp / "box.tgz"
+    _as_nobody(lambda: os.mkfifo(fifo, 0o666))
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    assert "belongs to another user" in _one_error_line(run_smem("capture", "-o", fifo))
+    reader.join(10)
+    if reader.is_alive():  # smem never opened it: let the reader go
+        with open(fifo, "wb"):
+            pass
+        reader.join(10)
+    assert got == [b""]  # nothing of root's capture reached the reader
+
+
+def test_a_capture_is_made_readable_by_its_owner_only(tmp_path):
+    out = tmp_path / "box.tgz"
+    assert run_smem("capture", "-o", out).returncode == 0
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+
+
+def test_a_fifo_reader_that_goes_away_is_an_error(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    import select
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader there before smem opens it
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "capture", "-o", fifo], cwd=TESTS.parent,
+                            stderr=subprocess.PIPE)
+    select.select([reader], [], [], 60)
+    os.read(reader, 100)  # a little, then away
+    os.close(reader)
+    err = proc.communicate(timeout=120)[1].decode()
+    assert proc.returncode == 1 and "reader went away" in err, err
+
+
+def test_a_planted_hard_link_is_not_written_through(tmp_path):
     """A second name for a file elsewhere (a root file that happens to be a chart, or empty)."""
     elsewhere = tmp_path / "precious.png"
     assert run_smem("-S", CAPTURE, "--pie", "name", "-o", elsewhere).returncode == 0
     before = elsewhere.read_bytes()
     planted = tmp_path / "chart.png"
     os.link(elsewhere, planted)
-    assert "hard links" in _one_error_line(run_smem("-S", CAPTURE, "--bar", "name", "-o", planted))
-    assert elsewhere.read_bytes() == before
+    line = _one_error_line(run_smem("-S", CAPTURE, "--bar", "name", "-o", planted))
+    assert "hard links" in line and "--force" not in line
+    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", planted, "--force").returncode == 0
+    assert elsewhere.read_bytes() == before  # --force replaced the name, not the shared file

@@ -11,7 +11,7 @@ for valid Unicode only.
 
 from ..report import format_value
 
-__all__ = ["printable", "raw", "cell", "asked_units", "totals_row"]
+__all__ = ["printable", "raw", "cell", "asked_units", "totals_row", "marker_column"]
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in list(range(32)) + [127]}
 
@@ -37,8 +37,19 @@ def cell(column, value, options, table, controls=True):
     return raw(value, controls)
 
 
+def marker_column(table):
+    """Where a -t row says "total": the first column that is not summed, or None when every
+    column is (the format then adds a first column for it)."""
+    return next((i for i, c in enumerate(table.columns) if c.total != "sum"), None)
+
+
 def totals_row(table, show):
-    """The -t row for a format whose rows have no place to say "total": the first field says it,
-    then the sums (``show(column, value)``); counts of rows and distinct values are left blank."""
+    """The -t row for a format whose rows have no place to say "total": the sums
+    (``show(column, value)``), "total" in the marker column, counts of rows and distinct
+    values left blank.  Without a marker column the row starts with an extra "total" field."""
     cells = ["" if c.total != "sum" else show(c, v) for c, v in zip(table.columns, table.totals)]
-    return ["total"] + cells[1:]
+    marker = marker_column(table)
+    if marker is None:
+        return ["total"] + cells
+    cells[marker] = "total"
+    return cells

@@ -7,7 +7,7 @@ for importing it; a test keeps them in step with tabulate's.
 """
 
 from ..report import format_value
-from .cells import totals_row
+from .cells import marker_column, totals_row
 
 __all__ = ["STYLES", "renderer"]
 
@@ -34,11 +34,12 @@ def render(rendering, style):
         text = format_value(column, value, options, table)
         return text[:column.width] if column.truncate and not options.autosize else text
 
-    cells = [[cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
+    extra = table.totals is not None and marker_column(table) is None
+    cells = [[""] * extra + [cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
     if table.totals is not None:
         cells.append(totals_row(table, cell))
-    headers = () if options.no_header else [c.header for c in table.columns]
-    aligns = ["right" if c.align == ">" else "left" for c in table.columns]
+    headers = () if options.no_header else [""] * extra + [c.header for c in table.columns]
+    aligns = ["left"] * extra + ["right" if c.align == ">" else "left" for c in table.columns]
     text = tabulate.tabulate(cells, headers=headers, tablefmt=_ALIASES.get(style, style), disable_numparse=True,
                              colalign=aligns)
     return text + "\n" + "".join(n + "\n" for n in table.notes)
