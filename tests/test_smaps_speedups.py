@@ -70,8 +70,10 @@ def _outcome(call):
 
 
 def _lazy(mappings):
-    return [(m._header, m.name, list(m.counters.items()), m.attributes, m.get("Pss"), m.get("Nope"))
-            for m in mappings]
+    # every key looked up first (Counters._find, in C or Python), then everything listed (Counters._all)
+    found = [[_outcome(lambda: m.get(key)) for key in KERNEL_KEYS + ("Nope", "Pss")] for m in mappings]
+    return found, [(m._header, m.name, _outcome(lambda: list(m.counters.items())), m.attributes)
+                   for m in mappings]
 
 
 def _kept(result):
@@ -93,10 +95,12 @@ def _compare(c_module, data, monkeypatch):
     for what, call in cases:
         monkeypatch.setattr(smaps, "_parse", smaps._parse_python)
         monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_python)
+        monkeypatch.setattr(smaps, "_find_in", smaps._find_python)
         want = _outcome(call)
         monkeypatch.setattr(smaps, "_c", c_module)
         monkeypatch.setattr(smaps, "_parse", smaps._parse_c)
         monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_c)
+        monkeypatch.setattr(smaps, "_find_in", c_module.find)
         got = _outcome(call)
         assert got == want, (what, data[:200])
     return len(first) if isinstance(first, list) else 0
@@ -197,6 +201,17 @@ def test_c_and_python_agree_on_corrupted_copies(c_module, monkeypatch):
     assert 0 < raised < 1500  # some of them parse, the others raise (alike)
 
 
+def test_c_and_python_find_alike_in_any_slice(c_module):
+    """Counters' lookup of one counter, on slices a Counters never asks for too (bytes.find's clamping)."""
+    data = b"x\nRss: 4 kB\nPss: 2 kB\nSwap:  1x kB\nA: 1\n"
+    for needle in (b"\nRss:", b"\nPss:", b"\nA:", b"\nNone:", b"Rss:", b""):
+        for lo in (-100, -5, 0, 1, 2, 13, len(data), 200):
+            for hi in (-100, -3, 0, 5, 12, 13, len(data), 200):
+                want = _outcome(lambda: smaps._find_python(data, lo, hi, needle))
+                assert _outcome(lambda: c_module.find(data, lo, hi, needle)) == want, (needle, lo, hi)
+    assert _outcome(lambda: c_module.find(data, 0, len(data), b"\nSwap:"))[1] is ValueError
+
+
 def test_the_environment_forces_the_python_parser():
     env = dict(os.environ, SMEM_PURE_PYTHON="1", PYTHONPATH=str(TESTS.parent))
     out = subprocess.run([sys.executable, "-c", "import smem.parsers.smaps as s; print(s.IMPLEMENTATION, s._c)"],
@@ -207,6 +222,7 @@ def test_the_environment_forces_the_python_parser():
 def test_the_implementation_in_use_is_named():
     assert smaps.IMPLEMENTATION == ("C" if smaps._c is not None else "Python")
     assert (smaps._parse is smaps._parse_c) == (smaps.IMPLEMENTATION == "C")
+    assert (smaps._find_in is not smaps._find_python) == (smaps.IMPLEMENTATION == "C")
 
 
 def test_version_says_which_smaps_parser_runs():

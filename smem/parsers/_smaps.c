@@ -400,7 +400,40 @@ done:
     return result;
 }
 
+/* find(data, lo, hi, needle): smaps._find_python, the lookup of one counter by a lazy Counters */
+static PyObject *find(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "find(data: bytes, lo, hi, needle: bytes)");
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    Py_ssize_t lo = PyLong_AsSsize_t(args[1]), hi = PyLong_AsSsize_t(args[2]);
+    if ((lo == -1 || hi == -1) && PyErr_Occurred())
+        return NULL;
+    /* bytes.find's clamping of a slice */
+    if (lo < 0)
+        lo = lo + size < 0 ? 0 : lo + size;
+    if (hi < 0)
+        hi = hi + size < 0 ? 0 : hi + size;
+    if (hi > size)
+        hi = size;
+    if (lo > hi || PyBytes_GET_SIZE(args[3]) == 0 || PyBytes_AS_STRING(args[3])[0] != '\n')
+        goto python;  /* nothing a Counters asks: the Python code decides */
+    return find_value(PyBytes_AS_STRING(args[0]), lo, hi, PyBytes_AS_STRING(args[3]), PyBytes_GET_SIZE(args[3]));
+python:;
+    PyObject *smaps = PyImport_ImportModule("smem.parsers.smaps");
+    if (smaps == NULL)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(smaps, "_find_python", "OOOO", args[0], args[1], args[2], args[3]);
+    Py_DECREF(smaps);
+    return r;
+}
+
 static PyMethodDef methods[] = {
+    {"find", (PyCFunction)(void (*)(void))find, METH_FASTCALL,
+     "find(data, lo, hi, needle) -> the value of the first needle line in data[lo:hi] (kB), or None"},
     {"parse", (PyCFunction)(void (*)(void))parse, METH_FASTCALL,
      "parse(data, keys, keys_without_pss, select, Mapping, Counters, header, anonymous)"
      " -> (mappings, had_pss)"},

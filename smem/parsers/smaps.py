@@ -83,16 +83,7 @@ class Counters(CountersBase):
         needle = _NEEDLES.get(key)
         if needle is None:
             needle = _NEEDLES[key] = b"\n" + key.encode("ascii") + b":"
-        data = self._data
-        i = data.find(needle, self._lo, self._hi)
-        if i < 0:
-            return None
-        i += len(needle)
-        j = data.find(b"\n", i, self._hi)
-        value = data[i:j if j >= 0 else self._hi].rstrip()
-        if not value.endswith(b"kB"):
-            return None  # not a counter (THPeligible, VmFlags, ...)
-        return int(value[:-2])
+        return _find_in(self._data, self._lo, self._hi, needle)
 
     def get(self, key, default=None):
         values = self._values
@@ -145,6 +136,19 @@ class Counters(CountersBase):
 
     def __repr__(self):
         return f"Counters({self._all()!r})"
+
+
+def _find_python(data, lo, hi, needle):
+    """The value of the first ``needle`` line ("\\nKey:") in data[lo:hi], None if absent or not in kB."""
+    i = data.find(needle, lo, hi)
+    if i < 0:
+        return None
+    i += len(needle)
+    j = data.find(b"\n", i, hi)
+    value = data[i:j if j >= 0 else hi].rstrip()
+    if not value.endswith(b"kB"):
+        return None  # not a counter (THPeligible, VmFlags, ...)
+    return int(value[:-2])
 
 
 class Mapping:
@@ -287,3 +291,4 @@ if not os.environ.get("SMEM_PURE_PYTHON"):
 #: Which parser is in use: "C" (the optional extension) or "Python".
 IMPLEMENTATION = "C" if _c is not None else "Python"
 _parse, _parse_kept = (_parse_c, _parse_kept_c) if _c is not None else (_parse_python, _parse_kept_python)
+_find_in = _c.find if _c is not None else _find_python
