@@ -197,8 +197,11 @@ def exact_capture(pfns, swap=(), page_size=4096, frames=None, kpages=None, info=
 #: Views and formats the capture cases cycle through, so every kind of input meets each.
 VIEWS = ([], ["-u"], ["-m"], ["-w"], ["-t", "-k", "-p"], ["-F", "json"], ["-F", "csv"], ["-F", "openmetrics"],
          ["--cgroup"], ["-g"], ["-w", "-t", "-k", "-p"], ["-c", "pid name command vss rss pss uss swap"],
-         ["-m", "-t", "-p"], ["-u", "-F", "json"], ["--pie", "name", "-o", "{tmp}/pie.png"],
-         ["--bar", "pid", "-o", "{tmp}/bar.svg"], ["--exact", "-u"], ["-F", "markdown"])
+         ["-m", "-t", "-p"], ["-u", "-F", "json"], ["-g", "-k", "-t"], ["-u", "-p", "-t"], ["--exact", "-u"],
+         ["-F", "markdown"])
+#: Charts cost a few tenths of a second each: these inputs are drawn too (every one of them is also
+#: run through the views above).
+CHARTED = ("smaps", "meminfo", "cmdline", "stat")
 
 
 def _garbage(seed, n):
@@ -391,6 +394,10 @@ def make_cases(tmp):
     for fname, (original, _) in _FILES.items():
         for variant, content in _field_variants(original).items():
             capture_case(f"{fname}: {variant}", _with_file(fname, content))
+            if fname in CHARTED and variant in ("garbage", "huge numbers", "control", "non-utf8"):
+                chart = ["--pie", "name", "-o", f"{tmp}/pie.png"] if len(cases) % 2 else \
+                    ["--bar", "pid", "-o", f"{tmp}/bar.svg"]
+                capture_case(f"{fname}: {variant}, {chart[0]}", _with_file(fname, content), chart)
 
     # absurd figures
     for args in ([], ["--pie", "name", "-o", f"{tmp}/big70.png"], ["--bar", "pid", "-o", f"{tmp}/big70.svg"],
