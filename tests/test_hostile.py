@@ -618,3 +618,16 @@ def test_reports_under_churn_exit_0_without_an_error_line(tmp_path):
           f"{max(r['peak_mib'] for r in results):.0f} MiB, {seen} short-lived processes seen")
     assert not bad, bad
     assert seen > 0, "no run saw the churn"
+
+
+def test_a_kernel_bomb_is_not_inflated_past_its_headers():
+    # ELF headers and 300 MiB of zeros in one stream: 512 MiB were inflated before refusing
+    from smem.errors import KernelImageError
+    from smem.parsers.kernel_image import kernel_image_size
+    for kind in ("gzip", "zstd"):
+        bomb = hc.one_stream(kind, 300 << 20, prefix=hc.elf_header(shoff=64, shnum=3))
+        code, peak = _max_rss_growth(lambda: kernel_image_size(hc.bzimage_header(len(bomb)) + bomb))
+        assert code in (0, 2) and peak < 50, (kind, peak)
+    claim = hc.one_stream("gzip", 1 << 20, prefix=hc.elf_header(shoff=1 << 40, shnum=3))
+    with pytest.raises(KernelImageError, match="more than 256 MiB"):
+        kernel_image_size(claim)
