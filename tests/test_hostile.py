@@ -631,3 +631,15 @@ def test_a_kernel_bomb_is_not_inflated_past_its_headers():
     claim = hc.one_stream("gzip", 1 << 20, prefix=hc.elf_header(shoff=1 << 40, shnum=3))
     with pytest.raises(KernelImageError, match="more than 256 MiB"):
         kernel_image_size(claim)
+
+
+def test_a_capture_file_is_read_in_place_not_copied(tmp_path):
+    # an uncompressed capture holding a 199 MiB member it ignores (an absolute path): the
+    # file was read whole into memory before its members were looked at
+    path = tmp_path / "big.tar"
+    with open(path, "wb") as f:
+        f.write(hc.without_end(hc.capture_tar()) + hc.header(b"/99/frames", 199 << 20, kind=b"0"))
+        f.truncate(f.tell() + (199 << 20) + 1024)
+    code, peak = _max_rss_growth(lambda: open_source(str(path)).pids())
+    assert code == 0 and peak < 100
+    assert open_source(str(path)).pids() == [1234]

@@ -23,7 +23,7 @@ def open_source(spec=None, stdin=None, per_mapping=True):
     """
     if spec is None or spec == "":
         return LiveSource()
-    from .capture import ArchiveSource, DirectorySource, read_capture  # decompressors: only for captures
+    from .capture import ArchiveSource, CaptureFile, DirectorySource, read_capture  # decompressors: only here
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         return ArchiveSource(read_capture(stream, "standard input"), "<stdin>", per_mapping)
@@ -40,12 +40,15 @@ def open_source(spec=None, stdin=None, per_mapping=True):
         return DirectorySource(spec)
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # refused unopened: opening may block or act
         raise SourceError(f"{spec}: not a capture file (a device or socket)")
+    name = os.path.basename(spec)
     try:
         with open(spec, "rb") as f:
             mode = os.fstat(f.fileno()).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            if stat.S_ISREG(mode):  # read in place, as the members are needed
+                return ArchiveSource(CaptureFile(f, name), name, per_mapping)
+            if not stat.S_ISFIFO(mode):
                 raise SourceError(f"{spec}: not a capture file (a device or socket)")
-            data = read_capture(f, os.path.basename(spec))
+            data = read_capture(f, name)
     except OSError as e:
         raise SourceError(f"cannot read {spec}: {e.strerror}") from None
-    return ArchiveSource(data, os.path.basename(spec), per_mapping)
+    return ArchiveSource(data, name, per_mapping)
