@@ -145,6 +145,31 @@ def xz_with_dictionary(data, dict_code=40):
     return bytes(raw)
 
 
+def one_stream(kind, nbytes, prefix=b""):
+    """``prefix`` and ``nbytes`` zeros in one gzip or zstd stream (a kernel's payload is one)."""
+    c = zlib.compressobj(1, zlib.DEFLATED, 31) if kind == "gzip" else \
+        zstandard.ZstdCompressor(level=1).compressobj()
+    chunk = bytes(1 << 20)
+    parts = [c.compress(prefix)] + [c.compress(chunk) for _ in range(nbytes >> 20)] + [c.flush()]
+    return b"".join(parts)
+
+
+def elf_header(shoff=0, shnum=0, phoff=0, phnum=0):
+    """A 64-bit little-endian ELF header (vmlinux type) and nothing else."""
+    return (b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, phoff, shoff, 0, 64,
+                                                                  56, phnum, 64, shnum, 1))
+
+
+def bzimage_header(payload_length, payload_offset=0):
+    """The setup header of a bzImage (x86 boot protocol 2.15) whose payload follows it."""
+    head = bytearray(1024)
+    head[0x1F1] = 1
+    head[0x202:0x206] = b"HdrS"
+    head[0x206:0x208] = struct.pack("<H", 0x20F)
+    head[0x248:0x250] = struct.pack("<II", payload_offset, payload_length)
+    return bytes(head)
+
+
 def zstd_with_window(log=31):
     """A zstd frame whose header asks for a 2**log byte window (no content size)."""
     descriptor = 0x00  # no checksum, no dictionary, not single segment, no content size
@@ -197,8 +222,11 @@ def exact_capture(pfns, swap=(), page_size=4096, frames=None, kpages=None, info=
 #: Views and formats the capture cases cycle through, so every kind of input meets each.
 VIEWS = ([], ["-u"], ["-m"], ["-w"], ["-t", "-k", "-p"], ["-F", "json"], ["-F", "csv"], ["-F", "openmetrics"],
          ["--cgroup"], ["-g"], ["-w", "-t", "-k", "-p"], ["-c", "pid name command vss rss pss uss swap"],
-         ["-m", "-t", "-p"], ["-u", "-F", "json"], ["--pie", "name", "-o", "{tmp}/pie.png"],
-         ["--bar", "pid", "-o", "{tmp}/bar.svg"], ["--exact", "-u"], ["-F", "markdown"])
+         ["-m", "-t", "-p"], ["-u", "-F", "json"], ["-g", "-k", "-t"], ["-u", "-p", "-t"], ["--exact", "-u"],
+         ["-F", "markdown"])
+#: Charts cost a few tenths of a second each: these inputs are drawn too (every one of them is also
+#: run through the views above).
+CHARTED = ("smaps", "meminfo", "cmdline", "stat")
 
 
 def _garbage(seed, n):
@@ -391,6 +419,10 @@ def make_cases(tmp):
     for fname, (original, _) in _FILES.items():
         for variant, content in _field_variants(original).items():
             capture_case(f"{fname}: {variant}", _with_file(fname, content))
+            if fname in CHARTED and variant in ("garbage", "huge numbers", "control", "non-utf8"):
+                chart = ["--pie", "name", "-o", f"{tmp}/pie.png"] if len(cases) % 2 else \
+                    ["--bar", "pid", "-o", f"{tmp}/bar.svg"]
+                capture_case(f"{fname}: {variant}, {chart[0]}", _with_file(fname, content), chart)
 
     # absurd figures
     for args in ([], ["--pie", "name", "-o", f"{tmp}/big70.png"], ["--bar", "pid", "-o", f"{tmp}/big70.svg"],
@@ -509,8 +541,29 @@ def make_cases(tmp):
     cases.append(("-S - with zeros", {"argv": ["-S", "-"], "stdin": "/dev/zero"}))
     cases.append(("-S - with nothing", {"argv": ["-S", "-"]}))
     cases.append(("-S - with a capture", {"argv": ["-S", "-"], "stdin": base}))
+    kernels = {"random": _garbage(4, 1 << 20), "ELF and garbage": b"\x7fELF\x02\x01\x01" + _garbage(5, 5000),
+               "ELF header only": elf_header(), "ELF, 65535 sections far away": elf_header(shoff=1 << 40, shnum=65535),
+               "ELF, extended counts": elf_header(shoff=64, shnum=0), "ELF, headers past the end": elf_header(
+                   shoff=1 << 20, shnum=10)}
+    for kind in ("gzip", "zstd"):
+        kernels[f"{kind} bomb of ELF zeros"] = one_stream(kind, 64 << 20, prefix=b"\x7fELF")
+    for kind in ("gzip", "xz", "zstd", "bzip2"):
+        kernels[f"{kind} ELF claiming 1 TiB"] = zeros_stream(kind, 1 << 20, prefix=elf_header(shoff=1 << 40,
+                                                                                                shnum=3))
+        kernels[f"{kind} ELF claiming 255 MiB"] = zeros_stream(kind, 16 << 20, prefix=elf_header(shoff=255 << 20,
+                                                                                                   shnum=3))
+    kernels["bzImage header, payload past the end"] = bzimage_header(1 << 30)
+    kernels["bzImage of garbage"] = bzimage_header(4096) + _garbage(6, 8192)
+    bomb = one_stream("gzip", 64 << 20, prefix=elf_header(shoff=64, shnum=3)[:-2] + b"\0\0")
+    kernels["bzImage of a gzip bomb"] = bzimage_header(len(bomb)) + bomb
+    kernels["70 gzip candidates"] = one_stream("gzip", 1 << 20, prefix=b"\x7fELF") * 70
+    for name, data in kernels.items():
+        path = os.path.join(tmp, f"k{len(cases)}")
+        with open(path, "wb") as f:
+            f.write(data)
+        cases.append((f"-K {name}", {"argv": ["-S", base, "-w", "-K", path]}))
     for path in (fifo, "/dev/zero", tmp, "/nonexistent", empty, base, "/dev/null"):
-        cases.append((f"-K {path}", {"argv": ["-S", base, "-w", "-K", path]}))
+        cases.append((f"-K {path.replace(tmp, 'TMP')}", {"argv": ["-S", base, "-w", "-K", path]}))
     for args in (["-F", "nosuch"], ["--pie", "nosuch", "-o", f"{tmp}/x.png"], ["--bar", "pss", "-o", f"{tmp}/x.nosuch"],
                  ["-o", f"{tmp}/x.png"], ["--recommend", "nan", "-w"], ["--recommend", "-1", "-w"],
                  ["--pie", "name", "-o", "/nonexistent/dir/x.png"], ["--pie", "name", "-o", "/dev/full"],

@@ -614,3 +614,28 @@ def test_huge_repeat_counts_are_refused_before_they_are_built(pattern):
     with pytest.raises(UsageError, match="a repeat count over"):
         Selection(process=pattern)
     assert Selection(process="a{10000}|(b+)*c").process is not None  # within the bound, and unbounded
+
+
+def test_a_kernel_bomb_is_not_inflated_past_its_headers():
+    # ELF headers and 128 MiB of zeros in one stream: all were inflated (up to 512 MiB before refusing)
+    from smem.errors import KernelImageError
+    from smem.parsers.kernel_image import kernel_image_size
+    for kind in ("gzip", "zstd"):
+        bomb = hc.one_stream(kind, 128 << 20, prefix=hc.elf_header(shoff=64, shnum=3))
+        code, peak = _max_rss_growth(lambda: kernel_image_size(hc.bzimage_header(len(bomb)) + bomb))
+        assert code in (0, 2) and peak < 50, (kind, peak)
+    claim = hc.one_stream("gzip", 1 << 20, prefix=hc.elf_header(shoff=1 << 40, shnum=3))
+    with pytest.raises(KernelImageError, match="more than 256 MiB"):
+        kernel_image_size(claim)
+
+
+def test_a_capture_file_is_read_in_place_not_copied(tmp_path):
+    # an uncompressed capture holding a 199 MiB member it ignores (an absolute path): the
+    # file was read whole into memory before its members were looked at
+    path = tmp_path / "big.tar"
+    with open(path, "wb") as f:
+        f.write(hc.without_end(hc.capture_tar()) + hc.header(b"/99/frames", 199 << 20, kind=b"0"))
+        f.truncate(f.tell() + (199 << 20) + 1024)
+    code, peak = _max_rss_growth(lambda: open_source(str(path)).pids())
+    assert code == 0 and peak < 100
+    assert open_source(str(path)).pids() == [1234]

@@ -40,7 +40,7 @@ __all__ = ["KernelImageSize", "kernel_image_size", "MAX_DECOMPRESSED"]
 
 #: Refuse to decompress a kernel larger than this (decompression bombs).
 #: Real x86-64 vmlinux payloads are 30-100 MiB.
-MAX_DECOMPRESSED = 512 * 1024 * 1024
+MAX_DECOMPRESSED = 256 * 1024 * 1024
 
 # Decompress in chunks of this size, so a bomb is caught before it is built.
 _CHUNK = 4 * 1024 * 1024
@@ -302,16 +302,28 @@ def _candidates(view: memoryview) -> list[tuple[int, str]]:
 
 
 def _try_stream(kind: str, view: memoryview, problems: list[str], limit: int) -> Optional[bytearray]:
-    """Decompress a *kind* stream at the start of *view*; its output if that is an ELF file, else None."""
+    """Decompress a *kind* stream at the start of *view*; its output if that is an ELF file, else None.
+
+    Decompression stops where the ELF header says its headers end (``size`` reads
+    nothing past them), and a header placing them past *limit* is refused at once.
+    """
     out = bytearray()
+    needed = None
     try:
         for chunk in _DECOMPRESSORS[kind](view):
             out += chunk
+            if len(out) >= 4 and out[:4] != _ELF_MAGIC:
+                return None
+            if needed is None:
+                needed = _elf_extent(out)
+                if needed is not None and needed > limit:
+                    raise KernelImageError("%s stream holds an ELF file of more than %g MiB (its headers end "
+                                           "at %d bytes); refusing it" % (kind, limit / 2**20, needed))
+            if needed is not None and len(out) >= needed:
+                break
             if len(out) > limit:
                 raise KernelImageError("%s stream decompresses to more than %g MiB; refusing it"
                                        % (kind, limit / 2**20))
-            if len(out) >= 4 and out[:4] != _ELF_MAGIC:
-                return None
     except _STREAM_ERRORS as e:
         if len(out) >= 4:   # a vmlinux that breaks off: worth reporting
             problems.append("%s stream is corrupt after %d bytes (%s)" % (kind, len(out), e))
@@ -319,6 +331,20 @@ def _try_stream(kind: str, view: memoryview, problems: list[str], limit: int) ->
     if out[:4] != _ELF_MAGIC:
         return None
     return out
+
+
+def _elf_extent(head: bytearray) -> Optional[int]:
+    """Where the section and program headers of the ELF file starting ``head`` end; None
+    until ``head`` holds the ELF header, or where the counts are extended (in section 0)."""
+    if len(head) < 64 or head[4] not in _LAYOUT or head[5] not in (1, 2):
+        return None if len(head) < 64 else 64
+    bo = "<" if head[5] == 1 else ">"
+    eh_fmt = struct.Struct(bo + _LAYOUT[head[4]][0])
+    (_t, _m, _v, _e, e_phoff, e_shoff, _f, _eh, e_phentsize, e_phnum, e_shentsize, e_shnum,
+     _x) = eh_fmt.unpack_from(head, 16)
+    if (e_shoff and e_shnum == 0) or e_phnum == _PN_XNUM:
+        return None
+    return max(16 + eh_fmt.size, e_shoff + e_shnum * e_shentsize, e_phoff + e_phnum * e_phentsize)
 
 
 def _zlib_chunks(view: memoryview) -> Iterator[bytes]:
@@ -348,20 +374,17 @@ def _maxlen_chunks(make: Callable[[], object]) -> Callable[[memoryview], Iterato
 def _zstd_chunks(view: memoryview) -> Iterator[bytes]:
     # Kernel zstd frames are written from a pipe, so carry no content size,
     # and are followed by the image's tail: decompress one frame, streaming.
-    # Input goes in small pieces because zstd can expand a few bytes into a
-    # 128 KiB block; this bounds what one call can produce.
+    # The stream reader gives at most _CHUNK bytes a call, however few bytes of
+    # input they come from (a 4-byte block can expand to 128 KiB).
     if _zstandard is None:
         raise KernelImageError("this kernel is zstd-compressed: install the Python package 'zstandard'")
-    d = _zstandard.ZstdDecompressor().decompressobj()
-    pos = 0
-    while not d.eof:
-        if pos >= len(view):
-            raise EOFError("zstd stream ends early")
-        yield d.decompress(view[pos:pos + _ZSTD_PIECE])
-        pos += _ZSTD_PIECE
+    reader = _zstandard.ZstdDecompressor().stream_reader(view, read_across_frames=False)
+    while True:
+        chunk = reader.read(_CHUNK)
+        if not chunk:
+            return
+        yield chunk
 
-
-_ZSTD_PIECE = 4096
 
 
 _LZ4_LEGACY_MAGIC = 0x184C2102

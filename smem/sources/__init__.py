@@ -23,8 +23,8 @@ def open_source(spec=None, stdin=None, per_mapping=True):
     """
     if spec is None or spec == "":
         return LiveSource()
-    from .archive import ArchiveSource, read_capture
-    from .directory import DirectorySource  # decompressors: only for captures
+    from .archive import ArchiveSource, CaptureFile, read_capture  # decompressors: only for captures
+    from .directory import DirectorySource
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         return ArchiveSource(read_capture(stream, "standard input"), "<stdin>", per_mapping)
@@ -41,12 +41,15 @@ def open_source(spec=None, stdin=None, per_mapping=True):
         return DirectorySource(spec)
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # refused unopened: opening may block or act
         raise SourceError(f"{spec}: not a capture file (a device or socket)")
+    name = os.path.basename(spec)
     try:
         with open(spec, "rb") as f:
             mode = os.fstat(f.fileno()).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            if stat.S_ISREG(mode):  # read in place, as the members are needed
+                return ArchiveSource(CaptureFile(f, name), name, per_mapping)
+            if not stat.S_ISFIFO(mode):
                 raise SourceError(f"{spec}: not a capture file (a device or socket)")
-            data = read_capture(f, os.path.basename(spec))
+            data = read_capture(f, name)
     except OSError as e:
         raise SourceError(f"cannot read {spec}: {e.strerror}") from None
-    return ArchiveSource(data, os.path.basename(spec), per_mapping)
+    return ArchiveSource(data, name, per_mapping)

@@ -14,6 +14,7 @@ import bz2
 import gzip
 import io
 import lzma
+import os
 import zlib
 
 from ..errors import CaptureError
@@ -21,7 +22,8 @@ from .base import MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, Source, is_pid_name,
 from .captured import CaptureFacts
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
-__all__ = ["ArchiveSource", "read_capture", "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES"]
+__all__ = ["ArchiveSource", "CaptureFile", "read_capture", "MAX_CAPTURE_BYTES", "MAX_MEMBER_BYTES",
+           "MAX_FRAME_MEMBER_BYTES"]
 
 #: A capture decompressing to more than this is refused: a 10,000-process server's
 #: capture is about 2 GiB; more is a bomb, and reading it would only cost time.
@@ -60,6 +62,37 @@ def read_capture(stream, name):
         if len(buffer) + len(chunk) > MAX_CAPTURE_BYTES:
             raise CaptureError(f"{name}: larger than {MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
         buffer += chunk
+
+
+class CaptureFile:
+    """A regular capture file read in place: its bytes as they are needed, never all at
+    once (os.pread, not mmap: a file cut short under us reads short, not SIGBUS)."""
+
+    def __init__(self, f, name):
+        self._f = f
+        self._size = os.fstat(f.fileno()).st_size
+        if self._size == 0:
+            raise CaptureError(f"{name}: empty (no capture)")
+        first = self[:512]
+        if not first.strip(b"\0"):
+            raise CaptureError(f"{name}: starts with zeros: not a capture")
+
+    def __len__(self):
+        return self._size
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(self._size)
+            return os.pread(self._f.fileno(), max(0, stop - start), start)
+        data = os.pread(self._f.fileno(), 1, key)
+        if not data:
+            raise IndexError(key)
+        return data[0]
+
+    def stream(self):
+        """The file from its start, to read forward."""
+        self._f.seek(0)
+        return self._f
 
 
 class _XzReader(io.RawIOBase):
@@ -166,9 +199,10 @@ class _Stream:
     def __init__(self, data, name):
         self.name = name
         self.kind = None
-        self._raw = io.BytesIO(data)
+        self._raw = data.stream() if isinstance(data, CaptureFile) else io.BytesIO(data)
+        head = bytes(data[:8])
         for magic, kind, reader in _COMPRESSIONS:
-            if data.startswith(magic):
+            if head.startswith(magic):
                 self.kind = kind
                 if kind == "zstd" and _zstd_frames_end(data) is None:
                     raise CaptureError(f"{name}: zstd data is truncated or corrupt (a frame is cut short)")
@@ -186,6 +220,8 @@ class _Stream:
         try:
             return self._raw.read(size)
         except self._errors as e:
+            if self.kind is None:
+                raise CaptureError(f"{self.name}: cannot be read ({e or type(e).__name__})") from None
             raise CaptureError(f"{self.name}: {self.kind} data is truncated or corrupt "
                                f"({e or type(e).__name__})") from None
 
