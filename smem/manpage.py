@@ -33,7 +33,8 @@ def _options(command, ctx):
 
 
 def manpage():
-    ctx = click.Context(report, info_name="smem")
+    # with each command's own context settings, so that -h is there as when the command runs
+    ctx = click.Context(report, info_name="smem", **report.context_settings)
     paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(report.help).split("\n\n")]
     description = "\n.PP\n".join(_roff(p) for p in paragraphs)
     examples, _, exits = EPILOG.replace("\b\n", "").partition("Exit status:")
@@ -43,7 +44,8 @@ def manpage():
         if command is report:
             continue
         commands += [f".SH {name.upper()}", _roff(" ".join(command.help.split())),
-                     *_options(command, click.Context(command, info_name=f"smem {name}"))]
+                     *_options(command, click.Context(command, info_name=f"smem {name}",
+                                                      **command.context_settings))]
     formats = []
     for name, fmt in FORMATS.items():
         if name not in STYLES:

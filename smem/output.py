@@ -110,6 +110,11 @@ def _appeared(path):
     return OutputError(f"refusing to write {path}: it appeared while smem was writing; run again")
 
 
+def _not_ours(path, uid):
+    return OutputError(f"refusing to write {path}: it belongs to another user (uid {uid}) "
+                       "in a world-writable directory; remove it or choose another name")
+
+
 def _error(path, e):
     return OutputError(f"cannot write {path}: {e.strerror or e}")
 
@@ -187,6 +192,9 @@ class _Target:
             mode = stat.S_IFREG  # a dangling link of ours: its target is made below
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             raise OutputError(f"refusing to write {path}: it is {_kind(mode)}, and -o writes regular files")
+        sticky_owner = None if follow else _sticky_owner(directory)
+        if sticky_owner is not None and link.st_uid not in (os.geteuid(), sticky_owner):
+            raise _not_ours(path, link.st_uid)  # before opening: a FIFO's reader learns nothing
         flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
         try:
             fd = os.open(leaf, flags | (os.O_CREAT if follow else 0), 0o666, dir_fd=directory)
@@ -199,11 +207,9 @@ class _Target:
                 raise OutputError(f"refusing to write {path}: it became a symbolic link") from None
             raise _error(path, e) from None
         info = os.fstat(fd)
-        owner = None if follow else _sticky_owner(directory)
-        if owner is not None and info.st_uid not in (os.geteuid(), owner):
+        if sticky_owner is not None and info.st_uid not in (os.geteuid(), sticky_owner):
             os.close(fd)  # as fs.protected_regular / protected_fifos: another user's file in /tmp
-            raise OutputError(f"refusing to write {path}: it belongs to another user (uid {info.st_uid}) "
-                              "in a world-writable directory; remove it or choose another name")
+            raise _not_ours(path, info.st_uid)
         if stat.S_ISFIFO(info.st_mode):
             self.fifo = fd
             return

@@ -1,11 +1,19 @@
 """Shared test helpers: where the recorded data lives, and running smem as a user would."""
 
+import gc
 import os
+import signal
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
+import click
+import click.formatting
+import click.testing
 import pytest
+
+import smem.cli
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
@@ -29,7 +37,78 @@ def realproc():
 
 
 def run_smem(*args, input=None, env=None, check=False):
-    """Run ``python -m smem ARGS`` in a clean environment (no COLUMNS/LINES), as a user would."""
+    """Run smem's command line with ARGS in this process, as ``python -m smem ARGS`` would.
+
+    ``smem.cli.main(argv)`` is what ``python -m smem`` calls; here it runs inside
+    click's CliRunner isolation: stdin holds ``input`` (empty otherwise, as
+    /dev/null), stdout and stderr are captured as bytes, COLUMNS and LINES are
+    removed from the environment and ``env`` added, the working directory is
+    the repository's.  Neither stdout nor stdin is a terminal, as with the pipes
+    of a subprocess.  The exit status is the SystemExit's; an exception smem
+    lets out is, as for a command, a traceback on stderr and status 1.
+
+    What only a separate process shows -- the entry point, signals, a broken or
+    closed stdout, another user, smem leaving its own process out of -P -- is
+    for ``run_smem_process``.
+    """
+    argv = [str(a) for a in args]
+    environment = {"COLUMNS": None, "LINES": None, **(env or {})}
+    before = _process_state()
+    cwd = os.getcwd()
+    os.chdir(TESTS.parent)
+    try:
+        with _RUNNER.isolation(input=b"" if input is None else input, env=environment) as (out, err, _):
+            # Not a terminal: what shutil.get_terminal_size sees behind a pipe (80x24), and click's
+            # help as wide as that, not CliRunner's forced 80 columns.
+            click.formatting.FORCED_WIDTH = None
+            real_stdout, sys.__stdout__ = sys.__stdout__, sys.stdout
+            try:
+                code = _exit_status(smem.cli.main, argv)
+            finally:
+                sys.__stdout__ = real_stdout
+                sys.stdout.flush()
+                sys.stderr.flush()
+            stdout, stderr = out.getvalue(), err.getvalue()
+    finally:
+        os.chdir(cwd)
+    leaked = _process_state() != before
+    assert not leaked, f"smem {argv} changed this process: {before} -> {_process_state()}"
+    proc = subprocess.CompletedProcess(["smem", *argv], code, stdout, stderr)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"smem {args} failed ({proc.returncode}): {proc.stderr.decode()}")
+    return proc
+
+
+_RUNNER = click.testing.CliRunner()
+
+
+def _exit_status(main, argv):
+    """What the interpreter would exit with: SystemExit's code, 1 (and a traceback) for an exception."""
+    try:
+        main(argv)
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(e.code, file=sys.stderr)
+        return 1
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def _process_state():
+    """What a run of smem in this process must leave as it found it."""
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE)
+    return {"gc": gc.isenabled(), "signals": {s: signal.getsignal(s) for s in signals},
+            "environ": dict(os.environ), "stdio": (sys.stdin, sys.stdout, sys.stderr)}
+
+
+def run_smem_process(*args, input=None, env=None, check=False):
+    """Run ``python -m smem ARGS`` as a separate process in a clean environment (no COLUMNS/LINES).
+
+    For what only an installed command shows; everything else uses ``run_smem``.
+    """
     environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     environment.update(env or {})
     proc = subprocess.run([sys.executable, "-m", "smem", *map(str, args)],

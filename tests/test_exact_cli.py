@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import AS_NOBODY, run_smem
+from conftest import AS_NOBODY, run_smem, run_smem_process
 from workload import PAGE_KIB, forked_workers
 
 SHARED_KIB, PRIVATE_KIB, WORKERS = 4096, 1024, 3
@@ -81,8 +81,9 @@ def test_shared_with_names_the_siblings(family):
     assert leader not in shares
     assert lines[-1].startswith("1 selected process shares ")
     # smem itself maps the same interpreter and libraries: it is never an answer
-    named = json.loads(run_smem("--exact", "--shared-with", "-P", f"^{comm}$", "-c", "pid command shared",
-                                "-F", "json").stdout)
+    # (a separate process: here smem's own process is the one to leave out)
+    named = json.loads(run_smem_process("--exact", "--shared-with", "-P", f"^{comm}$", "-c", "pid command shared",
+                                        "-F", "json").stdout)
     assert named["rows"] and not [r for r in named["rows"] if "--shared-with" in r["command"]]
 
 
@@ -101,6 +102,7 @@ def test_exact_capture_gives_the_live_figures_offline(family, tmp_path):
     assert b" - " not in implied.stdout and len(implied.stdout.splitlines()) == len(wl.pids) + 1
 
 
+@pytest.mark.process
 def test_without_root_a_clear_message_and_the_smaps_report(family):
     wl, comm = family
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
@@ -140,10 +142,12 @@ def test_exact_views_and_openmetrics_for_every_view():
         assert list(parser.text_string_to_metric_families(proc.stdout.decode())), args
 
 
+@pytest.mark.process
 @needs_root
 def test_shared_with_never_selects_smem_itself(family):
     wl, comm = family
-    proc = run_smem("--exact", "--shared-with", "-P", "python3 -m smem --exact --shared-with")
+    # a process of its own, whose command line the pattern matches (sys.executable -m smem ...)
+    proc = run_smem_process("--exact", "--shared-with", "-P", "smem --exact --shared-with")
     assert proc.returncode == 1 and b"no process matches" in proc.stderr
     om = run_smem("--exact", "--shared-with", "-P", f"^{comm}$", "-F", "openmetrics")
     assert b"smem_sharing_shared_bytes{pid=" in om.stdout

@@ -125,6 +125,7 @@ def test_all_columns():
     assert row["swap"] > 0 and row["swappss"] > 0  # the capture's process with pages in swap
 
 
+@pytest.mark.process
 def test_broken_pipe_is_quiet():
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     pipeline = subprocess.run(f"{sys.executable} -m smem -S {CAPTURE} -m -c 'map pss' | head -1",
@@ -137,8 +138,11 @@ def test_broken_pipe_is_quiet():
     assert proc.wait(timeout=60) == 0 and proc.stderr.read() == b""
 
 
+@pytest.mark.process
 def test_man_page_is_generated_from_the_cli():
     committed = (TESTS.parent / "docs" / "smem.1").read_text()
+    # A fresh interpreter: smem.manpage's output changes once the command line has run in the
+    # process (click keeps the help option made with -h; the page then lists "-h, --help").
     fresh = subprocess.run([sys.executable, "-m", "smem.manpage"], capture_output=True, text=True,
                            cwd=TESTS.parent, check=True).stdout
     assert fresh == committed, "docs/smem.1 is stale: python -m smem.manpage > docs/smem.1"
@@ -158,6 +162,7 @@ def test_table_formats_are_tabulates():
     assert set(TABLE_FORMATS) - {"markdown"} <= set(tabulate.tabulate_formats)
 
 
+@pytest.mark.process
 def test_text_reports_import_neither_matplotlib_nor_numpy_nor_tabulate():
     for args in (["--help"], ["-S", str(CAPTURE), "-c", "pid pss"], ["-S", str(CAPTURE), "-u", "-t", "-k"]):
         proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "smem", *args], capture_output=True,

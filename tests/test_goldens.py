@@ -14,14 +14,14 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from conftest import run_smem
+
 TESTS = Path(__file__).resolve().parent
-REPO = TESTS.parent
 FIXTURES = TESTS / 'fixtures'
 GOLDENS = FIXTURES / 'goldens'
 SMEM15 = '/usr/bin/smem'
@@ -48,19 +48,13 @@ def _cases(kind: str) -> list:
     return params
 
 
-def _env() -> dict:
-    return {k: v for k, v in os.environ.items() if k not in ('COLUMNS', 'LINES')}
-
-
 def run_ours(capture: Path, args: list[str]) -> subprocess.CompletedProcess:
-    env = _env()
-    if '-a' in args:
-        # smem 1.5's -a asks stty for the terminal and, with none, assumes 80 columns; off a
-        # terminal we cut nothing (README), so its output is ours on a terminal 80 wide
-        env['COLUMNS'] = '80'
-    return subprocess.run([sys.executable, '-m', 'smem', '-S', str(capture), *args],
-                          stdin=subprocess.DEVNULL, capture_output=True, env=env,
-                          cwd=REPO, timeout=300)
+    """Our command line, in this process (conftest.run_smem: stdout and stderr as bytes, no COLUMNS).
+
+    smem 1.5's -a asks stty for the terminal and, with none, assumes 80 columns; off a terminal
+    we cut nothing (README), so its -a output is ours on a terminal 80 wide.
+    """
+    return run_smem('-S', capture, *args, env={'COLUMNS': '80'} if '-a' in args else None)
 
 
 def _diff(expected: bytes, got: bytes) -> str:

@@ -114,18 +114,22 @@ def test_stat_kernel_thread_flag():
     assert st.is_kernel_thread
 
 
-@pytest.mark.parametrize("path", realproc_files("stat"), ids=str)
+# /proc/PID/stat only: the system-wide /proc/stat beside them is another file
+@pytest.mark.parametrize("path", [p for p in realproc_files("stat") if p.parent.name.isdigit()], ids=str)
 def test_stat_reads_every_recorded_kernel(path):
-    data = path.read_bytes()
-    if not data.strip() or b"(" not in data:
-        pytest.skip("system-wide /proc/stat, not a pid stat")
-    st = parse_stat(data)
+    st = parse_stat(path.read_bytes())
     if "semi-synthetic" not in path.parts[-4] and "prometheus" not in str(path):
         assert st.pid == int(path.parent.name)
     assert st.pid > 0
     assert st.comm and st.state
-    if st.ppid == 2 or st.pid == 2:
-        assert st.is_kernel_thread or st.flags is None or st.flags & 0x00200000 == 0  # pre-2.6.27 kernels lack the flag
+    # PF_KTHREAD (2.6.27+) marks kthreadd (pid 2, parent 0) and the threads it starts, nothing else
+    kthreadd = (st.pid, st.ppid) == (2, 0)
+    if st.is_kernel_thread:
+        assert kthreadd or st.ppid == 2, st
+    if kthreadd:
+        assert st.comm == "kthreadd" and st.is_kernel_thread, st
+    if st.pid == 1:
+        assert not st.is_kernel_thread, st
 
 
 def test_cmdline():

@@ -23,7 +23,7 @@ import tarfile
 
 import pytest
 
-from conftest import FIXTURES, TESTS, realproc_files, run_smem
+from conftest import FIXTURES, TESTS, realproc_files, run_smem, run_smem_process
 from smem.parsers import smaps
 
 KERNEL_KEYS = ("Size", "KernelPageSize", "MMUPageSize", "Rss", "Pss", "Pss_Dirty", "Pss_Anon", "Pss_File",
@@ -229,5 +229,6 @@ def test_version_says_which_smaps_parser_runs():
     from smem.parsers import smaps
     said = run_smem("--version").stdout.decode()
     assert said.startswith("smem ") and f"(smaps parser: {smaps.IMPLEMENTATION})" in said
-    pure = run_smem("--version", env={"SMEM_PURE_PYTHON": "1"}).stdout.decode()
+    # (a new process: the parser is chosen when smem is imported)
+    pure = run_smem_process("--version", env={"SMEM_PURE_PYTHON": "1"}).stdout.decode()
     assert "(smaps parser: Python)" in pure

@@ -173,6 +173,7 @@ def test_realmem_below_memtotal_is_warned_about(tmp_path):
     assert areas["firmware/hardware"][0] == 0
 
 
+@pytest.mark.process
 def test_live_kernel_image_unknown_without_root_says_why():
     if os.geteuid() != 0:
         pytest.skip("needs root to become another user")

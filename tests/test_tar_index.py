@@ -130,7 +130,9 @@ def test_damaged_captures_give_the_same_error(captures, monkeypatch):
         "zeros": bytes(2048),
         "header cut": raw[:header + 100],
         "data cut": raw[:data + 300],
-        "a third": raw[:len(raw) // 3],
+        # (a third of the way, inside a member's data: a cut that falls between two members
+        # is an archive without an end marker, which is no error)
+        "a third": raw[:next(m[4] for m in members if m[4] > len(raw) // 3 and m[5] > 600) + 100],
         "garbage after the end": raw + b"garbage",
         "garbage after the last member": raw[:end] + b"garbage" + bytes(2048),
         "garbage header": raw[:header] + random.Random(8).randbytes(512) + raw[header + 512:],
