@@ -106,6 +106,16 @@ class Source(abc.ABC):
         except OSError as e:
             raise process_error(pid, e) from None
 
+    def _status_owner(self, pid):
+        """The effective uid of ``pid`` from its status file (where no directory owner says it)."""
+        from ..parsers.status import parse_status, status_ids
+        data = self.read_optional(f"{pid}/status")
+        if data:
+            ids = status_ids(parse_status(data), "Uid")
+            if ids and len(ids) > 1:
+                return ids[1]
+        return None
+
     def has(self, capability):
         return capability in self.capabilities
 

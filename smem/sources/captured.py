@@ -8,7 +8,6 @@ own processes), ``dmesg`` (the kernel's boot "Memory:" line) and
 
 from ..parsers.capture_info import parse_capture_info
 from ..parsers.passwd import parse_passwd
-from ..parsers.status import parse_status, status_ids
 
 __all__ = ["CaptureFacts"]
 
@@ -47,11 +46,3 @@ class CaptureFacts:
             data = self.read_optional("passwd")
             self._passwd = parse_passwd(data) if data else {}
         return self._passwd
-
-    def _status_owner(self, pid):
-        data = self.read_optional(f"{pid}/status")
-        if data:
-            ids = status_ids(parse_status(data), "Uid")
-            if ids and len(ids) > 1:
-                return ids[1]
-        return None

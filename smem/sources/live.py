@@ -152,15 +152,6 @@ class LiveSource(Source):
             "machine": uname.machine,
         }
 
-    def _status_owner(self, pid):
-        from ..parsers.status import parse_status, status_ids
-        data = self.read_optional(f"{pid}/status")
-        if data:
-            ids = status_ids(parse_status(data), "Uid")
-            if ids and len(ids) > 1:
-                return ids[1]
-        return None
-
     def close(self):
         if self._proc_fd is not None:
             os.close(self._proc_fd)
