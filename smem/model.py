@@ -390,6 +390,12 @@ def own_invocation(source, selection):
     return frozenset(mine)
 
 
+#: No machine has 2**64 bytes: a counter at or past this many KiB is a damaged or hostile file.
+MAX_KIB = 1 << 54
+
+#: What is checked against MAX_KIB where the report keeps every counter.
+_CHECKED = ("Size", "Rss", "Pss", "Swap", "Private_Clean", "Private_Dirty")
+
 #: The kernel's split of PSS in smaps_rollup (Linux 5.9+): anonymous, file, shmem.
 ROLLUP_SPLIT = ("Pss_Anon", "Pss_File", "Pss_Shmem")
 
@@ -451,6 +457,11 @@ def _load_counters(source, process, selection, needs):
         process.mappings = mappings
     if source.local:
         process.read_seconds = time.monotonic() - started
+    totals = process.totals  # (the sums the report reads anyway: computed once, here)
+    for key in needs.counters if needs.counters is not None else _CHECKED:
+        value = totals.get(key)
+        if value is not None and value >= MAX_KIB:
+            raise ProcessUnreadable(pid, "malformed smaps: a figure no machine has")
     if needs.status:
         process.status = status
     if needs.cgroup:

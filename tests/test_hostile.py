@@ -11,7 +11,7 @@ import time
 import pytest
 
 import hostile_corpus as hc
-from conftest import TESTS
+from conftest import TESTS, run_smem
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
 from smem.sources import open_source
 from smem.sources import archive as capture
@@ -639,3 +639,14 @@ def test_a_capture_file_is_read_in_place_not_copied(tmp_path):
     code, peak = _max_rss_growth(lambda: open_source(str(path)).pids())
     assert code == 0 and peak < 100
     assert open_source(str(path)).pids() == [1234]
+
+
+def test_a_counter_no_machine_has_makes_its_process_unreadable(tmp_path):
+    """A PSS of 2**70 kB is not shown (nor drawn, nor summed): the process is counted unreadable."""
+    path = tmp_path / "c.tar"
+    path.write_bytes(hc.capture_tar(processes={1234: hc.process_files(smaps=hc.SMAPS.replace(
+        b"150 kB", b"%d kB" % 2 ** 70)), 1235: hc.process_files(1235)}))
+    for args in ([], ["-m"], ["-u", "-t"]):
+        proc = run_smem("-S", path, *args)
+        assert proc.returncode == 0 and str(2 ** 70).encode() not in proc.stdout, args
+        assert b"a figure no machine has" in proc.stderr, args
