@@ -23,7 +23,7 @@ import tarfile
 
 import pytest
 
-from conftest import FIXTURES, TESTS, realproc_files, run_smem, run_smem_process
+from conftest import FIXTURES, REALPROC, TESTS, realproc_files, run_smem, run_smem_process
 from smem.parsers import smaps
 
 KERNEL_KEYS = ("Size", "KernelPageSize", "MMUPageSize", "Rss", "Pss", "Pss_Dirty", "Pss_Anon", "Pss_File",
@@ -127,7 +127,10 @@ RECORDED = _recorded()
 
 
 def test_there_is_recorded_data_to_compare():
-    assert len(RECORDED) >= 20 and len(_capture_members()) >= 20
+    assert len(_capture_members()) >= 20
+    if not REALPROC.is_dir():
+        pytest.skip("../shared/realproc is not available")
+    assert len(RECORDED) >= 20
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=str)
