@@ -247,7 +247,24 @@ def test_capture_output_never_replaces_a_link_or_a_pipe(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the reader is there before smem opens the FIFO
+
+    def read_all():
+        import select
+        import time
+        chunks = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and select.select([fd], [], [], 1)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                chunks.append(chunk)
+            elif chunks:
+                break  # the writer came and went
+            else:
+                time.sleep(0.01)  # no writer yet: a FIFO without one reads as its end
+        os.close(fd)
+        got.append(b"".join(chunks))
+    reader = threading.Thread(target=read_all)
     reader.start()
     assert run_smem("capture", "-o", fifo).returncode == 0
     reader.join(60)
