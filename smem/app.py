@@ -7,11 +7,12 @@ sizing, table, format or chart.  Other front ends (a watch loop, a server)
 call :func:`run_report` or its steps too.
 """
 
+import contextlib
 import os
 from dataclasses import dataclass, replace
 from typing import List, Optional
 
-from .errors import UsageError
+from .errors import SmemError, UsageError
 from .extras import require
 from .formats import FORMATS, Rendering, render
 from .model import Selection, load_snapshot, own_invocation
@@ -26,7 +27,7 @@ from .views.diff import diff_view
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "load_warnings", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "run_capture", "plan", "Plan", "read_snapshot", "load_warnings", "SLOW_READ_SECONDS"]
 
 
 @dataclass
@@ -200,3 +201,44 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
         warnings.append(f"reading pid {p.pid} ({p.name.translate(CONTROLS)}) took {p.read_seconds:.1f} s: "
                         "reading smaps stalls a process with much memory mapped; --max-rss SIZE skips such processes")
     return warnings
+
+
+def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, force=False):
+    """Write a capture of this machine (or of ``host``) to the file ``path``, or to ``stream``
+    (standard output) when ``path`` is None; the warnings to show.  ``compression``: gz, bz2, xz,
+    zst or none."""
+    from .capture_writer import write_capture
+    from .output import output_file
+    if exact:
+        require("numpy", "capture --exact")
+    if compression == "zst":
+        require("zstandard", "capture --compression zst")
+    source = open_source(host) if host else open_source(None)
+    target = (output_file(path, force=force, what="capture", private=True) if path is not None
+              else contextlib.nullcontext(stream))
+    try:
+        with target as out, _compressed(out, compression) as (archive, tar_compression):
+            written, skipped = write_capture(source, archive, tar_compression, exact=exact)
+        if path is None:
+            stream.flush()
+    except BrokenPipeError:
+        raise  # a closed pipe: the command line ends quietly
+    except OSError as e:
+        raise SmemError(f"cannot write the capture: {e.strerror or e}") from None
+    finally:
+        source.close()
+    if not skipped:
+        return []
+    return [f"{skipped} process{'es' if skipped > 1 else ''} could not be read and "
+            f"{'were' if skipped > 1 else 'was'} left out"]
+
+
+@contextlib.contextmanager
+def _compressed(out, compression):
+    """(stream, what tarfile should compress with): zstd is a stream of ours, the rest tarfile's."""
+    if compression != "zst":
+        yield out, None if compression == "none" else compression
+        return
+    import zstandard
+    with zstandard.ZstdCompressor(level=10).stream_writer(out, closefd=False) as stream:
+        yield stream, None

@@ -7,7 +7,6 @@ command builds frozen options (smem.options) and calls one library function;
 :func:`main` turns smem's exceptions into one line on stderr and an exit status.
 """
 
-import contextlib
 import os
 import sys
 
@@ -278,12 +277,6 @@ def capture(output, force, host, compression, exact, script):
         return
     if force and output is None:
         raise UsageError("--force lets -o replace a file: use it with -o")
-    if exact:
-        from .extras import require
-        require("numpy", "capture --exact")
-    from .capture_writer import write_capture
-    from .output import output_file
-    from .sources import open_source
     if exact and host:
         raise UsageError("--exact cannot capture over ssh: the shell script cannot read pagemap; "
                          "run 'smem capture --exact' on the host")
@@ -291,20 +284,14 @@ def capture(output, force, host, compression, exact, script):
         raise SmemError("cannot write the capture: standard output is closed; use -o FILE")
     if output is None and sys.stdout.isatty():
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
-    if compression == "zst":
-        from .extras import require
-        require("zstandard", "capture --compression zst")
-    src = open_source(host) if host else open_source(None)
+    from .app import run_capture
     try:
-        with (output_file(output, force=force, what="capture", private=True) if output else _stdout()) as out, \
-                _compressed(out, compression) as (stream, tar_compression):
-            written, skipped = write_capture(src, stream, tar_compression, exact=exact)
+        warnings = run_capture(output, sys.stdout.buffer if output is None else None,
+                               host=host, compression=compression, exact=exact, force=force)
     except BrokenPipeError:
         _quiet_broken_pipe()
-    except OSError as e:
-        raise SmemError(f"cannot write the capture: {e.strerror}") from None
-    if skipped:
-        _warn(f"{skipped} process{'es' if skipped > 1 else ''} could not be read and {'were' if skipped > 1 else 'was'} left out")
+    for warning in warnings:
+        _warn(warning)
 
 
 def _terminal_columns():
@@ -320,23 +307,6 @@ def _terminal_columns():
 
 def _warn(message):
     click.echo(f"smem: warning: {message}", err=True)
-
-
-@contextlib.contextmanager
-def _compressed(out, compression):
-    """(stream, what tarfile should compress with): zstd is a stream of ours, the rest tarfile's."""
-    if compression != "zst":
-        yield out, None if compression == "none" else compression
-        return
-    import zstandard
-    with zstandard.ZstdCompressor(level=10).stream_writer(out, closefd=False) as stream:
-        yield stream, None
-
-
-@contextlib.contextmanager
-def _stdout():
-    yield sys.stdout.buffer
-    sys.stdout.buffer.flush()
 
 
 def _write(text):
