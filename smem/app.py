@@ -66,26 +66,25 @@ def plan(request):
     exact = request.query.exact or view.requires_exact
     table = replace(request.table, exact=exact)
     columns = selected_columns(view, table, request.chart) + [sort_column(view, table)]
-    needs = needs_of(view, columns)
-    exact = exact or needs.exact
+    exact = exact or any("exact" in c.needs for c in columns)
     if exact and not view.process_groups and not view.requires_exact:
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
-    needs.mappings = needs.mappings or exact
-    needs.max_rss_kib = request.query.max_rss_kib
+    counters = set()
     companions = ()
     if FORMATS[table.format].wants_companions:
         companions = tuple(VIEWS[name] for name in view.metrics_companions)
         for companion in companions:
             options = _companion_options(view, companion, table)
-            cols = selected_columns(companion, options) + [sort_column(companion, options)]
-            needs.counters = needs.counters.union(*(c.counters for c in cols))
+            for column in selected_columns(companion, options) + [sort_column(companion, options)]:
+                counters |= column.counters
     if request.chart is not None:  # a pie sorted by a column that is not an amount shows the view's measure
-        needs.counters |= {c for key in (view.chart_measure, view.chart_measure_without_pss)
-                           for c in view.columns[key].counters}
+        counters |= {c for key in (view.chart_measure, view.chart_measure_without_pss)
+                     for c in view.columns[key].counters}
     if exact:
         require("numpy", "--exact")
         from .exact import COUNTERS_READ  # numpy: only here
-        needs.counters |= COUNTERS_READ
+        counters |= COUNTERS_READ
+    needs = needs_of(view, columns, counters=counters, mappings=exact, max_rss_kib=request.query.max_rss_kib)
     return Plan(view, companions, needs, exact)
 
 

@@ -11,6 +11,7 @@ one warning; anything the user caused is an :class:`~smem.errors.SmemError`.
 """
 
 import contextlib
+import copy
 import gc
 import os
 import re
@@ -303,7 +304,8 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
     """
     selection = selection or Selection()
     needs = needs or Needs()
-    if selection.mapping is not None:
+    if selection.mapping is not None and not needs.mappings:
+        needs = copy.copy(needs)  # -M filters mappings: every process's are read
         needs.mappings = True
     meminfo = read_meminfo(source)
     own_pid = own_invocation(source, selection)
