@@ -53,8 +53,8 @@ def _check(request):
             raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "
                              "the system, without --exact")
         view = diff_view(view)
-    if view.requires_exact and not (query.process_filter or query.user_filter):
-        raise UsageError("--shared-with needs a selection: -P and/or -U")
+    if view.requires_exact and not (query.process_filter or query.user_filter or query.pids):
+        raise UsageError("--shared-with needs a selection: -P, -U or --pid")
     if request.system.recommend is not None and not view.needs_sizing:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
     return view
@@ -100,7 +100,7 @@ def read_snapshot(request, the_plan, spec=None):
     view, needs, exact = the_plan.view, the_plan.needs, the_plan.exact
     query = request.query
     spec = query.source if spec is None else spec
-    selection = Selection(query.process_filter, query.user_filter, query.map_filter)
+    selection = Selection(query.process_filter, query.user_filter, query.map_filter, query.pids)
     # the sharing report reads everyone: the holders are outside the selection
     load_selection = Selection(None, None, query.map_filter) if view.requires_exact else selection
     warnings = []

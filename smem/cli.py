@@ -102,6 +102,7 @@ selection_options = _bundle(
     click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line)."),
     click.option("-M", "--mapfilter", metavar="REGEX", help="Mapping filter regex."),
     click.option("-U", "--userfilter", metavar="REGEX", help="User filter regex."),
+    click.option("--pid", "pids", metavar="PID[,PID...]", help="Only these processes (in every view)."),
     click.option("--jobs", "-j", type=click.IntRange(min=0), metavar="N",
                  help="Read processes in N processes (0: one per CPU; default: one per CPU from 200 "
                       "processes up, else 1)."),
@@ -168,7 +169,17 @@ def _query(o, view, **more):
     max_rss = o["max_rss"]
     return Query(view=view, process_filter=o["processfilter"], user_filter=o["userfilter"],
                  map_filter=o["mapfilter"], max_rss_kib=parse_size(max_rss) // 1024 if max_rss is not None else None,
-                 jobs=o["jobs"], **more)
+                 jobs=o["jobs"], pids=_pids(o["pids"]), **more)
+
+
+def _pids(text):
+    """--pid 12,34 (or "12 34"): the process ids, each a positive number."""
+    if text is None:
+        return None
+    words = text.replace(",", " ").split()
+    if not words or not all(w.isascii() and w.isdigit() and 0 < len(w) <= 10 and int(w) > 0 for w in words):
+        raise UsageError(f"--pid takes process ids, e.g. --pid 1234 or --pid 1234,5678 (not {text[:40]!r})")
+    return tuple(int(w) for w in words)
 
 
 def _run(request):

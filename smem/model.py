@@ -225,10 +225,15 @@ class Selection:
     usage error too, never a hang.
     """
 
-    def __init__(self, process=None, user=None, mapping=None):
+    def __init__(self, process=None, user=None, mapping=None, pids=None):
         self.process = self._compile(process, "-P")
         self.user = self._compile(user, "-U")
         self.mapping = self._compile(mapping, "-M")
+        self.pids = frozenset(pids) if pids else None  # --pid: only these processes
+
+    def wants_pid(self, pid):
+        """--pid: the process is one of those named (all are, without --pid)."""
+        return self.pids is None or pid in self.pids
 
     def wants_process(self, name, cmdline):
         """-P: the regex is found in the name (from stat) or the command line."""
@@ -238,9 +243,9 @@ class Selection:
         """-U: the regex is found in the user name."""
         return self.user is None or bool(self.user.search(user))
 
-    def wants(self, name, cmdline, user):
-        """Whether -P and -U both select a process."""
-        return self.wants_process(name, cmdline) and self.wants_user(user)
+    def wants(self, name, cmdline, user, pid=None):
+        """Whether --pid, -P and -U all select a process."""
+        return (pid is None or self.wants_pid(pid)) and self.wants_process(name, cmdline) and self.wants_user(user)
 
     @staticmethod
     def _compile(pattern, option):
@@ -310,7 +315,7 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
     meminfo = read_meminfo(source)
     own_pid = own_invocation(source, selection)
     names = {}
-    pids = source.pids() if with_processes else []
+    pids = [pid for pid in source.pids() if selection.wants_pid(pid)] if with_processes else []
 
     def one(pid):
         try:

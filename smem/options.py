@@ -27,6 +27,7 @@ class Query:
     exact: bool = False                # --exact (implied by --shared-with)
     jobs: Optional[int] = None         # processes reading in parallel (None: decide)
     max_rss_kib: Optional[int] = None  # --max-rss: skip processes with more resident
+    pids: Optional[Tuple[int, ...]] = None  # --pid: only these processes
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def sharing_of_selection(snapshot, selection, exclude=()):
     ``exclude``: pids never selected (smem's own invocation, whose command lines hold the pattern).
     """
     selected = [p.pid for p in snapshot.processes
-                if p.mappings and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user)]
+                if p.mappings and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user, p.pid)]
     if not selected:
         raise SmemError("--shared-with: no process matches the selection")
     return selected, snapshot.exact.shared_with(selected)

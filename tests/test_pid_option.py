@@ -1,0 +1,45 @@
+"""--pid PID[,PID...] (issue 13, as ps_mem has it): only those processes, in every view."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import run_smem
+
+
+@pytest.fixture
+def children():
+    procs = [subprocess.Popen([sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(3)]
+    for p in procs:
+        assert p.stdout.readline() == b"ready\n"
+    yield [p.pid for p in procs]
+    for p in procs:
+        p.stdin.close()
+        p.wait(30)
+
+
+def _pids(proc):
+    assert proc.returncode == 0, proc.stderr
+    return sorted(int(line.split()[0]) for line in proc.stdout.decode().splitlines())
+
+
+def test_only_the_named_processes(children):
+    a, b, c = children
+    assert _pids(run_smem("--pid", str(a), "-c", "pid", "-H")) == [a]
+    assert _pids(run_smem("--pid", f"{a},{c}", "-c", "pid", "-H")) == sorted([a, c])
+    # in the other views too: the user view counts only them, the mapping view maps only theirs
+    (line,) = run_smem("--pid", f"{a},{b}", "-u", "-c", "count", "-H").stdout.decode().splitlines()
+    assert int(line) == 2
+    mine = run_smem("--pid", str(a), "-m", "-c", "pids", "-H").stdout.decode().split()
+    assert mine and set(mine) == {"1"}
+    # with -P, both must select
+    assert _pids(run_smem("--pid", f"{a},{b}", "-P", "^no-such-name$", "-c", "pid", "-H")) == []
+
+
+@pytest.mark.parametrize("value", ["", "x", "0", "-5", "12,,x", "١٢"])
+def test_a_pid_that_is_none_is_a_usage_error(value):
+    proc = run_smem("--pid", value)
+    assert proc.returncode == 2 and len(proc.stderr.decode().splitlines()) == 1
+    assert "--pid takes process ids" in proc.stderr.decode()
