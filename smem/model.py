@@ -138,25 +138,25 @@ class Needs:
         self.counters = counters
 
 
-#: The time all the matching of one filter may take (-P, -U, -M), seconds: a pattern
-#: that backtracks without end ('(a+)+$' against a long command line) is stopped
-#: and refused rather than left to run for ever (smem 1.5 hangs).
+#: The time one match of a filter may take (-P, -U, -M), seconds: a pattern that
+#: backtracks without end ('(a+)+$' against a long command line) is stopped and refused
+#: rather than left to run for ever (smem 1.5 hangs).  Per match, not for all of them: a
+#: sane -M over a million mappings takes longer in all, each match microseconds.
 MATCH_SECONDS = 1.0
 
 
 class _Pattern:
-    """A compiled filter whose matching, all of it together, is bounded in time.
+    """A compiled filter each of whose matches is bounded in time.
 
     The ``regex`` module (re's syntax, plus a ``timeout`` it checks while it
     backtracks) does the matching; without it, ``re``, unbounded.
     """
 
-    __slots__ = ("pattern", "option", "_compiled", "_left", "_timed")
+    __slots__ = ("pattern", "option", "_compiled", "_timed")
 
     def __init__(self, pattern, option):
         self.pattern = pattern
         self.option = option
-        self._left = MATCH_SECONDS
         try:
             import regex
         except ImportError:  # pragma: no cover - a dependency; re works, unbounded
@@ -178,14 +178,11 @@ class _Pattern:
     def search(self, text):
         if not self._timed:
             return self._compiled.search(text)
-        start = time.monotonic()
         try:
-            return self._compiled.search(text, timeout=max(self._left, 0.001))
+            return self._compiled.search(text, timeout=MATCH_SECONDS)
         except TimeoutError:
             raise UsageError(f"{self.option} {_shown(self.pattern)}: matching took more than "
                              f"{MATCH_SECONDS:g} s (a pattern that backtracks without end?): simplify it") from None
-        finally:
-            self._left -= time.monotonic() - start
 
 
 #: The largest repeat count a filter may ask for ({n} or {m,n}): regex unrolls counted repeats
@@ -257,12 +254,12 @@ class Selection:
 class Snapshot:
     """What one report needs: processes, meminfo, the source's facts and what went wrong."""
 
-    def __init__(self, source, processes, meminfo, unreadable, pss_missing):
+    def __init__(self, source, processes, meminfo, unreadable, pss_missing, skipped=()):
         self.source = source
         self.processes = processes
         self.meminfo = meminfo          # parsers.meminfo.Meminfo
         self.unreadable = unreadable    # {reason: [(pid, name)]} of processes we could not read
-        self.skipped = []               # [(pid, name, VmRSS KiB)] left out by --max-rss
+        self.skipped = list(skipped)    # [(pid, name, VmRSS KiB)] left out by --max-rss
         self.pss_missing = pss_missing  # some smaps had no Pss line (kernel < 2.6.25)
         self.exact = None               # smem.exact.ExactAccounting, under --exact
         self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
@@ -346,9 +343,7 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
         process, had_pss = result
         pss_missing = pss_missing or not had_pss
         processes.append(process)
-    snapshot = Snapshot(source, processes, meminfo, unreadable, pss_missing)
-    snapshot.skipped = skipped
-    return snapshot
+    return Snapshot(source, processes, meminfo, unreadable, pss_missing, skipped)
 
 
 @contextlib.contextmanager
