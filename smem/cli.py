@@ -9,6 +9,7 @@ command builds frozen options (smem.options) and calls one library function;
 
 import os
 import sys
+from dataclasses import replace
 
 import click
 
@@ -329,8 +330,8 @@ def serve(listen, top, min_interval, textfile, interval, count, source, **o):
     """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
     --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), with smem's own figures
     (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), or with
-    --textfile writes DIR/smem.prom for node_exporter's textfile collector. Needs smem[metrics]
-    (prometheus_client).
+    --textfile writes DIR/smem.prom for node_exporter's textfile collector. Processes are read
+    in one process unless -j says otherwise. Needs smem[metrics] (prometheus_client).
     """
     if textfile is None and (interval is not None or count is not None):
         raise UsageError("--interval and --count say how often --textfile writes: use them with --textfile")
@@ -343,9 +344,12 @@ def serve(listen, top, min_interval, textfile, interval, count, source, **o):
     options = ServeOptions(host=host, port=port, top=top, min_interval=min_interval, textfile=textfile,
                            interval=interval if interval is not None else 60.0, count=count)
     query = _query(o, "process", source=source)
+    if query.jobs is None:  # a daemon beside the work it watches: one core, and no fork from a server thread
+        query = replace(query, jobs=1)
     from .serve import serve_http, write_textfiles
     if textfile is not None:
-        write_textfiles(query, options, _warn)
+        if write_textfiles(query, options, _warn):
+            sys.exit(1)  # what went wrong is said already (a warning); cron should see it failed
     else:
         serve_http(query, options, lambda line: click.echo(f"smem: {line}", err=True), _warn)
 

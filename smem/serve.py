@@ -76,7 +76,9 @@ class SharedCollector:
     younger than ``min_interval`` seconds answers again."""
 
     def __init__(self, query, options, warn):
+        from .model import Selection
         from .views import VIEWS
+        Selection(query.process_filter, query.user_filter, query.map_filter)  # a bad regex fails here, at start
         self.request = ReportRequest(query=query, table=_options(VIEWS[query.view], sort="pss", reverse=True,
                                                                  limit=options.top))
         self.companions = tuple((name, _options(VIEWS[name])) for name in COMPANIONS)
@@ -109,7 +111,6 @@ class SharedCollector:
                 tables = (make_table([snapshot], self.plan.view, self.request.table, self.request.system), *tables)
         except SmemError as e:
             self.errors += 1
-            self._say(str(e))
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
         finally:
             self.collections += 1
@@ -129,6 +130,8 @@ class SharedCollector:
         """prometheus_client's Collector: the families of the latest collection, then smem's own."""
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         collection = self.latest()
+        if collection.error is not None:
+            self._say(collection.error)
         for family in collection.families:
             gauge = GaugeMetricFamily(family.name, family.help, labels=family.label_names, unit=family.unit)
             for values, value in family.samples:
@@ -233,7 +236,11 @@ def serve_http(query, options, announce, warn):
     from prometheus_client import make_wsgi_app
     collector = SharedCollector(query, options, warn)
     server = _server(options.host, options.port, _routes(make_wsgi_app(_registry(collector, own_process=True))))
+    thread = None
     try:
+        first = collector.latest()  # a source that cannot be read at all is an error now, not at every scrape
+        if first.error is not None:
+            raise SmemError(first.error)
         with _stopped_by_signals():
             thread = threading.Thread(target=server.serve_forever, name="smem-serve", daemon=True)
             thread.start()
@@ -241,13 +248,15 @@ def serve_http(query, options, announce, warn):
             while True:
                 time.sleep(3600)
     finally:
-        server.shutdown()
+        if thread is not None:
+            server.shutdown()
         server.server_close()
 
 
 def write_textfiles(query, options, warn):
     """Write options.textfile/smem.prom every options.interval seconds, options.count times
-    (until SIGTERM or Ctrl-C when None)."""
+    (until SIGTERM or Ctrl-C when None); how many of the writes had no figures but smem's own
+    (the source could not be read: the file says so in smem_collection_errors_total)."""
     require("prometheus_client", "smem serve --textfile")
     from prometheus_client import generate_latest
     directory = options.textfile
@@ -267,6 +276,7 @@ def write_textfiles(query, options, warn):
             replace_file(path, generate_latest(registry), mode=0o644)
             written += 1
             if options.count is not None and written >= options.count:
-                return
+                break
             next_at += options.interval
             time.sleep(max(0.0, next_at - time.monotonic()))
+    return collector.errors

@@ -88,6 +88,12 @@ def test_scrapes_share_one_collection_and_match_the_reports():
         assert served["smem_process_pss_bytes"] == {
             (("name", r["name"]), ("pid", str(r["pid"])), ("user", r["user"])): float(r["pss"] * 1024) for r in top}
 
+        # OpenMetrics too, when asked for (units declared, counters ending in _total)
+        request = urllib.request.Request(base + "/metrics", headers={"Accept": "application/openmetrics-text"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            from prometheus_client.openmetrics.parser import text_string_to_metric_families
+            om = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
+        assert om["smem_user_pss_bytes"].unit == "bytes" and om["smem_collections"].type == "counter"
         assert _get(base + "/")[0] == 200
         with pytest.raises(urllib.error.HTTPError) as missing:
             _get(base + "/other")
@@ -131,6 +137,11 @@ def test_textfile_is_replaced_whole_and_names_what_openmetrics_names(tmp_path):
     for name in ("smem_user_pss_bytes", "smem_user_uss_bytes", "smem_user_swap_bytes", "smem_system_used_bytes"):
         assert written[name] == openmetrics[name], name
     assert written["smem_process_pss_bytes"].items() <= openmetrics["smem_process_pss_bytes"].items()
+    # a source that cannot be read: the file says so, and cron sees a failure
+    failed = run_smem("serve", "-S", tmp_path / "gone.tgz", "--textfile", out, "--count", "1")
+    assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+    after = _samples(prom.read_text())
+    assert after["smem_collection_errors_total"] == {(): 1.0} and "smem_user_pss_bytes" not in after
 
 
 @pytest.mark.parametrize("args,status,says", [
@@ -141,6 +152,8 @@ def test_textfile_is_replaced_whole_and_names_what_openmetrics_names(tmp_path):
     (["--textfile", "x", "--listen", "127.0.0.1:1"], 2, "choose one"),
     (["--textfile", CAPTURE], 1, "not a directory"),
     (["-S", "-"], 2, "standard input"),
+    (["-S", "/nonexistent/capture.tgz", "--listen", "127.0.0.1:0"], 1, "cannot read /nonexistent/capture.tgz"),
+    (["-P", "(", "--listen", "127.0.0.1:0"], 2, "invalid regular expression"),
 ])
 def test_wrong_options_are_one_line(args, status, says):
     proc = run_smem("serve", "-S", CAPTURE, *args) if "-S" not in args else run_smem("serve", *args)
