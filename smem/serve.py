@@ -93,13 +93,16 @@ class SharedCollector:
         self._latest_at = None
         self._said = set()
 
-    def latest(self):
-        """The latest collection, made now if none is younger than min_interval."""
+    def latest(self, say=True):
+        """The latest collection, made now if none is younger than min_interval (and what it had
+        to say said, with ``say``)."""
         with self._lock:
             now = time.monotonic()
             if self._latest is None or now - self._latest_at >= self.min_interval:
                 self._latest = self._collect()
                 self._latest_at = time.monotonic()
+                if say:
+                    self.say(self._latest)
             return self._latest
 
     def _collect(self):
@@ -114,24 +117,23 @@ class SharedCollector:
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
         finally:
             self.collections += 1
-        for warning in warnings:
-            self._say(warning)
         return Collection([f for table in tables for f in families(table)], time.time(),
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings)
 
-    def _say(self, message):
-        """Each warning once: a daemon's log is not a report, and would repeat it at every scrape."""
-        if message not in self._said:
-            self._said.add(message)
-            self.warn(message)
+    def say(self, collection):
+        """The warnings and error of ``collection`` that the one before did not have: a daemon's log
+        is not a report, and would repeat them at every scrape."""
+        messages = collection.warnings + ([collection.error] if collection.error is not None else [])
+        for message in messages:
+            if message not in self._said:
+                self.warn(message)
+        self._said = set(messages)
 
     def collect(self):
         """prometheus_client's Collector: the families of the latest collection, then smem's own."""
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         collection = self.latest()
-        if collection.error is not None:
-            self._say(collection.error)
         for family in collection.families:
             gauge = GaugeMetricFamily(family.name, family.help, labels=family.label_names, unit=family.unit)
             for values, value in family.samples:
@@ -238,9 +240,10 @@ def serve_http(query, options, announce, warn):
     server = _server(options.host, options.port, _routes(make_wsgi_app(_registry(collector, own_process=True))))
     thread = None
     try:
-        first = collector.latest()  # a source that cannot be read at all is an error now, not at every scrape
+        first = collector.latest(say=False)  # a source that cannot be read at all is an error now
         if first.error is not None:
             raise SmemError(first.error)
+        collector.say(first)
         with _stopped_by_signals():
             thread = threading.Thread(target=server.serve_forever, name="smem-serve", daemon=True)
             thread.start()
