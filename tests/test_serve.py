@@ -175,3 +175,24 @@ def test_a_port_in_use_is_one_line(family, host):
         proc = run_smem("serve", "-S", CAPTURE, "--listen", address)
     lines = proc.stderr.decode().splitlines()
     assert proc.returncode == 1 and lines == [f"smem: cannot listen on {address}: Address already in use"], lines
+
+
+def test_a_process_that_cannot_be_read_is_counted_not_a_failed_scrape(tmp_path):
+    import tarfile
+    tree = tmp_path / "tree"
+    with tarfile.open(CAPTURE) as tar:
+        tar.extractall(tree, filter="data")
+    pid = next(p.name for p in sorted(tree.iterdir()) if p.name.isdigit() and (p / "cmdline").stat().st_size
+               and (p / "smaps_rollup").is_file() and (p / "smaps_rollup").stat().st_size)
+    for name in ("smaps_rollup", "smaps"):  # a link inside a copied tree is never followed: unreadable
+        (tree / pid / name).unlink()
+        (tree / pid / name).symlink_to("/proc/self/smaps")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_smem("serve", "-S", tree, "--textfile", out, "--count", "1", "--top", "1000")
+    assert proc.returncode == 0 and f"pid {pid}".encode() in proc.stderr, proc.stderr
+    written = _samples((out / "smem.prom").read_text())
+    assert written["smem_collection_unreadable_processes"] == {(): 1.0}
+    assert pid not in {dict(labels)["pid"] for labels in written["smem_process_pss_bytes"]}
+    users = json.loads(run_smem("-S", tree, "-u", "-F", "json", "-c", "user pss", check=True).stdout)["rows"]
+    assert written["smem_user_pss_bytes"] == {(("user", r["user"]),): float(r["pss"] * 1024) for r in users}
