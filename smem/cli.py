@@ -9,13 +9,14 @@ command builds frozen options (smem.options) and calls one library function;
 
 import os
 import sys
+from dataclasses import replace
 
 import click
 
 from . import __version__
 from .errors import SmemError, UsageError
 from .formats import FORMATS, TABLE_FORMATS
-from .options import ChartOptions, Query, ReportRequest, SystemOptions, TableOptions
+from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions
 from .report import parse_columns
 from .units import parse_size
 
@@ -35,6 +36,7 @@ Examples:
 \b
 Other commands:
   smem capture               write a capture of /proc for smem -S (smem capture --help)
+  smem serve                 metrics for Prometheus over HTTP, or for node_exporter (smem serve --help)
 
 \b
 Exit status: 0 on success, 1 when a source or file cannot be used,
@@ -303,6 +305,70 @@ def capture(output, force, host, compression, exact, script):
         _quiet_broken_pipe()
     for warning in warnings:
         _warn(warning)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--listen", metavar="HOST:PORT",
+              help="Where to serve /metrics: HOST:PORT or [IPV6]:PORT (default 127.0.0.1:9464; port 0: any free "
+                   "port, named on stderr).")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
+              help="Per-process metrics for the N processes with the most PSS (0: none).")
+@click.option("--min-interval", type=click.FloatRange(min=0), default=5.0, show_default=True, metavar="S",
+              help="A collection younger than S seconds answers a scrape again, so scrapers share it.")
+@click.option("--textfile", metavar="DIR",
+              help="Write DIR/smem.prom for node_exporter's textfile collector instead of serving HTTP "
+                   "(a temporary file renamed into place).")
+@click.option("--interval", type=click.FloatRange(min=0.1), metavar="S",
+              help="With --textfile: seconds between two writes (default 60).")
+@click.option("--count", type=click.IntRange(min=1), metavar="N",
+              help="With --textfile: stop after N writes (--count 1 from cron; default: until stopped).")
+@selection_options
+@click.option("-S", "--source", metavar="SOURCE",
+              help="Read a capture, a directory or ssh://host instead of this machine's /proc, again at "
+                   "every collection.")
+def serve(listen, top, min_interval, textfile, interval, count, source, **o):
+    """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
+    --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), with smem's own figures
+    (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), or with
+    --textfile writes DIR/smem.prom for node_exporter's textfile collector. Processes are read
+    in one process unless -j says otherwise. Needs smem[metrics] (prometheus_client).
+    """
+    if textfile is None and (interval is not None or count is not None):
+        raise UsageError("--interval and --count say how often --textfile writes: use them with --textfile")
+    if textfile is not None and listen is not None:
+        raise UsageError("choose one: --listen serves HTTP, --textfile writes a file")
+    if source == "-":
+        raise UsageError("smem serve reads its source again at every collection: -S - (standard input) "
+                         "cannot be read twice; name a capture file or directory")
+    host, port = _listen(listen if listen is not None else "127.0.0.1:9464")
+    options = ServeOptions(host=host, port=port, top=top, min_interval=min_interval, textfile=textfile,
+                           interval=interval if interval is not None else 60.0, count=count)
+    query = _query(o, "process", source=source)
+    if query.jobs is None:  # a daemon beside the work it watches: one core, and no fork from a server thread
+        query = replace(query, jobs=1)
+    from .serve import serve_http, write_textfiles
+    if textfile is not None:
+        if write_textfiles(query, options, _warn):
+            sys.exit(1)  # what went wrong is said already (a warning); cron should see it failed
+    else:
+        serve_http(query, options, lambda line: click.echo(f"smem: {line}", err=True), _warn)
+
+
+def _listen(text):
+    """--listen HOST:PORT or [IPV6]:PORT: (host, port)."""
+    usage = UsageError(f"--listen takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 "
+                       f"(not {text[:60]!r})")
+    if text.startswith("["):
+        host, bracket, port = text[1:].partition("]:")
+        if not bracket or ":" not in host:
+            raise usage
+    else:
+        host, colon, port = text.rpartition(":")
+        if not colon or ":" in host:
+            raise usage
+    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
+        raise usage
+    return host, int(port)
 
 
 def _terminal_columns():
