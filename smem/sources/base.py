@@ -139,6 +139,15 @@ class Source(abc.ABC):
         """The kernel's boot messages (bytes), or None where they cannot be had."""
         return None
 
+    def read_sys(self, path):
+        """The bytes of the sysfs file /sys/``path`` ("block/zram0/mm_stat"), or None where it
+        cannot be had.  A capture holds them as members ``sys/PATH``."""
+        return self.read_optional(f"sys/{path}")
+
+    def sys_names(self, directory):
+        """The entries of the sysfs directory /sys/``directory`` ("block"), sorted; [] where none."""
+        return []
+
     def machine(self) -> Machine:
         """The machine the data came from (page size, kernel, host, time); read once."""
         cached = self.__dict__.get("_machine")

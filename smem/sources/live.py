@@ -111,6 +111,21 @@ class LiveSource(Source):
                 continue
         return memmap or None
 
+    def read_sys(self, path):
+        parts = path.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            return None
+        try:
+            return _read_small(os.path.join(self.sys, path), self.local)
+        except OSError:
+            return None
+
+    def sys_names(self, directory):
+        try:
+            return sorted(os.listdir(os.path.join(self.sys, directory)))
+        except OSError:
+            return []
+
     def boot_log(self):
         """Every record still in the kernel's log buffer (root only; Documentation/ABI/testing/dev-kmsg)."""
         if not self.local:
