@@ -57,7 +57,9 @@ def _check(request):
         raise UsageError("--shared-with needs a selection: -P, -U or --pid")
     if request.system.recommend is not None and not view.needs_sizing:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
-    return view
+    if request.system.breakdown and view.shaped_by_system is None:
+        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
+    return view.shaped(request.system)
 
 
 def plan(request):

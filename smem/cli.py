@@ -141,13 +141,13 @@ def _chosen_view(o, shared_with=False):
     return "sharing" if shared_with else chosen[0][1] if chosen else "process"
 
 
-def _asked_field_help(o, view, compared=False):
-    """-c help: print the fields of the view, with what each is."""
+def _asked_field_help(o, view, compared=False, system=SystemOptions()):
+    """-c help: print the fields of the view (as -w's options shape it), with what each is."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
-    chosen = VIEWS[view]
+    chosen = VIEWS[view].shaped(system)
     if compared:
         from .views.diff import diff_view
         chosen = diff_view(chosen)
@@ -202,6 +202,10 @@ def cli():
 @click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
+@click.option("--breakdown", is_flag=True,
+              help="With -w: rows that add up to MemTotal (processes' PSS, page cache and shared memory no "
+                   "process maps, the kernel's parts, zram/zswap, free) and an unexplained rest, each with "
+                   "its source.")
 @view_options
 @click.option("--exact", is_flag=True,
               help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals.")
@@ -217,12 +221,12 @@ def cli():
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
-def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, force, source, **o):
+def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
     """
     view = _chosen_view(o, shared_with)
-    if _asked_field_help(o, view):
+    if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown)):
         return
     if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
@@ -240,7 +244,7 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
-                             kernel_path=kernel, recommend=recommend),
+                             kernel_path=kernel, recommend=recommend, breakdown=breakdown),
     ))
 
 
