@@ -82,26 +82,20 @@ def read_kernel_pools(source):
     swaps = source.read_optional("swaps")
     swapping = _swap_devices(swaps) if swaps is not None else None
     devices = []
-    for name in source.sys_names("block"):
+    for name in source.list_sys("block"):
         if not name.startswith("zram"):
             continue
-        raw = source.read_sys(f"block/{name}/mm_stat")
-        if raw is None:
-            continue
         try:
-            stat = parse_mm_stat(raw)
-        except ValueError:
+            stat = parse_mm_stat(source.read_sys(f"block/{name}/mm_stat"))
+        except (OSError, ValueError):
             continue
         swap = name in swapping if swapping is not None else bool(stat.get("orig_data_size"))
         devices.append(ZramDevice(name, stat, swap))
     ksm = {}
     for name in KSM_FILES:
-        raw = source.read_sys(f"kernel/mm/ksm/{name}")
-        if raw is None:
-            continue
         try:
-            ksm[name] = parse_ksm_value(raw)
-        except ValueError:
+            ksm[name] = parse_ksm_value(source.read_sys(f"kernel/mm/ksm/{name}"))
+        except (OSError, ValueError):
             continue
     zoneinfo = source.read_optional("zoneinfo")
     try:

@@ -421,8 +421,8 @@ class ArchiveSource(CaptureFacts, Source):
     def _paths(self, prefix):
         return [p for p in self._files if p.startswith(prefix) and p.count("/") == 4]
 
-    def sys_names(self, directory):
-        prefix = f"sys/{directory.strip('/')}/"
+    def list_sys(self, path):
+        prefix = f"sys/{path}/"
         return sorted({p[len(prefix):].partition("/")[0] for p in self._files if p.startswith(prefix)})
 
     def pids(self):

@@ -140,12 +140,12 @@ class Source(abc.ABC):
         return None
 
     def read_sys(self, path):
-        """The bytes of the sysfs file /sys/``path`` ("block/zram0/mm_stat"), or None where it
-        cannot be had.  A capture holds them as members ``sys/PATH``."""
-        return self.read_optional(f"sys/{path}")
+        """The /sys file ``path`` ("kernel/mm/ksm/pages_shared") as bytes; a capture keeps /sys
+        files under ``sys/``.  FileNotFoundError where it has none."""
+        return self.read(f"sys/{path}")
 
-    def sys_names(self, directory):
-        """The entries of the sysfs directory /sys/``directory`` ("block"), sorted; [] where none."""
+    def list_sys(self, path):
+        """The names in the /sys directory ``path`` ("block"), sorted; [] where there is none."""
         return []
 
     def machine(self) -> Machine:

@@ -248,7 +248,7 @@ def breakdown_view(system):
     with_sizing = system.realmem_bytes is not None or system.kernel_path is not None
     return View(
         name="system", title="system memory", columns=COLUMNS,
-        default_columns=("area", "used", "cache", "noncache", "source"), default_sort="order",
+        default_columns=("area", "used", "cache", "noncache", "saved", "source"), default_sort="order",
         rows=lambda snapshots, options: breakdown_rows(snapshots, options, with_sizing),
         summary=_summary, labels=(("area", lambda r: r.area),), needs=frozenset({"rollup", "split", "pools"}),
         counters=BREAKDOWN_COUNTERS, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
