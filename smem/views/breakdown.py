@@ -21,7 +21,8 @@ The accounting (Documentation/filesystems/proc.rst, "meminfo", and fs/proc/memin
   ``unexplained`` is that much lower.
 - the kernel: slab (SReclaimable, SUnreclaim; Slab before 2.6.19), other reclaimable
   kernel memory (KReclaimable - SReclaimable, 4.20+), KernelStack, PageTables,
-  SecPageTables (6.0+), VmallocUsed (the pages vmalloc took; 0 from 4.4 to 5.2),
+  SecPageTables (6.0+), VmallocUsed (the pages vmalloc took since 5.3; 0 from 4.4 to
+  5.2; before 4.4 the address space of the areas, ioremaps too, so no row),
   Percpu (4.2+), Bounce, WritebackTmp (FUSE), HardwareCorrupted.  With
   CONFIG_VMAP_STACK (the default of 64-bit kernels) the kernel stacks are vmalloc'd, so
   KernelStack is part of VmallocUsed: where VmallocUsed holds it and the machine is
@@ -109,11 +110,28 @@ def _plus(*parts):
     return None if any(p is None for p in parts) else sum(parts)
 
 
-def breakdown_areas(meminfo, sums=None, pools=None, arch=None):
+def _release(kernel):
+    """(major, minor) of a ``uname -r`` ("6.18.44-fc"), or None."""
+    parts = (kernel or "").split(".")
+    if len(parts) < 2 or not parts[0].isdigit():
+        return None
+    minor = "".join(c for c in parts[1][:3] if c.isdigit())
+    return (int(parts[0]), int(minor)) if minor else None
+
+
+def _vmalloc_is_address_space(m, kernel):
+    """Before 4.4 VmallocUsed summed the vmalloc areas' sizes (ioremaps too), not pages; a
+    meminfo without Percpu (before 4.2) is that old when the kernel's version is unknown."""
+    release = _release(kernel)
+    return release < (4, 4) if release is not None else "Percpu" not in m
+
+
+def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None):
     """The rows as (area, used, cache, source, saved), KiB, adding up to MemTotal.
 
     ``meminfo`` a parsers.meminfo.Meminfo; ``sums`` the processes' ProcessSums (None:
-    none read); ``pools`` kernel_pools.KernelPools (None: not read); ``arch`` uname -m.
+    none read); ``pools`` kernel_pools.KernelPools (None: not read); ``arch`` and ``kernel``
+    uname -m and -r of the data's machine (None: unknown).
     """
     m, counts = meminfo.kib, meminfo.counts
     rows = []
@@ -160,7 +178,9 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None):
     add("kernel stacks", stacks, "meminfo KernelStack")
     add("page tables", m.get("PageTables"), "meminfo PageTables")
     add("secondary page tables", m.get("SecPageTables"), "meminfo SecPageTables")
-    if vmalloc is not None and stacks is not None and vmalloc >= stacks and (arch is None or arch in _64BIT):
+    if vmalloc is not None and _vmalloc_is_address_space(m, kernel):
+        add("vmalloc", None, "meminfo VmallocUsed: address space before Linux 4.4, not RAM")
+    elif vmalloc is not None and stacks is not None and vmalloc >= stacks and (arch is None or arch in _64BIT):
         assumed = " (64-bit: stacks taken as vmalloc'd)" if arch is None else ""
         add("vmalloc", vmalloc - stacks, "meminfo VmallocUsed - KernelStack" + assumed)
     else:
@@ -198,7 +218,8 @@ def breakdown_rows(snapshots, options, with_sizing=False):
         result = [BreakdownRow(order, area, used, cache, source, figure=figure)
                   for order, area, used, cache, source, figure in sizing_rows(snapshot)]
     sums = process_sums(snapshot.processes, process_split)
-    areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, snapshot.source.machine().arch)
+    machine = snapshot.source.machine()
+    areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, machine.arch, machine.kernel)
     start = len(result)
     result += [BreakdownRow(start + i, *area) for i, area in enumerate(areas)]
     return result
