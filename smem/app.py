@@ -48,6 +48,9 @@ class Plan:
 
 def _check(request):
     query, view = request.query, VIEWS[request.query.view]
+    if request.system.breakdown and view.shaped_by_system is None:
+        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
+    view = view.shaped(request.system)
     if query.old_source is not None:
         if view.row_key is None or view.requires_exact or query.exact:
             raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "
@@ -57,9 +60,7 @@ def _check(request):
         raise UsageError("--shared-with needs a selection: -P, -U or --pid")
     if request.system.recommend is not None and not view.needs_sizing:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
-    if request.system.breakdown and view.shaped_by_system is None:
-        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
-    return view.shaped(request.system)
+    return view
 
 
 def plan(request):

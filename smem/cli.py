@@ -29,6 +29,7 @@ Examples:
   smem -u -p                 memory per user, as a share of RAM
   smem -m -P firefox         the mappings of processes matching "firefox"
   smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
+  smem -w --breakdown        where all of MemTotal goes, each figure with its source
   smem -S capture.tgz        a capture made with scripts/smemcap.sh
   smem -c "pid name pss" -s name -r
 
@@ -254,7 +255,8 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
 @view_options
 @selection_options
 @table_options
-def diff(old, new, **o):
+@click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
+def diff(old, new, breakdown, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
     program, cgroup, mapping or system area, its memory in OLD, in NEW and the change.
 
@@ -263,9 +265,10 @@ def diff(old, new, **o):
     minus OLD's. Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
-    if _asked_field_help(o, _chosen_view(o), compared=True):
+    system = SystemOptions(breakdown=breakdown)
+    if _asked_field_help(o, _chosen_view(o), compared=True, system=system):
         return
-    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o)))
+    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o), system=system))
 
 
 @cli.command(context_settings=CONTEXT)

@@ -289,3 +289,12 @@ def test_per_cpu_free_pages_of_recorded_zoneinfo():
         data = path.read_bytes()
         counts = [int(line.split()[1]) for line in data.decode().splitlines() if line.strip().startswith("count:")]
         assert per_cpu_free_pages(data) == (sum(counts) if counts else None), path
+
+
+def test_smem_diff_compares_breakdowns():
+    capture = FIXTURES / "captures" / "faithful.tar.gz"
+    result = run_smem("diff", capture, capture, "-w", "--breakdown", "-F", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert {r["area"] for r in rows} >= {"process anon (PSS)", "page cache not mapped", "unexplained"}
+    assert all(r["dused"] in (0, None) for r in rows)
