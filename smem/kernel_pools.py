@@ -20,6 +20,7 @@ process's share of them is its SwapPss times that (the swap columns, ``zram`` an
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
+from .parsers import plausible
 from .parsers.ksm import KSM_FILES, parse_ksm_value
 from .parsers.mm_stat import parse_mm_stat
 from .parsers.zoneinfo import per_cpu_free_pages
@@ -49,9 +50,7 @@ class KernelPools:
 
     @property
     def per_cpu_free_kib(self):
-        if self.per_cpu_free_pages is None or not self.page_size:
-            return None
-        return self.per_cpu_free_pages * self.page_size // 1024
+        return _kib_of_pages(self.per_cpu_free_pages, self.page_size)
 
     def zram_kib(self, swap_only=False):
         """The zram devices' pools (KiB), or None where there is no zram device (with mm_stat)."""
@@ -61,10 +60,14 @@ class KernelPools:
     @property
     def ksm_saved_kib(self):
         """Pages KSM saves (pages_sharing), KiB; None where KSM or the page size is unknown."""
-        sharing = self.ksm.get("pages_sharing")
-        if sharing is None or not self.page_size:
-            return None
-        return sharing * self.page_size // 1024
+        return _kib_of_pages(self.ksm.get("pages_sharing"), self.page_size)
+
+
+def _kib_of_pages(pages, page_size):
+    """``pages`` in KiB; None where unknown, or more than a machine has (a damaged capture)."""
+    if pages is None or not page_size or plausible(pages * page_size) is None:
+        return None
+    return pages * page_size // 1024
 
 
 def _swap_devices(data):

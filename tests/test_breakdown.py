@@ -298,3 +298,19 @@ def test_smem_diff_compares_breakdowns():
     rows = json.loads(result.stdout)["rows"]
     assert {r["area"] for r in rows} >= {"process anon (PSS)", "page cache not mapped", "unexplained"}
     assert all(r["dused"] in (0, None) for r in rows)
+
+
+def test_damaged_pool_files_leave_their_rows_absent(tmp_path):
+    (tmp_path / "meminfo").write_bytes(open("/proc/meminfo", "rb").read())
+    (tmp_path / "capture-info").write_bytes(b"pagesize=4096\n")
+    zram = tmp_path / "sys" / "block" / "zram0"
+    zram.mkdir(parents=True)
+    (zram / "mm_stat").write_bytes(b"lots of memory\n")
+    ksm = tmp_path / "sys" / "kernel" / "mm" / "ksm"
+    ksm.mkdir(parents=True)
+    (ksm / "pages_sharing").write_bytes(b"99999999999999999999\n")  # more bytes than 2**64
+    (tmp_path / "zoneinfo").write_bytes(b"Node 0, zone   Normal\n  pagesets\n    cpu: 0\n      count: many\n")
+    rows, _ = _breakdown("-S", tmp_path)
+    for area in ("zram pool", "free in per-CPU lists"):
+        assert rows[area]["used"] is None
+    assert rows["KSM saved (not in sum)"]["saved"] is None
