@@ -49,6 +49,9 @@ class Plan:
 
 def _check(request):
     query, view = request.query, VIEWS[request.query.view]
+    if request.system.breakdown and view.shaped_by_system is None:
+        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
+    view = view.shaped(request.system)
     if query.old_source is not None:
         if view.row_key is None or view.requires_exact or query.exact:
             raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "

@@ -30,6 +30,7 @@ Examples:
   smem -u -p                 memory per user, as a share of RAM
   smem -m -P firefox         the mappings of processes matching "firefox"
   smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
+  smem -w --breakdown        where all of MemTotal goes, each figure with its source
   smem -S capture.tgz        a capture made with scripts/smemcap.sh
   smem -c "pid name pss" -s name -r
 
@@ -143,13 +144,13 @@ def _chosen_view(o, shared_with=False):
     return "sharing" if shared_with else chosen[0][1] if chosen else "process"
 
 
-def _asked_field_help(o, view, compared=False):
-    """-c help: print the fields of the view, with what each is."""
+def _asked_field_help(o, view, compared=False, system=SystemOptions()):
+    """-c help: print the fields of the view (as -w's options shape it), with what each is."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
-    chosen = VIEWS[view]
+    chosen = VIEWS[view].shaped(system)
     if compared:
         from .views.diff import diff_view
         chosen = diff_view(chosen)
@@ -204,6 +205,10 @@ def cli():
 @click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
+@click.option("--breakdown", is_flag=True,
+              help="With -w: rows that add up to MemTotal (processes' PSS, page cache and shared memory no "
+                   "process maps, the kernel's parts, zram/zswap, free) and an unexplained rest, each with "
+                   "its source.")
 @view_options
 @click.option("--exact", is_flag=True,
               help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals.")
@@ -219,12 +224,12 @@ def cli():
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
-def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, force, source, **o):
+def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
     """
     view = _chosen_view(o, shared_with)
-    if _asked_field_help(o, view):
+    if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown)):
         return
     if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
@@ -242,7 +247,7 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
-                             kernel_path=kernel, recommend=recommend),
+                             kernel_path=kernel, recommend=recommend, breakdown=breakdown),
     ))
 
 
@@ -252,7 +257,8 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
 @view_options
 @selection_options
 @table_options
-def diff(old, new, **o):
+@click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
+def diff(old, new, breakdown, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
     program, cgroup, mapping or system area, its memory in OLD, in NEW and the change.
 
@@ -261,9 +267,10 @@ def diff(old, new, **o):
     minus OLD's. Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
-    if _asked_field_help(o, _chosen_view(o), compared=True):
+    system = SystemOptions(breakdown=breakdown)
+    if _asked_field_help(o, _chosen_view(o), compared=True, system=system):
         return
-    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o)))
+    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o), system=system))
 
 
 @cli.command(context_settings=CONTEXT)

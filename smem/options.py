@@ -62,11 +62,12 @@ class ChartOptions:
 
 @dataclass(frozen=True)
 class SystemOptions:
-    """Sizing the whole system (-w): installed RAM and the kernel image."""
+    """The whole system (-w): installed RAM, the kernel image, and whether to break MemTotal down."""
 
     realmem_bytes: Optional[int] = None    # -R
     kernel_path: Optional[str] = None      # -K
     recommend: Optional[float] = None      # --recommend headroom, percent
+    breakdown: bool = False                # --breakdown: every KiB of MemTotal attributed
 
     @property
     def ram_kib(self):

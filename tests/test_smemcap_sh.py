@@ -173,6 +173,8 @@ def test_optional_system_files(tar):
     names = set(tar.getnames())
     if os.access("/proc/iomem", os.R_OK):
         assert _read(tar, "iomem") == Path("/proc/iomem").read_bytes()
+    assert _read(tar, "swaps").split(b"\n")[0] == Path("/proc/swaps").read_bytes().split(b"\n")[0]
+    assert b"pagesets" in _read(tar, "zoneinfo")
     memmap = Path("/sys/firmware/memmap")
     entries = sorted(p.name for p in memmap.iterdir()) if memmap.is_dir() else []
     captured = sorted({n.split("/")[3] for n in names

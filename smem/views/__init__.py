@@ -30,7 +30,8 @@ def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib
         wanted |= column.needs
     needs = Needs(mappings=mappings or "mappings" in wanted, rollup="rollup" in wanted,
                   status="status" in wanted, cgroup="cgroup" in wanted,
-                  counters=frozenset(counters).union(*(c.counters for c in columns)))
+                  pools="pools" in wanted, ksm="ksm" in wanted,
+                  counters=frozenset(counters).union(view.counters, *(c.counters for c in columns)))
     needs.max_rss_kib = max_rss_kib
     needs.exact = "exact" in wanted
     needs.split = "split" in wanted
