@@ -99,6 +99,9 @@ class View:
     requires_exact: bool = False
     #: what names a row across two snapshots (smem diff): a process is its pid and start time
     row_key: Optional[Callable[[Any], Any]] = None
+    #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
+    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
+    fold: Optional[Callable[[Any], Any]] = None
 
     def default_columns_for(self, exact):
         """The default columns; under --exact with group USS after USS."""
