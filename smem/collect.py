@@ -4,7 +4,8 @@
 order, but may fork worker processes that each read an interleaved share of
 the pids (every n-th, so large processes spread across workers), while this
 process reads its own share.  Each worker sends back, pickled through a
-memfd, only what the report reads: its processes with the counters the
+memfd in batches (taken in one at a time, so that the caller may fold each process as it
+comes), only what the report reads: its processes with the counters the
 report's ``needs.counters`` lists (the mappings' are already cut down to
 those by the loader; the smaps_rollup's are cut down here), never smaps text.
 Processes, not threads: parsing holds the GIL, and threads were measured
@@ -24,7 +25,7 @@ serially: what it would have to send is the text itself.
 
 import os
 
-__all__ = ["collect", "each_result", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
+__all__ = ["collect", "each_result", "rollup_keys", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
 
 #: Workers when neither ``jobs`` nor SMEM_JOBS says: 0 = one per usable CPU (above MIN_PIDS).
 DEFAULT_JOBS = 0
@@ -33,6 +34,11 @@ DEFAULT_JOBS = 0
 #: 2 processes against 1: 89 pids, +6 ms (smem) and +4 ms (smem -m); 386 pids, -9 ms and -21 ms;
 #: 1,600 pids, -64 ms and -97 ms.
 MIN_PIDS = 200
+
+
+#: A worker sends its results this many processes at a time: what it and the parent hold at
+#: once is a batch's mappings, not a share's, and a pickle a process would cost more.
+BATCH = 32
 
 
 def workers_for(jobs, npids, needs):
@@ -80,7 +86,7 @@ def _each(pids, read, workers, needs):
         return
     import pickle
     shares = [pids[k::workers] for k in range(workers)]
-    keep = _rollup_keys(needs)
+    keep = rollup_keys(needs)
     children = []
     try:
         for k in range(1, workers):
@@ -106,7 +112,8 @@ def _each(pids, read, workers, needs):
             os.close(fd)
 
 
-def _rollup_keys(needs):
+def rollup_keys(needs):
+    """The smaps_rollup counters a report with ``needs`` reads (None: every one)."""
     if needs is None or needs.counters is None:
         return None
     from .model import ROLLUP_SPLIT
@@ -137,8 +144,9 @@ def _work(fd, share, read, keep, pickle):
     try:
         from .model import Process
         with open(fd, "wb", closefd=False) as out:
-            for pid in share:  # one pickle each (its memo let go with it)
-                pickle.dump(_pack(read(pid), keep, Process), out, protocol=pickle.HIGHEST_PROTOCOL)
+            for start in range(0, len(share), BATCH):  # a pickle per batch (its memo let go with it)
+                batch = [_pack(read(pid), keep, Process) for pid in share[start:start + BATCH]]
+                pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
         code = 0
     except BaseException:  # noqa: BLE001 - the parent reads the share again, and raises there
         pass
@@ -206,10 +214,11 @@ def _results_in(fd, pickle):
         f.seek(0)
         while True:
             try:
-                result = pickle.load(f)
+                batch = pickle.load(f)
             except EOFError:
                 return
-            yield _unpack(result)
+            for result in batch:
+                yield _unpack(result)
 
 
 def _stop(pid):
