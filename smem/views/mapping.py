@@ -62,10 +62,14 @@ class MappingSums:
                 row.process_count += 1
             totals = row.totals
             counters = m.counters
-            for key in counters:
-                value = counters.get(key)
-                if value is not None:
+            if type(counters) is dict:  # the counters kept (parse_smaps_kept): all present
+                for key, value in counters.items():
                     totals[key] = totals.get(key, 0) + value
+            else:
+                for key in counters:
+                    value = counters.get(key)
+                    if value is not None:
+                        totals[key] = totals.get(key, 0) + value
             if split and row._split_parts is not None:
                 _add_split(row, m)
 
