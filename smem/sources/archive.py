@@ -322,7 +322,6 @@ class ArchiveSource(CaptureFacts, Source):
             self.capabilities = frozenset({STREAMED})
             return
         self.hold()
-        self.close()  # everything is read: the file is not needed any more
 
     def hold(self):
         """Read the whole archive, keeping every member a report may read (the held form)."""
@@ -334,6 +333,9 @@ class ArchiveSource(CaptureFacts, Source):
             self._files, self._dirs, self._unames = {}, {}, {}
             self._read_with_tarfile(_Stream(self._data, self.name))
         self._check_meminfo()
+        if isinstance(self._data, CaptureFile):  # everything is read: neither file nor bytes are needed
+            self._data.close()
+        self._data = None
 
     def _check_meminfo(self):
         if "meminfo" not in self._files:
@@ -459,6 +461,7 @@ class ArchiveSource(CaptureFacts, Source):
     def close(self):
         if isinstance(self._data, CaptureFile):
             self._data.close()
+        self._data = None
 
     def knows_user(self, uid):
         """Whether a user name for ``uid`` is already known for sure while streaming (a
