@@ -8,7 +8,7 @@ __all__ = ["MAPPING_VIEW", "MappingSums"]
 
 
 class MappingRow:
-    __slots__ = ("name", "count", "process_count", "totals", "first", "_split", "_split_parts")
+    __slots__ = ("name", "count", "process_count", "totals", "first", "last_pid", "_split", "_split_parts")
 
     def __init__(self, name, first):
         self.name = name
@@ -16,6 +16,7 @@ class MappingRow:
         self.process_count = 0  # processes that map it
         self.totals = {}        # counter -> KiB summed over those mappings; a key none has is absent
         self.first = first      # (pid, index) of its first mapping: the rows' order, whatever the reading order
+        self.last_pid = None    # the process last counted in process_count
         self._split = None
         self._split_parts = [0, 0, 0, False]  # anon, file, shmem PSS, and whether any mapping had Pss
 
@@ -47,18 +48,17 @@ class MappingSums:
     def add(self, process):
         by_name = self.by_name
         split = self.split
-        seen = set()
         pid = process.pid
         for index, m in enumerate(process.mappings or ()):
             name = m.name
             row = by_name.get(name)
             if row is None:
                 row = by_name[name] = MappingRow(name, (pid, index))
-            elif (pid, index) < row.first:
+            elif pid < row.first[0]:  # (a later mapping of the same process comes after its first)
                 row.first = (pid, index)
             row.count += 1
-            if name not in seen:
-                seen.add(name)
+            if row.last_pid != pid:  # (a process's mappings are added together)
+                row.last_pid = pid
                 row.process_count += 1
             totals = row.totals
             counters = m.counters
