@@ -67,8 +67,14 @@ def _add_process(tar, add, pid, files, now, uid=0):
         add(f'{pid}/{name}', data)
 
 
-def many_processes(path, template, n, first_pid=1000, compresslevel=1):
-    """Write a .tgz capture of ``n`` copies of process ``template`` (from :func:`read_process`)."""
+def many_processes(path, template, n, first_pid=1000, compresslevel=1, smemcap=False):
+    """Write a .tgz capture of ``n`` copies of process ``template`` (from :func:`read_process`).
+
+    ``smemcap=True``: what C smemcap writes, each process's smaps, cmdline and stat only
+    (no smaps_rollup: a reader parses every mapping).
+    """
+    if smemcap:
+        template = {k: v for k, v in template.items() if k in ('smaps', 'cmdline', 'stat')}
     now = int(time.time())
     with tarfile.open(path, 'w:gz', compresslevel=compresslevel) as tar:
         add = _common(tar, now)

@@ -122,11 +122,15 @@ def read_snapshot(request, the_plan, spec=None):
     warnings = []
     # -M reads every mapping (load_snapshot); otherwise an archive may drop what smaps_rollup serves
     # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split)
+    # an archive is streamed (each process as it is read, none held) unless the frames of --exact
+    # are to be read from it afterwards
     source = open_source(None if spec == LIVE else spec,
-                         per_mapping=needs.mappings or needs.split or query.map_filter is not None)
+                         per_mapping=needs.mappings or needs.split or query.map_filter is not None,
+                         streamed=not exact)
+    fold = view.fold(needs) if view.fold is not None and not exact else None
     try:
         snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs,
-                                 jobs=query.jobs)
+                                 jobs=query.jobs, fold=fold)
         if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
             warnings.extend(_size(snapshot, source, request.system))
         if exact:

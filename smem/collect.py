@@ -4,7 +4,8 @@
 order, but may fork worker processes that each read an interleaved share of
 the pids (every n-th, so large processes spread across workers), while this
 process reads its own share.  Each worker sends back, pickled through a
-memfd, only what the report reads: its processes with the counters the
+memfd in batches (taken in one at a time, so that the caller may fold each process as it
+comes), only what the report reads: its processes with the counters the
 report's ``needs.counters`` lists (the mappings' are already cut down to
 those by the loader; the smaps_rollup's are cut down here), never smaps text.
 Processes, not threads: parsing holds the GIL, and threads were measured
@@ -24,7 +25,7 @@ serially: what it would have to send is the text itself.
 
 import os
 
-__all__ = ["collect", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
+__all__ = ["collect", "each_result", "rollup_keys", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
 
 #: Workers when neither ``jobs`` nor SMEM_JOBS says: 0 = one per usable CPU (above MIN_PIDS).
 DEFAULT_JOBS = 0
@@ -33,6 +34,11 @@ DEFAULT_JOBS = 0
 #: 2 processes against 1: 89 pids, +6 ms (smem) and +4 ms (smem -m); 386 pids, -9 ms and -21 ms;
 #: 1,600 pids, -64 ms and -97 ms.
 MIN_PIDS = 200
+
+
+#: A worker sends its results this many processes at a time: what it and the parent hold at
+#: once is a batch's mappings, not a share's, and a pickle a process would cost more.
+BATCH = 32
 
 
 def workers_for(jobs, npids, needs):
@@ -58,38 +64,56 @@ def collect(pids, read, workers, needs=None):
     ``(Process, had_pss)``.  It is called in forked children, so it may be
     any callable (a closure over the source and the selection).
     """
+    merged = [None] * len(pids)
+    for index, result in _each(pids, read, workers, needs):
+        merged[index] = result
+    return merged
+
+
+def each_result(pids, read, workers, needs=None):
+    """What :func:`collect` gives, one result at a time as it comes, in no set order (this
+    process's share first, then each worker's): the caller folds each as it arrives, so
+    neither side holds every process's mappings at once."""
+    for _, result in _each(pids, read, workers, needs):
+        yield result
+
+
+def _each(pids, read, workers, needs):
+    """(index in pids, result) of each pid, this process's share first."""
     if workers <= 1 or len(pids) < 2:
-        return [read(pid) for pid in pids]
+        for index, pid in enumerate(pids):
+            yield index, read(pid)
+        return
     import pickle
     shares = [pids[k::workers] for k in range(workers)]
-    keep = _rollup_keys(needs)
+    keep = rollup_keys(needs)
     children = []
-    results = [None] * workers
     try:
         for k in range(1, workers):
             started = _start(shares[k], read, keep, pickle)
             if started is not None:
                 children.append((k, *started))
-        results[0] = [read(pid) for pid in shares[0]]
+        for i, pid in enumerate(shares[0]):
+            yield i * workers, read(pid)
         for k in range(1, workers):  # the shares no worker could be started for
             if all(c[0] != k for c in children):
-                results[k] = [read(p) for p in shares[k]]
+                for i, pid in enumerate(shares[k]):
+                    yield k + i * workers, read(pid)
         while children:
             k, pid, fd = children.pop(0)
-            results[k] = _receive(pid, fd, pickle)
-            if results[k] is None:  # the worker failed: read its share here
-                results[k] = [read(p) for p in shares[k]]
+            results = _receive(pid, fd, pickle)
+            if results is None:  # the worker failed: read its share here
+                results = map(read, shares[k])
+            for i, result in enumerate(results):
+                yield k + i * workers, result
     finally:
         for _, pid, fd in children:  # interrupted: stop and reap the workers left
             _stop(pid)
             os.close(fd)
-    merged = [None] * len(pids)
-    for k in range(workers):
-        merged[k::workers] = results[k]
-    return merged
 
 
-def _rollup_keys(needs):
+def rollup_keys(needs):
+    """The smaps_rollup counters a report with ``needs`` reads (None: every one)."""
     if needs is None or needs.counters is None:
         return None
     from .model import ROLLUP_SPLIT
@@ -114,13 +138,15 @@ def _start(share, read, keep, pickle):
 
 
 def _work(fd, share, read, keep, pickle):
+    """Read the share, writing each result as it is read (one pickle each): the worker
+    holds one process at a time, and the parent takes them in one at a time too."""
     code = 1
     try:
         from .model import Process
-        results = [_pack(read(pid), keep, Process) for pid in share]
-        data = memoryview(pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
-        while data:
-            data = data[os.write(fd, data):]
+        with open(fd, "wb", closefd=False) as out:
+            for start in range(0, len(share), BATCH):  # a pickle per batch (its memo let go with it)
+                batch = [_pack(read(pid), keep, Process) for pid in share[start:start + BATCH]]
+                pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
         code = 0
     except BaseException:  # noqa: BLE001 - the parent reads the share again, and raises there
         pass
@@ -169,27 +195,30 @@ def _unpack(result):
 
 
 def _receive(pid, fd, pickle):
-    """The worker's results, or None if it failed."""
+    """The worker's results, one at a time as they are unpickled, or None if it failed
+    (known before any is given: the worker has exited)."""
     try:
-        try:
-            _, status = os.waitpid(pid, 0)
-        except BaseException:
-            _stop(pid)
-            raise
-        if os.waitstatus_to_exitcode(status) != 0:
-            return None
-        size = os.fstat(fd).st_size
-        chunks = []
-        offset = 0
-        while offset < size:
-            chunk = os.pread(fd, size - offset, offset)
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            offset += len(chunk)
-        return [_unpack(r) for r in pickle.loads(b"".join(chunks))]
-    finally:
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        _stop(pid)
         os.close(fd)
+        raise
+    if os.waitstatus_to_exitcode(status) != 0:
+        os.close(fd)
+        return None
+    return _results_in(fd, pickle)
+
+
+def _results_in(fd, pickle):
+    with open(fd, "rb") as f:  # (closes the memfd)
+        f.seek(0)
+        while True:
+            try:
+                batch = pickle.load(f)
+            except EOFError:
+                return
+            for result in batch:
+                yield _unpack(result)
 
 
 def _stop(pid):

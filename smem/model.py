@@ -26,7 +26,7 @@ from .parsers.meminfo import parse_meminfo
 from .parsers.smaps import parse_smaps, parse_smaps_kept
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status, status_kib
-from .sources.base import OWN_PID, VANISHING
+from .sources.base import OWN_PID, STREAMED, VANISHING, NeedHeld
 
 __all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation", "ROLLUP_SPLIT"]
 
@@ -60,7 +60,7 @@ class Process:
     """
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
-                 "status", "cgroup", "ksm_kib", "read_seconds", "_totals")
+                 "status", "cgroup", "ksm_kib", "read_seconds", "_totals", "_mapped")
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
@@ -76,6 +76,25 @@ class Process:
         self.ksm_kib = None       # pages KSM merged, from /proc/PID/ksm_merging_pages, when read
         self.read_seconds = None  # how long its smaps took to read (live sources)
         self._totals = None
+        self._mapped = None       # whether it mapped anything, once its mappings are summed and let go
+
+    def let_go_of_mappings(self):
+        """Drop the mappings once a view has folded them into its sums (the mapping view)."""
+        if self.mappings is not None:
+            self._mapped = bool(self.mappings)
+            self.mappings = None
+            self._totals = None  # (the sums over them)
+
+    def keep_totals_only(self):
+        """Sum the mappings into :attr:`totals` and let them go: what a report that shows
+        no per-mapping figure keeps of a process read from smaps (a capture without
+        smaps_rollup), so memory does not grow with every mapping of every process."""
+        if self.mappings is None:
+            return
+        totals = self.totals
+        self._totals = {key: totals.get(key) for key in totals}
+        self._mapped = bool(self.mappings)
+        self.mappings = None
 
     @property
     def totals(self):
@@ -95,6 +114,8 @@ class Process:
         """Whether the process maps anything (kernel threads and zombies do not)."""
         if self.mappings is not None:
             return bool(self.mappings)
+        if self._mapped is not None:
+            return self._mapped
         return self.rollup is not None and "Rss" in self.rollup  # (one lookup: no need to parse it all)
 
     @property
@@ -272,6 +293,7 @@ class Snapshot:
         self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
         self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
         self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
+        self.folded = None              # the view's sums, where the loader folded processes into them
 
     @property
     def mem_total(self):
@@ -303,7 +325,7 @@ def _user_name(source, uid, cache):
     return name
 
 
-def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jobs=None):
+def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None):
     """Read every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
@@ -311,12 +333,24 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
     without reading their smaps; a process whose smaps is empty is kept with
     no mappings (views drop it).  ``jobs``: how many processes read
     (smem.collect: None decides by the number of pids and the CPUs, 1 is serial).
+    ``fold``: the view's accumulator (``add(process)``), given each process as it is
+    read, after which the process's mappings are let go (the mapping view sums them by
+    name): memory then holds the sums, not every mapping of every process.  A source
+    that streams (an archive read in one pass) is read so, each process as it comes.
     """
     selection = selection or Selection()
     needs = needs or Needs()
     if selection.mapping is not None and not needs.mappings:
         needs = copy.copy(needs)  # -M filters mappings: every process's are read
         needs.mappings = True
+    if source.has(STREAMED):
+        try:
+            return _load_streamed(source, selection, needs, fold, with_processes)
+        except NeedHeld:  # out of order, or only tarfile reads it: read it whole, then as any source
+            pass
+        if fold is not None:  # (outside the handler, whose traceback holds what the stream read)
+            fold.clear()
+        source.hold()
     meminfo = read_meminfo(source)
     own_pid = own_invocation(source, selection)
     names = {}
@@ -332,30 +366,117 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
 
     # in worker processes, not threads: parsing holds the GIL, and 2 and 4 threads were
     # measured slower than one (docs/benchmarks.md)
+    gathered = _Gathered(fold, needs)
     with _collector_paused():
-        from .collect import collect, workers_for
-        results = collect(pids, one, workers_for(jobs, len(pids), needs), needs)
-    processes = []
-    unreadable = {}
-    skipped = []
-    pss_missing = False
-    for result in results:
+        from .collect import each_result, workers_for
+        for result in each_result(pids, one, workers_for(jobs, len(pids), needs), needs):
+            gathered.add(result)
+    return gathered.snapshot(source, meminfo)
+
+
+class _Gathered:
+    """The results of reading processes, taken in as they come (in any order) and kept
+    as compact as the report allows: folded into the view's sums, or with their
+    mappings summed where no per-mapping figure is shown.  Put in pid order at the end,
+    the order a serial read gives."""
+
+    def __init__(self, fold, needs):
+        self.fold = fold
+        self.needs = needs
+        # a report that shows no per-mapping figure keeps only a process's sums (a capture
+        # without smaps_rollup is read from smaps)
+        self.totals_only = not needs.mappings and not needs.split and needs.counters is not None
+        # the rollup counters the report reads, as a dict, its text let go (what a worker sends)
+        from .collect import rollup_keys
+        self.rollup_keys = rollup_keys(needs)
+        self.processes = []
+        self.unreadable = []   # (pid, reason, name)
+        self.skipped = []      # (pid, name, VmRSS KiB)
+        self.pss_missing = False
+
+    def add(self, result):
         if result is None:
-            continue
+            return
         if isinstance(result, ProcessSkipped):
-            skipped.append((result.pid, result.name, result.rss_kib))
-            continue
+            self.skipped.append((result.pid, result.name, result.rss_kib))
+            return
         if isinstance(result, ProcessUnreadable):
-            unreadable.setdefault(result.reason, []).append((result.pid, result.name))
-            continue
+            self.unreadable.append((result.pid, result.reason, result.name))
+            return
         process, had_pss = result
-        pss_missing = pss_missing or not had_pss
-        processes.append(process)
-    snapshot = Snapshot(source, processes, meminfo, unreadable, pss_missing, skipped)
-    if needs.pools:
-        from .kernel_pools import read_kernel_pools
-        snapshot.pools = read_kernel_pools(source)
-    return snapshot
+        self.pss_missing = self.pss_missing or not had_pss
+        if self.fold is not None:
+            self.fold.add(process)
+            process.let_go_of_mappings()
+        elif self.totals_only:
+            process.keep_totals_only()
+        rollup = process.rollup
+        if rollup is not None and self.rollup_keys is not None and not isinstance(rollup, dict):
+            process.rollup = rollup.kept(self.rollup_keys)
+            if process.mappings is None:
+                process._totals = None  # (was the rollup read from its text)
+        self.processes.append(process)
+
+    def snapshot(self, source, meminfo):
+        self.processes.sort(key=lambda p: p.pid)
+        unreadable = {}
+        for pid, reason, name in sorted(self.unreadable, key=lambda u: u[0]):
+            unreadable.setdefault(reason, []).append((pid, name))
+        snapshot = Snapshot(source, self.processes, meminfo, unreadable, self.pss_missing,
+                            sorted(self.skipped, key=lambda s: s[0]))
+        snapshot.folded = self.fold
+        if self.needs.pools:
+            from .kernel_pools import read_kernel_pools
+            snapshot.pools = read_kernel_pools(source)
+        return snapshot
+
+
+def _load_streamed(source, selection, needs, fold, with_processes):
+    """load_snapshot of a source read in one pass: each process as its files arrive.
+
+    The -U filter needs the user's name, which a capture may give only at its end
+    (its passwd member): a process whose name is not known yet when it arrives is read
+    and kept aside (folded only once the name is known), the one case where what is
+    held grows with the capture (-U on a capture whose directories name no users).
+    """
+    gathered = _Gathered(fold, needs)
+    pending = []  # (uid, result) whose -U verdict waits for the user's name
+    unfiltered = copy.copy(selection)
+    unfiltered.user = None
+    none = frozenset()
+    with _collector_paused():
+        for pid, files in source.each_process():
+            if not with_processes or not selection.wants_pid(pid):
+                continue
+            try:
+                process = _load_process(files, pid, unfiltered, none, {})
+            except ProcessGone:
+                continue
+            if process is None:
+                continue
+            decided = selection.user is None or process.uid is None or source.knows_user(process.uid)
+            if selection.user is not None and decided and not selection.wants_user(process.user):
+                continue
+            try:
+                result = _load_counters(files, process, selection, needs)
+            except ProcessGone:
+                continue
+            except (ProcessUnreadable, ProcessSkipped) as e:
+                if isinstance(e, ProcessUnreadable):
+                    e.name = process.name
+                result = e
+            if decided:
+                gathered.add(result)
+            else:
+                pending.append((process.uid, result))
+    meminfo = read_meminfo(source)
+    names = {}
+    for uid, result in pending:  # the whole capture read: every user name known
+        if selection.wants_user(_user_name(source, uid, names)):
+            gathered.add(result)
+    for process in gathered.processes:
+        process.user = _user_name(source, process.uid, names)
+    return gathered.snapshot(source, meminfo)
 
 
 @contextlib.contextmanager

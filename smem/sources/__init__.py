@@ -14,12 +14,13 @@ from .live import LiveSource
 __all__ = ["Source", "LiveSource", "open_source"]
 
 
-def open_source(spec=None, stdin=None, per_mapping=True):
+def open_source(spec=None, stdin=None, per_mapping=True, streamed=False):
     """``None`` for the live system, ``-`` for a capture on stdin, ``ssh://...`` for
     a remote host, else a capture file or directory.
 
     ``per_mapping=False``: the report needs no per-mapping data where smaps_rollup
-    is there, so an archive need not keep those processes' smaps.
+    is there, so an archive need not keep those processes' smaps.  ``streamed=True``: an
+    archive is read once, process by process, by whoever loads it (ArchiveSource.each_process).
     """
     if spec is None or spec == "":
         return LiveSource()
@@ -27,7 +28,7 @@ def open_source(spec=None, stdin=None, per_mapping=True):
     from .directory import DirectorySource
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return ArchiveSource(read_capture(stream, "standard input"), "<stdin>", per_mapping)
+        return ArchiveSource(read_capture(stream, "standard input"), "<stdin>", per_mapping, streamed)
     if spec.startswith("ssh://"):
         from .remote import RemoteSource
         return RemoteSource(spec, per_mapping)
@@ -43,13 +44,21 @@ def open_source(spec=None, stdin=None, per_mapping=True):
         raise SourceError(f"{spec}: not a capture file (a device or socket)")
     name = os.path.basename(spec)
     try:
-        with open(spec, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if stat.S_ISREG(mode):  # read in place, as the members are needed
-                return ArchiveSource(CaptureFile(f, name), name, per_mapping)
-            if not stat.S_ISFIFO(mode):
-                raise SourceError(f"{spec}: not a capture file (a device or socket)")
-            data = read_capture(f, name)
+        f = open(spec, "rb")
     except OSError as e:
         raise SourceError(f"cannot read {spec}: {e.strerror}") from None
-    return ArchiveSource(data, name, per_mapping)
+    try:
+        mode = os.fstat(f.fileno()).st_mode
+        if stat.S_ISREG(mode):  # read in place, as the members are needed; the source closes it
+            source = ArchiveSource(CaptureFile(f, name), name, per_mapping, streamed)
+            f = None
+            return source
+        if not stat.S_ISFIFO(mode):
+            raise SourceError(f"{spec}: not a capture file (a device or socket)")
+        data = read_capture(f, name)
+    except OSError as e:
+        raise SourceError(f"cannot read {spec}: {e.strerror}") from None
+    finally:
+        if f is not None:
+            f.close()
+    return ArchiveSource(data, name, per_mapping, streamed)

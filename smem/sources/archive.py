@@ -18,7 +18,8 @@ import os
 import zlib
 
 from ..errors import CaptureError
-from .base import MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, Source, is_pid_name, member_limit, size_text
+from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, STREAMED, NeedHeld, Source, is_pid_name, member_limit,
+                   size_text)
 from .captured import CaptureFacts
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
@@ -88,6 +89,9 @@ class CaptureFile:
         if not data:
             raise IndexError(key)
         return data[0]
+
+    def close(self):
+        self._f.close()
 
     def stream(self):
         """The file from its start, to read forward."""
@@ -290,7 +294,7 @@ def _member_path(name):
 
 
 class ArchiveSource(CaptureFacts, Source):
-    """A capture archive held in memory (from a file, stdin or a remote host).
+    """A capture archive (from a file, stdin or a remote host), never extracted.
 
     The archive is decompressed as its members are read, and only their contents are
     kept, never the whole decompressed stream.  With ``per_mapping=False`` (a report
@@ -298,22 +302,44 @@ class ArchiveSource(CaptureFacts, Source):
     no smaps_rollup for it, so a process view does not hold every mapping of every
     process.  Anything unusual (pax or GNU extension headers, damage) sends the whole
     archive, decompressed at once, through tarfile, which also words the errors.
+
+    With ``streamed=True`` nothing is read at first: :meth:`each_process` reads the
+    archive once, front to back, handing out each process's files as the next process
+    (or a global member) starts and keeping only the small global members (meminfo,
+    passwd, capture-info, ...), so a report's memory need not grow with the capture.
     """
 
-    def __init__(self, data, name, per_mapping=True):
+    def __init__(self, data, name, per_mapping=True, streamed=False):
         self.description = f"capture {name}"
         self.name = name
+        self._data = data
+        self._per_mapping = per_mapping
         self._passwd = None
         self._files = {}   # path -> bytes
         self._dirs = {}    # pid -> uid, from the pid directory members
         self._unames = {}  # uid -> user name, from the same members
+        if streamed:
+            self.capabilities = frozenset({STREAMED})
+            return
+        self.hold()
+
+    def hold(self):
+        """Read the whole archive, keeping every member a report may read (the held form)."""
+        self.capabilities = frozenset()
+        self._files, self._dirs, self._unames, self._passwd = {}, {}, {}, None
         try:
-            self._read_stream(_Stream(data, name), per_mapping)
+            self._read_stream(_Stream(self._data, self.name), self._per_mapping)
         except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells
             self._files, self._dirs, self._unames = {}, {}, {}
-            self._read_with_tarfile(_Stream(data, name))
+            self._read_with_tarfile(_Stream(self._data, self.name))
+        self._check_meminfo()
+        if isinstance(self._data, CaptureFile):  # everything is read: neither file nor bytes are needed
+            self._data.close()
+        self._data = None
+
+    def _check_meminfo(self):
         if "meminfo" not in self._files:
-            raise CaptureError(f"{name}: capture has no meminfo (not an smem capture?)")
+            raise CaptureError(f"{self.name}: capture has no meminfo (not an smem capture?)")
 
     def _checksize_text(self, number, member):
         """Refuse a member larger than its kind may be, before it is inflated."""
@@ -325,6 +351,24 @@ class ArchiveSource(CaptureFacts, Source):
     def _read_stream(self, stream, per_mapping):
         """Read the members as the data decompresses; NeedTarfile for anything unusual."""
         rollups = set()   # pids whose smaps_rollup was read (per_mapping=False)
+
+        def wanted(path, member):
+            if not per_mapping:
+                pid, _, leaf = path.partition("/")
+                if leaf == "smaps_rollup" and member.size:
+                    rollups.add(pid)
+                    self._files.pop(f"{pid}/smaps", None)
+                return not (leaf == "smaps" and pid in rollups)
+            return True
+
+        for path, content in self._walk(stream, wanted):
+            if content is not None:
+                self._files[path] = content
+
+    def _walk(self, stream, wanted):
+        """(path, content) of each member as the data decompresses: a regular file's content
+        where ``wanted(path, member)``, else None (and directories, noted by _add, with None).
+        NeedTarfile for anything unusual."""
         while True:
             header = stream.read(BLOCK)
             if not header:
@@ -345,24 +389,84 @@ class ArchiveSource(CaptureFacts, Source):
             self._checksize_text(stream.members, member)
             length = data_length(member)
             path = self._add(member)
-            wanted = member.isreg() and path is not None
-            if wanted and not per_mapping:
-                pid, _, leaf = path.partition("/")
-                if leaf == "smaps_rollup" and member.size:
-                    rollups.add(pid)
-                    self._files.pop(f"{pid}/smaps", None)
-                wanted = not (leaf == "smaps" and pid in rollups)
-            skip = length
-            if wanted:
+            content = None
+            if path is not None and member.isreg() and wanted(path, member):
                 stream.limit = member.size
                 content = stream.read(member.size)
                 stream.limit = MAX_HEADER_BYTES
                 if len(content) < member.size:
                     raise NeedTarfile  # cut short: tarfile tells which error
-                self._files[path] = content
-                skip -= member.size
-            if not stream.skip(skip):
+                length -= member.size
+            if not stream.skip(length):
                 raise NeedTarfile
+            if path is not None:
+                yield path, content
+            elif member.isdir():
+                name = _member_path(member.name)
+                if name is not None and is_pid_name(name):
+                    yield name, None
+
+    def each_process(self):
+        """Each process's files as the archive is read once, front to back: ``(pid, source)``
+        with ``source`` a Source holding that process's files (and asking this archive for
+        owners and user names).  A process's members must be together (as every capture
+        writer puts them); one found apart raises NeedHeld, as does an archive only tarfile
+        reads: the caller then reads it whole (:meth:`hold`).  Global members are kept here;
+        meminfo is checked at the end."""
+        if STREAMED not in self.capabilities:
+            raise NeedHeld
+        per_mapping = self._per_mapping
+        done = set()
+        current, files = None, {}
+
+        def wanted(path, member):
+            head, sep, leaf = path.partition("/")
+            if not (sep and is_pid_name(head)):
+                return True  # a global member: small, kept
+            return leaf in PROCESS_FILES
+
+        def finish(pid, files):
+            if not per_mapping and files.get(f"{pid}/smaps_rollup"):
+                files.pop(f"{pid}/smaps", None)  # as the held form drops it
+            done.add(pid)
+            return pid, _ProcessFiles(self, pid, files)
+
+        unusual = False
+        try:
+            for path, content in self._walk(_Stream(self._data, self.name), wanted):
+                head, sep, _ = path.partition("/")
+                pid = int(head) if is_pid_name(head) and (sep or content is None) else None
+                if pid is None:
+                    if content is not None:
+                        self._files[path] = content
+                        if path == "passwd":
+                            self._passwd = None  # user names asked before it came are asked again
+                    continue
+                if pid != current:
+                    if current is not None:
+                        yield finish(current, files)
+                    if pid in done:
+                        raise NeedHeld  # a process's members apart: it must be read whole
+                    current, files = pid, {}
+                if content is not None:
+                    files[path] = content
+            if current is not None:
+                yield finish(current, files)
+        except NeedTarfile:
+            unusual = True
+        if unusual:  # (raised here, not in the handler: its traceback would hold what was read)
+            raise NeedHeld
+        self._check_meminfo()
+
+    def close(self):
+        if isinstance(self._data, CaptureFile):
+            self._data.close()
+        self._data = None
+
+    def knows_user(self, uid):
+        """Whether a user name for ``uid`` is already known for sure while streaming (a
+        directory member named it: the held form gives the first such name too)."""
+        return uid in self._unames
 
     def _read_with_tarfile(self, stream):
         """Read with tarfile (imported only here), streaming: members are read as they come."""
@@ -447,3 +551,33 @@ class ArchiveSource(CaptureFacts, Source):
         return self._unames.get(uid) or self._passwd_names().get(uid)
 
 
+
+
+#: The files of a process the loader reads (smem.model): a streamed archive keeps only these.
+PROCESS_FILES = frozenset({"cmdline", "stat", "status", "smaps", "smaps_rollup", "cgroup"})
+
+
+class _ProcessFiles(Source):
+    """One process's files from a streamed archive, as a Source of that process alone."""
+
+    def __init__(self, archive, pid, files):
+        self.description = archive.description
+        self._archive = archive
+        self._pid = pid
+        self._files = files  # "pid/leaf" -> bytes
+
+    def pids(self):
+        return [self._pid]
+
+    def read(self, path):
+        try:
+            return bytes(self._files[path])
+        except KeyError:
+            raise FileNotFoundError(2, "not in capture", path) from None
+
+    def owner(self, pid):
+        uid = self._archive._dirs.get(pid)
+        return uid if uid is not None else self._status_owner(pid)
+
+    def user_name(self, uid):
+        return self._archive.user_name(uid)

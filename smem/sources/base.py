@@ -14,7 +14,7 @@ from ..errors import process_error
 from .machine import Machine
 
 __all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit",
-           "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES"]
+           "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "STREAMED", "NeedHeld"]
 
 #: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
 #: int() refuses 4,300 digits anyway.
@@ -51,6 +51,12 @@ def is_pid_name(name):
 PAGEMAP = "pagemap"      # pagemap, kpagecount and kpageflags can be read from it (--exact live)
 OWN_PID = "own_pid"      # our own pid and our parents are among its processes
 VANISHING = "vanishing"  # a process file that is missing means the process exited meanwhile
+STREAMED = "streamed"    # each_process() hands out the processes in one pass, and only once
+
+
+class NeedHeld(Exception):
+    """A streamed source cannot be read in one pass (its members are out of order, or only
+    tarfile reads it): the caller reads it whole (``source.hold()``) and loads from that."""
 
 
 class Source(abc.ABC):

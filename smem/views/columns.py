@@ -110,6 +110,10 @@ class View:
         shaped = self.shaped_by_system(system) if self.shaped_by_system is not None else None
         return shaped if shaped is not None else self
 
+    #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
+    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
+    fold: Optional[Callable[[Any], Any]] = None
+
     def default_columns_for(self, exact):
         """The default columns; under --exact with group USS after USS."""
         columns = list(self.default_columns)
