@@ -28,7 +28,7 @@ import os
 import time
 from dataclasses import replace
 
-from .app import load_warnings, plan, read_snapshot
+from .app import plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
 from .report import make_table
 

@@ -33,8 +33,8 @@ def json_lines_frame(rendering):
     columns = table.columns
     stamp = {"timestamp": info.timestamp, "frame": info.number}
     marked = {"total": False} if table.totals is not None else {}
-    lines = [json.dumps({**stamp, **{c.key: cell(c, v, options, table, controls=False) for c, v in zip(columns, values)},
-                         **marked})
+    lines = [json.dumps({**stamp, **{c.key: cell(c, v, options, table, controls=False)
+                                     for c, v in zip(columns, values)}, **marked})
              for values in table.values]
     if table.totals is not None:
         sums = {c.key: cell(c, v, options, table, controls=False) for c, v in zip(columns, table.totals)
