@@ -267,14 +267,12 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
 
 
 def _watch(interval, count, delta):
-    """--interval, --count, --delta: the WatchOptions, or None for one report."""
+    """--interval, --count, --delta: the WatchOptions (app checks the interval), or None for one report."""
     if interval is None:
         for given, name in ((count, "--count N"), (delta, "--delta")):
             if given is not None:
                 raise UsageError(f"{name} is for watch mode: use it with --interval SECONDS")
         return None
-    if not 0 < interval < float("inf"):
-        raise UsageError(f"--interval takes a number of seconds above 0 (not {interval:g})")
     return WatchOptions(interval=interval, count=count, since=delta or "first")
 
 
