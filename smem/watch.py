@@ -156,13 +156,16 @@ def _draw(screen, frames, options, state, watch):
     since = f"since {clock(frames.first.time)}" if watch.since == "first" else "since the previous frame"
     status = (f"smem {frames.plan.view.title} {clock(frames.frame.time)}  frame {frames.frame.number}{of} "
               f"(every {watch.interval:g} s)  changes {since}")
-    keys = f"sort {table.sort.key}{' reversed' if options.reverse else ''}{'  PAUSED' if state['paused'] else ''}"
-    head = [status, f"{keys}  [{KEYS_HELP}]" if screen.has_keys else keys]
-    head += [f"smem: warning: {w}" for w in frames.warnings]
-    room = max(rows - len(head) - 1, 1)
+    state_line = f"sort {table.sort.key}{' reversed' if options.reverse else ''}"
+    state_line += "  PAUSED" if state["paused"] else ""
+    warnings = [f"smem: warning: {w}" for w in frames.warnings]
+    room = max(rows - 2 - len(warnings) - 1, 1)  # (the last line stays free: the cursor rests there)
     body, hidden = _fitted(table, options, frames, room)
     if hidden:
-        head[1] += f"  (+{hidden} rows off the screen)"
+        state_line += f"  (+{hidden} rows off the screen)"
+    if screen.has_keys:
+        state_line += f"  [{KEYS_HELP}]"
+    head = [status, state_line] + warnings
     screen.draw(head + body)
 
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import termios
+import time
 
 import pytest
 
@@ -193,7 +194,9 @@ class _Terminal:
     def wait_for(self, pattern):
         """Read the screen until ``pattern`` (bytes regex) appears after what was read before."""
         start = len(self.seen)
+        guard = time.monotonic() + 60  # a hang guard, not a timing
         while not re.search(pattern, self.seen[start:]):
+            assert time.monotonic() < guard, f"no {pattern!r} on the screen in 60 s: {self.seen[-500:]!r}"
             self._read(f"no {pattern!r} on the screen")
 
     def _read(self, what):
@@ -246,11 +249,20 @@ def test_terminal_redrawn_in_place_and_keys():
     assert last.endswith(b"\x1b[?25h\r\n")  # the cursor shown again, the prompt under the last frame
 
 
+#: a frame of 11 lines: home, 10 lines ended by erase-line and a new line, one more and erase-below
+ELEVEN_LINES = rb"\x1b\[H(?:[^\x1b]*\x1b\[K\r\n){10}[^\x1b]*\x1b\[K\x1b\[J"
+
+
 @pytest.mark.parametrize("how, status", [("ctrl-c", 0), ("sigterm", 128 + signal.SIGTERM)])
 def test_terminal_restored_on_ctrl_c_and_sigterm(how, status):
-    proc, screen, slave, modes = _on_a_terminal("--interval", "0.2", "--pid", ME)
+    """Also: a table taller and wider than the terminal is cut to fit it."""
+    proc, screen, slave, modes = _on_a_terminal("--interval", "0.2", "--pid", ME, "-m")
     try:
         screen.wait_for(rb"frame 1 ")
+        import fcntl
+        import struct
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 12, 70, 0, 0))
+        screen.wait_for(ELEVEN_LINES)  # 12 lines, the last left for the cursor
         assert termios.tcgetattr(slave) != modes  # cbreak now
         if how == "ctrl-c":
             os.write(screen.master, b"\x03")  # the terminal sends SIGINT
@@ -261,3 +273,11 @@ def test_terminal_restored_on_ctrl_c_and_sigterm(how, status):
     finally:
         _close(proc, screen, slave)
     assert screen.seen.endswith(b"\x1b[?25h\r\n")
+    lines = [line.lstrip(b"\r\n") for line in re.findall(ELEVEN_LINES, screen.seen)[-1][3:].split(b"\x1b[K")[:-1]]
+    assert len(lines) == 11 and b"rows off the screen)" in lines[1] and max(map(len, lines)) == 69
+    assert lines[2].split()[:4] == [b"Map", b"PIDs", b"AVGPSS", b"PSS"]
+    pss = [int(line.split()[-3]) for line in lines[3:]]  # (then dPSS and an empty Status)
+    assert len(pss) == 8 and pss == sorted(pss)
+    mappings = json.loads(run_smem("-m", "--pid", ME, "-F", "json").stdout)["rows"]
+    largest = max(mappings, key=lambda m: m["pss"])["map"].encode()
+    assert largest.startswith(lines[-1].split()[0])  # the end of the table is shown: the largest last
