@@ -3,7 +3,8 @@
 The layout (docs/capture-format.md) is C smemcap's with additions: per
 process ``status`` and ``smaps_rollup``; ``iomem``, the firmware memory map and
 the kernel's boot "Memory:" line for the system view; ``passwd`` lines for the users that own processes; and
-``capture-info`` with the machine's facts.  Extracted into DIR/proc it is
+``capture-info`` with the machine's facts; ``zoneinfo`` and ``swaps`` for the
+system view's breakdown.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
 """
 
@@ -18,6 +19,8 @@ from .parsers.smaps import parse_smaps
 __all__ = ["write_capture", "PROCESS_FILES"]
 
 PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status", "cgroup")
+#: /proc files the -w breakdown reads beyond meminfo: the per-CPU free lists, which devices are swap
+SYSTEM_FILES = ("zoneinfo", "swaps")
 
 
 class _Writer:
@@ -65,7 +68,7 @@ def write_capture(source, fileobj, compression="gz", exact=False):
     users = {}
     with tarfile.open(fileobj=fileobj, mode=mode, format=tarfile.GNU_FORMAT) as tar:
         out = _Writer(tar)
-        for name in ("meminfo", "version"):
+        for name in ("meminfo", "version", *SYSTEM_FILES):
             data = source.read_optional(name)
             if data is not None:
                 out.file(name, data)

@@ -139,6 +139,15 @@ class Source(abc.ABC):
         """The kernel's boot messages (bytes), or None where they cannot be had."""
         return None
 
+    def read_sys(self, path):
+        """The /sys file ``path`` ("kernel/mm/ksm/pages_shared") as bytes; a capture keeps /sys
+        files under ``sys/``.  FileNotFoundError where it has none."""
+        return self.read(f"sys/{path}")
+
+    def list_sys(self, path):
+        """The names in the /sys directory ``path`` ("block"), sorted; [] where there is none."""
+        return []
+
     def machine(self) -> Machine:
         """The machine the data came from (page size, kernel, host, time); read once."""
         cached = self.__dict__.get("_machine")
