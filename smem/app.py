@@ -22,7 +22,7 @@ from .sources import open_source
 from .sources.base import OWN_PID
 from .units import human
 from .views import VIEWS, needs_of
-from .views.diff import diff_view
+from .views.diff import diff_view, watch_view
 
 #: how smem diff names this machine now
 LIVE = "live"
@@ -57,11 +57,32 @@ def _check(request):
             raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "
                              "the system, without --exact")
         view = diff_view(view)
+    if request.watch is not None:
+        view = _watched(request, view)
     if view.requires_exact and not (query.process_filter or query.user_filter or query.pids):
         raise UsageError("--shared-with needs a selection: -P, -U or --pid")
     if request.system.recommend is not None and not view.needs_sizing:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
     return view
+
+
+def _watched(request, view):
+    """The view of watch mode, or a UsageError where watching means nothing."""
+    watch, query = request.watch, request.query
+    if not watch.interval > 0 or watch.interval == float("inf"):
+        raise UsageError(f"--interval takes a number of seconds above 0 (not {watch.interval:g})")
+    if query.source is not None or query.old_source is not None:
+        raise UsageError("--interval watches this machine: a capture (-S) is one instant; "
+                         "on a remote host run smem --interval there")
+    if request.chart is not None:
+        raise UsageError("--interval redraws a report: it does not combine with --pie or --bar")
+    if view.row_key is None or view.requires_exact or query.exact:
+        raise UsageError("--interval watches processes, users, programs, cgroups, mappings or the "
+                         "system, without --exact")
+    if FORMATS[request.table.format].stream is None:
+        raise UsageError(f"-F {request.table.format} is one document, not a stream: watch mode writes "
+                         "json (JSON Lines), csv or a table")
+    return watch_view(view, watch.since)
 
 
 def plan(request, companions=None):

@@ -16,7 +16,7 @@ import click
 from . import __version__
 from .errors import SmemError, UsageError
 from .formats import FORMATS, TABLE_FORMATS
-from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions
+from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions, WatchOptions
 from .report import parse_columns
 from .units import parse_size
 
@@ -33,6 +33,8 @@ Examples:
   smem -w --breakdown        where all of MemTotal goes, each figure with its source
   smem -S capture.tgz        a capture made with scripts/smemcap.sh
   smem -c "pid name pss" -s name -r
+  smem --interval 2 -s dpss  every 2 s, redrawn; the growth since the start last
+  smem -u --interval 5 --count 12 -F csv > log.csv
 
 \b
 Other commands:
@@ -144,8 +146,9 @@ def _chosen_view(o, shared_with=False):
     return "sharing" if shared_with else chosen[0][1] if chosen else "process"
 
 
-def _asked_field_help(o, view, compared=False, system=SystemOptions()):
-    """-c help: print the fields of the view (as -w's options shape it), with what each is."""
+def _asked_field_help(o, view, compared=False, system=SystemOptions(), watched=None):
+    """-c help: print the fields of the view (as -w's options shape it; compared, or watched since
+    ``watched``), with what each is."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
@@ -154,6 +157,9 @@ def _asked_field_help(o, view, compared=False, system=SystemOptions()):
     if compared:
         from .views.diff import diff_view
         chosen = diff_view(chosen)
+    if watched is not None and chosen.row_key is not None:
+        from .views.diff import watch_view
+        chosen = watch_view(chosen, watched)
     _write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen))
     return True
 
@@ -223,13 +229,26 @@ def cli():
 @output_options("chart")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
+@click.option("--interval", type=float, metavar="SECONDS",
+              help="Watch: a report every SECONDS, with the change of each amount (dpss, duss, ...) and "
+                   "new/gone marks. On a terminal redrawn in place (q quits, s sorts by the next column, "
+                   "r reverses, p pauses); else each report after a '# TIME' line, or one JSON Lines / "
+                   "CSV stream with -F json / csv.")
+@click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --interval: stop after N reports.")
+@click.option("--delta", type=click.Choice(["first", "previous"]), metavar="first|previous",
+              help="With --interval: changes since the first report (default) or the previous one.")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
-def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, **o):
+def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source,
+           interval, count, delta, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
+
+    With --interval, watch: the report again every SECONDS, with what changed.
     """
     view = _chosen_view(o, shared_with)
-    if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown)):
+    watch = _watch(interval, count, delta)
+    if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown),
+                         watched=watch.since if watch is not None else None):
         return
     if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
@@ -241,14 +260,42 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
     if source == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
                          "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
-    _run(ReportRequest(
+    request = ReportRequest(
         query=_query(o, view, source=source, exact=exact or shared_with),
         table=table,
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
                              kernel_path=kernel, recommend=recommend, breakdown=breakdown),
-    ))
+        watch=watch,
+    )
+    if watch is not None:
+        _watch_run(request)
+    else:
+        _run(request)
+
+
+def _watch(interval, count, delta):
+    """--interval, --count, --delta: the WatchOptions (app checks the interval), or None for one report."""
+    if interval is None:
+        for given, name in ((count, "--count N"), (delta, "--delta")):
+            if given is not None:
+                raise UsageError(f"{name} is for watch mode: use it with --interval SECONDS")
+        return None
+    return WatchOptions(interval=interval, count=count, since=delta or "first")
+
+
+def _watch_run(request):
+    """Watch mode: on a terminal (stdout) a screen redrawn in place, keys from stdin if it is one."""
+    from .terminal import Screen
+    from .watch import run_watch
+    if sys.stdout is None:
+        raise SmemError("cannot write the report: standard output is closed")
+    screen = None
+    if sys.stdout.isatty():
+        keys = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
+        screen = Screen(_write, sys.stdout.fileno(), keys)
+    run_watch(request, _write, _warn, screen)
 
 
 @cli.command(context_settings=CONTEXT)

@@ -3,15 +3,17 @@
 The command line builds these once; every layer below reads them and none
 changes them.  A :class:`Query` says what to read, :class:`TableOptions` how
 to lay the rows out, :class:`ChartOptions` what to draw, :class:`SystemOptions`
-how to size RAM for the system view; a :class:`ReportRequest` carries them
-together.  :class:`ServeOptions` are ``smem serve``'s: where it listens or
+how to size RAM for the system view, :class:`WatchOptions` how often to read
+again (watch mode); a :class:`ReportRequest` carries them together.
+:class:`ServeOptions` are ``smem serve``'s: where it listens or
 writes, and how often it reads.
 """
 
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-__all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "ReportRequest", "ServeOptions"]
+__all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "WatchOptions", "ReportRequest",
+           "ServeOptions"]
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,21 @@ class SystemOptions:
 
 
 @dataclass(frozen=True)
+class WatchOptions:
+    """--interval SECONDS [--count N] [--delta first|previous]: the report again and again."""
+
+    interval: float                    # seconds from the start of one frame to the next
+    count: Optional[int] = None        # frames to show; None: until q, Ctrl-C or a signal
+    since: str = "first"               # the d columns: changes since the "first" or "previous" frame
+
+
+@dataclass(frozen=True)
 class ReportRequest:
     query: Query = field(default_factory=Query)
     table: TableOptions = field(default_factory=TableOptions)
     chart: Optional[ChartOptions] = None
     system: SystemOptions = field(default_factory=SystemOptions)
+    watch: Optional[WatchOptions] = None
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,33 @@ KiB integers; a value absent from the source is null / empty, never 0; -k or
 -p, when given, turn amounts into the strings the table shows), and
 ``openmetrics`` for Prometheus (bytes).  A new format is one module here and
 one entry in :data:`FORMATS`; ``-F``'s help, completion and the man page
-list this registry.
+list this registry.  In watch mode (``--interval``) a format writes frames
+(its ``stream``, smem.formats.streams) and, if it is a table for people
+(``redraws``), is redrawn in place on a terminal.
 """
 
+import time
 from dataclasses import dataclass
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
-from . import classic, csv_rows, json_document, openmetrics, tabulated
+from . import classic, csv_rows, json_document, openmetrics, streams, tabulated
 
-__all__ = ["Format", "Rendering", "FORMATS", "TABLE_FORMATS", "render"]
+__all__ = ["Format", "Frame", "Rendering", "FORMATS", "TABLE_FORMATS", "render"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One report of watch mode: when its reading began (seconds since the epoch) and its
+    number, from 1, of ``count`` (None: no end given)."""
+
+    time: float
+    number: int
+    count: Optional[int] = None
+
+    @property
+    def timestamp(self):
+        """ISO 8601 in UTC to the second: what a log line, pandas and a person all read."""
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.time))
 
 
 @dataclass(frozen=True)
@@ -27,6 +45,7 @@ class Rendering:
     options: object      # smem.options.TableOptions
     snapshot: object     # smem.model.Snapshot
     companions: Tuple = ()
+    frame: Optional[Frame] = None  # watch mode: which frame this is
 
 
 @dataclass(frozen=True)
@@ -36,18 +55,27 @@ class Format:
     help: str
     #: the document also carries the tables of the view's metrics_companions (a scrape)
     wants_companions: bool = False
+    #: watch mode: one frame as text (Rendering with its frame); None where the format is one
+    #: document that cannot be continued (OpenMetrics ends with "# EOF")
+    stream: Optional[Callable[[Rendering], str]] = None
+    #: a table for people: watch mode redraws it in place on a terminal (others stream there too)
+    redraws: bool = False
 
 
 TABLE_FORMATS = tabulated.STYLES
 
 FORMATS = {f.name: f for f in (
-    Format("classic", classic.render, "smem 1.5's table (the default)"),
-    Format("json", json_document.render, "one JSON document: the source's facts, columns, rows (raw KiB), totals"),
-    Format("csv", csv_rows.render, "RFC 4180 rows of raw KiB, a header of column keys"),
+    Format("classic", classic.render, "smem 1.5's table (the default)",
+           stream=streams.table_frame(classic.render), redraws=True),
+    Format("json", json_document.render, "one JSON document: the source's facts, columns, rows (raw KiB), "
+           "totals; in watch mode JSON Lines, an object per row per frame", stream=streams.json_lines_frame),
+    Format("csv", csv_rows.render, "RFC 4180 rows of raw KiB, a header of column keys; in watch mode "
+           "timestamp and frame columns first", stream=streams.csv_frame),
     Format("openmetrics", openmetrics.render,
            "Prometheus text exposition in bytes, for node_exporter's textfile collector",
            wants_companions=True),
-    *(Format(style, tabulated.renderer(style), f"tabulate's {style!r} table") for style in TABLE_FORMATS),
+    *(Format(style, tabulated.renderer(style), f"tabulate's {style!r} table",
+             stream=streams.table_frame(tabulated.renderer(style)), redraws=True) for style in TABLE_FORMATS),
 )}
 
 

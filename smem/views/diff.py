@@ -8,13 +8,18 @@ and ``dk`` (new - old); a row only in NEW is ``new`` (its old side counts as 0),
 one only in OLD is ``gone``.  Sums of ``dk`` are therefore NEW's total minus
 OLD's.  The default order is the largest absolute change in PSS last, as smem
 puts the largest rows last.
+
+Watch mode (``smem --interval``) is the same comparison between the first (or
+the previous) frame and this one: :func:`watch_view` is the comparison view
+with the base view's own columns first, so a watched report looks like the
+report, with the change of its measure (``dpss``) and the marks added.
 """
 
 from dataclasses import replace
 
 from .columns import View, amount, text
 
-__all__ = ["diff_view", "DiffRow"]
+__all__ = ["diff_view", "watch_view", "DiffRow"]
 
 
 class DiffRow:
@@ -62,7 +67,7 @@ def _magnitude(getter):
     return get
 
 
-def _columns(base):
+def _columns(base, old, new):
     columns = {}
     for key, column in base.columns.items():
         if "exact" in column.needs:
@@ -72,13 +77,13 @@ def _columns(base):
                                    total=column.total if column.total in ("rows", None) else None)
             continue
         columns[f"old_{key}"] = replace(column, key=f"old_{key}", header=f"Old{column.header}",
-                                        getter=_side(column.getter, "old"), help=f"{column.help}, in OLD",
+                                        getter=_side(column.getter, "old"), help=f"{column.help}, in {old}",
                                         width=max(column.width, len(column.header) + 3))
-        columns[key] = replace(column, getter=_side(column.getter, "new"), help=f"{column.help}, in NEW")
+        columns[key] = replace(column, getter=_side(column.getter, "new"), help=f"{column.help}, in {new}")
         columns[f"d{key}"] = replace(column, key=f"d{key}", header=f"d{column.header}",
-                                     getter=_delta(column.getter), help=f"change in {column.key}: NEW - OLD",
+                                     getter=_delta(column.getter), help=f"change in {column.key}: {new} - {old}",
                                      width=max(column.width, len(column.header) + 1))
-    columns["status"] = text("status", "Status", lambda r: r.status, "new (only in NEW) or gone (only in OLD)", 6)
+    columns["status"] = text("status", "Status", lambda r: r.status, f"new (only in {new}) or gone (only in {old})", 6)
     measure = base.columns.get(base.chart_measure)
     if measure is not None and measure.is_amount:
         columns["change"] = amount("change", f"|d{measure.header}|", _magnitude(measure.getter),
@@ -88,14 +93,21 @@ def _columns(base):
     return columns
 
 
-def diff_view(base: View) -> View:
-    """The comparison view of ``base``; its rows take (OLD, NEW) snapshots."""
+def _measure(base):
+    """The amount whose change orders a comparison: the chart's measure, else the last default amount."""
+    amounts = [k for k in base.default_columns if k in base.columns and base.columns[k].is_amount]
+    return base.chart_measure if base.chart_measure in amounts else (amounts[-1] if amounts else None)
+
+
+def diff_view(base: View, old="OLD", new="NEW") -> View:
+    """The comparison view of ``base``; its rows take (OLD, NEW) snapshots.  ``old`` and ``new``
+    name the two sides in the fields' help."""
     if base.row_key is None:
         raise ValueError(f"the {base.name} view cannot be compared")
-    columns = _columns(base)
+    columns = _columns(base, old, new)
     identity = [k for k in base.default_columns if k in columns and not base.columns[k].is_amount]
     amounts = [k for k in base.default_columns if k in base.columns and base.columns[k].is_amount]
-    measure = base.chart_measure if base.chart_measure in amounts else (amounts[-1] if amounts else None)
+    measure = _measure(base)
     defaults = identity + ["status"]
     if measure is not None:
         defaults += [f"old_{measure}", measure]
@@ -114,4 +126,23 @@ def diff_view(base: View) -> View:
         process_groups=False, disjoint_rows=False, chart_measure=f"d{measure}" if measure else base.chart_measure,
         chart_measure_without_pss="drss" if "drss" in columns else base.chart_measure_without_pss,
         metrics_companions=(), row_key=None, shaped_by_system=None,
+    )
+
+
+def watch_view(base: View, since="first") -> View:
+    """The view of watch mode: ``base``'s rows, matched with those of the first frame (``since``
+    "first") or the previous one ("previous"): its rows take (that frame, this frame).
+
+    Its default columns are the base view's, then the change of its measure (``dpss``) and the
+    new/gone marks; its default order is the base view's.  On the first frame both sides are the
+    same snapshot, so every change is 0 and nothing is marked.
+    """
+    compared = diff_view(base, old=f"the {since} frame", new="this frame")
+    measure = _measure(base)
+    defaults = tuple(k for k in base.default_columns if k in compared.columns)
+    defaults += ((f"d{measure}",) if measure is not None else ()) + ("status",)
+    return replace(
+        compared, name=f"{base.name}-watch", title=base.title, default_columns=defaults,
+        default_sort=base.default_sort if base.default_sort in compared.columns else compared.default_sort,
+        chart_measure=base.chart_measure, chart_measure_without_pss=base.chart_measure_without_pss,
     )

@@ -1,0 +1,189 @@
+"""Watch mode: ``smem --interval SECONDS [--count N]``, any view, the report again and again.
+
+One interpreter, one plan (smem.app.plan: what the view, its columns and the
+sort read, refused before the first frame if wrong), then per frame one
+snapshot read as that plan says (smem.app.read_snapshot) and the table of the
+watch view (smem.views.diff.watch_view: the comparison of ``smem diff``
+between the first frame, or the previous one with ``--delta previous``, and
+this one).  So every view, filter, column and format works as in a report, and
+``dpss``, ``duss``, ... and the new/gone marks come from the same code as
+``smem diff``'s.
+
+On a terminal a table is redrawn in place (smem.terminal) with a status line,
+and keys act at once on the frame shown: ``q`` quits, ``s`` sorts by the next
+column shown, ``r`` reverses, ``p`` pauses.  Elsewhere (a pipe, a file) each
+frame is written whole and flushed as its format streams it
+(smem.formats.streams).  Frames start every SECONDS, counted from the first;
+a frame that takes longer delays the next rather than piling up.  Ctrl-C ends
+watch mode like ``q``, with status 0: it is how an endless watch is stopped.
+
+Processes are read serially unless ``--jobs`` or ``SMEM_JOBS`` says otherwise:
+worker processes (smem.collect) save wall time, which a frame a second does
+not need, and cost CPU, which a watch spends every second (docs/benchmarks.md:
+56 ms of CPU a frame with two workers, 43 ms serially, at 390 processes).
+"""
+
+import itertools
+import os
+import time
+from dataclasses import replace
+
+from .app import plan, read_snapshot
+from .formats import FORMATS, Frame, Rendering
+from .report import make_table
+
+__all__ = ["run_watch"]
+
+KEYS_HELP = "q quit  s sort  r reverse  p pause"
+
+
+def run_watch(request, write, warn, screen=None):
+    """Watch ``request`` (its ``watch`` set): frames written with ``write`` (text), warnings
+    given to ``warn`` once each, or, with ``screen`` (a smem.terminal.Screen) and a table
+    format, drawn on it.  Wrong options are refused before the screen is touched."""
+    if request.query.jobs is None and not os.environ.get("SMEM_JOBS", "").strip():
+        request = replace(request, query=replace(request.query, jobs=1))
+    the_plan = plan(request)
+    options = replace(request.table, exact=False)
+    try:
+        if screen is not None and FORMATS[options.format].redraws:
+            with screen:
+                _on_screen(request, the_plan, options, screen)
+        else:
+            _streamed(request, the_plan, options, write, warn)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: the end of watching, not a failure (each frame went out whole)
+
+
+class _Frames:
+    """The snapshots read so far that matter: the one deltas are taken against, and the newest."""
+
+    def __init__(self, request, the_plan):
+        self.request = request
+        self.plan = the_plan
+        self.since_first = request.watch.since == "first"
+        self.baseline = None
+        self.current = None
+        self.warnings = []
+        self.frame = None
+        self.first = None   # the first Frame
+
+    def read(self, number):
+        started = time.time()
+        snapshot, self.warnings = read_snapshot(self.request, self.plan)
+        if self.current is None:
+            self.baseline = snapshot          # the first frame is its own baseline: changes are 0
+        elif not self.since_first:
+            self.baseline = self.current
+        self.current = snapshot
+        self.frame = Frame(started, number, self.request.watch.count)
+        self.first = self.first or self.frame
+
+    def table(self, options):
+        return make_table([self.baseline, self.current], self.plan.view, options, self.request.system)
+
+
+def _streamed(request, the_plan, options, write, warn):
+    frames = _Frames(request, the_plan)
+    fmt = FORMATS[options.format]
+    said = set()
+    for number in _schedule(request.watch):
+        frames.read(number)
+        for warning in frames.warnings:
+            if warning not in said:
+                said.add(warning)
+                warn(warning)
+        write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame)))
+
+
+def _schedule(watch):
+    """Each frame's number at its time: now, then every ``watch.interval`` seconds,
+    ``watch.count`` times or for ever."""
+    next_at = time.monotonic()
+    for number in itertools.count(1) if watch.count is None else range(1, watch.count + 1):
+        if number > 1:
+            time.sleep(max(next_at - time.monotonic(), 0.0))
+        yield number
+        next_at = max(next_at + watch.interval, time.monotonic())
+
+
+def _on_screen(request, the_plan, options, screen):
+    frames = _Frames(request, the_plan)
+    watch = request.watch
+    state = {"sort": options.sort, "reverse": options.reverse, "paused": False}
+    number = 0
+    next_at = time.monotonic()
+    while True:
+        if not state["paused"] and time.monotonic() >= next_at:
+            number += 1
+            frames.read(number)
+            _draw(screen, frames, options, state, watch)
+            if number == watch.count:
+                return  # the last frame stays on the screen
+            next_at = max(next_at + watch.interval, time.monotonic())
+        for key in screen.keys(3600.0 if state["paused"] else next_at - time.monotonic()):
+            if key in "qQ":
+                return
+            if _press(key, state, frames, options):
+                _draw(screen, frames, options, state, watch)
+
+
+def _press(key, state, frames, options):
+    """Act on ``key``; whether the screen must be drawn again."""
+    if key == "s":
+        shown = [c.key for c in frames.table(_sorted(options, state)).columns]
+        current = state["sort"] or frames.plan.view.sort_for(frames.current.pss_missing)
+        state["sort"] = shown[(shown.index(current) + 1) % len(shown)] if current in shown else shown[0]
+    elif key == "r":
+        state["reverse"] = not state["reverse"]
+    elif key == "p":
+        state["paused"] = not state["paused"]
+    else:
+        return False
+    return True
+
+
+def _sorted(options, state):
+    return replace(options, sort=state["sort"], reverse=state["reverse"])
+
+
+def _draw(screen, frames, options, state, watch):
+    options = _sorted(options, state)
+    table = frames.table(options)
+    columns, rows = screen.size()
+    clock = lambda t: time.strftime("%H:%M:%S", time.localtime(t))
+    of = f"/{watch.count}" if watch.count is not None else ""
+    since = f"since {clock(frames.first.time)}" if watch.since == "first" else "since the previous frame"
+    status = (f"smem {frames.plan.view.title} {clock(frames.frame.time)}  frame {frames.frame.number}{of} "
+              f"(every {watch.interval:g} s)  changes {since}")
+    state_line = f"sort {table.sort.key}{' reversed' if options.reverse else ''}"
+    state_line += "  PAUSED" if state["paused"] else ""
+    warnings = [f"smem: warning: {w}" for w in frames.warnings]
+    room = max(rows - 2 - len(warnings) - 1, 1)  # (the last line stays free: the cursor rests there)
+    body, hidden = _fitted(table, options, frames, room)
+    if hidden:
+        state_line += f"  (+{hidden} rows off the screen)"
+    if screen.has_keys:
+        state_line += f"  [{KEYS_HELP}]"
+    head = [status, state_line] + warnings
+    screen.draw(head + body)
+
+
+def _fitted(table, options, frames, room):
+    """The table's lines, with as many rows as fit in ``room`` lines: the end that matters kept
+    (smem puts the largest rows last; with -r, first), totals still over every row."""
+    render = FORMATS[options.format].render
+    keep = len(table.values)
+    while True:
+        shown = _rows_kept(table, keep, options.reverse)
+        lines = render(Rendering(shown, options, frames.current, frame=frames.frame)).splitlines()
+        if len(lines) <= room or keep == 0:
+            return lines, len(table.values) - keep
+        keep = max(keep - (len(lines) - room), 0)
+
+
+def _rows_kept(table, keep, reverse):
+    if keep >= len(table.values):
+        return table
+    part = slice(0, keep) if reverse else slice(len(table.values) - keep, None)
+    return replace(table, values=table.values[part], rows=table.rows[part], sort_values=table.sort_values[part])

@@ -1,0 +1,283 @@
+"""Watch mode (smem --interval): frames off a terminal, record streams, a pseudo-terminal redrawn.
+
+The processes watched are real: this test's own (in-process runs), and children that
+grow, start and exit between frames (a separate smem, read frame by frame).
+"""
+
+import csv
+import io
+import json
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+
+import pytest
+
+from conftest import FIXTURES, TESTS, run_smem
+
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+ME = str(os.getpid())
+
+
+def _frames(text):
+    """{frame number: [table lines]} of a table stream, checking each frame's time line."""
+    frames = {}
+    for block in text.split("\n\n"):
+        lines = block.strip("\n").split("\n")
+        match = re.fullmatch(rf"# {STAMP} frame (\d+) of (\d+)", lines[0])
+        assert match, block
+        frames[int(match.group(1))] = lines[1:]
+    return frames
+
+
+@pytest.mark.parametrize("since", ["first", "previous"])
+def test_frames_off_a_terminal_with_their_changes(since):
+    proc = run_smem("--pid", ME, "--interval", "0.02", "--count", "3", "--delta", since,
+                    "-c", "pid pss dpss status")
+    assert proc.returncode == 0, proc.stderr
+    frames = _frames(proc.stdout.decode())
+    assert sorted(frames) == [1, 2, 3]
+    rows = {}
+    for number, lines in frames.items():
+        assert lines[0].split() == ["PID", "PSS", "dPSS", "Status"]
+        (pid, pss, dpss), = [line.split() for line in lines[1:]]  # (no status: the same process)
+        assert pid == ME
+        rows[number] = int(pss), int(dpss)
+    assert rows[1][1] == 0  # the first frame is its own baseline
+    for number in (2, 3):
+        base = rows[1 if since == "first" else number - 1][0]
+        assert rows[number][1] == rows[number][0] - base
+
+
+def test_json_lines_and_csv_are_one_record_stream():
+    jsonl = run_smem("--pid", ME, "--interval", "0.02", "--count", "2", "-F", "json", "-t", "-c", "pid pss dpss")
+    assert jsonl.returncode == 0, jsonl.stderr
+    records = [json.loads(line) for line in jsonl.stdout.decode().splitlines()]
+    assert [(r["frame"], r["total"]) for r in records] == [(1, False), (1, True), (2, False), (2, True)]
+    assert all(re.fullmatch(STAMP, r["timestamp"]) for r in records)
+    assert records[0]["pid"] == int(ME) and records[0]["dpss"] == 0
+    assert records[1]["pss"] == records[0]["pss"] and "pid" not in records[1]  # sums only: no pid 1
+    comma = run_smem("--pid", ME, "--interval", "0.02", "--count", "2", "-F", "csv", "-c", "pid pss dpss status")
+    assert comma.returncode == 0, comma.stderr
+    text = comma.stdout.decode()
+    assert text.count("timestamp") == 1  # one header for the whole stream
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == ["timestamp", "frame", "pid", "pss", "dpss", "status"]
+    assert [(r["frame"], r["pid"]) for r in rows] == [("1", ME), ("2", ME)]
+    assert rows[0]["dpss"] == "0" and int(rows[1]["dpss"]) == int(rows[1]["pss"]) - int(rows[0]["pss"])
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_json(io.BytesIO(jsonl.stdout), lines=True)
+    assert list(frame["frame"]) == [1, 1, 2, 2] and str(frame["timestamp"].dtype).startswith("datetime64")
+    assert list(pandas.read_csv(io.StringIO(text))["pid"]) == [int(ME)] * 2
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--count", "3"], "--count N is for watch mode"),
+    (["--delta", "previous"], "--delta is for watch mode"),
+    (["--interval", "0"], "above 0"),
+    (["--interval", "-2"], "above 0"),
+    (["--interval", "nan"], "above 0"),
+    (["--interval", "1", "-S", str(FIXTURES / "captures" / "faithful.tar.gz")], "a capture (-S) is one instant"),
+    (["--interval", "1", "-F", "openmetrics"], "one document, not a stream"),
+    (["--interval", "1", "--exact"], "without --exact"),
+    (["--interval", "1", "--pie", "name"], "--pie or --bar"),
+    (["--interval", "1", "-c", "pid nosuch"], "unknown field"),
+])
+def test_watch_usage_errors_are_one_line(args, said):
+    proc = run_smem(*args)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert said in proc.stderr.decode() and proc.stderr.decode().count("\n") == 1, proc.stderr
+
+
+def test_field_help_lists_the_changes():
+    proc = run_smem("--interval", "1", "-c", "help", "-u")
+    assert proc.returncode == 0
+    text = proc.stdout.decode()
+    assert re.search(r"^dpss +change in pss: this frame - the first frame$", text, re.M)
+    assert re.search(r"^status +new ", text, re.M) and "\nold_pss " in text
+
+
+CHILD = r"""
+import mmap, sys
+print("ready", flush=True)
+held = []
+for line in sys.stdin:
+    if line.strip() == "grow":
+        m = mmap.mmap(-1, 8 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        for offset in range(0, len(m), mmap.PAGESIZE):
+            m[offset] = 1
+        held.append(m)
+        print("grown", flush=True)
+"""
+
+
+def _child(marker):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, marker], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "ready\n"
+    return child
+
+
+def _next_frame(stream):
+    """The records of the next frame (-t: a frame ends with its totals record)."""
+    records = []
+    while True:
+        ready, _, _ = select.select([stream], [], [], 60)  # a hang guard, not a timing
+        assert ready, "smem wrote no frame for 60 s"
+        line = stream.readline()
+        assert line, "smem ended early"
+        record = json.loads(line)
+        if record["total"]:
+            return {r["pid"]: r for r in records}
+        records.append(record)
+
+
+def test_growth_new_and_gone_processes_between_frames():
+    """A process that grows shows its growth; one that starts is marked new, one that exits gone."""
+    marker = f"smem-watch-test-{os.getpid()}"
+    grower, later = _child(marker), None
+    smem = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "0.1", "-P", marker, "-F", "json", "-t",
+                             "-c", "pid uss duss status"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            cwd=TESTS.parent, text=True)
+    try:
+        first = _next_frame(smem.stdout)
+        assert list(first) == [grower.pid] and first[grower.pid]["duss"] == 0 and first[grower.pid]["status"] == ""
+        grower.stdin.write("grow\n")
+        grower.stdin.flush()
+        assert grower.stdout.readline() == "grown\n"
+        later = _child(marker)
+        while True:  # frames taken before the child grew and the other started may still come
+            frame = _next_frame(smem.stdout)
+            if later.pid in frame and frame[grower.pid]["duss"] >= 8192:
+                break
+        assert frame[grower.pid]["duss"] == frame[grower.pid]["uss"] - first[grower.pid]["uss"]
+        assert frame[later.pid]["status"] == "new" and frame[later.pid]["duss"] == frame[later.pid]["uss"]
+        grower.stdin.close()
+        grower.wait()
+        while frame[grower.pid]["status"] != "gone":
+            frame = _next_frame(smem.stdout)
+        assert frame[grower.pid]["uss"] is None  # gone: no figure now, and the change is all of it
+        assert frame[grower.pid]["duss"] == -first[grower.pid]["uss"]
+        smem.send_signal(signal.SIGINT)
+        assert smem.wait(60) == 0  # Ctrl-C ends a watch: not a failure
+    finally:
+        for proc in (smem, grower, later):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _spawn_on_a_terminal(*args):
+    """smem ARGS with a new pseudo-terminal as its controlling terminal and standard streams:
+    (process, master fd, slave fd: kept open here, so the terminal's modes can be read after
+    smem ends)."""
+    import fcntl
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdin=slave, stdout=slave, stderr=slave,
+                            cwd=TESTS.parent, env=env, start_new_session=True,
+                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    return proc, master, slave
+
+
+class _Terminal:
+    def __init__(self, master):
+        self.master = master
+        self.seen = b""
+
+    def wait_for(self, pattern):
+        """Read the screen until ``pattern`` (bytes regex) appears after what was read before."""
+        start = len(self.seen)
+        guard = time.monotonic() + 60  # a hang guard, not a timing
+        while not re.search(pattern, self.seen[start:]):
+            assert time.monotonic() < guard, f"no {pattern!r} on the screen in 60 s: {self.seen[-500:]!r}"
+            self._read(f"no {pattern!r} on the screen")
+
+    def _read(self, what):
+        ready, _, _ = select.select([self.master], [], [], 60)  # a hang guard, not a timing
+        assert ready, f"{what} in 60 s: {self.seen[-500:]!r}"
+        data = os.read(self.master, 65536)
+        self.seen += data
+        return data
+
+    def finish(self, proc):
+        """smem's exit status, once what it wrote is read."""
+        status = proc.wait(60)
+        while select.select([self.master], [], [], 0)[0] and self._read("the end"):
+            pass
+        return status
+
+
+def _on_a_terminal(*args):
+    proc, master, slave = _spawn_on_a_terminal(*args)
+    modes = termios.tcgetattr(slave)
+    return proc, _Terminal(master), slave, modes
+
+
+def _close(proc, screen, slave):
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    os.close(screen.master)
+    os.close(slave)
+
+
+def test_terminal_redrawn_in_place_and_keys():
+    proc, screen, slave, modes = _on_a_terminal("--interval", "0.2", "--pid", ME, "-c", "pid pss dpss status")
+    try:
+        screen.wait_for(rb"\x1b\[H.*frame 2 .*\n.*sort pss  \[q quit")  # home, then frame 2 over frame 1
+        assert termios.tcgetattr(slave)[3] & termios.ECHO == 0  # cbreak: keys are not echoed
+        os.write(screen.master, b"s")
+        screen.wait_for(rb"sort dpss  \[")  # the next column shown
+        os.write(screen.master, b"r")
+        screen.wait_for(rb"sort dpss reversed")
+        os.write(screen.master, b"p")
+        screen.wait_for(rb"PAUSED")
+        os.write(screen.master, b"q")
+        assert screen.finish(proc) == 0
+        assert termios.tcgetattr(slave) == modes
+    finally:
+        _close(proc, screen, slave)
+    last = screen.seen.rpartition(b"\x1b[H")[2]
+    assert re.search(rb"\n *" + ME.encode() + rb" +\d+ +-?\d+", last)  # the table, under the status lines
+    assert last.endswith(b"\x1b[?25h\r\n")  # the cursor shown again, the prompt under the last frame
+
+
+#: a frame of 11 lines: home, 10 lines ended by erase-line and a new line, one more and erase-below
+ELEVEN_LINES = rb"\x1b\[H(?:[^\x1b]*\x1b\[K\r\n){10}[^\x1b]*\x1b\[K\x1b\[J"
+
+
+@pytest.mark.parametrize("how, status", [("ctrl-c", 0), ("sigterm", 128 + signal.SIGTERM)])
+def test_terminal_restored_on_ctrl_c_and_sigterm(how, status):
+    """Also: a table taller and wider than the terminal is cut to fit it."""
+    proc, screen, slave, modes = _on_a_terminal("--interval", "0.2", "--pid", ME, "-m")
+    try:
+        screen.wait_for(rb"frame 1 ")
+        import fcntl
+        import struct
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 12, 70, 0, 0))
+        screen.wait_for(ELEVEN_LINES)  # 12 lines, the last left for the cursor
+        assert termios.tcgetattr(slave) != modes  # cbreak now
+        if how == "ctrl-c":
+            os.write(screen.master, b"\x03")  # the terminal sends SIGINT
+        else:
+            proc.send_signal(signal.SIGTERM)
+        assert screen.finish(proc) == status
+        assert termios.tcgetattr(slave) == modes
+    finally:
+        _close(proc, screen, slave)
+    assert screen.seen.endswith(b"\x1b[?25h\r\n")
+    lines = [line.lstrip(b"\r\n") for line in re.findall(ELEVEN_LINES, screen.seen)[-1][3:].split(b"\x1b[K")[:-1]]
+    assert len(lines) == 11 and b"rows off the screen)" in lines[1] and max(map(len, lines)) == 69
+    assert lines[2].split()[:4] == [b"Map", b"PIDs", b"AVGPSS", b"PSS"]
+    pss = [int(line.split()[-3]) for line in lines[3:]]  # (then dPSS and an empty Status)
+    assert len(pss) == 8 and pss == sorted(pss)
+    mappings = json.loads(run_smem("-m", "--pid", ME, "-F", "json").stdout)["rows"]
+    largest = max(mappings, key=lambda m: m["pss"])["map"].encode()
+    assert largest.startswith(lines[-1].split()[0])  # the end of the table is shown: the largest last
