@@ -421,6 +421,10 @@ class ArchiveSource(CaptureFacts, Source):
     def _paths(self, prefix):
         return [p for p in self._files if p.startswith(prefix) and p.count("/") == 4]
 
+    def list_sys(self, path):
+        prefix = f"sys/{path}/"
+        return sorted({p[len(prefix):].partition("/")[0] for p in self._files if p.startswith(prefix)})
+
     def pids(self):
         pids = set(self._dirs)
         for path in self._files:

@@ -136,6 +136,31 @@ class LiveSource(Source):
             os.close(fd)
         return b"\n".join(r.rstrip(b"\n") for r in records) + b"\n" if records else None
 
+    def shmem_inventory(self):
+        if not self.local:
+            return super().shmem_inventory()
+        from .shmem_probe import probe_shmem  # statfs, cachestat: only for --shm and captures
+        return probe_shmem(self.proc, self.pids())
+
+    def read_sys(self, path):
+        if not self.local:
+            return super().read_sys(path)
+        _check_relative(path)
+        return _read_small(os.path.join(self.sys, path), True)
+
+    def list_sys(self, path):
+        try:
+            if self.local:
+                _check_relative(path)
+                return sorted(os.listdir(os.path.join(self.sys, path)))
+            fd = self._open_directory(f"sys/{path}")
+            try:
+                return sorted(os.listdir(fd))
+            finally:
+                os.close(fd)
+        except OSError:
+            return []
+
     def _facts(self):
         if not self.local:
             return {}
@@ -158,6 +183,17 @@ class LiveSource(Source):
             self._proc_fd = None
 
     # -- reading a tree that is not ours --------------------------------------------------------
+
+    def _open_directory(self, path):
+        """A descriptor of the directory ``path`` inside the tree, no link followed on the way."""
+        _check_relative(path)
+        fd = self._proc_fd
+        for part in path.split("/"):
+            fd_next = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            if fd != self._proc_fd:
+                os.close(fd)
+            fd = fd_next
+        return fd if fd != self._proc_fd else os.dup(fd)
 
     def _open(self, path):
         """A descriptor of the regular file ``path`` inside the tree, opened without following
@@ -188,6 +224,11 @@ class LiveSource(Source):
             if fd != self._proc_fd:
                 os.close(fd)
         raise PermissionError(errno.EACCES, f"{file_kind(mode)} in the capture, not a file: not read", path)
+
+
+def _check_relative(path):
+    if any(p in ("", ".", "..") for p in path.split("/")):
+        raise FileNotFoundError(errno.ENOENT, "not a path inside the tree", path)
 
 
 def _read_bounded(fd, name, limit):
