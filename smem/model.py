@@ -264,6 +264,7 @@ class Snapshot:
         self.exact = None               # smem.exact.ExactAccounting, under --exact
         self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
         self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
+        self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
 
     @property
     def mem_total(self):
