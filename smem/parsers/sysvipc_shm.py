@@ -1,10 +1,11 @@
 """Parser for /proc/sysvipc/shm: the System V shared memory segments (man 5 proc, "/proc/sysvipc";
 the kernel's ipc/shm.c, ``sysvipc_shm_proc_show``).
 
-A header line names the columns, then one line per segment::
+A header line names the columns, then one line per segment (here without the
+uid, gid, cuid, cgid, atime, dtime and ctime columns between nattch and rss)::
 
-           key      shmid perms       size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime        rss       swap
-             0          5   600    8388608 26397 26397      1     0     0     0     0 1796331216          0 1796331216    8388608          0
+           key      shmid perms       size  cpid  lpid nattch ...        rss       swap
+             0          5   600    8388608 26397 26397      1 ...    8388608          0
 
 ``size``, ``rss`` and ``swap`` are in bytes.  ``rss`` and ``swap`` came later (Linux 3.10,
 ``shm_add_rss_swap``); the columns are read by the header's names, so a kernel without
