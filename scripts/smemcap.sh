@@ -230,10 +230,19 @@ shmem_mounts() {
 	done </proc/self/mountinfo
 }
 
+# (grep, where there is one, keeps the shell's byte-at-a-time read off the other links)
+fd_links() {
+	if command -v grep >/dev/null 2>&1; then
+		ls -l /proc/[0-9]*/fd 2>/dev/null | grep -e '^/proc/' -e ' -> /memfd:'
+	else
+		ls -l /proc/[0-9]*/fd 2>/dev/null
+	fi
+}
+
 shmem_memfds() {
 	command -v ls >/dev/null 2>&1 || return 0
 	pid=
-	ls -l /proc/[0-9]*/fd 2>/dev/null | while read -r line; do
+	fd_links | while read -r line; do
 		case $line in
 		/proc/*/fd:)
 			pid=${line#/proc/}
