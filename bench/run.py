@@ -32,7 +32,7 @@ sys.path.insert(0, str(BENCH))
 import synth  # noqa: E402
 import workload  # noqa: E402
 
-SECTIONS = ('process', 'mapping', 'capture', 'memory', 'exact', 'scaling', 'startup')
+SECTIONS = ('process', 'mapping', 'capture', 'memory', 'exact', 'serve', 'scaling', 'startup')
 SMEM15 = '/usr/bin/smem'
 CACHE = Path(os.environ.get('SMEM_BENCH_CACHE', Path.home() / '.cache' / 'smem-bench'))
 SCALE_STEPS = (1, 4, 16)
@@ -229,12 +229,14 @@ def find_peers(install, log):
         return m.group(1) if m else None
     def has_our_dependencies():
         return py.exists() and subprocess.run(
-            [str(py), '-c', 'import click, tabulate, numpy, matplotlib'], capture_output=True).returncode == 0
+            [str(py), '-c', 'import click, tabulate, numpy, matplotlib, prometheus_client'],
+            capture_output=True).returncode == 0
     if not (py.exists() and ps_mem_version() and has_our_dependencies()) and install:
         log(f'  installing ps_mem and our dependencies from PyPI into {venv} ...')
         subprocess.run([sys.executable, '-m', 'venv', str(venv)], capture_output=True)
         subprocess.run([str(py), '-m', 'pip', 'install', '-q', '--disable-pip-version-check',
-                        'ps_mem', 'click', 'tabulate', 'numpy', 'matplotlib'], capture_output=True)
+                        'ps_mem', 'click', 'tabulate', 'numpy', 'matplotlib', 'prometheus_client'],
+                       capture_output=True)
     if py.exists() and ps_mem_version():
         p.ps_mem_python, p.ps_mem_version = str(py), ps_mem_version()
     else:
@@ -601,7 +603,7 @@ def main(argv=None):
 
 def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
     tables = []
-    need_workload = only & {'process', 'mapping', 'capture', 'memory', 'exact', 'scaling'}
+    need_workload = only & {'process', 'mapping', 'capture', 'memory', 'exact', 'serve', 'scaling'}
     template = None
     if need_workload:
         log(f'starting workload: {1 + groups * (args.per_group + 1)} processes ...')
@@ -616,6 +618,9 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
             template = synth.read_process(wl.pids[-1])
             if only & {'process', 'mapping', 'capture', 'memory', 'exact'}:
                 tables += live_sections(only, runs, peers, tmp, log, args.seed)
+            if 'serve' in only:
+                log('smem serve ...')
+                tables += section_serve(runs, tmp, log)
         if 'scaling' in only:
             log('scaling ...')
             tables += section_scaling(runs, tmp, template, base, log)
@@ -623,6 +628,72 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
         log('start-up ...')
         tables += section_startup(runs, tmp, log)
     return tables
+
+
+def _scrape(url):
+    """(wall seconds of one GET, {sample name: value} of smem's unlabelled self metrics)."""
+    import urllib.request
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=120) as response:
+        body = response.read().decode()
+    wall = time.perf_counter() - t0
+    own = dict(re.findall(r'^(smem_collection\w*) (\S+)$', body, re.M))
+    return wall, {k: float(v) for k, v in own.items()}, len(body)
+
+
+def section_serve(runs, tmp, log):
+    """smem serve against the live workload: the wall time of a GET /metrics that makes a fresh
+    collection (--min-interval 0), serial and in worker processes; and eight scrapes at once."""
+    from concurrent.futures import ThreadPoolExecutor
+    t = Table('smem serve: GET /metrics with a fresh collection (--min-interval 0), live workload',
+              ['server', 'scrapes', 'median s', 'min s', 'max s', 'collection s (its own metric)',
+               'processes read', 'response KiB', 'target', 'met?'],
+              note='Wall time from the request to the last byte of the answer (urllib, same machine); the '
+                   'collection time is smem_collection_duration_seconds of the same answers. "8 at once": '
+                   'eight concurrent GETs on a server with --min-interval 5, timed until the last answer, '
+                   'and how many collections served them.')
+    for label, extra in (('serial (-j 1)', ['-j', '1', '--min-interval', '0']),
+                         ('2 processes (-j 2)', ['-j', '2', '--min-interval', '0']),
+                         ('8 at once, -j 1', ['-j', '1', '--min-interval', '5'])):
+        argv = ours_argv('serve', '--listen', '127.0.0.1:0', *extra)
+        proc = subprocess.Popen(argv, env=ours_env(), cwd=tmp, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            line = proc.stderr.readline().decode()
+            m = re.search(r'serving (http://\S+)', line)
+            if not m:
+                t.add(label, 0, '-', '-', '-', '-', '-', '-', '< 1 s', f'failed: {line.strip()[:60]}')
+                continue
+            url = m.group(1)
+            _scrape(url)  # warm-up: imports, the first collection
+            if label.startswith('8'):
+                proc_before = _scrape(url)[1].get('smem_collections_total', 0)
+                time.sleep(5.5)  # the cached collection expires
+                wait_for_quiet(log)
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(8) as pool:
+                    answers = list(pool.map(_scrape, [url] * 8))
+                wall = time.perf_counter() - t0
+                made = max(a[1].get('smem_collections_total', 0) for a in answers) - proc_before
+                t.add(label, 8, fmt_s(wall), fmt_s(min(a[0] for a in answers)), fmt_s(wall),
+                      fmt_s(answers[0][1].get('smem_collection_duration_seconds')),
+                      int(answers[0][1].get('smem_collection_processes', 0)), f'{answers[0][2] / 1024:.0f}',
+                      '1 collection', f'{int(made)} collection(s)')
+                continue
+            results = []
+            for _ in range(runs):
+                wait_for_quiet(log)
+                results.append(_scrape(url))
+            walls = [r[0] for r in results]
+            median = statistics.median(walls)
+            t.add(label, len(results), fmt_s(median), fmt_s(min(walls)), fmt_s(max(walls)),
+                  fmt_s(statistics.median(r[1].get('smem_collection_duration_seconds', 0) for r in results)),
+                  int(results[-1][1].get('smem_collection_processes', 0)), f'{results[-1][2] / 1024:.0f}',
+                  '< 1 s', 'met' if median < 1 else 'NOT met')
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return [t]
 
 
 def variant_table(name, variants, g, s15=None, ps_mem=None, floor=None):

@@ -131,6 +131,15 @@ else
 	rm -f -- "$cap/iomem"
 fi
 
+# The per-CPU free lists (zoneinfo) and the swap devices (swaps), for smem -w --breakdown.
+for f in zoneinfo swaps; do
+	if [ -r "/proc/$f" ] && cat "/proc/$f" >"$cap/$f" 2>/dev/null; then
+		members="$members $f"
+	else
+		rm -f -- "$cap/$f"
+	fi
+done
+
 # The boot line "Memory: ...K kernel code, ...K rwdata, ..." sizes the kernel image
 # when iomem cannot (dmesg needs root on most systems; absent is fine).
 if dmesg 2>/dev/null | grep 'Memory:' >"$cap/dmesg" 2>/dev/null && [ -s "$cap/dmesg" ]; then

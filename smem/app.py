@@ -27,7 +27,7 @@ from .views.diff import diff_view
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "run_capture", "plan", "Plan", "read_snapshot", "load_warnings", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "run_capture", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "SLOW_READ_SECONDS"]
 
 
 @dataclass
@@ -38,7 +38,8 @@ class Result:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a request reads: its view, the views a format adds, and the Needs of all their columns."""
+    """What a request reads: its view, the tables read beside it from the same snapshot (a metrics
+    scrape's companions: (View, TableOptions) pairs), and the Needs of all their columns."""
 
     view: object
     companions: tuple
@@ -48,6 +49,9 @@ class Plan:
 
 def _check(request):
     query, view = request.query, VIEWS[request.query.view]
+    if request.system.breakdown and view.shaped_by_system is None:
+        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
+    view = view.shaped(request.system)
     if query.old_source is not None:
         if view.row_key is None or view.requires_exact or query.exact:
             raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "
@@ -66,8 +70,13 @@ def _check(request):
     return view
 
 
-def plan(request):
-    """What to read for ``request``; unknown fields fail here, before any /proc is read."""
+def plan(request, companions=None):
+    """What to read for ``request``; unknown fields fail here, before any /proc is read.
+
+    ``companions``: (view name, TableOptions) of more tables to make from the same snapshot
+    (``smem serve``'s scrape); by default the view's ``metrics_companions`` when the format
+    asks for them.
+    """
     view = _check(request)
     exact = request.query.exact or view.requires_exact
     table = replace(request.table, exact=exact)
@@ -76,13 +85,19 @@ def plan(request):
     if exact and not view.process_groups and not view.requires_exact:
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     counters = set()
-    companions = ()
-    if FORMATS[table.format].wants_companions:
-        companions = tuple(VIEWS[name] for name in view.metrics_companions)
-        for companion in companions:
-            options = _companion_options(view, companion, table)
-            for column in selected_columns(companion, options) + [sort_column(companion, options)]:
-                counters |= column.counters
+    if companions is not None:
+        companions = tuple((VIEWS[name], replace(options, exact=exact)) for name, options in companions)
+    elif FORMATS[table.format].wants_companions:
+        companions = tuple((VIEWS[name], _companion_options(view, VIEWS[name], table))
+                           for name in view.metrics_companions)
+    else:
+        companions = ()
+    also = set()
+    for companion, options in companions:
+        also |= companion.needs
+        for column in selected_columns(companion, options) + [sort_column(companion, options)]:
+            counters |= column.counters
+            also |= column.needs
     if request.chart is not None:  # a pie sorted by a column that is not an amount shows the view's measure
         counters |= {c for key in (view.chart_measure, view.chart_measure_without_pss)
                      for c in view.columns[key].counters}
@@ -90,7 +105,8 @@ def plan(request):
         require("numpy", "--exact")
         from .exact import COUNTERS_READ  # numpy: only here
         counters |= COUNTERS_READ
-    needs = needs_of(view, columns, counters=counters, mappings=exact, max_rss_kib=request.query.max_rss_kib)
+    needs = needs_of(view, columns, counters=counters, mappings=exact, max_rss_kib=request.query.max_rss_kib,
+                     also=also)
     return Plan(view, companions, needs, exact)
 
 
@@ -117,7 +133,7 @@ def read_snapshot(request, the_plan, spec=None):
     try:
         snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs,
                                  jobs=query.jobs)
-        if view.needs_sizing or any(c.needs_sizing for c in the_plan.companions):
+        if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
             warnings.extend(_size(snapshot, source, request.system))
         if exact:
             _account_exactly(snapshot, view, selection, warnings)
@@ -144,9 +160,13 @@ def run_report(request: ReportRequest) -> Result:
         from .charts import show_chart
         show_chart(table, table_options, request.chart, snapshot)
         return Result(None, warnings)
-    companions = tuple(make_table([snapshot], c, _companion_options(view, c, table_options), request.system)
-                       for c in the_plan.companions)
+    companions = companion_tables(the_plan, snapshot, request.system)
     return Result(render(Rendering(table, table_options, snapshot, companions)), warnings)
+
+
+def companion_tables(the_plan, snapshot, system):
+    """The tables of the plan's companions, from ``snapshot``."""
+    return tuple(make_table([snapshot], view, options, system) for view, options in the_plan.companions)
 
 
 def _size(snapshot, source, system):

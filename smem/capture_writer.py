@@ -2,10 +2,11 @@
 
 The layout (docs/capture-format.md) is C smemcap's with additions: per
 process ``status`` and ``smaps_rollup``; ``iomem``, the firmware memory map and
-the kernel's boot "Memory:" line for the system view; ``sysvipc/shm`` and the
-``smem/shmem`` inventory (tmpfs mounts, their files, memfds) for ``--shm``; zram,
-KSM and zswap files from /sys; ``passwd`` lines for the users that own processes; and
-``capture-info`` with the machine's facts.  Extracted into DIR/proc it is
+the kernel's boot "Memory:" line for the system view; ``zoneinfo`` and ``swaps`` for
+the system view's breakdown; ``sysvipc/shm`` and the ``smem/shmem`` inventory (tmpfs
+mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys;
+``passwd`` lines for the users that own processes; and ``capture-info`` with the
+machine's facts.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
 """
 
@@ -18,7 +19,7 @@ from .model import read_meminfo
 from .parsers.smaps import parse_smaps
 from .sources.base import SHMEM_MEMBER
 
-__all__ = ["write_capture", "PROCESS_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
+__all__ = ["write_capture", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
 
 PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status", "cgroup")
 #: what each /sys/block/zramN gives of its memory (Documentation/admin-guide/blockdev/zram.rst)
@@ -48,6 +49,9 @@ def _memory_members(source):
             yield from _sys_files(source, f"block/{device}", ZRAM_FILES)
     for directory in SYS_DIRECTORIES:
         yield from _sys_files(source, directory, source.list_sys(directory))
+
+#: /proc files the -w breakdown reads beyond meminfo: the per-CPU free lists, which devices are swap
+SYSTEM_FILES = ("zoneinfo", "swaps")
 
 
 class _Writer:
@@ -95,7 +99,7 @@ def write_capture(source, fileobj, compression="gz", exact=False):
     users = {}
     with tarfile.open(fileobj=fileobj, mode=mode, format=tarfile.GNU_FORMAT) as tar:
         out = _Writer(tar)
-        for name in ("meminfo", "version"):
+        for name in ("meminfo", "version", *SYSTEM_FILES):
             data = source.read_optional(name)
             if data is not None:
                 out.file(name, data)

@@ -9,13 +9,14 @@ command builds frozen options (smem.options) and calls one library function;
 
 import os
 import sys
+from dataclasses import replace
 
 import click
 
 from . import __version__
 from .errors import SmemError, UsageError
 from .formats import FORMATS, TABLE_FORMATS
-from .options import ChartOptions, Query, ReportRequest, SystemOptions, TableOptions
+from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions
 from .report import parse_columns
 from .units import parse_size
 
@@ -29,6 +30,7 @@ Examples:
   smem -u -p                 memory per user, as a share of RAM
   smem -m -P firefox         the mappings of processes matching "firefox"
   smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
+  smem -w --breakdown        where all of MemTotal goes, each figure with its source
   smem --shm -t              shared memory (tmpfs, SysV, memfd): in RAM, in swap, who maps it
   smem -S capture.tgz        a capture made with scripts/smemcap.sh
   smem -c "pid name pss" -s name -r
@@ -36,6 +38,7 @@ Examples:
 \b
 Other commands:
   smem capture               write a capture of /proc for smem -S (smem capture --help)
+  smem serve                 metrics for Prometheus over HTTP, or for node_exporter (smem serve --help)
 
 \b
 Exit status: 0 on success, 1 when a source or file cannot be used,
@@ -148,13 +151,13 @@ def _chosen_view(o, shared_with=False):
     return "sharing" if shared_with else chosen[0][1] if chosen else "process"
 
 
-def _asked_field_help(o, view, compared=False):
-    """-c help: print the fields of the view, with what each is."""
+def _asked_field_help(o, view, compared=False, system=SystemOptions()):
+    """-c help: print the fields of the view (as -w's options shape it), with what each is."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
-    chosen = VIEWS[view]
+    chosen = VIEWS[view].shaped(system)
     if compared:
         from .views.diff import diff_view
         chosen = diff_view(chosen)
@@ -209,6 +212,10 @@ def cli():
 @click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
+@click.option("--breakdown", is_flag=True,
+              help="With -w: rows that add up to MemTotal (processes' PSS, page cache and shared memory no "
+                   "process maps, the kernel's parts, zram/zswap, free) and an unexplained rest, each with "
+                   "its source.")
 @view_options
 @click.option("--exact", is_flag=True,
               help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals.")
@@ -224,12 +231,12 @@ def cli():
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
-def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, force, source, **o):
+def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
     """
     view = _chosen_view(o, shared_with)
-    if _asked_field_help(o, view):
+    if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown)):
         return
     if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
@@ -247,7 +254,7 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
-                             kernel_path=kernel, recommend=recommend),
+                             kernel_path=kernel, recommend=recommend, breakdown=breakdown),
     ))
 
 
@@ -257,7 +264,8 @@ def report(realmem, kernel, recommend, exact, shared_with, pie, bar, output, for
 @view_options
 @selection_options
 @table_options
-def diff(old, new, **o):
+@click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
+def diff(old, new, breakdown, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
     program, cgroup, mapping or system area, its memory in OLD, in NEW and the change.
 
@@ -266,9 +274,10 @@ def diff(old, new, **o):
     minus OLD's. Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
-    if _asked_field_help(o, _chosen_view(o), compared=True):
+    system = SystemOptions(breakdown=breakdown)
+    if _asked_field_help(o, _chosen_view(o), compared=True, system=system):
         return
-    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o)))
+    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o), system=system))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -310,6 +319,70 @@ def capture(output, force, host, compression, exact, script):
         _quiet_broken_pipe()
     for warning in warnings:
         _warn(warning)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--listen", metavar="HOST:PORT",
+              help="Where to serve /metrics: HOST:PORT or [IPV6]:PORT (default 127.0.0.1:9464; port 0: any free "
+                   "port, named on stderr).")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
+              help="Per-process metrics for the N processes with the most PSS (0: none).")
+@click.option("--min-interval", type=click.FloatRange(min=0), default=5.0, show_default=True, metavar="S",
+              help="A collection younger than S seconds answers a scrape again, so scrapers share it.")
+@click.option("--textfile", metavar="DIR",
+              help="Write DIR/smem.prom for node_exporter's textfile collector instead of serving HTTP "
+                   "(a temporary file renamed into place).")
+@click.option("--interval", type=click.FloatRange(min=0.1), metavar="S",
+              help="With --textfile: seconds between two writes (default 60).")
+@click.option("--count", type=click.IntRange(min=1), metavar="N",
+              help="With --textfile: stop after N writes (--count 1 from cron; default: until stopped).")
+@selection_options
+@click.option("-S", "--source", metavar="SOURCE",
+              help="Read a capture, a directory or ssh://host instead of this machine's /proc, again at "
+                   "every collection.")
+def serve(listen, top, min_interval, textfile, interval, count, source, **o):
+    """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
+    --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), with smem's own figures
+    (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), or with
+    --textfile writes DIR/smem.prom for node_exporter's textfile collector. Processes are read
+    in one process unless -j says otherwise. Needs smem[metrics] (prometheus_client).
+    """
+    if textfile is None and (interval is not None or count is not None):
+        raise UsageError("--interval and --count say how often --textfile writes: use them with --textfile")
+    if textfile is not None and listen is not None:
+        raise UsageError("choose one: --listen serves HTTP, --textfile writes a file")
+    if source == "-":
+        raise UsageError("smem serve reads its source again at every collection: -S - (standard input) "
+                         "cannot be read twice; name a capture file or directory")
+    host, port = _listen(listen if listen is not None else "127.0.0.1:9464")
+    options = ServeOptions(host=host, port=port, top=top, min_interval=min_interval, textfile=textfile,
+                           interval=interval if interval is not None else 60.0, count=count)
+    query = _query(o, "process", source=source)
+    if query.jobs is None:  # a daemon beside the work it watches: one core, and no fork from a server thread
+        query = replace(query, jobs=1)
+    from .serve import serve_http, write_textfiles
+    if textfile is not None:
+        if write_textfiles(query, options, _warn):
+            sys.exit(1)  # what went wrong is said already (a warning); cron should see it failed
+    else:
+        serve_http(query, options, lambda line: click.echo(f"smem: {line}", err=True), _warn)
+
+
+def _listen(text):
+    """--listen HOST:PORT or [IPV6]:PORT: (host, port)."""
+    usage = UsageError(f"--listen takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 "
+                       f"(not {text[:60]!r})")
+    if text.startswith("["):
+        host, bracket, port = text[1:].partition("]:")
+        if not bracket or ":" not in host:
+            raise usage
+    else:
+        host, colon, port = text.rpartition(":")
+        if not colon or ":" in host:
+            raise usage
+    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
+        raise usage
+    return host, int(port)
 
 
 def _terminal_columns():

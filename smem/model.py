@@ -21,6 +21,7 @@ from .aggregate import Sums
 from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
 from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
+from .parsers.ksm import parse_ksm_value
 from .parsers.meminfo import parse_meminfo
 from .parsers.smaps import parse_smaps, parse_smaps_kept
 from .parsers.stat import parse_stat
@@ -59,7 +60,7 @@ class Process:
     """
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
-                 "status", "cgroup", "read_seconds", "_totals")
+                 "status", "cgroup", "ksm_kib", "read_seconds", "_totals")
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
@@ -72,6 +73,7 @@ class Process:
         self.rollup = None
         self.status = None
         self.cgroup = None        # memory cgroup path, when read
+        self.ksm_kib = None       # pages KSM merged, from /proc/PID/ksm_merging_pages, when read
         self.read_seconds = None  # how long its smaps took to read (live sources)
         self._totals = None
 
@@ -116,6 +118,8 @@ class Needs:
     ``rollup``: smaps_rollup too (its Pss_Anon/File/Shmem split);
     ``status``: /proc/PID/status (RssAnon/RssFile/RssShmem, threads);
     ``cgroup``: /proc/PID/cgroup (the cgroup view);
+    ``pools``: the zram devices and KSM counters (smem.kernel_pools, system files);
+    ``ksm``: /proc/PID/ksm_merging_pages where smaps has no ``KSM:`` line (Linux 5.19-6.5);
     ``counters``: the smaps counters the report reads per mapping.  Once a
     process's mappings are parsed, only these are kept and its smaps text is
     let go, so memory does not grow with the text of every process (None:
@@ -130,7 +134,10 @@ class Needs:
     #: skipped before its smaps is read, since reading smaps walks its page tables and stalls it
     max_rss_kib = None
 
-    def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None):
+    def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None,
+                 pools=False, ksm=False):
+        self.pools = pools
+        self.ksm = ksm
         self.mappings = mappings
         self.rollup = rollup
         self.status = status
@@ -265,6 +272,7 @@ class Snapshot:
         self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
         self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
         self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
+        self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
 
     @property
     def mem_total(self):
@@ -344,7 +352,11 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
         process, had_pss = result
         pss_missing = pss_missing or not had_pss
         processes.append(process)
-    return Snapshot(source, processes, meminfo, unreadable, pss_missing, skipped)
+    snapshot = Snapshot(source, processes, meminfo, unreadable, pss_missing, skipped)
+    if needs.pools:
+        from .kernel_pools import read_kernel_pools
+        snapshot.pools = read_kernel_pools(source)
+    return snapshot
 
 
 @contextlib.contextmanager
@@ -467,10 +479,24 @@ def _load_counters(source, process, selection, needs):
             raise ProcessUnreadable(pid, "malformed smaps: a figure no machine has")
     if needs.status:
         process.status = status
+    if needs.ksm and totals.get("KSM") is None:
+        process.ksm_kib = _ksm_merging_kib(source, pid)
     if needs.cgroup:
         raw = source.read_optional(f"{pid}/cgroup")
         process.cgroup = parse_cgroup(raw) if raw else None
     return process, had_pss
+
+
+def _ksm_merging_kib(source, pid):
+    """/proc/PID/ksm_merging_pages in KiB (Linux 5.19+), or None (absent, or no page size known)."""
+    raw = source.read_optional(f"{pid}/ksm_merging_pages")
+    page_size = source.machine().page_size
+    if raw is None or not page_size:
+        return None
+    try:
+        return parse_ksm_value(raw) * page_size // 1024
+    except ValueError:
+        return None
 
 
 def _load_process(source, pid, selection, own_pid, names):

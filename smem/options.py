@@ -4,13 +4,14 @@ The command line builds these once; every layer below reads them and none
 changes them.  A :class:`Query` says what to read, :class:`TableOptions` how
 to lay the rows out, :class:`ChartOptions` what to draw, :class:`SystemOptions`
 how to size RAM for the system view; a :class:`ReportRequest` carries them
-together.
+together.  :class:`ServeOptions` are ``smem serve``'s: where it listens or
+writes, and how often it reads.
 """
 
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-__all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "ReportRequest"]
+__all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "ReportRequest", "ServeOptions"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class TableOptions:
     terminal_columns: Optional[int] = None  # -a's width; None: no terminal, nothing is cut
     exact: bool = False                # default columns and totals under --exact
     format: str = "classic"            # a key of smem.formats.FORMATS
+    limit: Optional[int] = None        # only the first N rows once sorted (smem serve --top N)
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,12 @@ class ChartOptions:
 
 @dataclass(frozen=True)
 class SystemOptions:
-    """Sizing the whole system (-w): installed RAM and the kernel image."""
+    """The whole system (-w): installed RAM, the kernel image, and whether to break MemTotal down."""
 
     realmem_bytes: Optional[int] = None    # -R
     kernel_path: Optional[str] = None      # -K
     recommend: Optional[float] = None      # --recommend headroom, percent
+    breakdown: bool = False                # --breakdown: every KiB of MemTotal attributed
 
     @property
     def ram_kib(self):
@@ -77,3 +80,16 @@ class ReportRequest:
     table: TableOptions = field(default_factory=TableOptions)
     chart: Optional[ChartOptions] = None
     system: SystemOptions = field(default_factory=SystemOptions)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """smem serve: metrics over HTTP for Prometheus, or a file for node_exporter's textfile collector."""
+
+    host: str = "127.0.0.1"            # --listen HOST:PORT ([v6]:PORT); port 0: any free port
+    port: int = 9464
+    top: int = 10                      # --top N: per-process metrics for the N largest PSS
+    min_interval: float = 5.0          # a collection younger than this answers a scrape again
+    textfile: Optional[str] = None     # --textfile DIR: write DIR/smem.prom instead of serving
+    interval: float = 60.0             # --interval S between two writes of the textfile
+    count: Optional[int] = None        # --count N: writes before stopping (None: until stopped)

@@ -41,7 +41,7 @@ import stat
 
 from .errors import OutputError
 
-__all__ = ["output_file", "looks_like_capture", "CAPTURE_MAGIC", "FIFO_STALL_SECONDS"]
+__all__ = ["output_file", "replace_file", "looks_like_capture", "CAPTURE_MAGIC", "FIFO_STALL_SECONDS"]
 
 #: What a capture starts with: a compressed stream or a tar header ("ustar" at 257 is checked apart).
 CAPTURE_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
@@ -103,6 +103,47 @@ def output_file(path, looks_like=looks_like_capture, force=False, what="file", p
             scratch.close()
         if target is not None:
             target.close()
+        os.close(directory)
+
+
+def replace_file(path, data, mode=0o644):
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part.
+
+    For a file read while it is rewritten (``smem serve --textfile``: node_exporter's
+    textfile collector reads whenever it is scraped): the directories on the way are
+    walked as for -o; the content goes to a hidden temporary name beside it (which
+    a ``*.prom`` glob does not match), is synced, made ``mode`` and renamed over the
+    name.  A directory, device, FIFO or socket there is refused; a symbolic link
+    there is replaced, never written through; in a sticky world-writable directory
+    another user's file is refused as -o refuses it.
+    """
+    path = os.fspath(path)
+    directory, leaf = _open_directory(path)
+    scratch = None
+    try:
+        try:
+            info = os.stat(leaf, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+        except OSError as e:
+            raise _error(path, e) from None
+        if info is not None and not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+            raise OutputError(f"refusing to write {path}: it is {_kind(info.st_mode)}")
+        sticky_owner = _sticky_owner(directory)
+        if info is not None and sticky_owner is not None and info.st_uid not in (os.geteuid(), sticky_owner):
+            raise _not_ours(path, info.st_uid)
+        scratch = _Scratch(directory, path, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(scratch.fd, view):]
+            os.fsync(scratch.fd)
+        except OSError as e:
+            raise _error(path, e) from None
+        scratch.rename_to(leaf)
+    finally:
+        if scratch is not None:
+            scratch.close()
         os.close(directory)
 
 

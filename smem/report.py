@@ -120,6 +120,8 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
         entries.append((sort.getter(row), values, row))
     entries.sort(key=lambda e: (_order(e[0]), tuple(_order(v) for v in e[1])),
                  reverse=options.reverse)
+    if options.limit is not None:
+        entries = entries[:options.limit]
     values = [e[1] for e in entries]
     totals = None
     if options.totals:

@@ -42,7 +42,7 @@ def test_the_core_dependencies_are_click_and_tabulate():
     project = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["project"]
     assert sorted(d.split(">")[0] for d in project["dependencies"]) == ["click", "regex", "tabulate"]
     extras = project["optional-dependencies"]
-    assert {"charts", "exact", "compression", "all"} <= set(extras)
+    assert {"charts", "exact", "compression", "metrics", "all"} <= set(extras)
 
 
 def test_text_reports_work_without_the_extras(text_only):
@@ -60,6 +60,8 @@ def test_text_reports_work_without_the_extras(text_only):
     (["-S", CAPTURE, "--pie", "name", "-o", "chart.png"], "charts"),
     (["-S", CAPTURE, "--bar", "name", "-o", "chart.png"], "charts"),
     (["-S", CAPTURE, "--exact", "-u"], "exact"),
+    (["serve", "-S", CAPTURE, "--textfile", "."], "metrics"),
+    (["serve", "-S", CAPTURE, "--listen", "127.0.0.1:0"], "metrics"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(text_only, args, extra):
     proc = _run(text_only, *args)

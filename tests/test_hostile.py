@@ -18,6 +18,9 @@ from smem.sources import archive as capture
 from smem.sources.archive import ArchiveSource
 from smem.sources.base import MAX_MEMBER_BYTES
 
+# Its module fixtures are costly: one worker builds them and runs every test here.
+pytestmark = pytest.mark.xdist_group("hostile")
+
 
 #: what counts as a hang: a bound on time that no slow or busy machine reaches, not a speed target
 HANG = 60

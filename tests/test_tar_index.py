@@ -17,6 +17,9 @@ import tarfile
 
 import pytest
 
+# Its module fixtures are costly: one worker builds them and runs every test here.
+pytestmark = pytest.mark.xdist_group("tar_index")
+
 from conftest import FIXTURES, TESTS, run_smem
 from smem.errors import CaptureError
 from smem.sources import archive as capture

@@ -22,14 +22,16 @@ VIEWS = {v.name: v for v in (PROCESS_VIEW, MAPPING_VIEW, USER_VIEW, PROGRAM_VIEW
                              SHARING_VIEW, SHM_VIEW)}
 
 
-def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib=None):
+def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib=None, also=frozenset()):
     """What to read per process for ``columns`` (Column objects, the sort column included),
-    plus ``counters`` and ``mappings`` others need (a chart's measure, exact accounting)."""
-    wanted = set(view.needs)
+    plus ``counters``, ``mappings`` and the needs ``also`` others have (a chart's measure, exact
+    accounting, the tables made beside the view's)."""
+    wanted = set(view.needs) | set(also)
     for column in columns:
         wanted |= column.needs
     needs = Needs(mappings=mappings or "mappings" in wanted, rollup="rollup" in wanted,
                   status="status" in wanted, cgroup="cgroup" in wanted,
+                  pools="pools" in wanted, ksm="ksm" in wanted,
                   counters=frozenset(counters).union(view.counters, *(c.counters for c in columns)))
     needs.max_rss_kib = max_rss_kib
     needs.exact = "exact" in wanted

@@ -71,8 +71,10 @@ class View:
     rows: Callable[[Sequence[Any], Any], list]
     #: (snapshot, rows, TableOptions, SystemOptions) -> (RAM KiB for -p or None, lines under the table)
     summary: Optional[Callable] = None
-    #: what must be read per process whatever the columns ("mappings", "cgroup")
+    #: what must be read per process whatever the columns ("mappings", "cgroup"; "pools": zram, KSM)
     needs: frozenset = frozenset()
+    #: the smaps counters the rows read whatever the columns (the -w breakdown sums PSS)
+    counters: frozenset = frozenset()
     #: OpenMetrics labels that name a row: (label, getter)
     labels: tuple = ()
     #: rows are sets of processes (``row.member_pids``): exact accounting applies
@@ -107,6 +109,14 @@ class View:
     takes_selection: bool = True
     #: the app reads the shared-memory objects (smem.shared_memory) into snapshot.shared_memory
     needs_shared_memory: bool = False
+    #: (SystemOptions) -> the view those options make of this one (-w --breakdown), or None where
+    #: they change nothing; a view without it takes no such option
+    shaped_by_system: Optional[Callable[[Any], Optional["View"]]] = None
+
+    def shaped(self, system):
+        """This view as ``system`` (SystemOptions) shapes it."""
+        shaped = self.shaped_by_system(system) if self.shaped_by_system is not None else None
+        return shaped if shaped is not None else self
 
     def default_columns_for(self, exact):
         """The default columns; under --exact with group USS after USS."""

@@ -113,5 +113,5 @@ def diff_view(base: View) -> View:
         rows=rows, summary=None, labels=tuple((k, (lambda g: lambda r: g(r.current))(g)) for k, g in base.labels),
         process_groups=False, disjoint_rows=False, chart_measure=f"d{measure}" if measure else base.chart_measure,
         chart_measure_without_pss="drss" if "drss" in columns else base.chart_measure_without_pss,
-        metrics_companions=(), row_key=None,
+        metrics_companions=(), row_key=None, shaped_by_system=None,
     )

@@ -10,7 +10,8 @@ from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import View, count, text
 from .memory_columns import exact_columns, memory_columns
-from .process import process_split, user_label
+from ..kernel_pools import swap_ram_ratios
+from .process import process_ksm, process_split, user_label
 
 __all__ = ["USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "GroupRow", "group_rows"]
 
@@ -18,7 +19,7 @@ _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 
 class GroupRow:
-    __slots__ = ("key", "label", "processes", "totals", "exact", "_split", "_status")
+    __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "_split", "_status")
 
     def __init__(self, key, label):
         self.key = key
@@ -26,6 +27,7 @@ class GroupRow:
         self.processes = []
         self.totals = Sums([])
         self.exact = None  # ExactFigures of the group under --exact
+        self.swap_ratios = (None, None)  # kernel_pools.swap_ram_ratios of the snapshot
         self._split = False
         self._status = None
 
@@ -52,6 +54,12 @@ class GroupRow:
         return self._split
 
     @property
+    def ksm(self):
+        """The members' KSM pages (process_ksm), summed; None where none of them has a figure."""
+        values = [v for v in map(process_ksm, self.processes) if v is not None]
+        return sum(values) if values else None
+
+    @property
     def status(self):
         if self._status is None:
             self._status = {}
@@ -76,8 +84,10 @@ def group_rows(snapshot, key, label):
         if row is None:
             row = groups[k] = GroupRow(k, label(process))
         row.add(process)
+    ratios = swap_ram_ratios(snapshot.pools, snapshot.meminfo.kib)
     for row in groups.values():
         row.close()
+        row.swap_ratios = ratios
     exact = snapshot.exact
     if exact is not None:
         figures = exact.groups({k: row.member_pids for k, row in groups.items()})
@@ -88,7 +98,8 @@ def group_rows(snapshot, key, label):
 
 def _memory():
     return memory_columns(lambda r: r.totals, lambda r: r.split,
-                          lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"}) + \
+                          lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"},
+                          ksm_of=lambda r: r.ksm, swap_ratios_of=lambda r: r.swap_ratios) + \
         exact_columns(lambda r: r.exact)
 
 

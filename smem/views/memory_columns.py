@@ -36,8 +36,22 @@ def _wide(key, header, getter, help, **kw):
     return amount(key, header, getter, help, width=max(8, len(header)), **kw)
 
 
-def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs=frozenset()):
-    """The classic amounts (swap uss rss pss vss) and the newer counters, in known-fields order."""
+def _swap_ram(totals_of, ratios_of, index):
+    def get(r):
+        ratio = ratios_of(r)[index]
+        swap = totals_of(r).get("SwapPss")
+        return None if ratio is None or swap is None else round(swap * ratio)
+    return get
+
+
+def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs=frozenset(), ksm_of=None,
+                   swap_ratios_of=None):
+    """The classic amounts (swap uss rss pss vss) and the newer counters, in known-fields order.
+
+    ``ksm_of``: a row's KSM pages where it has more than smaps' ``KSM:`` (a process's
+    /proc/PID/ksm_merging_pages); ``swap_ratios_of``: a row's (zram, zswap) RAM per KiB of swap
+    (kernel_pools.swap_ram_ratios), for the columns that share the compressed pools out by SwapPss.
+    """
     columns = [
         amount("swap", "Swap", _counter(totals_of, "Swap"), "swap space used (ignoring sharing)",
                percent_of="swap", counters={"Swap"}),
@@ -57,6 +71,17 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
         _wide("swappss", "SwapPSS", _counter(totals_of, "SwapPss"),
               "proportional swap: swap shared by N counts 1/N (Linux 4.3+)", percent_of="swap",
               counters={"SwapPss"}),
+    ]
+    if swap_ratios_of is not None:
+        columns += [
+            _wide("zram", "ZramRAM", _swap_ram(totals_of, swap_ratios_of, 0),
+                  "RAM its swap takes in zram: SwapPSS x zram pool / swap used (- without zram swap)",
+                  needs={"pools"}, counters={"SwapPss"}),
+            _wide("zswap", "ZswapRAM", _swap_ram(totals_of, swap_ratios_of, 1),
+                  "RAM its swap takes in zswap: SwapPSS x Zswap / swap used (Linux 5.19+)",
+                  needs={"pools"}, counters={"SwapPss"}),
+        ]
+    columns += [
         _wide("pss_anon", "PSS_Anon", _split(split_of, 0),
               "PSS of anonymous pages (smaps_rollup; else estimated per mapping)", needs=split_needs | {"split"},
               counters=SPLIT_COUNTERS),
@@ -81,6 +106,9 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
               counters={"AnonHugePages", "ShmemPmdMapped", "FilePmdMapped"}),
         _wide("hugetlb", "HugeTLB", _sum(totals_of, "Shared_Hugetlb", "Private_Hugetlb"),
               "hugetlbfs pages, shared and private", counters={"Shared_Hugetlb", "Private_Hugetlb"}),
+        _wide("ksm", "KSM", ksm_of or _counter(totals_of, "KSM"),
+              "pages merged by KSM (smaps KSM:, Linux 6.6+" + ("; else ksm_merging_pages, 5.19+)" if ksm_of else ")"),
+              needs={"ksm"} if ksm_of else (), counters={"KSM"}),
     ]
     if status_of is not None:
         for key, header, field, what in (("rss_anon", "RSS_Anon", "RssAnon", "anonymous"),

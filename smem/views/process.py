@@ -1,12 +1,13 @@
 """The process view (the default): one row per process with memory mapped."""
 
 from ..aggregate import pss_split_of_mappings
+from ..kernel_pools import swap_ram_ratios
 from ..model import ROLLUP_SPLIT
 from ..parsers.status import status_kib
 from .columns import View, count, text
 from .memory_columns import exact_columns, memory_columns
 
-__all__ = ["PROCESS_VIEW", "process_split", "process_status"]
+__all__ = ["PROCESS_VIEW", "process_split", "process_status", "process_ksm"]
 
 def process_split(process):
     """(anon, file, shmem) PSS: the kernel's rollup where it has it, else estimated per mapping."""
@@ -18,16 +19,23 @@ def process_split(process):
     return None
 
 
+def process_ksm(process):
+    """KiB merged by KSM: smaps' KSM: (6.6+), else /proc/PID/ksm_merging_pages (5.19+) when read."""
+    value = process.totals.get("KSM")
+    return value if value is not None else process.ksm_kib
+
+
 def process_status(process, field):
     return status_kib(process.status, field) if process.status is not None else None
 
 
 class ProcessRow:
-    __slots__ = ("process", "user", "exact", "_split")
+    __slots__ = ("process", "user", "exact", "swap_ratios", "_split")
 
-    def __init__(self, process, user, exact=None):
+    def __init__(self, process, user, exact=None, swap_ratios=(None, None)):
         self.process = process
         self.user = user
+        self.swap_ratios = swap_ratios  # kernel_pools.swap_ram_ratios of the snapshot
         self.exact = exact  # ExactFigures under --exact
         self._split = False
 
@@ -50,7 +58,9 @@ def user_label(process, numeric):
 
 def rows(snapshots, options):
     snapshot = snapshots[0]
-    result = [ProcessRow(p, user_label(p, options.numeric)) for p in snapshot.processes if p.has_memory]
+    ratios = swap_ram_ratios(snapshot.pools, snapshot.meminfo.kib)
+    result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios)
+              for p in snapshot.processes if p.has_memory]
     exact = snapshot.exact
     if exact is not None:
         for row in result:
@@ -69,7 +79,8 @@ COLUMNS = {c.key: c for c in (
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
-                    lambda r, field: process_status(r.process, field), split_needs={"rollup"}),
+                    lambda r, field: process_status(r.process, field), split_needs={"rollup"},
+                    ksm_of=lambda r: process_ksm(r.process), swap_ratios_of=lambda r: r.swap_ratios),
     *exact_columns(lambda r: r.exact),
     count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None),
     text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1),

@@ -16,6 +16,7 @@ They add up to RAM exactly.  A meminfo field an old kernel lacks
 """
 
 from ..units import human
+from .breakdown import breakdown_view
 from .columns import Column, View, amount, text
 
 __all__ = ["SYSTEM_VIEW", "system_areas"]
@@ -60,26 +61,32 @@ def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
     ]
 
 
+def _source(figure, order):
+    if figure is None:
+        return MEMINFO
+    source = figure.source + (" (estimate)" if figure.estimate else "")
+    return "RAM from " + source if order == 0 else source
+
+
 def rows(snapshots, options):
     snapshot = snapshots[0]
     ram, kernel = snapshot.sizing
     areas = system_areas(snapshot.meminfo.kib, ram.kib if ram else None, kernel.kib)
     figures = [ram, kernel, None, None, None]
-    result = []
-    for i, (area, figure) in enumerate(zip(areas, figures)):
-        source = MEMINFO
-        if figure is not None:
-            source = figure.source + (" (estimate)" if figure.estimate else "")
-            if i == 0:
-                source = "RAM from " + source
-        result.append(AreaRow(i, *area, source=source, figure=figure))
-    return result
+    return [AreaRow(i, *area, source=_source(figure, i), figure=figure)
+            for i, (area, figure) in enumerate(zip(areas, figures))]
 
 
-def summary(snapshot, rows, options, system):
-    """RAM (the -p base) and the lines under the table: sources smem 1.5 lacked, and --recommend."""
-    ram_figure = rows[0].figure if rows else None
-    ram = ram_figure.kib if ram_figure else sum(r.used for r in rows)
+def sizing_rows(snapshot):
+    """The firmware/hardware and kernel image areas as (order, area, used, cache, source, Figure)."""
+    ram, kernel = snapshot.sizing
+    areas = system_areas(snapshot.meminfo.kib, ram.kib if ram else None, kernel.kib)[:2]
+    return [(i, area, used, cache, _source(figure, i), figure)
+            for i, ((area, used, cache), figure) in enumerate(zip(areas, (ram, kernel)))]
+
+
+def sizing_notes(snapshot, rows):
+    """The lines that say where installed RAM and the kernel image came from (sources smem 1.5 lacked)."""
     notes = []
     for row in rows:
         figure = row.figure
@@ -94,13 +101,25 @@ def summary(snapshot, rows, options, system):
         else:
             how = "estimated from" if figure.estimate else "from"
             notes.append(f"{row.area}: {how} {figure.source}")
+    return notes
+
+
+def recommendation(rows, headroom_percent):
+    """--recommend: the RAM size that holds the rows' non-reclaimable memory plus the headroom."""
+    from ..sizing import standard_ram_size
+    need = sum(r.noncache for r in rows)
+    with_headroom = need + need * headroom_percent // 100
+    headroom = f" (+{headroom_percent:g}% headroom: {human(with_headroom)})" if headroom_percent else ""
+    return f"needs {human(need)} non-reclaimable{headroom}; fits in {human(standard_ram_size(with_headroom))}"
+
+
+def summary(snapshot, rows, options, system):
+    """RAM (the -p base) and the lines under the table: sources smem 1.5 lacked, and --recommend."""
+    ram_figure = rows[0].figure if rows else None
+    ram = ram_figure.kib if ram_figure else sum(r.used for r in rows)
+    notes = sizing_notes(snapshot, rows)
     if system.recommend is not None:
-        from ..sizing import standard_ram_size
-        need = sum(r.noncache for r in rows)
-        with_headroom = need + need * system.recommend // 100
-        headroom = f" (+{system.recommend:g}% headroom: {human(with_headroom)})" if system.recommend else ""
-        notes.append(f"needs {human(need)} non-reclaimable{headroom}; fits in "
-                     f"{human(standard_ram_size(with_headroom))}")
+        notes.append(recommendation(rows, system.recommend))
     return ram, notes
 
 
@@ -119,4 +138,5 @@ SYSTEM_VIEW = View(
     default_sort="order", rows=rows, summary=summary, labels=(("area", lambda r: r.area),),
     reads_processes=False, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
     folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
+    shaped_by_system=lambda system: breakdown_view(system) if system.breakdown else None,
 )

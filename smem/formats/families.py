@@ -1,0 +1,55 @@
+"""Tables as metric families: the one place smem's Prometheus metric names are made.
+
+``smem -F openmetrics`` writes these families as text itself (a text-only
+install has no prometheus_client), and ``smem serve`` hands the same families
+to prometheus_client as gauges, so a metric means the same thing under the
+same name in both.  Names follow Prometheus's advice
+(https://prometheus.io/docs/practices/naming/): ``smem_<view>_<column>``,
+base units with their suffix (``smem_user_pss_bytes``: amounts are KiB in
+smem and bytes here), and a count named after what it counts
+(``smem_user_processes``, never a ``_count`` suffix, which Prometheus reserves
+for histograms and summaries).  Every family is a gauge: a process's memory
+goes up and down.
+
+A row's labels are the view's ``labels`` (pid, user, name; user; area ...),
+as valid UTF-8 with control characters written ``\\xNN`` (formats.cells);
+escaping quotes and backslashes is the writer's job.  A value absent from the
+source is left out, never written as 0.
+"""
+
+from dataclasses import dataclass
+from typing import List, Tuple
+
+from .cells import printable
+
+__all__ = ["Family", "families"]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str            # with its unit suffix
+    help: str
+    unit: str            # "bytes" or "" (a count)
+    label_names: Tuple[str, ...]
+    #: (label values, value) per row that has one
+    samples: List[Tuple[Tuple[str, ...], float]]
+
+
+def families(table):
+    """A :class:`Family` for each amount or count column of ``table`` (labels and text are not gauges)."""
+    labels = table.view.labels
+    label_names = tuple(k for k, _ in labels)
+    row_labels = [tuple(printable(str(get(row))) for _, get in labels) for row in table.rows]
+    result = []
+    for column in table.columns:
+        if column.key in label_names or not (column.is_amount or column.total == "sum"):
+            continue  # labels, text and identifiers are not gauges
+        samples = []
+        for row, values in zip(table.rows, row_labels):
+            value = column.getter(row)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                samples.append((values, value * 1024 if column.is_amount else value))
+        unit = "bytes" if column.is_amount else ""
+        name = f"smem_{table.view.name}_{column.total_name}" + ("_bytes" if unit else "")
+        result.append(Family(name, f"{column.help} ({table.view.title})", unit, label_names, samples))
+    return result

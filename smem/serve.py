@@ -1,0 +1,285 @@
+"""smem serve: memory per program, user, cgroup and system, and of the largest processes, for Prometheus.
+
+One collection reads the source once and makes the tables of several views
+from that snapshot (app.plan's companions): every row of the program, user
+and cgroup views (their number grows with what runs, not with how many
+processes), the system areas of ``-w``, and the ``--top N`` processes by PSS.
+:mod:`smem.formats.families` names their metrics, as for ``-F openmetrics``;
+prometheus_client carries them (its gauges, its exposition, its WSGI app),
+served by the standard library's WSGI server in a thread per request.
+
+Scrapes share collections: one runs at a time (a lock), and one younger than
+``--min-interval`` answers again, so Prometheus servers scraping together,
+or a person with curl, never make smem read /proc twice at once (reading a
+process's smaps stalls it while the kernel walks its page tables).  A process
+that cannot be read is counted, never a failed scrape; a source that cannot
+be read at all (a capture removed) leaves the self metrics only, with
+``smem_collection_errors_total`` counting it.
+
+``--textfile DIR`` writes ``DIR/smem.prom`` for node_exporter's textfile
+collector instead, every ``--interval`` seconds (``--count N`` times), each
+time to a temporary file renamed into place (output.replace_file).
+"""
+
+import contextlib
+import os
+import signal
+import socket
+import socketserver
+import stat
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import List, Optional
+
+from .app import companion_tables, plan, read_snapshot
+from .errors import OutputError, SmemError, UsageError
+from .extras import require
+from .formats.families import families
+from .options import ReportRequest, TableOptions
+from .report import make_table
+
+__all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "TEXTFILE_NAME"]
+
+#: the views whose every row a scrape carries: their rows grow with what runs (programs, users,
+#: services), not with the number of processes; and the system's areas
+COMPANIONS = ("program", "user", "cgroup", "system")
+
+#: beyond each view's default columns (swap uss pss rss, the count; -w's used cache noncache)
+EXTRA_COLUMNS = ("swappss",)
+
+TEXTFILE_NAME = "smem.prom"
+
+
+def _options(view, **more):
+    columns = tuple(view.default_columns) + tuple(k for k in EXTRA_COLUMNS
+                                                  if k in view.columns and k not in view.default_columns)
+    return TableOptions(columns=columns, **more)
+
+
+@dataclass
+class Collection:
+    """What one read of the source gave: the metric families and what the self metrics say."""
+
+    families: list = field(default_factory=list)
+    finished: float = 0.0            # time.time() at the end
+    duration: float = 0.0            # seconds the collection took
+    processes: Optional[int] = None  # processes read (None: the collection failed)
+    unreadable: int = 0
+    skipped: int = 0
+    warnings: List[str] = field(default_factory=list)
+    error: Optional[str] = None
+
+
+class SharedCollector:
+    """A prometheus_client collector whose scrapes share collections: one at a time, and one
+    younger than ``min_interval`` seconds answers again."""
+
+    def __init__(self, query, options, warn):
+        from .model import Selection
+        from .views import VIEWS
+        Selection(query.process_filter, query.user_filter, query.map_filter)  # a bad regex fails here, at start
+        self.request = ReportRequest(query=query, table=_options(VIEWS[query.view], sort="pss", reverse=True,
+                                                                 limit=options.top))
+        self.companions = tuple((name, _options(VIEWS[name])) for name in COMPANIONS)
+        self.plan = plan(self.request, self.companions)  # unknown fields and bad filters fail here, at start
+        self.top = options.top
+        self.min_interval = options.min_interval
+        self.warn = warn
+        self.collections = 0
+        self.errors = 0
+        self._lock = threading.Lock()
+        self._latest = None
+        self._latest_at = None
+        self._said = set()
+
+    def latest(self, say=True):
+        """The latest collection, made now if none is younger than min_interval (and what it had
+        to say said, with ``say``)."""
+        with self._lock:
+            now = time.monotonic()
+            if self._latest is None or now - self._latest_at >= self.min_interval:
+                self._latest = self._collect()
+                self._latest_at = time.monotonic()
+                if say:
+                    self.say(self._latest)
+            return self._latest
+
+    def _collect(self):
+        start = time.monotonic()
+        try:
+            snapshot, warnings = read_snapshot(self.request, self.plan)
+            tables = companion_tables(self.plan, snapshot, self.request.system)
+            if self.top:
+                tables = (make_table([snapshot], self.plan.view, self.request.table, self.request.system), *tables)
+        except SmemError as e:
+            self.errors += 1
+            return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
+        finally:
+            self.collections += 1
+        return Collection([f for table in tables for f in families(table)], time.time(),
+                          time.monotonic() - start, len(snapshot.processes),
+                          sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings)
+
+    def say(self, collection):
+        """The warnings and error of ``collection`` that the one before did not have: a daemon's log
+        is not a report, and would repeat them at every scrape."""
+        messages = collection.warnings + ([collection.error] if collection.error is not None else [])
+        for message in messages:
+            if message not in self._said:
+                self.warn(message)
+        self._said = set(messages)
+
+    def collect(self):
+        """prometheus_client's Collector: the families of the latest collection, then smem's own."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        collection = self.latest()
+        for family in collection.families:
+            gauge = GaugeMetricFamily(family.name, family.help, labels=family.label_names, unit=family.unit)
+            for values, value in family.samples:
+                gauge.add_metric(values, value)
+            yield gauge
+        yield CounterMetricFamily("smem_collections", "reads of the source since smem serve started "
+                                  "(scrapes within --min-interval share one)", value=self.collections)
+        yield CounterMetricFamily("smem_collection_errors", "reads of the source that failed as a whole",
+                                  value=self.errors)
+        yield GaugeMetricFamily("smem_collection_duration_seconds", "how long the latest read took",
+                                value=collection.duration, unit="seconds")
+        yield GaugeMetricFamily("smem_collection_timestamp_seconds", "when the latest read ended (Unix time)",
+                                value=collection.finished, unit="seconds")
+        if collection.processes is not None:
+            yield GaugeMetricFamily("smem_collection_processes", "processes read in the latest collection",
+                                    value=collection.processes)
+            yield GaugeMetricFamily("smem_collection_unreadable_processes",
+                                    "processes that could not be read (permissions) in the latest collection",
+                                    value=collection.unreadable)
+            yield GaugeMetricFamily("smem_collection_skipped_processes",
+                                    "processes left out by --max-rss in the latest collection",
+                                    value=collection.skipped)
+
+
+def _registry(collector, own_process):
+    from prometheus_client import CollectorRegistry, ProcessCollector
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    if own_process:  # smem's own CPU and memory: process_*, as every Prometheus client exports
+        ProcessCollector(registry=registry)
+    return registry
+
+
+class _Stop(BaseException):
+    """SIGTERM or Ctrl-C: stop serving, and exit 0 (a service stopped as asked)."""
+
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    def stop(signum, frame):
+        raise _Stop()
+    signums = (signal.SIGTERM, signal.SIGINT)
+    before = {s: signal.getsignal(s) for s in signums}
+    for s in signums:
+        signal.signal(s, stop)
+    try:
+        yield
+    except _Stop:
+        pass
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def _routes(metrics_app):
+    """/metrics is prometheus_client's app; / points there; anything else is not found."""
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
+            return metrics_app(environ, start_response)
+        if path == "/":
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+            return [b'<html><head><title>smem</title></head><body><h1>smem</h1>'
+                    b'<p><a href="/metrics">Metrics</a></p></body></html>\n']
+        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"not found: smem serves /metrics\n"]
+    return app
+
+
+def _server(host, port, app):
+    """A threading WSGI server bound to (host, port); a port in use is one line."""
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as e:
+        raise UsageError(f"--listen {host}: {e.strerror}") from None
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        address_family = family
+        daemon_threads = True
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_message(self, format, *args):
+            """No line per scrape on stderr."""
+
+    try:
+        server = Server((host, port), QuietHandler)
+    except OSError as e:
+        raise SmemError(f"cannot listen on {_address(host, port)}: {e.strerror or e}") from None
+    server.set_app(app)
+    return server
+
+
+def _address(host, port):
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def serve_http(query, options, announce, warn):
+    """Serve /metrics on options.host:port until SIGTERM or Ctrl-C."""
+    require("prometheus_client", "smem serve")
+    from prometheus_client import make_wsgi_app
+    collector = SharedCollector(query, options, warn)
+    server = _server(options.host, options.port, _routes(make_wsgi_app(_registry(collector, own_process=True))))
+    thread = None
+    try:
+        first = collector.latest(say=False)  # a source that cannot be read at all is an error now
+        if first.error is not None:
+            raise SmemError(first.error)
+        collector.say(first)
+        with _stopped_by_signals():
+            thread = threading.Thread(target=server.serve_forever, name="smem-serve", daemon=True)
+            thread.start()
+            announce(f"serving http://{_address(options.host, server.server_address[1])}/metrics")
+            while True:
+                time.sleep(3600)
+    finally:
+        if thread is not None:
+            server.shutdown()
+        server.server_close()
+
+
+def write_textfiles(query, options, warn):
+    """Write options.textfile/smem.prom every options.interval seconds, options.count times
+    (until SIGTERM or Ctrl-C when None); how many of the writes had no figures but smem's own
+    (the source could not be read: the file says so in smem_collection_errors_total)."""
+    require("prometheus_client", "smem serve --textfile")
+    from prometheus_client import generate_latest
+    directory = options.textfile
+    try:
+        if not stat.S_ISDIR(os.stat(directory).st_mode):
+            raise OutputError(f"--textfile {directory}: not a directory")
+    except OSError as e:
+        raise OutputError(f"--textfile {directory}: {e.strerror}") from None
+    from .output import replace_file
+    collector = SharedCollector(query, replace(options, min_interval=0.0), warn)
+    registry = _registry(collector, own_process=False)  # node_exporter has process_* of its own
+    path = os.path.join(directory, TEXTFILE_NAME)
+    written = 0
+    with _stopped_by_signals():
+        next_at = time.monotonic()
+        while True:
+            replace_file(path, generate_latest(registry), mode=0o644)
+            written += 1
+            if options.count is not None and written >= options.count:
+                break
+            next_at += options.interval
+            time.sleep(max(0.0, next_at - time.monotonic()))
+    return collector.errors

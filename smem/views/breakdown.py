@@ -1,0 +1,277 @@
+"""The system view's ``--breakdown``: MemTotal reconciled, each row with the source of its figure.
+
+``free`` says 20 GiB are used and the processes' PSS adds up to 12: the rest is page
+cache nobody maps, tmpfs files and SysV segments nobody attaches, slab, page tables,
+a zram pool...  These rows add up to MemTotal exactly; the last, ``unexplained``, is
+what the kernel's counters leave over (Android's "Lost RAM").
+
+The accounting (Documentation/filesystems/proc.rst, "meminfo", and fs/proc/meminfo.c):
+
+- the processes' PSS, split by the kernel (smaps_rollup Pss_Anon, Pss_File,
+  Pss_Shmem, Linux 5.9+; estimated per mapping from smaps before) counts each mapped
+  page once over all processes.  It is a part of AnonPages, of the page cache
+  (Buffers + Cached - Shmem) and of Shmem respectively; what is left of each is a row:
+  anonymous pages of processes smem could not read, page cache no process maps, and
+  shared memory no process maps (tmpfs and /dev/shm files, SysV segments not attached,
+  memfd held only by a descriptor).  Without the split (no Pss_Anon and no per-mapping
+  Anonymous) PSS is one row and the rest one row; without PSS at all (before 2.6.25, or
+  no process read) AnonPages, the page cache and Shmem are rows of their own.
+- Cached excludes the swap cache (``SwapCached``, a row of its own) and includes Shmem.
+  A swap-cache page still mapped is in AnonPages too: the kernel counts it twice, and
+  ``unexplained`` is that much lower.
+- the kernel: slab (SReclaimable, SUnreclaim; Slab before 2.6.19), other reclaimable
+  kernel memory (KReclaimable - SReclaimable, 4.20+), KernelStack, PageTables,
+  SecPageTables (6.0+), VmallocUsed (the pages vmalloc took since 5.3; 0 from 4.4 to
+  5.2; before 4.4 the address space of the areas, ioremaps too, so no row),
+  Percpu (4.2+), Bounce, WritebackTmp (FUSE), HardwareCorrupted.  With
+  CONFIG_VMAP_STACK (the default of 64-bit kernels) the kernel stacks are vmalloc'd, so
+  KernelStack is part of VmallocUsed: where VmallocUsed holds it and the machine is
+  64-bit, the vmalloc row is VmallocUsed - KernelStack.
+- hugetlb pool: Hugetlb (5.16+: every page size), else HugePages_Total x Hugepagesize.
+- compressed swap: the zram devices' pools (/sys/block/zramN/mm_stat mem_used_total),
+  in no meminfo field; zswap's pool (Zswap, 5.19+).
+- free: MemFree, and the free pages in the per-CPU lists (/proc/zoneinfo pagesets),
+  which MemFree leaves out.
+- KSM's savings (pages_sharing x page size) are memory *not* used: shown in the
+  ``saved`` column, with ``used`` absent, so the rows still add up to MemTotal.
+
+A field the kernel lacks leaves its row absent (``-``), never 0; ``unexplained`` is
+MemTotal minus the rows present.  With -R or -K the firmware/hardware and kernel image
+rows come first, as in the plain system view, and the rows add up to installed RAM.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..units import human
+from .columns import Column, View, amount, text
+
+__all__ = ["breakdown_view", "breakdown_areas", "ProcessSums", "process_sums", "BREAKDOWN_COUNTERS"]
+
+#: what the rows read per process: the kernel's split, or what the per-mapping estimate needs
+BREAKDOWN_COUNTERS = frozenset({"Pss", "Pss_Anon", "Pss_File", "Pss_Shmem", "Anonymous", "Rss"})
+
+#: uname -m of machines whose kernels are 64-bit (CONFIG_VMAP_STACK is their default)
+_64BIT = ("x86_64", "aarch64", "arm64", "ppc64", "ppc64le", "s390x", "riscv64", "loongarch64", "mips64", "sparc64")
+
+
+@dataclass(frozen=True)
+class ProcessSums:
+    """The processes' PSS, summed (KiB); a part the kernel does not give is None."""
+
+    count: int
+    pss: Optional[int]
+    anon: Optional[int] = None
+    file: Optional[int] = None
+    shmem: Optional[int] = None
+    estimated: int = 0      # processes whose split is estimated per mapping (no Pss_Anon)
+
+
+def process_sums(processes, split_of):
+    """ProcessSums of ``processes`` (those with memory); ``split_of(process)`` their (anon, file, shmem)."""
+    from ..model import ROLLUP_SPLIT
+    readable = [p for p in processes if p.has_memory]
+    pss = [p.totals.get("Pss") for p in readable]
+    if not readable or any(v is None for v in pss):
+        return ProcessSums(len(readable), None)
+    splits = [split_of(p) for p in readable]
+    if any(s is None for s in splits):
+        return ProcessSums(len(readable), sum(pss))
+    estimated = sum(1 for p in readable if not (p.rollup and all(k in p.rollup for k in ROLLUP_SPLIT)))
+    anon, file, shmem = (sum(parts) for parts in zip(*splits))
+    return ProcessSums(len(readable), sum(pss), anon, file, shmem, estimated)
+
+
+class BreakdownRow:
+    __slots__ = ("order", "area", "used", "cache", "source", "saved", "figure")
+
+    def __init__(self, order, area, used, cache, source, saved=None, figure=None):
+        self.order = order
+        self.area = area
+        self.used = used
+        self.cache = cache
+        self.source = source
+        self.saved = saved
+        self.figure = figure  # the sizing Figure behind the row (-R, -K)
+
+    @property
+    def noncache(self):
+        return None if self.used is None or self.cache is None else self.used - self.cache
+
+
+def _less(total, *parts):
+    """``total`` minus ``parts``, or None where any is absent."""
+    if total is None or any(p is None for p in parts):
+        return None
+    return total - sum(parts)
+
+
+def _plus(*parts):
+    return None if any(p is None for p in parts) else sum(parts)
+
+
+def _release(kernel):
+    """(major, minor) of a ``uname -r`` ("6.18.44-fc"), or None."""
+    parts = (kernel or "").split(".")
+    if len(parts) < 2 or not parts[0].isdigit():
+        return None
+    minor = "".join(c for c in parts[1][:3] if c.isdigit())
+    return (int(parts[0]), int(minor)) if minor else None
+
+
+def _vmalloc_is_address_space(m, kernel):
+    """Before 4.4 VmallocUsed summed the vmalloc areas' sizes (ioremaps too), not pages; a
+    meminfo without Percpu (before 4.2) is that old when the kernel's version is unknown."""
+    release = _release(kernel)
+    return release < (4, 4) if release is not None else "Percpu" not in m
+
+
+def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None):
+    """The rows as (area, used, cache, source, saved), KiB, adding up to MemTotal.
+
+    ``meminfo`` a parsers.meminfo.Meminfo; ``sums`` the processes' ProcessSums (None:
+    none read); ``pools`` kernel_pools.KernelPools (None: not read); ``arch`` and ``kernel``
+    uname -m and -r of the data's machine (None: unknown).
+    """
+    m, counts = meminfo.kib, meminfo.counts
+    rows = []
+
+    def add(area, used, source, cache=False, saved=None):
+        rows.append((area, used, (used if cache else 0) if used is not None else None, source, saved))
+
+    anon, buffers, cached, shmem = m.get("AnonPages"), m.get("Buffers"), m.get("Cached"), m.get("Shmem")
+    files = _plus(buffers, cached)
+    page_cache = _less(files, shmem) if shmem is not None else files
+    if sums is not None and sums.anon is not None:
+        how = "smaps_rollup" if not sums.estimated else f"smaps ({sums.estimated} estimated per mapping)"
+        add("process anon (PSS)", sums.anon, f"sum of Pss_Anon, {sums.count} processes' {how}")
+        add("process file (PSS)", sums.file, "sum of Pss_File", cache=True)
+        add("process shmem (PSS)", sums.shmem, "sum of Pss_Shmem")
+        add("anon of processes not read", _less(anon, sums.anon), "meminfo AnonPages - sum of Pss_Anon")
+        if shmem is not None:
+            add("page cache not mapped", _less(page_cache, sums.file),
+                "meminfo Buffers + Cached - Shmem - sum of Pss_File", cache=True)
+            add("shmem not mapped (tmpfs/SysV/memfd)", _less(shmem, sums.shmem), "meminfo Shmem - sum of Pss_Shmem")
+        else:
+            add("page cache and shmem not mapped", _less(files, sums.file, sums.shmem),
+                "meminfo Buffers + Cached - sum of Pss_File and Pss_Shmem", cache=True)
+    elif sums is not None and sums.pss is not None:
+        add("process memory (PSS)", sums.pss, f"sum of Pss, {sums.count} processes (the kernel gives no split)")
+        rows.append(("anon, page cache, shmem not mapped", _less(_plus(anon, files), sums.pss), None,
+                     "meminfo AnonPages + Buffers + Cached - sum of Pss", None))
+    else:
+        add("anon", anon, "meminfo AnonPages")
+        add("page cache", page_cache, "meminfo Buffers + Cached" + (" - Shmem" if shmem is not None else ""),
+            cache=True)
+        add("shmem", shmem, "meminfo Shmem")
+    add("swap cache", m.get("SwapCached"), "meminfo SwapCached", cache=True)
+
+    reclaimable, unreclaimable = m.get("SReclaimable"), m.get("SUnreclaim")
+    if reclaimable is not None and unreclaimable is not None:
+        add("slab reclaimable", reclaimable, "meminfo SReclaimable", cache=True)
+        add("slab unreclaimable", unreclaimable, "meminfo SUnreclaim")
+    else:
+        add("slab", m.get("Slab"), "meminfo Slab")
+    add("other kernel reclaimable", _less(m.get("KReclaimable"), reclaimable),
+        "meminfo KReclaimable - SReclaimable", cache=True)
+    stacks, vmalloc = m.get("KernelStack"), m.get("VmallocUsed")
+    add("kernel stacks", stacks, "meminfo KernelStack")
+    add("page tables", m.get("PageTables"), "meminfo PageTables")
+    add("secondary page tables", m.get("SecPageTables"), "meminfo SecPageTables")
+    if vmalloc is not None and _vmalloc_is_address_space(m, kernel):
+        add("vmalloc", None, "meminfo VmallocUsed: address space before Linux 4.4, not RAM")
+    elif vmalloc is not None and stacks is not None and vmalloc >= stacks and (arch is None or arch in _64BIT):
+        assumed = " (64-bit: stacks taken as vmalloc'd)" if arch is None else ""
+        add("vmalloc", vmalloc - stacks, "meminfo VmallocUsed - KernelStack" + assumed)
+    else:
+        add("vmalloc", vmalloc, "meminfo VmallocUsed")
+    add("percpu", m.get("Percpu"), "meminfo Percpu")
+    add("bounce buffers", m.get("Bounce"), "meminfo Bounce")
+    add("FUSE writeback buffers", m.get("WritebackTmp"), "meminfo WritebackTmp")
+    add("hardware corrupted", m.get("HardwareCorrupted"), "meminfo HardwareCorrupted")
+
+    if "Hugetlb" in m:
+        add("hugetlb pool", m["Hugetlb"], "meminfo Hugetlb")
+    else:
+        total, size = counts.get("HugePages_Total"), m.get("Hugepagesize")
+        add("hugetlb pool", total * size if total is not None and size is not None else None,
+            "meminfo HugePages_Total x Hugepagesize")
+    names = " ".join(d.name for d in pools.zram) if pools is not None and pools.zram else "zram*"
+    add("zram pool", pools.zram_kib() if pools is not None else None, f"mm_stat mem_used_total of {names}")
+    add("zswap pool", m.get("Zswap"), "meminfo Zswap")
+    add("free", m.get("MemFree"), "meminfo MemFree", cache=True)
+    add("free in per-CPU lists", pools.per_cpu_free_kib if pools is not None else None,
+        "zoneinfo pagesets count x page size", cache=True)
+    rows.append(("KSM saved (not in sum)", None, None, "/sys/kernel/mm/ksm pages_sharing x page size",
+                 pools.ksm_saved_kib if pools is not None else None))
+    counted = sum(used for _, used, _, _, _ in rows if used is not None)
+    rows.append(("unexplained", m.get("MemTotal", 0) - counted, 0, "MemTotal - the rows above", None))
+    return rows
+
+
+def breakdown_rows(snapshots, options, with_sizing=False):
+    from .process import process_split
+    snapshot = snapshots[-1]
+    result = []
+    if with_sizing:
+        from .system import sizing_rows
+        result = [BreakdownRow(order, area, used, cache, source, figure=figure)
+                  for order, area, used, cache, source, figure in sizing_rows(snapshot)]
+    sums = process_sums(snapshot.processes, process_split)
+    machine = snapshot.source.machine()
+    areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, machine.arch, machine.kernel)
+    start = len(result)
+    result += [BreakdownRow(start + i, *area) for i, area in enumerate(areas)]
+    return result
+
+
+def _summary(snapshot, rows, options, system):
+    from .system import sizing_notes
+    ram_figure = rows[0].figure if rows and rows[0].figure is not None else None
+    ram = ram_figure.kib if ram_figure else snapshot.mem_total
+    notes = sizing_notes(snapshot, rows) if ram_figure else []
+    pools = snapshot.pools
+    saved = pools.ksm_saved_kib if pools is not None else None
+    if saved is not None:
+        profit = pools.ksm.get("general_profit")
+        profit = f"; general_profit {_signed(profit // 1024)} (minus KSM's own bookkeeping)" if profit is not None else ""
+        notes.append(f"KSM: {human(saved)} saved (pages_sharing x page size, not in the sum){profit}")
+    lost = rows[-1].used
+    total = snapshot.mem_total
+    if total:
+        notes.append(f"unexplained: {_signed(lost)} "
+                     f"({100.0 * lost / total:.2f}% of MemTotal {human(total)})")
+    if system.recommend is not None:
+        from .system import recommendation
+        notes.append(recommendation([r for r in rows if r.noncache is not None], system.recommend))
+    return ram, notes
+
+
+def _signed(kib):
+    return human(kib) if kib >= 0 else "-" + human(-kib)
+
+
+COLUMNS = {c.key: c for c in (
+    Column("order", "Order", lambda r: r.order, "hierarchical order", width=1, total=None),
+    Column("area", "Area", lambda r: r.area, "memory area", width=35, align="<"),
+    amount("used", "Used", lambda r: r.used, "area in use (the rows add up to MemTotal; with -R/-K to RAM)",
+           width=10),
+    amount("cache", "Cache", lambda r: r.cache, "part of the area that is reclaimable cache", width=10),
+    amount("noncache", "Noncache", lambda r: r.noncache, "part of the area that is not reclaimable", width=10),
+    amount("saved", "Saved", lambda r: r.saved, "memory not used thanks to the area (KSM's merged pages)",
+           width=10),
+    text("source", "Source", lambda r: r.source, "where the figure comes from", 24),
+)}
+
+
+def breakdown_view(system):
+    """The system view under ``--breakdown``; with -R or -K it starts with their two rows."""
+    with_sizing = system.realmem_bytes is not None or system.kernel_path is not None
+    return View(
+        name="system", title="system memory", columns=COLUMNS,
+        default_columns=("area", "used", "cache", "noncache", "saved", "source"), default_sort="order",
+        rows=lambda snapshots, options: breakdown_rows(snapshots, options, with_sizing),
+        summary=_summary, labels=(("area", lambda r: r.area),), needs=frozenset({"rollup", "split", "pools"}),
+        counters=BREAKDOWN_COUNTERS, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
+        folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
+    )

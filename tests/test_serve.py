@@ -1,0 +1,198 @@
+"""smem serve: a real server on a free port of 127.0.0.1, scraped while it serves a recorded capture
+(so every value is exact), concurrently, and stopped with SIGTERM; the textfile it writes; its errors."""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import FIXTURES, TESTS, run_smem
+
+parser = pytest.importorskip("prometheus_client.parser")
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+AMOUNTS = ("swap", "swappss", "uss", "pss", "rss")
+
+
+def _start(*args):
+    """smem serve ARGS on a free port; (process, base URL) once it says where it listens."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--listen", "127.0.0.1:0", *map(str, args)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=TESTS.parent, env=env)
+    ready, _, _ = select.select([proc.stderr], [], [], 60)
+    line = proc.stderr.readline().decode() if ready else ""
+    if "serving http://" not in line:
+        proc.kill()
+        pytest.fail(f"smem serve did not start: {line!r} {proc.stderr.read() if not ready else b''}")
+    return proc, line.split("serving ")[1].strip().rsplit("/", 1)[0]
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return response.status, response.read().decode()
+
+
+def _samples(text):
+    """{family name: {labels as a sorted tuple: value}} of smem's own families."""
+    result = {}
+    for family in parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("smem_"):
+                result.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return result
+
+
+def _table(*args):
+    doc = json.loads(run_smem("-S", CAPTURE, "-F", "json", *args, check=True).stdout)
+    return doc["rows"]
+
+
+def test_scrapes_share_one_collection_and_match_the_reports():
+    proc, base = _start("-S", CAPTURE, "--top", "5", "--min-interval", "600")
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(_get, [base + "/metrics"] * 8))
+        assert {status for status, _ in answers} == {200}
+        scrapes = [_samples(text) for _, text in answers]
+        # eight scrapes at once: one collection, the same figures in every answer
+        assert all(s["smem_collections_total"] == {(): 1.0} for s in scrapes)
+        assert all(s == scrapes[0] for s in scrapes)
+        served = scrapes[0]
+        assert served["smem_collection_errors_total"] == {(): 0.0}
+        assert served["smem_collection_unreadable_processes"] == {(): 0.0}
+
+        for args, label, key in ((["-u"], "user", "user"), (["-g"], "name", "name"),
+                                 (["--cgroup"], "cgroup", "cgroup")):
+            view = {"user": "user", "name": "program", "cgroup": "cgroup"}[label]
+            rows = _table(*args, "-c", f"{key} count " + " ".join(AMOUNTS))
+            assert rows, args
+            for amount in AMOUNTS:
+                assert served[f"smem_{view}_{amount}_bytes"] == {
+                    ((label, str(r[key])),): float(r[amount] * 1024) for r in rows}, (view, amount)
+            assert served[f"smem_{view}_processes"] == {((label, str(r[key])),): float(r["count"]) for r in rows}
+
+        areas = _table("-w", "-c", "area used cache noncache")
+        assert served["smem_system_used_bytes"] == {(("area", r["area"]),): float(r["used"] * 1024) for r in areas}
+
+        # per process: only the five with the most PSS, labelled by pid, user and name
+        top = _table("-c", "pid user name pss", "-s", "pss", "-r")[:5]
+        assert served["smem_process_pss_bytes"] == {
+            (("name", r["name"]), ("pid", str(r["pid"])), ("user", r["user"])): float(r["pss"] * 1024) for r in top}
+
+        # OpenMetrics too, when asked for (units declared, counters ending in _total)
+        request = urllib.request.Request(base + "/metrics", headers={"Accept": "application/openmetrics-text"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            from prometheus_client.openmetrics.parser import text_string_to_metric_families
+            om = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
+        assert om["smem_user_pss_bytes"].unit == "bytes" and om["smem_collections"].type == "counter"
+        assert _get(base + "/")[0] == 200
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            _get(base + "/other")
+        assert missing.value.code == 404
+        # a later scrape within --min-interval is the same collection
+        assert _samples(_get(base + "/metrics")[1])["smem_collections_total"] == {(): 1.0}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            status = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        stderr = proc.stderr.read()
+    assert status == 0, stderr  # stopped as asked: not an error
+    assert b"Traceback" not in stderr
+
+
+def test_textfile_is_replaced_whole_and_names_what_openmetrics_names(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("keep\n")
+    out = tmp_path / "textfile"
+    out.mkdir()
+    (out / "smem.prom").symlink_to(elsewhere)  # replaced, never written through
+    for _ in range(2):
+        proc = run_smem("serve", "-S", CAPTURE, "--textfile", out, "--count", "1", "--top", "3")
+        assert proc.returncode == 0, proc.stderr
+    assert os.listdir(out) == ["smem.prom"]  # no temporary file left
+    prom = out / "smem.prom"
+    assert not prom.is_symlink() and elsewhere.read_text() == "keep\n"
+    assert prom.stat().st_mode & 0o777 == 0o644  # node_exporter runs as another user
+    written = _samples(prom.read_text())
+    assert len(written["smem_process_pss_bytes"]) == 3
+    # the same names and values as -F openmetrics where they mean the same thing
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    text = run_smem("-S", CAPTURE, "-F", "openmetrics", check=True).stdout.decode()
+    openmetrics = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            openmetrics.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    for name in ("smem_user_pss_bytes", "smem_user_uss_bytes", "smem_user_swap_bytes", "smem_system_used_bytes"):
+        assert written[name] == openmetrics[name], name
+    assert written["smem_process_pss_bytes"].items() <= openmetrics["smem_process_pss_bytes"].items()
+    # a source that cannot be read: the file says so, and cron sees a failure
+    failed = run_smem("serve", "-S", tmp_path / "gone.tgz", "--textfile", out, "--count", "1")
+    assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+    after = _samples(prom.read_text())
+    assert after["smem_collection_errors_total"] == {(): 1.0} and "smem_user_pss_bytes" not in after
+
+
+@pytest.mark.parametrize("args,status,says", [
+    (["--listen", "127.0.0.1"], 2, "--listen takes HOST:PORT"),
+    (["--listen", "::1:9464"], 2, "[IPV6]:PORT"),
+    (["--listen", "127.0.0.1:65536"], 2, "--listen takes"),
+    (["--interval", "5"], 2, "use them with --textfile"),
+    (["--textfile", "x", "--listen", "127.0.0.1:1"], 2, "choose one"),
+    (["--textfile", CAPTURE], 1, "not a directory"),
+    (["-S", "-"], 2, "standard input"),
+    (["-S", "/nonexistent/capture.tgz", "--listen", "127.0.0.1:0"], 1, "cannot read /nonexistent/capture.tgz"),
+    (["-P", "(", "--listen", "127.0.0.1:0"], 2, "invalid regular expression"),
+])
+def test_wrong_options_are_one_line(args, status, says):
+    proc = run_smem("serve", "-S", CAPTURE, *args) if "-S" not in args else run_smem("serve", *args)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == status and len(lines) == 1 and says in lines[0], lines
+
+
+@pytest.mark.parametrize("family,host", [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")])
+def test_a_port_in_use_is_one_line(family, host):
+    try:
+        taken = socket.socket(family, socket.SOCK_STREAM)
+        taken.bind((host, 0))
+    except OSError:
+        pytest.skip(f"no {host} here")
+    with taken:
+        taken.listen()
+        port = taken.getsockname()[1]
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        proc = run_smem("serve", "-S", CAPTURE, "--listen", address)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 1 and lines == [f"smem: cannot listen on {address}: Address already in use"], lines
+
+
+def test_a_process_that_cannot_be_read_is_counted_not_a_failed_scrape(tmp_path):
+    import tarfile
+    tree = tmp_path / "tree"
+    with tarfile.open(CAPTURE) as tar:
+        tar.extractall(tree, filter="data")
+    pid = next(p.name for p in sorted(tree.iterdir()) if p.name.isdigit() and (p / "cmdline").stat().st_size
+               and (p / "smaps_rollup").is_file() and (p / "smaps_rollup").stat().st_size)
+    for name in ("smaps_rollup", "smaps"):  # a link inside a copied tree is never followed: unreadable
+        (tree / pid / name).unlink()
+        (tree / pid / name).symlink_to("/proc/self/smaps")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_smem("serve", "-S", tree, "--textfile", out, "--count", "1", "--top", "1000")
+    assert proc.returncode == 0 and f"pid {pid}".encode() in proc.stderr, proc.stderr
+    written = _samples((out / "smem.prom").read_text())
+    assert written["smem_collection_unreadable_processes"] == {(): 1.0}
+    assert pid not in {dict(labels)["pid"] for labels in written["smem_process_pss_bytes"]}
+    users = json.loads(run_smem("-S", tree, "-u", "-F", "json", "-c", "user pss", check=True).stdout)["rows"]
+    assert written["smem_user_pss_bytes"] == {(("user", r["user"]),): float(r["pss"] * 1024) for r in users}
