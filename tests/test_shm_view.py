@@ -14,6 +14,9 @@ import pytest
 
 from conftest import FIXTURES, run_smem
 
+#: one worker builds the objects and the live report once for the module
+pytestmark = pytest.mark.xdist_group("shm_view")
+
 MIB = 1 << 20
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
