@@ -16,7 +16,8 @@ usage: $prog [-h] [FILE]
 
 Capture /proc/meminfo, /proc/version and, for every readable process, its
 smaps, smaps_rollup, cmdline, stat and status (plus /proc/iomem,
-/sys/firmware/memmap, /etc/passwd and host details) as a gzip-compressed tar
+/sys/firmware/memmap, /proc/sysvipc/shm, tmpfs mounts and memfds, zram, KSM
+and zswap settings, /etc/passwd and host details) as a gzip-compressed tar
 written to FILE, or to stdout when FILE is omitted or "-".
 Analyse it elsewhere with: smem -S FILE
 
@@ -157,13 +158,128 @@ if [ -d /sys/firmware/memmap ]; then
 			cat "$e/$f" >"$d/$f" 2>/dev/null || rm -f -- "$d/$f"
 		done
 	done
-	[ -d "$cap/sys" ] && members="$members sys"
 fi
+
+# zram devices, KSM and zswap settings, for smem -w's breakdown (absent is fine).
+copy_sys() { # copy_sys DIR FILE...: /sys/DIR/FILE into sys/DIR/FILE, where readable
+	dir=$1
+	shift
+	for f in "$@"; do
+		[ -f "/sys/$dir/$f" ] && [ -r "/sys/$dir/$f" ] || continue
+		mkdir -p "$cap/sys/$dir" || die "cannot write to $tmp"
+		cat "/sys/$dir/$f" >"$cap/sys/$dir/$f" 2>/dev/null || rm -f -- "$cap/sys/$dir/$f"
+	done
+}
+for z in /sys/block/zram*; do
+	[ -d "$z" ] && copy_sys "block/${z##*/}" mm_stat disksize comp_algorithm
+done
+for dir in kernel/mm/ksm module/zswap/parameters; do
+	[ -d "/sys/$dir" ] || continue
+	set --
+	for f in "/sys/$dir"/*; do
+		set -- "$@" "${f##*/}"
+	done
+	copy_sys "$dir" "$@"
+done
+[ -d "$cap/sys" ] && members="$members sys"
 
 if [ -r /etc/passwd ] && cat /etc/passwd >"$cap/passwd" 2>/dev/null; then
 	members="$members passwd"
 else
 	rm -f -- "$cap/passwd"
+fi
+
+# --- shared memory (smem --shm) ----------------------------------------------------
+# SysV segments, and the smem/shmem inventory (docs/capture-format.md): tmpfs mounts
+# (statfs), the files at the top of /dev/shm, and the memfds processes hold.  Needs
+# stat; the memfds need ls.  Amounts in RAM are left to smem capture (cachestat): "-".
+if [ -r /proc/sysvipc/shm ] && mkdir -p "$cap/sysvipc" &&
+	cat /proc/sysvipc/shm >"$cap/sysvipc/shm" 2>/dev/null; then
+	members="$members sysvipc"
+else
+	rm -rf -- "$cap/sysvipc"
+fi
+
+nl='
+'
+shmem_mounts() {
+	seen=' '
+	while read -r id parent majmin root mp rest; do
+		fs=${rest#* - }
+		fstype=${fs%% *}
+		case $fstype in tmpfs | devtmpfs) ;; *) continue ;; esac
+		case $seen in *" $majmin "*) continue ;; esac
+		seen="$seen$majmin "
+		major=${majmin%%:*}
+		minor=${majmin#*:}
+		dev=$(((minor & 255) | (major << 8) | ((minor & ~255) << 12)))
+		capacity=-
+		used=-
+		reachable=
+		# (a mount point with an escaped character, or hidden by a later mount, is not statted)
+		case $mp in *\\*) ;; *)
+			[ "$(stat -c %d "$mp" 2>/dev/null)" = "$dev" ] && reachable=1
+			;;
+		esac
+		if [ -n "$reachable" ]; then
+			set -- $(stat -f -c '%S %b %f' "$mp" 2>/dev/null)
+			if [ $# -eq 3 ]; then
+				capacity=$(($1 * $2))
+				used=$(($1 * ($2 - $3)))
+			fi
+		fi
+		printf 'mount %s %s %s %s - - %s\n' "$majmin" "$fstype" "$capacity" "$used" "$mp"
+		[ -n "$reachable" ] && [ "$mp" = /dev/shm ] || continue
+		for f in "$mp"/* "$mp"/.[!.]* "$mp"/..?*; do
+			[ -f "$f" ] && [ ! -h "$f" ] || continue
+			case $f in *"$nl"* | *\\*) continue ;; esac
+			set -- $(stat -c '%i %s %b %B' "$f" 2>/dev/null)
+			[ $# -eq 4 ] && printf 'file %s %s %s %s - %s\n' "$majmin" "$1" "$2" "$(($3 * $4))" "$f"
+		done
+	done </proc/self/mountinfo
+}
+
+# (grep, where there is one, keeps the shell's byte-at-a-time read off the other links)
+fd_links() {
+	if command -v grep >/dev/null 2>&1; then
+		ls -l /proc/[0-9]*/fd 2>/dev/null | grep -e '^/proc/' -e ' -> /memfd:'
+	else
+		ls -l /proc/[0-9]*/fd 2>/dev/null
+	fi
+}
+
+shmem_memfds() {
+	command -v ls >/dev/null 2>&1 || return 0
+	pid=
+	fd_links | while read -r line; do
+		case $line in
+		/proc/*/fd:)
+			pid=${line#/proc/}
+			pid=${pid%/fd:}
+			;;
+		*' -> /memfd:'*)
+			left=${line%% -> *}
+			fd=${left##* }
+			link=${line#* -> }
+			case $pid$fd in '' | *[!0-9]*) continue ;; esac
+			case $link in *\\*) continue ;; esac
+			set -- $(stat -L -c '%d %i %s %b %B' "/proc/$pid/fd/$fd" 2>/dev/null)
+			[ $# -eq 5 ] || continue
+			printf 'memfd %s:%s %s %s %s - %s %s %s\n' "$((($1 >> 8) & 4095))" \
+				"$((($1 & 255) | (($1 >> 12) & 1048320)))" "$2" "$3" "$(($4 * $5))" "$pid" "$fd" "$link"
+			;;
+		esac
+	done
+}
+
+if command -v stat >/dev/null 2>&1 && [ -r /proc/self/mountinfo ]; then
+	mkdir -p "$cap/smem" || die "cannot write to $tmp"
+	{
+		echo '# smem shmem inventory 1'
+		shmem_mounts
+		shmem_memfds
+	} >"$cap/smem/shmem" || die "cannot write to $tmp"
+	members="$members smem"
 fi
 
 # --- capture-info -------------------------------------------------------------

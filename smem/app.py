@@ -57,6 +57,12 @@ def _check(request):
             raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "
                              "the system, without --exact")
         view = diff_view(view)
+    if not view.takes_selection:
+        given = [o for o, v in (("-P", query.process_filter), ("-U", query.user_filter), ("-M", query.map_filter),
+                                ("--pid", query.pids)) if v]
+        if given:
+            raise UsageError(f"the {view.title} view attributes memory to every process: "
+                             f"it takes no {' or '.join(given)}")
     if request.watch is not None:
         view = _watched(request, view)
     if view.requires_exact and not (query.process_filter or query.user_filter or query.pids):
@@ -156,6 +162,8 @@ def read_snapshot(request, the_plan, spec=None):
             warnings.extend(_size(snapshot, source, request.system))
         if exact:
             _account_exactly(snapshot, view, selection, warnings)
+        if view.needs_shared_memory:
+            warnings.extend(_attribute_shared_memory(snapshot, source))
     finally:
         source.close()
     return snapshot, load_warnings(snapshot) + warnings
@@ -194,6 +202,20 @@ def _size(snapshot, source, system):
         warnings.append(f"-R is less than the memory the kernel manages (MemTotal "
                         f"{snapshot.mem_total} KiB): firmware/hardware shows as 0")
     return warnings
+
+
+def _attribute_shared_memory(snapshot, source):
+    """Read the shared-memory objects into the snapshot; the line saying which inputs it lacked."""
+    from .shared_memory import shared_memory
+    snapshot.shared_memory = found = shared_memory(source, snapshot.processes, snapshot.meminfo.kib)
+    if not found.missing:
+        return []
+    return [f"{source.description} has no {' and no '.join(found.missing)} (made before smem captured them): "
+            "only the SysV segments and memfds that processes map are shown, without their RAM and swap"
+            if len(found.missing) == 2 else
+            f"{source.description} has no {found.missing[0]}: "
+            + ("SysV segments only as processes map them" if found.missing[0] == "sysvipc/shm"
+               else "no tmpfs mounts or files, and memfds only as processes map them")]
 
 
 def _account_exactly(snapshot, view, selection, warnings):

@@ -2,9 +2,11 @@
 
 The layout (docs/capture-format.md) is C smemcap's with additions: per
 process ``status`` and ``smaps_rollup``; ``iomem``, the firmware memory map and
-the kernel's boot "Memory:" line for the system view; ``passwd`` lines for the users that own processes; and
-``capture-info`` with the machine's facts; ``zoneinfo`` and ``swaps`` for the
-system view's breakdown.  Extracted into DIR/proc it is
+the kernel's boot "Memory:" line for the system view; ``zoneinfo`` and ``swaps`` for
+the system view's breakdown; ``sysvipc/shm`` and the ``smem/shmem`` inventory (tmpfs
+mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys;
+``passwd`` lines for the users that own processes; and ``capture-info`` with the
+machine's facts.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
 """
 
@@ -15,10 +17,39 @@ import time
 from . import __version__
 from .model import read_meminfo
 from .parsers.smaps import parse_smaps
+from .sources.base import SHMEM_MEMBER
 
-__all__ = ["write_capture", "PROCESS_FILES"]
+__all__ = ["write_capture", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
 
 PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status", "cgroup")
+#: what each /sys/block/zramN gives of its memory (Documentation/admin-guide/blockdev/zram.rst)
+ZRAM_FILES = ("mm_stat", "disksize", "comp_algorithm")
+#: /sys directories copied whole: KSM (Documentation/admin-guide/mm/ksm.rst) and zswap's settings
+SYS_DIRECTORIES = ("kernel/mm/ksm", "module/zswap/parameters")
+
+
+def _sys_files(source, directory, names):
+    for name in names:
+        try:
+            yield f"sys/{directory}/{name}", source.read_sys(f"{directory}/{name}")
+        except OSError:
+            continue  # absent on this kernel, or write-only
+
+
+def _memory_members(source):
+    """(member, bytes) of what the shm view and the system breakdown read beyond /proc/meminfo."""
+    sysv = source.read_optional("sysvipc/shm")
+    if sysv is not None:
+        yield "sysvipc/shm", sysv
+    inventory = source.shmem_inventory()
+    if inventory is not None:
+        yield SHMEM_MEMBER, inventory
+    for device in source.list_sys("block"):
+        if device.startswith("zram"):
+            yield from _sys_files(source, f"block/{device}", ZRAM_FILES)
+    for directory in SYS_DIRECTORIES:
+        yield from _sys_files(source, directory, source.list_sys(directory))
+
 #: /proc files the -w breakdown reads beyond meminfo: the per-CPU free lists, which devices are swap
 SYSTEM_FILES = ("zoneinfo", "swaps")
 
@@ -105,6 +136,8 @@ def write_capture(source, fileobj, compression="gz", exact=False):
         for index, (start, end, kind) in enumerate(source.firmware_memmap() or ()):
             for name, data in (("start", start), ("end", end), ("type", kind)):
                 out.file(f"sys/firmware/memmap/{index}/{name}", data)
+        for name, data in _memory_members(source):
+            out.file(name, data)
         out.file("passwd", "".join(f"{_passwd_field(name)}:x:{uid}:{uid}::/:/nonexistent\n"
                                    for uid, name in sorted(users.items())).encode("utf-8", "surrogateescape"))
         facts = source.machine().as_facts()

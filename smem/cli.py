@@ -31,6 +31,7 @@ Examples:
   smem -m -P firefox         the mappings of processes matching "firefox"
   smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
   smem -w --breakdown        where all of MemTotal goes, each figure with its source
+  smem --shm -t              shared memory (tmpfs, SysV, memfd): in RAM, in swap, who maps it
   smem -S capture.tgz        a capture made with scripts/smemcap.sh
   smem -c "pid name pss" -s name -r
   smem --interval 2 -s dpss  every 2 s, redrawn; the growth since the start last
@@ -47,7 +48,8 @@ Exit status: 0 on success, 1 when a source or file cannot be used,
 """
 
 #: smem 1.5's views in its order, then the newer ones: (option name, view)
-VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", "cgroup"), ("-g", "program"))
+VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", "cgroup"), ("-g", "program"),
+              ("--shm", "shm"))
 
 
 class DefaultGroup(click.Group):
@@ -100,6 +102,9 @@ view_options = _bundle(
     click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers)."),
     click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name)."),
     click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name."),
+    click.option("--shm", "shared_memory", is_flag=True,
+                 help="Show shared memory: tmpfs mounts and files, SysV segments, memfds; in RAM, in swap, "
+                      "mapped and by whom."),
 )
 
 #: which processes and mappings are read
@@ -137,10 +142,12 @@ table_options = _bundle(
 
 def _chosen_view(o, shared_with=False):
     chosen = [(flag, name) for (flag, name), on in zip(VIEW_FLAGS, (o["mappings"], o["users"], o["system"],
-                                                                   o["by_cgroup"], o["group"] or o["group_by_name"]))
+                                                                   o["by_cgroup"], o["group"] or o["group_by_name"],
+                                                                   o["shared_memory"]))
               if on]
     if len(chosen) > 1:
-        raise UsageError(f"choose one view: -m, -u, -w, --cgroup or -g ({' and '.join(f for f, _ in chosen)} given)")
+        raise UsageError(f"choose one view: -m, -u, -w, --cgroup, -g or --shm "
+                         f"({' and '.join(f for f, _ in chosen)} given)")
     if shared_with and chosen:
         raise UsageError(f"--shared-with lists processes: it does not combine with {chosen[0][0]}")
     return "sharing" if shared_with else chosen[0][1] if chosen else "process"

@@ -292,6 +292,7 @@ class Snapshot:
         self.exact = None               # smem.exact.ExactAccounting, under --exact
         self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
         self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
+        self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
         self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
         self.folded = None              # the view's sums, where the loader folded processes into them
 

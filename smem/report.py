@@ -125,7 +125,9 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
     values = [e[1] for e in entries]
     totals = None
     if options.totals:
-        totals = [_total(c, [v[i] for v in values]) for i, c in enumerate(columns)]
+        counted = (values if view.counted_in_totals is None
+                   else [e[1] for e in entries if view.counted_in_totals(e[2])])
+        totals = [_total(c, [v[i] for v in counted]) for i, c in enumerate(columns)]
     return Table(view, columns, sort, values, [e[2] for e in entries], [e[0] for e in entries],
                  totals, ram_kib, swap_kib)
 

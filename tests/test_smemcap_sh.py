@@ -227,6 +227,28 @@ def test_started_process_is_captured(tar, target):
         assert _kib(rollup, "Rss") >= _kib(rest, "Rss") > 0
 
 
+def test_shared_memory_and_sys_members(shell, tar, target):
+    """sysvipc/shm, the smem/shmem inventory (where stat is there) and the KSM files."""
+    from smem.parsers.shmem_inventory import parse_shmem_inventory
+    names = set(tar.getnames())
+    header = Path("/proc/sysvipc/shm").read_bytes().splitlines()[0]
+    assert _read(tar, "sysvipc/shm").splitlines()[0] == header
+    ksm = Path("/sys/kernel/mm/ksm")
+    if ksm.is_dir():
+        assert {n.rpartition("/")[2] for n in names if n.startswith("sys/kernel/mm/ksm/")} == \
+            {p.name for p in ksm.iterdir() if p.is_file() and os.access(p, os.R_OK)}
+    if shell[0] == [DASH] and shell[1] != os.environ["PATH"]:  # the minimal applets: no stat
+        assert "smem/shmem" not in names
+        return
+    inventory = parse_shmem_inventory(_read(tar, "smem/shmem"))
+    shm = os.stat("/dev/shm")
+    assert [m for m in inventory.mounts if m.device == (os.major(shm.st_dev), os.minor(shm.st_dev))
+            and m.capacity == os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize]
+    pid, _, marker = target
+    held = [h for h in inventory.memfds if h.pid == pid and h.name == marker]
+    assert held and held[0].size == held[0].allocated == MARKER_SIZE
+
+
 def test_every_process_directory_is_complete(tar):
     files = {}
     for m in tar.getmembers():

@@ -13,7 +13,7 @@ import abc
 from ..errors import process_error
 from .machine import Machine
 
-__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit",
+__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
            "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "STREAMED", "NeedHeld"]
 
 #: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
@@ -45,6 +45,10 @@ def is_pid_name(name):
     str.isdigit() also passes "²" and "٣", which int() refuses or reads as another number.
     """
     return 0 < len(name) <= _PID_DIGITS and name.isascii() and name.isdigit()
+
+
+#: the capture member listing tmpfs mounts, their files and memfds (parsers/shmem_inventory.py)
+SHMEM_MEMBER = "smem/shmem"
 
 
 #: capabilities a source may have (Source.capabilities)
@@ -144,6 +148,12 @@ class Source(abc.ABC):
     def boot_log(self):
         """The kernel's boot messages (bytes), or None where they cannot be had."""
         return None
+
+    def shmem_inventory(self):
+        """The tmpfs mounts, their largest files and the memfds processes hold, as the text of
+        the ``smem/shmem`` member (parsers/shmem_inventory.py), or None where the source has
+        none (a capture older than the member).  A capture holds it; the live system makes it."""
+        return self.read_optional(SHMEM_MEMBER)
 
     def read_sys(self, path):
         """The /sys file ``path`` ("kernel/mm/ksm/pages_shared") as bytes; a capture keeps /sys

@@ -136,6 +136,12 @@ class LiveSource(Source):
             os.close(fd)
         return b"\n".join(r.rstrip(b"\n") for r in records) + b"\n" if records else None
 
+    def shmem_inventory(self):
+        if not self.local:
+            return super().shmem_inventory()
+        from .shmem_probe import probe_shmem  # statfs, cachestat: only for --shm and captures
+        return probe_shmem(self.proc, self.pids())
+
     def read_sys(self, path):
         if not self.local:
             return super().read_sys(path)

@@ -1,4 +1,4 @@
-"""Views: the shapes of a report (process, mapping, user, program, cgroup, system, sharing).
+"""Views: the shapes of a report (process, mapping, user, program, cgroup, system, sharing, shm).
 
 Each view turns snapshots (:class:`~smem.model.Snapshot`) into rows, declares
 its columns in the registry of :mod:`smem.views.columns` and its traits on
@@ -12,13 +12,14 @@ from .groups import CGROUP_VIEW, PROGRAM_VIEW, USER_VIEW
 from .mapping import MAPPING_VIEW
 from .process import PROCESS_VIEW
 from .sharing import SHARING_VIEW
+from .shm import SHM_VIEW
 from .system import SYSTEM_VIEW
 
 __all__ = ["VIEWS", "View", "Column", "PROCESS_VIEW", "MAPPING_VIEW", "USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW",
-           "SYSTEM_VIEW", "SHARING_VIEW", "needs_of"]
+           "SYSTEM_VIEW", "SHARING_VIEW", "SHM_VIEW", "needs_of"]
 
 VIEWS = {v.name: v for v in (PROCESS_VIEW, MAPPING_VIEW, USER_VIEW, PROGRAM_VIEW, CGROUP_VIEW, SYSTEM_VIEW,
-                             SHARING_VIEW)}
+                             SHARING_VIEW, SHM_VIEW)}
 
 
 def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib=None, also=frozenset()):

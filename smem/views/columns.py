@@ -101,6 +101,14 @@ class View:
     requires_exact: bool = False
     #: what names a row across two snapshots (smem diff): a process is its pid and start time
     row_key: Optional[Callable[[Any], Any]] = None
+    #: smaps counters the rows read whatever the columns shown (the shm view's attribution)
+    counters: frozenset = frozenset()
+    #: rows the -t totals count (None: all); a row that is part of another is left out
+    counted_in_totals: Optional[Callable[[Any], bool]] = None
+    #: -P, -U, -M and --pid apply (a view that attributes to every process refuses them)
+    takes_selection: bool = True
+    #: the app reads the shared-memory objects (smem.shared_memory) into snapshot.shared_memory
+    needs_shared_memory: bool = False
     #: (SystemOptions) -> the view those options make of this one (-w --breakdown), or None where
     #: they change nothing; a view without it takes no such option
     shaped_by_system: Optional[Callable[[Any], Optional["View"]]] = None

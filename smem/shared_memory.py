@@ -1,0 +1,278 @@
+"""Shared memory attributed: every tmpfs mount, tmpfs file, SysV segment and memfd, with how
+much of it is in RAM, in swap, mapped by processes and by which.
+
+This is the core the ``--shm`` view (smem/views/shm.py) and the whole-system breakdown
+build on: :func:`shared_memory` takes a source and the processes read from it (with
+their mappings) and returns typed records.  The inputs:
+
+- /proc/sysvipc/shm (parsers/sysvipc_shm.py): each SysV segment, its size and, on
+  Linux 3.10+, its bytes in RAM and swap;
+- the ``smem/shmem`` inventory (parsers/shmem_inventory.py): tmpfs mounts (statfs), their
+  largest files and the memfds processes hold, made live by sources/shmem_probe.py or
+  read from a capture;
+- the processes' smaps: a SysV segment is mapped as ``/SYSV%08x (deleted)`` whose inode
+  is the segment's shmid (ipc/shm.c sets it), a memfd as ``/memfd:NAME (deleted)``, a
+  tmpfs file under its path; a mapping belongs to an object by device and inode, which
+  two objects never share, and to a mount by device.
+
+"Mapped" is the sum of the mappers' PSS over the object's mappings: PSS divides each page
+among the processes mapping it, so the sum counts every mapped page of the object once
+(Documentation/filesystems/proc.rst, "smaps").  "Unmapped" is what is in RAM and no
+process maps: a file in /dev/shm nobody has open, a segment nobody attaches.
+
+Where an input is missing (a capture made before these members existed) the objects
+that the smaps show are still listed, with what the mappings say, and ``missing`` names
+what was not there.  Files are inside their mount: a file's record names its mount
+(``parent``) and is not ``counted`` in totals, so that totals count each page once.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from .parsers.shmem_inventory import memfd_name, parse_shmem_inventory
+from .parsers.sysvipc_shm import parse_sysvipc_shm
+
+__all__ = ["SharedObject", "Mapper", "SharedMemory", "shared_memory", "KINDS", "SYSVIPC_SHM"]
+
+#: the kinds of object, in the order they are listed (a mount's kind is its filesystem type)
+KINDS = ("tmpfs", "devtmpfs", "file", "sysv", "memfd")
+
+SYSVIPC_SHM = "sysvipc/shm"
+
+_SYSV_PREFIX = "/SYSV"
+_MEMFD_PREFIX = "/memfd:"
+
+
+@dataclass
+class Mapper:
+    """A process that maps an object (PSS, RSS, swap of its mappings of it, KiB), or holds it
+    by a descriptor only (``via`` "fd": no amounts)."""
+
+    pid: int
+    name: str
+    via: str = "map"
+    pss_kib: Optional[int] = 0
+    rss_kib: Optional[int] = 0
+    swap_kib: Optional[int] = 0
+
+    @property
+    def label(self):
+        return f"{self.name}[{self.pid}]" + ("(fd)" if self.via == "fd" else "")
+
+
+def _add(total, value):
+    return None if total is None or value is None else total + value
+
+
+@dataclass
+class SharedObject:
+    """One shared-memory object; amounts in KiB, None where the source does not say."""
+
+    kind: str                          # one of KINDS: a mount's filesystem type, file, sysv, memfd
+    name: str                          # mount point, path, "0xKEY id SHMID", memfd name
+    size_kib: Optional[int] = None     # a file's or segment's length; a mount's capacity
+    used_kib: Optional[int] = None     # in RAM or in swap
+    rss_kib: Optional[int] = None      # in RAM
+    swap_kib: Optional[int] = None     # in swap
+    device: Optional[Tuple[int, int]] = None
+    inode: Optional[int] = None        # the shmid of a SysV segment
+    parent: Optional[str] = None       # a file's mount point
+    fstype: Optional[str] = None       # a mount's filesystem type (tmpfs, devtmpfs)
+    attached: Optional[int] = None     # a SysV segment's attach count (the kernel's nattch)
+    files: Optional[int] = None        # a mount's regular files, where all were walked
+    mappers: Dict[int, Mapper] = field(default_factory=dict)  # by pid: mapping or holding it
+    order: int = 0                     # where it is listed: a mount, then its files, segments, memfds
+    mappings: int = 0                  # the mappings of it read (each PSS truncated to a KiB)
+
+    @property
+    def identity(self):
+        """What tells it from another object of the same name: device (a mount), shmid or inode."""
+        device = f"{self.device[0]}:{self.device[1]}" if self.device is not None else "?"
+        if self.kind == "sysv":
+            return f"shmid {self.inode}"
+        return device if self.inode is None else f"{device}:{self.inode}"
+
+    @property
+    def counted(self):
+        """Whether totals count it: a file's pages are its mount's already."""
+        return self.kind != "file"
+
+    @property
+    def mapping_processes(self):
+        return [m for m in self.mappers.values() if m.via == "map"]
+
+    @property
+    def mapped_kib(self):
+        """Pages of the object that processes map, each once (the mappers' PSS summed)."""
+        total = 0
+        for mapper in self.mapping_processes:
+            total = _add(total, mapper.pss_kib)
+        return total
+
+    @property
+    def unmapped_kib(self):
+        """In RAM and mapped by no process (None where RAM or PSS is unknown).
+
+        smaps truncates each mapping's PSS to a whole KiB, so the mapped sum may fall short by
+        less than a KiB a mapping: a difference within that is no page left unmapped.
+        """
+        mapped = self.mapped_kib
+        if self.rss_kib is None or mapped is None:
+            return None
+        unmapped = self.rss_kib - mapped
+        return unmapped if unmapped >= self.mappings else 0
+
+    def note_mapping(self, process, counters):
+        mapper = self.mappers.get(process.pid)
+        if mapper is None or mapper.via != "map":
+            mapper = self.mappers[process.pid] = Mapper(process.pid, process.name)
+        self.mappings += 1
+        mapper.pss_kib = _add(mapper.pss_kib, counters.get("Pss"))
+        mapper.rss_kib = _add(mapper.rss_kib, counters.get("Rss"))
+        mapper.swap_kib = _add(mapper.swap_kib, counters.get("Swap", 0))
+
+
+@dataclass
+class SharedMemory:
+    objects: List[SharedObject]
+    #: the inputs the source lacked (an older capture): "sysvipc/shm", "smem/shmem"
+    missing: Tuple[str, ...] = ()
+
+
+def _kib(n, up=False):
+    if n is None:
+        return None
+    return (n + 1023) // 1024 if up else n // 1024
+
+
+def _split(obj, allocated, rss, swap_free):
+    """Set used, RSS and swap (KiB) from allocated and resident bytes; with no swap in use,
+    every allocated page is in RAM, whatever the writer could learn."""
+    obj.used_kib = _kib(allocated)
+    if rss is None and swap_free and allocated is not None:
+        rss = allocated
+    obj.rss_kib = _kib(rss)
+    if allocated is not None and rss is not None:
+        obj.swap_kib = max(_kib(allocated) - _kib(rss), 0)
+
+
+def _hex_device(text):
+    major, _, minor = text.partition(":")
+    try:
+        return int(major, 16), int(minor, 16)
+    except ValueError:
+        return None
+
+
+def _swap_unused(meminfo_kib):
+    total, free = meminfo_kib.get("SwapTotal"), meminfo_kib.get("SwapFree")
+    return total is not None and free is not None and total - free == 0
+
+
+def shared_memory(source, processes, meminfo_kib=None) -> SharedMemory:
+    """Every shared-memory object ``source`` shows, attributed to ``processes`` (read with their
+    mappings: smem.model.Process); ``meminfo_kib``: the source's meminfo (swap in use)."""
+    swap_free = _swap_unused(meminfo_kib or {})
+    missing = []
+    objects = []
+    mounts, files, sysv, memfds = {}, {}, {}, {}
+
+    raw = source.shmem_inventory()
+    if raw is None:
+        missing.append("smem/shmem")
+    else:
+        inventory = parse_shmem_inventory(raw)
+        for m in inventory.mounts:
+            if m.device in mounts:
+                continue
+            obj = SharedObject(m.fstype, m.mount_point, size_kib=_kib(m.capacity), device=m.device,
+                               fstype=m.fstype, files=m.files)
+            _split(obj, m.used, m.rss, swap_free)
+            mounts[m.device] = obj
+        for f in inventory.files:
+            mount = mounts.get(f.device)
+            obj = SharedObject("file", f.path, size_kib=_kib(f.size, up=True), device=f.device, inode=f.inode,
+                               parent=mount.name if mount is not None else None)
+            _split(obj, f.allocated, f.rss, swap_free)
+            files.setdefault((f.device, f.inode), obj)
+        for h in inventory.memfds:
+            key = (h.device, h.inode)
+            obj = memfds.get(key)
+            if obj is None:
+                obj = memfds[key] = SharedObject("memfd", h.name, size_kib=_kib(h.size, up=True), device=h.device,
+                                                 inode=h.inode)
+                _split(obj, h.allocated, h.rss, swap_free)
+            if h.pid not in obj.mappers:
+                obj.mappers[h.pid] = Mapper(h.pid, "?", via="fd", pss_kib=None, rss_kib=None, swap_kib=None)
+
+    raw = source.read_optional(SYSVIPC_SHM)
+    if raw is None:
+        missing.append(SYSVIPC_SHM)
+    else:
+        for s in parse_sysvipc_shm(raw):
+            obj = SharedObject("sysv", _sysv_name(s.key, s.shmid), size_kib=_kib(s.size, up=True), inode=s.shmid,
+                               attached=s.nattch)
+            obj.rss_kib, obj.swap_kib = _kib(s.rss), _kib(s.swap)
+            if s.rss is not None and s.swap is not None:
+                obj.used_kib = _kib(s.rss + s.swap)
+            sysv[s.shmid] = obj
+
+    names = {p.pid: p.name for p in processes}
+    for obj in memfds.values():  # a holder's name, where it was read
+        for mapper in obj.mappers.values():
+            mapper.name = names.get(mapper.pid, mapper.name)
+
+    prefixes = (_SYSV_PREFIX, _MEMFD_PREFIX, *(m.name.rstrip("/") + "/" for m in mounts.values()))
+    for process in processes:
+        for mapping in process.mappings or ():
+            name = mapping.name
+            if not name.startswith(prefixes):
+                continue
+            try:
+                device, inode = _hex_device(mapping.device), mapping.inode
+            except (ValueError, IndexError):
+                continue
+            if name.startswith(_SYSV_PREFIX):
+                obj = sysv.get(inode)
+                if obj is None:  # not in sysvipc/shm: an older capture, or removed (IPC_RMID) but attached
+                    obj = sysv[inode] = SharedObject("sysv", _sysv_name(_key_of(name), inode), inode=inode)
+                obj.device = device
+                obj.note_mapping(process, mapping.counters)
+                continue
+            if name.startswith(_MEMFD_PREFIX):
+                obj = memfds.get((device, inode))
+                if obj is None:
+                    obj = memfds[(device, inode)] = SharedObject("memfd", memfd_name(name), device=device,
+                                                                  inode=inode)
+                obj.note_mapping(process, mapping.counters)
+                continue
+            mount = mounts.get(device)
+            if mount is None:
+                continue
+            mount.note_mapping(process, mapping.counters)
+            obj = files.get((device, inode))
+            if obj is not None:
+                obj.note_mapping(process, mapping.counters)
+
+    for mount in sorted(mounts.values(), key=lambda o: o.name):
+        objects.append(mount)
+        objects.extend(sorted((f for f in files.values() if f.device == mount.device),
+                              key=lambda o: (-(o.used_kib or 0), o.name)))
+    objects.extend(f for f in files.values() if f.device not in mounts)
+    objects.extend(sorted(sysv.values(), key=lambda o: o.inode))
+    objects.extend(sorted(memfds.values(), key=lambda o: (o.name, o.inode)))
+    for order, obj in enumerate(objects):
+        obj.order = order
+    return SharedMemory(objects, tuple(missing))
+
+
+def _sysv_name(key, shmid):
+    return f"0x{key & 0xFFFFFFFF:08x} id {shmid}" if key is not None else f"id {shmid}"
+
+
+def _key_of(mapping_name):
+    """The key in a SysV mapping's name, ``/SYSV%08x (deleted)``."""
+    try:
+        return int(mapping_name[len(_SYSV_PREFIX):len(_SYSV_PREFIX) + 8], 16)
+    except ValueError:
+        return None

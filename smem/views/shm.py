@@ -1,0 +1,76 @@
+"""The shared-memory view (--shm): each tmpfs mount, tmpfs file, SysV segment and memfd, with
+its size, what of it is in RAM and in swap, how much processes map and which.
+
+Rows come from :func:`smem.shared_memory.shared_memory` (the app reads it into
+``snapshot.shared_memory``).  A file row is part of its mount's row (its name is under
+the mount point), so totals (-t) count mounts, segments and memfds, never a file again:
+each page once.  Memfds and SysV segments live in the kernel's internal shmem mount, not
+in any tmpfs mount, so no row holds another's pages.
+"""
+
+from ..units import human
+from .columns import Column, View, count, text
+
+__all__ = ["SHM_VIEW"]
+
+
+def rows(snapshots, options):
+    return list(snapshots[0].shared_memory.objects)
+
+
+def summary(snapshot, rows, options, system):
+    """Under the table: how the rows nest, and how they compare with meminfo's Shmem."""
+    notes = []
+    if any(r.kind == "file" for r in rows):
+        notes.append("files are part of their mount: totals count the mount, not the file again")
+    shmem = snapshot.meminfo.kib.get("Shmem")
+    counted = [r.rss_kib for r in rows if r.counted]
+    if shmem is not None and counted and None not in counted:
+        notes.append(f"meminfo Shmem {human(shmem)}; these rows hold {human(sum(counted))} in RAM "
+                     "(the rest: shared anonymous memory, objects not listed)")
+    return None, notes
+
+
+def _amount(key, header, getter, help, percent_of="ram", total="sum"):
+    return Column(key, header, getter, help, width=max(8, len(header)), is_amount=True, percent_of=percent_of,
+                  total=total)
+
+
+def _processes(obj):
+    return " ".join(m.label for m in sorted(obj.mappers.values(), key=lambda m: m.pid))
+
+
+COLUMNS = {c.key: c for c in (
+    Column("order", "Order", lambda r: r.order, "listing order: each mount, then its files, segments, memfds",
+           width=5, total=None),
+    text("kind", "Kind", lambda r: r.kind, "tmpfs or devtmpfs (a mount), file (in such a mount), sysv (a SysV "
+         "segment) or memfd", 8),
+    text("name", "Name", lambda r: r.name, "mount point, file path, SysV key and id, or memfd name", 32,
+         truncate=True),
+    _amount("size", "Size", lambda r: r.size_kib, "length of the file or segment; a mount's capacity",
+            total=None),
+    _amount("used", "Used", lambda r: r.used_kib, "in RAM or in swap"),
+    _amount("rss", "RSS", lambda r: r.rss_kib, "in RAM"),
+    _amount("swap", "Swap", lambda r: r.swap_kib, "in swap", percent_of="swap"),
+    _amount("mapped", "Mapped", lambda r: r.mapped_kib,
+            "mapped by processes, each page once (their PSS of it summed)"),
+    _amount("unmapped", "Unmapped", lambda r: r.unmapped_kib, "in RAM and mapped by no process"),
+    count("pids", "PIDs", lambda r: len(r.mapping_processes), "number of processes mapping it", total=None),
+    count("attached", "Attach", lambda r: r.attached, "attachments the kernel counts (SysV only)", width=6,
+          total=None),
+    count("inode", "Inode", lambda r: r.inode, "inode (a SysV segment's is its shmid)", width=8, total=None),
+    text("id", "ID", lambda r: r.identity, "what tells it from others of its name: device, device:inode, shmid",
+         12),
+    text("processes", "Processes", _processes,
+         "who maps it, as name[pid]; (fd): holds a descriptor of it without mapping it", 30, truncate=True),
+)}
+
+SHM_VIEW = View(
+    name="shm", title="shared memory", columns=COLUMNS,
+    default_columns=("kind", "name", "size", "rss", "swap", "mapped", "unmapped", "processes"),
+    default_sort="order", rows=rows, summary=summary, needs=frozenset({"mappings"}),
+    counters=frozenset({"Pss", "Rss", "Swap"}), noun="objects", flowing_column="processes",
+    chart_measure="rss", chart_measure_without_pss="rss", folds_small_slices=True,
+    labels=(("kind", lambda r: r.kind), ("name", lambda r: r.name), ("id", lambda r: r.identity)),
+    counted_in_totals=lambda r: r.counted, takes_selection=False, needs_shared_memory=True,
+)
