@@ -29,6 +29,13 @@ def realproc_files(name):
     return sorted(p for p in REALPROC.rglob(name) if p.is_file())
 
 
+def pytest_collection_modifyitems(config, items):
+    """The xdist groups first (each runs whole on one worker, seconds of module fixtures and
+    copies of /proc), then the single tests, which fill whichever worker is free: the workers
+    finish together, not one waiting on a group handed out last."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
 @pytest.fixture
 def realproc():
     if not REALPROC.is_dir():
