@@ -29,7 +29,8 @@ class Screen:
     def __init__(self, write, out_fd, keys_fd=None):
         self._write = write
         self._out_fd = out_fd
-        self._keys_fd = keys_fd
+        self._keys_fd = keys_fd    # None once the terminal hung up: no more keys
+        self._restore_fd = keys_fd  # the terminal whose modes are put back on exit
         self._saved = None
 
     def __enter__(self):
@@ -40,7 +41,7 @@ class Screen:
                 self._saved = termios.tcgetattr(self._keys_fd)
                 tty.setcbreak(self._keys_fd, termios.TCSANOW)
             except termios.error:
-                self._saved = self._keys_fd = None
+                self._saved = self._keys_fd = self._restore_fd = None
         self._write(HIDE_CURSOR + CLEAR)
         return self
 
@@ -50,7 +51,10 @@ class Screen:
         finally:
             if self._saved is not None:
                 import termios
-                termios.tcsetattr(self._keys_fd, termios.TCSADRAIN, self._saved)
+                try:
+                    termios.tcsetattr(self._restore_fd, termios.TCSADRAIN, self._saved)
+                except (termios.error, OSError):
+                    pass  # the terminal hung up: nobody is left to see its modes
         return False
 
     @property

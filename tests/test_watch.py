@@ -290,3 +290,23 @@ def test_terminal_restored_on_ctrl_c_and_sigterm(how, status):
     mappings = json.loads(run_smem("-m", "--pid", ME, "-F", "json").stdout)["rows"]
     largest = max(mappings, key=lambda m: m["pss"])["map"].encode()
     assert largest.startswith(lines[-1].split()[0])  # the end of the table is shown: the largest last
+
+
+def test_a_terminal_that_hangs_up_ends_without_a_traceback():
+    """The keyboard's terminal goes away mid-watch: keys stop, and leaving restores nothing
+    that is gone, without an error."""
+    from smem.terminal import Screen
+    master, slave = pty.openpty()
+    written = []
+    try:
+        with Screen(written.append, slave, slave) as screen:
+            assert screen.has_keys
+            os.close(master)
+            master = None
+            assert screen.keys(1) == ""
+            assert not screen.has_keys
+    finally:
+        if master is not None:
+            os.close(master)
+        os.close(slave)
+    assert written[-1].startswith("\x1b[?25h")  # the cursor shown again
