@@ -58,6 +58,18 @@ def is_shmem_mapping(mapping):
     return "s" in mapping.perms and mapping.name.startswith(_SHMEM_PREFIXES)
 
 
+def anonymous_pss(counters):
+    """The anonymous part of one mapping's PSS in KiB, estimated as PSS x Anonymous / Rss
+    (smaps splits a mapping's resident pages, not its PSS, into anonymous or not: a private
+    file mapping's copy-on-write copies are anonymous).  None where the kernel gives no Pss
+    or no Anonymous (before 2.6.32): absent is not zero."""
+    pss, anonymous = counters.get("Pss"), counters.get("Anonymous")
+    if pss is None or anonymous is None:
+        return None
+    rss = counters.get("Rss") or 0
+    return pss * anonymous // rss if rss else 0
+
+
 def pss_split_of_mappings(mappings):
     """(anon, file, shmem) PSS in KiB estimated per mapping.
 
@@ -71,12 +83,10 @@ def pss_split_of_mappings(mappings):
         pss = c.get("Pss")
         if pss is None:
             continue
-        anonymous = c.get("Anonymous")
-        if anonymous is None:
+        anon_part = anonymous_pss(c)
+        if anon_part is None:
             return None
         seen = True
-        rss = c.get("Rss") or 0
-        anon_part = pss * anonymous // rss if rss else 0
         if is_shmem_mapping(m):
             shmem += pss - anon_part
         else:

@@ -29,6 +29,7 @@ what was not there.  Files are inside their mount: a file's record names its mou
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .aggregate import anonymous_pss
 from .parsers.shmem_inventory import memfd_name, parse_shmem_inventory
 from .parsers.sysvipc_shm import parse_sysvipc_shm
 
@@ -127,8 +128,12 @@ class SharedObject:
         if mapper is None or mapper.via != "map":
             mapper = self.mappers[process.pid] = Mapper(process.pid, process.name)
         self.mappings += 1
-        mapper.pss_kib = _add(mapper.pss_kib, counters.get("Pss"))
-        mapper.rss_kib = _add(mapper.rss_kib, counters.get("Rss"))
+        # the object's own pages only: a private mapping's copy-on-write copies are the
+        # process's anonymous memory, not the file's (smaps Anonymous; PSS's part estimated)
+        pss, rss, anonymous = counters.get("Pss"), counters.get("Rss"), counters.get("Anonymous")
+        anon_pss = anonymous_pss(counters)
+        mapper.pss_kib = _add(mapper.pss_kib, pss - anon_pss if pss is not None and anon_pss else pss)
+        mapper.rss_kib = _add(mapper.rss_kib, rss - anonymous if rss is not None and anonymous else rss)
         mapper.swap_kib = _add(mapper.swap_kib, counters.get("Swap", 0))
 
 

@@ -23,10 +23,11 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 
 #: the child: attaches the segment and touches part of it, maps a tmpfs file, and makes a
-#: memfd it writes whole and maps the start of; then waits for its stdin to close
+#: memfd it writes whole and maps the start of, and maps a file privately and writes it (the
+#: copies are the child's, the file's pages mapped by nobody); then waits for its stdin to close
 CHILD = r"""
 import ctypes, mmap, os, sys
-shmid, touched, path, memfd_size, memfd_mapped, name = sys.argv[1:]
+shmid, touched, path, memfd_size, memfd_mapped, name, private = sys.argv[1:]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
 libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
@@ -42,6 +43,10 @@ os.write(fd, b"m" * int(memfd_size))
 part = mmap.mmap(fd, int(memfd_mapped))
 for offset in range(0, len(part), mmap.PAGESIZE):
     part[offset] = 3
+with open(private, "r+b") as f:  # mapped privately, each page written: copies of its own
+    copied = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE)
+for offset in range(0, len(copied), mmap.PAGESIZE):
+    copied[offset] = 4
 print(os.fstat(fd).st_ino, flush=True)
 sys.stdin.read()
 """
@@ -60,7 +65,7 @@ def objects():
     if not os.path.isdir("/dev/shm") or not os.path.exists("/proc/sysvipc/shm"):
         pytest.skip("no /dev/shm or no SysV IPC")
     tag = f"smem-shm-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    unmapped, mapped = f"/dev/shm/{tag}-unmapped", f"/dev/shm/{tag}-mapped"
+    unmapped, mapped, private = (f"/dev/shm/{tag}-{kind}" for kind in ("unmapped", "mapped", "private"))
     libc = _libc()
     shmid = libc.shmget(IPC_PRIVATE, 4 * MIB, IPC_CREAT | 0o600)
     if shmid < 0:
@@ -71,17 +76,19 @@ def objects():
             f.write(b"u" * (8 * MIB))
         with open(mapped, "wb") as f:
             f.write(b"v" * (2 * MIB))
+        with open(private, "wb") as f:
+            f.write(b"p" * MIB)
         child = subprocess.Popen([sys.executable, "-c", CHILD, str(shmid), str(3 * MIB), mapped, str(6 * MIB),
-                                  str(2 * MIB), tag], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                  str(2 * MIB), tag, private], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         memfd_inode = int(child.stdout.readline())
-        yield dict(tag=tag, unmapped=unmapped, mapped=mapped, shmid=shmid, memfd_inode=memfd_inode,
+        yield dict(tag=tag, unmapped=unmapped, mapped=mapped, private=private, shmid=shmid, memfd_inode=memfd_inode,
                    pid=child.pid)
     finally:
         if child is not None:
             child.kill()
             child.wait()
         libc.shmctl(shmid, IPC_RMID, None)
-        for path in (unmapped, mapped):
+        for path in (unmapped, mapped, private):
             if os.path.exists(path):
                 os.unlink(path)
 
@@ -97,6 +104,7 @@ def _ours(document, o):
     found = {
         "unmapped": [r for r in rows if r["kind"] == "file" and r["name"] == o["unmapped"]],
         "mapped": [r for r in rows if r["kind"] == "file" and r["name"] == o["mapped"]],
+        "private": [r for r in rows if r["kind"] == "file" and r["name"] == o["private"]],
         "sysv": [r for r in rows if r["kind"] == "sysv" and r["inode"] == o["shmid"]],
         "memfd": [r for r in rows if r["kind"] == "memfd" and r["inode"] == o["memfd_inode"]],
     }
@@ -140,6 +148,14 @@ def test_each_object_is_found_to_the_page_with_who_maps_it(live, objects):
     if memfd["rss"] is not None:
         assert memfd["rss"] + memfd["swap"] == _kib(6 * MIB)
         assert memfd["unmapped"] == memfd["rss"] - _kib(2 * MIB)
+
+
+def test_copies_of_a_private_mapping_are_not_the_file_mapped(live, objects):
+    """A file mapped privately and written: the copies are the process's anonymous memory; the
+    file's own pages in RAM are mapped by nobody."""
+    private = _ours(live[0], objects)["private"]
+    assert private["rss"] == _kib(MIB)
+    assert (private["mapped"], private["unmapped"]) == (0, _kib(MIB))
 
 
 def test_totals_count_a_file_once_in_its_mount(live, objects):

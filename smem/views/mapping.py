@@ -1,6 +1,6 @@
 """The mapping view (-m): one row per mapping name, summed over processes."""
 
-from ..aggregate import is_shmem_mapping
+from ..aggregate import anonymous_pss, is_shmem_mapping
 from .columns import View, amount, count, text
 from .memory_columns import memory_columns
 
@@ -83,14 +83,12 @@ def _add_split(row, m):
     pss = c.get("Pss")
     if pss is None:
         return
-    anonymous = c.get("Anonymous")
-    if anonymous is None:
+    anon_part = anonymous_pss(c)
+    if anon_part is None:
         row._split_parts = None  # the kernel gives no Anonymous: no estimate (absent is not zero)
         return
     parts = row._split_parts
     parts[3] = True
-    rss = c.get("Rss") or 0
-    anon_part = pss * anonymous // rss if rss else 0
     parts[0] += anon_part
     parts[2 if is_shmem_mapping(m) else 1] += pss - anon_part
 

@@ -69,7 +69,7 @@ SHM_VIEW = View(
     name="shm", title="shared memory", columns=COLUMNS,
     default_columns=("kind", "name", "size", "rss", "swap", "mapped", "unmapped", "processes"),
     default_sort="order", rows=rows, summary=summary, needs=frozenset({"mappings"}),
-    counters=frozenset({"Pss", "Rss", "Swap"}), noun="objects", flowing_column="processes",
+    counters=frozenset({"Pss", "Rss", "Swap", "Anonymous"}), noun="objects", flowing_column="processes",
     chart_measure="rss", chart_measure_without_pss="rss", folds_small_slices=True,
     labels=(("kind", lambda r: r.kind), ("name", lambda r: r.name), ("id", lambda r: r.identity)),
     counted_in_totals=lambda r: r.counted, takes_selection=False, needs_shared_memory=True,
