@@ -158,6 +158,7 @@ def read_snapshot(request, the_plan, spec=None):
     try:
         snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs,
                                  jobs=query.jobs, fold=fold)
+        snapshot.selected = bool(query.process_filter or query.user_filter or query.pids)
         if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
             warnings.extend(_size(snapshot, source, request.system))
         if exact:

@@ -295,6 +295,7 @@ class Snapshot:
         self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
         self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
         self.folded = None              # the view's sums, where the loader folded processes into them
+        self.selected = False           # -P, -U or --pid left processes out of what was read
 
     @property
     def mem_total(self):

@@ -126,8 +126,9 @@ def _vmalloc_is_address_space(m, kernel):
     return release < (4, 4) if release is not None else "Percpu" not in m
 
 
-def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None):
-    """The rows as (area, used, cache, source, saved), KiB, adding up to MemTotal.
+def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, selected=False):
+    """The rows as (area, used, cache, source, saved), KiB, adding up to MemTotal; ``selected``:
+    ``sums`` are of the processes -P, -U or --pid chose, not of all.
 
     ``meminfo`` a parsers.meminfo.Meminfo; ``sums`` the processes' ProcessSums (None:
     none read); ``pools`` kernel_pools.KernelPools (None: not read); ``arch`` and ``kernel``
@@ -147,17 +148,22 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None):
         add("process anon (PSS)", sums.anon, f"sum of Pss_Anon, {sums.count} processes' {how}")
         add("process file (PSS)", sums.file, "sum of Pss_File", cache=True)
         add("process shmem (PSS)", sums.shmem, "sum of Pss_Shmem")
-        add("anon of processes not read", _less(anon, sums.anon), "meminfo AnonPages - sum of Pss_Anon")
+        # with -P, -U or --pid the processes left out are in the rest: the names say so
+        others = " or not selected" if selected else ""
+        by_them = " by those selected" if selected else ""
+        add(f"anon of processes not read{others}", _less(anon, sums.anon), "meminfo AnonPages - sum of Pss_Anon")
         if shmem is not None:
-            add("page cache not mapped", _less(page_cache, sums.file),
+            add(f"page cache not mapped{by_them}", _less(page_cache, sums.file),
                 "meminfo Buffers + Cached - Shmem - sum of Pss_File", cache=True)
-            add("shmem not mapped (tmpfs/SysV/memfd)", _less(shmem, sums.shmem), "meminfo Shmem - sum of Pss_Shmem")
+            add(f"shmem not mapped{by_them} (tmpfs/SysV/memfd)", _less(shmem, sums.shmem),
+                "meminfo Shmem - sum of Pss_Shmem")
         else:
-            add("page cache and shmem not mapped", _less(files, sums.file, sums.shmem),
+            add(f"page cache and shmem not mapped{by_them}", _less(files, sums.file, sums.shmem),
                 "meminfo Buffers + Cached - sum of Pss_File and Pss_Shmem", cache=True)
     elif sums is not None and sums.pss is not None:
         add("process memory (PSS)", sums.pss, f"sum of Pss, {sums.count} processes (the kernel gives no split)")
-        rows.append(("anon, page cache, shmem not mapped", _less(_plus(anon, files), sums.pss), None,
+        by_them = " by those selected" if selected else ""
+        rows.append((f"anon, page cache, shmem not mapped{by_them}", _less(_plus(anon, files), sums.pss), None,
                      "meminfo AnonPages + Buffers + Cached - sum of Pss", None))
     else:
         add("anon", anon, "meminfo AnonPages")
@@ -219,7 +225,8 @@ def breakdown_rows(snapshots, options, with_sizing=False):
                   for order, area, used, cache, source, figure in sizing_rows(snapshot)]
     sums = process_sums(snapshot.processes, process_split)
     machine = snapshot.source.machine()
-    areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, machine.arch, machine.kernel)
+    areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, machine.arch, machine.kernel,
+                            snapshot.selected)
     start = len(result)
     result += [BreakdownRow(start + i, *area) for i, area in enumerate(areas)]
     return result
