@@ -22,7 +22,9 @@ from typing import Dict, Optional, Tuple
 
 from .parsers import plausible
 from .parsers.ksm import KSM_FILES, parse_ksm_value
+from .parsers.meminfo import swap_in_use_kib
 from .parsers.mm_stat import parse_mm_stat
+from .parsers.swaps import parse_swap_devices
 from .parsers.zoneinfo import per_cpu_free_pages
 
 __all__ = ["KernelPools", "ZramDevice", "read_kernel_pools"]
@@ -50,7 +52,7 @@ class KernelPools:
 
     @property
     def per_cpu_free_kib(self):
-        return _kib_of_pages(self.per_cpu_free_pages, self.page_size)
+        return kib_of_pages(self.per_cpu_free_pages, self.page_size)
 
     def zram_kib(self, swap_only=False):
         """The zram devices' pools (KiB), or None where there is no zram device (with mm_stat)."""
@@ -60,30 +62,20 @@ class KernelPools:
     @property
     def ksm_saved_kib(self):
         """Pages KSM saves (pages_sharing), KiB; None where KSM or the page size is unknown."""
-        return _kib_of_pages(self.ksm.get("pages_sharing"), self.page_size)
+        return kib_of_pages(self.ksm.get("pages_sharing"), self.page_size)
 
 
-def _kib_of_pages(pages, page_size):
+def kib_of_pages(pages, page_size):
     """``pages`` in KiB; None where unknown, or more than a machine has (a damaged capture)."""
     if pages is None or not page_size or plausible(pages * page_size) is None:
         return None
     return pages * page_size // 1024
 
 
-def _swap_devices(data):
-    """The device names /proc/swaps lists ("zram0"), from its Filename column."""
-    names = set()
-    for line in data.split(b"\n")[1:]:
-        words = line.split()
-        if words:
-            names.add(words[0].decode("utf-8", "replace").rpartition("/")[2])
-    return names
-
-
 def read_kernel_pools(source):
     """The zram devices and the KSM counters of ``source`` (absent ones left out)."""
     swaps = source.read_optional("swaps")
-    swapping = _swap_devices(swaps) if swaps is not None else None
+    swapping = parse_swap_devices(swaps) if swaps is not None else None
     devices = []
     for name in source.list_sys("block"):
         if not name.startswith("zram"):
@@ -114,10 +106,9 @@ def swap_ram_ratios(pools, meminfo_kib):
     or no swap figure."""
     if pools is None:
         return None, None
-    total, free = meminfo_kib.get("SwapTotal"), meminfo_kib.get("SwapFree")
-    if total is None or free is None:
+    swapped = swap_in_use_kib(meminfo_kib)
+    if swapped is None:
         return None, None
-    swapped = total - free
     zram = pools.zram_kib(swap_only=True)
     zswap = meminfo_kib.get("Zswap")
 

@@ -612,13 +612,14 @@ def _load_counters(source, process, selection, needs):
 def _ksm_merging_kib(source, pid):
     """/proc/PID/ksm_merging_pages in KiB (Linux 5.19+), or None (absent, or no page size known)."""
     raw = source.read_optional(f"{pid}/ksm_merging_pages")
-    page_size = source.machine().page_size
-    if raw is None or not page_size:
+    if raw is None:
         return None
     try:
-        return parse_ksm_value(raw) * page_size // 1024
+        pages = parse_ksm_value(raw)
     except ValueError:
         return None
+    from .kernel_pools import kib_of_pages
+    return kib_of_pages(pages, source.machine().page_size)
 
 
 def _load_process(source, pid, selection, own_pid, names):

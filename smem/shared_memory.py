@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .aggregate import anonymous_pss
+from .parsers.meminfo import swap_in_use_kib
 from .parsers.shmem_inventory import memfd_name, parse_shmem_inventory
 from .parsers.sysvipc_shm import parse_sysvipc_shm
 
@@ -170,8 +171,7 @@ def _hex_device(text):
 
 
 def _swap_unused(meminfo_kib):
-    total, free = meminfo_kib.get("SwapTotal"), meminfo_kib.get("SwapFree")
-    return total is not None and free is not None and total - free == 0
+    return swap_in_use_kib(meminfo_kib) == 0
 
 
 def shared_memory(source, processes, meminfo_kib=None) -> SharedMemory:

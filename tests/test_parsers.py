@@ -184,3 +184,14 @@ def test_cgroup_v2_hybrid_and_container_ids():
     assert parse_cgroup(b"") is None
     docker = "/system.slice/docker-" + "0123456789ab" + "c" * 52 + ".scope"
     assert cgroup_label(docker) == "/system.slice/docker-0123456789ab.scope"
+
+
+def test_swap_devices_are_named_without_their_directory():
+    from smem.parsers.swaps import parse_swap_devices
+    # as this machine's kernel wrote it with the zram device of test_breakdown swapped on
+    recorded = (b"Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+                b"/dev/zram0                              partition\t65532\t\t1024\t\t32767\n"
+                b"/var/swap\\040file                       file\t\t1048572\t\t0\t\t-2\n")
+    assert parse_swap_devices(recorded) == {"zram0", "swap\\040file"}
+    with open("/proc/swaps", "rb") as f:  # and whatever this machine has now
+        assert all("/" not in name for name in parse_swap_devices(f.read()))

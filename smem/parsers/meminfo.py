@@ -41,3 +41,10 @@ def parse_meminfo(data):
                               f"{' kB' if in_kib else ''}, past 2**64 bytes: not a real meminfo (damaged capture?)")
         (kib if in_kib else counts)[name] = value
     return Meminfo(kib, counts)
+
+
+def swap_in_use_kib(kib):
+    """SwapTotal - SwapFree of a meminfo's ``kib`` mapping: the swap in use, or None where a
+    field is absent."""
+    total, free = kib.get("SwapTotal"), kib.get("SwapFree")
+    return total - free if total is not None and free is not None else None
