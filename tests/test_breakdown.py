@@ -317,3 +317,18 @@ def test_damaged_pool_files_leave_their_rows_absent(tmp_path):
     for area in ("zram pool", "free in per-CPU lists"):
         assert rows[area]["used"] is None
     assert rows["KSM saved (not in sum)"]["saved"] is None
+
+
+def test_a_row_below_zero_is_explained(tmp_path):
+    """meminfo read before processes that then grew: a remainder below zero says why."""
+    with tarfile.open(FIXTURES / "captures" / "faithful.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    meminfo = tmp_path / "meminfo"
+    lines = [b"AnonPages:             0 kB" if line.startswith(b"AnonPages:") else line
+             for line in meminfo.read_bytes().split(b"\n")]
+    meminfo.write_bytes(b"\n".join(lines))
+    rows, document = _breakdown("-S", tmp_path)
+    assert rows["anon of processes not read"]["used"] < 0
+    assert any(n.startswith("below zero: anon of processes not read: ") for n in document["notes"])
+    assert sum(r["used"] for r in rows.values() if r["used"] is not None) == parse_meminfo(
+        meminfo.read_bytes()).kib["MemTotal"]

@@ -243,6 +243,10 @@ def _summary(snapshot, rows, options, system):
         profit = pools.ksm.get("general_profit")
         profit = f"; general_profit {_signed(profit // 1024)} (minus KSM's own bookkeeping)" if profit is not None else ""
         notes.append(f"KSM: {human(saved)} saved (pages_sharing x page size, not in the sum){profit}")
+    negative = [r.area for r in rows[:-1] if r.used is not None and r.used < 0]
+    if negative:
+        notes.append(f"below zero: {', '.join(negative)}: meminfo and the processes are read at "
+                     "different moments, and processes came or went in between")
     lost = rows[-1].used
     total = snapshot.mem_total
     if total:
