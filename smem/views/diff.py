@@ -134,13 +134,18 @@ def watch_view(base: View, since="first") -> View:
     "first") or the previous one ("previous"): its rows take (that frame, this frame).
 
     Its default columns are the base view's, then the change of its measure (``dpss``) and the
-    new/gone marks; its default order is the base view's.  On the first frame both sides are the
-    same snapshot, so every change is 0 and nothing is marked.
+    new/gone marks, then the column that flows to the width (the command), as top puts it last:
+    on a narrow terminal the line is cut in the name, never in the change.  Its default order is
+    the base view's.  On the first frame both sides are the same snapshot, so every change is 0
+    and nothing is marked.
     """
     compared = diff_view(base, old=f"the {since} frame", new="this frame")
     measure = _measure(base)
-    defaults = tuple(k for k in base.default_columns if k in compared.columns)
+    flowing = base.flowing_column
+    defaults = tuple(k for k in base.default_columns if k in compared.columns and k != flowing)
     defaults += ((f"d{measure}",) if measure is not None else ()) + ("status",)
+    if flowing in base.default_columns and flowing in compared.columns:
+        defaults += (flowing,)
     return replace(
         compared, name=f"{base.name}-watch", title=base.title, default_columns=defaults,
         default_sort=base.default_sort if base.default_sort in compared.columns else compared.default_sort,
