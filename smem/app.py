@@ -53,9 +53,7 @@ def _check(request):
         raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
     view = view.shaped(request.system)
     if query.old_source is not None:
-        if view.row_key is None or view.requires_exact or query.exact:
-            raise UsageError("smem diff compares processes, users, programs, cgroups, mappings or "
-                             "the system, without --exact")
+        _comparable(view, query, "smem diff")
         view = diff_view(view)
     if not view.takes_selection:
         given = [o for o, v in (("-P", query.process_filter), ("-U", query.user_filter), ("-M", query.map_filter),
@@ -72,6 +70,15 @@ def _check(request):
     return view
 
 
+def _comparable(view, query, command):
+    """A UsageError where ``view`` has no rows to match between two snapshots, naming why."""
+    if query.exact or view.requires_exact:
+        raise UsageError(f"{command} does not combine with --exact or --shared-with")
+    if view.row_key is None:
+        raise UsageError(f"{command} compares processes, users, programs, cgroups, mappings or the "
+                         f"system, not the {view.title} view")
+
+
 def _watched(request, view):
     """The view of watch mode, or a UsageError where watching means nothing."""
     watch, query = request.watch, request.query
@@ -82,9 +89,7 @@ def _watched(request, view):
                          "on a remote host run smem --interval there")
     if request.chart is not None:
         raise UsageError("--interval redraws a report: it does not combine with --pie or --bar")
-    if view.row_key is None or view.requires_exact or query.exact:
-        raise UsageError("--interval watches processes, users, programs, cgroups, mappings or the "
-                         "system, without --exact")
+    _comparable(view, query, "--interval")
     if FORMATS[request.table.format].stream is None:
         raise UsageError(f"-F {request.table.format} is one document, not a stream: watch mode writes "
                          "json (JSON Lines), csv or a table")
