@@ -39,6 +39,7 @@ Examples:
 
 \b
 Other commands:
+  smem diff OLD NEW          what changed between two captures, or a capture and live (smem diff --help)
   smem capture               write a capture of /proc for smem -S (smem capture --help)
   smem serve                 metrics for Prometheus over HTTP, or for node_exporter (smem serve --help)
 
