@@ -12,6 +12,7 @@ from . import __version__
 from .cli import EPILOG, cli, report
 from .formats import FORMATS
 from .formats.tabulated import STYLES
+from .sources.remote import DEFAULT_TIMEOUT
 
 __all__ = ["manpage"]
 
@@ -81,6 +82,11 @@ def manpage():
         ".SH ENVIRONMENT",
         ".TP", "\\fBCOLUMNS\\fR", "Terminal width for \\fB\\-a\\fR (else the terminal's, else 80).",
         ".TP", "\\fBSMEM_SSH\\fR", "The ssh command for \\fBssh://\\fR sources (default \\fBssh\\fR).",
+        ".TP", "\\fBSMEM_SSH_TIMEOUT\\fR",
+        f"Seconds an \\fBssh://\\fR host may send nothing before it is given up on (default {DEFAULT_TIMEOUT:g}).",
+        ".TP", "\\fBSMEM_JOBS\\fR", "Worker processes that read /proc, as \\fB\\-\\-jobs\\fR (which wins).",
+        ".TP", "\\fBSMEM_PURE_PYTHON\\fR",
+        "Set to 1: the pure-Python smaps parser, not the C one (\\fBsmem \\-\\-version\\fR names the one in use).",
         ".TP", "\\fB_SMEM_COMPLETE\\fR",
         "Shell completion: \\fBeval \"$(_SMEM_COMPLETE=bash_source smem)\"\\fR (or zsh_source, fish_source).",
         ".SH SEE ALSO",
