@@ -31,8 +31,10 @@ class MissingExtra(SmemError):
 def missing(module, purpose):
     """The one line for ``purpose`` lacking ``module``."""
     dist, extra, debian = EXTRAS[module]
-    return (f"{purpose} needs the Python package '{dist}': pip install 'smem[{extra}]' "
-            f"(or apt install {debian})")
+    # the package itself, not 'smem[extra]': PyPI's "smem" is another project, and pip would
+    # fetch it where this smem was installed from a checkout
+    return (f"{purpose}: the Python package '{dist}' is not installed: pip install {dist} "
+            f"(smem's '{extra}' extra; or apt install {debian})")
 
 
 def require(module, purpose):

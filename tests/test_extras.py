@@ -67,4 +67,5 @@ def test_a_missing_extra_is_one_line_naming_it(text_only, args, extra):
     proc = _run(text_only, *args)
     lines = proc.stderr.decode().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, lines
-    assert f"pip install 'smem[{extra}]'" in lines[0] and lines[0].startswith("smem: ")
+    package = {"charts": "matplotlib", "exact": "numpy", "metrics": "prometheus_client"}[extra]
+    assert f"pip install {package} (smem's '{extra}' extra" in lines[0] and lines[0].startswith("smem: ")
