@@ -278,6 +278,7 @@ def test_kernel_threads_are_included(tar):
     assert _read(tar, "2/status").splitlines()[0] == b"Name:\tkthreadd"
 
 
+@pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[2]], indirect=True)  # as for vanishing processes
 def test_writes_to_a_file_argument(shell, target, tmp_path):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
