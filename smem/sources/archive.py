@@ -551,8 +551,6 @@ class ArchiveSource(CaptureFacts, Source):
         return self._unames.get(uid) or self._passwd_names().get(uid)
 
 
-
-
 #: The files of a process the loader reads (smem.model): a streamed archive keeps only these.
 PROCESS_FILES = frozenset({"cmdline", "stat", "status", "smaps", "smaps_rollup", "cgroup"})
 
