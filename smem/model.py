@@ -51,6 +51,18 @@ def uss_of(counters):
     return (clean or 0) + (dirty or 0)
 
 
+def _sum_kept(mappings):
+    """The kept counters (plain dicts, a few keys: parse_smaps_kept) summed in one pass; a key
+    no mapping has stays absent.  Summed lazily key by key (aggregate.Sums) the same cost 0.2 s
+    of a 0.5 s report of a 1,500-process capture, and the report then summed them again."""
+    totals = {}
+    for mapping in mappings:
+        for key, value in mapping.counters.items():
+            before = totals.get(key)
+            totals[key] = value if before is None else before if value is None else before + value
+    return totals
+
+
 class Process:
     """One process: identity, owner, and the memory data the report asked for.
 
@@ -92,7 +104,7 @@ class Process:
         if self.mappings is None:
             return
         totals = self.totals
-        self._totals = {key: totals.get(key) for key in totals}
+        self._totals = totals if isinstance(totals, dict) else {key: totals.get(key) for key in totals}
         self._mapped = bool(self.mappings)
         self.mappings = None
 
@@ -105,6 +117,8 @@ class Process:
         if self._totals is None:
             if self.mappings is None:
                 self._totals = self.rollup if self.rollup is not None else {}
+            elif self.mappings and isinstance(self.mappings[0].counters, dict):
+                self._totals = _sum_kept(self.mappings)
             else:
                 self._totals = Sums([m.counters for m in self.mappings])
         return self._totals
