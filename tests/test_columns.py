@@ -72,14 +72,28 @@ def test_absent_counters_are_dashes_and_nulls(tmp_path):
 
 def test_live_columns_are_the_kernels_rollup_and_status(tmp_path):
     path = f"/dev/shm/smem-columns-{os.getpid()}"
+    compared = {"Pss_Anon", "Pss_Shmem", "Anonymous", "SwapPss", "RssAnon", "RssShmem"}
+
+    def kernel(pid):
+        return tuple({k: v for k, v in re.findall(r"^(\w+):\s+(\d+) kB$", open(f"/proc/{pid}/{name}").read(), re.M)
+                      if k in compared} for name in ("smaps_rollup", "status"))
+
     with forked_workers(4096, 2048, 2, shared_path=path) as wl:
-        doc = json.loads(run_smem("-F", "json", "-c", "pid pss swappss pss_anon pss_file pss_shmem "
-                                  "anon rss_anon rss_file rss_shmem threads").stdout)
+        # The workers share copy-on-write pages with this process, which runs on meanwhile: a
+        # page it writes is copied, and their figures move.  Compared where they held still
+        # while smem read them, the reading taken again until they do.
+        for attempt in range(5):
+            before = {pid: kernel(pid) for pid in wl.pids}
+            doc = json.loads(run_smem("-F", "json", "-c", "pid pss swappss pss_anon pss_file pss_shmem "
+                                      "anon rss_anon rss_file rss_shmem threads").stdout)
+            after = {pid: kernel(pid) for pid in wl.pids}
+            if before == after:
+                break
+        assert before == after, "the workers' memory never held still for one reading"
         rows = {r["pid"]: r for r in doc["rows"] if r["pid"] in wl.pids}
         assert len(rows) == len(wl.pids)
         for pid, row in rows.items():
-            rollup = dict(re.findall(r"^(\w+):\s+(\d+) kB$", open(f"/proc/{pid}/smaps_rollup").read(), re.M))
-            status = dict(re.findall(r"^(\w+):\s+(\d+) kB$", open(f"/proc/{pid}/status").read(), re.M))
+            rollup, status = after[pid]
             # (Pss_File moves as other pythons map and unmap the same libraries: not compared)
             for key, field in (("pss_anon", "Pss_Anon"), ("pss_shmem", "Pss_Shmem"),
                                ("anon", "Anonymous"), ("swappss", "SwapPss")):
