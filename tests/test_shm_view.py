@@ -158,6 +158,14 @@ def test_copies_of_a_private_mapping_are_not_the_file_mapped(live, objects):
     assert (private["mapped"], private["unmapped"]) == (0, _kib(MIB))
 
 
+def test_the_rows_are_compared_with_meminfo_shmem_even_with_unknown_ones(live, objects):
+    document = live[0]
+    note = [n for n in document["notes"] if n.startswith("meminfo Shmem ")]
+    assert len(note) == 1
+    unknown = sum(1 for r in document["rows"] if r["kind"] != "file" and r["rss"] is None)
+    assert ("whose RAM is unknown" in note[0]) == (unknown > 0), (note, unknown)
+
+
 def test_totals_count_a_file_once_in_its_mount(live, objects):
     document, _ = live
     rows = document["rows"]

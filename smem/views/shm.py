@@ -25,9 +25,12 @@ def summary(snapshot, rows, options, system):
         notes.append("files are part of their mount: totals count the mount, not the file again")
     shmem = snapshot.meminfo.kib.get("Shmem")
     counted = [r.rss_kib for r in rows if r.counted]
-    if shmem is not None and counted and None not in counted:
-        notes.append(f"meminfo Shmem {human(shmem)}; these rows hold {human(sum(counted))} in RAM "
-                     "(the rest: shared anonymous memory, objects not listed)")
+    known = [kib for kib in counted if kib is not None]
+    if shmem is not None and known:
+        unknown = len(counted) - len(known)
+        unknown = f", and {unknown} row{'s' if unknown > 1 else ''} whose RAM is unknown (-)" if unknown else ""
+        notes.append(f"meminfo Shmem {human(shmem)}; these rows hold {human(sum(known))} in RAM "
+                     f"(the rest: shared anonymous memory, objects not listed{unknown})")
     return None, notes
 
 
