@@ -538,10 +538,7 @@ class ArchiveSource(CaptureFacts, Source):
         return sorted(pids)
 
     def read(self, path):
-        try:
-            return bytes(self._files[path])
-        except KeyError:
-            raise FileNotFoundError(2, "not in capture", path) from None
+        return _member(self._files, path)
 
     def owner(self, pid):
         uid = self._dirs.get(pid)
@@ -549,6 +546,14 @@ class ArchiveSource(CaptureFacts, Source):
 
     def user_name(self, uid):
         return self._unames.get(uid) or self._passwd_names().get(uid)
+
+
+def _member(files, path):
+    """A held member's bytes; FileNotFoundError where the capture has none (as a missing file)."""
+    try:
+        return bytes(files[path])
+    except KeyError:
+        raise FileNotFoundError(2, "not in capture", path) from None
 
 
 #: The files of a process the loader reads (smem.model): a streamed archive keeps only these.
@@ -568,10 +573,7 @@ class _ProcessFiles(Source):
         return [self._pid]
 
     def read(self, path):
-        try:
-            return bytes(self._files[path])
-        except KeyError:
-            raise FileNotFoundError(2, "not in capture", path) from None
+        return _member(self._files, path)
 
     def owner(self, pid):
         uid = self._archive._dirs.get(pid)
