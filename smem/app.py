@@ -15,7 +15,7 @@ from typing import List, Optional
 from .errors import SmemError, UsageError
 from .extras import require
 from .formats import FORMATS, Rendering, render
-from .model import Selection, load_snapshot, own_invocation
+from .model import SLOW_READ_SECONDS, Selection, load_snapshot, own_invocation
 from .options import ReportRequest
 from .report import CONTROLS, make_table, selected_columns, sort_column
 from .sources import open_source
@@ -119,8 +119,10 @@ def plan(request, companions=None):
     else:
         companions = ()
     also = set()
+    if companions or FORMATS[table.format].wants_companions:  # labelled samples (a scrape, OpenMetrics)
+        also |= view.identity_needs
     for companion, options in companions:
-        also |= companion.needs
+        also |= companion.needs | companion.identity_needs
         for column in selected_columns(companion, options) + [sort_column(companion, options)]:
             counters |= column.counters
             also |= column.needs
@@ -242,9 +244,6 @@ def _account_exactly(snapshot, view, selection, warnings):
         snapshot.sharing = selected, sharing
 
 
-#: A process whose smaps took longer than this to read is named in a warning: the kernel walks its
-#: page tables to build smaps and the process stalls meanwhile (--max-rss skips such processes).
-SLOW_READ_SECONDS = 1.0
 
 
 def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
@@ -270,7 +269,7 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     slow = [p for p in snapshot.processes if p.read_seconds is not None and p.read_seconds > slow_seconds]
     if slow:
         p = max(slow, key=lambda p: p.read_seconds)
-        warnings.append(f"reading pid {p.pid} ({p.name.translate(CONTROLS)}) took {p.read_seconds:.1f} s: "
+        warnings.append(f"reading pid {p.pid} ({(p.name or '?').translate(CONTROLS)}) took {p.read_seconds:.1f} s: "
                         "reading smaps stalls a process with much memory mapped; --max-rss SIZE skips such processes")
     return warnings
 

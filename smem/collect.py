@@ -25,7 +25,7 @@ serially: what it would have to send is the text itself.
 
 import os
 
-__all__ = ["collect", "each_result", "rollup_keys", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
+__all__ = ["collect", "each_result", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
 
 #: Workers when neither ``jobs`` nor SMEM_JOBS says: 0 = one per usable CPU (above MIN_PIDS).
 DEFAULT_JOBS = 0
@@ -86,6 +86,7 @@ def _each(pids, read, workers, needs):
         return
     import pickle
     shares = [pids[k::workers] for k in range(workers)]
+    from .model import rollup_keys
     keep = rollup_keys(needs)
     children = []
     try:
@@ -110,15 +111,6 @@ def _each(pids, read, workers, needs):
         for _, pid, fd in children:  # interrupted: stop and reap the workers left
             _stop(pid)
             os.close(fd)
-
-
-def rollup_keys(needs):
-    """The smaps_rollup counters a report with ``needs`` reads (None: every one)."""
-    if needs is None or needs.counters is None:
-        return None
-    from .model import ROLLUP_SPLIT
-    # what the loader itself reads from a rollup: the counters, the PSS split, and Rss (has_memory)
-    return tuple(needs.counters.union(ROLLUP_SPLIT, {"Rss", "Pss"}))
 
 
 def _start(share, read, keep, pickle):

@@ -28,7 +28,8 @@ from .parsers.stat import parse_stat
 from .parsers.status import parse_status, status_kib
 from .sources.base import OWN_PID, STREAMED, VANISHING, NeedHeld
 
-__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation", "ROLLUP_SPLIT"]
+__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation", "ROLLUP_SPLIT",
+           "rollup_keys"]
 
 
 
@@ -76,7 +77,7 @@ class Process:
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
-        self.name = name          # comm, from stat; "?" if unknown
+        self.name = name          # comm, from stat; "?" if unknown; None if stat was not read (Needs.stat)
         self.cmdline = cmdline    # arguments joined by spaces; "?" if unknown
         self.uid = uid            # None if unknown
         self.user = user          # user name, str(uid), or "?"
@@ -155,6 +156,7 @@ class Needs:
     ``cgroup``: /proc/PID/cgroup (the cgroup view);
     ``pools``: the zram devices and KSM counters (smem.kernel_pools, system files);
     ``ksm``: /proc/PID/ksm_merging_pages where smaps has no ``KSM:`` line (Linux 5.19-6.5);
+    ``stat``: /proc/PID/stat of every process (see :attr:`stat`);
     ``counters``: the smaps counters the report reads per mapping.  Once a
     process's mappings are parsed, only these are kept and its smaps text is
     let go, so memory does not grow with the text of every process (None:
@@ -169,8 +171,15 @@ class Needs:
     #: skipped before its smaps is read, since reading smaps walks its page tables and stalls it
     max_rss_kib = None
 
+    #: /proc/PID/stat for every process: its name (comm), parent, state, threads and start
+    #: time.  A report that shows none of them (the default process view, -u, -m) reads stat
+    #: only where the cmdline cannot say what a process is (empty: a kernel thread or a zombie),
+    #: for -P (which matches the name too), and to name a process in a warning.
+    stat = True
+
     def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None,
-                 pools=False, ksm=False):
+                 pools=False, ksm=False, stat=True):
+        self.stat = stat
         self.pools = pools
         self.ksm = ksm
         self.mappings = mappings
@@ -403,7 +412,6 @@ class _Gathered:
         # without smaps_rollup is read from smaps)
         self.totals_only = not needs.mappings and not needs.split and needs.counters is not None
         # the rollup counters the report reads, as a dict, its text let go (what a worker sends)
-        from .collect import rollup_keys
         self.rollup_keys = rollup_keys(needs)
         self.processes = []
         self.unreadable = []   # (pid, reason, name)
@@ -465,7 +473,7 @@ def _load_streamed(source, selection, needs, fold, with_processes):
             if not with_processes or not selection.wants_pid(pid):
                 continue
             try:
-                process = _load_process(files, pid, unfiltered, none, {})
+                process = _load_process(files, pid, unfiltered, none, {}, needs.stat)
             except ProcessGone:
                 continue
             if process is None:
@@ -479,7 +487,7 @@ def _load_streamed(source, selection, needs, fold, with_processes):
                 continue
             except (ProcessUnreadable, ProcessSkipped) as e:
                 if isinstance(e, ProcessUnreadable):
-                    e.name = process.name
+                    e.name = _name_of(files, process)
                 result = e
             if decided:
                 gathered.add(result)
@@ -541,6 +549,10 @@ def own_invocation(source, selection):
     return frozenset(mine)
 
 
+#: A process whose smaps took longer than this to read is named in a warning (app.load_warnings):
+#: the kernel walks its page tables to build smaps and the process stalls meanwhile.
+SLOW_READ_SECONDS = 1.0
+
 #: No machine has 2**64 bytes: a counter at or past this many KiB is a damaged or hostile file.
 MAX_KIB = 1 << 54
 
@@ -553,13 +565,13 @@ ROLLUP_SPLIT = ("Pss_Anon", "Pss_File", "Pss_Shmem")
 
 def _load_memory(source, pid, selection, own_pid, names, needs):
     """(Process, whether its smaps had Pss) or None if it is not to be reported."""
-    process = _load_process(source, pid, selection, own_pid, names)
+    process = _load_process(source, pid, selection, own_pid, names, needs.stat)
     if process is None:
         return None
     try:
         return _load_counters(source, process, selection, needs)
     except ProcessUnreadable as e:
-        e.name = process.name  # so the warning can say which
+        e.name = _name_of(source, process)  # so the warning can say which
         raise
 
 
@@ -571,23 +583,30 @@ def _load_counters(source, process, selection, needs):
         status = parse_status(raw) if raw else None
         rss = status_kib(status, "VmRSS") if status is not None else None
         if needs.max_rss_kib is not None and rss is not None and rss > needs.max_rss_kib:
-            raise ProcessSkipped(pid, process.name, rss)
+            raise ProcessSkipped(pid, _name_of(source, process), rss)
     started = time.monotonic()
     had_pss = True
     rollup_totals = not needs.mappings and source.prefer_rollup
     if needs.rollup or rollup_totals:
         raw = source.read_optional(f"{pid}/smaps_rollup")
-        try:
-            parsed = parse_smaps(raw) if raw else []
-        except ValueError:
-            parsed = []
-        process.rollup = parsed[0].counters if parsed else None
-        if process.rollup is not None and needs.counters is not None:
-            try:  # read now what the report will read, so a garbled line is found here
-                for key in needs.counters.union(ROLLUP_SPLIT):
-                    process.rollup.get(key)
+        if needs.counters is not None:
+            # only what the report reads, as a plain dict, the text let go; a garbled line among
+            # them is found here
+            try:
+                parsed = parse_smaps_kept(raw, rollup_keys(needs))[0] if raw else []
             except ValueError:
-                raise ProcessUnreadable(pid, "malformed smaps_rollup") from None
+                try:
+                    parse_smaps(raw)
+                except ValueError:  # no mapping in it: smaps says what it holds
+                    parsed = []
+                else:
+                    raise ProcessUnreadable(pid, "malformed smaps_rollup") from None
+        else:
+            try:
+                parsed = parse_smaps(raw) if raw else []
+            except ValueError:
+                parsed = []
+        process.rollup = parsed[0].counters if parsed else None
     if rollup_totals and process.rollup is not None and needs.split and "Pss_Anon" not in process.rollup:
         rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
     if not rollup_totals or process.rollup is None:
@@ -608,6 +627,8 @@ def _load_counters(source, process, selection, needs):
         process.mappings = mappings
     if source.local:
         process.read_seconds = time.monotonic() - started
+        if process.read_seconds > SLOW_READ_SECONDS:
+            _name_of(source, process)  # (the warning names it)
     totals = process.totals  # (the sums the report reads anyway: computed once, here)
     for key in needs.counters if needs.counters is not None else _CHECKED:
         value = totals.get(key)
@@ -623,6 +644,18 @@ def _load_counters(source, process, selection, needs):
     return process, had_pss
 
 
+def rollup_keys(needs):
+    """The smaps_rollup counters a report with ``needs`` keeps (None: every one): the counters
+    it reads, the PSS split where a column shows it, and Rss and Pss (Process.has_memory)."""
+    if needs is None or needs.counters is None:
+        return None
+    keys = needs.__dict__.get("_rollup_keys")
+    if keys is None:
+        split = ROLLUP_SPLIT if needs.split or needs.rollup else ()
+        keys = needs._rollup_keys = tuple(sorted(needs.counters.union(split, {"Rss", "Pss"})))
+    return keys
+
+
 def _ksm_merging_kib(source, pid):
     """/proc/PID/ksm_merging_pages in KiB (Linux 5.19+), or None (absent, or no page size known)."""
     raw = source.read_optional(f"{pid}/ksm_merging_pages")
@@ -636,10 +669,18 @@ def _ksm_merging_kib(source, pid):
     return kib_of_pages(pages, source.machine().page_size)
 
 
-def _load_process(source, pid, selection, own_pid, names):
-    """Identity and owner of ``pid``, or None if it is not to be reported."""
+def _load_process(source, pid, selection, own_pid, names, with_stat=True):
+    """Identity and owner of ``pid``, or None if it is not to be reported.
+
+    ``with_stat`` False (Needs.stat): stat is read only where it is needed anyway (an empty or
+    missing cmdline, -P); the process's ``name`` and ``stat`` are then None.
+    """
     raw_cmdline = source.read_optional(f"{pid}/cmdline")
-    raw_stat = source.read_optional(f"{pid}/stat")
+    if with_stat or not raw_cmdline or selection.process is not None:
+        raw_stat = source.read_optional(f"{pid}/stat")
+        with_stat = True
+    else:
+        raw_stat = None
     if raw_cmdline is None and raw_stat is None and source.has(VANISHING):
         raise ProcessGone(pid)
     stat = None
@@ -653,7 +694,7 @@ def _load_process(source, pid, selection, own_pid, names):
         # Kernel threads and zombies have no cmdline and no memory of their own.
         if stat is None or stat.is_kernel_thread or stat.is_zombie:
             return None
-    name = stat.comm if stat is not None else "?"
+    name = stat.comm if stat is not None else "?" if with_stat else None
     if pid in own_pid:
         return None  # never match our own command line
     if not selection.wants_process(name, cmdline):
@@ -663,3 +704,14 @@ def _load_process(source, pid, selection, own_pid, names):
     if not selection.wants_user(user):
         return None
     return Process(pid, name, cmdline, uid, user, stat)
+
+
+def _name_of(source, process):
+    """The process's name for a warning, reading stat now if the report did not (Needs.stat)."""
+    if process.name is None:
+        raw = source.read_optional(f"{process.pid}/stat")
+        try:
+            process.name = parse_stat(raw).comm if raw else "?"
+        except ValueError:
+            process.name = "?"
+    return process.name

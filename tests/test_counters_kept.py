@@ -44,7 +44,7 @@ def load(source):
 
     def load(selection, needs):
         key = (selection.process, selection.user, selection.mapping, needs.mappings, needs.rollup,
-               needs.status, needs.cgroup, needs.split,
+               needs.status, needs.cgroup, needs.split, needs.stat,
                None if needs.counters is None else frozenset(needs.counters))
         if key not in loaded:
             loaded[key] = load_snapshot(source, selection, needs=needs)

@@ -154,3 +154,41 @@ def test_an_unreadable_smaps_header_is_reported(tmp_path):
     assert proc.returncode == 0
     assert b"1 process could not be read (malformed smaps)" in proc.stderr
     assert str(pid).encode() not in proc.stdout
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_a_report_that_shows_no_name_reads_no_stat_and_shows_the_same(capture):
+    """The default process view and -u read stat only for processes with an empty cmdline
+    (Needs.stat): the tables are those of a load that read every stat."""
+    from smem.options import TableOptions
+    from smem.report import make_table, selected_columns, sort_column
+    from smem.views import VIEWS, needs_of
+
+    for name, columns in (("process", ("pid", "user", "command", "swap", "uss", "pss", "rss")),
+                          ("user", None)):
+        view = VIEWS[name]
+        options = TableOptions(columns=columns, totals=True)
+        needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
+        assert not needs.stat
+        lean = load_snapshot(open_source(str(capture)), needs=needs)
+        needs.stat = True
+        whole = load_snapshot(open_source(str(capture)), needs=needs)
+        assert any(p.name is None for p in lean.processes) and all(p.name for p in whole.processes)
+        tables = [make_table([s], view, options) for s in (lean, whole)]
+        assert tables[0].values == tables[1].values and tables[0].totals == tables[1].totals, name
+    named = VIEWS["process"]
+    options = TableOptions(columns=("pid", "name"))
+    assert needs_of(named, selected_columns(named, options) + [sort_column(named, options)]).stat
+
+
+def test_a_malformed_rollup_is_named_though_stat_was_not_read(tmp_path):
+    capture = CAPTURES[0]
+    pid = sorted(_rollup_pss(capture))[0]
+    broken = _rewritten(capture, tmp_path / "bad.tar", lambda name, data: re.sub(
+        rb"(?m)^Rss:\s+\d+", b"Rss: 12x4", data, count=1) if name == f"{pid}/smaps_rollup" else data)
+    with tarfile.open(capture) as t:
+        comm = re.search(rb"\((.*)\)", t.extractfile(f"{pid}/stat").read())[1].decode()
+    proc = run_smem("-S", broken)
+    assert proc.returncode == 0
+    assert f"1 process could not be read (malformed smaps_rollup): pid {pid} ({comm})".encode() in proc.stderr
+    assert str(pid) not in [line.split()[0] for line in proc.stdout.decode().splitlines()[1:]]

@@ -77,6 +77,10 @@ class View:
     counters: frozenset = frozenset()
     #: OpenMetrics labels that name a row: (label, getter)
     labels: tuple = ()
+    #: what reading ``row_key`` and ``labels`` needs per process beyond the columns' needs (the
+    #: process view's start time and name: "stat"); asked for only where they are read (a
+    #: comparison, a scrape, OpenMetrics)
+    identity_needs: frozenset = frozenset()
     #: rows are sets of processes (``row.member_pids``): exact accounting applies
     process_groups: bool = False
     #: the rows are disjoint sets of processes, so their USS or PSS count each page once

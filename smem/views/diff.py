@@ -126,6 +126,7 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
         process_groups=False, disjoint_rows=False, chart_measure=f"d{measure}" if measure else base.chart_measure,
         chart_measure_without_pss="drss" if "drss" in columns else base.chart_measure_without_pss,
         metrics_companions=(), row_key=None, shaped_by_system=None,
+        needs=base.needs | base.identity_needs, identity_needs=frozenset(),
     )
 
 

@@ -133,7 +133,8 @@ PROGRAM_VIEW = View(
         *_memory(),
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=program_rows, process_groups=True, disjoint_rows=True, row_key=lambda r: r.key,
+    default_sort="pss", rows=program_rows, needs=frozenset({"stat"}), process_groups=True, disjoint_rows=True,
+    row_key=lambda r: r.key,
     labels=(("name", lambda r: r.label),),
 )
 

@@ -75,16 +75,17 @@ def _stat(field):
 COLUMNS = {c.key: c for c in (
     count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows", total_key="processes"),
     text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct", total_key="users"),
-    text("name", "Name", lambda r: r.process.name, "process name (from stat)", 24, truncate=True),
+    text("name", "Name", lambda r: r.process.name, "process name (from stat)", 24, truncate=True, needs={"stat"}),
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"},
                     ksm_of=lambda r: process_ksm(r.process), swap_ratios_of=lambda r: r.swap_ratios),
     *exact_columns(lambda r: r.exact),
-    count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None),
-    text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1),
-    count("threads", "Threads", _stat("num_threads"), "number of threads", width=7),
+    count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None, needs={"stat"}),
+    text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1,
+         needs={"stat"}),
+    count("threads", "Threads", _stat("num_threads"), "number of threads", width=7, needs={"stat"}),
 )}
 
 PROCESS_VIEW = View(
@@ -94,4 +95,5 @@ PROCESS_VIEW = View(
     metrics_companions=("user", "system"),
     row_key=lambda r: (r.process.pid, r.process.stat.start_time if r.process.stat is not None else None),
     labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user), ("name", lambda r: r.process.name)),
+    identity_needs=frozenset({"stat"}),
 )

@@ -50,7 +50,8 @@ COLUMNS = {c.key: c for c in (
 SHARING_VIEW = View(
     name="sharing", title="sharing with the selection", columns=COLUMNS,
     default_columns=("pid", "user", "command", "shared"),
-    default_sort="shared", rows=rows, summary=summary, requires_exact=True, flowing_column="command",
+    default_sort="shared", rows=rows, summary=summary, needs=frozenset({"stat"}), requires_exact=True,
+    flowing_column="command",
     labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user),
             ("name", lambda r: r.process.name)),
 )

@@ -71,7 +71,7 @@ COLUMNS = {c.key: c for c in (
 SHM_VIEW = View(
     name="shm", title="shared memory", columns=COLUMNS,
     default_columns=("kind", "name", "size", "rss", "swap", "mapped", "unmapped", "processes"),
-    default_sort="order", rows=rows, summary=summary, needs=frozenset({"mappings"}),
+    default_sort="order", rows=rows, summary=summary, needs=frozenset({"mappings", "stat"}),
     counters=frozenset({"Pss", "Rss", "Swap", "Anonymous"}), noun="objects", flowing_column="processes",
     chart_measure="rss", chart_measure_without_pss="rss", folds_small_slices=True,
     labels=(("kind", lambda r: r.kind), ("name", lambda r: r.name), ("id", lambda r: r.identity)),
