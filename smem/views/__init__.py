@@ -6,20 +6,52 @@ its :class:`~smem.views.columns.View`; nothing outside this package asks a
 view for its name.  A new view is one module here and one line below.
 """
 
+import importlib
+from collections.abc import Mapping
+
 from ..model import Needs
 from .columns import Column, View
-from .groups import CGROUP_VIEW, PROGRAM_VIEW, USER_VIEW
-from .mapping import MAPPING_VIEW
-from .process import PROCESS_VIEW
-from .sharing import SHARING_VIEW
-from .shm import SHM_VIEW
-from .system import SYSTEM_VIEW
 
 __all__ = ["VIEWS", "View", "Column", "PROCESS_VIEW", "MAPPING_VIEW", "USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW",
            "SYSTEM_VIEW", "SHARING_VIEW", "SHM_VIEW", "needs_of"]
 
-VIEWS = {v.name: v for v in (PROCESS_VIEW, MAPPING_VIEW, USER_VIEW, PROGRAM_VIEW, CGROUP_VIEW, SYSTEM_VIEW,
-                             SHARING_VIEW, SHM_VIEW)}
+#: view name -> (module in this package, the View in it), in the order -c help and docs list them
+_WHERE = {
+    "process": ("process", "PROCESS_VIEW"),
+    "mapping": ("mapping", "MAPPING_VIEW"),
+    "user": ("groups", "USER_VIEW"),
+    "program": ("groups", "PROGRAM_VIEW"),
+    "cgroup": ("groups", "CGROUP_VIEW"),
+    "system": ("system", "SYSTEM_VIEW"),
+    "sharing": ("sharing", "SHARING_VIEW"),
+    "shm": ("shm", "SHM_VIEW"),
+}
+
+
+class _Views(Mapping):
+    """The registry, name -> View: a view's module is imported when the view is first asked for,
+    so a report imports the view it shows (and its parsers), not all eight."""
+
+    def __getitem__(self, name):
+        module, attribute = _WHERE[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+
+    def __iter__(self):
+        return iter(_WHERE)
+
+    def __len__(self):
+        return len(_WHERE)
+
+
+VIEWS = _Views()
+
+
+def __getattr__(name):
+    """PROCESS_VIEW and the rest, from the registry (PEP 562)."""
+    for view, (_, attribute) in _WHERE.items():
+        if attribute == name:
+            return VIEWS[view]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib=None, also=frozenset()):
@@ -31,7 +63,7 @@ def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib
         wanted |= column.needs
     needs = Needs(mappings=mappings or "mappings" in wanted, rollup="rollup" in wanted,
                   status="status" in wanted, cgroup="cgroup" in wanted,
-                  pools="pools" in wanted, ksm="ksm" in wanted,
+                  pools="pools" in wanted, ksm="ksm" in wanted, stat="stat" in wanted or "exact" in wanted,
                   counters=frozenset(counters).union(view.counters, *(c.counters for c in columns)))
     needs.max_rss_kib = max_rss_kib
     needs.exact = "exact" in wanted
