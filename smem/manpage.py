@@ -11,7 +11,7 @@ import click
 from . import __version__
 from .cli import EPILOG, cli, report
 from .formats import FORMATS
-from .formats.tabulated import STYLES
+from .formats import TABLE_FORMATS as STYLES
 from .sources.remote import DEFAULT_TIMEOUT
 
 __all__ = ["manpage"]

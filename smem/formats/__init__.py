@@ -7,16 +7,16 @@ KiB integers; a value absent from the source is null / empty, never 0; -k or
 -p, when given, turn amounts into the strings the table shows), and
 ``openmetrics`` for Prometheus (bytes).  A new format is one module here and
 one entry in :data:`FORMATS`; ``-F``'s help, completion and the man page
-list this registry.  In watch mode (``--interval``) a format writes frames
+list this registry, which names each format's module and function and imports it only when a
+report is written in it (a report imports one format, not eight).  In watch mode (``--interval``) a format writes frames
 (its ``stream``, smem.formats.streams) and, if it is a table for people
 (``redraws``), is redrawn in place on a terminal.
 """
 
+import importlib
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
-
-from . import classic, csv_rows, json_document, openmetrics, streams, tabulated
+from typing import Optional, Tuple
 
 __all__ = ["Format", "Frame", "Rendering", "FORMATS", "TABLE_FORMATS", "render"]
 
@@ -51,31 +51,58 @@ class Rendering:
 @dataclass(frozen=True)
 class Format:
     name: str
-    render: Callable[[Rendering], str]
+    #: "module:function" in this package that renders a Rendering as text; a tabulate style
+    #: names tabulate's renderer and the style ("tabulated:render:github")
+    renderer: str
     help: str
     #: the document also carries the tables of the view's metrics_companions (a scrape)
     wants_companions: bool = False
-    #: watch mode: one frame as text (Rendering with its frame); None where the format is one
-    #: document that cannot be continued (OpenMetrics ends with "# EOF")
-    stream: Optional[Callable[[Rendering], str]] = None
+    #: watch mode: "module:function" that writes one frame as text (Rendering with its frame), or
+    #: "table" (the report under a time line); None where the format is one document that cannot
+    #: be continued (OpenMetrics ends with "# EOF")
+    streamer: Optional[str] = None
     #: a table for people: watch mode redraws it in place on a terminal (others stream there too)
     redraws: bool = False
 
+    @property
+    def render(self):
+        """The function that renders a Rendering as text."""
+        module, function, *style = self.renderer.split(":")
+        found = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+        return (lambda rendering: found(rendering, *style)) if style else found
 
-TABLE_FORMATS = tabulated.STYLES
+    @property
+    def stream(self):
+        """The function that writes one frame of watch mode, or None."""
+        if self.streamer is None:
+            return None
+        from . import streams
+        if self.streamer == "table":
+            return streams.table_frame(self.render)
+        return getattr(streams, self.streamer)
+
+
+#: tabulate.tabulate_formats, less unsafehtml, plus the markdown alias (listed here rather than
+#: asked of tabulate, so that text reports do not pay for importing it; a test keeps them in step)
+TABLE_FORMATS = (
+    "asciidoc", "colon_grid", "double_grid", "double_outline", "fancy_grid", "fancy_outline", "github",
+    "grid", "heavy_grid", "heavy_outline", "html", "jira", "latex", "latex_booktabs", "latex_longtable",
+    "latex_raw", "mediawiki", "mixed_grid", "mixed_outline", "moinmoin", "orgtbl", "outline", "pipe",
+    "plain", "presto", "pretty", "psql", "rounded_grid", "rounded_outline", "rst", "simple", "simple_grid",
+    "simple_outline", "textile", "tsv", "youtrack", "markdown",
+)
 
 FORMATS = {f.name: f for f in (
-    Format("classic", classic.render, "smem 1.5's table (the default)",
-           stream=streams.table_frame(classic.render), redraws=True),
-    Format("json", json_document.render, "one JSON document: the source's facts, columns, rows (raw KiB), "
-           "totals; in watch mode JSON Lines, an object per row per frame", stream=streams.json_lines_frame),
-    Format("csv", csv_rows.render, "RFC 4180 rows of raw KiB, a header of column keys; in watch mode "
-           "timestamp and frame columns first", stream=streams.csv_frame),
-    Format("openmetrics", openmetrics.render,
+    Format("classic", "classic:render", "smem 1.5's table (the default)", streamer="table", redraws=True),
+    Format("json", "json_document:render", "one JSON document: the source's facts, columns, rows (raw KiB), "
+           "totals; in watch mode JSON Lines, an object per row per frame", streamer="json_lines_frame"),
+    Format("csv", "csv_rows:render", "RFC 4180 rows of raw KiB, a header of column keys; in watch mode "
+           "timestamp and frame columns first", streamer="csv_frame"),
+    Format("openmetrics", "openmetrics:render",
            "Prometheus text exposition in bytes, for node_exporter's textfile collector",
            wants_companions=True),
-    *(Format(style, tabulated.renderer(style), f"tabulate's {style!r} table",
-             stream=streams.table_frame(tabulated.renderer(style)), redraws=True) for style in TABLE_FORMATS),
+    *(Format(style, f"tabulated:render:{style}", f"tabulate's {style!r} table", streamer="table", redraws=True)
+      for style in TABLE_FORMATS),
 )}
 
 

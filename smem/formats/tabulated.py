@@ -2,28 +2,15 @@
 
 The cells are the classic table's (``-k``, ``-p``, ``-`` for absent, command
 lines cut as in the classic table unless ``-a``).  The style names are
-listed here rather than asked of tabulate, so that text reports do not pay
-for importing it; a test keeps them in step with tabulate's.
+listed in the format registry (smem.formats.TABLE_FORMATS).
 """
 
 from ..report import format_value
 from .cells import marker_column, totals_row
 
-__all__ = ["STYLES", "renderer"]
+__all__ = ["render"]
 
-#: tabulate.tabulate_formats, less unsafehtml, plus the markdown alias
-STYLES = (
-    "asciidoc", "colon_grid", "double_grid", "double_outline", "fancy_grid", "fancy_outline", "github",
-    "grid", "heavy_grid", "heavy_outline", "html", "jira", "latex", "latex_booktabs", "latex_longtable",
-    "latex_raw", "mediawiki", "mixed_grid", "mixed_outline", "moinmoin", "orgtbl", "outline", "pipe",
-    "plain", "presto", "pretty", "psql", "rounded_grid", "rounded_outline", "rst", "simple", "simple_grid",
-    "simple_outline", "textile", "tsv", "youtrack", "markdown",
-)
 _ALIASES = {"markdown": "pipe"}
-
-
-def renderer(style):
-    return lambda rendering: render(rendering, style)
 
 
 def render(rendering, style):
