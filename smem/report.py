@@ -109,17 +109,34 @@ def _total(column, values):
     return ""
 
 
+def _sort_entries(entries, width, reverse):
+    """Sort (sort value, shown values, row) entries by the sort value, ties by the shown values
+    in order: one stable sort per key, the least significant first, each keyed by the values
+    themselves where a column holds one type (else by _order), so no row holds a tuple of
+    tuples at once (1,500 rows of 8 columns: 0.8 MiB of keys, a third of a report's heap)."""
+    for index in range(width - 1, -2, -1):
+        if index < 0:
+            values = [e[0] for e in entries]
+        else:
+            values = [e[1][index] for e in entries]
+        kinds = set(map(type, values))
+        if len(kinds) == 1 and kinds <= {int, str, float}:
+            keys = values
+        elif kinds and kinds <= {int, float}:
+            keys = values
+        else:
+            keys = [_order(v) for v in values]
+        order = sorted(range(len(entries)), key=keys.__getitem__, reverse=reverse)
+        entries[:] = [entries[i] for i in order]
+
+
 def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional[int], swap_kib: Optional[int],
                 default_sort: Optional[str] = None, chart: Optional[ChartOptions] = None) -> Table:
     """Sort as smem 1.5 does: by the sort field, ties by the row's shown values in order."""
     columns = selected_columns(view, options, chart)
     sort = sort_column(view, options, default_sort)
-    entries = []
-    for row in rows:
-        values = [c.getter(row) for c in columns]
-        entries.append((sort.getter(row), values, row))
-    entries.sort(key=lambda e: (_order(e[0]), tuple(_order(v) for v in e[1])),
-                 reverse=options.reverse)
+    entries = [(sort.getter(row), [c.getter(row) for c in columns], row) for row in rows]
+    _sort_entries(entries, len(columns), options.reverse)
     if options.limit is not None:
         entries = entries[:options.limit]
     values = [e[1] for e in entries]

@@ -62,10 +62,14 @@ def render(rendering):
         return "".join(out)
 
     header = line([c.header for c in table.columns])
+    for i, r in enumerate(cells):  # each row's cells let go as its line takes their place
+        cells[i] = line(r)
     lines = [] if options.no_header else [header]
-    lines.extend(line(r) for r in cells)
+    lines += cells
+    del cells
     if total_cells is not None:
         lines.append("-" * len(header))
         lines.append(line(total_cells))
     lines.extend(table.notes)
-    return "".join(l + "\n" for l in lines)
+    lines.append("")
+    return "\n".join(lines)
