@@ -162,21 +162,22 @@ def _pack(result, keep, Process):
         mappings = process.mappings
         if mappings is not None:
             # three flat lists pickle in C, where a Mapping each would call its __reduce__
-            process.mappings = None
-            return ("process", process, had_pss, [m._header for m in mappings], [m.name for m in mappings],
+            return ("process", process.sent(), had_pss, [m._header for m in mappings], [m.name for m in mappings],
                     [m.counters for m in mappings])
-        return ("process", process, had_pss, None, None, None)
+        return ("process", process.sent(), had_pss, None, None, None)
     return result
 
 
 def _unpack(result):
     if type(result) is tuple and result:
         if result[0] == "process":
-            _, process, had_pss, headers, names, counters = result
+            _, fields, had_pss, headers, names, counters = result
+            from .model import Process
+            mappings = None
             if headers is not None:
                 from .parsers.smaps import Mapping
-                process.mappings = list(map(Mapping, headers, names, counters))
-            return process, had_pss
+                mappings = list(map(Mapping, headers, names, counters))
+            return Process.received(fields, mappings), had_pss
         if result[0] == "unreadable":
             from .errors import ProcessUnreadable
             return ProcessUnreadable(*result[1:])
