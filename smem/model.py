@@ -23,7 +23,7 @@ from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
 from .parsers.ksm import parse_ksm_value
 from .parsers.meminfo import parse_meminfo
-from .parsers.smaps import parse_smaps, parse_smaps_kept
+from .parsers.smaps import parse_smaps, parse_smaps_kept, sum_smaps_kept
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status, status_kib
 from .sources.base import OWN_PID, STREAMED, VANISHING, NeedHeld
@@ -634,8 +634,12 @@ def _load_counters(source, process, selection, needs):
         try:
             raw = source.read_process(pid, "smaps")
             search = selection.mapping.search if selection.mapping is not None else None
-            if needs.counters is not None:
-                # without PSS the report sorts by RSS (report.make_table)
+            if needs.counters is not None and not needs.mappings and not needs.split and search is None:
+                # the report shows the process's sums only: no mapping is made (a capture by C
+                # smemcap, a kernel before 4.14); without PSS it sorts by RSS (report.make_table)
+                totals, had_pss, count = sum_smaps_kept(raw, needs.counters, needs.counters | {"Rss"})
+                process._totals, process._mapped, mappings = totals, count > 0, None
+            elif needs.counters is not None:
                 mappings, had_pss = parse_smaps_kept(raw, needs.counters, needs.counters | {"Rss"}, search)
             else:
                 mappings = parse_smaps(raw)

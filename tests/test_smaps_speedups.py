@@ -76,6 +76,11 @@ def _lazy(mappings):
                    for m in mappings]
 
 
+def _summed(result):
+    totals, had_pss, count = result
+    return list(totals.items()), had_pss, count  # (the order too)
+
+
 def _kept(result):
     mappings, had_pss = result
     return had_pss, [(m._header, m.name, list(m.counters.items())) for m in mappings]
@@ -101,15 +106,20 @@ def _compare(c_module, data, monkeypatch):
             cases.append((sorted(keys), lambda keys=keys: _kept(smaps._parse_kept(data, keys, keys | {"Rss", "Size"}))))
     lib = re.compile(r"lib|heap|\(deleted\)").search
     cases.append(("-M", lambda: _kept(smaps._parse_kept(data, KEY_SETS[1], None, lib))))
+    for keys in (KEY_SETS[0], KEY_SETS[1], KEY_SETS[4]) if big else KEY_SETS:  # summed, no mapping made
+        cases.append((f"sum {sorted(keys)}", lambda keys=keys: _summed(smaps.sum_smaps_kept(data, keys))))
+    cases.append(("sum without Pss", lambda: _summed(smaps.sum_smaps_kept(data, KEY_SETS[1], {"Rss", "Size"}))))
     for what, call in cases:
         monkeypatch.setattr(smaps, "_parse", smaps._parse_python)
         monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_python)
         monkeypatch.setattr(smaps, "_find_in", smaps._find_python)
+        monkeypatch.setattr(smaps, "_sum_kept", smaps._sum_kept_python)
         want = _outcome(call)
         monkeypatch.setattr(smaps, "_c", c_module)
         monkeypatch.setattr(smaps, "_parse", smaps._parse_c)
         monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_c)
         monkeypatch.setattr(smaps, "_find_in", c_module.find)
+        monkeypatch.setattr(smaps, "_sum_kept", smaps._sum_kept_c)
         got = _outcome(call)
         assert got == want, (what, data[:200])
     return len(first) if isinstance(first, list) else 0
@@ -172,6 +182,9 @@ QUIRKS = [
     b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: kB\nPss: +2 kB\nSize: 1_000 kB\n",
     b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 123456789012345678901234 kB\nPss: 000012 kB\n",
     b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 999999999999999999 kB\nPss: -3 kB\n",
+    # two counters that fit a C integer and whose sum does not
+    b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 9000000000000000000 kB\nPss: 1 kB\n"
+    b"00500000-00501000 r-xp 00000000 08:01 12 /a\nRss: 9000000000000000000 kB\nPss: 1 kB\n",
     b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss:4 kB\nRss: 8 kB\nPss: 2kB\nSize: 3 KB\n",
     b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: \xd9\xa1 kB\n",            # not an ASCII digit
     b"00400000-00401000 r-xp 00000000 08:01 12 /a\nRss: 4 kB \x0b\nPss: 4\x0c kB\n",

@@ -15,6 +15,9 @@
  * give; keys_without_pss instead where the first mapping has no Pss counter.
  * select None or a function of the name: mappings it is false for are dropped
  * before their counters are read.
+ *
+ * Mapping None (with keys): no mapping is made; the kept counters are summed instead
+ *     -> (totals, had_pss, number of mappings), what smaps._sum_kept_python gives.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  /* memmem */
@@ -215,13 +218,10 @@ static PyObject *kept_by_search(const char *data, const Span *s, const Keys *k)
  * lines, in order, finds for every key the first line that starts with "KEY:" (and ends before
  * hi), which is where data.find(b"\nKEY:", lo, hi) finds it (lo is at a newline, so every
  * newline in data[lo:hi] starts a line); it stops once every key is found. */
-static PyObject *kept(const char *data, const Span *s, const Keys *k)
+static void find_hits(const char *data, const Span *s, const Keys *k, const char **hits)
 {
-    const char *hits[MAX_KEYS];
     Py_ssize_t missing = k->n;
     const char *end = data + s->hi;
-    if (k->n > MAX_KEYS)
-        return kept_by_search(data, s, k);
     for (Py_ssize_t i = 0; i < k->n; i++)
         hits[i] = NULL;
     for (const char *nl = data + s->eol; missing && nl < end;) {
@@ -239,6 +239,14 @@ static PyObject *kept(const char *data, const Span *s, const Keys *k)
         if (nl == NULL)
             break;
     }
+}
+
+static PyObject *kept(const char *data, const Span *s, const Keys *k)
+{
+    const char *hits[MAX_KEYS];
+    if (k->n > MAX_KEYS)
+        return kept_by_search(data, s, k);
+    find_hits(data, s, k, hits);
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
@@ -256,6 +264,118 @@ static PyObject *kept(const char *data, const Span *s, const Keys *k)
 fail:
     Py_DECREF(d);
     return NULL;
+}
+
+/* The kept counters' sums over mappings, in C integers while they fit (a key no mapping has
+ * stays absent; keys in the order first found, as the Python sum inserts them). */
+typedef struct {
+    long long sum[MAX_KEYS];
+    PyObject *big[MAX_KEYS];   /* the sum as a Python int, once it no longer fits */
+    int present[MAX_KEYS];
+    Py_ssize_t order[MAX_KEYS], n_present;
+    PyObject *dict;            /* more keys than MAX_KEYS: a dict summed in Python ints */
+} Sums;
+
+static int sums_add_object(Sums *t, const Keys *k, Py_ssize_t i, PyObject *value)
+{
+    if (t->dict) {
+        PyObject *key = PyTuple_GET_ITEM(k->keys, i);
+        PyObject *before = PyDict_GetItemWithError(t->dict, key);
+        if (before == NULL && PyErr_Occurred())
+            return -1;
+        PyObject *after = before ? PyNumber_Add(before, value) : (Py_INCREF(value), value);
+        if (after == NULL)
+            return -1;
+        int rc = PyDict_SetItem(t->dict, key, after);
+        Py_DECREF(after);
+        return rc;
+    }
+    if (!t->present[i]) {
+        t->present[i] = 1;
+        t->order[t->n_present++] = i;
+    }
+    if (t->big[i] == NULL) {
+        int overflow = 0;
+        long long n = PyLong_Check(value) ? PyLong_AsLongLongAndOverflow(value, &overflow) : (overflow = 1, 0);
+        if (n == -1 && PyErr_Occurred())
+            return -1;
+        long long after;
+        if (!overflow && !__builtin_add_overflow(t->sum[i], n, &after)) {
+            t->sum[i] = after;
+            return 0;
+        }
+        t->big[i] = PyLong_FromLongLong(t->sum[i]);  /* (the sum before this value) */
+        if (t->big[i] == NULL)
+            return -1;
+    }
+    PyObject *after = PyNumber_Add(t->big[i], value);
+    if (after == NULL)
+        return -1;
+    Py_SETREF(t->big[i], after);
+    return 0;
+}
+
+/* Add the mapping's kept counters (what kept() would put in its dict) to the sums. */
+static int sums_add(Sums *t, const char *data, const Span *s, const Keys *k)
+{
+    if (k->n <= MAX_KEYS) {  /* kept()'s values, in its order, without its dict */
+        const char *hits[MAX_KEYS];
+        find_hits(data, s, k, hits);
+        for (Py_ssize_t i = 0; i < k->n; i++) {
+            if (hits[i] == NULL)
+                continue;
+            PyObject *value = value_at(data, s->hi, hits[i], k->lens[i]);
+            if (value == NULL)
+                return -1;
+            int rc = value == Py_None ? 0 : sums_add_object(t, k, i, value);
+            Py_DECREF(value);
+            if (rc < 0)
+                return -1;
+        }
+        return 0;
+    }
+    PyObject *d = kept(data, s, k);
+    if (d == NULL)
+        return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < k->n && rc == 0; i++) {
+        PyObject *value = PyDict_GetItemWithError(d, PyTuple_GET_ITEM(k->keys, i));
+        if (value != NULL)
+            rc = sums_add_object(t, k, i, value);
+        else if (PyErr_Occurred())
+            rc = -1;
+    }
+    Py_DECREF(d);
+    return rc;
+}
+
+static PyObject *sums_dict(Sums *t, const Keys *k)
+{
+    if (t->dict) {
+        Py_INCREF(t->dict);
+        return t->dict;
+    }
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < t->n_present; j++) {
+        Py_ssize_t i = t->order[j];
+        PyObject *value = t->big[i] ? (Py_INCREF(t->big[i]), t->big[i]) : PyLong_FromLongLong(t->sum[i]);
+        if (value == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(k->keys, i), value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    return d;
+}
+
+static void sums_free(Sums *t)
+{
+    for (Py_ssize_t i = 0; i < MAX_KEYS; i++)
+        Py_CLEAR(t->big[i]);
+    Py_CLEAR(t->dict);
 }
 
 static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -280,6 +400,9 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     int had_pss = 1;
     PyObject *prev_name = NULL;  /* the last name decoded, and where its bytes are */
     Py_ssize_t prev_lo = 0, prev_len = 0;
+    int summing = mapping_type == Py_None;
+    Sums *sums = NULL;
+    Py_ssize_t summed = 0;
 
     /* 1. where the mappings start: a header at offset 0, then after every newline */
     for (const char *p = data; p < end;) {
@@ -337,6 +460,28 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                 use = &without;
         }
     }
+    if (summing) {
+        if (use == NULL || select != Py_None) {
+            PyErr_SetString(PyExc_TypeError, "summing takes keys and no select");
+            goto done;
+        }
+        sums = PyMem_Calloc(1, sizeof(Sums));
+        if (sums == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (use->n > MAX_KEYS && (sums->dict = PyDict_New()) == NULL)
+            goto done;
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (sums_add(sums, data, &spans[i], use) < 0)
+                goto done;
+        summed = count;
+        PyObject *totals = sums_dict(sums, use);
+        if (totals == NULL)
+            goto done;
+        result = Py_BuildValue("(NOn)", totals, had_pss ? Py_True : Py_False, summed);
+        goto done;
+    }
     list = PyList_New(0);
     if (list == NULL)
         goto done;
@@ -392,6 +537,10 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     result = Py_BuildValue("(OO)", list, had_pss ? Py_True : Py_False);
 done:
+    if (sums) {
+        sums_free(sums);
+        PyMem_Free(sums);
+    }
     Py_XDECREF(prev_name);
     Py_XDECREF(list);
     keys_free(&with);

@@ -28,7 +28,7 @@ import re
 import sys
 from collections.abc import Mapping as _ReadOnlyMapping
 
-__all__ = ["Mapping", "Counters", "CountersBase", "parse_smaps", "parse_smaps_kept", "ANONYMOUS",
+__all__ = ["Mapping", "Counters", "CountersBase", "parse_smaps", "parse_smaps_kept", "sum_smaps_kept", "ANONYMOUS",
            "IMPLEMENTATION"]
 
 #: The name smem has always given to a mapping without a path.
@@ -246,6 +246,16 @@ def _parse_kept_python(data, keep, keep_without_pss=None, select=None):
     return mappings, had_pss
 
 
+def _sum_kept_python(data, keep, keep_without_pss=None):
+    mappings, had_pss = _parse_kept_python(data, keep, keep_without_pss)
+    totals = {}
+    for m in mappings:
+        for key, value in m.counters.items():
+            before = totals.get(key)
+            totals[key] = value if before is None else before + value
+    return totals, had_pss, len(mappings)
+
+
 def _parse_c(data):
     return _c.parse(data, None, None, None, Mapping, Counters, _header, ANONYMOUS)[0]
 
@@ -254,6 +264,12 @@ def _parse_kept_c(data, keep, keep_without_pss=None, select=None):
     keep = tuple(keep)
     return _c.parse(data, keep, tuple(keep_without_pss) if keep_without_pss is not None else keep,
                     select, Mapping, Counters, _header, ANONYMOUS)
+
+
+def _sum_kept_c(data, keep, keep_without_pss=None):
+    keep = tuple(keep)
+    return _c.parse(data, keep, tuple(keep_without_pss) if keep_without_pss is not None else keep,
+                    None, None, Counters, _header, ANONYMOUS)
 
 
 def parse_smaps(data):
@@ -281,6 +297,17 @@ def parse_smaps_kept(data, keep, keep_without_pss=None, select=None):
     return _parse_kept(bytes(data), keep, keep_without_pss, select)
 
 
+def sum_smaps_kept(data, keep, keep_without_pss=None):
+    """``(totals, had_pss, mappings)``: the counters :func:`parse_smaps_kept` keeps, summed over
+    the mappings (a key no mapping has is absent), and how many mappings there were.
+
+    For a report that shows a process's sums and no per-mapping figure, where there is no
+    smaps_rollup (a capture by C smemcap, Linux before 4.14): no Mapping is made.  Raises
+    ``ValueError`` where :func:`parse_smaps_kept` would.
+    """
+    return _sum_kept(bytes(data), keep, keep_without_pss)
+
+
 _c = None
 if not os.environ.get("SMEM_PURE_PYTHON"):
     try:
@@ -291,4 +318,5 @@ if not os.environ.get("SMEM_PURE_PYTHON"):
 #: Which parser is in use: "C" (the optional extension) or "Python".
 IMPLEMENTATION = "C" if _c is not None else "Python"
 _parse, _parse_kept = (_parse_c, _parse_kept_c) if _c is not None else (_parse_python, _parse_kept_python)
+_sum_kept = _sum_kept_c if _c is not None else _sum_kept_python
 _find_in = _c.find if _c is not None else _find_python
