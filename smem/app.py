@@ -22,7 +22,6 @@ from .sources import open_source
 from .sources.base import OWN_PID
 from .units import human
 from .views import VIEWS, needs_of
-from .views.diff import diff_view, watch_view
 
 #: how smem diff names this machine now
 LIVE = "live"
@@ -54,6 +53,7 @@ def _check(request):
     view = view.shaped(request.system)
     if query.old_source is not None:
         _comparable(view, query, "smem diff")
+        from .views.diff import diff_view  # (a comparison only)
         view = diff_view(view)
     if not view.takes_selection:
         given = [o for o, v in (("-P", query.process_filter), ("-U", query.user_filter), ("-M", query.map_filter),
@@ -93,6 +93,7 @@ def _watched(request, view):
     if FORMATS[request.table.format].stream is None:
         raise UsageError(f"-F {request.table.format} is one document, not a stream: watch mode writes "
                          "json (JSON Lines), csv or a table")
+    from .views.diff import watch_view
     return watch_view(view, watch.since)
 
 
