@@ -15,7 +15,7 @@ from .options import ChartOptions, SystemOptions, TableOptions
 from .units import human, percent
 from .views.columns import Column, View
 
-__all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_column", "format_value",
+__all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_column", "format_value", "cell_formatter",
            "parse_columns", "UnknownField", "CONTROLS", "field_help"]
 
 
@@ -182,13 +182,27 @@ def _exact_totals(table, exact):
 
 def format_value(column: Column, value: Any, options: TableOptions, table: Table) -> str:
     """A cell as people read it: ``-`` when absent, ``?`` for control characters, -k / -p on amounts."""
+    return cell_formatter(column, options, table)(value)
+
+
+def cell_formatter(column: Column, options: TableOptions, table: Table):
+    """:func:`format_value` for one column, its choices made once (a table of 1,500 rows formats
+    10,000 cells)."""
+    if column.is_amount and options.abbreviate:
+        return lambda value: "-" if value is None else value.translate(CONTROLS) if isinstance(value, str) \
+            else human(value)
+    if column.is_amount and options.percent:
+        of = table.swap_kib if column.percent_of == "swap" else table.ram_kib
+        return lambda value: "-" if value is None else value.translate(CONTROLS) if isinstance(value, str) \
+            else percent(value, of)
+    return _plain
+
+
+def _plain(value):
     if value is None:
         return "-"
-    if isinstance(value, str):
+    if type(value) is str:
         return value.translate(CONTROLS)
-    if column.is_amount:
-        if options.abbreviate:
-            return human(value)
-        if options.percent:
-            return percent(value, table.swap_kib if column.percent_of == "swap" else table.ram_kib)
-    return str(value)
+    if type(value) is int:
+        return str(value)
+    return value.translate(CONTROLS) if isinstance(value, str) else str(value)

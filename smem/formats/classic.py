@@ -5,7 +5,7 @@ alignment, and ``-a`` counts the totals row too.  Each cell is followed by a
 space; a totals row comes under a line of dashes as wide as the header.
 """
 
-from ..report import format_value
+from ..report import cell_formatter
 
 __all__ = ["render"]
 
@@ -34,11 +34,11 @@ def _autosize(table, options, terminal_columns):
 def render(rendering):
     """The classic table, as text (one line per row, each cell followed by a space)."""
     table, options = rendering.table, rendering.options
-    cells = [[format_value(c, v, options, table) for c, v in zip(table.columns, row)]
-             for row in table.values]
+    formatters = [cell_formatter(c, options, table) for c in table.columns]
+    cells = [[f(v) for f, v in zip(formatters, row)] for row in table.values]
     total_cells = None
     if table.totals is not None:
-        total_cells = [format_value(c, v, options, table) for c, v in zip(table.columns, table.totals)]
+        total_cells = [f(v) for f, v in zip(formatters, table.totals)]
     sizes = {}
     if options.autosize:
         sizes = _autosize(table, options, options.terminal_columns)
