@@ -701,7 +701,8 @@ def _load_process(source, pid, selection, own_pid, names, with_stat=True):
     missing cmdline, -P); the process's ``name`` and ``stat`` are then None.
     """
     raw_cmdline = source.read_optional(f"{pid}/cmdline")
-    if with_stat or not raw_cmdline or selection.process is not None:
+    cmdline = parse_cmdline(raw_cmdline) if raw_cmdline is not None else "?"
+    if with_stat or raw_cmdline is None or cmdline == "" or selection.process is not None:
         raw_stat = source.read_optional(f"{pid}/stat")
         with_stat = True
     else:
@@ -714,7 +715,6 @@ def _load_process(source, pid, selection, own_pid, names, with_stat=True):
             stat = parse_stat(raw_stat)
         except ValueError:
             stat = None
-    cmdline = parse_cmdline(raw_cmdline) if raw_cmdline is not None else "?"
     if cmdline == "":
         # Kernel threads and zombies have no cmdline and no memory of their own.
         if stat is None or stat.is_kernel_thread or stat.is_zombie:
