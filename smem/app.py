@@ -75,8 +75,8 @@ def _comparable(view, query, command):
     if query.exact or view.requires_exact:
         raise UsageError(f"{command} does not combine with --exact or --shared-with")
     if view.row_key is None:
-        raise UsageError(f"{command} compares processes, users, programs, cgroups, mappings or the "
-                         f"system, not the {view.title} view")
+        raise UsageError(f"{command} compares processes, users, programs, cgroups, mappings, the "
+                         f"system or shared memory objects, not the {view.title} view")
 
 
 def _watched(request, view):
@@ -195,7 +195,8 @@ def run_report(request: ReportRequest) -> Result:
         show_chart(table, table_options, request.chart, snapshot)
         return Result(None, warnings)
     companions = companion_tables(the_plan, snapshot, request.system)
-    return Result(render(Rendering(table, table_options, snapshot, companions)), warnings)
+    old = snapshots[0] if len(snapshots) > 1 else None
+    return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
 
 
 def companion_tables(the_plan, snapshot, system):

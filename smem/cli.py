@@ -315,11 +315,13 @@ def _watch_run(request):
 @click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
 def diff(old, new, breakdown, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
-    program, cgroup, mapping or system area, its memory in OLD, in NEW and the change.
+    program, cgroup, mapping, system area or shared memory object (--shm), its memory in OLD, in
+    NEW and the change.
 
     Processes are the same process when pid and start time match (a reused pid is another
-    process); rows only in NEW are marked new, rows only in OLD gone. -t totals are NEW's total
-    minus OLD's. Default columns: old and new PSS and the change of each amount; -c takes the
+    process); a tmpfs file or memfd is the same object by device and inode, a SysV segment by
+    shmid, a mount by mount point and device. Rows only in NEW are marked new, rows only in OLD
+    gone. -t totals are NEW's total minus OLD's (--shm: files counted in their mount). Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
     system = SystemOptions(breakdown=breakdown)

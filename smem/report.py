@@ -160,6 +160,8 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
     if view.summary is not None:
         view_ram, notes = view.summary(snapshot, rows, options, system)
         ram = view_ram if view_ram is not None else ram
+    if chart is not None and view.chart_rows is not None:
+        rows, notes = view.chart_rows(rows, notes)
     table = build_table(view, rows, options, ram, snapshot.swap_total, view.sort_for(snapshot.pss_missing), chart)
     table.notes = notes
     if snapshot.exact is not None and table.totals is not None and view.process_groups:

@@ -26,7 +26,7 @@ what was not there.  Files are inside their mount: a file's record names its mou
 (``parent``) and is not ``counted`` in totals, so that totals count each page once.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
 from .aggregate import anonymous_pss
@@ -66,6 +66,10 @@ def _add(total, value):
     return None if total is None or value is None else total + value
 
 
+def _sub(total, value):
+    return None if total is None or value is None else total - value
+
+
 @dataclass
 class SharedObject:
     """One shared-memory object; amounts in KiB, None where the source does not say."""
@@ -95,9 +99,30 @@ class SharedObject:
         return device if self.inode is None else f"{device}:{self.inode}"
 
     @property
+    def key(self):
+        """What names this object in another reading of the same machine (smem diff, watch mode).
+
+        A mount: its kind, mount point and device (mounted again, it has another device and
+        is another mount).  A file or memfd: device and inode (a memfd's name is anything its
+        maker chose, many share one); a file read without them, its mount and path.  A SysV
+        segment: its shmid alone, which the kernel does not hand out again soon (a slot
+        reused gets a new sequence number, ipc/util.c); its key is no part of it, as
+        IPC_RMID makes the key of a segment still attached IPC_PRIVATE (ipc/shm.c), and the
+        segment is the same memory after.
+        """
+        if self.kind == "sysv":
+            return ("sysv", self.inode)
+        if self.kind in ("file", "memfd"):
+            if self.inode is not None and self.device is not None:
+                return (self.kind, self.device, self.inode)
+            return (self.kind, self.parent, self.name)
+        return (self.kind, self.name, self.device)
+
+    @property
     def counted(self):
-        """Whether totals count it: a file's pages are its mount's already."""
-        return self.kind != "file"
+        """Whether totals count it: a file's pages are its mount's already (a file whose mount
+        is not listed is counted: no other row holds its pages)."""
+        return self.kind != "file" or self.parent is None
 
     @property
     def mapping_processes(self):
@@ -123,6 +148,40 @@ class SharedObject:
             return None
         unmapped = self.rss_kib - mapped
         return unmapped if unmapped >= self.mappings else 0
+
+    def rest(self, parts):
+        """This mount less ``parts`` (files of it shown on their own): what the rest of its files
+        hold, named ``MOUNT (rest)``, so that a chart of the parts and the rest counts each page
+        once.  Returns (the rest, the amounts that came out below 0 and were made 0: figures
+        read a moment apart, statfs's and the files').  An amount a part lacks is unknown
+        (None) in the rest too.
+        """
+        short = []
+
+        def less(name):
+            value = getattr(self, name)
+            for part in parts:
+                value = _sub(value, getattr(part, name))
+            if value is not None and value < 0:
+                short.append(name)
+                value = 0
+            return value
+
+        mappers = {}
+        for pid, mapper in self.mappers.items():
+            left = Mapper(pid, mapper.name, mapper.via, mapper.pss_kib, mapper.rss_kib, mapper.swap_kib)
+            for part in parts:
+                theirs = part.mappers.get(pid)
+                if theirs is not None and theirs.via == "map":
+                    left.pss_kib, left.rss_kib = _sub(left.pss_kib, theirs.pss_kib), _sub(left.rss_kib, theirs.rss_kib)
+                    left.swap_kib = _sub(left.swap_kib, theirs.swap_kib)
+            if left.via != "map" or any(v != 0 for v in (left.pss_kib, left.rss_kib, left.swap_kib)):
+                mappers[pid] = left
+        used, rss = less("used_kib"), less("rss_kib")
+        swap = max(used - rss, 0) if used is not None and rss is not None else less("swap_kib")
+        rest = replace(self, name=f"{self.name} (rest)", size_kib=None, used_kib=used, rss_kib=rss, swap_kib=swap,
+                       files=None, mappers=mappers, mappings=max(self.mappings - sum(p.mappings for p in parts), 0))
+        return rest, tuple(short)
 
     def note_mapping(self, process, counters):
         mapper = self.mappers.get(process.pid)

@@ -130,3 +130,14 @@ def test_live_against_a_capture_and_usage_errors(captures):
     assert bad.returncode == 2 and len(bad.stderr.decode().splitlines()) == 1
     unknown = run_smem("diff", old, old, "-c", "pid nosuch")
     assert unknown.returncode == 2 and b"dpss" in unknown.stderr  # the known fields include the deltas
+
+
+def test_json_describes_both_sources(captures):
+    old, new, _ = captures
+    doc = _rows(old, new, "-u")
+    assert doc["sources"]["old"]["description"].endswith(old.name)
+    assert doc["sources"]["new"]["description"].endswith(new.name)
+    assert doc["source"] == doc["sources"]["new"]  # the key a report has, NEW's as before
+    report = _classic("-S", old, "-u")
+    assert doc["sources"]["old"] == report["source"]  # as a report of OLD describes it
+    assert "sources" not in report  # one source, one description

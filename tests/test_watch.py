@@ -86,7 +86,6 @@ def test_json_lines_and_csv_are_one_record_stream():
     (["--interval", "1", "-S", str(FIXTURES / "captures" / "faithful.tar.gz")], "a capture (-S) is one instant"),
     (["--interval", "1", "-F", "openmetrics"], "one document, not a stream"),
     (["--interval", "1", "--exact"], "--interval does not combine with --exact"),
-    (["--interval", "1", "--shm"], "not the shared memory view"),
     (["--interval", "1", "--pie", "name"], "--pie or --bar"),
     (["--interval", "1", "-c", "pid nosuch"], "unknown field"),
 ])

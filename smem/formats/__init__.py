@@ -46,6 +46,7 @@ class Rendering:
     snapshot: object     # smem.model.Snapshot
     companions: Tuple = ()
     frame: Optional[Frame] = None  # watch mode: which frame this is
+    old_snapshot: object = None  # smem diff: OLD's snapshot (``snapshot`` is NEW's)
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ TABLE_FORMATS = (
 
 FORMATS = {f.name: f for f in (
     Format("classic", "classic:render", "smem 1.5's table (the default)", streamer="table", redraws=True),
-    Format("json", "json_document:render", "one JSON document: the source's facts, columns, rows (raw KiB), "
-           "totals; in watch mode JSON Lines, an object per row per frame", streamer="json_lines_frame"),
+    Format("json", "json_document:render", "one JSON document: the source's facts (smem diff: OLD's and "
+           "NEW's), columns, rows (raw KiB), totals; in watch mode JSON Lines, an object per row per frame",
+           streamer="json_lines_frame"),
     Format("csv", "csv_rows:render", "RFC 4180 rows of raw KiB, a header of column keys; in watch mode "
            "timestamp and frame columns first", streamer="csv_frame"),
     Format("openmetrics", "openmetrics:render",

@@ -1,4 +1,9 @@
-"""JSON: one document with the source's facts, the columns, one object per row (raw KiB)."""
+"""JSON: one document with the source's facts, the columns, one object per row (raw KiB).
+
+A comparison (smem diff) describes both sources: ``sources`` holds ``old`` and ``new``, and
+``source`` stays NEW's, as it was before OLD's was given too (and as ``pss`` is NEW's PSS
+beside ``old_pss``).
+"""
 
 from .. import __version__
 from .cells import asked_units, cell, printable
@@ -11,6 +16,10 @@ def _facts(source):
             for k, v in source.machine().as_facts().items()}
 
 
+def _described(source):
+    return {"description": printable(source.description, controls=False), **_facts(source)}
+
+
 def render(rendering):
     import json
     table, options, snapshot = rendering.table, rendering.options, rendering.snapshot
@@ -19,17 +28,18 @@ def render(rendering):
     def row_object(values):
         return {c.key: cell(c, v, options, table, controls=False) for c, v in zip(columns, values)}
 
-    document = {
-        "smem": __version__,
-        "source": {"description": printable(snapshot.source.description, controls=False),
-                   **_facts(snapshot.source)},
+    source = _described(snapshot.source)
+    document = {"smem": __version__, "source": source}
+    if rendering.old_snapshot is not None:
+        document["sources"] = {"old": _described(rendering.old_snapshot.source), "new": source}
+    document.update({
         "view": table.view.name,
         "units": {"amounts": "KiB"} if not asked_units(options) else {"amounts": "as shown"},
         "sort": {"column": table.sort.key, "reverse": bool(options.reverse)},
         "columns": [{"key": c.key, "header": c.header, "amount": c.is_amount, "help": c.help}
                     for c in columns],
         "rows": [row_object(values) for values in table.values],
-    }
+    })
     if table.totals is not None:
         # named for what they count ("processes", "users"), not put in the pid and user fields;
         # columns that do not total (names, commands) are left out

@@ -113,6 +113,9 @@ class View:
     takes_selection: bool = True
     #: the app reads the shared-memory objects (smem.shared_memory) into snapshot.shared_memory
     needs_shared_memory: bool = False
+    #: (rows, the summary's notes) -> (the rows a chart draws, its notes): where some rows are
+    #: parts of others (a file in its tmpfs mount), rows that count each page once; None: the rows
+    chart_rows: Optional[Callable[[Any], Any]] = None
     #: (SystemOptions) -> the view those options make of this one (-w --breakdown), or None where
     #: they change nothing; a view without it takes no such option
     shaped_by_system: Optional[Callable[[Any], Optional["View"]]] = None

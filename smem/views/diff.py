@@ -2,7 +2,9 @@
 
 Rows of the base view are read from each snapshot and matched by the base
 view's ``row_key`` (a process by pid *and* start time, so a reused pid is
-another process; a user, program, cgroup or mapping by its name).  For each
+another process; a user, program, cgroup or mapping by its name; a shared-memory object by
+device and inode, shmid, or mount point and device).  Where the base view's -t leaves some rows
+out (a file is part of its mount's row), so do the comparison's totals.  For each
 amount column ``k`` of the base view the comparison has ``old_k``, ``k`` (new)
 and ``dk`` (new - old); a row only in NEW is ``new`` (its old side counts as 0),
 one only in OLD is ``gone``.  Sums of ``dk`` are therefore NEW's total minus
@@ -99,6 +101,14 @@ def _measure(base):
     return base.chart_measure if base.chart_measure in amounts else (amounts[-1] if amounts else None)
 
 
+def _counted(counted_in_totals):
+    """Which comparison rows -t counts: those whose base row it counts (a file is part of its mount
+    in OLD as in NEW), so that a total of changes counts each page once, as the base view's does."""
+    if counted_in_totals is None:
+        return None
+    return lambda row: counted_in_totals(row.current)
+
+
 def diff_view(base: View, old="OLD", new="NEW") -> View:
     """The comparison view of ``base``; its rows take (OLD, NEW) snapshots.  ``old`` and ``new``
     name the two sides in the fields' help."""
@@ -127,6 +137,7 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
         chart_measure_without_pss="drss" if "drss" in columns else base.chart_measure_without_pss,
         metrics_companions=(), row_key=None, shaped_by_system=None,
         needs=base.needs | base.identity_needs, identity_needs=frozenset(),
+        counted_in_totals=_counted(base.counted_in_totals), chart_rows=None,
     )
 
 

@@ -6,6 +6,12 @@ Rows come from :func:`smem.shared_memory.shared_memory` (the app reads it into
 the mount point), so totals (-t) count mounts, segments and memfds, never a file again:
 each page once.  Memfds and SysV segments live in the kernel's internal shmem mount, not
 in any tmpfs mount, so no row holds another's pages.
+
+A chart (--pie, --bar) draws the same objects each page once too: a mount with files
+listed is split into those files and its rest (``/dev/shm (rest)``, what its other files
+hold), so the slices add up to the -t totals (:func:`chart_rows`).  A row is the same object
+in two readings (smem diff, watch mode) by ``SharedObject.key``: device and inode, shmid,
+mount point and device.
 """
 
 from ..units import human
@@ -18,11 +24,39 @@ def rows(snapshots, options):
     return list(snapshots[0].shared_memory.objects)
 
 
+#: the summary's note on how totals count files (a chart has no totals: it says its own)
+FILES_IN_TOTALS = "files are part of their mount: totals count the mount, not the file again"
+
+
+def chart_rows(rows, notes):
+    """The rows of a chart, each page once: every mount, SysV segment and memfd, and each file
+    listed, but a mount with files listed is drawn as its rest (``/dev/shm (rest)``: what its
+    other files hold), its listed files as slices or bars of their own."""
+    parts = {}
+    for row in rows:
+        if row.kind == "file" and row.parent is not None:
+            parts.setdefault(row.device, []).append(row)
+    drawn, notes = [], [n for n in notes if n != FILES_IN_TOTALS]
+    for row in rows:
+        files = parts.get(row.device) if row.fstype is not None else None
+        if not files:
+            drawn.append(row)
+            continue
+        rest, short = row.rest(files)
+        drawn.append(rest)
+        if short:
+            notes.append(f"{row.name}: its files listed hold more {' and '.join(n[:-4] for n in short)} than "
+                         f"the mount (read a moment apart): its rest is drawn as 0")
+    if parts:
+        notes.insert(0, "a mount is drawn as its files listed and its rest (MOUNT (rest)): each page once")
+    return drawn, notes
+
+
 def summary(snapshot, rows, options, system):
     """Under the table: how the rows nest, and how they compare with meminfo's Shmem."""
     notes = []
     if any(r.kind == "file" for r in rows):
-        notes.append("files are part of their mount: totals count the mount, not the file again")
+        notes.append(FILES_IN_TOTALS)
     shmem = snapshot.meminfo.kib.get("Shmem")
     counted = [r.rss_kib for r in rows if r.counted]
     known = [kib for kib in counted if kib is not None]
@@ -76,4 +110,5 @@ SHM_VIEW = View(
     chart_measure="rss", chart_measure_without_pss="rss", folds_small_slices=True,
     labels=(("kind", lambda r: r.kind), ("name", lambda r: r.name), ("id", lambda r: r.identity)),
     counted_in_totals=lambda r: r.counted, takes_selection=False, needs_shared_memory=True,
+    row_key=lambda r: r.key, chart_rows=chart_rows,
 )
