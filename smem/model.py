@@ -19,7 +19,6 @@ import time
 
 from .aggregate import Sums
 from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
-from .parsers.cgroup import parse_cgroup
 from .parsers.cmdline import parse_cmdline
 from .parsers.ksm import parse_ksm_value
 from .parsers.meminfo import parse_meminfo
@@ -664,6 +663,7 @@ def _load_counters(source, process, selection, needs):
     if needs.ksm and totals.get("KSM") is None:
         process.ksm_kib = _ksm_merging_kib(source, pid)
     if needs.cgroup:
+        from .parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
         raw = source.read_optional(f"{pid}/cgroup")
         process.cgroup = parse_cgroup(raw) if raw else None
     return process, had_pss

@@ -1,7 +1,6 @@
 """The process view (the default): one row per process with memory mapped."""
 
 from ..aggregate import pss_split_of_mappings
-from ..kernel_pools import swap_ram_ratios
 from ..model import ROLLUP_SPLIT
 from ..parsers.status import status_kib
 from .columns import View, count, text
@@ -57,6 +56,7 @@ def user_label(process, numeric):
 
 
 def rows(snapshots, options):
+    from ..kernel_pools import swap_ram_ratios  # (its parsers: only once rows are made)
     snapshot = snapshots[0]
     ratios = swap_ram_ratios(snapshot.pools, snapshot.meminfo.kib)
     result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios)
