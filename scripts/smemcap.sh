@@ -399,6 +399,28 @@ for p in /proc/[0-9]*; do
 done
 [ "$npids" -gt 0 ] || die "no process could be read (is /proc mounted?)"
 
+# The cgroup v2 memory.stat of each process's cgroup (its 0:: line), for the zswap
+# column's per-cgroup compression (absent is fine: cgroup v1, or no memory controller).
+for d in "$cap"/[0-9]*; do
+	[ -f "$d/cgroup" ] || continue
+	while IFS= read -r line; do
+		case $line in
+		0::/*) cg=${line#0::} ;;
+		*) continue ;;
+		esac
+		case $cg/ in */../* | */./*) continue ;; esac
+		f=/sys/fs/cgroup$cg/memory.stat
+		t=$cap/sys/fs/cgroup$cg/memory.stat
+		[ ! -e "$t" ] && [ -f "$f" ] && [ -r "$f" ] || continue
+		mkdir -p "${t%/*}" || die "cannot write to $tmp"
+		cat "$f" >"$t" 2>/dev/null || rm -f -- "$t"
+	done <"$d/cgroup"
+done
+case " $members " in
+*" sys "*) ;;
+*) [ -d "$cap/sys" ] && members="$members sys" ;;
+esac
+
 # --- archive --------------------------------------------------------------------
 # Explicit member names (no "./" prefix).  The pipeline runs in the
 # background so a signal interrupts the wait and the trap can stop it.

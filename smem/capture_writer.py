@@ -4,7 +4,8 @@ The layout (docs/capture-format.md) is C smemcap's with additions: per
 process ``status`` and ``smaps_rollup``; ``iomem``, the firmware memory map and
 the kernel's boot "Memory:" line for the system view; ``zoneinfo`` and ``swaps`` for
 the system view's breakdown; ``sysvipc/shm`` and the ``smem/shmem`` inventory (tmpfs
-mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys;
+mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys, and the
+cgroup v2 ``memory.stat`` of each process's cgroup (its zswap share, for the ``zswap`` column);
 ``passwd`` lines for the users that own processes; and ``capture-info`` with the
 machine's facts.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
@@ -15,7 +16,9 @@ import tarfile
 import time
 
 from . import __version__
+from .kernel_pools import cgroup_memory_stat_path
 from .model import read_meminfo
+from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
 from .sources.base import SHMEM_MEMBER
 
@@ -49,6 +52,18 @@ def _memory_members(source):
             yield from _sys_files(source, f"block/{device}", ZRAM_FILES)
     for directory in SYS_DIRECTORIES:
         yield from _sys_files(source, directory, source.list_sys(directory))
+
+def _cgroup_members(source, cgroups):
+    """(member, bytes) of the memory.stat of each cgroup v2 path in ``cgroups`` that has one."""
+    for cgroup in sorted(cgroups):
+        path = cgroup_memory_stat_path(cgroup)
+        if path is None:
+            continue
+        try:
+            yield f"sys/{path}", source.read_sys(path)
+        except OSError:
+            continue  # cgroup v1, no memory controller there, or the cgroup is gone
+
 
 #: /proc files the -w breakdown reads beyond meminfo: the per-CPU free lists, which devices are swap
 SYSTEM_FILES = ("zoneinfo", "swaps")
@@ -97,6 +112,7 @@ def write_capture(source, fileobj, compression="gz", exact=False):
     mode = "w|" + compression if compression else "w|"
     written = skipped = 0
     users = {}
+    cgroups = set()  # the processes' cgroup v2 paths
     with tarfile.open(fileobj=fileobj, mode=mode, format=tarfile.GNU_FORMAT) as tar:
         out = _Writer(tar)
         for name in ("meminfo", "version", *SYSTEM_FILES):
@@ -120,6 +136,10 @@ def write_capture(source, fileobj, compression="gz", exact=False):
             for name, data in files.items():
                 out.file(f"{pid}/{name}", data)
             written += 1
+            if "cgroup" in files:
+                cgroup = cgroup_v2_path(files["cgroup"])
+                if cgroup is not None:
+                    cgroups.add(cgroup)
             if exact:
                 try:
                     mappings[pid] = parse_smaps(files["smaps"])
@@ -137,6 +157,8 @@ def write_capture(source, fileobj, compression="gz", exact=False):
             for name, data in (("start", start), ("end", end), ("type", kind)):
                 out.file(f"sys/firmware/memmap/{index}/{name}", data)
         for name, data in _memory_members(source):
+            out.file(name, data)
+        for name, data in _cgroup_members(source, cgroups):
             out.file(name, data)
         out.file("passwd", "".join(f"{_passwd_field(name)}:x:{uid}:{uid}::/:/nonexistent\n"
                                    for uid, name in sorted(users.items())).encode("utf-8", "surrogateescape"))

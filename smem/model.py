@@ -471,7 +471,7 @@ class _Gathered:
         snapshot.folded = self.fold
         if self.needs.pools:
             from .kernel_pools import read_kernel_pools
-            snapshot.pools = read_kernel_pools(source)
+            snapshot.pools = read_kernel_pools(source, (p.cgroup for p in self.processes if p.cgroup))
         return snapshot
 
 

@@ -8,7 +8,7 @@ path, else v1's ``memory`` hierarchy, else the systemd one, else the first.
 
 import re
 
-__all__ = ["parse_cgroup", "cgroup_label"]
+__all__ = ["parse_cgroup", "cgroup_v2_path", "cgroup_label"]
 
 
 def parse_cgroup(data):
@@ -28,6 +28,15 @@ def parse_cgroup(data):
         elif controllers == "name=systemd":
             systemd = path
     return memory or v2 or systemd or first
+
+
+def cgroup_v2_path(data):
+    """The cgroup v2 path of a process (its ``0::`` line), or None where it has none (v1 only);
+    its memory.stat is ``memory.stat`` in that directory of the cgroup2 mount."""
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        if line.startswith("0::"):
+            return line[3:]
+    return None
 
 
 _CONTAINER = re.compile(r"(docker|cri-containerd|crio|libpod|containerd)-([0-9a-f]{12})[0-9a-f]{52}(\.scope)?")

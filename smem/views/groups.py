@@ -10,7 +10,7 @@ from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import View, count, text
 from .memory_columns import exact_columns, memory_columns
-from ..kernel_pools import swap_ram_ratios
+from ..kernel_pools import SwapRamRatios
 from .process import process_ksm, process_split, user_label
 
 __all__ = ["USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "GroupRow", "group_rows"]
@@ -27,7 +27,7 @@ class GroupRow:
         self.processes = []
         self.totals = Sums([])
         self.exact = None  # ExactFigures of the group under --exact
-        self.swap_ratios = (None, None)  # kernel_pools.swap_ram_ratios of the snapshot
+        self.swap_ratios = (None, None)  # kernel_pools.SwapRamRatios.of_group of its processes
         self._split = False
         self._status = None
 
@@ -84,10 +84,10 @@ def group_rows(snapshot, key, label):
         if row is None:
             row = groups[k] = GroupRow(k, label(process))
         row.add(process)
-    ratios = swap_ram_ratios(snapshot.pools, snapshot.meminfo.kib)
+    ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
     for row in groups.values():
         row.close()
-        row.swap_ratios = ratios
+        row.swap_ratios = ratios.of_group(row.processes)
     exact = snapshot.exact
     if exact is not None:
         figures = exact.groups({k: row.member_pids for k, row in groups.items()})

@@ -78,8 +78,9 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
                   "RAM its swap takes in zram: SwapPSS x zram pool / swap used (- without zram swap)",
                   needs={"pools"}, counters={"SwapPss"}),
             _wide("zswap", "ZswapRAM", _swap_ram(totals_of, swap_ratios_of, 1),
-                  "RAM its swap takes in zswap: SwapPSS x Zswap / swap used (Linux 5.19+)",
-                  needs={"pools"}, counters={"SwapPss"}),
+                  "RAM its swap takes in zswap: SwapPSS x Zswap / swap used, with its cgroup v2's "
+                  "compression (memory.stat zswap / zswapped) where known (Linux 5.19+)",
+                  needs={"pools", "cgroup"}, counters={"SwapPss"}),
         ]
     columns += [
         _wide("pss_anon", "PSS_Anon", _split(split_of, 0),

@@ -34,7 +34,7 @@ class ProcessRow:
     def __init__(self, process, user, exact=None, swap_ratios=(None, None)):
         self.process = process
         self.user = user
-        self.swap_ratios = swap_ratios  # kernel_pools.swap_ram_ratios of the snapshot
+        self.swap_ratios = swap_ratios  # kernel_pools.swap_ram_ratios of the process (its cgroup's)
         self.exact = exact  # ExactFigures under --exact
         self._split = False
 
@@ -56,10 +56,10 @@ def user_label(process, numeric):
 
 
 def rows(snapshots, options):
-    from ..kernel_pools import swap_ram_ratios  # (its parsers: only once rows are made)
+    from ..kernel_pools import SwapRamRatios  # (its parsers: only once rows are made)
     snapshot = snapshots[0]
-    ratios = swap_ram_ratios(snapshot.pools, snapshot.meminfo.kib)
-    result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios)
+    ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
+    result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios.of(p))
               for p in snapshot.processes if p.has_memory]
     exact = snapshot.exact
     if exact is not None:
