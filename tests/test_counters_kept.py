@@ -30,7 +30,7 @@ def source(request):
 
 
 def _everything():
-    return Needs(mappings=True, rollup=True, status=True, cgroup=True, counters=None)
+    return Needs(mappings=True, rollup=True, status=True, cgroup=True, counters=None, pools=True)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def load(source):
 
     def load(selection, needs):
         key = (selection.process, selection.user, selection.mapping, needs.mappings, needs.rollup,
-               needs.status, needs.cgroup, needs.split, needs.stat,
+               needs.status, needs.cgroup, needs.split, needs.stat, needs.pools,
                None if needs.counters is None else frozenset(needs.counters))
         if key not in loaded:
             loaded[key] = load_snapshot(source, selection, needs=needs)

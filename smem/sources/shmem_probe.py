@@ -86,9 +86,12 @@ def _load_libc():
         try:
             _libc = ctypes.CDLL(None, use_errno=True)
             _libc.syscall.restype = ctypes.c_long
-            _libc.mmap.restype = ctypes.c_void_p
-            _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                   ctypes.c_long]
+            # a 64-bit offset on every ABI: mmap64 where off_t is 32 bits (32-bit glibc and musl)
+            _libc.map = _libc.mmap if ctypes.sizeof(ctypes.c_long) >= 8 else getattr(_libc, "mmap64", None)
+            if _libc.map is not None:
+                _libc.map.restype = ctypes.c_void_p
+                _libc.map.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                      ctypes.c_int64]
             _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
             _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         except (OSError, AttributeError):
@@ -129,7 +132,7 @@ def mincore_resident_bytes(fd, page_size, window=MINCORE_WINDOW):
     it, ``window`` bytes at a time; None where the kernel would not say (see the module's
     docstring) or the file cannot be mapped."""
     libc = _load_libc()
-    if not libc:
+    if not libc or libc.map is None:
         return None
     try:
         info = os.fstat(fd)
@@ -142,7 +145,7 @@ def mincore_resident_bytes(fd, page_size, window=MINCORE_WINDOW):
     resident = 0
     for offset in range(0, info.st_size, window):
         length = min(window, info.st_size - offset)
-        address = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, offset)
+        address = libc.map(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, offset)
         if address in (None, failed):
             return None
         try:
