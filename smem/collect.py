@@ -155,10 +155,7 @@ def _pack(result, keep, Process):
     if isinstance(result, ProcessSkipped):
         return ("skipped", result.pid, result.name, result.rss_kib)
     if keep is not None and type(result) is tuple and result and isinstance(result[0], Process):
-        process, had_pss = result
-        rollup = process.rollup
-        if rollup is not None and not isinstance(rollup, dict):
-            process.rollup = rollup.kept(keep)
+        process, had_pss = result  # (its rollup already the kept counters: model.rollup_keys)
         mappings = process.mappings
         if mappings is not None:
             # three flat lists pickle in C, where a Mapping each would call its __reduce__

@@ -431,8 +431,6 @@ class _Gathered:
         # a report that shows no per-mapping figure keeps only a process's sums (a capture
         # without smaps_rollup is read from smaps)
         self.totals_only = not needs.mappings and not needs.split and needs.counters is not None
-        # the rollup counters the report reads, as a dict, its text let go (what a worker sends)
-        self.rollup_keys = rollup_keys(needs)
         self.processes = []
         self.unreadable = []   # (pid, reason, name)
         self.skipped = []      # (pid, name, VmRSS KiB)
@@ -454,11 +452,6 @@ class _Gathered:
             process.let_go_of_mappings()
         elif self.totals_only:
             process.keep_totals_only()
-        rollup = process.rollup
-        if rollup is not None and self.rollup_keys is not None and not isinstance(rollup, dict):
-            process.rollup = rollup.kept(self.rollup_keys)
-            if process.mappings is None:
-                process._totals = None  # (was the rollup read from its text)
         self.processes.append(process)
 
     def snapshot(self, source, meminfo):
