@@ -16,7 +16,7 @@ from .units import human, percent
 from .views.columns import Column, View
 
 __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_column", "format_value", "cell_formatter",
-           "parse_columns", "UnknownField", "CONTROLS", "field_help"]
+           "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell"]
 
 
 # Control characters (a newline in a command line) would break the table, as in ps(1).
@@ -197,10 +197,11 @@ def cell_formatter(column: Column, options: TableOptions, table: Table):
         of = table.swap_kib if column.percent_of == "swap" else table.ram_kib
         return lambda value: "-" if value is None else value.translate(CONTROLS) if isinstance(value, str) \
             else percent(value, of)
-    return _plain
+    return plain_cell
 
 
-def _plain(value):
+def plain_cell(value):
+    """A cell without -k or -p: ``-`` when absent, ``str`` of it, control characters as ``?``."""
     if value is None:
         return "-"
     if type(value) is str:
