@@ -9,8 +9,7 @@ call :func:`run_report` or its steps too.
 
 import contextlib
 import os
-from dataclasses import dataclass, replace
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 
 from .errors import SmemError, UsageError
 from .extras import require
@@ -29,14 +28,12 @@ LIVE = "live"
 __all__ = ["Result", "run_report", "run_capture", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "SLOW_READ_SECONDS"]
 
 
-@dataclass
-class Result:
+class Result(NamedTuple):
     text: Optional[str]             # the report, or None when a chart was shown or saved
     warnings: List[str]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """What a request reads: its view, the tables read beside it from the same snapshot (a metrics
     scrape's companions: (View, TableOptions) pairs), and the Needs of all their columns."""
 
@@ -106,14 +103,14 @@ def plan(request, companions=None):
     """
     view = _check(request)
     exact = request.query.exact or view.requires_exact
-    table = replace(request.table, exact=exact)
+    table = request.table._replace(exact=exact)
     columns = selected_columns(view, table, request.chart) + [sort_column(view, table)]
     exact = exact or any("exact" in c.needs for c in columns)
     if exact and not view.process_groups and not view.requires_exact:
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     counters = set()
     if companions is not None:
-        companions = tuple((VIEWS[name], replace(options, exact=exact)) for name, options in companions)
+        companions = tuple((VIEWS[name], options._replace(exact=exact)) for name, options in companions)
     elif FORMATS[table.format].wants_companions:
         companions = tuple((VIEWS[name], _companion_options(view, VIEWS[name], table))
                            for name in view.metrics_companions)
@@ -142,7 +139,7 @@ def plan(request, companions=None):
 def _companion_options(view, companion, options):
     """The options of a companion table: the columns it shares with the view's, its own sort."""
     keys = tuple(k for k in (options.columns or view.default_columns) if k in companion.columns)
-    return replace(options, columns=keys or None, sort=None)
+    return options._replace(columns=keys or None, sort=None)
 
 
 def read_snapshot(request, the_plan, spec=None):
@@ -188,7 +185,7 @@ def run_report(request: ReportRequest) -> Result:
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     view = the_plan.view
-    table_options = replace(request.table, exact=the_plan.exact)
+    table_options = request.table._replace(exact=the_plan.exact)
     table = make_table(snapshots, view, table_options, request.system, request.chart)
     if request.chart is not None:
         from .charts import show_chart

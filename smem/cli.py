@@ -9,7 +9,6 @@ command builds frozen options (smem.options) and calls one library function;
 
 import os
 import sys
-from dataclasses import replace
 
 import click
 
@@ -409,7 +408,7 @@ def serve(listen, top, min_interval, textfile, interval, count, source, **o):
                            interval=interval if interval is not None else 60.0, count=count)
     query = _query(o, "process", source=source)
     if query.jobs is None:  # a daemon beside the work it watches: one core, and no fork from a server thread
-        query = replace(query, jobs=1)
+        query = query._replace(jobs=1)
     from .serve import serve_http, write_textfiles
     if textfile is not None:
         if write_textfiles(query, options, _warn):

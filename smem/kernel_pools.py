@@ -29,8 +29,8 @@ does not say how much of the cgroup's swap is on disk.  Where the cgroup's file 
 (cgroup v1, an older kernel or capture), the machine's ratio is used.
 """
 
-from dataclasses import dataclass, field
-from typing import Dict, Iterable, Optional, Tuple
+from types import MappingProxyType
+from typing import Dict, Iterable, Mapping, NamedTuple, Optional, Tuple
 
 from .parsers import plausible
 from .parsers.ksm import KSM_FILES, parse_ksm_value
@@ -44,8 +44,7 @@ __all__ = ["KernelPools", "ZramDevice", "read_kernel_pools", "swap_ram_ratios", 
            "SwapRamRatios"]
 
 
-@dataclass(frozen=True)
-class ZramDevice:
+class ZramDevice(NamedTuple):
     name: str                # "zram0"
     mm_stat: Dict[str, int]  # parsers.mm_stat fields (bytes)
     swap: bool               # used as swap (per /proc/swaps, or assumed)
@@ -56,15 +55,18 @@ class ZramDevice:
         return None if used is None else used // 1024
 
 
-@dataclass(frozen=True)
-class KernelPools:
+#: an empty mapping no one can add to: KernelPools' default (a named tuple's default is shared)
+_NONE = MappingProxyType({})
+
+
+class KernelPools(NamedTuple):
     zram: Tuple[ZramDevice, ...] = ()
-    ksm: Dict[str, int] = field(default_factory=dict)   # KSM_FILES present: counts (general_profit: bytes)
+    ksm: Mapping[str, int] = _NONE   # KSM_FILES present: counts (general_profit: bytes)
     page_size: Optional[int] = None                       # bytes, of the data's machine
     swaps_known: bool = False                             # /proc/swaps was read
     per_cpu_free_pages: Optional[int] = None              # zoneinfo's pagesets counts
     #: cgroup v2 path -> (zswap, zswapped) bytes of its memory.stat, for the processes' cgroups that have them
-    cgroup_zswap: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    cgroup_zswap: Mapping[str, Tuple[int, int]] = _NONE
 
     @property
     def per_cpu_free_kib(self):

@@ -7,8 +7,7 @@ values, its totals); every output format (smem.formats) and chart
 place a cell becomes text (``-k``, ``-p``, ``-`` for an absent value).
 """
 
-from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, NamedTuple, Optional, Sequence
 
 from .errors import UsageError
 from .options import ChartOptions, SystemOptions, TableOptions
@@ -46,8 +45,9 @@ def parse_columns(text):
     return tuple(c for c in text.replace(",", " ").split() if c)
 
 
-@dataclass
-class Table:
+class Table(NamedTuple):
+    """A view's rows made into a table: what every format lays out (smem.formats)."""
+
     view: View
     columns: List[Column]    # in display order (a chart's label field last)
     sort: Column             # the column sorted on
@@ -57,7 +57,7 @@ class Table:
     totals: Optional[list]   # raw totals per column, or None
     ram_kib: Optional[int]   # what -p takes amounts as a share of
     swap_kib: Optional[int]  # what -p takes swap as a share of
-    notes: List[str] = field(default_factory=list)  # lines printed under the table
+    notes: List[str]         # lines printed under the table
 
     def column_values(self, column):
         """``column``'s raw value for each row, in the table's order (shown or not)."""
@@ -131,7 +131,8 @@ def _sort_entries(entries, width, reverse):
 
 
 def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional[int], swap_kib: Optional[int],
-                default_sort: Optional[str] = None, chart: Optional[ChartOptions] = None) -> Table:
+                default_sort: Optional[str] = None, chart: Optional[ChartOptions] = None,
+                notes: Sequence[str] = ()) -> Table:
     """Sort as smem 1.5 does: by the sort field, ties by the row's shown values in order."""
     columns = selected_columns(view, options, chart)
     sort = sort_column(view, options, default_sort)
@@ -146,7 +147,7 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
                    else [e[1] for e in entries if view.counted_in_totals(e[2])])
         totals = [_total(c, [v[i] for v in counted]) for i, c in enumerate(columns)]
     return Table(view, columns, sort, values, [e[2] for e in entries], [e[0] for e in entries],
-                 totals, ram_kib, swap_kib)
+                 totals, ram_kib, swap_kib, list(notes))
 
 
 def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, system: SystemOptions = SystemOptions(),
@@ -162,8 +163,8 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
         ram = view_ram if view_ram is not None else ram
     if chart is not None and view.chart_rows is not None:
         rows, notes = view.chart_rows(rows, notes)
-    table = build_table(view, rows, options, ram, snapshot.swap_total, view.sort_for(snapshot.pss_missing), chart)
-    table.notes = notes
+    table = build_table(view, rows, options, ram, snapshot.swap_total, view.sort_for(snapshot.pss_missing), chart,
+                        notes)
     if snapshot.exact is not None and table.totals is not None and view.process_groups:
         _exact_totals(table, snapshot.exact)
     return table

@@ -29,7 +29,7 @@ import socketserver
 import stat
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import List, Optional
 
 from .app import companion_tables, plan, read_snapshot
@@ -269,7 +269,7 @@ def write_textfiles(query, options, warn):
     except OSError as e:
         raise OutputError(f"--textfile {directory}: {e.strerror}") from None
     from .output import replace_file
-    collector = SharedCollector(query, replace(options, min_interval=0.0), warn)
+    collector = SharedCollector(query, options._replace(min_interval=0.0), warn)
     registry = _registry(collector, own_process=False)  # node_exporter has process_* of its own
     path = os.path.join(directory, TEXTFILE_NAME)
     written = 0

@@ -26,7 +26,6 @@ not need, and cost CPU, which a watch spends every second (docs/benchmarks.md:
 import itertools
 import os
 import time
-from dataclasses import replace
 
 from .app import plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
@@ -42,9 +41,9 @@ def run_watch(request, write, warn, screen=None):
     given to ``warn`` once each, or, with ``screen`` (a smem.terminal.Screen) and a table
     format, drawn on it.  Wrong options are refused before the screen is touched."""
     if request.query.jobs is None and not os.environ.get("SMEM_JOBS", "").strip():
-        request = replace(request, query=replace(request.query, jobs=1))
+        request = request._replace(query=request.query._replace(jobs=1))
     the_plan = plan(request)
-    options = replace(request.table, exact=False)
+    options = request.table._replace(exact=False)
     try:
         if screen is not None and FORMATS[options.format].redraws:
             with screen:
@@ -144,7 +143,7 @@ def _press(key, state, frames, options):
 
 
 def _sorted(options, state):
-    return replace(options, sort=state["sort"], reverse=state["reverse"])
+    return options._replace(sort=state["sort"], reverse=state["reverse"])
 
 
 def _draw(screen, frames, options, state, watch):
@@ -186,4 +185,4 @@ def _rows_kept(table, keep, reverse):
     if keep >= len(table.values):
         return table
     part = slice(0, keep) if reverse else slice(len(table.values) - keep, None)
-    return replace(table, values=table.values[part], rows=table.rows[part], sort_values=table.sort_values[part])
+    return table._replace(values=table.values[part], rows=table.rows[part], sort_values=table.sort_values[part])

@@ -15,14 +15,12 @@ report is written in it (a report imports one format, not eight).  In watch mode
 
 import importlib
 import time
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 __all__ = ["Format", "Frame", "Rendering", "FORMATS", "TABLE_FORMATS", "render"]
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     """One report of watch mode: when its reading began (seconds since the epoch) and its
     number, from 1, of ``count`` (None: no end given)."""
 
@@ -36,8 +34,7 @@ class Frame:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.time))
 
 
-@dataclass(frozen=True)
-class Rendering:
+class Rendering(NamedTuple):
     """What a renderer gets: the table, its options, the snapshot it came from, and the
     tables of the view's ``metrics_companions`` when the format asked for them."""
 
@@ -49,8 +46,7 @@ class Rendering:
     old_snapshot: object = None  # smem diff: OLD's snapshot (``snapshot`` is NEW's)
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(NamedTuple):
     name: str
     #: "module:function" in this package that renders a Rendering as text; a tabulate style
     #: names tabulate's renderer and the style ("tabulated:render:github")

@@ -7,8 +7,7 @@ them from uname and sysconf; a capture from its ``capture-info`` member
 (written by ``smem capture`` and scripts/smemcap.sh) and its ``version``.
 """
 
-from dataclasses import dataclass, fields
-from typing import Dict, Optional
+from typing import Dict, NamedTuple, Optional
 
 __all__ = ["Machine"]
 
@@ -19,8 +18,9 @@ def _count(text):
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 20 else None
 
 
-@dataclass(frozen=True)
-class Machine:
+class Machine(NamedTuple):
+    """What is known of the data's machine; None where the source does not say."""
+
     page_size: Optional[int] = None    # bytes (sysconf(_SC_PAGESIZE) of the machine)
     kernel: Optional[str] = None       # uname -r
     arch: Optional[str] = None         # uname -m
@@ -46,4 +46,4 @@ class Machine:
 
     def as_facts(self) -> Dict[str, object]:
         """The known facts under their capture-info / JSON names (numbers as numbers)."""
-        return {self.KEYS[f.name]: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        return {self.KEYS[name]: value for name, value in self._asdict().items() if value is not None}

@@ -12,14 +12,14 @@ RAM sizing, what its charts measure, whether its rows are disjoint sets of
 processes, which column flows to the terminal width.
 """
 
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 __all__ = ["Column", "amount", "text", "count", "View"]
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
+    """One field of a view (a named tuple, as smem.options says why)."""
+
     key: str
     header: str
     getter: Callable[[Any], Any]
@@ -58,8 +58,7 @@ def text(key, header, getter, help, width, truncate=False, total=None, align="<"
                   truncate=truncate, total=total, needs=frozenset(needs), total_key=total_key)
 
 
-@dataclass(frozen=True)
-class View:
+class View(NamedTuple):
     """A report shape: its columns (in known-fields order), defaults, row builder and traits."""
 
     name: str
@@ -73,7 +72,8 @@ class View:
     summary: Optional[Callable] = None
     #: what must be read per process whatever the columns ("mappings", "cgroup"; "pools": zram, KSM)
     needs: frozenset = frozenset()
-    #: the smaps counters the rows read whatever the columns (the -w breakdown sums PSS)
+    #: the smaps counters the rows read whatever the columns (the -w breakdown sums PSS, the shm
+    #: view's attribution)
     counters: frozenset = frozenset()
     #: OpenMetrics labels that name a row: (label, getter)
     labels: tuple = ()
@@ -105,8 +105,6 @@ class View:
     requires_exact: bool = False
     #: what names a row across two snapshots (smem diff): a process is its pid and start time
     row_key: Optional[Callable[[Any], Any]] = None
-    #: smaps counters the rows read whatever the columns shown (the shm view's attribution)
-    counters: frozenset = frozenset()
     #: rows the -t totals count (None: all); a row that is part of another is left out
     counted_in_totals: Optional[Callable[[Any], bool]] = None
     #: -P, -U, -M and --pid apply (a view that attributes to every process refuses them)
@@ -120,14 +118,14 @@ class View:
     #: they change nothing; a view without it takes no such option
     shaped_by_system: Optional[Callable[[Any], Optional["View"]]] = None
 
+    #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
+    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
+    fold: Optional[Callable[[Any], Any]] = None
+
     def shaped(self, system):
         """This view as ``system`` (SystemOptions) shapes it."""
         shaped = self.shaped_by_system(system) if self.shaped_by_system is not None else None
         return shaped if shaped is not None else self
-
-    #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
-    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
-    fold: Optional[Callable[[Any], Any]] = None
 
     def default_columns_for(self, exact):
         """The default columns; under --exact with group USS after USS."""

@@ -17,8 +17,6 @@ with the base view's own columns first, so a watched report looks like the
 report, with the change of its measure (``dpss``) and the marks added.
 """
 
-from dataclasses import replace
-
 from .columns import View, amount, text
 
 __all__ = ["diff_view", "watch_view", "DiffRow"]
@@ -75,16 +73,16 @@ def _columns(base, old, new):
         if "exact" in column.needs:
             continue  # a comparison of page frames across two times means nothing
         if not column.is_amount:
-            columns[key] = replace(column, getter=(lambda g: lambda r: g(r.current))(column.getter),
-                                   total=column.total if column.total in ("rows", None) else None)
+            columns[key] = column._replace(getter=(lambda g: lambda r: g(r.current))(column.getter),
+                                           total=column.total if column.total in ("rows", None) else None)
             continue
-        columns[f"old_{key}"] = replace(column, key=f"old_{key}", header=f"Old{column.header}",
-                                        getter=_side(column.getter, "old"), help=f"{column.help}, in {old}",
-                                        width=max(column.width, len(column.header) + 3))
-        columns[key] = replace(column, getter=_side(column.getter, "new"), help=f"{column.help}, in {new}")
-        columns[f"d{key}"] = replace(column, key=f"d{key}", header=f"d{column.header}",
-                                     getter=_delta(column.getter), help=f"change in {column.key}: {new} - {old}",
-                                     width=max(column.width, len(column.header) + 1))
+        columns[f"old_{key}"] = column._replace(key=f"old_{key}", header=f"Old{column.header}",
+                                                getter=_side(column.getter, "old"), help=f"{column.help}, in {old}",
+                                                width=max(column.width, len(column.header) + 3))
+        columns[key] = column._replace(getter=_side(column.getter, "new"), help=f"{column.help}, in {new}")
+        columns[f"d{key}"] = column._replace(key=f"d{key}", header=f"d{column.header}",
+                                             getter=_delta(column.getter), help=f"change in {column.key}: {new} - {old}",
+                                             width=max(column.width, len(column.header) + 1))
     columns["status"] = text("status", "Status", lambda r: r.status, f"new (only in {new}) or gone (only in {old})", 6)
     measure = base.columns.get(base.chart_measure)
     if measure is not None and measure.is_amount:
@@ -129,8 +127,8 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
         new = {base.row_key(r): r for r in base.rows([new_snapshot], options)}
         return [DiffRow(old.get(key), new.get(key)) for key in dict.fromkeys([*new, *old])]
 
-    return replace(
-        base, name=f"{base.name}-diff", title=f"{base.title}: changes", columns=columns,
+    return base._replace(
+        name=f"{base.name}-diff", title=f"{base.title}: changes", columns=columns,
         default_columns=tuple(defaults), default_sort="change" if "change" in columns else defaults[-1],
         rows=rows, summary=None, labels=tuple((k, (lambda g: lambda r: g(r.current))(g)) for k, g in base.labels),
         process_groups=False, disjoint_rows=False, chart_measure=f"d{measure}" if measure else base.chart_measure,
@@ -158,8 +156,8 @@ def watch_view(base: View, since="first") -> View:
     defaults += ((f"d{measure}",) if measure is not None else ()) + ("status",)
     if flowing in base.default_columns and flowing in compared.columns:
         defaults += (flowing,)
-    return replace(
-        compared, name=f"{base.name}-watch", title=base.title, default_columns=defaults,
+    return compared._replace(
+        name=f"{base.name}-watch", title=base.title, default_columns=defaults,
         default_sort=base.default_sort if base.default_sort in compared.columns else compared.default_sort,
         chart_measure=base.chart_measure, chart_measure_without_pss=base.chart_measure_without_pss,
     )
