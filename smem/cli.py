@@ -509,7 +509,18 @@ def main(argv=None):
         _quiet_broken_pipe()
     except KeyboardInterrupt:
         sys.exit(130)
+    if argv is None:  # the command itself, not a caller that goes on (a test)
+        _leave_to_exit()
     sys.exit(0)
+
+
+def _leave_to_exit():
+    """Move what is left to the collector's permanent generation: the interpreter's collections
+    at shutdown then skip it (measured: exit 12 ms -> 4 ms after a report of 1,500 processes).
+    The output is written by now, and the exit frees the memory; only a cycle among these
+    objects goes without its finalizer, and none of ours holds an open file."""
+    import gc
+    gc.freeze()
 
 
 def _suggestion(error):
