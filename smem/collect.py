@@ -1,18 +1,20 @@
-"""Reading processes in worker processes: each reads and parses a share of the pids.
+"""Reading processes in worker processes: each reads and parses chunks of the pids.
 
 :func:`collect` gives what ``[read(pid) for pid in pids]`` gives, in the same
-order, but may fork worker processes that each read an interleaved share of
-the pids (every n-th, so large processes spread across workers), while this
-process reads its own share.  Each worker sends back, pickled through a
-memfd in batches (taken in one at a time, so that the caller may fold each process as it
-comes), only what the report reads: its processes with the counters the
-report's ``needs.counters`` lists (the mappings' are already cut down to
-those by the loader; the smaps_rollup's are cut down here), never smaps text.
-Processes, not threads: parsing holds the GIL, and threads were measured
-slower than one (docs/benchmarks.md).
+order, but may fork worker processes that, with this process, take chunks of
+16 pids from a queue (a pipe holding the chunks' numbers) until it is empty:
+whoever is quicker takes more, so no process waits on another's larger share (a
+worker, its pages copied on write as it starts, was measured 8 to 12 ms behind
+the parent on an equal share of 1,500 pids).  Each worker sends back, pickled
+through a memfd a chunk at a time (taken in one at a time, so that the caller
+may fold each process as it comes), only what the report reads: its processes
+with the counters the report's ``needs.counters`` lists (the mappings' are
+already cut down to those by the loader; the smaps_rollup's are cut down
+here), never smaps text.  Processes, not threads: parsing holds the GIL, and
+threads were measured slower than one (docs/benchmarks.md).
 
 A worker that fails (an error the loader raises rather than counts, a signal)
-sends nothing, and its share is read again here, so the error, if it is one,
+sends nothing, and what it took is read again here, so the error, if it is one,
 is raised as a serial run raises it.
 
 How many workers (:func:`workers_for`): ``jobs`` given (``smem --jobs N``)
@@ -25,7 +27,7 @@ serially: what it would have to send is the text itself.
 
 import os
 
-__all__ = ["collect", "each_result", "workers_for", "DEFAULT_JOBS", "MIN_PIDS"]
+__all__ = ["collect", "each_result", "workers_for", "chunk_size", "DEFAULT_JOBS", "MIN_PIDS", "CHUNK"]
 
 #: Workers when neither ``jobs`` nor SMEM_JOBS says: 0 = one per usable CPU (above MIN_PIDS).
 DEFAULT_JOBS = 0
@@ -36,9 +38,13 @@ DEFAULT_JOBS = 0
 MIN_PIDS = 200
 
 
-#: A worker sends its results this many processes at a time: what it and the parent hold at
-#: once is a batch's mappings, not a share's, and a pickle a process would cost more.
-BATCH = 32
+#: Pids to a chunk, the unit of work a process takes: what a worker and the parent hold at once
+#: is a chunk's mappings, and a pickle a process would cost more.
+CHUNK = 16
+
+#: Chunks at most (bigger chunks beyond 16,384 pids): their numbers, 4 bytes each, fill one page,
+#: the least a pipe holds (pipe(7): a user past pipe-user-pages-soft gets pipes of one page).
+MAX_CHUNKS = 1024
 
 
 def workers_for(jobs, npids, needs):
@@ -72,75 +78,121 @@ def collect(pids, read, workers, needs=None):
 
 def each_result(pids, read, workers, needs=None):
     """What :func:`collect` gives, one result at a time as it comes, in no set order (this
-    process's share first, then each worker's): the caller folds each as it arrives, so
+    process's chunks first, then each worker's): the caller folds each as it arrives, so
     neither side holds every process's mappings at once."""
     for _, result in _each(pids, read, workers, needs):
         yield result
 
 
 def _each(pids, read, workers, needs):
-    """(index in pids, result) of each pid, this process's share first."""
+    """(index in pids, result) of each pid, this process's first."""
     if workers <= 1 or len(pids) < 2:
         for index, pid in enumerate(pids):
             yield index, read(pid)
         return
     import pickle
-    shares = [pids[k::workers] for k in range(workers)]
     from .model import rollup_keys
     keep = rollup_keys(needs)
+    size = chunk_size(len(pids))
+    queue = _queue(-(-len(pids) // size))
+    if queue is None:  # no pipe: read them all here
+        for index, pid in enumerate(pids):
+            yield index, read(pid)
+        return
     children = []
+    done = bytearray(len(pids))  # what some process has given
     try:
-        for k in range(1, workers):
-            started = _start(shares[k], read, keep, pickle)
+        for _ in range(1, workers):
+            started = _start(queue, pids, size, read, keep, pickle)
             if started is not None:
-                children.append((k, *started))
-        for i, pid in enumerate(shares[0]):
-            yield i * workers, read(pid)
-        for k in range(1, workers):  # the shares no worker could be started for
-            if all(c[0] != k for c in children):
-                for i, pid in enumerate(shares[k]):
-                    yield k + i * workers, read(pid)
+                children.append(started)
+        for first, last in _chunks(queue, len(pids), size):
+            for index in range(first, last):
+                done[index] = 1
+                yield index, read(pids[index])
         while children:
-            k, pid, fd = children.pop(0)
+            pid, fd = children.pop(0)
             results = _receive(pid, fd, pickle)
-            if results is None:  # the worker failed: read its share here
-                results = map(read, shares[k])
-            for i, result in enumerate(results):
-                yield k + i * workers, result
+            for index, result in results or ():  # (None: the worker failed; what it took is read below)
+                done[index] = 1
+                yield index, result
+        for index in range(len(pids)):  # the chunks of a worker that failed
+            if not done[index]:
+                yield index, read(pids[index])
     finally:
-        for _, pid, fd in children:  # interrupted: stop and reap the workers left
+        os.close(queue)
+        for pid, fd in children:  # interrupted: stop and reap the workers left
             _stop(pid)
             os.close(fd)
 
 
-def _start(share, read, keep, pickle):
-    """(pid, memfd) of a worker reading ``share``, or None where none can be started."""
+def chunk_size(npids):
+    """Pids to a chunk: few enough that the processes finish together (one chunk of 16 is
+    about a millisecond of the kernel's rollups), and at most MAX_CHUNKS chunks."""
+    return max(CHUNK, -(-npids // MAX_CHUNKS))
+
+
+def _queue(nchunks):
+    """The read end of a pipe holding each chunk's number, closed for writing: every process
+    takes the next with one read of its 4 bytes (a pipe gives each reader whole writes of this
+    size) until the pipe is empty.  None where no pipe can be had, or it would not hold them."""
+    try:
+        r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        data = b"".join(n.to_bytes(4, "little") for n in range(nchunks))
+        written = os.write(w, data)
+    except OSError:
+        written = -1
+    finally:
+        os.close(w)
+    if written != len(data):
+        os.close(r)
+        return None
+    os.set_blocking(r, True)
+    return r
+
+
+def _chunks(queue, npids, size):
+    """(first, last + 1) index of each chunk this process takes from the queue, as it takes it."""
+    while True:
+        record = os.read(queue, 4)
+        if len(record) != 4:
+            return
+        first = int.from_bytes(record, "little") * size
+        yield first, min(first + size, npids)
+
+
+def _start(queue, pids, size, read, keep, pickle):
+    """(pid, memfd) of a worker taking chunks from ``queue``, or None where none can be started."""
     try:
         fd = os.memfd_create("smem-collect", os.MFD_CLOEXEC)
     except (AttributeError, OSError):  # Linux before 3.17, or a sandbox that forbids it
         return None
     try:
         pid = os.fork()
-    except OSError:  # out of processes or memory: read it here
+    except OSError:  # out of processes or memory: its chunks are read here
         os.close(fd)
         return None
     if pid == 0:  # the worker: never returns
-        _work(fd, share, read, keep, pickle)
+        _work(fd, queue, pids, size, read, keep, pickle)
     return pid, fd
 
 
-def _work(fd, share, read, keep, pickle):
-    """Read the share, writing each result as it is read (one pickle each): the worker
-    holds one process at a time, and the parent takes them in one at a time too."""
+def _work(fd, queue, pids, size, read, keep, pickle):
+    """Read chunks until the queue is empty, writing each chunk's results as it is read (a
+    pickle a chunk, its memo let go with it): the worker holds one chunk at a time, and the
+    parent takes them in one at a time too."""
     code = 1
     try:
         from .model import Process
         with open(fd, "wb", closefd=False) as out:
-            for start in range(0, len(share), BATCH):  # a pickle per batch (its memo let go with it)
-                batch = [_pack(read(pid), keep, Process) for pid in share[start:start + BATCH]]
+            for first, last in _chunks(queue, len(pids), size):
+                batch = [(index, _pack(read(pids[index]), keep, Process)) for index in range(first, last)]
                 pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
         code = 0
-    except BaseException:  # noqa: BLE001 - the parent reads the share again, and raises there
+    except BaseException:  # noqa: BLE001 - the parent reads its chunks again, and raises there
         pass
     finally:
         os._exit(code)
@@ -185,8 +237,8 @@ def _unpack(result):
 
 
 def _receive(pid, fd, pickle):
-    """The worker's results, one at a time as they are unpickled, or None if it failed
-    (known before any is given: the worker has exited)."""
+    """The worker's (index, result) pairs, one at a time as they are unpickled, or None if it
+    failed (known before any is given: the worker has exited)."""
     try:
         _, status = os.waitpid(pid, 0)
     except BaseException:
@@ -207,8 +259,8 @@ def _results_in(fd, pickle):
                 batch = pickle.load(f)
             except EOFError:
                 return
-            for result in batch:
-                yield _unpack(result)
+            for index, result in batch:
+                yield index, _unpack(result)
 
 
 def _stop(pid):

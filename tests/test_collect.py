@@ -2,19 +2,18 @@
 
 On captures (every view; through the CLI a capture is read in one pass, so
 SMEM_JOBS must change nothing; held whole, by workers) and on live processes
-this test starts, the reports of a parallel and a serial read are identical; and the workers really are other processes, whose results
-come back in pid order.
+this test starts, the reports of a parallel and a serial read are identical; and the workers really are other processes, each
+taking whole chunks, whose results come back in pid order.
 """
 
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
-from smem.collect import collect, workers_for
+from smem.collect import CHUNK, chunk_size, collect, workers_for
 from smem.model import Needs, Selection, load_snapshot
 from smem.options import TableOptions
 from smem.report import make_table
@@ -24,19 +23,44 @@ from smem.views import VIEWS, needs_of
 CAPTURES = [FIXTURES / "captures" / "faithful.tar.gz", FIXTURES / "captures" / "quirks.tar.gz"]
 
 
-def test_workers_read_interleaved_shares_and_results_come_back_in_order():
+def _barrier(directory, readers, seconds=20):
+    """A read that, the first time in each process, waits until ``readers`` processes have
+    begun (so each has taken a chunk before any goes on), then gives (pid, reader)."""
+    def read(pid):
+        mark = directory / str(os.getpid())
+        if not mark.exists():
+            mark.touch()
+            deadline = time.monotonic() + seconds
+            while len(list(directory.iterdir())) < readers and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return pid, os.getpid()
+    return read
+
+
+def test_workers_take_chunks_and_results_come_back_in_order(tmp_path):
     pids = list(range(1, 104))
-    out = collect(pids, lambda pid: (pid, os.getpid()), 3, Needs(counters=frozenset({"Pss"})))
+    out = collect(pids, _barrier(tmp_path, 3), 3, Needs(counters=frozenset({"Pss"})))
     assert [pid for pid, _ in out] == pids
     readers = [reader for _, reader in out]
-    assert len(set(readers)) == 3 and readers[0] == os.getpid()
-    assert readers[:6] == readers[3:6] * 2  # every third pid to the same process
+    assert len(set(readers)) == 3 and os.getpid() in readers
+    size = chunk_size(len(pids))
+    for first in range(0, len(pids), size):  # a chunk is read by one process
+        assert len(set(readers[first:first + size])) == 1
 
 
-def test_a_failing_worker_has_its_share_read_again_here():
+def test_chunks_are_few_enough_for_one_page_of_pipe():
+    assert chunk_size(100) == CHUNK
+    assert -(-1_000_000 // chunk_size(1_000_000)) <= 1024
+    pids = list(range(40_000))  # more than 1,024 chunks of 16
+    assert collect(pids, lambda pid: pid * 2, 2, Needs(counters=frozenset())) == [p * 2 for p in pids]
+
+
+def test_a_failing_worker_has_what_it_took_read_again_here(tmp_path):
     me = os.getpid()
+    wait = _barrier(tmp_path, 2)
 
     def read(pid):
+        wait(pid)
         if os.getpid() != me and pid % 2:
             raise RuntimeError("only in a worker")
         return pid
