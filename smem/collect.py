@@ -94,15 +94,16 @@ def _each(pids, read, workers, needs):
     from .model import rollup_keys
     keep = rollup_keys(needs)
     size = chunk_size(len(pids))
-    queue = _queue(-(-len(pids) // size))
+    nchunks = -(-len(pids) // size)
+    queue = _queue(nchunks)
     if queue is None:  # no pipe: read them all here
         for index, pid in enumerate(pids):
             yield index, read(pid)
         return
-    children = []
+    children = []  # [pid, its results' file]; pid None once it is reaped
     done = bytearray(len(pids))  # what some process has given
     try:
-        for _ in range(1, workers):
+        for _ in range(1, min(workers, nchunks)):
             started = _start(queue, pids, size, read, keep, pickle)
             if started is not None:
                 children.append(started)
@@ -111,19 +112,23 @@ def _each(pids, read, workers, needs):
                 done[index] = 1
                 yield index, read(pids[index])
         while children:
-            pid, fd = children.pop(0)
-            results = _receive(pid, fd, pickle)
-            for index, result in results or ():  # (None: the worker failed; what it took is read below)
-                done[index] = 1
-                yield index, result
+            child = children[0]
+            succeeded = _exited_cleanly(child)
+            with child[1] as results:
+                children.pop(0)
+                if succeeded:  # (else what it took is read below)
+                    for index, result in _results_in(results, pickle):
+                        done[index] = 1
+                        yield index, result
         for index in range(len(pids)):  # the chunks of a worker that failed
             if not done[index]:
                 yield index, read(pids[index])
     finally:
         os.close(queue)
-        for pid, fd in children:  # interrupted: stop and reap the workers left
-            _stop(pid)
-            os.close(fd)
+        for pid, results in children:  # interrupted: stop and reap the workers left
+            if pid is not None:
+                _stop(pid)
+            results.close()
 
 
 def chunk_size(npids):
@@ -134,8 +139,10 @@ def chunk_size(npids):
 
 def _queue(nchunks):
     """The read end of a pipe holding each chunk's number, closed for writing: every process
-    takes the next with one read of its 4 bytes (a pipe gives each reader whole writes of this
-    size) until the pipe is empty.  None where no pipe can be had, or it would not hold them."""
+    takes the next with one read of 4 bytes until the pipe is empty.  The numbers are written
+    at once, at most a page, so they lie in one pipe buffer in whole 4-byte records, and a read
+    holds the pipe's lock: each reader gets whole numbers, and no two the same (pipe(7)).
+    None where no pipe can be had, or it would not hold them."""
     try:
         r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
@@ -165,7 +172,8 @@ def _chunks(queue, npids, size):
 
 
 def _start(queue, pids, size, read, keep, pickle):
-    """(pid, memfd) of a worker taking chunks from ``queue``, or None where none can be started."""
+    """[pid, its results' file] of a worker taking chunks from ``queue``, or None where none
+    can be started."""
     try:
         fd = os.memfd_create("smem-collect", os.MFD_CLOEXEC)
     except (AttributeError, OSError):  # Linux before 3.17, or a sandbox that forbids it
@@ -177,7 +185,7 @@ def _start(queue, pids, size, read, keep, pickle):
         return None
     if pid == 0:  # the worker: never returns
         _work(fd, queue, pids, size, read, keep, pickle)
-    return pid, fd
+    return [pid, open(fd, "rb")]
 
 
 def _work(fd, queue, pids, size, read, keep, pickle):
@@ -236,31 +244,24 @@ def _unpack(result):
     return result
 
 
-def _receive(pid, fd, pickle):
-    """The worker's (index, result) pairs, one at a time as they are unpickled, or None if it
-    failed (known before any is given: the worker has exited)."""
-    try:
-        _, status = os.waitpid(pid, 0)
-    except BaseException:
-        _stop(pid)
-        os.close(fd)
-        raise
-    if os.waitstatus_to_exitcode(status) != 0:
-        os.close(fd)
-        return None
-    return _results_in(fd, pickle)
+def _exited_cleanly(child):
+    """Wait for the worker of ``child`` ([pid, file]) to end, and mark it reaped: whether it
+    wrote all it took (exit status 0) or failed, so that what it took is read again."""
+    _, status = os.waitpid(child[0], 0)
+    child[0] = None
+    return os.waitstatus_to_exitcode(status) == 0
 
 
-def _results_in(fd, pickle):
-    with open(fd, "rb") as f:  # (closes the memfd)
-        f.seek(0)
-        while True:
-            try:
-                batch = pickle.load(f)
-            except EOFError:
-                return
-            for index, result in batch:
-                yield index, _unpack(result)
+def _results_in(results, pickle):
+    """The (index, result) pairs a worker wrote to its memfd, one chunk unpickled at a time."""
+    results.seek(0)
+    while True:
+        try:
+            batch = pickle.load(results)
+        except EOFError:
+            return
+        for index, result in batch:
+            yield index, _unpack(result)
 
 
 def _stop(pid):

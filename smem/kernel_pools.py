@@ -55,7 +55,8 @@ class ZramDevice(NamedTuple):
         return None if used is None else used // 1024
 
 
-#: an empty mapping no one can add to: KernelPools' default (a named tuple's default is shared)
+#: an empty mapping no one can add to: KernelPools' default (a named tuple's default is shared by
+#: every instance); pools stay in the process that read them, so it need not pickle
 _NONE = MappingProxyType({})
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
-from smem.collect import CHUNK, chunk_size, collect, workers_for
+from smem.collect import CHUNK, MAX_CHUNKS, chunk_size, collect, each_result, workers_for
 from smem.model import Needs, Selection, load_snapshot
 from smem.options import TableOptions
 from smem.report import make_table
@@ -48,28 +48,62 @@ def test_workers_take_chunks_and_results_come_back_in_order(tmp_path):
         assert len(set(readers[first:first + size])) == 1
 
 
-def test_chunks_are_few_enough_for_one_page_of_pipe():
+def test_chunks_are_few_enough_for_one_page_of_pipe(tmp_path):
     assert chunk_size(100) == CHUNK
-    assert -(-1_000_000 // chunk_size(1_000_000)) <= 1024
-    pids = list(range(40_000))  # more than 1,024 chunks of 16
-    assert collect(pids, lambda pid: pid * 2, 2, Needs(counters=frozenset())) == [p * 2 for p in pids]
+    assert -(-1_000_000 // chunk_size(1_000_000)) <= MAX_CHUNKS
+    pids = list(range(40_000))  # more than MAX_CHUNKS chunks of CHUNK: bigger chunks, and still a worker
+    out = collect(pids, _barrier(tmp_path, 2), 2, Needs(counters=frozenset()))
+    assert [pid for pid, _ in out] == pids
+    assert len({reader for _, reader in out}) == 2
 
 
 def test_a_failing_worker_has_what_it_took_read_again_here(tmp_path):
+    """Its chunks, sent or not, are read here once: through each_result (what the loader folds)
+    no pid comes twice or is missing."""
     me = os.getpid()
-    wait = _barrier(tmp_path, 2)
+    failing = tmp_path / "failing"
+    taken = []
 
     def read(pid):
-        wait(pid)
-        if os.getpid() != me and pid % 2:
+        if os.getpid() == me and not taken:  # hold this process's first chunk until the worker fails
+            deadline = time.monotonic() + 20
+            while not failing.exists() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        taken.append(pid)
+        if os.getpid() != me and len(taken) > CHUNK:  # in its second chunk, the first one sent
+            failing.touch()
             raise RuntimeError("only in a worker")
-        return pid
-    assert collect(list(range(40)), read, 2, Needs(counters=frozenset())) == list(range(40))
+        return pid, os.getpid()
+    pids = list(range(10 * CHUNK))
+    results = list(each_result(pids, read, 2, Needs(counters=frozenset())))
+    assert failing.exists()
+    assert sorted(pid for pid, _ in results) == pids
+    assert {reader for _, reader in results} == {me}
 
     def broken(pid):
         raise RuntimeError("everywhere")
     with pytest.raises(RuntimeError, match="everywhere"):
         collect(list(range(40)), broken, 2, Needs(counters=frozenset()))
+
+
+def test_interrupted_the_workers_are_stopped_and_nothing_is_left_open(tmp_path):
+    """Ctrl-C while reading: the workers are killed and reaped, their memfds and the queue closed."""
+    me = os.getpid()
+    fds = sorted(os.listdir("/proc/self/fd"))
+    wait = _barrier(tmp_path, 2)
+
+    def read(pid):
+        wait(pid)
+        if os.getpid() == me:
+            raise KeyboardInterrupt
+        time.sleep(0.01)  # (a worker still busy when the parent is interrupted)
+        return pid
+    with pytest.raises(KeyboardInterrupt):
+        collect(list(range(10 * CHUNK)), read, 2, Needs(counters=frozenset()))
+    workers = [int(p.name) for p in tmp_path.iterdir() if int(p.name) != me]
+    assert len(workers) == 1
+    assert not os.path.exists(f"/proc/{workers[0]}")  # killed, and reaped (no zombie left)
+    assert sorted(os.listdir("/proc/self/fd")) == fds
 
 
 def test_how_many_workers(monkeypatch):
