@@ -13,6 +13,10 @@ already cut down to those by the loader; the smaps_rollup's are cut down
 here), never smaps text.  Processes, not threads: parsing holds the GIL, and
 threads were measured slower than one (docs/benchmarks.md).
 
+:func:`each_of_shares` is the form for a stream that only its start can be read
+from (a capture's archive: one gzip stream): each worker walks it too and loads its
+fixed share, every n-th process.
+
 A worker that fails (an error the loader raises rather than counts, a signal)
 sends nothing, and what it took is read again here, so the error, if it is one,
 is raised as a serial run raises it.
@@ -27,7 +31,8 @@ serially: what it would have to send is the text itself.
 
 import os
 
-__all__ = ["collect", "each_result", "workers_for", "chunk_size", "DEFAULT_JOBS", "MIN_PIDS", "CHUNK"]
+__all__ = ["collect", "each_result", "each_of_shares", "workers_for", "chunk_size", "DEFAULT_JOBS", "MIN_PIDS",
+           "CHUNK"]
 
 #: Workers when neither ``jobs`` nor SMEM_JOBS says: 0 = one per usable CPU (above MIN_PIDS).
 DEFAULT_JOBS = 0
@@ -131,6 +136,59 @@ def _each(pids, read, workers, needs):
             results.close()
 
 
+def each_of_shares(share, workers, needs=None):
+    """What ``share(k, workers)`` gives for each k in ``range(workers)``: share 0 here, each
+    item as it comes, the others in forked workers, taken in once share 0 is done.  An item is
+    ``(tag, result)``, the result (see :func:`collect`) sent as the report needs it and the tag
+    as it is.  For a stream that can only be read from its start (a capture's archive), where
+    each worker walks it all and loads every n-th process.  A worker that fails has its share
+    run again here."""
+    if workers <= 1:
+        yield from share(0, 1)
+        return
+    import pickle
+    from .model import rollup_keys
+    keep = rollup_keys(needs)
+    children = []  # [pid, its results' file, its share]; pid None once it is reaped
+    try:
+        for k in range(1, workers):
+            started = _fork(lambda out, k=k: _send(out, share(k, workers), keep, pickle))
+            if started is not None:
+                children.append(started + [k])
+        yield from share(0, workers)
+        for k in range(1, workers):  # the shares no worker could be started for
+            if all(child[2] != k for child in children):
+                yield from share(k, workers)
+        while children:
+            child = children[0]
+            succeeded = _exited_cleanly(child)
+            with child[1] as results:
+                children.pop(0)
+                if succeeded:
+                    for tag, result in _results_in(results, pickle):
+                        yield tag, result
+                else:
+                    yield from share(child[2], workers)
+    finally:
+        for pid, results, _ in children:  # interrupted: stop and reap the workers left
+            if pid is not None:
+                _stop(pid)
+            results.close()
+
+
+def _send(out, items, keep, pickle):
+    """Write ``items`` ((tag, result) pairs) to ``out``, a pickle a chunk of them."""
+    from .model import Process
+    batch = []
+    for tag, result in items:
+        batch.append((tag, _pack(result, keep, Process)))
+        if len(batch) == CHUNK:
+            pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
+            batch = []
+    if batch:
+        pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def chunk_size(npids):
     """Pids to a chunk: few enough that the processes finish together (one chunk of 16 is
     about a millisecond of the kernel's rollups), and at most MAX_CHUNKS chunks."""
@@ -172,38 +230,39 @@ def _chunks(queue, npids, size):
 
 
 def _start(queue, pids, size, read, keep, pickle):
-    """[pid, its results' file] of a worker taking chunks from ``queue``, or None where none
-    can be started."""
+    """[pid, its results' file] of a worker taking chunks from ``queue``, or None."""
+    def work(out):
+        from .model import Process
+        for first, last in _chunks(queue, len(pids), size):
+            batch = [(index, _pack(read(pids[index]), keep, Process)) for index in range(first, last)]
+            pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
+    return _fork(work)
+
+
+def _fork(work):
+    """[pid, its results' file] of a worker that runs ``work(out)``, writing its results to
+    ``out`` (a memfd: a pickle a chunk, the worker holding one chunk at a time, and the
+    parent taking them in one at a time too), or None where none can be started."""
     try:
         fd = os.memfd_create("smem-collect", os.MFD_CLOEXEC)
     except (AttributeError, OSError):  # Linux before 3.17, or a sandbox that forbids it
         return None
     try:
         pid = os.fork()
-    except OSError:  # out of processes or memory: its chunks are read here
+    except OSError:  # out of processes or memory: its work is done here
         os.close(fd)
         return None
     if pid == 0:  # the worker: never returns
-        _work(fd, queue, pids, size, read, keep, pickle)
+        code = 1
+        try:
+            with open(fd, "wb", closefd=False) as out:
+                work(out)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the parent does its work again, and raises there
+            pass
+        finally:
+            os._exit(code)
     return [pid, open(fd, "rb")]
-
-
-def _work(fd, queue, pids, size, read, keep, pickle):
-    """Read chunks until the queue is empty, writing each chunk's results as it is read (a
-    pickle a chunk, its memo let go with it): the worker holds one chunk at a time, and the
-    parent takes them in one at a time too."""
-    code = 1
-    try:
-        from .model import Process
-        with open(fd, "wb", closefd=False) as out:
-            for first, last in _chunks(queue, len(pids), size):
-                batch = [(index, _pack(read(pids[index]), keep, Process)) for index in range(first, last)]
-                pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
-        code = 0
-    except BaseException:  # noqa: BLE001 - the parent reads its chunks again, and raises there
-        pass
-    finally:
-        os._exit(code)
 
 
 def _pack(result, keep, Process):
@@ -253,15 +312,15 @@ def _exited_cleanly(child):
 
 
 def _results_in(results, pickle):
-    """The (index, result) pairs a worker wrote to its memfd, one chunk unpickled at a time."""
+    """The (index or tag, result) pairs a worker wrote to its memfd, a chunk unpickled at a time."""
     results.seek(0)
     while True:
         try:
             batch = pickle.load(results)
         except EOFError:
             return
-        for index, result in batch:
-            yield index, _unpack(result)
+        for tag, result in batch:
+            yield tag, _unpack(result)
 
 
 def _stop(pid):

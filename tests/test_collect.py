@@ -1,9 +1,10 @@
 """Reading processes in worker processes (smem/collect.py) gives what a serial read gives.
 
-On captures (every view; through the CLI a capture is read in one pass, so
-SMEM_JOBS must change nothing; held whole, by workers) and on live processes
-this test starts, the reports of a parallel and a serial read are identical; and the workers really are other processes, each
-taking whole chunks, whose results come back in pid order.
+On captures (every view; read in one pass, each worker walking the archive too and
+loading its share, or held whole, by workers taking chunks) and on live processes this
+test starts, the reports of a parallel and a serial read are identical; and the workers
+really are other processes, each taking whole chunks or its share, whose results come
+back in pid order.
 """
 
 import os
@@ -13,7 +14,7 @@ import time
 import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
-from smem.collect import CHUNK, MAX_CHUNKS, chunk_size, collect, each_result, workers_for
+from smem.collect import CHUNK, MAX_CHUNKS, chunk_size, collect, each_of_shares, each_result, workers_for
 from smem.model import Needs, Selection, load_snapshot
 from smem.options import TableOptions
 from smem.report import make_table
@@ -104,6 +105,21 @@ def test_interrupted_the_workers_are_stopped_and_nothing_is_left_open(tmp_path):
     assert len(workers) == 1
     assert not os.path.exists(f"/proc/{workers[0]}")  # killed, and reaped (no zombie left)
     assert sorted(os.listdir("/proc/self/fd")) == fds
+
+
+def test_shares_are_read_by_workers_and_a_failed_share_again_here():
+    me = os.getpid()
+
+    def share(k, n):
+        for i in range(k, 30, n):
+            if k == 2 and os.getpid() != me:
+                raise RuntimeError("only in a worker")
+            yield k, (i, os.getpid())
+    items = list(each_of_shares(share, 3, Needs(counters=frozenset())))
+    assert sorted(i for _, (i, _) in items) == list(range(30))
+    readers = {k: {reader for tag, (_, reader) in items if tag == k} for k in range(3)}
+    assert readers[0] == {me} and readers[2] == {me}  # share 2 failed in its worker: read here
+    assert len(readers[1]) == 1 and readers[1] != {me}
 
 
 def test_how_many_workers(monkeypatch):

@@ -125,6 +125,51 @@ def test_streamed_held_directory_and_pure_python_give_the_same_bytes(captures):
             assert held.stdout.strip()
 
 
+_FORKED = []  # pids of workers forked while a test below listens (os.register_at_fork)
+
+
+def _note_fork():
+    if _FORKED and _FORKED[0] == "listening":
+        with open(_FORKED[1], "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def test_workers_walk_a_streamed_capture_each_and_give_the_same_bytes(captures, tmp_path):
+    """SMEM_JOBS=3: two workers, each walking the archive from its start and loading every
+    third process (passwd last in the smemcap-like one: -U waits for it in every walker)."""
+    made, _ = captures
+    forks = tmp_path / "forks"
+    for kind, (streamed, _) in made.items():
+        for args in ARGS:
+            serial = run_smem("-S", streamed, *args, env={"SMEM_JOBS": "1"}, check=True)
+            _FORKED[:] = ["listening", forks]
+            try:
+                parallel = run_smem("-S", streamed, *args, env={"SMEM_JOBS": "3"}, check=True)
+            finally:
+                _FORKED[:] = []
+            assert parallel.stdout == serial.stdout, (kind, args)
+            assert parallel.stderr == serial.stderr, (kind, args)
+            assert len(forks.read_text().split()) == 2, (kind, args)
+            forks.unlink()
+
+
+def test_a_replayed_archive_is_walked_apart_from_the_first(captures):
+    """Two walks of one capture file (a process and a worker's) do not move each other's place."""
+    made, _ = captures
+    source = open_source(str(made["recorded"][0]), streamed=True)
+    try:
+        first = source.each_process()
+        pids = [next(first)[0] for _ in range(10)]
+        again = [pid for pid, _ in source.replayed().each_process()]
+        pids += [pid for pid, _ in first]
+        assert pids == again and len(pids) > 50
+    finally:
+        source.close()
+
+
 def _peak_kib(*argv):
     """ru_maxrss (KiB) of ``python -m smem ARGV`` run as its own process."""
     proc = subprocess.Popen([sys.executable, "-m", "smem", *map(str, argv)], stdout=subprocess.DEVNULL,

@@ -42,6 +42,9 @@ MAX_TRAILER_BYTES = 16 << 20
 #: header (a long name, extended attributes) is some KiB.
 MAX_HEADER_BYTES = 16 << 20
 
+#: Decompressed data asked of the decompressor at a time, and at most read ahead of the members.
+READ_AHEAD = 1 << 20
+
 
 
 def read_capture(stream, name):
@@ -94,9 +97,26 @@ class CaptureFile:
         self._f.close()
 
     def stream(self):
-        """The file from its start, to read forward."""
-        self._f.seek(0)
-        return self._f
+        """The file from its start, to read forward: by pread at an offset of its own, so that
+        two readers (a process and a worker forked from it, each walking the archive) do not
+        move each other's place in the file they share."""
+        return io.BufferedReader(_FileFrom(self._f.fileno(), self._size), 1 << 17)
+
+
+class _FileFrom(io.RawIOBase):
+    """A file descriptor read forward from 0 with pread, its offset kept here."""
+
+    def __init__(self, fd, size):
+        self._fd, self._size, self._pos = fd, size, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = os.pread(self._fd, min(len(buffer), max(self._size - self._pos, 0)), self._pos)
+        buffer[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
 
 
 class _XzReader(io.RawIOBase):
@@ -219,6 +239,7 @@ class _Stream:
         self.limit = MAX_HEADER_BYTES  # the largest read: more only for a member's data
         self._last = (0, b"")     # (offset, bytes) of the last read: a seek back may replay it
         self._pending = b""
+        self._ahead, self._ahead_at = b"", 0  # decompressed, not yet read: READ_AHEAD at a time
 
     def _inflate(self, size):
         try:
@@ -236,14 +257,8 @@ class _Stream:
         start = self.pos
         data, self._pending = self._pending[:size], self._pending[size:]
         if len(data) < size:
-            # one growing buffer (joining parts would hold a large member twice)
-            buffer = bytearray(data)
-            while len(buffer) < size:
-                more = self._inflate(min(size - len(buffer), 1 << 20))
-                if not more:
-                    break
-                buffer += more
-            data = buffer if len(buffer) > 1 << 20 else bytes(buffer)
+            more = self._take(size - len(data))
+            data = data + more if data else more
         self.pos += len(data)
         if self.pos > MAX_CAPTURE_BYTES:
             raise CaptureError(f"{self.name}: capture decompresses to more than "
@@ -251,6 +266,30 @@ class _Stream:
         if len(data) <= 1 << 16:
             self._last = (start, data)
         return data
+
+    def _take(self, size):
+        """``size`` bytes (fewer where the data ends) of the decompressed stream: from what was
+        read ahead, the decompressor asked for READ_AHEAD at a time (a capture's 6,000 members
+        are 15,000 reads; each through the gzip module's layers cost more than the inflating).
+        A member of over READ_AHEAD comes as a bytearray, grown in place (joining parts would
+        hold it twice)."""
+        ahead, at = self._ahead, self._ahead_at
+        if at + size <= len(ahead):
+            self._ahead_at = at + size
+            return ahead[at:at + size]
+        buffer = bytearray(memoryview(ahead)[at:])  # (less than size)
+        self._ahead, self._ahead_at = b"", 0
+        while len(buffer) < size:
+            more = self._inflate(READ_AHEAD)
+            if not more:
+                break
+            need = size - len(buffer)
+            if len(more) > need:  # the rest is read ahead, kept as it came
+                buffer += memoryview(more)[:need]
+                self._ahead, self._ahead_at = more, need
+                break
+            buffer += more
+        return buffer if len(buffer) > READ_AHEAD else bytes(buffer)
 
     def skip(self, size):
         """Drop ``size`` bytes; False if the data ends first."""
@@ -462,6 +501,19 @@ class ArchiveSource(CaptureFacts, Source):
         if isinstance(self._data, CaptureFile):
             self._data.close()
         self._data = None
+
+    @property
+    def stored_bytes(self):
+        """The archive's size as stored (compressed), or 0 once it has been read whole."""
+        return len(self._data) if self._data is not None else 0
+
+    def replayed(self):
+        """Another streamed reading of the same archive, from its start (a worker forked
+        before this one is read walks it too, loading its share of the processes), or None
+        once the archive has been read whole."""
+        if STREAMED not in self.capabilities or self._data is None:
+            return None
+        return ArchiveSource(self._data, self.name, self._per_mapping, streamed=True)
 
     def knows_user(self, uid):
         """Whether a user name for ``uid`` is already known for sure while streaming (a

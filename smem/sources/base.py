@@ -55,7 +55,8 @@ SHMEM_MEMBER = "smem/shmem"
 PAGEMAP = "pagemap"      # pagemap, kpagecount and kpageflags can be read from it (--exact live)
 OWN_PID = "own_pid"      # our own pid and our parents are among its processes
 VANISHING = "vanishing"  # a process file that is missing means the process exited meanwhile
-STREAMED = "streamed"    # each_process() hands out the processes in one pass, and only once
+STREAMED = "streamed"    # each_process() hands out the processes in one pass, and only once;
+                         # replayed() is another such source over the same data, read from its start
 
 
 class NeedHeld(Exception):
