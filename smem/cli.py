@@ -115,7 +115,7 @@ selection_options = _bundle(
     click.option("--pid", "pids", metavar="PID[,PID...]", help="Only these processes (in every view)."),
     click.option("--jobs", "-j", type=click.IntRange(min=0), metavar="N",
                  help="Read processes in N processes (0: one per CPU; default: one per CPU from 200 "
-                      "processes up, else 1)."),
+                      "processes up, else 1; a streamed capture: at most 2)."),
     click.option("--max-rss", metavar="SIZE",
                  help="Skip (and list) processes with more than SIZE resident (e.g. 64G): reading a huge "
                       "process's smaps stalls it."),

@@ -136,39 +136,39 @@ def _each(pids, read, workers, needs):
             results.close()
 
 
-def each_of_shares(share, workers, needs=None):
-    """What ``share(k, workers)`` gives for each k in ``range(workers)``: share 0 here, each
-    item as it comes, the others in forked workers, taken in once share 0 is done.  An item is
-    ``(tag, result)``, the result (see :func:`collect`) sent as the report needs it and the tag
-    as it is.  For a stream that can only be read from its start (a capture's archive), where
-    each worker walks it all and loads every n-th process.  A worker that fails has its share
-    run again here."""
+def each_of_shares(shares, workers, needs=None):
+    """What ``shares(mine, workers)`` gives for the shares ``mine`` (a set of numbers in
+    ``range(workers)``) together: share 0 here, each item as it comes, the others in forked
+    workers, taken in once this process's are done.  An item is ``(tag, result)``, the result
+    (see :func:`collect`) sent as the report needs it and the tag as it is.  For a stream that
+    can only be read from its start (a capture's archive), which each worker walks whole: so
+    the shares no worker could be started for are this process's too, and those of the
+    workers that failed are read again here in one walk."""
     if workers <= 1:
-        yield from share(0, 1)
+        yield from shares(frozenset({0}), 1)
         return
     import pickle
     from .model import rollup_keys
     keep = rollup_keys(needs)
     children = []  # [pid, its results' file, its share]; pid None once it is reaped
+    failed = set()
     try:
         for k in range(1, workers):
-            started = _fork(lambda out, k=k: _send(out, share(k, workers), keep, pickle))
+            started = _fork(lambda out, k=k: _send(out, shares(frozenset({k}), workers), keep, pickle))
             if started is not None:
                 children.append(started + [k])
-        yield from share(0, workers)
-        for k in range(1, workers):  # the shares no worker could be started for
-            if all(child[2] != k for child in children):
-                yield from share(k, workers)
+        yield from shares(frozenset(range(workers)) - {child[2] for child in children}, workers)
         while children:
             child = children[0]
             succeeded = _exited_cleanly(child)
             with child[1] as results:
                 children.pop(0)
                 if succeeded:
-                    for tag, result in _results_in(results, pickle):
-                        yield tag, result
+                    yield from _results_in(results, pickle)
                 else:
-                    yield from share(child[2], workers)
+                    failed.add(child[2])
+        if failed:
+            yield from shares(frozenset(failed), workers)
     finally:
         for pid, results, _ in children:  # interrupted: stop and reap the workers left
             if pid is not None:

@@ -84,7 +84,7 @@ def manpage():
         ".TP", "\\fBSMEM_SSH\\fR", "The ssh command for \\fBssh://\\fR sources (default \\fBssh\\fR).",
         ".TP", "\\fBSMEM_SSH_TIMEOUT\\fR",
         f"Seconds an \\fBssh://\\fR host may send nothing before it is given up on (default {DEFAULT_TIMEOUT:g}).",
-        ".TP", "\\fBSMEM_JOBS\\fR", "Worker processes that read /proc, as \\fB\\-\\-jobs\\fR (which wins).",
+        ".TP", "\\fBSMEM_JOBS\\fR", "Worker processes that read /proc or a capture, as \\fB\\-\\-jobs\\fR (which wins).",
         ".TP", "\\fBSMEM_PURE_PYTHON\\fR",
         "Set to 1: the pure-Python smaps parser, not the C one (\\fBsmem \\-\\-version\\fR names the one in use).",
         ".TP", "\\fB_SMEM_COMPLETE\\fR",

@@ -477,8 +477,8 @@ def _load_streamed(source, selection, needs, fold, with_processes, jobs):
     held grows with the capture (-U on a capture whose directories name no users).
 
     With workers (:func:`_streamed_workers`), each walks the archive too, from its start
-    (``source.replayed()``), and loads every n-th process in it: the stream is one (a gzip
-    stream cannot be split), but the processes' parsing is shared.
+    (``source.replayed()``), and loads its share of the processes (every n-th): the stream is
+    one (a gzip stream cannot be split), but the processes' parsing is shared.
     """
     gathered = _Gathered(fold, needs)
     pending = []  # (uid, result) whose -U verdict waits for the user's name
@@ -486,12 +486,13 @@ def _load_streamed(source, selection, needs, fold, with_processes, jobs):
     unfiltered.user = None
     none = frozenset()
 
-    def share(k, n):
-        """(None, result) of the k-th of n shares of the processes, or (uid, result) where
-        the -U verdict waits for the user's name; ``source`` itself walked for share 0."""
-        walked = source if k == 0 else source.replayed()
+    def shares(mine, n):
+        """(None, result) of each process in the shares ``mine`` of n (the processes whose
+        position in the archive is k modulo n, for k in mine), or (uid, result) where the -U
+        verdict waits for the user's name; ``source`` itself walked for share 0."""
+        walked = source if 0 in mine else source.replayed()
         for position, (pid, files) in enumerate(walked.each_process()):
-            if position % n != k or not with_processes or not selection.wants_pid(pid):
+            if position % n not in mine or not with_processes or not selection.wants_pid(pid):
                 continue
             try:
                 process = _load_process(files, pid, unfiltered, none, {}, needs.stat)
@@ -515,7 +516,7 @@ def _load_streamed(source, selection, needs, fold, with_processes, jobs):
     with _collector_paused():
         from .collect import each_of_shares
         workers = _streamed_workers(source, jobs, needs) if with_processes else 1
-        for waiting_for, result in each_of_shares(share, workers, needs):
+        for waiting_for, result in each_of_shares(shares, workers, needs):
             if waiting_for is None:
                 gathered.add(result)
             else:
@@ -530,18 +531,20 @@ def _load_streamed(source, selection, needs, fold, with_processes, jobs):
     return gathered.snapshot(source, meminfo)
 
 
-#: What a compressed capture holds per process, about (gzip: ours 4.6 KiB, C smemcap's 2.7 KiB
-#: at 90 mappings a process): how many processes a streamed archive's size suggests.
-CAPTURE_BYTES_PER_PROCESS = 4096
+#: Walkers of a streamed archive at most: each decompresses all of it (about 200 of the 246 ms
+#: of a C smemcap capture of 1,500 processes), so only the parsing is shared; a third would
+#: save little wall time for another walk's CPU.
+MAX_WALKERS = 2
 
 
 def _streamed_workers(source, jobs, needs):
     """Walkers of a streamed archive: as collect.workers_for decides for the processes its size
-    suggests, where it can be walked again from its start."""
+    suggests, at most MAX_WALKERS, and one where the report keeps each process's mappings (-m
+    on a capture without rollups: sending them back costs what parsing them saved, measured)."""
     from .collect import workers_for
-    if source.replayed() is None:
+    if not source.replayable or needs.mappings:
         return 1
-    return workers_for(jobs, source.stored_bytes // CAPTURE_BYTES_PER_PROCESS, needs)
+    return min(MAX_WALKERS, workers_for(jobs, source.processes_suggested(), needs))
 
 
 @contextlib.contextmanager

@@ -109,17 +109,22 @@ def test_interrupted_the_workers_are_stopped_and_nothing_is_left_open(tmp_path):
 
 def test_shares_are_read_by_workers_and_a_failed_share_again_here():
     me = os.getpid()
+    walks = []
 
-    def share(k, n):
-        for i in range(k, 30, n):
-            if k == 2 and os.getpid() != me:
+    def shares(mine, n):
+        walks.append(sorted(mine))  # (this process's walks only: a worker's list is its own)
+        for i in range(30):
+            if i % n not in mine:
+                continue
+            if 2 in mine and os.getpid() != me:
                 raise RuntimeError("only in a worker")
-            yield k, (i, os.getpid())
-    items = list(each_of_shares(share, 3, Needs(counters=frozenset())))
+            yield i % n, (i, os.getpid())
+    items = list(each_of_shares(shares, 3, Needs(counters=frozenset())))
     assert sorted(i for _, (i, _) in items) == list(range(30))
     readers = {k: {reader for tag, (_, reader) in items if tag == k} for k in range(3)}
     assert readers[0] == {me} and readers[2] == {me}  # share 2 failed in its worker: read here
     assert len(readers[1]) == 1 and readers[1] != {me}
+    assert walks == [[0], [2]]
 
 
 def test_how_many_workers(monkeypatch):

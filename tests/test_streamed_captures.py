@@ -7,6 +7,7 @@ apart), which the streamed reader hands over to it; the captures are made here f
 one (tests/fixtures/captures/faithful.tar.gz).
 """
 
+import gzip
 import io
 import json
 import os
@@ -138,22 +139,38 @@ os.register_at_fork(after_in_child=_note_fork)
 
 
 def test_workers_walk_a_streamed_capture_each_and_give_the_same_bytes(captures, tmp_path):
-    """SMEM_JOBS=3: two workers, each walking the archive from its start and loading every
-    third process (passwd last in the smemcap-like one: -U waits for it in every walker)."""
+    """SMEM_JOBS=3: one worker (MAX_WALKERS), walking the archive from its start and loading
+    every other process (passwd last in the smemcap-like one: -U waits for it in both walkers);
+    none where the report keeps mappings (-m, -M); a capture read whole (its members apart)
+    gives the same bytes too."""
     made, _ = captures
     forks = tmp_path / "forks"
-    for kind, (streamed, _) in made.items():
-        for args in ARGS:
-            serial = run_smem("-S", streamed, *args, env={"SMEM_JOBS": "1"}, check=True)
-            _FORKED[:] = ["listening", forks]
-            try:
-                parallel = run_smem("-S", streamed, *args, env={"SMEM_JOBS": "3"}, check=True)
-            finally:
-                _FORKED[:] = []
-            assert parallel.stdout == serial.stdout, (kind, args)
-            assert parallel.stderr == serial.stderr, (kind, args)
-            assert len(forks.read_text().split()) == 2, (kind, args)
-            forks.unlink()
+    for kind, (streamed, apart) in made.items():
+        for capture in (streamed, apart):
+            for args in ARGS:
+                serial = run_smem("-S", capture, *args, env={"SMEM_JOBS": "1"}, check=True)
+                _FORKED[:] = ["listening", forks]
+                try:
+                    parallel = run_smem("-S", capture, *args, env={"SMEM_JOBS": "3"}, check=True)
+                finally:
+                    _FORKED[:] = []
+                assert parallel.stdout == serial.stdout, (kind, capture, args)
+                assert parallel.stderr == serial.stderr, (kind, capture, args)
+                if capture == streamed:
+                    walkers = 0 if {"-m", "-M"} & set(args) else 1
+                    assert (len(forks.read_text().split()) if forks.exists() else 0) == walkers, (kind, args)
+                forks.unlink(missing_ok=True)
+
+
+def test_a_capture_cut_short_says_so_with_workers_as_without(captures, tmp_path):
+    made, _ = captures
+    whole = made["recorded"][0].read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(gzip.compress(whole)[:len(gzip.compress(whole)) * 2 // 3])
+    serial = run_smem("-S", cut, env={"SMEM_JOBS": "1"})
+    parallel = run_smem("-S", cut, env={"SMEM_JOBS": "2"})
+    assert serial.returncode != 0 and b"truncated or corrupt" in serial.stderr
+    assert (parallel.returncode, parallel.stdout, parallel.stderr) == (serial.returncode, serial.stdout, serial.stderr)
 
 
 def test_a_replayed_archive_is_walked_apart_from_the_first(captures):
