@@ -43,8 +43,9 @@ MAX_TRAILER_BYTES = 16 << 20
 MAX_HEADER_BYTES = 16 << 20
 
 #: Decompressed data asked of the decompressor at a time, and at most read ahead of the members
-#: (1 MiB was no quicker, and 2.6 MiB more at the peak of a report).
-READ_AHEAD = 1 << 18
+#: (a C smemcap capture of 1,510 processes, serial: 303 ms of CPU, 312 at 512 KiB, 338 at 256 KiB;
+#: the peak, 2 MiB more than at 256 KiB).
+READ_AHEAD = 1 << 20
 
 
 
