@@ -62,7 +62,7 @@ _NONE = MappingProxyType({})
 
 class KernelPools(NamedTuple):
     zram: Tuple[ZramDevice, ...] = ()
-    ksm: Mapping[str, int] = _NONE   # KSM_FILES present: counts (general_profit: bytes)
+    ksm: Mapping[str, int] = _NONE                        # KSM_FILES present: counts (general_profit: bytes)
     page_size: Optional[int] = None                       # bytes, of the data's machine
     swaps_known: bool = False                             # /proc/swaps was read
     per_cpu_free_pages: Optional[int] = None              # zoneinfo's pagesets counts

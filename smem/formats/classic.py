@@ -5,7 +5,7 @@ alignment, and ``-a`` counts the totals row too.  Each cell is followed by a
 space; a totals row comes under a line of dashes as wide as the header.
 """
 
-from ..report import CONTROLS, plain_cell, cell_formatter
+from ..report import CONTROLS, cell_formatter, plain_cell
 
 __all__ = ["render"]
 
@@ -38,9 +38,10 @@ def render(rendering):
     """The classic table, as text (one line per row, each cell followed by a space).
 
     Each line is one ``%`` of a template (``%8s`` right, ``%-8s`` left, ``%-27.27s`` cut to
-    27), its control characters replaced once per line (:func:`_printable`).  A column of plain values with none
-    absent is given to it as they are (``%s`` is ``str``); any other is formatted once and its
-    cells held until the lines are laid out (-k and -p columns: 1,500 rows of 4 amounts).
+    27), its control characters replaced once per line (:func:`_printable`).  A column of
+    plain values with none absent is given to it as they are (``%s`` is ``str``); any other is
+    formatted once and its cells held until the lines are laid out (-k and -p columns: 1,500
+    rows of 4 amounts).
     """
     table, options = rendering.table, rendering.options
     formatters = [cell_formatter(c, options, table) for c in table.columns]

@@ -48,7 +48,6 @@ MAX_HEADER_BYTES = 16 << 20
 READ_AHEAD = 1 << 20
 
 
-
 def read_capture(stream, name):
     """The bytes of a capture from a file or pipe, refusing what cannot be one early.
 
@@ -97,7 +96,6 @@ class CaptureFile:
 
     def close(self):
         self._f.close()
-
 
 
 class _ReadFrom(io.RawIOBase):
@@ -207,6 +205,15 @@ _COMPRESSIONS = (
 )
 
 
+def _compression_of(data):
+    """(kind, reader) of the compression ``data`` starts with (by its magic), or None."""
+    head = bytes(data[:8])
+    for magic, kind, reader in _COMPRESSIONS:
+        if head.startswith(magic):
+            return kind, reader
+    return None
+
+
 def _decompression_errors(kind):
     """What a decompressor of ``kind`` raises for damaged or hostile data."""
     errors = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, MemoryError)
@@ -226,14 +233,12 @@ class _Stream:
         self.name = name
         self.kind = None
         self._raw = io.BufferedReader(_ReadFrom(data), 1 << 17)
-        head = bytes(data[:8])
-        for magic, kind, reader in _COMPRESSIONS:
-            if head.startswith(magic):
-                self.kind = kind
-                if kind == "zstd" and _zstd_frames_end(data) is None:
-                    raise CaptureError(f"{name}: zstd data is truncated or corrupt (a frame is cut short)")
-                self._raw = reader(self._raw)
-                break
+        found = _compression_of(data)
+        if found is not None:
+            self.kind, reader = found
+            if self.kind == "zstd" and _zstd_frames_end(data) is None:
+                raise CaptureError(f"{name}: zstd data is truncated or corrupt (a frame is cut short)")
+            self._raw = reader(self._raw)
         self._errors = _decompression_errors(self.kind)
         self.pos = 0
         self.members = 0          # members seen, for the messages
@@ -517,11 +522,11 @@ class ArchiveSource(CaptureFacts, Source):
 
     def processes_suggested(self):
         """About how many processes the archive holds, from its stored size: a process of 90
-        mappings is about 4 KiB compressed (gzip: ours 4.6, C smemcap's 2.7) and 70 KiB in a
-        plain tar (C smemcap's); 0 once read whole."""
+        mappings is about 4 KiB compressed (gzip: ours 4.6, C smemcap's 2.7) and 64-73 KiB in
+        a plain tar (C smemcap's); 0 once read whole."""
         if self._data is None:
             return 0
-        compressed = any(bytes(self._data[:8]).startswith(magic) for magic, _, _ in _COMPRESSIONS)
+        compressed = _compression_of(self._data) is not None
         return len(self._data) // (4 << 10 if compressed else 64 << 10)
 
     def knows_user(self, uid):
