@@ -23,14 +23,44 @@ def _roff(text):
 
 
 def _options(command, ctx):
+    """Each option's names, argument and help, as smem words them: not click's help records,
+    whose layout (arguments listed, ranges and defaults spelt) changes between click releases."""
     lines = []
     for param in command.get_params(ctx):
-        record = param.get_help_record(ctx)
-        if record is None:
+        if not isinstance(param, click.Option) or param.hidden:
             continue
-        names, help_text = record
-        lines += [".TP", f"\\fB{_roff(names)}\\fR", _roff(help_text)]
+        names = ", ".join(sorted(param.opts + param.secondary_opts, key=lambda o: o.startswith("--")))
+        argument = _argument(param)
+        lines += [".TP", f"\\fB{_roff(names + (' ' + argument if argument else ''))}\\fR",
+                  _roff(" ".join((param.help or "").split()) + _extra(param))]
     return lines
+
+
+def _argument(option):
+    """What an option takes: its metavar, else its choices, else nothing for a flag."""
+    if option.is_flag or option.count:
+        return ""
+    if option.metavar:
+        return option.metavar
+    if isinstance(option.type, click.Choice):
+        return "[" + "|".join(map(str, option.type.choices)) + "]"
+    return option.type.name.upper()
+
+
+def _extra(option):
+    """The shown default and the allowed range, in brackets after the help."""
+    extra = []
+    if option.show_default and option.default is not None and not option.is_flag:
+        extra.append(f"default: {option.default}")
+    if isinstance(option.type, (click.IntRange, click.FloatRange)):
+        low, high = option.type.min, option.type.max
+        if low is not None and high is not None:
+            extra.append(f"{low}<=x<={high}")
+        elif low is not None:
+            extra.append(f"x>={low}")
+        elif high is not None:
+            extra.append(f"x<={high}")
+    return f"  [{'; '.join(extra)}]" if extra else ""
 
 
 def manpage():
