@@ -292,9 +292,10 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
         if path is None:
             stream.flush()
     except BrokenPipeError:
-        raise  # a closed pipe: the command line ends quietly
+        raise  # the command line says the capture was cut off, and quiets stdout
     except OSError as e:
-        raise SmemError(f"cannot write the capture: {e.strerror or e}") from None
+        where = f" to {path}" if path is not None else ""
+        raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
     finally:
         source.close()
     if not skipped:

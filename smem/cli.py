@@ -364,8 +364,10 @@ def capture(output, force, host, compression, exact, script):
     try:
         warnings = run_capture(output, sys.stdout.buffer if output is None else None,
                                host=host, compression=compression, exact=exact, force=force)
-    except BrokenPipeError:
-        _quiet_broken_pipe()
+    except BrokenPipeError:  # a reader that stops early (head, a dropped ssh or nc) has half a capture
+        _silence_stdout()
+        raise SmemError("the capture was cut off: standard output was closed before the end "
+                        "(broken pipe); what was written is not a whole capture") from None
     for warning in warnings:
         _warn(warning)
 
@@ -465,9 +467,16 @@ def _write_bytes(data):
         raise SmemError(f"cannot write the report: {e.strerror}") from None
 
 
-def _quiet_broken_pipe():
+def _silence_stdout():
+    """Point stdout at /dev/null, so that the flush at exit does not meet the closed pipe again."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _quiet_broken_pipe():
+    """A report read by ``head``: the reader has what it wanted, so the end is quiet."""
+    _silence_stdout()
     sys.exit(0)
 
 

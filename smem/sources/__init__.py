@@ -42,7 +42,7 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False):
         return DirectorySource(spec)
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # refused unopened: opening may block or act
         raise SourceError(f"{spec}: not a capture file (a device or socket)")
-    name = os.path.basename(spec)
+    name = spec  # errors name the file as the user gave it
     try:
         f = open(spec, "rb")
     except OSError as e:

@@ -553,6 +553,8 @@ class ArchiveSource(CaptureFacts, Source):
                     tar.members = []  # (tarfile keeps every member read: not needed)
                 end = tar.offset
         except tarfile.TarError as e:
+            if "unexpected end of data" in str(e):  # tarfile's words for a member cut short
+                raise CaptureError(f"{self.name}: capture archive is truncated ({e})") from None
             raise CaptureError(f"{self.name}: not a readable capture archive ({e})") from None
         except EOFError:
             raise CaptureError(f"{self.name}: capture archive is truncated") from None

@@ -1,0 +1,130 @@
+"""A capture that cannot be written whole is an error, never a quiet exit 0.
+
+``smem capture`` and ``scripts/smemcap.sh`` write into a pipe a reader closes early
+(``head -c``: what a dropped ssh or nc does) and into a filesystem that fills up (a
+small tmpfs); both say so in one line and exit non-zero, and a file that ``-o`` named is
+not left behind half written.  Reading a capture cut short says so, naming the file as
+the user gave it, whatever its compression.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TESTS, run_smem, run_smem_process
+
+SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
+SMEM = [sys.executable, "-m", "smem"]
+
+
+def _into_closed_pipe(command):
+    """Run ``command`` writing into a pipe whose reader has gone (as ``| head -c 0`` leaves it,
+    and a dropped ssh or nc): its status and what it said on stderr.  The reader is gone before
+    the first write, so the outcome does not hang on whether the capture outgrows the pipe's buffer."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, cwd=TESTS.parent,
+                              stdin=subprocess.DEVNULL, timeout=120)
+    finally:
+        os.close(write_end)
+    return proc.returncode, proc.stderr.decode()
+
+
+@pytest.fixture
+def full_filesystem(tmp_path):
+    """A 32 KiB tmpfs: far smaller than any capture of this machine."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32k", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.process
+def test_smem_capture_into_a_closed_pipe_fails():
+    status, err = _into_closed_pipe([*SMEM, "capture"])
+    assert status == 1
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("smem: the capture was cut off") and "Traceback" not in err
+
+
+@pytest.mark.process
+@pytest.mark.skipif(shutil.which("dash") is None and shutil.which("busybox") is None, reason="no sh to run")
+def test_smemcap_sh_into_a_closed_pipe_fails():
+    shell = shutil.which("dash") or shutil.which("busybox")
+    command = [shell, str(SCRIPT)] if shell.endswith("dash") else [shell, "sh", str(SCRIPT)]
+    status, err = _into_closed_pipe(command)
+    assert status == 1 and "smemcap.sh: writing the capture failed" in err
+
+
+@pytest.mark.process
+def test_smem_capture_onto_a_full_filesystem_fails_and_leaves_no_file(full_filesystem):
+    target = full_filesystem / "box.tgz"
+    proc = run_smem_process("capture", "-o", target)
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == f"smem: cannot write the capture to {target}: No space left on device\n"
+    assert list(full_filesystem.iterdir()) == []
+
+
+@pytest.mark.process
+def test_smem_capture_to_stdout_on_a_full_filesystem_fails(full_filesystem):
+    with open(full_filesystem / "box.tgz", "wb") as out:
+        proc = subprocess.run([*SMEM, "capture"], stdout=out, stderr=subprocess.PIPE, cwd=TESTS.parent)
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == "smem: cannot write the capture: No space left on device\n"
+
+
+@pytest.mark.process
+@pytest.mark.skipif(shutil.which("dash") is None, reason="no dash")
+def test_smemcap_sh_onto_a_full_filesystem_fails_and_leaves_no_file(full_filesystem):
+    target = full_filesystem / "box.tgz"
+    proc = subprocess.run(["dash", str(SCRIPT), str(target)], capture_output=True)
+    assert proc.returncode == 1 and b"writing the capture failed" in proc.stderr
+    assert list(full_filesystem.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def whole_capture(tmp_path_factory):
+    """One uncompressed capture of this machine; the compressed ones are made from it."""
+    path = tmp_path_factory.mktemp("whole") / "box.tar"
+    run_smem_process("capture", "--compression", "none", "-o", path, check=True)
+    return path
+
+
+COMPRESSORS = {
+    "gz": (["gzip", "-c"], "gzip data is truncated"),
+    "bz2": (["bzip2", "-c"], "bzip2 data is truncated"),
+    "xz": (["xz", "-c"], "xz data is truncated"),
+    "zst": (["zstd", "-q", "-c"], "zstd data is truncated"),
+    "tar": (None, "capture archive is truncated"),
+}
+
+
+@pytest.mark.parametrize("kind", COMPRESSORS)
+def test_reading_a_cut_off_capture_says_so_and_names_the_file(kind, whole_capture, tmp_path):
+    program, said = COMPRESSORS[kind]
+    if program is not None and shutil.which(program[0]) is None:
+        pytest.skip(f"no {program[0]}")
+    if kind == "zst":
+        pytest.importorskip("zstandard")
+    data = whole_capture.read_bytes()
+    if program is not None:
+        data = subprocess.run(program, input=data, capture_output=True, check=True).stdout
+    cut = tmp_path / "sub dir" / f"box.{kind}"
+    cut.parent.mkdir()
+    cut.write_bytes(data[: len(data) // 2])
+    proc = run_smem("-S", str(cut))
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert err.startswith(f"smem: {cut}: ") and said in err and err.count("\n") == 1
