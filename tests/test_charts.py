@@ -133,7 +133,7 @@ def test_pie_in_every_format(view, capsys, tmp_path):
     if view == "system":
         assert "other" not in texts
     assert any(t.startswith(VIEWS[view].title.capitalize() + ":") for t in texts)
-    assert any(t.startswith("capture faithful.tar.gz") for t in texts)
+    assert any(t.startswith("capture ") and "faithful.tar.gz" in t for t in texts)
 
 
 @pytest.mark.parametrize("view", list(VIEW_ARGS))
