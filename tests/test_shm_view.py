@@ -181,14 +181,17 @@ def test_totals_count_a_file_once_in_its_mount(live, objects):
 
 def test_a_capture_gives_the_same_rows(live, objects, tmp_path):
     capture = tmp_path / "c.tgz"
+    before = _report()[0]
     res = run_smem("capture", "-o", capture)
     assert res.returncode == 0, res.stderr
+    after = _report()[0]  # read beside the capture, not when the module began: a busy machine moves pages
     captured, warnings = _report("-S", capture)
     assert "has no" not in warnings
-    live_now = live[0]
     keys = ("kind", "name", "size", "used", "rss", "swap", "mapped", "unmapped", "pids", "attached", "processes")
-    assert ({k: {c: r[c] for c in keys} for k, r in _ours(captured, objects).items()}
-            == {k: {c: r[c] for c in keys} for k, r in _ours(live_now, objects).items()})
+
+    def rows(document):
+        return {k: {c: r[c] for c in keys} for k, r in _ours(document, objects).items()}
+    assert rows(captured) in (rows(before), rows(after))
 
 
 def test_an_old_capture_shows_what_it_can_and_says_what_is_missing():
