@@ -131,8 +131,10 @@ def run_smem_process(*args, input=None, env=None, check=False):
 #: The interpreter may live under /root, unreadable once we are nobody, so everything smem
 #: could need is imported first; then the code that follows runs as an unprivileged user.
 AS_NOBODY = ("import os, sys, difflib, socket, time, json, csv, io, tarfile, gzip, bz2, lzma, pwd, grp, "
-             "concurrent.futures.thread, numpy, smem.cli, smem.formats, smem.exact, smem.sizing, "
-             "smem.sources.archive; os.setgroups([]); os.setgid(65534); os.setuid(65534); ")
+             "importlib.util, concurrent.futures.thread, smem.cli, smem.formats, smem.sizing, "
+             "smem.sources.archive; "
+             "[__import__(m) for m in ('numpy', 'smem.exact') if importlib.util.find_spec('numpy')]; "
+             "os.setgroups([]); os.setgid(65534); os.setuid(65534); ")
 
 
 def without_rollups(capture, out):

@@ -25,8 +25,9 @@ import subprocess
 import sys
 import tarfile
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 
 from smem import exact
 from smem.capture_writer import write_capture

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytest.importorskip("numpy", reason="--exact needs smem[exact]")
+
 from conftest import AS_NOBODY, run_smem, run_smem_process
 from workload import PAGE_KIB, forked_workers
 

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-import hostile_corpus as hc
+pytest.importorskip("zstandard", reason="the corpus has zstd archives: smem[compression]")
+import hostile_corpus as hc  # noqa: E402
 from conftest import TESTS, run_smem
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
 from smem.sources import open_source

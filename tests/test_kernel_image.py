@@ -12,6 +12,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -284,6 +285,9 @@ def compress(kind: str, data: bytes) -> bytes:
     cmd, size_append = COMPRESSORS[kind]
     if shutil.which(cmd[0]) is None:
         pytest.skip(f"{cmd[0]} not installed")
+    module = {"zstd": "zstandard", "lz4": "lz4"}.get(kind)
+    if module is not None:
+        pytest.importorskip(module, reason=f"smem reads {kind} kernels with smem[compression]")
     out = subprocess.run(cmd, input=data, capture_output=True, check=True).stdout
     return out + (struct.pack("<I", len(data)) if size_append else b"")
 
@@ -463,3 +467,21 @@ def test_real_distribution_vmlinuz(tmp_path):
     assert (r.text, r.data, r.bss, r.total) == expected
     assert r.format.startswith("bzImage (boot protocol 2.")
     assert ours(extracted.read_bytes()) == expected
+
+
+def test_a_false_zstd_magic_does_not_stop_the_search_without_zstandard(vmlinux, vmlinux_size, tmp_path):
+    """Without the zstandard package (smem[compression] not installed), junk that happens to hold
+    a zstd magic is passed over and the gzip stream behind it still found; a kernel that is zstd
+    alone names the package to install."""
+    gzip_image = tmp_path / "gzip.img"
+    gzip_image.write_bytes(b"junk \x28\xb5\x2f\xfd\x00\x58 junk" + compress("gzip", vmlinux))
+    code = ("import sys; sys.modules['zstandard'] = None\n"  # as if not installed
+            "from smem.parsers.kernel_image import kernel_image_size\n"
+            "from smem.errors import KernelImageError\n"
+            "r = kernel_image_size(open(sys.argv[1], 'rb').read()); print(r.text, r.data, r.bss, r.total)\n"
+            "try:\n    kernel_image_size(b'\\x28\\xb5\\x2f\\xfd' + bytes(64))\n"
+            "except KernelImageError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(gzip_image)], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], check=True).stdout.splitlines()
+    assert tuple(map(int, out[0].split())) == vmlinux_size
+    assert out[1] == "this kernel is zstd-compressed: install the Python package 'zstandard'"

@@ -62,6 +62,7 @@ def test_reading_a_capture_from_a_terminal_is_refused():
 
 
 def test_exact_totals_say_they_are_one_group():
+    pytest.importorskip("numpy", reason="--exact needs smem[exact]")
     proc = run_smem("--exact", "-u", "-t")
     if b"showing the smaps figures" in proc.stderr:
         pytest.skip("exact accounting is not available here (root and /proc/kpagecount)")

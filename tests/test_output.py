@@ -1,5 +1,6 @@
 """-o as root: never through another user's link, never over what is not ours to replace."""
 
+import importlib.util
 import os
 import signal
 import stat
@@ -15,6 +16,8 @@ CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 NOBODY = 65534
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")
+#: the tests that write a chart through -o (the file rules are the same as for a capture)
+charts = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="charts need smem[charts]")
 
 
 def _as_nobody(action):
@@ -61,7 +64,7 @@ def _one_error_line(proc):
     return lines[0]
 
 
-@pytest.mark.parametrize("command", ["chart", "capture"])
+@pytest.mark.parametrize("command", [pytest.param("chart", marks=charts), "capture"])
 def test_a_link_planted_by_another_user_is_not_followed(sticky_tmp, secret, command):
     link = sticky_tmp / ("chart.png" if command == "chart" else "box.tgz")
     _as_nobody(lambda: os.symlink(secret, link))
@@ -77,6 +80,7 @@ def test_a_link_planted_by_another_user_is_not_followed(sticky_tmp, secret, comm
     assert secret.read_bytes() == b"root:only\n"
 
 
+@charts
 def test_a_directory_link_planted_by_another_user_is_not_a_way_out(sticky_tmp, tmp_path):
     """A link on the way is another user's: nothing is made, rewritten or replaced behind it,
     whatever the file there holds (an empty file, an old chart) and with --force too."""
@@ -97,6 +101,7 @@ def test_a_directory_link_planted_by_another_user_is_not_a_way_out(sticky_tmp, t
     assert (victim / "new.png").read_bytes().startswith(b"\x89PNG")
 
 
+@charts
 def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
     real = tmp_path / "real.png"
     link = tmp_path / "link.png"
@@ -107,6 +112,7 @@ def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["link.png", "real.png"]
 
 
+@charts
 def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(tmp_path):
     out = tmp_path / "notes.svg"
     out.write_bytes(b"my notes, not a chart\n")
@@ -124,6 +130,7 @@ def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(t
     assert empty.read_bytes().startswith(b"\x89PNG")
 
 
+@charts
 def test_an_old_chart_is_rewritten_in_place_keeping_owner_and_mode(tmp_path):
     out = tmp_path / "report.png"
     assert run_smem("-S", CAPTURE, "--pie", "name", "-o", out).returncode == 0
@@ -137,6 +144,7 @@ def test_an_old_chart_is_rewritten_in_place_keeping_owner_and_mode(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["report.png"]
 
 
+@charts
 def test_force_gives_the_name_to_a_new_file_and_writes_through_no_link(tmp_path):
     out = tmp_path / "report.png"
     out.write_bytes(b"hand-made\n")
@@ -161,6 +169,7 @@ def test_capture_replaces_a_capture_not_a_file(tmp_path):
     assert notes.read_bytes() == b"keep me\n"
 
 
+@charts
 def test_devices_and_directories_are_refused(tmp_path):
     block = tmp_path / "disk.png"
     char = tmp_path / "null.png"
@@ -186,6 +195,7 @@ def test_a_fifo_without_a_reader_is_an_error_not_a_hang(tmp_path):
     assert time.monotonic() - started < 30
 
 
+@charts
 def test_a_new_file_follows_the_umask(tmp_path):
     out = tmp_path / "new.svg"
     code = ("import os, sys; os.umask(0o027); from smem.cli import main; "
@@ -247,6 +257,7 @@ def test_a_fifo_reader_that_goes_away_is_an_error(tmp_path):
     assert proc.returncode == 1 and "reader went away" in err, err
 
 
+@charts
 def test_a_planted_hard_link_is_not_written_through(tmp_path):
     """A second name for a file elsewhere (a root file that happens to be a chart, or empty)."""
     elsewhere = tmp_path / "precious.png"

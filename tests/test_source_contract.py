@@ -59,16 +59,21 @@ def test_the_machine_is_the_datas_not_ours(tmp_path):
     machine = open_source(str(root)).machine()
     assert machine == Machine(page_size=16384, kernel="6.1.0-rpi", arch="aarch64", hostname="box",
                               epoch=1700000000)
-    # the page size is what pagemap arithmetic uses for this data
+    live = LiveSource().machine()
+    assert live.page_size == os.sysconf("SC_PAGE_SIZE") and live.kernel == os.uname().release
+
+
+def test_pagemap_arithmetic_takes_the_datas_page_size(tmp_path):
+    pytest.importorskip("numpy", reason="--exact needs smem[exact]")
+    from smem.errors import CaptureError
     from smem.exact import PagemapReader
+    root = _extract(tmp_path, tmp_path / "cap")
+    (root / "capture-info").write_bytes(b"pagesize=16384\nkernel=6.1.0-rpi\n")
     assert PagemapReader(open_source(str(root))).page_size == 16384
     # a capture that does not say is not given this machine's page size
     (root / "capture-info").write_bytes(b"kernel=6.1.0\n")
-    from smem.errors import CaptureError
     with pytest.raises(CaptureError, match="page size"):
         PagemapReader(open_source(str(root)))
-    live = LiveSource().machine()
-    assert live.page_size == os.sysconf("SC_PAGE_SIZE") and live.kernel == os.uname().release
 
 
 def test_bad_facts_are_unknown_not_wrong():

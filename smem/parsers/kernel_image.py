@@ -106,8 +106,16 @@ def kernel_image_size(data: bytes, *, limit: int = MAX_DECOMPRESSED) -> KernelIm
             text, dat, bss, fmt = _elf_size(memoryview(found))
             return KernelImageSize(text, dat, bss, "%s-compressed %s at offset %#x" % (kind, fmt, offset))
 
+    missing = [p for p in problems if isinstance(p, _MissingDecompressor)]
+    if missing:  # none it could read held the kernel: say which package would read the rest
+        raise missing[0]
     detail = "; ".join(dict.fromkeys(problems))  # unique, in order
     raise KernelImageError(_EXPECTED + (" (%s)" % detail if detail else ""))
+
+
+class _MissingDecompressor(KernelImageError):
+    """A stream whose decompressor is an optional package that is not installed: said only when
+    no other stream of the image held the kernel (a false magic in junk must not stop the search)."""
 
 
 # --------------------------------------------------------------------------
@@ -324,6 +332,9 @@ def _try_stream(kind: str, view: memoryview, problems: list[str], limit: int) ->
             if len(out) > limit:
                 raise KernelImageError("%s stream decompresses to more than %g MiB; refusing it"
                                        % (kind, limit / 2**20))
+    except _MissingDecompressor as e:
+        problems.append(e)
+        return None
     except _STREAM_ERRORS as e:
         if len(out) >= 4:   # a vmlinux that breaks off: worth reporting
             problems.append("%s stream is corrupt after %d bytes (%s)" % (kind, len(out), e))
@@ -377,7 +388,7 @@ def _zstd_chunks(view: memoryview) -> Iterator[bytes]:
     # The stream reader gives at most _CHUNK bytes a call, however few bytes of
     # input they come from (a 4-byte block can expand to 128 KiB).
     if _zstandard is None:
-        raise KernelImageError("this kernel is zstd-compressed: install the Python package 'zstandard'")
+        raise _MissingDecompressor("this kernel is zstd-compressed: install the Python package 'zstandard'")
     reader = _zstandard.ZstdDecompressor().stream_reader(view, read_across_frames=False)
     while True:
         chunk = reader.read(_CHUNK)
@@ -396,7 +407,7 @@ def _lz4_legacy_chunks(view: memoryview) -> Iterator[bytes]:
     # [u32 LE compressed size][data], each of which decompresses to 8 MiB
     # except the last.  The kernel appends the uncompressed size after it.
     if _lz4_block is None:
-        raise KernelImageError("this kernel is lz4-compressed: install the Python package 'lz4'")
+        raise _MissingDecompressor("this kernel is lz4-compressed: install the Python package 'lz4'")
     pos = 4
     while pos + 4 <= len(view):
         size = struct.unpack_from("<I", view, pos)[0]
