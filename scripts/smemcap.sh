@@ -338,6 +338,8 @@ have_stat=
 command -v stat >/dev/null 2>&1 && have_stat=1
 have_rollup=
 [ -e /proc/self/smaps_rollup ] && have_rollup=1
+have_readlink=
+command -v readlink >/dev/null 2>&1 && have_readlink=1
 
 # /proc/N is owned by the task's effective uid/gid (as smem's os.stat sees
 # it); status's second Uid:/Gid: field is the effective id.
@@ -360,6 +362,22 @@ owner() {
 	[ -n "$u" ] && [ -n "$g" ] && echo "$u:$g"
 }
 
+# The fdinfo of the process's DRM/accel clients and dma-bufs (GPU and dma-buf memory),
+# as N/fdinfo/FD; fds closed meanwhile, or unreadable, are left out.
+copy_device_fds() {
+	for f in "$1"/fd/[0-9]*; do
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		case $(readlink "$f" 2>/dev/null) in
+		/dev/dri/* | /dev/accel/* | /dmabuf:* | anon_inode:dmabuf) ;;
+		*) continue ;;
+		esac
+		fd=${f##*/}
+		[ -d "$2/fdinfo" ] || mkdir "$2/fdinfo" || return 0
+		cat "$1/fdinfo/$fd" >"$2/fdinfo/$fd" 2>/dev/null || rm -f -- "$2/fdinfo/$fd"
+	done
+	return 0
+}
+
 # Copies one process; fails if it vanished or is unreadable.
 copy_pid() {
 	src=/proc/$1
@@ -375,6 +393,7 @@ copy_pid() {
 	cat "$src/status" >"$dst/status" 2>/dev/null || return 1
 	# the memory cgroup, for smem --cgroup (absent on kernels without cgroups)
 	cat "$src/cgroup" >"$dst/cgroup" 2>/dev/null || rm -f -- "$dst/cgroup"
+	[ -n "$have_readlink" ] && copy_device_fds "$src" "$dst"
 	if [ "$myuid" = 0 ]; then
 		o=$(owner "$1" "$dst") || return 1
 		chown -R "$o" "$dst" 2>/dev/null || return 1

@@ -6,6 +6,7 @@ the kernel's boot "Memory:" line for the system view; ``zoneinfo`` and ``swaps``
 the system view's breakdown; ``sysvipc/shm`` and the ``smem/shmem`` inventory (tmpfs
 mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys, and the
 cgroup v2 ``memory.stat`` of each process's cgroup (its zswap share, for the ``zswap`` column);
+the ``fdinfo/FD`` of each process's DRM and dma-buf descriptors (GPU and dma-buf memory);
 ``passwd`` lines for the users that own processes; and ``capture-info`` with the
 machine's facts.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
@@ -135,6 +136,8 @@ def write_capture(source, fileobj, compression="gz", exact=False):
             out.directory(str(pid), uid, uname)
             for name, data in files.items():
                 out.file(f"{pid}/{name}", data)
+            for fd, data in source.device_fdinfo(pid) or ():
+                out.file(f"{pid}/fdinfo/{fd}", data)
             written += 1
             if "cgroup" in files:
                 cgroup = cgroup_v2_path(files["cgroup"])

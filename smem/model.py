@@ -72,7 +72,7 @@ class Process:
     """
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
-                 "status", "cgroup", "ksm_kib", "read_seconds", "_totals", "_mapped")
+                 "status", "cgroup", "ksm_kib", "devices", "read_seconds", "_totals", "_mapped")
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
@@ -86,6 +86,7 @@ class Process:
         self.status = None
         self.cgroup = None        # memory cgroup path, when read
         self.ksm_kib = None       # pages KSM merged, from /proc/PID/ksm_merging_pages, when read
+        self.devices = None       # device_memory.DeviceHandles (GPU clients, dma-bufs), when read
         self.read_seconds = None  # how long its smaps took to read (live sources)
         self._totals = None
         self._mapped = None       # whether it mapped anything, once its mappings are summed and let go
@@ -95,17 +96,19 @@ class Process:
         (smem.collect).  A tuple pickles in C; a slotted object calls copyreg per process (at
         1,500 processes, 10 ms of the worker's time and 5 of the parent's)."""
         return (self.pid, self.name, self.cmdline, self.uid, self.user, self.stat, self.rollup, self.status,
-                self.cgroup, self.ksm_kib, self.read_seconds, self._totals, self._mapped)
+                self.cgroup, self.ksm_kib, self.devices, self.read_seconds, self._totals, self._mapped)
 
     @classmethod
     def received(cls, fields, mappings=None):
         """The process :meth:`sent` gave ``fields`` of, with ``mappings``."""
-        pid, name, cmdline, uid, user, stat, rollup, status, cgroup, ksm_kib, read_seconds, totals, mapped = fields
+        (pid, name, cmdline, uid, user, stat, rollup, status, cgroup, ksm_kib, devices, read_seconds, totals,
+         mapped) = fields
         process = cls(pid, name, cmdline, uid, user, stat, mappings)
         process.rollup = rollup
         process.status = status
         process.cgroup = cgroup
         process.ksm_kib = ksm_kib
+        process.devices = devices
         process.read_seconds = read_seconds
         process._totals = totals
         process._mapped = mapped
@@ -177,6 +180,7 @@ class Needs:
     ``pools``: the zram devices and KSM counters (smem.kernel_pools, system files);
     ``ksm``: /proc/PID/ksm_merging_pages where smaps has no ``KSM:`` line (Linux 5.19-6.5);
     ``stat``: /proc/PID/stat of every process (see :attr:`stat`);
+    ``devices``: the fdinfo of its DRM and dma-buf fds (smem.device_memory);
     ``counters``: the smaps counters the report reads per mapping.  Once a
     process's mappings are parsed, only these are kept and its smaps text is
     let go, so memory does not grow with the text of every process (None:
@@ -198,8 +202,9 @@ class Needs:
     stat = True
 
     def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None,
-                 pools=False, ksm=False, stat=True):
+                 pools=False, ksm=False, stat=True, devices=False):
         self.stat = stat
+        self.devices = devices
         self.pools = pools
         self.ksm = ksm
         self.mappings = mappings
@@ -337,6 +342,7 @@ class Snapshot:
         self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
         self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
         self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
+        self.devices = None             # {pid: device_memory.DeviceShare}, when asked for
         self.folded = None              # the view's sums, where the loader folded processes into them
         self.selected = False           # -P, -U or --pid left processes out of what was read
 
@@ -465,6 +471,9 @@ class _Gathered:
         if self.needs.pools:
             from .kernel_pools import read_kernel_pools
             snapshot.pools = read_kernel_pools(source, (p.cgroup for p in self.processes if p.cgroup))
+        if self.needs.devices:
+            from .device_memory import device_shares
+            snapshot.devices = device_shares(self.processes)
         return snapshot
 
 
@@ -686,6 +695,9 @@ def _load_counters(source, process, selection, needs):
         process.status = status
     if needs.ksm and totals.get("KSM") is None:
         process.ksm_kib = _ksm_merging_kib(source, pid)
+    if needs.devices:
+        from .device_memory import read_device_handles
+        process.devices = read_device_handles(source, pid)
     if needs.cgroup:
         from .parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
         raw = source.read_optional(f"{pid}/cgroup")

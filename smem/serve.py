@@ -45,8 +45,9 @@ __all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "TE
 #: services), not with the number of processes; and the system's areas
 COMPANIONS = ("program", "user", "cgroup", "system")
 
-#: beyond each view's default columns (swap uss pss rss, the count; -w's used cache noncache)
-EXTRA_COLUMNS = ("swappss",)
+#: beyond each view's default columns (swap uss pss rss, the count; -w's used cache noncache): the
+#: proportional swap and GPU memory (read from the fds of every process: DRM clients, dma-bufs)
+EXTRA_COLUMNS = ("swappss", "gpu", "gpushared")
 
 TEXTFILE_NAME = "smem.prom"
 

@@ -229,6 +229,12 @@ VIEWS = ([], ["-u"], ["-m"], ["-w"], ["-t", "-k", "-p"], ["-F", "json"], ["-F", 
 CHARTED = ("smaps", "meminfo", "cmdline", "stat")
 
 
+DRM_FDINFO = (b"pos:\t0\nflags:\t02100002\nmnt_id:\t24\nino:\t1204\ndrm-driver:\tamdgpu\ndrm-client-id:\t30\n"
+              b"drm-pdev:\t0000:04:00.0\ndrm-total-vram:\t544428 KiB\ndrm-shared-vram:\t13584 KiB\n"
+              b"drm-resident-vram:\t544428 KiB\ndrm-memory-gtt: \t22528 KiB\ndrm-engine-gfx:\t39456116802 ns\n")
+DMABUF_FDINFO = b"pos:\t0\nflags:\t02000000\nmnt_id:\t10\nino:\t180\nsize:\t16384\ncount:\t10\nexp_name:\tdrm\n"
+
+
 def _garbage(seed, n):
     return random.Random(seed).randbytes(n)
 
@@ -423,6 +429,16 @@ def make_cases(tmp):
                 chart = ["--pie", "name", "-o", f"{tmp}/pie.png"] if len(cases) % 2 else \
                     ["--bar", "pid", "-o", f"{tmp}/bar.svg"]
                 capture_case(f"{fname}: {variant}, {chart[0]}", _with_file(fname, content), chart)
+
+    # device fdinfo (GPU clients, dma-bufs): each hostile variant as fd 7 of one process and fd 3 of
+    # another, read by the GPU columns in the formats
+    device_views = (["-t"], ["-F", "json"], ["-F", "openmetrics"], ["-u", "-t", "-p"], ["-F", "csv"], ["-g", "-k"])
+    for fname, original in (("drm", DRM_FDINFO), ("dma-buf", DMABUF_FDINFO)):
+        for n, (variant, content) in enumerate(_field_variants(original).items()):
+            processes = {1234: process_files(**{"fdinfo/7": content}),
+                         1235: process_files(1235, **{"fdinfo/3": content})}
+            capture_case(f"fdinfo {fname}: {variant}", tar_of(capture_members(processes=processes)),
+                         ["-c", "pid gpu gpushared gpuvram"] + device_views[n % len(device_views)])
 
     # absurd figures
     for args in ([], ["--pie", "name", "-o", f"{tmp}/big70.png"], ["--bar", "pid", "-o", f"{tmp}/big70.svg"],

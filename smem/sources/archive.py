@@ -470,7 +470,7 @@ class ArchiveSource(CaptureFacts, Source):
             head, sep, leaf = path.partition("/")
             if not (sep and is_pid_name(head)):
                 return True  # a global member: small, kept
-            return leaf in PROCESS_FILES
+            return is_process_file(leaf)
 
         def finish(pid, files):
             if not per_mapping and files.get(f"{pid}/smaps_rollup"):
@@ -597,6 +597,9 @@ class ArchiveSource(CaptureFacts, Source):
         prefix = f"sys/{path}/"
         return sorted({p[len(prefix):].partition("/")[0] for p in self._files if p.startswith(prefix)})
 
+    def device_fdinfo(self, pid):
+        return _fdinfo_members(self._files, pid)
+
     def pids(self):
         pids = set(self._dirs)
         for path in self._files:
@@ -624,8 +627,22 @@ def _member(files, path):
         raise FileNotFoundError(2, "not in capture", path) from None
 
 
-#: The files of a process the loader reads (smem.model): a streamed archive keeps only these.
+#: The files of a process the loader reads (smem.model): a streamed archive keeps only these,
+#: and its ``fdinfo/FD`` members (is_process_file).
 PROCESS_FILES = frozenset({"cmdline", "stat", "status", "smaps", "smaps_rollup", "cgroup"})
+
+
+def is_process_file(leaf):
+    return leaf in PROCESS_FILES or leaf.startswith("fdinfo/")
+
+
+def _fdinfo_members(files, pid):
+    """[(fd, bytes)] of the ``PID/fdinfo/FD`` members of ``files``, in fd order; None where the
+    process has none (a capture made before captures carried them, or a process without)."""
+    prefix = f"{pid}/fdinfo/"
+    found = sorted((int(path[len(prefix):]), bytes(content)) for path, content in files.items()
+                   if path.startswith(prefix) and is_pid_name(path[len(prefix):]))
+    return found or None
 
 
 class _ProcessFiles(Source):
@@ -642,6 +659,9 @@ class _ProcessFiles(Source):
 
     def read(self, path):
         return _member(self._files, path)
+
+    def device_fdinfo(self, pid):
+        return _fdinfo_members(self._files, pid)
 
     def owner(self, pid):
         uid = self._archive._dirs.get(pid)

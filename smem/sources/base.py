@@ -156,6 +156,13 @@ class Source(abc.ABC):
         none (a capture older than the member).  A capture holds it; the live system makes it."""
         return self.read_optional(SHMEM_MEMBER)
 
+    def device_fdinfo(self, pid):
+        """[(fd, fdinfo bytes)] of the descriptors of ``pid`` that hold device memory (DRM and
+        accel clients, dma-bufs), in fd order; None where they cannot be listed (another
+        user's process, a capture made before captures carried them).  A capture holds them as
+        ``N/fdinfo/FD`` members; the live system picks them by their links."""
+        return None
+
     def read_sys(self, path):
         """The /sys file ``path`` ("kernel/mm/ksm/pages_shared") as bytes; a capture keeps /sys
         files under ``sys/``.  FileNotFoundError where it has none."""

@@ -18,7 +18,7 @@ import stat
 from ..errors import CaptureError, SourceError
 from .base import MAX_FRAME_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name, member_limit, size_text
 
-__all__ = ["LiveSource", "file_kind"]
+__all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
 
 
 def file_kind(mode):
@@ -141,6 +141,31 @@ class LiveSource(Source):
         from .shmem_probe import probe_shmem  # statfs, cachestat: only for --shm and captures
         return probe_shmem(self.proc, self.pids())
 
+    def device_fdinfo(self, pid):
+        if not self.local:
+            try:
+                fd = self._open_directory(f"{pid}/fdinfo")
+            except OSError:
+                return None
+            try:
+                names = os.listdir(fd)
+            finally:
+                os.close(fd)
+            return _fdinfo_read(self, pid, names)
+        fd_dir = f"{self.proc}/{pid}/fd"
+        try:
+            names = os.listdir(fd_dir)
+        except OSError:
+            return None
+        held = []
+        for name in names:
+            try:
+                if is_device_memory_link(os.readlink(f"{fd_dir}/{name}")):
+                    held.append(name)
+            except OSError:
+                continue  # closed meanwhile
+        return _fdinfo_read(self, pid, held)
+
     def read_sys(self, path):
         if not self.local:
             return super().read_sys(path)
@@ -223,6 +248,26 @@ class LiveSource(Source):
             if fd != self._proc_fd:
                 os.close(fd)
         raise PermissionError(errno.EACCES, f"{file_kind(mode)} in the capture, not a file: not read", path)
+
+
+#: What the link of a descriptor holding device memory starts with: a DRM or accel device
+#: node, or a dma-buf (``/dmabuf:NAME`` since Linux 5.3, ``anon_inode:dmabuf`` before).
+DEVICE_MEMORY_LINKS = ("/dev/dri/", "/dev/accel/", "/dmabuf:", "anon_inode:dmabuf")
+
+
+def is_device_memory_link(link):
+    return link.startswith(DEVICE_MEMORY_LINKS)
+
+
+def _fdinfo_read(source, pid, names):
+    """[(fd, fdinfo bytes)] of the fds ``names`` of ``pid`` still open and readable."""
+    found = []
+    for name in sorted((n for n in names if n.isascii() and n.isdigit() and len(n) <= 10), key=int):
+        try:
+            found.append((int(name), source.read(f"{pid}/fdinfo/{name}")))
+        except (OSError, CaptureError):
+            continue
+    return found
 
 
 def _check_relative(path):

@@ -19,7 +19,7 @@ _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 
 class GroupRow:
-    __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "_split", "_status")
+    __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "devices", "_split", "_status")
 
     def __init__(self, key, label):
         self.key = key
@@ -28,6 +28,7 @@ class GroupRow:
         self.totals = Sums([])
         self.exact = None  # ExactFigures of the group under --exact
         self.swap_ratios = (None, None)  # kernel_pools.SwapRamRatios.of_group of its processes
+        self.devices = None  # device_memory.DeviceShare: its processes' summed
         self._split = False
         self._status = None
 
@@ -85,9 +86,13 @@ def group_rows(snapshot, key, label):
             row = groups[k] = GroupRow(k, label(process))
         row.add(process)
     ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
+    devices = snapshot.devices
     for row in groups.values():
         row.close()
         row.swap_ratios = ratios.of_group(row.processes)
+        if devices:
+            from ..device_memory import sum_shares
+            row.devices = sum_shares(devices.get(p.pid) for p in row.processes)
     exact = snapshot.exact
     if exact is not None:
         figures = exact.groups({k: row.member_pids for k, row in groups.items()})
@@ -99,7 +104,8 @@ def group_rows(snapshot, key, label):
 def _memory():
     return memory_columns(lambda r: r.totals, lambda r: r.split,
                           lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"},
-                          ksm_of=lambda r: r.ksm, swap_ratios_of=lambda r: r.swap_ratios) + \
+                          ksm_of=lambda r: r.ksm, swap_ratios_of=lambda r: r.swap_ratios,
+                          devices_of=lambda r: r.devices) + \
         exact_columns(lambda r: r.exact)
 
 

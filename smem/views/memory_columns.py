@@ -44,13 +44,41 @@ def _swap_ram(totals_of, ratios_of, index):
     return get
 
 
+def _device(devices_of, field, kind=None):
+    def get(r):
+        share = devices_of(r)
+        if share is None:
+            return None
+        return share.region(kind) if kind is not None else getattr(share, field)
+    return get
+
+
+def device_columns(devices_of):
+    """GPU memory per client counted once and split between its holders (smem.device_memory);
+    ``devices_of``: a row's DeviceShare, or None."""
+    from ..device_memory import REGION_KINDS
+    columns = [
+        _wide("gpu", "GPU", _device(devices_of, "gpu"),
+              "GPU memory resident and its own (less what its clients share), a client held by k "
+              "processes split 1/k (DRM fdinfo; - without a GPU client)", needs={"devices"}),
+        _wide("gpushared", "GPUShared", _device(devices_of, "gpushared"),
+              "GPU memory its clients share with other clients, in full (DRM fdinfo drm-shared-)",
+              needs={"devices"}),
+    ]
+    for kind, what in REGION_KINDS.items():
+        columns.append(_wide(f"gpu{kind}", f"GPU{kind.upper()}", _device(devices_of, None, kind),
+                             f"gpu in {what}", needs={"devices"}))
+    return columns
+
+
 def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs=frozenset(), ksm_of=None,
-                   swap_ratios_of=None):
+                   swap_ratios_of=None, devices_of=None):
     """The classic amounts (swap uss rss pss vss) and the newer counters, in known-fields order.
 
     ``ksm_of``: a row's KSM pages where it has more than smaps' ``KSM:`` (a process's
     /proc/PID/ksm_merging_pages); ``swap_ratios_of``: a row's (zram, zswap) RAM per KiB of swap
-    (kernel_pools.swap_ram_ratios), for the columns that share the compressed pools out by SwapPss.
+    (kernel_pools.swap_ram_ratios), for the columns that share the compressed pools out by SwapPss;
+    ``devices_of``: a row's device_memory.DeviceShare, for the GPU columns.
     """
     columns = [
         amount("swap", "Swap", _counter(totals_of, "Swap"), "swap space used (ignoring sharing)",
@@ -117,6 +145,8 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
                                          ("rss_shmem", "RSS_Shmem", "RssShmem", "shared memory")):
             columns.append(_wide(key, header, (lambda f: lambda r: status_of(r, f))(field),
                                  f"resident {what} pages, from status (Linux 4.5+)", needs={"status"}))
+    if devices_of is not None:
+        columns += device_columns(devices_of)
     return columns
 
 

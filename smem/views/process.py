@@ -29,10 +29,11 @@ def process_status(process, field):
 
 
 class ProcessRow:
-    __slots__ = ("process", "user", "exact", "swap_ratios", "_split")
+    __slots__ = ("process", "user", "exact", "swap_ratios", "devices", "_split")
 
-    def __init__(self, process, user, exact=None, swap_ratios=(None, None)):
+    def __init__(self, process, user, exact=None, swap_ratios=(None, None), devices=None):
         self.process = process
+        self.devices = devices  # device_memory.DeviceShare of the process
         self.user = user
         self.swap_ratios = swap_ratios  # kernel_pools.swap_ram_ratios of the process (its cgroup's)
         self.exact = exact  # ExactFigures under --exact
@@ -59,7 +60,8 @@ def rows(snapshots, options):
     from ..kernel_pools import SwapRamRatios  # (its parsers: only once rows are made)
     snapshot = snapshots[0]
     ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
-    result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios.of(p))
+    devices = snapshot.devices or {}
+    result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios.of(p), devices=devices.get(p.pid))
               for p in snapshot.processes if p.has_memory]
     exact = snapshot.exact
     if exact is not None:
@@ -80,7 +82,8 @@ COLUMNS = {c.key: c for c in (
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"},
-                    ksm_of=lambda r: process_ksm(r.process), swap_ratios_of=lambda r: r.swap_ratios),
+                    ksm_of=lambda r: process_ksm(r.process), swap_ratios_of=lambda r: r.swap_ratios,
+                    devices_of=lambda r: r.devices),
     *exact_columns(lambda r: r.exact),
     count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None, needs={"stat"}),
     text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1,

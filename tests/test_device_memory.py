@@ -1,0 +1,110 @@
+"""GPU memory per process from DRM fdinfo (smem/device_memory.py): a client counted once per
+process whatever fds reach it, split 1/k between the k processes holding it; absent is '-'.
+
+tests/fixtures/gpu_proc/tree (made by its make.py from the drm-fdinfo-zoo samples): 100 and
+101 hold amdgpu client 30 (100 through two fds), 102 an i915 client, 103 an amdgpu client with
+only the old drm-memory- keys, 104 an fd that is neither a client nor a dma-buf.
+"""
+
+import io
+import json
+import tarfile
+
+import pytest
+
+from conftest import FIXTURES, run_smem
+from smem.capture_writer import write_capture
+from smem.sources.directory import DirectorySource
+
+TREE = FIXTURES / "gpu_proc" / "tree"
+COLUMNS = "pid gpu gpushared gpuvram gpugtt gpusys"
+
+#: amdgpu client 30: vram resident 544428 KiB of which 13584 shared, gtt 22 MiB, cpu 0
+AMDGPU_OWN_VRAM = 544428 - 13584
+AMDGPU_OWN = AMDGPU_OWN_VRAM + 22 * 1024
+
+
+def _rows(source, *args, columns=COLUMNS):
+    res = run_smem("-S", str(source), *args, "-c", columns, "-F", "json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def _by_pid(document):
+    return {row["pid"]: row for row in document["rows"]}
+
+
+def test_a_client_held_by_two_processes_is_split_and_its_fds_count_once():
+    rows = _by_pid(_rows(TREE))
+    # 100 reaches client 30 through fds 5 and 9: once; 101 holds it too: half each
+    assert rows[100]["gpu"] == rows[101]["gpu"] == AMDGPU_OWN // 2
+    assert rows[100]["gpuvram"] == AMDGPU_OWN_VRAM // 2 and rows[100]["gpugtt"] == 22 * 1024 // 2
+    assert rows[100]["gpushared"] == rows[101]["gpushared"] == 13584  # shared: in full
+    assert rows[100]["gpusys"] == 0  # amdgpu's cpu region: 0, printed
+
+
+def test_regions_a_driver_does_not_name_and_keys_it_does_not_print_are_null():
+    rows = _by_pid(_rows(TREE))
+    assert rows[102]["gpu"] == rows[102]["gpusys"] == (125 - 16) << 10  # i915 system: resident less shared
+    assert rows[102]["gpuvram"] is None and rows[102]["gpushared"] == 16 << 10
+    assert rows[103]["gpu"] == 2068 + 8192 and rows[103]["gpushared"] is None  # old keys: no shared figure
+    assert rows[104]["gpu"] is None and rows[104]["gpushared"] is None  # no client: absent, not 0
+
+
+def test_totals_count_the_shared_client_once():
+    document = _rows(TREE, "-t")
+    assert document["totals"]["gpu"] == AMDGPU_OWN // 2 * 2 + (109 << 10) + 2068 + 8192
+
+
+def test_groups_add_their_processes_shares():
+    rows = _rows(TREE, "-g", columns="name gpu gpushared")["rows"]
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["game"]["gpu"] == AMDGPU_OWN // 2 and by_name["idle"]["gpu"] is None
+    users = _rows(TREE, "-u", columns="user gpu")["rows"]
+    assert sum(r["gpu"] for r in users if r["gpu"] is not None) == AMDGPU_OWN // 2 * 2 + (109 << 10) + 10260
+
+
+def test_the_table_shows_a_dash_and_openmetrics_leaves_absent_out():
+    res = run_smem("-S", str(TREE), "-c", "pid gpu gpushared", "-s", "pid")
+    lines = res.stdout.decode().splitlines()
+    assert lines[-1].split() == ["104", "-", "-"]
+    assert lines[-2].split() == ["103", "10260", "-"]
+    res = run_smem("-S", str(TREE), "-c", "pid gpu", "-F", "openmetrics")
+    samples = [l for l in res.stdout.decode().splitlines() if l.startswith("smem_process_gpu_bytes{")]
+    assert len(samples) == 4 and not any('pid="104"' in s for s in samples)
+    assert any('pid="102"' in s and s.endswith(f" {(109 << 10) * 1024}") for s in samples)
+
+
+def _capture_of_tree():
+    out = io.BytesIO()
+    source = DirectorySource(str(TREE))
+    try:
+        write_capture(source, out, compression=None)
+    finally:
+        source.close()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("order", ["as written", "members apart"])
+def test_a_capture_carries_the_device_fdinfo(tmp_path, order):
+    """Read streamed (each process as its members come) and, with a process's members apart,
+    held whole: the same figures as the tree."""
+    with tarfile.open(fileobj=io.BytesIO(_capture_of_tree())) as tar:
+        members = [(m, tar.extractfile(m).read() if m.isreg() else None) for m in tar.getmembers()]
+    names = {m.name for m, _ in members}
+    assert {"100/fdinfo/5", "100/fdinfo/9", "100/fdinfo/12", "101/fdinfo/7", "104/fdinfo/100"} <= names
+    if order == "members apart":
+        members.sort(key=lambda m: m[0].name == "100/fdinfo/9")
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for member, data in members:
+            tar.addfile(member, io.BytesIO(data) if data is not None else None)
+    path = tmp_path / "gpu.tar"
+    path.write_bytes(out.getvalue())
+    assert _by_pid(_rows(path)) == _by_pid(_rows(TREE))
+
+
+def test_live_processes_without_a_gpu_client_show_a_dash():
+    res = run_smem("-c", "pid gpu gpushared", "-F", "json")
+    rows = json.loads(res.stdout)["rows"]
+    assert rows and all(r["gpu"] is None and r["gpushared"] is None for r in rows)
