@@ -15,9 +15,10 @@ usage() {
 usage: $prog [-h] [FILE]
 
 Capture /proc/meminfo, /proc/version and, for every readable process, its
-smaps, smaps_rollup, cmdline, stat and status (plus /proc/iomem,
-/sys/firmware/memmap, /proc/sysvipc/shm, tmpfs mounts and memfds, zram, KSM
-and zswap settings, /etc/passwd and host details) as a gzip-compressed tar
+smaps, smaps_rollup, cmdline, stat, status and its GPU and dma-buf fds' fdinfo
+(plus /proc/iomem, /sys/firmware/memmap, /proc/sysvipc/shm, tmpfs mounts and
+memfds, zram, KSM and zswap settings, dma-bufs, /etc/passwd and host details)
+as a gzip-compressed tar
 written to FILE, or to stdout when FILE is omitted or "-".
 Analyse it elsewhere with: smem -S FILE
 
@@ -181,6 +182,12 @@ for dir in kernel/mm/ksm module/zswap/parameters; do
 	done
 	copy_sys "$dir" "$@"
 done
+# every dma-buf the kernel lists, held or not (sysfs statistics, else debugfs), for the
+# breakdown's row of buffers no process holds
+for b in /sys/kernel/dmabuf/buffers/[0-9]*; do
+	[ -d "$b" ] && copy_sys "kernel/dmabuf/buffers/${b##*/}" size exporter_name
+done
+[ -d /sys/kernel/dmabuf/buffers ] || copy_sys kernel/debug/dma_buf bufinfo
 [ -d "$cap/sys" ] && members="$members sys"
 
 if [ -r /etc/passwd ] && cat /etc/passwd >"$cap/passwd" 2>/dev/null; then

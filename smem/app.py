@@ -153,11 +153,12 @@ def read_snapshot(request, the_plan, spec=None):
     load_selection = Selection(None, None, query.map_filter) if view.requires_exact else selection
     warnings = []
     # -M reads every mapping (load_snapshot); otherwise an archive may drop what smaps_rollup serves
-    # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split)
+    # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split; the
+    # dma-bufs a process maps are found in a capture's smaps)
     # an archive is streamed (each process as it is read, none held) unless the frames of --exact
     # are to be read from it afterwards
     source = open_source(None if spec == LIVE else spec,
-                         per_mapping=needs.mappings or needs.split or query.map_filter is not None,
+                         per_mapping=needs.mappings or needs.split or needs.devices or query.map_filter is not None,
                          streamed=not exact)
     fold = view.fold(needs) if view.fold is not None and not exact else None
     try:

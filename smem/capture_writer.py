@@ -6,7 +6,8 @@ the kernel's boot "Memory:" line for the system view; ``zoneinfo`` and ``swaps``
 the system view's breakdown; ``sysvipc/shm`` and the ``smem/shmem`` inventory (tmpfs
 mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys, and the
 cgroup v2 ``memory.stat`` of each process's cgroup (its zswap share, for the ``zswap`` column);
-the ``fdinfo/FD`` of each process's DRM and dma-buf descriptors (GPU and dma-buf memory);
+the ``fdinfo/FD`` of each process's DRM and dma-buf descriptors (GPU and dma-buf memory) and
+the kernel's lists of dma-bufs (/sys/kernel/dmabuf/buffers, debugfs bufinfo);
 ``passwd`` lines for the users that own processes; and ``capture-info`` with the
 machine's facts.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
@@ -17,6 +18,7 @@ import tarfile
 import time
 
 from . import __version__
+from .device_memory import DMABUF_BUFINFO, DMABUF_SYSFS
 from .kernel_pools import cgroup_memory_stat_path
 from .model import read_meminfo
 from .parsers.cgroup import cgroup_v2_path
@@ -53,6 +55,12 @@ def _memory_members(source):
             yield from _sys_files(source, f"block/{device}", ZRAM_FILES)
     for directory in SYS_DIRECTORIES:
         yield from _sys_files(source, directory, source.list_sys(directory))
+    for buffer in source.list_sys(DMABUF_SYSFS):
+        yield from _sys_files(source, f"{DMABUF_SYSFS}/{buffer}", ("size", "exporter_name"))
+    try:
+        yield f"sys/{DMABUF_BUFINFO}", source.read_sys(DMABUF_BUFINFO)
+    except OSError:
+        pass  # no debugfs, or not root
 
 def _cgroup_members(source, cgroups):
     """(member, bytes) of the memory.stat of each cgroup v2 path in ``cgroups`` that has one."""

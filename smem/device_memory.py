@@ -13,15 +13,29 @@ its share of what is resident and its client's own: resident less shared (at lea
 split as above; ``gpushared`` is the shared memory of its clients, in full (no less than
 resident, at most), since the other clients a buffer is shared with are not named.  A region
 or client without the keys is absent: ``None``, never 0.
+
+A dma-buf (a buffer shared between devices and processes, Documentation/driver-api/dma-buf.rst)
+is named by its inode: the ``ino:`` of an fd's fdinfo, the inode of a ``/dmabuf:`` mapping in
+maps.  A process holds it by either; its size (fdinfo ``size:``, else what the kernel lists
+of every buffer: /sys/kernel/dmabuf/buffers or debugfs bufinfo, else the largest mapping of
+it) is split between the processes holding it: ``dmabuf``, its PSS.  The buffers the kernel
+lists that no process holds (by a device driver alone, or by a process not read) are
+:attr:`DeviceMemory.unheld_kib`.
 """
 
 from typing import Dict, NamedTuple, Optional, Tuple
 
+from .parsers.dmabuf_buffers import parse_dmabuf_bufinfo, parse_dmabuf_size
 from .parsers.dmabuf_fdinfo import parse_dmabuf_fdinfo
 from .parsers.drm_fdinfo import parse_drm_fdinfo
+from .parsers.maps import dmabuf_mappings
 
-__all__ = ["DeviceHandles", "DeviceShare", "read_device_handles", "device_shares", "REGION_KINDS",
-           "region_kind", "sum_shares"]
+__all__ = ["DeviceHandles", "DeviceShare", "DeviceMemory", "read_device_handles", "device_memory",
+           "device_shares", "REGION_KINDS", "region_kind", "sum_shares", "DMABUF_SYSFS", "DMABUF_BUFINFO"]
+
+#: the kernel's lists of every dma-buf (/sys paths): sysfs statistics, debugfs
+DMABUF_SYSFS = "kernel/dmabuf/buffers"
+DMABUF_BUFINFO = "kernel/debug/dma_buf/bufinfo"
 
 #: The region columns: which regions' memory each shows, by the drivers' region names.
 REGION_KINDS = {
@@ -44,20 +58,27 @@ def region_kind(region):
 
 
 class DeviceHandles(NamedTuple):
-    """What a process holds of devices: ((fd, DrmFdinfo), ...) and ((fd, DmaBufFdinfo), ...)."""
+    """What a process holds of devices: ((fd, DrmFdinfo), ...), ((fd, DmaBufFdinfo), ...) and the
+    dma-bufs it maps, ((inode, KiB mapped), ...)."""
 
     clients: Tuple = ()
     dmabufs: Tuple = ()
+    mapped: Tuple = ()
 
 
 def read_device_handles(source, pid) -> Optional[DeviceHandles]:
-    """The device fds of ``pid`` as the source has them, parsed; None where they cannot be
-    listed.  An fdinfo that is neither a DRM client's nor a dma-buf's is left out."""
+    """The device fds of ``pid`` as the source has them, parsed, and its dma-buf mappings (maps,
+    else a capture's smaps); None where neither can be read.  An fdinfo that is neither a DRM
+    client's nor a dma-buf's is left out."""
     found = source.device_fdinfo(pid)
-    if found is None:
+    maps = source.read_optional(f"{pid}/maps")
+    if maps is None:
+        maps = source.read_optional(f"{pid}/smaps")
+    mapped = tuple(sorted(dmabuf_mappings(maps).items())) if maps else ()
+    if found is None and not mapped:
         return None
     clients, dmabufs = [], []
-    for fd, data in found:
+    for fd, data in found or ():
         client = parse_drm_fdinfo(data)
         if client is not None:
             clients.append((fd, client))
@@ -65,7 +86,7 @@ def read_device_handles(source, pid) -> Optional[DeviceHandles]:
         buffer = parse_dmabuf_fdinfo(data)
         if buffer is not None:
             dmabufs.append((fd, buffer))
-    return DeviceHandles(tuple(clients), tuple(dmabufs))
+    return DeviceHandles(tuple(clients), tuple(dmabufs), mapped)
 
 
 class DeviceShare(NamedTuple):
@@ -89,14 +110,95 @@ def _clients_of(pid, handles):
     return clients
 
 
-def device_shares(processes) -> Dict[int, DeviceShare]:
-    """{pid: DeviceShare} of the processes that hold device memory."""
+class DeviceMemory(NamedTuple):
+    """The device memory of a snapshot's processes: each one's share, the dma-bufs they hold
+    ({inode: KiB}) and those the kernel lists ({inode: KiB}; None where it lists none)."""
+
+    shares: Dict[int, DeviceShare]
+    buffers: Dict[int, int]
+    listed: Optional[Dict[int, int]] = None
+
+    def get(self, pid):
+        return self.shares.get(pid)
+
+    @property
+    def held_kib(self):
+        return sum(self.buffers.values()) if self.buffers or self.listed is not None else None
+
+    @property
+    def unheld(self):
+        """(buffers, KiB) the kernel lists that no process read holds; None where it lists none."""
+        if self.listed is None:
+            return None
+        left = [kib for inode, kib in self.listed.items() if inode not in self.buffers]
+        return len(left), sum(left)
+
+
+def listed_dmabufs(source):
+    """{inode: KiB} of every dma-buf the kernel lists (sysfs statistics, else debugfs bufinfo,
+    through the source: a capture's ``sys/`` members); None where it lists none."""
+    names = [n for n in source.list_sys(DMABUF_SYSFS) if n.isascii() and n.isdigit() and len(n) <= 20]
+    if names:
+        listed = {}
+        for name in names:
+            try:
+                size = parse_dmabuf_size(source.read_sys(f"{DMABUF_SYSFS}/{name}/size"))
+            except OSError:
+                continue
+            if size is not None:
+                listed[int(name)] = size // 1024
+        return listed
+    try:
+        data = source.read_sys(DMABUF_BUFINFO)
+    except OSError:
+        return None
+    return {inode: size // 1024 for inode, size in parse_dmabuf_bufinfo(data).items()}
+
+
+def device_memory(source, processes) -> DeviceMemory:
+    """The DeviceMemory of ``processes`` (read with their DeviceHandles) on ``source``'s machine."""
+    listed = listed_dmabufs(source)
+    return DeviceMemory(*device_shares(processes, listed), listed)
+
+
+def _dmabuf_sizes(processes, listed):
+    """({inode: KiB}, {inode: holders}) of the dma-bufs the processes hold by fd or mapping."""
+    sizes, mapped, holders = {}, {}, {}
+    for p in processes:
+        if p.devices is None:
+            continue
+        held = set()
+        for _, buffer in p.devices.dmabufs:
+            sizes.setdefault(buffer.inode, buffer.size_bytes // 1024)
+            held.add(buffer.inode)
+        for inode, kib in p.devices.mapped:
+            mapped[inode] = max(mapped.get(inode, 0), kib)
+            held.add(inode)
+        for inode in held:
+            holders[inode] = holders.get(inode, 0) + 1
+    for inode in holders:
+        if inode not in sizes:
+            sizes[inode] = (listed or {}).get(inode, mapped.get(inode, 0))
+    return sizes, holders
+
+
+def device_shares(processes, listed=None):
+    """({pid: DeviceShare} of the processes that hold device memory, {inode: KiB} of the
+    dma-bufs they hold)."""
+    processes = list(processes)
+    sizes, buffer_holders = _dmabuf_sizes(processes, listed)
     mine = {p.pid: _clients_of(p.pid, p.devices) for p in processes if p.devices is not None}
     holders = {}
     for clients in mine.values():
         for key in clients:
             holders[key] = holders.get(key, 0) + 1
     shares = {}
+    dmabuf = {}
+    for p in processes:
+        if p.devices is not None:
+            inodes = {b.inode for _, b in p.devices.dmabufs} | {inode for inode, _ in p.devices.mapped}
+            if inodes:
+                dmabuf[p.pid] = _kib(sum(sizes[i] / buffer_holders[i] for i in inodes))
     for pid, clients in mine.items():
         own = shared = None
         regions = {}
@@ -115,7 +217,9 @@ def device_shares(processes) -> Dict[int, DeviceShare]:
                     shared = (shared or 0) + in_common
         if own is not None or shared is not None:
             shares[pid] = DeviceShare(_kib(own), shared, {k: _kib(v) for k, v in regions.items()})
-    return shares
+    for pid, kib in dmabuf.items():
+        shares[pid] = shares.get(pid, DeviceShare())._replace(dmabuf=kib)
+    return shares, sizes
 
 
 def _kib(value):

@@ -342,7 +342,7 @@ class Snapshot:
         self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
         self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
         self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
-        self.devices = None             # {pid: device_memory.DeviceShare}, when asked for
+        self.devices = None             # device_memory.DeviceMemory, when asked for
         self.folded = None              # the view's sums, where the loader folded processes into them
         self.selected = False           # -P, -U or --pid left processes out of what was read
 
@@ -472,8 +472,8 @@ class _Gathered:
             from .kernel_pools import read_kernel_pools
             snapshot.pools = read_kernel_pools(source, (p.cgroup for p in self.processes if p.cgroup))
         if self.needs.devices:
-            from .device_memory import device_shares
-            snapshot.devices = device_shares(self.processes)
+            from .device_memory import device_memory
+            snapshot.devices = device_memory(source, self.processes)
         return snapshot
 
 

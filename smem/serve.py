@@ -47,7 +47,7 @@ COMPANIONS = ("program", "user", "cgroup", "system")
 
 #: beyond each view's default columns (swap uss pss rss, the count; -w's used cache noncache): the
 #: proportional swap and GPU memory (read from the fds of every process: DRM clients, dma-bufs)
-EXTRA_COLUMNS = ("swappss", "gpu", "gpushared")
+EXTRA_COLUMNS = ("swappss", "gpu", "gpushared", "dmabuf")
 
 TEXTFILE_NAME = "smem.prom"
 

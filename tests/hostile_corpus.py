@@ -232,6 +232,8 @@ CHARTED = ("smaps", "meminfo", "cmdline", "stat")
 DRM_FDINFO = (b"pos:\t0\nflags:\t02100002\nmnt_id:\t24\nino:\t1204\ndrm-driver:\tamdgpu\ndrm-client-id:\t30\n"
               b"drm-pdev:\t0000:04:00.0\ndrm-total-vram:\t544428 KiB\ndrm-shared-vram:\t13584 KiB\n"
               b"drm-resident-vram:\t544428 KiB\ndrm-memory-gtt: \t22528 KiB\ndrm-engine-gfx:\t39456116802 ns\n")
+DMABUF_MAPPING = (b"7f0000000000-7f0000004000 rw-s 00000000 00:0d 180                        /dmabuf:drm\n"
+                  b"Size:                 16 kB\nRss:                   0 kB\nPss:                   0 kB\n")
 DMABUF_FDINFO = b"pos:\t0\nflags:\t02000000\nmnt_id:\t10\nino:\t180\nsize:\t16384\ncount:\t10\nexp_name:\tdrm\n"
 
 
@@ -433,12 +435,14 @@ def make_cases(tmp):
     # device fdinfo (GPU clients, dma-bufs): each hostile variant as fd 7 of one process and fd 3 of
     # another, read by the GPU columns in the formats
     device_views = (["-t"], ["-F", "json"], ["-F", "openmetrics"], ["-u", "-t", "-p"], ["-F", "csv"], ["-g", "-k"])
-    for fname, original in (("drm", DRM_FDINFO), ("dma-buf", DMABUF_FDINFO)):
+    for fname, leaf, original in (("drm", "fdinfo/7", DRM_FDINFO), ("dma-buf", "fdinfo/7", DMABUF_FDINFO),
+                                  ("dma-buf mapped", "smaps", SMAPS + DMABUF_MAPPING)):
         for n, (variant, content) in enumerate(_field_variants(original).items()):
-            processes = {1234: process_files(**{"fdinfo/7": content}),
-                         1235: process_files(1235, **{"fdinfo/3": content})}
+            processes = {1234: process_files(**{leaf: content}), 1235: process_files(1235, **{leaf: content})}
             capture_case(f"fdinfo {fname}: {variant}", tar_of(capture_members(processes=processes)),
-                         ["-c", "pid gpu gpushared gpuvram"] + device_views[n % len(device_views)])
+                         ["-c", "pid gpu gpushared gpuvram dmabuf"] + device_views[n % len(device_views)])
+        capture_case(f"fdinfo {fname}: breakdown", tar_of(capture_members(processes={
+            1234: process_files(**{leaf: _field_variants(original)["huge numbers"]})})), ["-w", "--breakdown"])
 
     # absurd figures
     for args in ([], ["--pie", "name", "-o", f"{tmp}/big70.png"], ["--bar", "pid", "-o", f"{tmp}/big70.svg"],

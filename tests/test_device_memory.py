@@ -1,9 +1,13 @@
 """GPU memory per process from DRM fdinfo (smem/device_memory.py): a client counted once per
 process whatever fds reach it, split 1/k between the k processes holding it; absent is '-'.
+dma-buf PSS: a buffer (its inode) split between the processes holding it by fd or mapping;
+the breakdown's rows for buffers held and buffers the kernel lists that nobody holds.
 
 tests/fixtures/gpu_proc/tree (made by its make.py from the drm-fdinfo-zoo samples): 100 and
 101 hold amdgpu client 30 (100 through two fds), 102 an i915 client, 103 an amdgpu client with
-only the old drm-memory- keys, 104 an fd that is neither a client nor a dma-buf.
+only the old drm-memory- keys, 104 an fd that is neither a client nor a dma-buf; 100 and 101
+hold dma-buf 180 (16 KiB) by fd, 105 maps it; /sys/kernel/dmabuf/buffers lists it and buffer
+4242 (1 MiB) nobody holds.  bufinfo_tree: the same with the recorded debugfs bufinfo instead.
 """
 
 import io
@@ -17,6 +21,7 @@ from smem.capture_writer import write_capture
 from smem.sources.directory import DirectorySource
 
 TREE = FIXTURES / "gpu_proc" / "tree"
+BUFINFO_TREE = FIXTURES / "gpu_proc" / "bufinfo_tree"
 COLUMNS = "pid gpu gpushared gpuvram gpugtt gpusys"
 
 #: amdgpu client 30: vram resident 544428 KiB of which 13584 shared, gtt 22 MiB, cpu 0
@@ -67,11 +72,11 @@ def test_groups_add_their_processes_shares():
 def test_the_table_shows_a_dash_and_openmetrics_leaves_absent_out():
     res = run_smem("-S", str(TREE), "-c", "pid gpu gpushared", "-s", "pid")
     lines = res.stdout.decode().splitlines()
-    assert lines[-1].split() == ["104", "-", "-"]
-    assert lines[-2].split() == ["103", "10260", "-"]
+    assert lines[-2].split() == ["104", "-", "-"]
+    assert lines[-3].split() == ["103", "10260", "-"]
     res = run_smem("-S", str(TREE), "-c", "pid gpu", "-F", "openmetrics")
     samples = [l for l in res.stdout.decode().splitlines() if l.startswith("smem_process_gpu_bytes{")]
-    assert len(samples) == 4 and not any('pid="104"' in s for s in samples)
+    assert len(samples) == 4 and not any('pid="104"' in s or 'pid="105"' in s for s in samples)
     assert any('pid="102"' in s and s.endswith(f" {(109 << 10) * 1024}") for s in samples)
 
 
@@ -101,10 +106,36 @@ def test_a_capture_carries_the_device_fdinfo(tmp_path, order):
             tar.addfile(member, io.BytesIO(data) if data is not None else None)
     path = tmp_path / "gpu.tar"
     path.write_bytes(out.getvalue())
-    assert _by_pid(_rows(path)) == _by_pid(_rows(TREE))
+    assert _by_pid(_rows(path, columns=COLUMNS + " dmabuf")) == _by_pid(_rows(TREE, columns=COLUMNS + " dmabuf"))
+    assert _breakdown(path)[0] == _breakdown(TREE)[0]
 
 
 def test_live_processes_without_a_gpu_client_show_a_dash():
     res = run_smem("-c", "pid gpu gpushared", "-F", "json")
     rows = json.loads(res.stdout)["rows"]
     assert rows and all(r["gpu"] is None and r["gpushared"] is None for r in rows)
+
+
+def test_a_dma_buf_is_split_between_its_holders_by_fd_or_mapping():
+    rows = _by_pid(_rows(TREE, columns="pid dmabuf"))
+    # 16 KiB held by 100 and 101 (fd) and 105 (mapping): a third each
+    assert rows[100]["dmabuf"] == rows[101]["dmabuf"] == rows[105]["dmabuf"] == 5
+    assert rows[102]["dmabuf"] is None and rows[104]["dmabuf"] is None
+    programs = {r["name"]: r for r in _rows(TREE, "-g", columns="name dmabuf")["rows"]}
+    assert programs["viewer"]["dmabuf"] == 5 and programs["idle"]["dmabuf"] is None
+
+
+def _breakdown(tree):
+    document = _rows(tree, "-w", "--breakdown", columns="area used source")
+    return {row["area"]: row for row in document["rows"]}, document
+
+
+@pytest.mark.parametrize("tree, unheld", [(TREE, 1024), (BUFINFO_TREE, (2 * 1064960 + 2 * 23068672 + 23805952) // 1024)])
+def test_the_breakdown_has_dma_buf_rows_and_still_adds_up(tree, unheld):
+    rows, document = _breakdown(tree)
+    assert rows["dma-buf held by processes"]["used"] == 16
+    assert rows["dma-buf held by no process"]["used"] == unheld
+    mem_total = 8048000
+    assert sum(r["used"] for r in document["rows"] if r["used"] is not None) == mem_total
+    # the fixture's meminfo gives MemFree and no AnonPages: PSS (6 x 200 KiB), free, the dma-bufs
+    assert rows["unexplained"]["used"] == mem_total - 1200 - 2512000 - 16 - unheld

@@ -139,3 +139,47 @@ def test_a_repeated_key_keeps_its_first_value_and_absurd_amounts_are_absent():
     client = parse_drm_fdinfo(GOOD.replace(b"90 KiB", str(2 ** 70).encode()))
     assert client.regions["vram"].resident is None and client.regions["vram"].shared == 10
     assert parse_drm_fdinfo(GOOD.replace(b"30", b"\xff30")).client_id is None
+
+
+def test_the_zoo_bufinfo_cut_short_gives_the_buffers_before_the_cut():
+    from smem.parsers.dmabuf_buffers import parse_dmabuf_bufinfo
+    path = ZOO / "dmabuf-asahi-bufinfo-issue126/sys/kernel/debug/dma_buf/bufinfo.TRUNCATED"
+    if not path.is_file():
+        pytest.skip(f"{path} is not available")
+    assert parse_dmabuf_bufinfo(path.read_bytes()) == {125955: 1064960, 125953: 1064960, 125950: 23068672,
+                                                       125948: 23068672, 125947: 23805952}
+
+
+@pytest.mark.parametrize("path", _zoo_files(), ids=lambda p: str(p.relative_to(ZOO)))
+def test_every_zoo_sample_reads_as_maps_and_bufinfo_without_error(path):
+    from smem.parsers.dmabuf_buffers import parse_dmabuf_bufinfo, parse_dmabuf_size
+    from smem.parsers.maps import dmabuf_mappings
+    data = path.read_bytes()
+    assert dmabuf_mappings(data) == {}
+    assert isinstance(parse_dmabuf_bufinfo(data), dict)
+    assert parse_dmabuf_size(data) is None
+
+
+MAPS = (b"55d0c0000000-55d0c0001000 r--p 00000000 08:02 173521      /usr/bin/weston\n"
+        b"7f0000000000-7f0000004000 rw-s 00000000 00:0d 180                        /dmabuf:drm\n"
+        b"7f0000008000-7f000000a000 rw-s 00000000 00:0d 180 /dmabuf:\n"
+        b"7f0000010000-7f0000110000 rw-s 00000000 00:0d 4242 /dmabuf:system-heap name with spaces\n")
+
+
+@pytest.mark.parametrize("data, expected", [
+    (MAPS, {180: 24, 4242: 1024}), (b"", {}), (MAPS[:150], {}), (MAPS * 2, {180: 48, 4242: 2048}),
+    (MAPS.replace(b"7f0000000000-", b"zz-"), {180: 8, 4242: 1024}),
+    (MAPS.replace(b" 180 ", b" " + b"9" * 30 + b" "), {4242: 1024}),
+    (MAPS.replace(b"7f0000110000", b"ffffffffffffffffffffff"), {180: 24}),
+    (MAPS.replace(b"00:0d", b"\xff\xfe"), {180: 24, 4242: 1024}), (b"/dmabuf:" * 1000, {}),
+])
+def test_dma_buf_mappings_of_maps_and_hostile_maps(data, expected):
+    from smem.parsers.maps import dmabuf_mappings
+    assert dmabuf_mappings(data) == expected
+
+
+@pytest.mark.parametrize("data", [b"", b"size flags mode count exp_name ino name\n", b"\xff" * 100,
+                                  b"size ino\n" + b"9" * 30 + b" 5\n12 x\n"])
+def test_hostile_bufinfo(data):
+    from smem.parsers.dmabuf_buffers import parse_dmabuf_bufinfo
+    assert parse_dmabuf_bufinfo(data) == {}

@@ -16,7 +16,8 @@ import pwd
 import stat
 
 from ..errors import CaptureError, SourceError
-from .base import MAX_FRAME_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name, member_limit, size_text
+from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name,
+                   member_limit, size_text)
 
 __all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
 
@@ -309,12 +310,28 @@ def _read_bounded(fd, name, limit):
         chunks.append(chunk)
 
 
+def _read_bounded_rest(fd, data, path):
+    chunks = [data]
+    total = len(data)
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_MEMBER_BYTES:
+            raise PermissionError(errno.EFBIG, "larger than a capture member may be", path)
+        chunks.append(chunk)
+
+
 def _read_small(path, follow):
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
     fd = os.open(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PermissionError(errno.EACCES, "not a regular file", path)
-        return os.read(fd, 4096)
+        data = os.read(fd, 4096)
+        if len(data) < 4096:
+            return data  # a /sys attribute: one page at most
+        return _read_bounded_rest(fd, data, path)  # a debugfs listing (dma_buf/bufinfo) is longer
     finally:
         os.close(fd)

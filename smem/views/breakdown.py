@@ -32,6 +32,11 @@ The accounting (Documentation/filesystems/proc.rst, "meminfo", and fs/proc/memin
   in no meminfo field; zswap's pool (Zswap, 5.19+).
 - free: MemFree, and the free pages in the per-CPU lists (/proc/zoneinfo pagesets),
   which MemFree leaves out.
+- dma-bufs (buffers shared between devices and processes: a system heap's pages are in no
+  meminfo field): those the processes hold by fd or mapping, each buffer once
+  (smem.device_memory), and those the kernel lists (/sys/kernel/dmabuf/buffers, debugfs
+  bufinfo) that no process read holds.  A buffer an exporter took from shmem or the GPU's own
+  memory is not outside meminfo: ``unexplained`` is then lower by it, or below zero.
 - KSM's savings (pages_sharing x page size) are memory *not* used: shown in the
   ``saved`` column, with ``used`` absent, so the rows still add up to MemTotal.
 
@@ -126,13 +131,14 @@ def _vmalloc_is_address_space(m, kernel):
     return release < (4, 4) if release is not None else "Percpu" not in m
 
 
-def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, selected=False):
+def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, selected=False, devices=None):
     """The rows as (area, used, cache, source, saved), KiB, adding up to MemTotal; ``selected``:
     ``sums`` are of the processes -P, -U or --pid chose, not of all.
 
     ``meminfo`` a parsers.meminfo.Meminfo; ``sums`` the processes' ProcessSums (None:
     none read); ``pools`` kernel_pools.KernelPools (None: not read); ``arch`` and ``kernel``
-    uname -m and -r of the data's machine (None: unknown).
+    uname -m and -r of the data's machine (None: unknown); ``devices`` the processes'
+    device_memory.DeviceMemory (None: not read).
     """
     m, counts = meminfo.kib, meminfo.counts
     rows = []
@@ -205,6 +211,14 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
     names = " ".join(d.name for d in pools.zram) if pools is not None and pools.zram else "zram*"
     add("zram pool", pools.zram_kib() if pools is not None else None, f"mm_stat mem_used_total of {names}")
     add("zswap pool", m.get("Zswap"), "meminfo Zswap")
+    if devices is not None:
+        held = devices.buffers
+        add("dma-buf held by processes", devices.held_kib,
+            f"size of the {_buffers(len(held))} processes hold by fd or map, each once")
+        unheld = devices.unheld
+        add("dma-buf held by no process" + (" read" if selected else ""), unheld[1] if unheld else None,
+            f"{_buffers(unheld[0])} of /sys/kernel/dmabuf/buffers or debugfs bufinfo no process holds"
+            if unheld else "/sys/kernel/dmabuf/buffers or debugfs bufinfo (not readable)")
     add("free", m.get("MemFree"), "meminfo MemFree", cache=True)
     add("free in per-CPU lists", pools.per_cpu_free_kib if pools is not None else None,
         "zoneinfo pagesets count x page size", cache=True)
@@ -213,6 +227,10 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
     counted = sum(used for _, used, _, _, _ in rows if used is not None)
     rows.append(("unexplained", m.get("MemTotal", 0) - counted, 0, "MemTotal - the rows above", None))
     return rows
+
+
+def _buffers(n):
+    return f"{n} dma-buf{'' if n == 1 else 's'}"
 
 
 def breakdown_rows(snapshots, options, with_sizing=False):
@@ -226,7 +244,7 @@ def breakdown_rows(snapshots, options, with_sizing=False):
     sums = process_sums(snapshot.processes, process_split)
     machine = snapshot.source.machine()
     areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, machine.arch, machine.kernel,
-                            snapshot.selected)
+                            snapshot.selected, snapshot.devices)
     start = len(result)
     result += [BreakdownRow(start + i, *area) for i, area in enumerate(areas)]
     return result
@@ -282,7 +300,8 @@ def breakdown_view(system):
         name="system", title="system memory", columns=COLUMNS,
         default_columns=("area", "used", "cache", "noncache", "saved", "source"), default_sort="order",
         rows=lambda snapshots, options: breakdown_rows(snapshots, options, with_sizing),
-        summary=_summary, labels=(("area", lambda r: r.area),), needs=frozenset({"rollup", "split", "pools"}),
+        summary=_summary, labels=(("area", lambda r: r.area),),
+        needs=frozenset({"rollup", "split", "pools", "devices"}),
         counters=BREAKDOWN_COUNTERS, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
         folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
     )

@@ -68,6 +68,9 @@ def device_columns(devices_of):
     for kind, what in REGION_KINDS.items():
         columns.append(_wide(f"gpu{kind}", f"GPU{kind.upper()}", _device(devices_of, None, kind),
                              f"gpu in {what}", needs={"devices"}))
+    columns.append(_wide("dmabuf", "DmaBuf", _device(devices_of, "dmabuf"),
+                         "dma-buf PSS: each buffer it holds by fd or maps (/dmabuf:) split between the "
+                         "processes holding it (fdinfo size, /sys/kernel/dmabuf; - without one)", needs={"devices"}))
     return columns
 
 
