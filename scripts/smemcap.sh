@@ -140,6 +140,13 @@ for f in zoneinfo swaps; do
 		rm -f -- "$cap/$f"
 	fi
 done
+# Memory pressure (PSI, Linux 4.20+), for smem -w and the cgroup view (absent is fine).
+if [ -r /proc/pressure/memory ] && mkdir -p "$cap/pressure" &&
+	cat /proc/pressure/memory >"$cap/pressure/memory" 2>/dev/null; then
+	members="$members pressure"
+else
+	rm -rf -- "$cap/pressure"
+fi
 
 # The boot line "Memory: ...K kernel code, ...K rwdata, ..." sizes the kernel image
 # when iomem cannot (dmesg needs root on most systems; absent is fine).
@@ -425,8 +432,9 @@ for p in /proc/[0-9]*; do
 done
 [ "$npids" -gt 0 ] || die "no process could be read (is /proc mounted?)"
 
-# The cgroup v2 memory.stat of each process's cgroup (its 0:: line), for the zswap
-# column's per-cgroup compression (absent is fine: cgroup v1, or no memory controller).
+# The cgroup v2 memory.stat and memory.pressure of each process's cgroup (its 0:: line), for
+# the zswap column's per-cgroup compression and the cgroup view's pressure (absent is fine:
+# cgroup v1, or no memory controller or PSI).
 for d in "$cap"/[0-9]*; do
 	[ -f "$d/cgroup" ] || continue
 	while IFS= read -r line; do
@@ -435,11 +443,13 @@ for d in "$cap"/[0-9]*; do
 		*) continue ;;
 		esac
 		case $cg/ in */../* | */./*) continue ;; esac
-		f=/sys/fs/cgroup$cg/memory.stat
-		t=$cap/sys/fs/cgroup$cg/memory.stat
-		[ ! -e "$t" ] && [ -f "$f" ] && [ -r "$f" ] || continue
-		mkdir -p "${t%/*}" || die "cannot write to $tmp"
-		cat "$f" >"$t" 2>/dev/null || rm -f -- "$t"
+		for leaf in memory.stat memory.pressure; do
+			f=/sys/fs/cgroup$cg/$leaf
+			t=$cap/sys/fs/cgroup$cg/$leaf
+			[ ! -e "$t" ] && [ -f "$f" ] && [ -r "$f" ] || continue
+			mkdir -p "${t%/*}" || die "cannot write to $tmp"
+			cat "$f" >"$t" 2>/dev/null || rm -f -- "$t"
+		done
 	done <"$d/cgroup"
 done
 case " $members " in

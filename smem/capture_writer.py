@@ -5,7 +5,8 @@ process ``status`` and ``smaps_rollup``; ``iomem``, the firmware memory map and
 the kernel's boot "Memory:" line for the system view; ``zoneinfo`` and ``swaps`` for
 the system view's breakdown; ``sysvipc/shm`` and the ``smem/shmem`` inventory (tmpfs
 mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys, and the
-cgroup v2 ``memory.stat`` of each process's cgroup (its zswap share, for the ``zswap`` column);
+cgroup v2 ``memory.stat`` of each process's cgroup (its zswap share, for the ``zswap`` column)
+and its ``memory.pressure``, and the machine's ``pressure/memory``;
 the ``fdinfo/FD`` of each process's DRM and dma-buf descriptors (GPU and dma-buf memory) and
 the kernel's lists of dma-bufs (/sys/kernel/dmabuf/buffers, debugfs bufinfo);
 ``passwd`` lines for the users that own processes; and ``capture-info`` with the
@@ -20,6 +21,7 @@ import time
 from . import __version__
 from .device_memory import DMABUF_BUFINFO, DMABUF_SYSFS
 from .kernel_pools import cgroup_memory_stat_path
+from .memory_pressure import SYSTEM_PRESSURE, cgroup_pressure_path
 from .model import read_meminfo
 from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
@@ -63,19 +65,21 @@ def _memory_members(source):
         pass  # no debugfs, or not root
 
 def _cgroup_members(source, cgroups):
-    """(member, bytes) of the memory.stat of each cgroup v2 path in ``cgroups`` that has one."""
+    """(member, bytes) of the memory.stat and memory.pressure of each cgroup v2 path in
+    ``cgroups`` that has them."""
     for cgroup in sorted(cgroups):
-        path = cgroup_memory_stat_path(cgroup)
-        if path is None:
-            continue
-        try:
-            yield f"sys/{path}", source.read_sys(path)
-        except OSError:
-            continue  # cgroup v1, no memory controller there, or the cgroup is gone
+        for path in (cgroup_memory_stat_path(cgroup), cgroup_pressure_path(cgroup)):
+            if path is None:
+                continue
+            try:
+                yield f"sys/{path}", source.read_sys(path)
+            except OSError:
+                continue  # cgroup v1, no memory controller or PSI there, or the cgroup is gone
 
 
-#: /proc files the -w breakdown reads beyond meminfo: the per-CPU free lists, which devices are swap
-SYSTEM_FILES = ("zoneinfo", "swaps")
+#: /proc files the -w breakdown reads beyond meminfo: the per-CPU free lists, which devices are swap,
+#: memory pressure
+SYSTEM_FILES = ("zoneinfo", "swaps", SYSTEM_PRESSURE)
 
 
 class _Writer:

@@ -181,6 +181,7 @@ class Needs:
     ``ksm``: /proc/PID/ksm_merging_pages where smaps has no ``KSM:`` line (Linux 5.19-6.5);
     ``stat``: /proc/PID/stat of every process (see :attr:`stat`);
     ``devices``: the fdinfo of its DRM and dma-buf fds (smem.device_memory);
+    ``pressure``: memory pressure, the machine's and its cgroups' (smem.memory_pressure);
     ``counters``: the smaps counters the report reads per mapping.  Once a
     process's mappings are parsed, only these are kept and its smaps text is
     let go, so memory does not grow with the text of every process (None:
@@ -202,8 +203,9 @@ class Needs:
     stat = True
 
     def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None,
-                 pools=False, ksm=False, stat=True, devices=False):
+                 pools=False, ksm=False, stat=True, devices=False, pressure=False):
         self.stat = stat
+        self.pressure = pressure
         self.devices = devices
         self.pools = pools
         self.ksm = ksm
@@ -343,6 +345,7 @@ class Snapshot:
         self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
         self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
         self.devices = None             # device_memory.DeviceMemory, when asked for
+        self.pressure = None            # memory_pressure.MemoryPressure, when asked for
         self.folded = None              # the view's sums, where the loader folded processes into them
         self.selected = False           # -P, -U or --pid left processes out of what was read
 
@@ -471,6 +474,9 @@ class _Gathered:
         if self.needs.pools:
             from .kernel_pools import read_kernel_pools
             snapshot.pools = read_kernel_pools(source, (p.cgroup for p in self.processes if p.cgroup))
+        if self.needs.pressure:
+            from .memory_pressure import read_memory_pressure
+            snapshot.pressure = read_memory_pressure(source, (p.cgroup for p in self.processes if p.cgroup))
         if self.needs.devices:
             from .device_memory import device_memory
             snapshot.devices = device_memory(source, self.processes)

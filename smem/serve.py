@@ -35,7 +35,7 @@ from typing import List, Optional
 from .app import companion_tables, plan, read_snapshot
 from .errors import OutputError, SmemError, UsageError
 from .extras import require
-from .formats.families import families
+from .formats.families import families, pressure_families
 from .options import ReportRequest, TableOptions
 from .report import make_table
 
@@ -118,7 +118,8 @@ class SharedCollector:
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
         finally:
             self.collections += 1
-        return Collection([f for table in tables for f in families(table)], time.time(),
+        every = [f for table in tables for f in families(table)] + pressure_families(snapshot.pressure)
+        return Collection(every, time.time(),
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings)
 

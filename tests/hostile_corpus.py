@@ -272,6 +272,11 @@ _FILES = {  # capture file -> (content, where it goes: a process file or a syste
               "system"),
     "dmesg": (b"[    0.0] Memory: 2000000K/2097152K available (16384K kernel code, 4096K rwdata, 8192K rodata)\n",
               "system"),
+    "pressure/memory": (b"some avg10=99.47 avg60=99.37 avg300=99.37 total=8917504840\n"
+                        b"full avg10=86.55 avg60=87.90 avg300=91.54 total=8171112563\n", "system"),
+    "sys/fs/cgroup/system.slice/dbus.service/memory.pressure": (
+        b"some avg10=70.24 avg60=68.52 avg300=69.91 total=3559632828\n"
+        b"full avg10=57.59 avg60=58.06 avg300=60.38 total=3300487258\n", "system"),
 }
 
 
@@ -426,7 +431,10 @@ def make_cases(tmp):
     # hostile field contents
     for fname, (original, _) in _FILES.items():
         for variant, content in _field_variants(original).items():
-            capture_case(f"{fname}: {variant}", _with_file(fname, content))
+            capture_case(f"{fname}: {variant}", _with_file(fname, content),
+                         ["--cgroup", "-c", "cgroup some10 full300 pss", "-F", "json"]
+                         if fname.endswith("memory.pressure") and variant in ("garbage", "huge numbers", "cut")
+                         else None)
             if fname in CHARTED and variant in ("garbage", "huge numbers", "control", "non-utf8"):
                 chart = ["--pie", "name", "-o", f"{tmp}/pie.png"] if len(cases) % 2 else \
                     ["--bar", "pid", "-o", f"{tmp}/bar.svg"]

@@ -22,7 +22,7 @@ from typing import List, Tuple
 
 from .cells import printable
 
-__all__ = ["Family", "families"]
+__all__ = ["Family", "families", "pressure_families"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,23 @@ def families(table):
         name = f"smem_{table.view.name}_{column.total_name}" + ("_bytes" if unit else "")
         result.append(Family(name, f"{column.help} ({table.view.title})", unit, label_names, samples))
     return result
+
+
+def pressure_families(pressure):
+    """The machine's memory pressure (memory_pressure.MemoryPressure) as two families:
+    ``smem_memory_pressure_ratio{kind, window}`` (avg10/60/300 as 0-1) and
+    ``smem_memory_pressure_stall_seconds{kind}`` (the stall time since boot); none without PSI."""
+    if pressure is None or not pressure.system:
+        return []
+    from ..parsers.pressure import WINDOWS
+    ratios, stalls = [], []
+    for kind, stall in pressure.system.items():
+        ratios += [((kind, window), round(getattr(stall, window) / 100, 6)) for window in WINDOWS
+                   if getattr(stall, window) is not None]
+        if stall.total_us is not None:
+            stalls.append(((kind,), stall.total_us / 1e6))
+    return [Family("smem_memory_pressure_ratio", "share of time tasks stalled on memory over the window "
+                   "(/proc/pressure/memory: some = at least one task, full = all at once)", "",
+                   ("kind", "window"), ratios),
+            Family("smem_memory_pressure_stall_seconds", "time tasks stalled on memory since boot "
+                   "(/proc/pressure/memory total)", "seconds", ("kind",), stalls)]

@@ -47,4 +47,8 @@ def render(rendering):
                               for c, v in zip(columns, table.totals) if c.total is not None}
     if table.notes:
         document["notes"] = table.notes
+    pressure = getattr(snapshot, "pressure", None)
+    if pressure is not None and pressure.system:
+        from ..memory_pressure import pressure_object
+        document["pressure"] = {"memory": pressure_object(pressure.system)}
     return json.dumps(document, indent=2) + "\n"

@@ -9,7 +9,7 @@ only writes them as text (without prometheus_client, which a text-only
 install lacks).
 """
 
-from .families import families
+from .families import families, pressure_families
 
 __all__ = ["render"]
 
@@ -20,15 +20,15 @@ def _label_value(text):
 
 def render(rendering):
     lines = []
-    for table in (rendering.table, *rendering.companions):
-        for family in families(table):
-            name = family.name
-            lines.append(f"# TYPE {name} gauge")
-            if family.unit:
-                lines.append(f"# UNIT {name} {family.unit}")
-            lines.append(f"# HELP {name} {family.help}")
-            for values, value in family.samples:
-                label = ",".join(f'{k}="{_label_value(v)}"' for k, v in zip(family.label_names, values))
-                lines.append(f"{name}{{{label}}} {value}")
+    every = [f for table in (rendering.table, *rendering.companions) for f in families(table)]
+    for family in every + pressure_families(getattr(rendering.snapshot, "pressure", None)):
+        name = family.name
+        lines.append(f"# TYPE {name} gauge")
+        if family.unit:
+            lines.append(f"# UNIT {name} {family.unit}")
+        lines.append(f"# HELP {name} {family.help}")
+        for values, value in family.samples:
+            label = ",".join(f'{k}="{_label_value(v)}"' for k, v in zip(family.label_names, values))
+            lines.append(f"{name}{{{label}}} {value}")
     lines.append("# EOF")
     return "\n".join(lines) + "\n"

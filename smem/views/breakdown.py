@@ -273,7 +273,8 @@ def _summary(snapshot, rows, options, system):
     if system.recommend is not None:
         from .system import recommendation
         notes.append(recommendation([r for r in rows if r.noncache is not None], system.recommend))
-    return ram, notes
+    from .system import pressure_notes
+    return ram, notes + pressure_notes(snapshot)
 
 
 def _signed(kib):
@@ -301,7 +302,7 @@ def breakdown_view(system):
         default_columns=("area", "used", "cache", "noncache", "saved", "source"), default_sort="order",
         rows=lambda snapshots, options: breakdown_rows(snapshots, options, with_sizing),
         summary=_summary, labels=(("area", lambda r: r.area),),
-        needs=frozenset({"rollup", "split", "pools", "devices"}),
+        needs=frozenset({"rollup", "split", "pools", "devices", "pressure"}),
         counters=BREAKDOWN_COUNTERS, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
         folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
     )

@@ -8,7 +8,7 @@ accounting with pagemap is what tells that apart).
 from ..aggregate import Sums
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
-from .columns import View, count, text
+from .columns import Column, View, count, text
 from .memory_columns import exact_columns, memory_columns
 from ..kernel_pools import SwapRamRatios
 from .process import process_ksm, process_split, user_label
@@ -19,7 +19,8 @@ _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 
 class GroupRow:
-    __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "devices", "_split", "_status")
+    __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "devices", "pressure", "_split",
+                 "_status")
 
     def __init__(self, key, label):
         self.key = key
@@ -29,6 +30,7 @@ class GroupRow:
         self.exact = None  # ExactFigures of the group under --exact
         self.swap_ratios = (None, None)  # kernel_pools.SwapRamRatios.of_group of its processes
         self.devices = None  # device_memory.DeviceShare: its processes' summed
+        self.pressure = None  # memory_pressure.MemoryPressure (the cgroup view)
         self._split = False
         self._status = None
 
@@ -146,7 +148,26 @@ PROGRAM_VIEW = View(
 
 
 def cgroup_rows(snapshots, options):
-    return group_rows(snapshots[0], lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
+    snapshot = snapshots[0]
+    rows = group_rows(snapshot, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
+    for row in rows:
+        row.pressure = snapshot.pressure
+    return rows
+
+
+def _pressure(kind, window):
+    def get(r):
+        return r.pressure.of_cgroup(r.key, kind, window) if r.pressure is not None else None
+    return get
+
+
+def _pressure_columns():
+    """The cgroup's memory.pressure (cgroup v2, Linux 4.20+): % of time its tasks stalled on memory."""
+    from ..parsers.pressure import KINDS, WINDOWS
+    return [Column(f"{kind}{window[3:]}", f"{kind.title()}{window[3:]}", _pressure(kind, window),
+                   f"memory.pressure {kind} {window}: % of the last {window[3:]} s {'some' if kind == 'some' else 'all'}"
+                   f" of its tasks stalled on memory (- without cgroup v2 PSI)", width=7, needs=frozenset({"pressure"}))
+            for kind in KINDS for window in WINDOWS]
 
 
 CGROUP_VIEW = View(
@@ -156,6 +177,7 @@ CGROUP_VIEW = View(
              40, truncate=True, total="rows", total_key="cgroups"),
         count("count", "Count", lambda r: r.count, "number of processes", total_key="processes"),
         *_memory(),
+        *_pressure_columns(),
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True, disjoint_rows=True,

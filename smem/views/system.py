@@ -120,7 +120,14 @@ def summary(snapshot, rows, options, system):
     notes = sizing_notes(snapshot, rows)
     if system.recommend is not None:
         notes.append(recommendation(rows, system.recommend))
-    return ram, notes
+    return ram, notes + pressure_notes(snapshot)
+
+
+def pressure_notes(snapshot):
+    """The memory pressure line, where the kernel has PSI (Linux 4.20+)."""
+    from ..memory_pressure import pressure_note
+    note = pressure_note(snapshot.pressure)
+    return [note] if note else []
 
 
 COLUMNS = {c.key: c for c in (
@@ -136,7 +143,7 @@ SYSTEM_VIEW = View(
     name="system", title="system memory", columns=COLUMNS,
     default_columns=("area", "used", "cache", "noncache"),
     default_sort="order", rows=rows, summary=summary, labels=(("area", lambda r: r.area),),
-    reads_processes=False, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
+    needs=frozenset({"pressure"}), reads_processes=False, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
     folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
     shaped_by_system=lambda system: breakdown_view(system) if system.breakdown else None,
 )
