@@ -132,8 +132,9 @@ else
 	rm -f -- "$cap/iomem"
 fi
 
-# The per-CPU free lists (zoneinfo) and the swap devices (swaps), for smem -w --breakdown.
-for f in zoneinfo swaps; do
+# The per-CPU free lists (zoneinfo) and the swap devices (swaps), for smem -w --breakdown;
+# the time since boot (uptime), what the cpu column measures processes' CPU time against.
+for f in zoneinfo swaps uptime; do
 	if [ -r "/proc/$f" ] && cat "/proc/$f" >"$cap/$f" 2>/dev/null; then
 		members="$members $f"
 	else

@@ -197,9 +197,17 @@ def run_report(request: ReportRequest) -> Result:
     return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
 
 
-def companion_tables(the_plan, snapshot, system):
-    """The tables of the plan's companions, from ``snapshot``."""
-    return tuple(make_table([snapshot], view, options, system) for view, options in the_plan.companions)
+def companion_tables(the_plan, snapshot, system, earlier=None):
+    """The tables of the plan's companions, from ``snapshot`` (and, for views whose rows take
+    rates over an interval, the ``earlier`` snapshot too where there is one)."""
+    return tuple(make_table(readings(view, snapshot, earlier), view, options, system)
+                 for view, options in the_plan.companions)
+
+
+def readings(view, snapshot, earlier=None):
+    """The snapshots a table of ``view`` is made of: ``snapshot``, after ``earlier`` where the
+    view's rows have rates over an interval (cpu)."""
+    return [earlier, snapshot] if earlier is not None and view.interval_rows else [snapshot]
 
 
 def _size(snapshot, source, system):

@@ -78,8 +78,8 @@ def _cgroup_members(source, cgroups):
 
 
 #: /proc files the -w breakdown reads beyond meminfo: the per-CPU free lists, which devices are swap,
-#: memory pressure
-SYSTEM_FILES = ("zoneinfo", "swaps", SYSTEM_PRESSURE)
+#: memory pressure; and the time since boot, for the cpu column
+SYSTEM_FILES = ("zoneinfo", "swaps", SYSTEM_PRESSURE, "uptime")
 
 
 class _Writer:

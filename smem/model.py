@@ -182,6 +182,7 @@ class Needs:
     ``stat``: /proc/PID/stat of every process (see :attr:`stat`);
     ``devices``: the fdinfo of its DRM and dma-buf fds (smem.device_memory);
     ``pressure``: memory pressure, the machine's and its cgroups' (smem.memory_pressure);
+    ``uptime``: /proc/uptime and the clock rate, what CPU time is measured against;
     ``counters``: the smaps counters the report reads per mapping.  Once a
     process's mappings are parsed, only these are kept and its smaps text is
     let go, so memory does not grow with the text of every process (None:
@@ -203,8 +204,9 @@ class Needs:
     stat = True
 
     def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None,
-                 pools=False, ksm=False, stat=True, devices=False, pressure=False):
+                 pools=False, ksm=False, stat=True, devices=False, pressure=False, uptime=False):
         self.stat = stat
+        self.uptime = uptime
         self.pressure = pressure
         self.devices = devices
         self.pools = pools
@@ -346,6 +348,7 @@ class Snapshot:
         self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
         self.devices = None             # device_memory.DeviceMemory, when asked for
         self.pressure = None            # memory_pressure.MemoryPressure, when asked for
+        self.clock = None               # (seconds since boot, clock ticks a second), when asked for
         self.folded = None              # the view's sums, where the loader folded processes into them
         self.selected = False           # -P, -U or --pid left processes out of what was read
 
@@ -356,6 +359,21 @@ class Snapshot:
     @property
     def swap_total(self):
         return self.meminfo.kib.get("SwapTotal")
+
+
+#: the clock rate of /proc/PID/stat's times (USER_HZ) where the source cannot say: 100 on every
+#: architecture Linux runs on today (alpha and ia64 had 1024)
+USER_HZ = 100
+
+
+def read_clock(source):
+    """(seconds since boot, clock ticks a second) of the source's machine, or None without uptime."""
+    from .parsers.uptime import parse_uptime
+    raw = source.read_optional("uptime")
+    uptime = parse_uptime(raw) if raw else None
+    if uptime is None:
+        return None
+    return uptime, os.sysconf("SC_CLK_TCK") if source.local else USER_HZ
 
 
 def read_meminfo(source):
@@ -474,6 +492,8 @@ class _Gathered:
         if self.needs.pools:
             from .kernel_pools import read_kernel_pools
             snapshot.pools = read_kernel_pools(source, (p.cgroup for p in self.processes if p.cgroup))
+        if self.needs.uptime:
+            snapshot.clock = read_clock(source)
         if self.needs.pressure:
             from .memory_pressure import read_memory_pressure
             snapshot.pressure = read_memory_pressure(source, (p.cgroup for p in self.processes if p.cgroup))

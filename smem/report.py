@@ -101,7 +101,8 @@ def _total(column, values):
     kind = column.total
     if kind == "sum":
         present = [v for v in values if v is not None]
-        return sum(present) if present or not values else None
+        total = sum(present) if present or not values else None
+        return round(total, 6) if isinstance(total, float) else total  # (no 0.30000000000000004)
     if kind == "rows":
         return len(values)
     if kind == "distinct":

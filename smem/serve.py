@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from .app import companion_tables, plan, read_snapshot
+from .app import companion_tables, plan, read_snapshot, readings
 from .errors import OutputError, SmemError, UsageError
 from .extras import require
 from .formats.families import families, pressure_families
@@ -46,8 +46,9 @@ __all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "TE
 COMPANIONS = ("program", "user", "cgroup", "system")
 
 #: beyond each view's default columns (swap uss pss rss, the count; -w's used cache noncache): the
-#: proportional swap and GPU memory (read from the fds of every process: DRM clients, dma-bufs)
-EXTRA_COLUMNS = ("swappss", "gpu", "gpushared", "dmabuf")
+#: proportional swap, GPU memory (read from the fds of every process: DRM clients, dma-bufs) and
+#: the CPU each used since the scrape before (the first: since it started)
+EXTRA_COLUMNS = ("swappss", "gpu", "gpushared", "dmabuf", "cpu")
 
 TEXTFILE_NAME = "smem.prom"
 
@@ -92,6 +93,7 @@ class SharedCollector:
         self._lock = threading.Lock()
         self._latest = None
         self._latest_at = None
+        self._previous = None  # the snapshot of the collection before: rates (cpu) are over the interval
         self._said = set()
 
     def latest(self, say=True):
@@ -110,9 +112,11 @@ class SharedCollector:
         start = time.monotonic()
         try:
             snapshot, warnings = read_snapshot(self.request, self.plan)
-            tables = companion_tables(self.plan, snapshot, self.request.system)
+            earlier, self._previous = self._previous, snapshot
+            tables = companion_tables(self.plan, snapshot, self.request.system, earlier)
             if self.top:
-                tables = (make_table([snapshot], self.plan.view, self.request.table, self.request.system), *tables)
+                tables = (make_table(readings(self.plan.view, snapshot, earlier), self.plan.view, self.request.table,
+                                     self.request.system), *tables)
         except SmemError as e:
             self.errors += 1
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))

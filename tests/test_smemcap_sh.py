@@ -178,6 +178,9 @@ def test_optional_system_files(tar):
         assert _read(tar, "iomem") == Path("/proc/iomem").read_bytes()
     assert _read(tar, "swaps").split(b"\n")[0] == Path("/proc/swaps").read_bytes().split(b"\n")[0]
     assert b"pagesets" in _read(tar, "zoneinfo")
+    assert 0 < float(_read(tar, "uptime").split()[0]) <= float(Path("/proc/uptime").read_text().split()[0])
+    if Path("/proc/pressure/memory").is_file():
+        assert _read(tar, "pressure/memory").startswith(b"some avg10=")
     memmap = Path("/sys/firmware/memmap")
     entries = sorted(p.name for p in memmap.iterdir()) if memmap.is_dir() else []
     captured = sorted({n.split("/")[3] for n in names

@@ -25,6 +25,13 @@ class PidStat(NamedTuple):
     vsize: Optional[int]   # bytes
     rss_pages: Optional[int]
     start_time: Optional[int] = None  # clock ticks after boot: with the pid, names a process for good
+    utime: Optional[int] = None       # clock ticks it ran in user mode
+    stime: Optional[int] = None       # clock ticks it ran in the kernel
+
+    @property
+    def cpu_ticks(self):
+        """Clock ticks it ran (utime + stime), or None where either is unknown."""
+        return None if self.utime is None or self.stime is None else self.utime + self.stime
 
     @property
     def is_kernel_thread(self):
@@ -65,4 +72,6 @@ def parse_stat(data):
         vsize=_int(rest, 20),
         rss_pages=_int(rest, 21),
         start_time=_int(rest, 19),
+        utime=_int(rest, 11),
+        stime=_int(rest, 12),
     )

@@ -64,7 +64,8 @@ def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib
     needs = Needs(mappings=mappings or "mappings" in wanted, rollup="rollup" in wanted,
                   status="status" in wanted, cgroup="cgroup" in wanted,
                   pools="pools" in wanted, ksm="ksm" in wanted,
-                  devices="devices" in wanted, pressure="pressure" in wanted, stat="stat" in wanted or "exact" in wanted,
+                  devices="devices" in wanted, pressure="pressure" in wanted,
+                  uptime="uptime" in wanted, stat="stat" in wanted or "exact" in wanted,
                   counters=frozenset(counters).union(view.counters, *(c.counters for c in columns)))
     needs.max_rss_kib = max_rss_kib
     needs.exact = "exact" in wanted

@@ -118,6 +118,10 @@ class View(NamedTuple):
     #: they change nothing; a view without it takes no such option
     shaped_by_system: Optional[Callable[[Any], Optional["View"]]] = None
 
+    #: rows of two snapshots are the later one's, with rates over the interval between them (cpu):
+    #: a comparison (smem diff, watch mode) and a server's scrapes hand it the earlier one too
+    interval_rows: bool = False
+
     #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
     #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
     fold: Optional[Callable[[Any], Any]] = None

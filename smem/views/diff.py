@@ -124,7 +124,8 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
     def rows(snapshots, options):
         old_snapshot, new_snapshot = snapshots[0], snapshots[-1]
         old = {base.row_key(r): r for r in base.rows([old_snapshot], options)}
-        new = {base.row_key(r): r for r in base.rows([new_snapshot], options)}
+        later = [old_snapshot, new_snapshot] if base.interval_rows else [new_snapshot]
+        new = {base.row_key(r): r for r in base.rows(later, options)}
         return [DiffRow(old.get(key), new.get(key)) for key in dict.fromkeys([*new, *old])]
 
     return base._replace(

@@ -11,6 +11,7 @@ from ..parsers.status import status_kib
 from .columns import Column, View, count, text
 from .memory_columns import exact_columns, memory_columns
 from ..kernel_pools import SwapRamRatios
+from .cpu import cpu_column, cpu_readings, process_cpu
 from .process import process_ksm, process_split, user_label
 
 __all__ = ["USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "GroupRow", "group_rows"]
@@ -19,8 +20,8 @@ _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 
 class GroupRow:
-    __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "devices", "pressure", "_split",
-                 "_status")
+    __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "devices", "pressure", "cpu",
+                 "_split", "_status")
 
     def __init__(self, key, label):
         self.key = key
@@ -31,6 +32,7 @@ class GroupRow:
         self.swap_ratios = (None, None)  # kernel_pools.SwapRamRatios.of_group of its processes
         self.devices = None  # device_memory.DeviceShare: its processes' summed
         self.pressure = None  # memory_pressure.MemoryPressure (the cgroup view)
+        self.cpu = None  # % of one core its processes ran, summed (views.cpu)
         self._split = False
         self._status = None
 
@@ -76,8 +78,10 @@ class GroupRow:
         return self._status
 
 
-def group_rows(snapshot, key, label):
-    """One row per value of ``key(process)`` among the processes that map memory."""
+def group_rows(snapshots, key, label):
+    """One row per value of ``key(process)`` among the processes that map memory, of the last of
+    ``snapshots`` (an earlier one before it: the cpu column is over the interval between them)."""
+    snapshot = snapshots[-1]
     groups = {}
     for process in snapshot.processes:
         if not process.has_memory:
@@ -89,7 +93,11 @@ def group_rows(snapshot, key, label):
         row.add(process)
     ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
     devices = snapshot.devices
+    clock, earlier = snapshot.clock, cpu_readings(snapshots[0]) if len(snapshots) > 1 else None
     for row in groups.values():
+        if clock is not None:
+            shares = [v for v in (process_cpu(p, clock, earlier) for p in row.processes) if v is not None]
+            row.cpu = round(sum(shares), 1) if shares else None
         row.close()
         row.swap_ratios = ratios.of_group(row.processes)
         if devices:
@@ -108,11 +116,11 @@ def _memory():
                           lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"},
                           ksm_of=lambda r: r.ksm, swap_ratios_of=lambda r: r.swap_ratios,
                           devices_of=lambda r: r.devices) + \
-        exact_columns(lambda r: r.exact)
+        exact_columns(lambda r: r.exact) + [cpu_column(lambda r: r.cpu)]
 
 
 def user_rows(snapshots, options):
-    return group_rows(snapshots[0], lambda p: p.uid, lambda p: user_label(p, options.numeric))
+    return group_rows(snapshots, lambda p: p.uid, lambda p: user_label(p, options.numeric))
 
 
 USER_VIEW = View(
@@ -123,13 +131,13 @@ USER_VIEW = View(
         *_memory(),
     )},
     default_columns=("user", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=user_rows, process_groups=True, disjoint_rows=True, row_key=lambda r: r.key,
+    default_sort="pss", rows=user_rows, process_groups=True, disjoint_rows=True, row_key=lambda r: r.key, interval_rows=True,
     labels=(("user", lambda r: r.label),),
 )
 
 
 def program_rows(snapshots, options):
-    return group_rows(snapshots[0], lambda p: p.name, lambda p: p.name)
+    return group_rows(snapshots, lambda p: p.name, lambda p: p.name)
 
 
 PROGRAM_VIEW = View(
@@ -142,14 +150,14 @@ PROGRAM_VIEW = View(
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=program_rows, needs=frozenset({"stat"}), process_groups=True, disjoint_rows=True,
-    row_key=lambda r: r.key,
+    row_key=lambda r: r.key, interval_rows=True,
     labels=(("name", lambda r: r.label),),
 )
 
 
 def cgroup_rows(snapshots, options):
-    snapshot = snapshots[0]
-    rows = group_rows(snapshot, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
+    snapshot = snapshots[-1]
+    rows = group_rows(snapshots, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
     for row in rows:
         row.pressure = snapshot.pressure
     return rows
@@ -181,6 +189,6 @@ CGROUP_VIEW = View(
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True, disjoint_rows=True,
-    flowing_column="cgroup", row_key=lambda r: r.key,
+    flowing_column="cgroup", row_key=lambda r: r.key, interval_rows=True,
     labels=(("cgroup", lambda r: r.label),),
 )

@@ -4,6 +4,7 @@ from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT
 from ..parsers.status import status_kib
 from .columns import View, count, text
+from .cpu import cpu_column, cpu_readings, process_cpu
 from .memory_columns import exact_columns, memory_columns
 
 __all__ = ["PROCESS_VIEW", "process_split", "process_status", "process_ksm"]
@@ -29,10 +30,11 @@ def process_status(process, field):
 
 
 class ProcessRow:
-    __slots__ = ("process", "user", "exact", "swap_ratios", "devices", "_split")
+    __slots__ = ("process", "user", "exact", "swap_ratios", "devices", "cpu", "_split")
 
-    def __init__(self, process, user, exact=None, swap_ratios=(None, None), devices=None):
+    def __init__(self, process, user, exact=None, swap_ratios=(None, None), devices=None, cpu=None):
         self.process = process
+        self.cpu = cpu  # % of one core (views.cpu)
         self.devices = devices  # device_memory.DeviceShare of the process
         self.user = user
         self.swap_ratios = swap_ratios  # kernel_pools.swap_ram_ratios of the process (its cgroup's)
@@ -58,10 +60,12 @@ def user_label(process, numeric):
 
 def rows(snapshots, options):
     from ..kernel_pools import SwapRamRatios  # (its parsers: only once rows are made)
-    snapshot = snapshots[0]
+    snapshot = snapshots[-1]
     ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
     devices = snapshot.devices or {}
-    result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios.of(p), devices=devices.get(p.pid))
+    clock, earlier = snapshot.clock, cpu_readings(snapshots[0]) if len(snapshots) > 1 else None
+    result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios.of(p), devices=devices.get(p.pid),
+                         cpu=process_cpu(p, clock, earlier) if clock is not None else None)
               for p in snapshot.processes if p.has_memory]
     exact = snapshot.exact
     if exact is not None:
@@ -89,6 +93,7 @@ COLUMNS = {c.key: c for c in (
     text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1,
          needs={"stat"}),
     count("threads", "Threads", _stat("num_threads"), "number of threads", width=7, needs={"stat"}),
+    cpu_column(lambda r: r.cpu),
 )}
 
 PROCESS_VIEW = View(
@@ -98,5 +103,5 @@ PROCESS_VIEW = View(
     metrics_companions=("user", "system"),
     row_key=lambda r: (r.process.pid, r.process.stat.start_time if r.process.stat is not None else None),
     labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user), ("name", lambda r: r.process.name)),
-    identity_needs=frozenset({"stat"}),
+    identity_needs=frozenset({"stat"}), interval_rows=True,
 )
