@@ -62,6 +62,13 @@ def _check(request):
         view = _watched(request, view)
     if view.requires_exact and not (query.process_filter or query.user_filter or query.pids):
         raise UsageError("--shared-with needs a selection: -P, -U or --pid")
+    if query.wss_seconds is not None:
+        from .working_set import check_working_set
+        check_working_set(query, True)
+        if "wss" not in view.columns:
+            raise UsageError(f"--wss measures processes' working set: the {view.title} view has no wss column")
+        if request.watch is not None:
+            raise UsageError("--wss measures once: it does not combine with --interval")
     if request.system.recommend is not None and not view.needs_sizing:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
     return view
@@ -161,6 +168,8 @@ def read_snapshot(request, the_plan, spec=None):
                          per_mapping=needs.mappings or needs.split or needs.devices or query.map_filter is not None,
                          streamed=not exact)
     fold = view.fold(needs) if view.fold is not None and not exact else None
+    if query.wss_seconds is not None and spec is None:
+        warnings.append(_clear_referenced(source, load_selection, query.wss_seconds))
     try:
         snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs,
                                  jobs=query.jobs, fold=fold)
@@ -174,6 +183,14 @@ def read_snapshot(request, the_plan, spec=None):
     finally:
         source.close()
     return snapshot, load_warnings(snapshot) + warnings
+
+
+def _clear_referenced(source, selection, seconds):
+    """--wss: clear the selected processes' referenced bits and wait; the note to say once."""
+    from .model import selected_pids
+    from .working_set import CLEAR_REFS_NOTE, measure_interval
+    measure_interval(source.proc, selected_pids(source, selection), seconds)
+    return CLEAR_REFS_NOTE
 
 
 def run_report(request: ReportRequest) -> Result:

@@ -242,11 +242,14 @@ def cli():
                    "r reverses, p pauses); else each report after a '# TIME' line, or one JSON Lines / "
                    "CSV stream with -F json / csv.")
 @click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --interval: stop after N reports.")
+@click.option("--wss", type=float, metavar="SECONDS",
+              help="Working set (root): clear the processes' referenced bits, wait SECONDS, then report what "
+                   "each referenced meanwhile (wss, and wsspss with shared pages split) beside the defaults.")
 @click.option("--delta", type=click.Choice(["first", "previous"]), metavar="first|previous",
               help="With --interval: changes since the first report (default) or the previous one.")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
 def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source,
-           interval, count, delta, **o):
+           interval, count, delta, wss, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
 
@@ -263,12 +266,12 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
     if force and output is None:
         raise UsageError("--force lets -o replace a file: use it with -o")
-    table = _table(o)
+    table = _table(o)._replace(working_set=wss is not None)
     if source == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
                          "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
     request = ReportRequest(
-        query=_query(o, view, source=source, exact=exact or shared_with),
+        query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss),
         table=table,
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),

@@ -600,6 +600,23 @@ def _collector_paused():
         gc.enable()
 
 
+def selected_pids(source, selection):
+    """The pids ``selection`` (--pid, -P, -U) chooses among the source's processes, as the loader
+    would (kernel threads and smem itself left out)."""
+    own_pid = own_invocation(source, selection)
+    names = {}
+    chosen = []
+    for pid in source.pids():
+        if not selection.wants_pid(pid):
+            continue
+        try:
+            if _load_process(source, pid, selection, own_pid, names, with_stat=False) is not None:
+                chosen.append(pid)
+        except ProcessGone:
+            continue
+    return chosen
+
+
 def own_invocation(source, selection):
     """Pids whose command line holds our -P pattern only because they run us.
 

@@ -31,6 +31,7 @@ class Query(NamedTuple):
     jobs: Optional[int] = None         # processes reading in parallel (None: decide)
     max_rss_kib: Optional[int] = None  # --max-rss: skip processes with more resident
     pids: Optional[Tuple[int, ...]] = None  # --pid: only these processes
+    wss_seconds: Optional[float] = None  # --wss: clear the referenced bits, wait, then read
 
 
 class TableOptions(NamedTuple):
@@ -49,6 +50,7 @@ class TableOptions(NamedTuple):
     exact: bool = False                # default columns and totals under --exact
     format: str = "classic"            # a key of smem.formats.FORMATS
     limit: Optional[int] = None        # only the first N rows once sorted (smem serve --top N)
+    working_set: bool = False          # --wss: the working-set columns are among the defaults
 
 
 class ChartOptions(NamedTuple):

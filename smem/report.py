@@ -68,11 +68,13 @@ def selected_columns(view: View, options: TableOptions, chart: Optional[ChartOpt
     """The Column objects to show: -c (or ``all``, or the defaults), then the chart's label field."""
     if options.columns == ("all",):
         # every column, the defaults first in their order; the exact ones only under --exact
-        # (they cost a pagemap scan)
-        keys = list(dict.fromkeys([*view.default_columns_for(options.exact), *view.columns]))
-        keys = [k for k in keys if options.exact or "exact" not in view.columns[k].needs]
+        # (they cost a pagemap scan), the working set only under --wss (it is measured)
+        keys = list(dict.fromkeys([*view.default_columns_for(options.exact, options.working_set), *view.columns]))
+        keys = [k for k in keys if (options.exact or "exact" not in view.columns[k].needs)
+                and (options.working_set or "wss" not in view.columns[k].needs)]
     else:
-        keys = list(options.columns) if options.columns else view.default_columns_for(options.exact)
+        keys = (list(options.columns) if options.columns
+                else view.default_columns_for(options.exact, options.working_set))
     if chart is not None:
         keys.append(chart.label)
     missing = [k for k in dict.fromkeys(keys) if k not in view.columns]

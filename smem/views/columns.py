@@ -131,11 +131,14 @@ class View(NamedTuple):
         shaped = self.shaped_by_system(system) if self.shaped_by_system is not None else None
         return shaped if shaped is not None else self
 
-    def default_columns_for(self, exact):
-        """The default columns; under --exact with group USS after USS."""
+    def default_columns_for(self, exact, working_set=False):
+        """The default columns; under --exact with group USS after USS, under --wss with the
+        working set last."""
         columns = list(self.default_columns)
         if exact and "guss" in self.columns and "uss" in columns and "guss" not in columns:
             columns.insert(columns.index("uss") + 1, "guss")
+        if working_set:
+            columns += [k for k in ("wss", "wsspss") if k in self.columns and k not in columns]
         return columns
 
     def measure_for(self, pss_missing):

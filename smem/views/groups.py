@@ -111,11 +111,17 @@ def group_rows(snapshots, key, label):
     return list(groups.values())
 
 
+def _group_wsspss(row):
+    from ..working_set import referenced_pss
+    values = [referenced_pss(p.mappings) for p in row.processes]
+    return None if not values or None in values else sum(values)
+
+
 def _memory():
     return memory_columns(lambda r: r.totals, lambda r: r.split,
                           lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"},
                           ksm_of=lambda r: r.ksm, swap_ratios_of=lambda r: r.swap_ratios,
-                          devices_of=lambda r: r.devices) + \
+                          devices_of=lambda r: r.devices, wsspss_of=_group_wsspss) + \
         exact_columns(lambda r: r.exact) + [cpu_column(lambda r: r.cpu)]
 
 

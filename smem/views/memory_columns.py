@@ -74,8 +74,26 @@ def device_columns(devices_of):
     return columns
 
 
+def working_set_columns(totals_of, wsspss_of):
+    """What the processes referenced during --wss SECONDS (smem.working_set): smaps ``Referenced``
+    once their referenced bits were cleared; ``wsspss_of``: a row's referenced pages with each
+    mapping's sharing (its Pss/Rss), as PSS splits them."""
+    return [
+        _wide("wss", "WSS", _counter(totals_of, "Referenced"),
+              "working set: pages referenced during --wss SECONDS (ignoring sharing)", needs={"wss"},
+              counters={"Referenced"}),
+        _wide("wsspss", "WSSPSS", wsspss_of,
+              "working set with shared pages split: each mapping's referenced pages x its Pss / Rss (--wss)",
+              needs={"wss", "mappings"}, counters=WSSPSS_COUNTERS),
+    ]
+
+
+#: what the working set's PSS reads per mapping (working_set.referenced_pss)
+WSSPSS_COUNTERS = ("Referenced", "Pss", "Rss")
+
+
 def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs=frozenset(), ksm_of=None,
-                   swap_ratios_of=None, devices_of=None):
+                   swap_ratios_of=None, devices_of=None, wsspss_of=None):
     """The classic amounts (swap uss rss pss vss) and the newer counters, in known-fields order.
 
     ``ksm_of``: a row's KSM pages where it has more than smaps' ``KSM:`` (a process's
@@ -150,6 +168,8 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
                                  f"resident {what} pages, from status (Linux 4.5+)", needs={"status"}))
     if devices_of is not None:
         columns += device_columns(devices_of)
+    if wsspss_of is not None:
+        columns += working_set_columns(totals_of, wsspss_of)
     return columns
 
 

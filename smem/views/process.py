@@ -4,6 +4,7 @@ from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT
 from ..parsers.status import status_kib
 from .columns import View, count, text
+from ..working_set import referenced_pss
 from .cpu import cpu_column, cpu_readings, process_cpu
 from .memory_columns import exact_columns, memory_columns
 
@@ -87,7 +88,7 @@ COLUMNS = {c.key: c for c in (
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"},
                     ksm_of=lambda r: process_ksm(r.process), swap_ratios_of=lambda r: r.swap_ratios,
-                    devices_of=lambda r: r.devices),
+                    devices_of=lambda r: r.devices, wsspss_of=lambda r: referenced_pss(r.process.mappings)),
     *exact_columns(lambda r: r.exact),
     count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None, needs={"stat"}),
     text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1,
