@@ -149,6 +149,17 @@ else
 	rm -rf -- "$cap/pressure"
 fi
 
+# The kernel's configuration: built without per-page map counts (CONFIG_NO_PAGE_MAPCOUNT,
+# 6.15+), its PSS and USS are estimates, and smem says so.
+kcfg=/boot/config-$(uname -r 2>/dev/null)
+if [ -r /proc/config.gz ] && cat /proc/config.gz >"$cap/config.gz" 2>/dev/null; then
+	members="$members config.gz"
+elif [ -r "$kcfg" ] && gzip -c "$kcfg" >"$cap/config.gz" 2>/dev/null; then
+	members="$members config.gz"
+else
+	rm -f -- "$cap/config.gz"
+fi
+
 # The boot line "Memory: ...K kernel code, ...K rwdata, ..." sizes the kernel image
 # when iomem cannot (dmesg needs root on most systems; absent is fine).
 if dmesg 2>/dev/null | grep 'Memory:' >"$cap/dmesg" 2>/dev/null && [ -s "$cap/dmesg" ]; then

@@ -180,9 +180,25 @@ def read_snapshot(request, the_plan, spec=None):
             _account_exactly(snapshot, view, selection, warnings)
         if view.needs_shared_memory:
             warnings.extend(_attribute_shared_memory(snapshot, source))
+        if view.reads_processes:
+            warnings.extend(_estimated(source, exact))
     finally:
         source.close()
     return snapshot, load_warnings(snapshot) + warnings
+
+
+def _estimated(source, exact):
+    """The notes where the kernel's figures are estimates (built without per-page map counts)."""
+    from .parsers.kernel_config import no_page_mapcount, parse_kernel_config
+    text = source.kernel_config()
+    if text is None or not no_page_mapcount(parse_kernel_config(text)):
+        return []
+    notes = ["the kernel keeps no per-page map counts (CONFIG_NO_PAGE_MAPCOUNT, Linux 6.15+): smaps' PSS and "
+             "USS of large folios mapped in part are averages over the folio, estimates"]
+    if exact:
+        notes.append("--exact: group USS is approximate on this kernel: kpagecount gives each page of a large "
+                     "folio the folio's average map count (CONFIG_NO_PAGE_MAPCOUNT)")
+    return notes
 
 
 def _clear_referenced(source, selection, seconds):

@@ -6,7 +6,8 @@ the kernel's boot "Memory:" line for the system view; ``zoneinfo`` and ``swaps``
 the system view's breakdown; ``sysvipc/shm`` and the ``smem/shmem`` inventory (tmpfs
 mounts, their files, memfds) for ``--shm``; zram, KSM and zswap files from /sys, and the
 cgroup v2 ``memory.stat`` of each process's cgroup (its zswap share, for the ``zswap`` column)
-and its ``memory.pressure``, and the machine's ``pressure/memory``;
+and its ``memory.pressure``, and the machine's ``pressure/memory``; the kernel's configuration
+(``config.gz``: whether its PSS are estimates);
 the ``fdinfo/FD`` of each process's DRM and dma-buf descriptors (GPU and dma-buf memory) and
 the kernel's lists of dma-bufs (/sys/kernel/dmabuf/buffers, debugfs bufinfo);
 ``passwd`` lines for the users that own processes; and ``capture-info`` with the
@@ -25,7 +26,7 @@ from .memory_pressure import SYSTEM_PRESSURE, cgroup_pressure_path
 from .model import read_meminfo
 from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
-from .sources.base import SHMEM_MEMBER
+from .sources.base import KERNEL_CONFIG_MEMBER, SHMEM_MEMBER
 
 __all__ = ["write_capture", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
 
@@ -165,6 +166,10 @@ def write_capture(source, fileobj, compression="gz", exact=False):
             memory = b"".join(line + b"\n" for line in log.splitlines() if b"Memory:" in line)
             if memory:
                 out.file("dmesg", memory)
+        config = source.kernel_config()
+        if config:
+            import gzip
+            out.file(KERNEL_CONFIG_MEMBER, gzip.compress(config, mtime=0))
         iomem = source.read_optional("iomem")
         if iomem is not None:
             out.file("iomem", iomem)

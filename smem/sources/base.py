@@ -14,7 +14,7 @@ from ..errors import process_error
 from .machine import Machine
 
 __all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
-           "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "STREAMED", "NeedHeld"]
+           "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "STREAMED", "NeedHeld", "KERNEL_CONFIG_MEMBER"]
 
 #: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
 #: int() refuses 4,300 digits anyway.
@@ -46,6 +46,9 @@ def is_pid_name(name):
     """
     return 0 < len(name) <= _PID_DIGITS and name.isascii() and name.isdigit()
 
+
+#: the capture member holding the kernel's configuration, gzip'd (as /proc/config.gz)
+KERNEL_CONFIG_MEMBER = "config.gz"
 
 #: the capture member listing tmpfs mounts, their files and memfds (parsers/shmem_inventory.py)
 SHMEM_MEMBER = "smem/shmem"
@@ -162,6 +165,13 @@ class Source(abc.ABC):
         user's process, a capture made before captures carried them).  A capture holds them as
         ``N/fdinfo/FD`` members; the live system picks them by their links."""
         return None
+
+    def kernel_config(self):
+        """The kernel's build configuration as text, or None where the source has none: a
+        capture's ``config.gz`` member (/proc/config.gz, or /boot/config-RELEASE gzip'd)."""
+        from ..parsers.kernel_config import gunzip_config
+        data = self.read_optional(KERNEL_CONFIG_MEMBER)
+        return gunzip_config(data) if data else None
 
     def read_sys(self, path):
         """The /sys file ``path`` ("kernel/mm/ksm/pages_shared") as bytes; a capture keeps /sys

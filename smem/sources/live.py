@@ -167,6 +167,16 @@ class LiveSource(Source):
                 continue  # closed meanwhile
         return _fdinfo_read(self, pid, held)
 
+    def kernel_config(self):
+        text = super().kernel_config()
+        if text is not None or not self.local:
+            return text
+        try:  # a distribution's copy (/proc/config.gz needs CONFIG_IKCONFIG_PROC)
+            with open(os.path.join(self.root, "boot", f"config-{os.uname().release}"), "rb") as f:
+                return f.read(4 << 20)
+        except OSError:
+            return None
+
     def read_sys(self, path):
         if not self.local:
             return super().read_sys(path)

@@ -1,0 +1,87 @@
+"""Where the kernel's figures are estimates: a kernel built without per-page map counts
+(CONFIG_NO_PAGE_MAPCOUNT, Linux 6.15+) is named in a note, from /proc/config.gz, /boot or a
+capture's config.gz; --exact says its group USS is approximate there."""
+
+import gzip
+import io
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_smem
+from smem.capture_writer import write_capture
+from smem.parsers.kernel_config import gunzip_config, no_page_mapcount, parse_kernel_config
+from smem.sources.directory import DirectorySource
+
+NOTE = "CONFIG_NO_PAGE_MAPCOUNT"
+
+
+def test_this_machines_config_reads():
+    path = Path("/proc/config.gz")
+    if not path.is_file():
+        pytest.skip("no /proc/config.gz")
+    options = parse_kernel_config(gunzip_config(path.read_bytes()))
+    assert options["CONFIG_MMU"] == "y" and no_page_mapcount(options) in (True, False)
+
+
+@pytest.mark.parametrize("text, verdict", [
+    (b"CONFIG_NO_PAGE_MAPCOUNT=y\nCONFIG_MMU=y\n", True), (b"# CONFIG_NO_PAGE_MAPCOUNT is not set\n", False),
+    (b"CONFIG_MMU=y\n", False), (b"", None), (b"\xff\xfe garbage\n", None),
+    (b"CONFIG_NO_PAGE_MAPCOUNT=y\nCONFIG_NO_PAGE_MAPCOUNT=n\n", True), (b"CONFIG_NO_PAGE_MAPCOUNT=m\n", False),
+])
+def test_the_verdict(text, verdict):
+    assert no_page_mapcount(parse_kernel_config(text)) is verdict
+
+
+@pytest.mark.parametrize("data", [b"", b"not gzip", gzip.compress(b"x")[:10], gzip.compress(bytes(64 << 20))])
+def test_hostile_config_gz_is_none(data):
+    assert gunzip_config(data) is None
+
+
+def _tree(tmp_path, config):
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "gpu_proc" / "tree", root)
+    if config is not None:
+        (root / "config.gz").write_bytes(gzip.compress(config))
+    return root
+
+
+@pytest.mark.parametrize("config, noted", [(b"CONFIG_NO_PAGE_MAPCOUNT=y\n", True),
+                                           (b"# CONFIG_NO_PAGE_MAPCOUNT is not set\n", False), (None, False),
+                                           (b"\x00" * 100, False)])
+def test_a_note_where_the_figures_are_estimates(tmp_path, config, noted):
+    root = _tree(tmp_path, config)
+    for args in ([], ["-u"], ["-F", "json"]):
+        res = run_smem("-S", str(root), *args)
+        assert res.returncode == 0
+        assert (NOTE in res.stderr.decode()) is noted
+    assert NOTE not in run_smem("-S", str(root), "-w").stderr.decode()  # no process figure shown
+
+
+def test_a_capture_carries_the_config(tmp_path):
+    root = _tree(tmp_path, b"CONFIG_NO_PAGE_MAPCOUNT=y\n")
+    out = io.BytesIO()
+    source = DirectorySource(str(root))
+    try:
+        write_capture(source, out, compression=None)
+    finally:
+        source.close()
+    path = tmp_path / "c.tar"
+    path.write_bytes(out.getvalue())
+    with tarfile.open(path) as tar:
+        assert gzip.decompress(tar.extractfile("config.gz").read()) == b"CONFIG_NO_PAGE_MAPCOUNT=y\n"
+    assert NOTE in run_smem("-S", str(path)).stderr.decode()
+
+
+def test_exact_says_its_group_uss_is_approximate_there(tmp_path):
+    pytest.importorskip("numpy")
+    from smem.app import _estimated
+    source = DirectorySource(str(_tree(tmp_path, b"CONFIG_NO_PAGE_MAPCOUNT=y\n")))
+    try:
+        notes = _estimated(source, exact=True)
+        assert len(notes) == 2 and "group USS is approximate" in notes[1]
+        assert len(_estimated(source, exact=False)) == 1
+    finally:
+        source.close()
