@@ -3,7 +3,6 @@
 top).  Real busy and idle processes of this machine; /proc trees whose ticks and uptime are known."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
