@@ -272,7 +272,7 @@ _FILES = {  # capture file -> (content, where it goes: a process file or a syste
               "system"),
     "dmesg": (b"[    0.0] Memory: 2000000K/2097152K available (16384K kernel code, 4096K rwdata, 8192K rodata)\n",
               "system"),
-    "config.gz": (gzip.compress(b"CONFIG_MMU=y\nCONFIG_NO_PAGE_MAPCOUNT=y\n", mtime=0), "system"),
+    "config.gz": (gzip.compress(b"CONFIG_MMU=y\n# CONFIG_NO_PAGE_MAPCOUNT is not set\n", mtime=0), "system"),
     "pressure/memory": (b"some avg10=99.47 avg60=99.37 avg300=99.37 total=8917504840\n"
                         b"full avg10=86.55 avg60=87.90 avg300=91.54 total=8171112563\n", "system"),
     "sys/fs/cgroup/system.slice/dbus.service/memory.pressure": (

@@ -598,7 +598,15 @@ class ArchiveSource(CaptureFacts, Source):
         return sorted({p[len(prefix):].partition("/")[0] for p in self._files if p.startswith(prefix)})
 
     def device_fdinfo(self, pid):
-        return _fdinfo_members(self._files, pid)
+        index = self.__dict__.get("_fdinfo_index")
+        if index is None or index[0] != len(self._files):  # (once per reading, not a walk per process)
+            found = {}
+            for path in self._files:
+                head, _, leaf = path.partition("/")
+                if leaf.startswith("fdinfo/") and is_pid_name(head):
+                    found.setdefault(int(head), {})[path] = self._files[path]
+            index = self._fdinfo_index = (len(self._files), found)
+        return _fdinfo_members(index[1].get(pid, {}), pid)
 
     def pids(self):
         pids = set(self._dirs)
