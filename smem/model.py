@@ -1,6 +1,6 @@
 """The core model: processes with their mappings, and the system they ran on.
 
-:func:`load_snapshot` reads everything a report needs from a source, once:
+:func:`load_reading` reads everything a report needs from a source, once:
 for each process its cmdline, stat (name, kernel-thread flag) and smaps, and
 the system's meminfo.  Filters (``-P``, ``-U``, ``-M``) are applied while
 loading so that filtered-out processes' smaps are never read.
@@ -12,34 +12,28 @@ one warning; anything the user caused is an :class:`~smem.errors.SmemError`.
 
 import contextlib
 import copy
+import enum
 import gc
 import os
 import re
 import time
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Optional
 
 from .aggregate import Sums
-from .errors import ProcessGone, ProcessUnreadable, SourceError, UsageError
+from .errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SourceError, UsageError
 from .parsers.cmdline import parse_cmdline
 from .parsers.ksm import parse_ksm_value
 from .parsers.meminfo import parse_meminfo
-from .parsers.smaps import parse_smaps, parse_smaps_kept, sum_smaps_kept
+from .parsers.smaps import Mapping, parse_smaps, parse_smaps_kept, sum_smaps_kept
 from .parsers.stat import parse_stat
 from .parsers.status import parse_status, status_kib
 from .sources.base import OWN_PID, STREAMED, VANISHING, NeedHeld
 
-__all__ = ["Process", "Snapshot", "Selection", "Needs", "load_snapshot", "uss_of", "own_invocation", "ROLLUP_SPLIT",
+__all__ = ["Process", "Snapshot", "Selection", "Need", "Needs", "load_reading", "Reading", "Derived", "uss_of", "own_invocation", "ROLLUP_SPLIT",
            "rollup_keys"]
 
-
-
-class ProcessSkipped(Exception):
-    """A process left out on purpose (--max-rss), before its smaps was read."""
-
-    def __init__(self, pid, name, rss_kib):
-        super().__init__(f"{pid}: {rss_kib} KiB resident")
-        self.pid = pid
-        self.name = name
-        self.rss_kib = rss_kib
 
 
 def uss_of(counters):
@@ -90,26 +84,15 @@ class Process:
         self._totals = None
         self._mapped = None       # whether it mapped anything, once its mappings are summed and let go
 
-    def sent(self):
-        """Its fields but the mappings, as a plain tuple: what a worker process sends the parent
-        (smem.collect).  A tuple pickles in C; a slotted object calls copyreg per process (at
-        1,500 processes, 10 ms of the worker's time and 5 of the parent's)."""
-        return (self.pid, self.name, self.cmdline, self.uid, self.user, self.stat, self.rollup, self.status,
-                self.cgroup, self.ksm_kib, self.read_seconds, self._totals, self._mapped)
-
-    @classmethod
-    def received(cls, fields, mappings=None):
-        """The process :meth:`sent` gave ``fields`` of, with ``mappings``."""
-        pid, name, cmdline, uid, user, stat, rollup, status, cgroup, ksm_kib, read_seconds, totals, mapped = fields
-        process = cls(pid, name, cmdline, uid, user, stat, mappings)
-        process.rollup = rollup
-        process.status = status
-        process.cgroup = cgroup
-        process.ksm_kib = ksm_kib
-        process.read_seconds = read_seconds
-        process._totals = totals
-        process._mapped = mapped
-        return process
+    def __reduce__(self):
+        """Pickled as a flat tuple of its fields and its mappings as three flat lists (headers,
+        names, counters): what a worker sends the parent (smem.collect).  Tuples and lists
+        pickle in C, where copyreg's default for a slotted object, and a Mapping's own
+        __reduce__, would be Python calls per process and per mapping."""
+        mappings = self.mappings
+        flat = None if mappings is None else ([m._header for m in mappings], [m.name for m in mappings],
+                                              [m.counters for m in mappings])
+        return _rebuilt_process, (tuple(getattr(self, name) for name in _PICKLED), flat)
 
     def let_go_of_mappings(self):
         """Drop the mappings once a view has folded them into its sums (the mapping view)."""
@@ -166,47 +149,90 @@ class Process:
         return f"Process({self.pid}, {self.name!r})"
 
 
-class Needs:
-    """What a report needs read per process, beyond identity (cmdline, stat, owner).
+#: What pickling a Process keeps: every field but the mappings (sent flat beside them).
+_PICKLED = tuple(name for name in Process.__slots__ if name != "mappings")
 
-    ``mappings``: the per-mapping smaps (mapping view, map counts, VSS, -M);
-    without it the kernel's smaps_rollup is enough where the source prefers it.
-    ``rollup``: smaps_rollup too (its Pss_Anon/File/Shmem split);
-    ``status``: /proc/PID/status (RssAnon/RssFile/RssShmem, threads);
-    ``cgroup``: /proc/PID/cgroup (the cgroup view);
-    ``pools``: the zram devices and KSM counters (smem.kernel_pools, system files);
-    ``ksm``: /proc/PID/ksm_merging_pages where smaps has no ``KSM:`` line (Linux 5.19-6.5);
-    ``stat``: /proc/PID/stat of every process (see :attr:`stat`);
-    ``counters``: the smaps counters the report reads per mapping.  Once a
-    process's mappings are parsed, only these are kept and its smaps text is
-    let go, so memory does not grow with the text of every process (None:
-    keep the text, and every counter can still be read).
+
+def _rebuilt_process(fields, flat):
+    """The Process :meth:`Process.__reduce__` gave ``fields`` and ``flat`` mappings of."""
+    process = Process.__new__(Process)
+    for name, value in zip(_PICKLED, fields):
+        setattr(process, name, value)
+    process.mappings = None if flat is None else list(map(Mapping, *flat))
+    return process
+
+
+class Need(enum.Flag):
+    """The kinds of data a report may need read per process, beyond identity (cmdline, owner).
+
+    Columns and views declare them by name (``needs={"status"}``); :meth:`named` turns the
+    names into flags, so a misspelt need is an error, not a need silently never read.
     """
 
-    #: a PSS split column is shown: where smaps_rollup lacks Pss_Anon (Linux < 5.9),
-    #: the mappings are read to estimate it
-    split = False
+    MAPPINGS = enum.auto()  # the per-mapping smaps (mapping view, map counts, VSS, -M); else the rollup will do
+    ROLLUP = enum.auto()    # smaps_rollup too (its Pss_Anon/File/Shmem split)
+    STATUS = enum.auto()    # /proc/PID/status (RssAnon/RssFile/RssShmem, threads)
+    CGROUP = enum.auto()    # /proc/PID/cgroup (the cgroup view)
+    POOLS = enum.auto()     # the zram devices and KSM counters (smem.kernel_pools, system files)
+    KSM = enum.auto()       # /proc/PID/ksm_merging_pages where smaps has no KSM: line (Linux 5.19-6.5)
+    STAT = enum.auto()      # /proc/PID/stat of every process: name, parent, state, threads, start
+    EXACT = enum.auto()     # page-by-page accounting (--exact)
+    SPLIT = enum.auto()     # a PSS split column: before Linux 5.9 the mappings are read to estimate it
 
-    #: --max-rss: a process whose VmRSS (status, read first: cheap) is above this many KiB is
-    #: skipped before its smaps is read, since reading smaps walks its page tables and stalls it
-    max_rss_kib = None
+    @classmethod
+    def named(cls, names):
+        """The flags of ``names`` ("mappings", "status", ...); ValueError names a need that is none."""
+        kinds = cls(0)
+        for name in names:
+            try:
+                kinds |= cls[name.upper()]
+            except KeyError:
+                raise ValueError(f"no such need: {name!r} (one of "
+                                 f"{', '.join(k.name.lower() for k in cls)})") from None
+        return kinds
 
-    #: /proc/PID/stat for every process: its name (comm), parent, state, threads and start
-    #: time.  A report that shows none of them (the default process view, -u, -m) reads stat
-    #: only where the cmdline cannot say what a process is (empty: a kernel thread or a zombie),
-    #: for -P (which matches the name too), and to name a process in a warning.
-    stat = True
 
-    def __init__(self, mappings=True, rollup=False, status=False, cgroup=False, counters=None,
-                 pools=False, ksm=False, stat=True):
-        self.stat = stat
-        self.pools = pools
-        self.ksm = ksm
-        self.mappings = mappings
-        self.rollup = rollup
-        self.status = status
-        self.cgroup = cgroup
-        self.counters = counters
+@dataclass(frozen=True)
+class Needs:
+    """What a report needs read per process: a value built once (views.needs_of), never changed.
+
+    ``kinds``: the :class:`Need` flags.  Without ``STAT``, /proc/PID/stat is read only where
+    the cmdline cannot say what a process is (empty: a kernel thread or a zombie), for -P
+    (which matches the name too), and to name a process in a warning.
+    ``counters``: the smaps counters the report reads per mapping.  Once a process's mappings
+    are parsed, only these are kept and its smaps text is let go, so memory does not grow with
+    the text of every process (None: keep the text, and every counter can still be read).
+    ``max_rss_kib``: --max-rss: a process whose VmRSS (status, read first: cheap) is above this
+    is skipped before its smaps is read, since reading smaps walks its page tables and stalls it.
+    ``rollup_keys`` (derived): the smaps_rollup counters kept (None: every one): the counters
+    read, the PSS split where a column shows it, and Rss and Pss (Process.has_memory).
+    """
+
+    kinds: Need = Need.MAPPINGS | Need.STAT
+    counters: Optional[frozenset] = None
+    max_rss_kib: Optional[int] = None
+    rollup_keys: Optional[tuple] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        keys = None
+        if self.counters is not None:
+            split = ROLLUP_SPLIT if self.kinds & (Need.SPLIT | Need.ROLLUP) else ()
+            keys = tuple(sorted(self.counters.union(split, {"Rss", "Pss"})))
+        object.__setattr__(self, "rollup_keys", keys)  # (derived from the fields, once)
+
+    def with_kinds(self, kinds):
+        """These needs and ``kinds`` too."""
+        return self if kinds in self.kinds else replace(self, kinds=self.kinds | kinds)
+
+    mappings = property(lambda self: Need.MAPPINGS in self.kinds)
+    rollup = property(lambda self: Need.ROLLUP in self.kinds)
+    status = property(lambda self: Need.STATUS in self.kinds)
+    cgroup = property(lambda self: Need.CGROUP in self.kinds)
+    pools = property(lambda self: Need.POOLS in self.kinds)
+    ksm = property(lambda self: Need.KSM in self.kinds)
+    stat = property(lambda self: Need.STAT in self.kinds)
+    exact = property(lambda self: Need.EXACT in self.kinds)
+    split = property(lambda self: Need.SPLIT in self.kinds)
 
 
 #: The time one match of a filter may take (-P, -U, -M), seconds: a pattern that
@@ -299,6 +325,11 @@ class Selection:
         self.mapping = self._compile(mapping, "-M")
         self.pids = frozenset(pids) if pids else None  # --pid: only these processes
 
+    @property
+    def selects(self):
+        """Whether --pid, -P or -U leaves processes out (-M selects mappings, not processes)."""
+        return self.process is not None or self.user is not None or self.pids is not None
+
     def wants_pid(self, pid):
         """--pid: the process is one of those named (all are, without --pid)."""
         return self.pids is None or pid in self.pids
@@ -322,23 +353,19 @@ class Selection:
         return _Pattern(pattern, option)
 
 
-class Snapshot:
-    """What one report needs: processes, meminfo, the source's facts and what went wrong."""
+@dataclass(frozen=True, eq=False)
+class Reading:
+    """What the loader read of a source, once: processes, meminfo, the source and what went wrong."""
 
-    def __init__(self, source, processes, meminfo, unreadable, pss_missing, skipped=()):
-        self.source = source
-        self.processes = processes
-        self.meminfo = meminfo          # parsers.meminfo.Meminfo
-        self.unreadable = unreadable    # {reason: [(pid, name)]} of processes we could not read
-        self.skipped = list(skipped)    # [(pid, name, VmRSS KiB)] left out by --max-rss
-        self.pss_missing = pss_missing  # some smaps had no Pss line (kernel < 2.6.25)
-        self.exact = None               # smem.exact.ExactAccounting, under --exact
-        self.sizing = None              # (installed RAM, kernel image) sizing Figures, for -w
-        self.sharing = None             # (selected pids, exact.SharedWith), for --shared-with
-        self.shared_memory = None       # smem.shared_memory.SharedMemory, for --shm
-        self.pools = None               # kernel_pools.KernelPools (zram, KSM), when asked for
-        self.folded = None              # the view's sums, where the loader folded processes into them
-        self.selected = False           # -P, -U or --pid left processes out of what was read
+    source: object
+    processes: tuple          # Process, in pid order
+    meminfo: object           # parsers.meminfo.Meminfo
+    unreadable: MappingProxyType  # {reason: ((pid, name), ...)} of processes we could not read
+    pss_missing: bool         # some smaps had no Pss line (kernel < 2.6.25)
+    skipped: tuple = ()       # ((pid, name, VmRSS KiB), ...) left out by --max-rss
+    pools: object = None      # kernel_pools.KernelPools (zram, KSM), when asked for
+    folded: object = None     # the view's sums, where the loader folded processes into them
+    selected: bool = False    # -P, -U or --pid left processes out of what was read
 
     @property
     def mem_total(self):
@@ -347,6 +374,40 @@ class Snapshot:
     @property
     def swap_total(self):
         return self.meminfo.kib.get("SwapTotal")
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What a report worked out from a reading, beyond it: each None unless the view asked."""
+
+    sizing: tuple = None          # (installed RAM, kernel image) sizing Figures, for -w
+    exact: object = None          # smem.exact.ExactAccounting, under --exact
+    shared_memory: object = None  # smem.shared_memory.SharedMemory, for --shm
+    sharing: tuple = None         # (selected pids, exact.SharedWith), for --shared-with
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """What one report shows: a reading and what was derived from it, side by side."""
+
+    reading: Reading
+    derived: Derived = Derived()
+
+    source = property(lambda self: self.reading.source)
+    processes = property(lambda self: self.reading.processes)
+    meminfo = property(lambda self: self.reading.meminfo)
+    unreadable = property(lambda self: self.reading.unreadable)
+    pss_missing = property(lambda self: self.reading.pss_missing)
+    skipped = property(lambda self: self.reading.skipped)
+    pools = property(lambda self: self.reading.pools)
+    folded = property(lambda self: self.reading.folded)
+    selected = property(lambda self: self.reading.selected)
+    mem_total = property(lambda self: self.reading.mem_total)
+    swap_total = property(lambda self: self.reading.swap_total)
+    sizing = property(lambda self: self.derived.sizing)
+    exact = property(lambda self: self.derived.exact)
+    shared_memory = property(lambda self: self.derived.shared_memory)
+    sharing = property(lambda self: self.derived.sharing)
 
 
 def read_meminfo(source):
@@ -370,8 +431,8 @@ def _user_name(source, uid, cache):
     return name
 
 
-def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None):
-    """Read every process of ``source`` that passes ``selection``.
+def load_reading(source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None):
+    """The :class:`Reading` of every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
     Kernel threads and zombies (empty cmdline, and stat says so) are left out
@@ -385,9 +446,8 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
     """
     selection = selection or Selection()
     needs = needs or Needs()
-    if selection.mapping is not None and not needs.mappings:
-        needs = copy.copy(needs)  # -M filters mappings: every process's are read
-        needs.mappings = True
+    if selection.mapping is not None:
+        needs = needs.with_kinds(Need.MAPPINGS)  # -M filters mappings: every process's are read
     if source.has(STREAMED):
         try:
             return _load_streamed(source, selection, needs, fold, with_processes, jobs)
@@ -414,9 +474,9 @@ def load_snapshot(source, selection=None, *, with_processes=True, needs=None, jo
     gathered = _Gathered(fold, needs)
     with _collector_paused():
         from .collect import each_result, workers_for
-        for result in each_result(pids, one, workers_for(jobs, len(pids), needs), needs):
+        for result in each_result(pids, one, workers_for(jobs, len(pids), needs.counters is None)):
             gathered.add(result)
-    return gathered.snapshot(source, meminfo)
+    return gathered.reading(source, meminfo, selection.selects)
 
 
 class _Gathered:
@@ -454,22 +514,22 @@ class _Gathered:
             process.keep_totals_only()
         self.processes.append(process)
 
-    def snapshot(self, source, meminfo):
-        self.processes.sort(key=lambda p: p.pid)
+    def reading(self, source, meminfo, selected):
+        processes = tuple(sorted(self.processes, key=lambda p: p.pid))
         unreadable = {}
         for pid, reason, name in sorted(self.unreadable, key=lambda u: u[0]):
             unreadable.setdefault(reason, []).append((pid, name))
-        snapshot = Snapshot(source, self.processes, meminfo, unreadable, self.pss_missing,
-                            sorted(self.skipped, key=lambda s: s[0]))
-        snapshot.folded = self.fold
+        pools = None
         if self.needs.pools:
             from .kernel_pools import read_kernel_pools
-            snapshot.pools = read_kernel_pools(source, (p.cgroup for p in self.processes if p.cgroup))
-        return snapshot
+            pools = read_kernel_pools(source, (p.cgroup for p in processes if p.cgroup))
+        return Reading(source, processes, meminfo, MappingProxyType({r: tuple(u) for r, u in unreadable.items()}),
+                       self.pss_missing, tuple(sorted(self.skipped, key=lambda s: s[0])), pools, self.fold,
+                       selected)
 
 
 def _load_streamed(source, selection, needs, fold, with_processes, jobs):
-    """load_snapshot of a source read in one pass: each process as its files arrive.
+    """load_reading of a source read in one pass: each process as its files arrive.
 
     The -U filter needs the user's name, which a capture may give only at its end
     (its passwd member): a process whose name is not known yet when it arrives is read
@@ -516,7 +576,7 @@ def _load_streamed(source, selection, needs, fold, with_processes, jobs):
     with _collector_paused():
         from .collect import each_of_shares
         workers = _streamed_workers(source, jobs, needs) if with_processes else 1
-        for waiting_for, result in each_of_shares(shares, workers, needs):
+        for waiting_for, result in each_of_shares(shares, workers):
             if waiting_for is None:
                 gathered.add(result)
             else:
@@ -528,7 +588,7 @@ def _load_streamed(source, selection, needs, fold, with_processes, jobs):
             gathered.add(result)
     for process in gathered.processes:
         process.user = _user_name(source, process.uid, names)
-    return gathered.snapshot(source, meminfo)
+    return gathered.reading(source, meminfo, selection.selects)
 
 
 #: Walkers of a streamed archive at most: each decompresses all of it (about 200 of the 246 ms
@@ -544,7 +604,7 @@ def _streamed_workers(source, jobs, needs):
     from .collect import workers_for
     if not source.replayable or needs.mappings:
         return 1
-    return min(MAX_WALKERS, workers_for(jobs, source.processes_suggested(), needs))
+    return min(MAX_WALKERS, workers_for(jobs, source.processes_suggested(), needs.counters is None))
 
 
 @contextlib.contextmanager
@@ -694,15 +754,8 @@ def _load_counters(source, process, selection, needs):
 
 
 def rollup_keys(needs):
-    """The smaps_rollup counters a report with ``needs`` keeps (None: every one): the counters
-    it reads, the PSS split where a column shows it, and Rss and Pss (Process.has_memory)."""
-    if needs is None or needs.counters is None:
-        return None
-    keys = needs.__dict__.get("_rollup_keys")
-    if keys is None:
-        split = ROLLUP_SPLIT if needs.split or needs.rollup else ()
-        keys = needs._rollup_keys = tuple(sorted(needs.counters.union(split, {"Rss", "Pss"})))
-    return keys
+    """The smaps_rollup counters a report with ``needs`` keeps (None: every one)."""
+    return None if needs is None else needs.rollup_keys
 
 
 def _ksm_merging_kib(source, pid):

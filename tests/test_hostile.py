@@ -409,7 +409,7 @@ def test_every_regex_compile_error_is_a_usage_error(pattern):
 
 
 def test_a_runaway_match_is_stopped_and_refused(tmp_path):
-    from smem.model import Needs, Selection, load_snapshot
+    from smem.model import Needs, Selection, load_reading
     long = b"a" * 3000 + b"!"
     path = tmp_path / "c.tar"
     path.write_bytes(hc.capture_tar(processes={1234: hc.process_files(cmdline=long),
@@ -417,10 +417,10 @@ def test_a_runaway_match_is_stopped_and_refused(tmp_path):
     for option, pattern in (("process", "(a+)+$"), ("mapping", "(a|aa)+$")):
         start = time.monotonic()
         with pytest.raises(UsageError, match="matching took more than 1 s"):
-            load_snapshot(open_source(str(path)), Selection(**{option: pattern}), needs=Needs())
+            load_reading(open_source(str(path)), Selection(**{option: pattern}), needs=Needs())
         assert time.monotonic() - start < HANG
     # the same kind of pattern, where it matches or fails at once, still selects as re would
-    snapshot = load_snapshot(open_source(str(path)), Selection(process=r"^(a+)+!$"), needs=Needs())
+    snapshot = load_reading(open_source(str(path)), Selection(process=r"^(a+)+!$"), needs=Needs())
     assert [p.pid for p in snapshot.processes] == [1234]
 
 
