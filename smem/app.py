@@ -15,7 +15,10 @@ from typing import List, NamedTuple, Optional
 from .errors import SmemError, UsageError
 from .extras import require
 from .formats import FORMATS, Rendering, render
-from .model import SLOW_READ_SECONDS, Derived, Selection, Snapshot, load_reading, own_invocation
+from .loading import load_reading
+from .loading.process import SLOW_READ_SECONDS
+from .model import Derived, Snapshot
+from .selection import Selection, own_invocation
 from .options import ReportRequest
 from .report import CONTROLS, make_table, selected_columns, sort_column
 from .sources import open_source

@@ -17,7 +17,7 @@ import time
 
 from . import __version__
 from .kernel_pools import cgroup_memory_stat_path
-from .model import read_meminfo
+from .loading.process import read_meminfo
 from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
 from .sources.base import SHMEM_MEMBER

@@ -15,7 +15,9 @@ import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
 from smem.collect import CHUNK, MAX_CHUNKS, chunk_size, collect, each_of_shares, each_result, workers_for
-from smem.model import Selection, Snapshot, load_reading
+from smem.loading import load_reading
+from smem.model import Snapshot
+from smem.selection import Selection
 from smem.options import TableOptions
 from smem.report import make_table
 from smem.sources import open_source

@@ -12,7 +12,9 @@ import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
 
-from smem.model import Need, Needs, Selection, Snapshot, load_reading  # noqa: E402
+from smem.loading import load_reading  # noqa: E402
+from smem.model import Need, Needs, Snapshot  # noqa: E402
+from smem.selection import Selection  # noqa: E402
 from smem.options import TableOptions  # noqa: E402
 from smem.report import make_table, selected_columns, sort_column  # noqa: E402
 from smem.sources import open_source  # noqa: E402
@@ -90,7 +92,7 @@ def test_the_mapping_views_pie_by_name_has_its_measure(tmp_path):
 
 
 def test_loading_leaves_the_garbage_collector_as_it_found_it(source):
-    """The collector is paused while processes are read (model._collector_paused), then restored."""
+    """The collector is paused while processes are read (loading.gathered.collector_paused), then restored."""
     import gc
     assert gc.isenabled()
     load_reading(source, needs=_everything())

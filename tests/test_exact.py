@@ -32,7 +32,7 @@ np = pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 from smem import exact
 from smem.capture_writer import write_capture
 from smem.errors import CaptureError, SmemError
-from smem.model import load_reading
+from smem.loading import load_reading
 from smem.parsers import pagemap as pm
 from smem.parsers.kpagecount import parse_kpagecount
 from smem.parsers.kpageflags import FLAGS, flag_names, has_flag, parse_kpageflags

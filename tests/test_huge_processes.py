@@ -9,7 +9,8 @@ import pytest
 
 from conftest import run_smem
 from smem.app import load_warnings
-from smem.model import Need, Needs, load_reading
+from smem.loading import load_reading
+from smem.model import Need, Needs
 from smem.sources import LiveSource
 
 

@@ -6,7 +6,9 @@ import re
 import pytest
 
 from conftest import run_smem
-from smem.model import Selection, load_reading, uss_of
+from smem.loading import load_reading
+from smem.model import uss_of
+from smem.selection import Selection
 from smem.sources import LiveSource
 from workload import PAGE_KIB, expected_pss_kib, forked_workers
 

@@ -7,7 +7,9 @@ import pickle
 import pytest
 
 from conftest import FIXTURES
-from smem.model import Derived, Need, Needs, Selection, Snapshot, load_reading
+from smem.loading import load_reading
+from smem.model import Derived, Need, Needs, Snapshot
+from smem.selection import Selection
 from smem.sources import open_source
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"

@@ -17,7 +17,8 @@ import pytest
 from conftest import FIXTURES, run_smem, without_rollups
 from workload import forked_workers
 
-from smem.model import Need, Needs, Snapshot, load_reading  # noqa: E402
+from smem.loading import load_reading  # noqa: E402
+from smem.model import Need, Needs, Snapshot  # noqa: E402
 from smem.sources import open_source  # noqa: E402
 from smem.sources.archive import ArchiveSource  # noqa: E402
 
