@@ -13,6 +13,7 @@ import os
 from typing import List, NamedTuple, Optional
 
 from .errors import SmemError, UsageError
+from .compression import by_option
 from .extras import require
 from .formats import FORMATS, Rendering, render
 from .loading import load_reading
@@ -291,8 +292,9 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
     from .output import output_file
     if exact:
         require("numpy", "capture --exact")
-    if compression == "zst":
-        require("zstandard", "capture --compression zst")
+    module = by_option(compression).module if compression != "none" else None
+    if module is not None:
+        require(module, f"capture --compression {compression}")
     source = open_source(host) if host else open_source(None)
     target = (output_file(path, force=force, what="capture", private=True) if path is not None
               else contextlib.nullcontext(stream))

@@ -17,6 +17,7 @@ import lzma
 import os
 import zlib
 
+from ..compression import compression_of
 from ..errors import CaptureError
 from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, STREAMED, NeedHeld, Source, is_pid_name, member_limit,
                    size_text)
@@ -196,22 +197,13 @@ def _zstd_frames_end(data):
     return pos
 
 
-#: (magic bytes, name, file object decompressing a stream) of each compression recognised
-_COMPRESSIONS = (
-    (b"\x1f\x8b", "gzip", lambda stream: gzip.GzipFile(fileobj=stream)),
-    (b"BZh", "bzip2", bz2.BZ2File),
-    (b"\xfd7zXZ\x00", "xz", lambda stream: io.BufferedReader(_XzReader(stream), 1 << 16)),
-    (b"\x28\xb5\x2f\xfd", "zstd", _zstd_reader),
-)
-
-
-def _compression_of(data):
-    """(kind, reader) of the compression ``data`` starts with (by its magic), or None."""
-    head = bytes(data[:8])
-    for magic, kind, reader in _COMPRESSIONS:
-        if head.startswith(magic):
-            return kind, reader
-    return None
+#: the file object decompressing a stream, of each compression a capture may have (compression.py)
+_READERS = {
+    "gzip": lambda stream: gzip.GzipFile(fileobj=stream),
+    "bzip2": bz2.BZ2File,
+    "xz": lambda stream: io.BufferedReader(_XzReader(stream), 1 << 16),
+    "zstd": _zstd_reader,
+}
 
 
 def _decompression_errors(kind):
@@ -233,9 +225,9 @@ class _Stream:
         self.name = name
         self.kind = None
         self._raw = io.BufferedReader(_ReadFrom(data), 1 << 17)
-        found = _compression_of(data)
+        found = compression_of(data)
         if found is not None:
-            self.kind, reader = found
+            self.kind, reader = found.name, _READERS[found.name]
             if self.kind == "zstd" and _zstd_frames_end(data) is None:
                 raise CaptureError(f"{name}: zstd data is truncated or corrupt (a frame is cut short)")
             self._raw = reader(self._raw)
@@ -526,7 +518,7 @@ class ArchiveSource(CaptureFacts, Source):
         a plain tar (C smemcap's); 0 once read whole."""
         if self._data is None:
             return 0
-        compressed = _compression_of(self._data) is not None
+        compressed = compression_of(self._data) is not None
         return len(self._data) // (4 << 10 if compressed else 64 << 10)
 
     def knows_user(self, uid):
