@@ -172,11 +172,11 @@ def read_snapshot(request, the_plan, spec=None):
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None
         if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
-            sizing = _size(reading, source, request.system, warnings)
+            sizing = _size(reading, reading.source, request.system, warnings)
         if exact:
             accounting, sharing = _account_exactly(reading, view, selection, warnings)
         if view.needs_shared_memory:
-            shared = _attribute_shared_memory(reading, source, warnings)
+            shared = _attribute_shared_memory(reading, reading.source, warnings)
     finally:
         source.close()
     snapshot = Snapshot(reading, Derived(sizing, accounting, shared, sharing))

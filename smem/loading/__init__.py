@@ -10,7 +10,7 @@ One process is read by :mod:`.process`; the results are taken in by :mod:`.gathe
 from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable
 from ..model import Need, Needs
 from ..selection import Selection, own_invocation
-from ..sources.base import STREAMED, NeedHeld
+from ..sources.base import NeedHeld, StreamedSource
 from .gathered import Gathered, collector_paused
 from .process import read_meminfo, read_process_memory
 
@@ -28,13 +28,14 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
     ``fold``: the view's accumulator (``add(process)``), given each process as it is
     read, after which the process's mappings are let go (the mapping view sums them by
     name): memory then holds the sums, not every mapping of every process.  A source
-    that streams (an archive read in one pass) is read so, each process as it comes.
+    that streams (an archive read in one pass) is read so, each process as it comes; where
+    it cannot be, from its held form (the reading's ``source``).
     """
     selection = selection or Selection()
     needs = needs or Needs()
     if selection.mapping is not None:
         needs = needs.with_kinds(Need.MAPPINGS)  # -M filters mappings: every process's are read
-    if source.has(STREAMED):
+    if isinstance(source, StreamedSource):
         from .streamed import load_streamed
         try:
             return load_streamed(source, selection, needs, fold, with_processes, jobs)
@@ -42,7 +43,7 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
             pass
         if fold is not None:  # (outside the handler, whose traceback holds what the stream read)
             fold.clear()
-        source.hold()
+        source = source.held()
     meminfo = read_meminfo(source)
     own_pid = own_invocation(source, selection)
     names = {}
