@@ -8,13 +8,18 @@ call :func:`run_report` or its steps too.
 """
 
 import contextlib
+import dataclasses
 import os
 from typing import List, NamedTuple, Optional
 
 from .errors import SmemError, UsageError
+from .compression import by_option
 from .extras import require
 from .formats import FORMATS, Rendering, render
-from .model import SLOW_READ_SECONDS, Selection, load_snapshot, own_invocation
+from .loading import load_reading
+from .loading.process import SLOW_READ_SECONDS
+from .model import Derived, Snapshot
+from .selection import Selection, own_invocation
 from .options import ReportRequest
 from .report import CONTROLS, make_table, selected_columns, sort_column
 from .sources import open_source
@@ -159,7 +164,7 @@ def read_snapshot(request, the_plan, spec=None):
     # the sharing report reads everyone: the holders are outside the selection
     load_selection = Selection(None, None, query.map_filter) if view.requires_exact else selection
     warnings = []
-    # -M reads every mapping (load_snapshot); otherwise an archive may drop what smaps_rollup serves
+    # -M reads every mapping (load_reading); otherwise an archive may drop what smaps_rollup serves
     # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split; the
     # dma-bufs a process maps are found in a capture's smaps)
     # an archive is streamed (each process as it is read, none held) unless the frames of --exact
@@ -171,19 +176,22 @@ def read_snapshot(request, the_plan, spec=None):
     if query.wss_seconds is not None and spec is None:
         warnings.append(_clear_referenced(source, load_selection, query.wss_seconds))
     try:
-        snapshot = load_snapshot(source, load_selection, with_processes=view.reads_processes, needs=needs,
-                                 jobs=query.jobs, fold=fold)
-        snapshot.selected = bool(query.process_filter or query.user_filter or query.pids)
+        reading = load_reading(source, load_selection, with_processes=view.reads_processes, needs=needs,
+                               jobs=query.jobs, fold=fold)
+        if load_selection is not selection:  # (the sharing view reads everyone, and selects among them)
+            reading = dataclasses.replace(reading, selected=selection.selects)
+        sizing = accounting = shared = sharing = None
         if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
-            warnings.extend(_size(snapshot, source, request.system))
+            sizing = _size(reading, reading.source, request.system, warnings)
         if exact:
-            _account_exactly(snapshot, view, selection, warnings)
+            accounting, sharing = _account_exactly(reading, view, selection, warnings)
         if view.needs_shared_memory:
-            warnings.extend(_attribute_shared_memory(snapshot, source))
+            shared = _attribute_shared_memory(reading, reading.source, warnings)
         if view.reads_processes:
-            warnings.extend(_estimated(source, exact))
+            warnings.extend(_estimated(reading.source, exact))
     finally:
         source.close()
+    snapshot = Snapshot(reading, Derived(sizing, accounting, shared, sharing))
     return snapshot, load_warnings(snapshot) + warnings
 
 
@@ -203,7 +211,7 @@ def _estimated(source, exact):
 
 def _clear_referenced(source, selection, seconds):
     """--wss: clear the selected processes' referenced bits and wait; the note to say once."""
-    from .model import selected_pids
+    from .loading import selected_pids
     from .working_set import CLEAR_REFS_NOTE, measure_interval
     measure_interval(source.proc, selected_pids(source, selection), seconds)
     return CLEAR_REFS_NOTE
@@ -243,48 +251,51 @@ def readings(view, snapshot, earlier=None):
     return [earlier, snapshot] if earlier is not None and view.interval_rows else [snapshot]
 
 
-def _size(snapshot, source, system):
+def _size(reading, source, system, warnings):
+    """The sizing figures of -w; what they doubt added to ``warnings``."""
     from .sizing import size_system  # ELF and decompressors: only for -w
-    snapshot.sizing = size_system(source, snapshot.mem_total, system.realmem_bytes, system.kernel_path)
-    warnings = [f.doubt for f in snapshot.sizing if f is not None and f.doubt]
-    if system.ram_kib is not None and system.ram_kib < snapshot.mem_total:
+    sizing = size_system(source, reading.mem_total, system.realmem_bytes, system.kernel_path)
+    warnings.extend(f.doubt for f in sizing if f is not None and f.doubt)
+    if system.ram_kib is not None and system.ram_kib < reading.mem_total:
         warnings.append(f"-R is less than the memory the kernel manages (MemTotal "
-                        f"{snapshot.mem_total} KiB): firmware/hardware shows as 0")
-    return warnings
+                        f"{reading.mem_total} KiB): firmware/hardware shows as 0")
+    return sizing
 
 
-def _attribute_shared_memory(snapshot, source):
-    """Read the shared-memory objects into the snapshot; the line saying which inputs it lacked."""
+def _attribute_shared_memory(reading, source, warnings):
+    """The shared-memory objects of the reading; the line saying which inputs it lacked added to ``warnings``."""
     from .shared_memory import shared_memory
-    snapshot.shared_memory = found = shared_memory(source, snapshot.processes, snapshot.meminfo.kib)
-    if not found.missing:
-        return []
-    return [f"{source.description} has no {' and no '.join(found.missing)} (made before smem captured them): "
+    found = shared_memory(source, reading.processes, reading.meminfo.kib)
+    if found.missing:
+        warnings.append(
+            f"{source.description} has no {' and no '.join(found.missing)} (made before smem captured them): "
             "only the SysV segments and memfds that processes map are shown, without their RAM and swap"
             if len(found.missing) == 2 else
             f"{source.description} has no {found.missing[0]}: "
             + ("SysV segments only as processes map them" if found.missing[0] == "sysvipc/shm"
-               else "no tmpfs mounts or files, and memfds only as processes map them")]
+               else "no tmpfs mounts or files, and memfds only as processes map them"))
+    return found
 
 
-def _account_exactly(snapshot, view, selection, warnings):
+def _account_exactly(reading, view, selection, warnings):
+    """(ExactAccounting, (selected pids, SharedWith) or None), or (None, None) where the frames
+    cannot be read and the view can do without them (a warning says so)."""
     from .exact import ExactUnavailable, account_snapshot, sharing_of_selection  # numpy: only here
     try:
-        snapshot.exact = account_snapshot(snapshot)
+        accounting = account_snapshot(reading)
     except ExactUnavailable as e:
         if view.requires_exact:
             raise
         warnings.append(f"{e}; showing the smaps figures")
-        return
-    if view.requires_exact:
-        own = own_invocation(snapshot.source, selection)
-        selected, sharing = sharing_of_selection(snapshot, selection, exclude=own)
-        if snapshot.source.has(OWN_PID):  # smem itself maps the same libraries: not an answer
-            for pid in own | {os.getpid()}:
-                sharing.holders.pop(pid, None)
-        snapshot.sharing = selected, sharing
-
-
+        return None, None
+    if not view.requires_exact:
+        return accounting, None
+    own = own_invocation(reading.source, selection)
+    selected, sharing = sharing_of_selection(reading, accounting, selection, exclude=own)
+    if reading.source.has(OWN_PID):  # smem itself maps the same libraries: not an answer
+        for pid in own | {os.getpid()}:
+            sharing.holders.pop(pid, None)
+    return accounting, (selected, sharing)
 
 
 def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
@@ -323,8 +334,9 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
     from .output import output_file
     if exact:
         require("numpy", "capture --exact")
-    if compression == "zst":
-        require("zstandard", "capture --compression zst")
+    module = by_option(compression).module if compression != "none" else None
+    if module is not None:
+        require(module, f"capture --compression {compression}")
     source = open_source(host) if host else open_source(None)
     target = (output_file(path, force=force, what="capture", private=True) if path is not None
               else contextlib.nullcontext(stream))

@@ -22,8 +22,8 @@ import time
 from . import __version__
 from .device_memory import DMABUF_BUFINFO, DMABUF_SYSFS
 from .kernel_pools import cgroup_memory_stat_path
+from .loading.process import read_meminfo
 from .memory_pressure import SYSTEM_PRESSURE, cgroup_pressure_path
-from .model import read_meminfo
 from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
 from .sources.base import KERNEL_CONFIG_MEMBER, SHMEM_MEMBER

@@ -13,6 +13,7 @@ import sys
 import click
 
 from . import __version__
+from .compression import WRITTEN
 from .errors import SmemError, UsageError
 from .formats import FORMATS, TABLE_FORMATS
 from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions, WatchOptions
@@ -336,7 +337,7 @@ def diff(old, new, breakdown, **o):
 @click.option("-o", "--output", metavar="FILE", help="Write the capture to FILE (default: standard output).")
 @output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
-@click.option("--compression", type=click.Choice(["gz", "bz2", "xz", "zst", "none"]), default="gz",
+@click.option("--compression", type=click.Choice(WRITTEN), default="gz",
               show_default=True, help="Compression of the tar archive (zst needs smem[compression]).")
 @click.option("--exact", is_flag=True,
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")

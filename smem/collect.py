@@ -7,10 +7,9 @@ whoever is quicker takes more, so no process waits on another's larger share (a
 worker, its pages copied on write as it starts, was measured 8 to 12 ms behind
 the parent on an equal share of 1,500 pids).  Each worker sends back, pickled
 through a memfd a chunk at a time (taken in one at a time, so that the caller
-may fold each process as it comes), only what the report reads: its processes
-with the counters the report's ``needs.counters`` lists (the mappings' are
-already cut down to those by the loader; the smaps_rollup's are cut down
-here), never smaps text.  Processes, not threads: parsing holds the GIL, and
+may fold each process as it comes), what ``read`` returns: the loader's
+processes with only the counters the report reads (it cuts them down as it
+parses), never smaps text, each pickled as it says (Process.__reduce__).  Processes, not threads: parsing holds the GIL, and
 threads were measured slower than one (docs/benchmarks.md).
 
 :func:`each_of_shares` is the form for a stream that only its start can be read
@@ -25,8 +24,8 @@ How many workers (:func:`workers_for`): ``jobs`` given (``smem --jobs N``)
 is used as given; otherwise ``SMEM_JOBS`` in the environment; otherwise
 :data:`DEFAULT_JOBS`, where ``0`` means one per CPU this process may run on
 (``os.sched_getaffinity``) once there are at least :data:`MIN_PIDS` pids.
-A report that keeps every counter (``needs.counters`` None) is read
-serially: what it would have to send is the text itself.
+A report that keeps every counter (``keeps_text``) is read serially: what
+it would have to send is the text itself.
 """
 
 import os
@@ -52,9 +51,10 @@ CHUNK = 16
 MAX_CHUNKS = 1024
 
 
-def workers_for(jobs, npids, needs):
-    """How many processes (this one included) read ``npids`` pids for a report with ``needs``."""
-    if needs is not None and needs.counters is None:
+def workers_for(jobs, npids, keeps_text=False):
+    """How many processes (this one included) read ``npids`` pids; one where the report keeps
+    every counter (``keeps_text``: what a worker would send is the smaps text itself)."""
+    if keeps_text:
         return 1
     if jobs is None:
         env = os.environ.get("SMEM_JOBS", "").strip()
@@ -68,36 +68,33 @@ def workers_for(jobs, npids, needs):
     return max(1, min(jobs, npids))
 
 
-def collect(pids, read, workers, needs=None):
+def collect(pids, read, workers):
     """``[read(pid) for pid in pids]``, read by ``workers`` processes (this one included).
 
-    ``read`` returns None, a ProcessUnreadable or ProcessSkipped (counted by the caller) or
-    ``(Process, had_pss)``.  It is called in forked children, so it may be
-    any callable (a closure over the source and the selection).
+    ``read`` is called in forked children, so it may be any callable (a closure over the
+    source and the selection); what it returns must pickle (a worker sends it back).
     """
     merged = [None] * len(pids)
-    for index, result in _each(pids, read, workers, needs):
+    for index, result in _each(pids, read, workers):
         merged[index] = result
     return merged
 
 
-def each_result(pids, read, workers, needs=None):
+def each_result(pids, read, workers):
     """What :func:`collect` gives, one result at a time as it comes, in no set order (this
     process's chunks first, then each worker's): the caller folds each as it arrives, so
     neither side holds every process's mappings at once."""
-    for _, result in _each(pids, read, workers, needs):
+    for _, result in _each(pids, read, workers):
         yield result
 
 
-def _each(pids, read, workers, needs):
+def _each(pids, read, workers):
     """(index in pids, result) of each pid, this process's first."""
     if workers <= 1 or len(pids) < 2:
         for index, pid in enumerate(pids):
             yield index, read(pid)
         return
     import pickle
-    from .model import rollup_keys
-    keep = rollup_keys(needs)
     size = chunk_size(len(pids))
     nchunks = -(-len(pids) // size)
     queue = _queue(nchunks)
@@ -109,7 +106,7 @@ def _each(pids, read, workers, needs):
     done = bytearray(len(pids))  # what some process has given
     try:
         for _ in range(1, min(workers, nchunks)):
-            started = _start(queue, pids, size, read, keep, pickle)
+            started = _start(queue, pids, size, read, pickle)
             if started is not None:
                 children.append(started)
         for first, last in _chunks(queue, len(pids), size):
@@ -136,7 +133,7 @@ def _each(pids, read, workers, needs):
             results.close()
 
 
-def each_of_shares(shares, workers, needs=None):
+def each_of_shares(shares, workers):
     """What ``shares(mine, workers)`` gives for the shares ``mine`` (a set of numbers in
     ``range(workers)``) together: share 0 here, each item as it comes, the others in forked
     workers, taken in once this process's are done.  An item is ``(tag, result)``, the result
@@ -148,13 +145,11 @@ def each_of_shares(shares, workers, needs=None):
         yield from shares(frozenset({0}), 1)
         return
     import pickle
-    from .model import rollup_keys
-    keep = rollup_keys(needs)
     children = []  # [pid, its results' file, its share]; pid None once it is reaped
     failed = set()
     try:
         for k in range(1, workers):
-            started = _fork(lambda out, k=k: _send(out, shares(frozenset({k}), workers), keep, pickle))
+            started = _fork(lambda out, k=k: _send(out, shares(frozenset({k}), workers), pickle))
             if started is not None:
                 children.append(started + [k])
         yield from shares(frozenset(range(workers)) - {child[2] for child in children}, workers)
@@ -176,12 +171,11 @@ def each_of_shares(shares, workers, needs=None):
             results.close()
 
 
-def _send(out, items, keep, pickle):
+def _send(out, items, pickle):
     """Write ``items`` ((tag, result) pairs) to ``out``, a pickle a chunk of them."""
-    from .model import Process
     batch = []
     for tag, result in items:
-        batch.append((tag, _pack(result, keep, Process)))
+        batch.append((tag, result))
         if len(batch) == CHUNK:
             pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
             batch = []
@@ -229,12 +223,11 @@ def _chunks(queue, npids, size):
         yield first, min(first + size, npids)
 
 
-def _start(queue, pids, size, read, keep, pickle):
+def _start(queue, pids, size, read, pickle):
     """[pid, its results' file] of a worker taking chunks from ``queue``, or None."""
     def work(out):
-        from .model import Process
         for first, last in _chunks(queue, len(pids), size):
-            batch = [(index, _pack(read(pids[index]), keep, Process)) for index in range(first, last)]
+            batch = [(index, read(pids[index])) for index in range(first, last)]
             pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
     return _fork(work)
 
@@ -265,44 +258,6 @@ def _fork(work):
     return [pid, open(fd, "rb")]
 
 
-def _pack(result, keep, Process):
-    """What crosses to the parent: small, and rebuilt as it was by _unpack."""
-    from .errors import ProcessUnreadable
-    from .model import ProcessSkipped
-    if isinstance(result, ProcessUnreadable):
-        return ("unreadable", result.pid, result.reason, result.name)
-    if isinstance(result, ProcessSkipped):
-        return ("skipped", result.pid, result.name, result.rss_kib)
-    if keep is not None and type(result) is tuple and result and isinstance(result[0], Process):
-        process, had_pss = result  # (its rollup already the kept counters: model.rollup_keys)
-        mappings = process.mappings
-        if mappings is not None:
-            # three flat lists pickle in C, where a Mapping each would call its __reduce__
-            return ("process", process.sent(), had_pss, [m._header for m in mappings], [m.name for m in mappings],
-                    [m.counters for m in mappings])
-        return ("process", process.sent(), had_pss, None, None, None)
-    return result
-
-
-def _unpack(result):
-    if type(result) is tuple and result:
-        if result[0] == "process":
-            _, fields, had_pss, headers, names, counters = result
-            from .model import Process
-            mappings = None
-            if headers is not None:
-                from .parsers.smaps import Mapping
-                mappings = list(map(Mapping, headers, names, counters))
-            return Process.received(fields, mappings), had_pss
-        if result[0] == "unreadable":
-            from .errors import ProcessUnreadable
-            return ProcessUnreadable(*result[1:])
-        if result[0] == "skipped":
-            from .model import ProcessSkipped
-            return ProcessSkipped(*result[1:])
-    return result
-
-
 def _exited_cleanly(child):
     """Wait for the worker of ``child`` ([pid, file]) to end, and mark it reaped: whether it
     wrote all it took (exit status 0) or failed, so that what it took is read again."""
@@ -320,7 +275,7 @@ def _results_in(results, pickle):
         except EOFError:
             return
         for tag, result in batch:
-            yield tag, _unpack(result)
+            yield tag, result
 
 
 def _stop(pid):

@@ -69,3 +69,19 @@ class ProcessUnreadable(Exception):
         self.pid = pid
         self.reason = reason
         self.name = name  # the process name (comm), where known
+
+    def __reduce__(self):  # (sent from a worker: smem.collect)
+        return ProcessUnreadable, (self.pid, self.reason, self.name)
+
+
+class ProcessSkipped(Exception):
+    """A process left out on purpose (--max-rss), before its smaps was read."""
+
+    def __init__(self, pid, name, rss_kib):
+        super().__init__(f"{pid}: {rss_kib} KiB resident")
+        self.pid = pid
+        self.name = name
+        self.rss_kib = rss_kib
+
+    def __reduce__(self):  # (sent from a worker: smem.collect)
+        return ProcessSkipped, (self.pid, self.name, self.rss_kib)

@@ -10,7 +10,7 @@ from typing import Dict, NamedTuple, Optional
 
 from .parsers.pressure import KINDS, WINDOWS, parse_pressure
 
-__all__ = ["MemoryPressure", "read_memory_pressure", "cgroup_pressure_path", "pressure_note", "pressure_object",
+__all__ = ["MemoryPressure", "read_memory_pressure", "cgroup_pressure_path", "pressure_note", "pressure_object", "pressure_notes",
            "SYSTEM_PRESSURE"]
 
 #: the machine's memory pressure, in the /proc namespace
@@ -62,6 +62,12 @@ def pressure_note(pressure):
         return None
     parts = [f"{kind} {_figures(pressure.system[kind])}" for kind in KINDS if kind in pressure.system]
     return f"memory pressure (/proc/pressure/memory, % of time stalled over avg10 avg60 avg300): {'; '.join(parts)}"
+
+
+def pressure_notes(pressure):
+    """The memory pressure line of -w and --breakdown, where the kernel has PSI (Linux 4.20+)."""
+    note = pressure_note(pressure)
+    return [note] if note else []
 
 
 def pressure_object(stalls):

@@ -78,7 +78,7 @@ class SharedCollector:
     younger than ``min_interval`` seconds answers again."""
 
     def __init__(self, query, options, warn):
-        from .model import Selection
+        from .selection import Selection
         from .views import VIEWS
         Selection(query.process_filter, query.user_filter, query.map_filter)  # a bad regex fails here, at start
         self.request = ReportRequest(query=query, table=_options(VIEWS[query.view], sort="pss", reverse=True,

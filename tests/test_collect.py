@@ -15,7 +15,9 @@ import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
 from smem.collect import CHUNK, MAX_CHUNKS, chunk_size, collect, each_of_shares, each_result, workers_for
-from smem.model import Needs, Selection, load_snapshot
+from smem.loading import load_reading
+from smem.model import Snapshot
+from smem.selection import Selection
 from smem.options import TableOptions
 from smem.report import make_table
 from smem.sources import open_source
@@ -40,7 +42,7 @@ def _barrier(directory, readers, seconds=20):
 
 def test_workers_take_chunks_and_results_come_back_in_order(tmp_path):
     pids = list(range(1, 104))
-    out = collect(pids, _barrier(tmp_path, 3), 3, Needs(counters=frozenset({"Pss"})))
+    out = collect(pids, _barrier(tmp_path, 3), 3)
     assert [pid for pid, _ in out] == pids
     readers = [reader for _, reader in out]
     assert len(set(readers)) == 3 and os.getpid() in readers
@@ -53,7 +55,7 @@ def test_chunks_are_few_enough_for_one_page_of_pipe(tmp_path):
     assert chunk_size(100) == CHUNK
     assert -(-1_000_000 // chunk_size(1_000_000)) <= MAX_CHUNKS
     pids = list(range(40_000))  # more than MAX_CHUNKS chunks of CHUNK: bigger chunks, and still a worker
-    out = collect(pids, _barrier(tmp_path, 2), 2, Needs(counters=frozenset()))
+    out = collect(pids, _barrier(tmp_path, 2), 2)
     assert [pid for pid, _ in out] == pids
     assert len({reader for _, reader in out}) == 2
 
@@ -76,7 +78,7 @@ def test_a_failing_worker_has_what_it_took_read_again_here(tmp_path):
             raise RuntimeError("only in a worker")
         return pid, os.getpid()
     pids = list(range(10 * CHUNK))
-    results = list(each_result(pids, read, 2, Needs(counters=frozenset())))
+    results = list(each_result(pids, read, 2))
     assert failing.exists()
     assert sorted(pid for pid, _ in results) == pids
     assert {reader for _, reader in results} == {me}
@@ -84,7 +86,7 @@ def test_a_failing_worker_has_what_it_took_read_again_here(tmp_path):
     def broken(pid):
         raise RuntimeError("everywhere")
     with pytest.raises(RuntimeError, match="everywhere"):
-        collect(list(range(40)), broken, 2, Needs(counters=frozenset()))
+        collect(list(range(40)), broken, 2)
 
 
 def test_interrupted_the_workers_are_stopped_and_nothing_is_left_open(tmp_path):
@@ -100,7 +102,7 @@ def test_interrupted_the_workers_are_stopped_and_nothing_is_left_open(tmp_path):
         time.sleep(0.01)  # (a worker still busy when the parent is interrupted)
         return pid
     with pytest.raises(KeyboardInterrupt):
-        collect(list(range(10 * CHUNK)), read, 2, Needs(counters=frozenset()))
+        collect(list(range(10 * CHUNK)), read, 2)
     workers = [int(p.name) for p in tmp_path.iterdir() if int(p.name) != me]
     assert len(workers) == 1
     assert not os.path.exists(f"/proc/{workers[0]}")  # killed, and reaped (no zombie left)
@@ -119,7 +121,7 @@ def test_shares_are_read_by_workers_and_a_failed_share_again_here():
             if 2 in mine and os.getpid() != me:
                 raise RuntimeError("only in a worker")
             yield i % n, (i, os.getpid())
-    items = list(each_of_shares(shares, 3, Needs(counters=frozenset())))
+    items = list(each_of_shares(shares, 3))
     assert sorted(i for _, (i, _) in items) == list(range(30))
     readers = {k: {reader for tag, (_, reader) in items if tag == k} for k in range(3)}
     assert readers[0] == {me} and readers[2] == {me}  # share 2 failed in its worker: read here
@@ -129,16 +131,15 @@ def test_shares_are_read_by_workers_and_a_failed_share_again_here():
 
 def test_how_many_workers(monkeypatch):
     cpus = len(os.sched_getaffinity(0))
-    needs = Needs(counters=frozenset({"Pss"}))
     monkeypatch.delenv("SMEM_JOBS", raising=False)
-    assert workers_for(1, 5000, needs) == 1
-    assert workers_for(4, 5000, needs) == 4
-    assert workers_for(4, 3, needs) == 3
-    assert workers_for(0, 5000, needs) == cpus
-    assert workers_for(4, 5000, Needs(counters=None)) == 1  # every counter kept: the text would have to cross
+    assert workers_for(1, 5000) == 1
+    assert workers_for(4, 5000) == 4
+    assert workers_for(4, 3) == 3
+    assert workers_for(0, 5000) == cpus
+    assert workers_for(4, 5000, keeps_text=True) == 1  # every counter kept: the text would have to cross
     monkeypatch.setenv("SMEM_JOBS", "3")
-    assert workers_for(None, 5000, needs) == 3
-    assert workers_for(2, 5000, needs) == 2
+    assert workers_for(None, 5000) == 3
+    assert workers_for(2, 5000) == 2
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
@@ -170,8 +171,8 @@ def _report(source, token, view_name, jobs):
     columns = [view.columns[k] for k in view.default_columns] + [view.columns[view.default_sort]]
     needs = needs_of(view, columns)
     fold = view.fold(needs) if view.fold is not None else None
-    snapshot = load_snapshot(source, Selection(process=token), needs=needs, jobs=jobs, fold=fold)
-    table = make_table([snapshot], view, options)
+    snapshot = load_reading(source, Selection(process=token), needs=needs, jobs=jobs, fold=fold)
+    table = make_table([Snapshot(snapshot)], view, options)
     return [p.pid for p in snapshot.processes], table.values, table.totals
 
 

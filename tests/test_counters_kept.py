@@ -12,7 +12,9 @@ import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
 
-from smem.model import Needs, Selection, load_snapshot  # noqa: E402
+from smem.loading import load_reading  # noqa: E402
+from smem.model import Need, Needs, Snapshot  # noqa: E402
+from smem.selection import Selection  # noqa: E402
 from smem.options import TableOptions  # noqa: E402
 from smem.report import make_table, selected_columns, sort_column  # noqa: E402
 from smem.sources import open_source  # noqa: E402
@@ -30,12 +32,12 @@ def source(request):
 
 
 def _everything():
-    return Needs(mappings=True, rollup=True, status=True, cgroup=True, counters=None, pools=True)
+    return Needs(Need.MAPPINGS | Need.ROLLUP | Need.STATUS | Need.CGROUP | Need.POOLS | Need.STAT, None)
 
 
 @pytest.fixture(scope="module")
 def load(source):
-    """load_snapshot(source, selection, needs), each distinct (selection, needs) loaded once.
+    """load_reading(source, selection, needs), each distinct (selection, needs) loaded once.
 
     Many columns of the five views need the same things (33 distinct needs for 112
     columns): the same load gives the same snapshot, which make_table only reads.
@@ -47,7 +49,7 @@ def load(source):
                needs.status, needs.cgroup, needs.split, needs.stat, needs.pools,
                None if needs.counters is None else frozenset(needs.counters))
         if key not in loaded:
-            loaded[key] = load_snapshot(source, selection, needs=needs)
+            loaded[key] = Snapshot(load_reading(source, selection, needs=needs))
         return loaded[key]
     return load
 
@@ -63,8 +65,8 @@ def test_every_column_reads_only_what_it_declares(source, load, view_name):
             continue  # pagemap: tests/test_exact*.py
         for selection in selections:
             options = TableOptions(columns=(key,), sort=key, totals=True)
-            needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
-            needs.mappings = True  # the per-mapping path, where counters are dropped (not the rollup)
+            # the per-mapping path, where counters are dropped (not the rollup)
+            needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)], mappings=True)
             assert needs.counters is not None
             kept = load(selection, needs)
             assert all(isinstance(m.counters, dict) and set(m.counters) <= needs.counters
@@ -90,14 +92,14 @@ def test_the_mapping_views_pie_by_name_has_its_measure(tmp_path):
 
 
 def test_loading_leaves_the_garbage_collector_as_it_found_it(source):
-    """The collector is paused while processes are read (model._collector_paused), then restored."""
+    """The collector is paused while processes are read (loading.gathered.collector_paused), then restored."""
     import gc
     assert gc.isenabled()
-    load_snapshot(source, needs=_everything())
+    load_reading(source, needs=_everything())
     assert gc.isenabled()
     gc.disable()
     try:
-        load_snapshot(source, needs=_everything())
+        load_reading(source, needs=_everything())
         assert not gc.isenabled()
     finally:
         gc.enable()

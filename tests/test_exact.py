@@ -32,7 +32,7 @@ np = pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 from smem import exact
 from smem.capture_writer import write_capture
 from smem.errors import CaptureError, SmemError
-from smem.model import load_snapshot
+from smem.loading import load_reading
 from smem.parsers import pagemap as pm
 from smem.parsers.kpagecount import parse_kpagecount
 from smem.parsers.kpageflags import FLAGS, flag_names, has_flag, parse_kpageflags
@@ -428,7 +428,7 @@ def test_capture_gives_the_live_figures(family, shm):
     maps = {pid: _smaps(pid) for pid in pids}
     acc = exact.account(live, maps, keep_frames=True)
     source = _capture_with(acc.capture_members())
-    snap = load_snapshot(source)
+    snap = load_reading(source)
     offline_maps = {p.pid: p.mappings for p in snap.processes if p.pid in maps}
     assert set(offline_maps) == set(pids)
     offline = exact.account(source, offline_maps)

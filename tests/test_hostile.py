@@ -286,7 +286,7 @@ def test_sizes_still_read(text, expected):
 @pytest.mark.parametrize("line", [b"MemTotal: 1" + b"0" * 30 + b" kB", b"MemFree: -" + b"9" * 25 + b" kB",
                                   b"HugePages_Total: " + b"9" * 21])
 def test_a_meminfo_figure_no_machine_has_is_refused_in_one_line(line, tmp_path):
-    from smem.model import read_meminfo
+    from smem.loading.process import read_meminfo
     root = _tree(tmp_path / "cap", meminfo=hc.MEMINFO + line + b"\n")
     with pytest.raises(SourceError, match=r"^meminfo: .* past 2\*\*64 bytes: not a real meminfo"):
         read_meminfo(open_source(str(root)))
@@ -401,7 +401,7 @@ def test_damaged_exact_data_is_one_capture_error(case, tmp_path):
 @pytest.mark.parametrize("pattern", ["a{99999999999}", "(" * 100000, "(", "[z-a]", "\\", "a**", "(?P<1>x)",
                                      "(?<", "x{2,1}", "\\p{NoSuchProperty}", "a{5}{5}"])
 def test_every_regex_compile_error_is_a_usage_error(pattern):
-    from smem.model import Selection
+    from smem.selection import Selection
     for option in ("process", "user", "mapping"):
         with pytest.raises(UsageError) as e:
             Selection(**{option: pattern})
@@ -409,7 +409,9 @@ def test_every_regex_compile_error_is_a_usage_error(pattern):
 
 
 def test_a_runaway_match_is_stopped_and_refused(tmp_path):
-    from smem.model import Needs, Selection, load_snapshot
+    from smem.loading import load_reading
+    from smem.model import Needs
+    from smem.selection import Selection
     long = b"a" * 3000 + b"!"
     path = tmp_path / "c.tar"
     path.write_bytes(hc.capture_tar(processes={1234: hc.process_files(cmdline=long),
@@ -417,10 +419,10 @@ def test_a_runaway_match_is_stopped_and_refused(tmp_path):
     for option, pattern in (("process", "(a+)+$"), ("mapping", "(a|aa)+$")):
         start = time.monotonic()
         with pytest.raises(UsageError, match="matching took more than 1 s"):
-            load_snapshot(open_source(str(path)), Selection(**{option: pattern}), needs=Needs())
+            load_reading(open_source(str(path)), Selection(**{option: pattern}), needs=Needs())
         assert time.monotonic() - start < HANG
     # the same kind of pattern, where it matches or fails at once, still selects as re would
-    snapshot = load_snapshot(open_source(str(path)), Selection(process=r"^(a+)+!$"), needs=Needs())
+    snapshot = load_reading(open_source(str(path)), Selection(process=r"^(a+)+!$"), needs=Needs())
     assert [p.pid for p in snapshot.processes] == [1234]
 
 
@@ -620,7 +622,7 @@ def test_reports_under_churn_exit_0_without_an_error_line(tmp_path):
 @pytest.mark.parametrize("pattern", ["a{99999999}", "(x{3,20000}|y)", "(?=a{10001})", "b{0,99999}?"])
 def test_huge_repeat_counts_are_refused_before_they_are_built(pattern):
     """regex unrolls a counted repeat when it compiles it: a{99999999} took 24 GB."""
-    from smem.model import Selection
+    from smem.selection import Selection
     with pytest.raises(UsageError, match="a repeat count over"):
         Selection(process=pattern)
     assert Selection(process="a{10000}|(b+)*c").process is not None  # within the bound, and unbounded

@@ -9,7 +9,8 @@ import pytest
 
 from conftest import run_smem
 from smem.app import load_warnings
-from smem.model import Needs, load_snapshot
+from smem.loading import load_reading
+from smem.model import Need, Needs
 from smem.sources import LiveSource
 
 
@@ -43,7 +44,7 @@ def test_max_rss_skips_and_lists_big_processes(big_child):
 
 def test_a_slow_read_is_named_once(big_child):
     proc, token = big_child
-    snapshot = load_snapshot(LiveSource(), needs=Needs(mappings=True, counters=frozenset({"Rss"})))
+    snapshot = load_reading(LiveSource(), needs=Needs(Need.MAPPINGS | Need.STAT, frozenset({"Rss"})))
     assert all(p.read_seconds is not None for p in snapshot.processes)
     slow = [w for w in load_warnings(snapshot, slow_seconds=0.0) if w.startswith("reading pid")]
     assert len(slow) == 1 and "--max-rss" in slow[0]  # one line, the slowest, whatever the count

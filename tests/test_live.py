@@ -6,7 +6,9 @@ import re
 import pytest
 
 from conftest import run_smem
-from smem.model import Selection, load_snapshot, uss_of
+from smem.loading import load_reading
+from smem.model import uss_of
+from smem.selection import Selection
 from smem.sources import LiveSource
 from workload import PAGE_KIB, expected_pss_kib, forked_workers
 
@@ -27,7 +29,7 @@ def workers(tmp_path_factory):
 
 def test_model_matches_the_arranged_regions_to_the_page(workers):
     wl, _ = workers
-    snapshot = load_snapshot(LiveSource(), Selection())
+    snapshot = load_reading(LiveSource(), Selection())
     by_pid = {p.pid: p for p in snapshot.processes}
     assert set(wl.pids) <= set(by_pid)
     for pid in wl.pids:

@@ -17,7 +17,8 @@ import pytest
 from conftest import FIXTURES, run_smem, without_rollups
 from workload import forked_workers
 
-from smem.model import Needs, load_snapshot  # noqa: E402
+from smem.loading import load_reading  # noqa: E402
+from smem.model import Need, Needs, Snapshot  # noqa: E402
 from smem.sources import open_source  # noqa: E402
 from smem.sources.archive import ArchiveSource  # noqa: E402
 
@@ -78,9 +79,9 @@ def test_live_rollup_and_summed_smaps_agree():
         for attempt in range(5):  # between the two reads, a process starting elsewhere moves shared PSS,
             # and the leader touching memory it shares copy-on-write makes a worker's pages private
             source = open_source(None)
-            rolled = {p.pid: p for p in load_snapshot(source, needs=Needs(mappings=False)).processes
+            rolled = {p.pid: p for p in load_reading(source, needs=Needs(Need.STAT)).processes
                       if p.pid in pids}
-            summed = {p.pid: p for p in load_snapshot(source, needs=Needs(mappings=True)).processes
+            summed = {p.pid: p for p in load_reading(source, needs=Needs(Need.MAPPINGS | Need.STAT)).processes
                       if p.pid in pids}
             assert set(rolled) == set(summed) == pids
             assert all(p.mappings is None and p.rollup for p in rolled.values())
@@ -118,7 +119,7 @@ def test_an_archive_read_for_the_rollup_keeps_only_the_smaps_it_may_need(capture
                                              if not view.columns[k].needs & {"mappings", "exact"}), totals=True)
         needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
         assert not needs.mappings
-        tables = [make_table([load_snapshot(s, needs=needs)], view, options) for s in (lean, whole)]
+        tables = [make_table([Snapshot(load_reading(s, needs=needs))], view, options) for s in (lean, whole)]
         assert tables[0].values == tables[1].values and tables[0].totals == tables[1].totals, name
 
 
@@ -170,11 +171,10 @@ def test_a_report_that_shows_no_name_reads_no_stat_and_shows_the_same(capture):
         options = TableOptions(columns=columns, totals=True)
         needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
         assert not needs.stat
-        lean = load_snapshot(open_source(str(capture)), needs=needs)
-        needs.stat = True
-        whole = load_snapshot(open_source(str(capture)), needs=needs)
+        lean = load_reading(open_source(str(capture)), needs=needs)
+        whole = load_reading(open_source(str(capture)), needs=needs.with_kinds(Need.STAT))
         assert any(p.name is None for p in lean.processes) and all(p.name for p in whole.processes)
-        tables = [make_table([s], view, options) for s in (lean, whole)]
+        tables = [make_table([Snapshot(s)], view, options) for s in (lean, whole)]
         assert tables[0].values == tables[1].values and tables[0].totals == tables[1].totals, name
     named = VIEWS["process"]
     options = TableOptions(columns=("pid", "name"))

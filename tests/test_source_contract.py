@@ -104,3 +104,26 @@ def test_a_copied_tree_is_the_live_class_not_local(tmp_path):
     with pytest.raises(ProcessUnreadable):
         tree.read_process(pid, "cmdline")
     shutil.rmtree(root)
+
+
+def test_a_stream_is_declared_and_held_apart():
+    """A capture read in one pass is a StreamedSource; where one pass cannot do, its held form is
+    another source, read whole, and the stream stays what it was."""
+    from smem.sources.base import StreamedSource
+    from smem.sources.captured import CaptureFacts
+    stream = open_source(str(CAPTURE), streamed=True)
+    held = open_source(str(CAPTURE))
+    try:
+        assert isinstance(stream, StreamedSource) and not isinstance(held, StreamedSource)
+        whole = stream.held()
+        assert not isinstance(whole, StreamedSource) and isinstance(stream, StreamedSource)
+        assert whole.pids() == held.pids() and whole.read("meminfo") == held.read("meminfo")
+        assert stream.replayable and [pid for pid, _ in stream.each_process()] == held.pids()
+    finally:
+        stream.close()
+        held.close()
+
+    class Incomplete(CaptureFacts):  # a capture that does not say where its files are
+        pass
+    with pytest.raises(TypeError, match="_paths"):
+        Incomplete()

@@ -79,7 +79,7 @@ def account_snapshot(snapshot):
     return account(snapshot.source, mappings)
 
 
-def sharing_of_selection(snapshot, selection, exclude=()):
+def sharing_of_selection(snapshot, accounting, selection, exclude=()):
     """(selected pids, SharedWith): what the processes ``selection`` picks share, and with whom.
 
     ``exclude``: pids never selected (smem's own invocation, whose command lines hold the pattern).
@@ -88,4 +88,4 @@ def sharing_of_selection(snapshot, selection, exclude=()):
                 if p.mappings and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user, p.pid)]
     if not selected:
         raise SmemError("--shared-with: no process matches the selection")
-    return selected, snapshot.exact.shared_with(selected)
+    return selected, accounting.shared_with(selected)

@@ -24,6 +24,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
+from ..compression import COMPRESSIONS
 from ..errors import KernelImageError
 
 # Optional: only kernels compressed with these formats need them.
@@ -276,29 +277,18 @@ def _bzimage_payload(view: memoryview) -> Optional[tuple[int, int, int]]:
     return version, start, length
 
 
-# Stream magics, as scripts/extract-vmlinux searches for them.
-_MAGICS = (
-    ("gzip", b"\x1f\x8b\x08"),
-    ("xz", b"\xfd7zXZ\x00"),
-    ("bzip2", b"BZh"),
-    ("lzma", b"\x5d\x00\x00\x00"),
-    ("zstd", b"\x28\xb5\x2f\xfd"),
-    ("lz4", b"\x02\x21\x4c\x18"),
-)
-
-
 def _stream_kind(view: memoryview) -> Optional[str]:
     head = bytes(view[:6])
-    for kind, magic in _MAGICS:
-        if head.startswith(magic) and (kind != "bzip2" or (len(head) > 3 and head[3] in b"123456789")):
-            return kind
+    for compression in COMPRESSIONS:
+        if compression.starts(head):
+            return compression.name
     return None
 
 
 def _candidates(view: memoryview) -> list[tuple[int, str]]:
     data = view.obj if isinstance(view.obj, bytes) else bytes(view)
     found = []
-    for kind, magic in _MAGICS:
+    for kind, magic in ((c.name, c.magic) for c in COMPRESSIONS):
         pos, n = data.find(magic), 0
         while pos >= 0 and n < _MAX_CANDIDATES:
             if _stream_kind(view[pos:pos + 6]) == kind:

@@ -20,15 +20,17 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False):
 
     ``per_mapping=False``: the report needs no per-mapping data where smaps_rollup
     is there, so an archive need not keep those processes' smaps.  ``streamed=True``: an
-    archive is read once, process by process, by whoever loads it (ArchiveSource.each_process).
+    archive is an ArchiveStream, a StreamedSource read once, process by process, by whoever loads
+    it (its each_process), else an ArchiveSource read whole as it is opened.
     """
     if spec is None or spec == "":
         return LiveSource()
-    from .archive import ArchiveSource, CaptureFile, read_capture  # decompressors: only for captures
+    from .archive import ArchiveSource, ArchiveStream, CaptureFile, read_capture  # decompressors: only for captures
     from .directory import DirectorySource
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return ArchiveSource(read_capture(stream, "standard input"), "<stdin>", per_mapping, streamed)
+        return (ArchiveStream if streamed else ArchiveSource)(read_capture(stream, "standard input"), "<stdin>",
+                                                              per_mapping)
     if spec.startswith("ssh://"):
         from .remote import RemoteSource
         return RemoteSource(spec, per_mapping)
@@ -50,7 +52,7 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False):
     try:
         mode = os.fstat(f.fileno()).st_mode
         if stat.S_ISREG(mode):  # read in place, as the members are needed; the source closes it
-            source = ArchiveSource(CaptureFile(f, name), name, per_mapping, streamed)
+            source = (ArchiveStream if streamed else ArchiveSource)(CaptureFile(f, name), name, per_mapping)
             f = None
             return source
         if not stat.S_ISFIFO(mode):
@@ -61,4 +63,4 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False):
     finally:
         if f is not None:
             f.close()
-    return ArchiveSource(data, name, per_mapping, streamed)
+    return (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)

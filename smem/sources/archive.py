@@ -17,8 +17,9 @@ import lzma
 import os
 import zlib
 
+from ..compression import compression_of
 from ..errors import CaptureError
-from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, STREAMED, NeedHeld, Source, is_pid_name, member_limit,
+from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, NeedHeld, Source, StreamedSource, is_pid_name, member_limit,
                    size_text)
 from .captured import CaptureFacts
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
@@ -196,22 +197,13 @@ def _zstd_frames_end(data):
     return pos
 
 
-#: (magic bytes, name, file object decompressing a stream) of each compression recognised
-_COMPRESSIONS = (
-    (b"\x1f\x8b", "gzip", lambda stream: gzip.GzipFile(fileobj=stream)),
-    (b"BZh", "bzip2", bz2.BZ2File),
-    (b"\xfd7zXZ\x00", "xz", lambda stream: io.BufferedReader(_XzReader(stream), 1 << 16)),
-    (b"\x28\xb5\x2f\xfd", "zstd", _zstd_reader),
-)
-
-
-def _compression_of(data):
-    """(kind, reader) of the compression ``data`` starts with (by its magic), or None."""
-    head = bytes(data[:8])
-    for magic, kind, reader in _COMPRESSIONS:
-        if head.startswith(magic):
-            return kind, reader
-    return None
+#: the file object decompressing a stream, of each compression a capture may have (compression.py)
+_READERS = {
+    "gzip": lambda stream: gzip.GzipFile(fileobj=stream),
+    "bzip2": bz2.BZ2File,
+    "xz": lambda stream: io.BufferedReader(_XzReader(stream), 1 << 16),
+    "zstd": _zstd_reader,
+}
 
 
 def _decompression_errors(kind):
@@ -233,9 +225,9 @@ class _Stream:
         self.name = name
         self.kind = None
         self._raw = io.BufferedReader(_ReadFrom(data), 1 << 17)
-        found = _compression_of(data)
+        found = compression_of(data)
         if found is not None:
-            self.kind, reader = found
+            self.kind, reader = found.name, _READERS[found.name]
             if self.kind == "zstd" and _zstd_frames_end(data) is None:
                 raise CaptureError(f"{name}: zstd data is truncated or corrupt (a frame is cut short)")
             self._raw = reader(self._raw)
@@ -339,7 +331,7 @@ def _member_path(name):
     return "/".join(parts) or None
 
 
-class ArchiveSource(CaptureFacts, Source):
+class _Archive(CaptureFacts, Source):
     """A capture archive (from a file, stdin or a remote host), never extracted.
 
     The archive is decompressed as its members are read, and only their contents are
@@ -349,40 +341,18 @@ class ArchiveSource(CaptureFacts, Source):
     process.  Anything unusual (pax or GNU extension headers, damage) sends the whole
     archive, decompressed at once, through tarfile, which also words the errors.
 
-    With ``streamed=True`` nothing is read at first: :meth:`each_process` reads the
-    archive once (per walker: :meth:`replayed`), front to back, handing out each
-    process's files as the next process (or a global member) starts and keeping only the
-    small global members (meminfo, passwd, capture-info, ...), so a report's memory need
-    not grow with the capture.
+    :class:`ArchiveSource` holds it, read whole as it is opened; :class:`ArchiveStream`
+    hands its processes over as they come.
     """
 
-    def __init__(self, data, name, per_mapping=True, streamed=False):
+    def __init__(self, data, name, per_mapping=True):
         self.description = f"capture {name}"
         self.name = name
         self._data = data
         self._per_mapping = per_mapping
-        self._passwd = None
         self._files = {}   # path -> bytes
         self._dirs = {}    # pid -> uid, from the pid directory members
         self._unames = {}  # uid -> user name, from the same members
-        if streamed:
-            self.capabilities = frozenset({STREAMED})
-            return
-        self.hold()
-
-    def hold(self):
-        """Read the whole archive, keeping every member a report may read (the held form)."""
-        self.capabilities = frozenset()
-        self._files, self._dirs, self._unames, self._passwd = {}, {}, {}, None
-        try:
-            self._read_stream(_Stream(self._data, self.name), self._per_mapping)
-        except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells
-            self._files, self._dirs, self._unames = {}, {}, {}
-            self._read_with_tarfile(_Stream(self._data, self.name))
-        self._check_meminfo()
-        if isinstance(self._data, CaptureFile):  # everything is read: neither file nor bytes are needed
-            self._data.close()
-        self._data = None
 
     def _check_meminfo(self):
         if "meminfo" not in self._files:
@@ -453,86 +423,10 @@ class ArchiveSource(CaptureFacts, Source):
                 if name is not None and is_pid_name(name):
                     yield name, None
 
-    def each_process(self):
-        """Each process's files as the archive is read once, front to back: ``(pid, source)``
-        with ``source`` a Source holding that process's files (and asking this archive for
-        owners and user names).  A process's members must be together (as every capture
-        writer puts them); one found apart raises NeedHeld, as does an archive only tarfile
-        reads: the caller then reads it whole (:meth:`hold`).  Global members are kept here;
-        meminfo is checked at the end."""
-        if STREAMED not in self.capabilities:
-            raise NeedHeld
-        per_mapping = self._per_mapping
-        done = set()
-        current, files = None, {}
-
-        def wanted(path, member):
-            head, sep, leaf = path.partition("/")
-            if not (sep and is_pid_name(head)):
-                return True  # a global member: small, kept
-            return is_process_file(leaf)
-
-        def finish(pid, files):
-            if not per_mapping and files.get(f"{pid}/smaps_rollup"):
-                files.pop(f"{pid}/smaps", None)  # as the held form drops it
-            done.add(pid)
-            return pid, _ProcessFiles(self, pid, files)
-
-        unusual = False
-        try:
-            for path, content in self._walk(_Stream(self._data, self.name), wanted):
-                head, sep, _ = path.partition("/")
-                pid = int(head) if is_pid_name(head) and (sep or content is None) else None
-                if pid is None:
-                    if content is not None:
-                        self._files[path] = content
-                        if path == "passwd":
-                            self._passwd = None  # user names asked before it came are asked again
-                    continue
-                if pid != current:
-                    if current is not None:
-                        yield finish(current, files)
-                    if pid in done:
-                        raise NeedHeld  # a process's members apart: it must be read whole
-                    current, files = pid, {}
-                if content is not None:
-                    files[path] = content
-            if current is not None:
-                yield finish(current, files)
-        except NeedTarfile:
-            unusual = True
-        if unusual:  # (raised here, not in the handler: its traceback would hold what was read)
-            raise NeedHeld
-        self._check_meminfo()
-
     def close(self):
         if isinstance(self._data, CaptureFile):
             self._data.close()
         self._data = None
-
-    @property
-    def replayable(self):
-        """Whether :meth:`replayed` can give another reading (not once read whole)."""
-        return STREAMED in self.capabilities and self._data is not None
-
-    def replayed(self):
-        """Another streamed reading of the same archive, from its start: a worker forked
-        before this one is read walks it too, loading its share of the processes."""
-        return ArchiveSource(self._data, self.name, self._per_mapping, streamed=True)
-
-    def processes_suggested(self):
-        """About how many processes the archive holds, from its stored size: a process of 90
-        mappings is about 4 KiB compressed (gzip: ours 4.6, C smemcap's 2.7) and 64-73 KiB in
-        a plain tar (C smemcap's); 0 once read whole."""
-        if self._data is None:
-            return 0
-        compressed = _compression_of(self._data) is not None
-        return len(self._data) // (4 << 10 if compressed else 64 << 10)
-
-    def knows_user(self, uid):
-        """Whether a user name for ``uid`` is already known for sure while streaming (a
-        directory member named it: the held form gives the first such name too)."""
-        return uid in self._unames
 
     def _read_with_tarfile(self, stream):
         """Read with tarfile (imported only here), streaming: members are read as they come."""
@@ -625,6 +519,109 @@ class ArchiveSource(CaptureFacts, Source):
 
     def user_name(self, uid):
         return self._unames.get(uid) or self._passwd_names().get(uid)
+
+
+class ArchiveSource(_Archive):
+    """A capture archive held: every member a report may read, read as it is opened; the file
+    is closed then, unless another owns it (``owned=False``: a stream's held form)."""
+
+    def __init__(self, data, name, per_mapping=True, owned=True):
+        super().__init__(data, name, per_mapping)
+        try:
+            self._read_stream(_Stream(self._data, self.name), self._per_mapping)
+        except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells
+            self._files, self._dirs, self._unames = {}, {}, {}
+            self._read_with_tarfile(_Stream(self._data, self.name))
+        self._check_meminfo()
+        if owned and isinstance(self._data, CaptureFile):  # everything is read: neither file nor bytes are needed
+            self._data.close()
+        self._data = None
+
+
+class ArchiveStream(_Archive, StreamedSource):
+    """A capture archive read in one pass: nothing is read at first; :meth:`each_process` reads
+    the archive once (per walker: :meth:`replayed`), front to back, handing out each process's
+    files as the next process (or a global member) starts and keeping only the small global
+    members (meminfo, passwd, capture-info, ...), so a report's memory need not grow with the
+    capture."""
+
+    def each_process(self):
+        """Each process's files as the archive is read once, front to back: ``(pid, source)``
+        with ``source`` a Source holding that process's files (and asking this archive for
+        owners and user names).  A process's members must be together (as every capture
+        writer puts them); one found apart raises NeedHeld, as does an archive only tarfile
+        reads: the caller then reads it whole (:meth:`held`).  Global members are kept here;
+        meminfo is checked at the end."""
+        per_mapping = self._per_mapping
+        done = set()
+        current, files = None, {}
+
+        def wanted(path, member):
+            head, sep, leaf = path.partition("/")
+            if not (sep and is_pid_name(head)):
+                return True  # a global member: small, kept
+            return is_process_file(leaf)
+
+        def finish(pid, files):
+            if not per_mapping and files.get(f"{pid}/smaps_rollup"):
+                files.pop(f"{pid}/smaps", None)  # as the held form drops it
+            done.add(pid)
+            return pid, _ProcessFiles(self, pid, files)
+
+        unusual = False
+        try:
+            for path, content in self._walk(_Stream(self._data, self.name), wanted):
+                head, sep, _ = path.partition("/")
+                pid = int(head) if is_pid_name(head) and (sep or content is None) else None
+                if pid is None:
+                    if content is not None:
+                        self._files[path] = content
+                        if path == "passwd":
+                            self._passwd = None  # user names asked before it came are asked again
+                    continue
+                if pid != current:
+                    if current is not None:
+                        yield finish(current, files)
+                    if pid in done:
+                        raise NeedHeld  # a process's members apart: it must be read whole
+                    current, files = pid, {}
+                if content is not None:
+                    files[path] = content
+            if current is not None:
+                yield finish(current, files)
+        except NeedTarfile:
+            unusual = True
+        if unusual:  # (raised here, not in the handler: its traceback would hold what was read)
+            raise NeedHeld
+        self._check_meminfo()
+
+    @property
+    def replayable(self):
+        """Whether :meth:`replayed` can give another reading (not once read whole)."""
+        return self._data is not None
+
+    def replayed(self):
+        """Another streamed reading of the same archive, from its start: a worker forked
+        before this one is read walks it too, loading its share of the processes."""
+        return ArchiveStream(self._data, self.name, self._per_mapping)
+
+    def processes_suggested(self):
+        """About how many processes the archive holds, from its stored size: a process of 90
+        mappings is about 4 KiB compressed (gzip: ours 4.6, C smemcap's 2.7) and 64-73 KiB in
+        a plain tar (C smemcap's); 0 once read whole."""
+        if self._data is None:
+            return 0
+        compressed = compression_of(self._data) is not None
+        return len(self._data) // (4 << 10 if compressed else 64 << 10)
+
+    def knows_user(self, uid):
+        """Whether a user name for ``uid`` is already known for sure while streaming (a
+        directory member named it: the held form gives the first such name too)."""
+        return uid in self._unames
+
+    def held(self):
+        """The same archive read whole (an :class:`ArchiveSource`), where one pass cannot do."""
+        return ArchiveSource(self._data, self.name, self._per_mapping, owned=False)
 
 
 def _member(files, path):

@@ -14,7 +14,8 @@ from ..errors import process_error
 from .machine import Machine
 
 __all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
-           "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "STREAMED", "NeedHeld", "KERNEL_CONFIG_MEMBER"]
+           "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "StreamedSource", "NeedHeld",
+           "KERNEL_CONFIG_MEMBER"]
 
 #: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
 #: int() refuses 4,300 digits anyway.
@@ -58,13 +59,11 @@ SHMEM_MEMBER = "smem/shmem"
 PAGEMAP = "pagemap"      # pagemap, kpagecount and kpageflags can be read from it (--exact live)
 OWN_PID = "own_pid"      # our own pid and our parents are among its processes
 VANISHING = "vanishing"  # a process file that is missing means the process exited meanwhile
-STREAMED = "streamed"    # each_process() hands out the processes in one pass, and only once;
-                         # replayed() is another such source over the same data, read from its start
 
 
 class NeedHeld(Exception):
     """A streamed source cannot be read in one pass (its members are out of order, or only
-    tarfile reads it): the caller reads it whole (``source.hold()``) and loads from that."""
+    tarfile reads it): the caller reads it whole (``source.held()``) and loads from that."""
 
 
 class Source(abc.ABC):
@@ -195,3 +194,35 @@ class Source(abc.ABC):
 
     def close(self):
         pass
+
+
+class StreamedSource(Source):
+    """A source that hands its processes over as they come, in one pass (a capture's archive
+    read front to back): what is global (meminfo, passwd, ...) is read through the Source
+    methods once :meth:`each_process` has passed it, and in full once it is done."""
+
+    @abc.abstractmethod
+    def each_process(self):
+        """(pid, a Source of that process's files) of each process, in one pass and only once;
+        NeedHeld where one pass cannot read it (the caller then loads :meth:`held`)."""
+
+    @abc.abstractmethod
+    def held(self):
+        """The same data as a Source read whole (its pids listed, any file read at any time)."""
+
+    @property
+    def replayable(self):
+        """Whether :meth:`replayed` can give another pass over the same data."""
+        return False
+
+    def replayed(self):
+        """Another such source over the same data, read from its start (a worker's walk)."""
+        raise NotImplementedError
+
+    def processes_suggested(self):
+        """About how many processes it holds (to decide how many walk it), 0 if unknown."""
+        return 0
+
+    def knows_user(self, uid):
+        """Whether the user name of ``uid`` is known for sure before the pass is done."""
+        return True

@@ -6,14 +6,28 @@ own processes), ``dmesg`` (the kernel's boot "Memory:" line) and
 ``sys/firmware/memmap``: shared by archives and directories.
 """
 
+import abc
+
 from ..parsers.capture_info import parse_capture_info
 from ..parsers.passwd import parse_passwd
 
 __all__ = ["CaptureFacts"]
 
 
-class CaptureFacts:
-    """What archive and directory captures know of their machine, from their own files."""
+class CaptureFacts(abc.ABC):
+    """What archive and directory captures know of their machine, from their own files.
+
+    Mixed into a Source (its ``read_optional``); the capture says where its files are
+    (:meth:`_paths`).  The passwd member is parsed when a user name is first asked for, and
+    again if a streamed archive's passwd arrives after (it sets ``_passwd`` back to None).
+    """
+
+    #: the capture's passwd as {uid: name}, once parsed (None: not yet)
+    _passwd = None
+
+    @abc.abstractmethod
+    def _paths(self, prefix):
+        """The capture's file paths under ``prefix`` four levels deep (sys/firmware/memmap/N/x)."""
 
     def _facts(self):
         facts = {}

@@ -35,7 +35,6 @@ class DirectorySource(CaptureFacts, LiveSource):
         super().__init__(path, local=False, proc=proc, sys=os.path.join(proc, "sys"))
         self.path = path
         self.description = f"capture {path}"
-        self._passwd = None
         try:
             mode = os.stat("meminfo", dir_fd=self._proc_fd, follow_symlinks=False).st_mode
         except OSError:

@@ -9,7 +9,7 @@ view for its name.  A new view is one module here and one line below.
 import importlib
 from collections.abc import Mapping
 
-from ..model import Needs
+from ..model import Need, Needs
 from .columns import Column, View
 
 __all__ = ["VIEWS", "View", "Column", "PROCESS_VIEW", "MAPPING_VIEW", "USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW",
@@ -58,16 +58,11 @@ def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib
     """What to read per process for ``columns`` (Column objects, the sort column included),
     plus ``counters``, ``mappings`` and the needs ``also`` others have (a chart's measure, exact
     accounting, the tables made beside the view's)."""
-    wanted = set(view.needs) | set(also)
+    wanted = Need.named(view.needs) | Need.named(also)
     for column in columns:
-        wanted |= column.needs
-    needs = Needs(mappings=mappings or "mappings" in wanted, rollup="rollup" in wanted,
-                  status="status" in wanted, cgroup="cgroup" in wanted,
-                  pools="pools" in wanted, ksm="ksm" in wanted,
-                  devices="devices" in wanted, pressure="pressure" in wanted,
-                  uptime="uptime" in wanted, stat="stat" in wanted or "exact" in wanted,
-                  counters=frozenset(counters).union(view.counters, *(c.counters for c in columns)))
-    needs.max_rss_kib = max_rss_kib
-    needs.exact = "exact" in wanted
-    needs.split = "split" in wanted
-    return needs
+        wanted |= Need.named(column.needs)
+    if mappings:
+        wanted |= Need.MAPPINGS
+    if Need.EXACT in wanted:
+        wanted |= Need.STAT
+    return Needs(wanted, frozenset(counters).union(view.counters, *(c.counters for c in columns)), max_rss_kib)

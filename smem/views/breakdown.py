@@ -238,7 +238,7 @@ def breakdown_rows(snapshots, options, with_sizing=False):
     snapshot = snapshots[-1]
     result = []
     if with_sizing:
-        from .system import sizing_rows
+        from .system_areas import sizing_rows
         result = [BreakdownRow(order, area, used, cache, source, figure=figure)
                   for order, area, used, cache, source, figure in sizing_rows(snapshot)]
     sums = process_sums(snapshot.processes, process_split)
@@ -251,7 +251,7 @@ def breakdown_rows(snapshots, options, with_sizing=False):
 
 
 def _summary(snapshot, rows, options, system):
-    from .system import sizing_notes
+    from .system_areas import sizing_notes
     ram_figure = rows[0].figure if rows and rows[0].figure is not None else None
     ram = ram_figure.kib if ram_figure else snapshot.mem_total
     notes = sizing_notes(snapshot, rows) if ram_figure else []
@@ -271,10 +271,10 @@ def _summary(snapshot, rows, options, system):
         notes.append(f"unexplained: {_signed(lost)} "
                      f"({100.0 * lost / total:.2f}% of MemTotal {human(total)})")
     if system.recommend is not None:
-        from .system import recommendation
+        from .system_areas import recommendation
         notes.append(recommendation([r for r in rows if r.noncache is not None], system.recommend))
-    from .system import pressure_notes
-    return ram, notes + pressure_notes(snapshot)
+    from ..memory_pressure import pressure_notes
+    return ram, notes + pressure_notes(snapshot.pressure)
 
 
 def _signed(kib):

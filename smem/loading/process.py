@@ -1,0 +1,222 @@
+"""Reading one process: its identity and owner, then the counters the report needs.
+
+Errors are mapped here: a process whose files vanish raises ProcessGone (skipped
+silently); one whose smaps cannot be read, ProcessUnreadable (counted and summarised in one
+warning); one --max-rss leaves out, ProcessSkipped.  Filters (-P, -U, -M) are applied as soon
+as what they match is read, so a filtered-out process's smaps is never read.
+"""
+
+import time
+
+from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SourceError
+from ..model import Process, rollup_keys
+from ..parsers.cmdline import parse_cmdline
+from ..parsers.ksm import parse_ksm_value
+from ..parsers.meminfo import parse_meminfo
+from ..parsers.smaps import parse_smaps, parse_smaps_kept, sum_smaps_kept
+from ..parsers.stat import parse_stat
+from ..parsers.status import parse_status, status_kib
+from ..sources.base import VANISHING
+
+__all__ = ["read_process_memory", "read_identity", "read_counters", "read_meminfo", "user_name", "name_of",
+           "SLOW_READ_SECONDS", "MAX_KIB"]
+
+
+#: A process whose smaps took longer than this to read is named in a warning (app.load_warnings):
+#: the kernel walks its page tables to build smaps and the process stalls meanwhile.
+SLOW_READ_SECONDS = 1.0
+
+
+#: No machine has 2**64 bytes: a counter at or past this many KiB is a damaged or hostile file.
+MAX_KIB = 1 << 54
+
+
+#: What is checked against MAX_KIB where the report keeps every counter.
+_CHECKED = ("Size", "Rss", "Pss", "Swap", "Private_Clean", "Private_Dirty")
+
+
+def read_meminfo(source):
+    try:
+        meminfo = parse_meminfo(source.read("meminfo"))
+    except FileNotFoundError:
+        raise SourceError(f"{source.description}: no meminfo") from None
+    except PermissionError:
+        raise SourceError(f"{source.description}: meminfo is not readable") from None
+    if "MemTotal" not in meminfo.kib:
+        raise SourceError(f"{source.description}: meminfo holds no MemTotal (not a /proc/meminfo)")
+    return meminfo
+
+
+#: the clock rate of /proc/PID/stat's times (USER_HZ) where the source cannot say: 100 on every
+#: architecture Linux runs on today (alpha and ia64 had 1024)
+USER_HZ = 100
+
+
+def read_clock(source):
+    """(seconds since boot, clock ticks a second) of the source's machine, or None without uptime."""
+    import os
+    from ..parsers.uptime import parse_uptime
+    raw = source.read_optional("uptime")
+    uptime = parse_uptime(raw) if raw else None
+    if uptime is None:
+        return None
+    return uptime, os.sysconf("SC_CLK_TCK") if source.local else USER_HZ
+
+
+def user_name(source, uid, cache):
+    if uid is None:
+        return "?"
+    name = cache.get(uid)
+    if name is None:
+        name = cache[uid] = source.user_name(uid) or str(uid)
+    return name
+
+
+def read_process_memory(source, pid, selection, own_pid, names, needs):
+    """(Process, whether its smaps had Pss) or None if it is not to be reported."""
+    process = read_identity(source, pid, selection, own_pid, names, needs.stat)
+    if process is None:
+        return None
+    try:
+        return read_counters(source, process, selection, needs)
+    except ProcessUnreadable as e:
+        e.name = name_of(source, process)  # so the warning can say which
+        raise
+
+
+def read_counters(source, process, selection, needs):
+    pid = process.pid
+    status = None
+    if needs.max_rss_kib is not None or needs.status:
+        raw = source.read_optional(f"{pid}/status")
+        status = parse_status(raw) if raw else None
+        rss = status_kib(status, "VmRSS") if status is not None else None
+        if needs.max_rss_kib is not None and rss is not None and rss > needs.max_rss_kib:
+            raise ProcessSkipped(pid, name_of(source, process), rss)
+    started = time.monotonic()
+    had_pss = True
+    rollup_totals = not needs.mappings and source.prefer_rollup
+    if needs.rollup or rollup_totals:
+        raw = source.read_optional(f"{pid}/smaps_rollup")
+        if needs.counters is not None:
+            # only what the report reads, as a plain dict, the text let go; a garbled line among
+            # them is found here
+            try:
+                parsed = parse_smaps_kept(raw, rollup_keys(needs))[0] if raw else []
+            except ValueError:
+                try:
+                    parse_smaps(raw)
+                except ValueError:  # no mapping in it: smaps says what it holds
+                    parsed = []
+                else:
+                    raise ProcessUnreadable(pid, "malformed smaps_rollup") from None
+        else:
+            try:
+                parsed = parse_smaps(raw) if raw else []
+            except ValueError:
+                parsed = []
+        process.rollup = parsed[0].counters if parsed else None
+    if rollup_totals and process.rollup is not None and needs.split and "Pss_Anon" not in process.rollup:
+        rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
+    if not rollup_totals or process.rollup is None:
+        try:
+            raw = source.read_process(pid, "smaps")
+            search = selection.mapping.search if selection.mapping is not None else None
+            if needs.counters is not None and not needs.mappings and not needs.split and search is None:
+                # the report shows the process's sums only: no mapping is made (a capture by C
+                # smemcap, a kernel before 4.14); without PSS it sorts by RSS (report.make_table)
+                totals, had_pss, count = sum_smaps_kept(raw, needs.counters, needs.counters | {"Rss"})
+                process._totals, process._mapped, mappings = totals, count > 0, None
+            elif needs.counters is not None:
+                mappings, had_pss = parse_smaps_kept(raw, needs.counters, needs.counters | {"Rss"}, search)
+            else:
+                mappings = parse_smaps(raw)
+                if mappings and "Pss" not in mappings[0].counters:
+                    had_pss = False
+                if search is not None:
+                    mappings = [m for m in mappings if search(m.name)]
+        except ValueError:
+            raise ProcessUnreadable(pid, "malformed smaps") from None
+        process.mappings = mappings
+    if source.local:
+        process.read_seconds = time.monotonic() - started
+        if process.read_seconds > SLOW_READ_SECONDS:
+            name_of(source, process)  # (the warning names it)
+    totals = process.totals  # (the sums the report reads anyway: computed once, here)
+    for key in needs.counters if needs.counters is not None else _CHECKED:
+        value = totals.get(key)
+        if value is not None and value >= MAX_KIB:
+            raise ProcessUnreadable(pid, "malformed smaps: a figure no machine has")
+    if needs.status:
+        process.status = status
+    if needs.ksm and totals.get("KSM") is None:
+        process.ksm_kib = ksm_merging_kib(source, pid)
+    if needs.devices:
+        from ..device_memory import read_device_handles
+        process.devices = read_device_handles(source, pid)
+    if needs.cgroup:
+        from ..parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
+        raw = source.read_optional(f"{pid}/cgroup")
+        process.cgroup = parse_cgroup(raw) if raw else None
+    return process, had_pss
+
+
+def ksm_merging_kib(source, pid):
+    """/proc/PID/ksm_merging_pages in KiB (Linux 5.19+), or None (absent, or no page size known)."""
+    raw = source.read_optional(f"{pid}/ksm_merging_pages")
+    if raw is None:
+        return None
+    try:
+        pages = parse_ksm_value(raw)
+    except ValueError:
+        return None
+    from ..kernel_pools import kib_of_pages
+    return kib_of_pages(pages, source.machine().page_size)
+
+
+def read_identity(source, pid, selection, own_pid, names, with_stat=True):
+    """Identity and owner of ``pid``, or None if it is not to be reported.
+
+    ``with_stat`` False (Needs.stat): stat is read only where it is needed anyway (an empty or
+    missing cmdline, -P); the process's ``name`` and ``stat`` are then None.
+    """
+    raw_cmdline = source.read_optional(f"{pid}/cmdline")
+    cmdline = parse_cmdline(raw_cmdline) if raw_cmdline is not None else "?"
+    if with_stat or raw_cmdline is None or cmdline == "" or selection.process is not None:
+        raw_stat = source.read_optional(f"{pid}/stat")
+        with_stat = True
+    else:
+        raw_stat = None
+    if raw_cmdline is None and raw_stat is None and source.has(VANISHING):
+        raise ProcessGone(pid)
+    stat = None
+    if raw_stat:
+        try:
+            stat = parse_stat(raw_stat)
+        except ValueError:
+            stat = None
+    if cmdline == "":
+        # Kernel threads and zombies have no cmdline and no memory of their own.
+        if stat is None or stat.is_kernel_thread or stat.is_zombie:
+            return None
+    name = stat.comm if stat is not None else "?" if with_stat else None
+    if pid in own_pid:
+        return None  # never match our own command line
+    if not selection.wants_process(name, cmdline):
+        return None  # before the owner lookup: most processes stop here
+    uid = source.owner(pid)
+    user = user_name(source, uid, names)
+    if not selection.wants_user(user):
+        return None
+    return Process(pid, name, cmdline, uid, user, stat)
+
+
+def name_of(source, process):
+    """The process's name for a warning, reading stat now if the report did not (Needs.stat)."""
+    if process.name is None:
+        raw = source.read_optional(f"{process.pid}/stat")
+        try:
+            process.name = parse_stat(raw).comm if raw else "?"
+        except ValueError:
+            process.name = "?"
+    return process.name
