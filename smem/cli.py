@@ -42,6 +42,7 @@ Other commands:
   smem diff OLD NEW          what changed between two captures, or a capture and live (smem diff --help)
   smem capture               write a capture of /proc for smem -S (smem capture --help)
   smem serve                 metrics for Prometheus over HTTP, or for node_exporter (smem serve --help)
+  smem html -o FILE          one offline interactive page of where the memory went (smem html --help)
 
 \b
 Exit status: 0 on success, 1 when a source or file cannot be used,
@@ -370,6 +371,32 @@ def capture(output, force, host, compression, exact, script):
         raise SmemError("the capture was cut off: standard output was closed before the end "
                         "(broken pipe); what was written is not a whole capture") from None
     for warning in warnings:
+        _warn(warning)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("-o", "--output", metavar="FILE", required=True, help="Write the page to FILE (- for standard output).")
+@output_options("page smem html wrote")
+@click.option("-S", "--source", metavar="SOURCE",
+              help="Data source: a capture, a directory or ssh://[user@]host[:port] (default: this machine).")
+@click.option("--compare", "old", metavar="OLD", help="Show the change from OLD (as smem diff takes it) to the source.")
+@click.option("--top-mappings", type=click.IntRange(min=1), default=12, show_default=True, metavar="N",
+              help="Per process, the N largest mappings; the rest of each kind is one box.")
+@selection_options
+def html(output, force, source, old, top_mappings, **o):
+    """Write one self-contained interactive HTML page of where the memory went: MemTotal broken
+    down, a zoomable picture of users (or cgroups, programs), processes and mappings by PSS, USS,
+    RSS or swap PSS, sortable tables and who shares what; --compare shows the change from OLD.
+    Opens offline (nothing is fetched). Needs smem[html] (plotly).
+    """
+    if force and output == "-":
+        raise UsageError("--force lets -o replace a file: not with -o -")
+    if "-" in (source, old):
+        raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
+    from .page.command import run_html
+    from .page.data import PageRequest
+    request = PageRequest(_query(o, "process", source=source, old_source=old), top_mappings=top_mappings)
+    for warning in run_html(request, output, sys.stdout.buffer if output == "-" and sys.stdout else None, force):
         _warn(warning)
 
 
