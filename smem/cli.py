@@ -444,7 +444,9 @@ def serve(listen, top, min_interval, textfile, interval, count, source, **o):
         if write_textfiles(query, options, _warn):
             sys.exit(1)  # what went wrong is said already (a warning); cron should see it failed
     else:
-        serve_http(query, options, lambda line: click.echo(f"smem: {line}", err=True), _warn)
+        from .page.live import LivePage  # the page at /: smem html's, read at most every --min-interval
+        serve_http(query, options, lambda line: click.echo(f"smem: {line}", err=True), _warn,
+                   LivePage(query, min_interval, _warn))
 
 
 def _listen(text):

@@ -8,7 +8,7 @@ of each kind is one box counting them: every level still adds up to the process.
 mapping that two or more processes map lists its largest mappers and sums the rest.
 
 The kinds are the mappings', not the pages': ``shmem`` (shared memory: /dev/shm, memfd, SysV,
-shared anonymous), ``anon`` (no file: heap, stacks, [anon:...]), ``file`` (the rest, with the
+shared anonymous), ``anon`` (no file: <anonymous>, heap, stacks, [anon:...]), ``file`` (the rest, with the
 copy-on-write copies a private file mapping holds).
 """
 
@@ -29,7 +29,7 @@ def mapping_kind(mapping):
     if is_shmem_mapping(mapping):
         return 2
     name = mapping.name
-    return 0 if not name or name[0] == "[" else 1
+    return 0 if not name or name[0] in "[<" else 1  # [heap], [stack], [anon:x]; <anonymous>
 
 
 class _Mappings:

@@ -78,8 +78,8 @@ function figures(row, prefix) {
 }
 
 function processNodes(data) {
-  const rows = data.process.rows.filter((r) => r.status !== "gone");
-  return rows.map((r) => {
+  // compared, a gone process is a node of size 0 in NEW: its box is not drawn, its change counts
+  return data.process.rows.map((r) => {
     const n = node(r.command, "process", figures(r, ""), {row: r, key: "process:" + r.pid});
     if (compared()) n.d = figures(r, "d"), n.status = r.status;
     n.children = () => mappingNodes(data, r.pid);
@@ -276,15 +276,16 @@ function drawChart() {
   const colors = nodes.map((n) => colorOf(n));
   const trace = {
     type: state.layout, ids: nodes.map((n) => n.id),
-    labels: nodes.map((n) => plotlyText(n.label) + (n.status === "new" ? " [new]" : "")),
+    labels: nodes.map((n) => plotlyText(n.label) + (n.status ? ` [${n.status}]` : "")),
     parents: nodes.map((n) => (n === top || !shown.has(n.parent && n.parent.id) ? "" : n.parent.id)),
     values: nodes.map((n) => total(n)), branchvalues: "total",
     text: nodes.map((n) => human(total(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "")),
     hovertext: nodes.map((n) => hover(n, topValue)),
     hovertemplate: "%{hovertext}<extra></extra>",
     texttemplate: "%{label}<br>%{text}",
-    marker: compared() ? {colors: nodes.map((n) => n.d[state.measure] || 0), colorscale: [[0, "#1971c2"], [0.5, "#f1f3f5"], [1, "#c92a2a"]],
-                          cmid: 0, showscale: true, colorbar: {title: {text: "change"}, thickness: 12}}
+    marker: compared() ? {colors: nodes.map(relativeChange), colorscale: [[0, "#1971c2"], [0.5, "#f1f3f5"], [1, "#c92a2a"]],
+                          cmin: -0.5, cmax: 0.5, showscale: true, line: {width: 1, color: "#fff"},
+                          colorbar: {title: {text: "change"}, thickness: 12, tickformat: "+.0%"}}
                        : {colors, line: {width: 1, color: "#fff"}},
     sort: true, maxdepth: -1,
   };
@@ -293,7 +294,7 @@ function drawChart() {
                   hoverlabel: {align: "left"}, uniformtext: {minsize: 9, mode: "hide"}};
   const chart = document.getElementById("chart");
   state.shown = new Map(nodes.map((n) => [n.id, n]));
-  Plotly.react(chart, [trace], layout, {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["toImage"]});
+  Plotly.react(chart, [trace], layout, {displayModeBar: false, responsive: true});
   if (!chart.smemListening) {
     chart.smemListening = true;
     const onClick = (event) => {
@@ -308,6 +309,13 @@ function drawChart() {
   }
   drawCrumbs(top);
   document.getElementById("chart-note").textContent = chartNote(top);
+}
+
+function relativeChange(n) {  // NEW against OLD, capped at +-50% (a new row is +100%)
+  const d = n.d[state.measure];
+  if (!d) return 0;
+  const before = (n.v[state.measure] || 0) - d;
+  return before > 0 ? Math.max(-0.5, Math.min(0.5, d / before)) : 0.5;
 }
 
 function colorOf(n) {
@@ -364,7 +372,7 @@ function chartNote(top) {
   const parts = [];
   if (state.measure !== "pss") parts.push(`${MEASURES.find((m) => m[0] === state.measure)[1]}: the processes' own figures (MemTotal is broken down in PSS).`);
   parts.push(`Mappings: each process's ${meta.top_mappings} largest by PSS; the rest of each kind is one "other" box. Click a box to zoom, the path above to go back.`);
-  if (compared()) parts.push("Colour: change from OLD to NEW (red grew, blue shrank); gone rows are in the tables.");
+  if (compared()) parts.push("Colour: change from OLD to NEW (red grew, blue shrank); gone rows are in the tables; mappings are NEW's, not compared.");
   return parts.join(" ");
 }
 
@@ -623,13 +631,10 @@ function live(meta) {
   status.hidden = false;
   const refresh = () => fetch(meta.live.url, {cache: "no-store", credentials: "same-origin"})
     .then((r) => { if (!r.ok) throw new Error(r.status); return r.json(); })
-    .then((data) => {
-      const keep = {path: state.path, table: state.table};
+    .then((data) => {  // the same view (zoom, table, sort, filter) of the new reading
       data.meta.live = meta.live;
       state.data = data;
       drawHeader(); drawTable(); rebuild();
-      Object.assign(state, keep);
-      drawChart();
       status.className = "status live";
       status.textContent = `live from smem serve: read at ${new Date(data.meta.read_at * 1000).toLocaleTimeString()}, every ${meta.live.interval} s`;
     })
