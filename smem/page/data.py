@@ -22,12 +22,14 @@ __all__ = ["PageRequest", "TABLES", "page_documents", "page_command"]
 
 _AMOUNTS = ("swap", "uss", "pss", "rss", "swappss")
 
-#: the tables of the page: name -> (view, columns, the smem options that print the same document)
+#: the tables of the page: name -> (view, columns, the smem options that print the same document).
+#: The page reads every mapping (it shows them), so its figures are the sums of smaps, as a report
+#: with a column that reads mappings (maps, vss) prints them, not smaps_rollup's (read apart)
 TABLES = {
     "process": ("process", ("pid", "user", "name", "command", "cgroup", "maps") + _AMOUNTS, ""),
-    "user": ("user", ("user", "count") + _AMOUNTS, "-u"),
-    "program": ("program", ("name", "count") + _AMOUNTS, "-g"),
-    "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS, "--cgroup"),
+    "user": ("user", ("user", "count") + _AMOUNTS + ("vss",), "-u"),
+    "program": ("program", ("name", "count") + _AMOUNTS + ("vss",), "-g"),
+    "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",), "--cgroup"),
     "mapping": ("mapping", ("map", "count", "pids") + _AMOUNTS, "-m"),
     "system": ("system", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
 }
@@ -47,8 +49,8 @@ class PageRequest(NamedTuple):
 def _table_options(name, compared):
     view, columns, _ = TABLES[name]
     if compared:
-        keep = ("used", "cache", "noncache") if name == "system" else _AMOUNTS
-        identity = tuple(k for k in columns if k not in _AMOUNTS + ("used", "cache", "noncache", "saved"))
+        keep = ("used", "cache", "noncache") if name == "system" else tuple(k for k in columns if k in _AMOUNTS + ("vss",))
+        identity = tuple(k for k in columns if k not in _AMOUNTS + ("vss", "used", "cache", "noncache", "saved"))
         columns = identity + ("status",) + tuple(f"{side}{key}" for key in keep for side in ("old_", "", "d"))
     # a comparison sorts by the change; the areas keep their order, which the bar shows
     sort = "order" if compared and name == "system" else None
