@@ -7,7 +7,6 @@ or selenium is missing, the browser tests skip; the document tests need plotly o
 
 import html.parser
 import json
-import os
 import shlex
 import shutil
 import signal
@@ -130,17 +129,6 @@ def test_hostile_text_is_data_in_the_file(pages):
     assert {r["command"] for r in rows} == {f"{SCRIPT_END} --x"} and {r["name"] for r in rows} == {IMG}
     assert {r["user"] for r in rows} == {USER}
     assert SVG_MAP in data["maps"][0]["names"]
-
-
-def test_a_missing_plotly_is_one_line(tmp_path):
-    env = {"PYTHONPATH": str(tmp_path)}
-    (tmp_path / "plotly").mkdir()  # a plotly without its plotly.min.js
-    (tmp_path / "plotly" / "__init__.py").write_text("")
-    result = subprocess.run([sys.executable, "-m", "smem", "html", "-S", str(CAPTURE), "-o", str(tmp_path / "p.html")],
-                            capture_output=True, text=True, cwd=TESTS.parent, env={**os.environ, **env}, timeout=120)
-    assert result.returncode == 1
-    assert result.stderr.startswith("smem: smem html: the Python package 'plotly' is not installed")
-    assert len(result.stderr.splitlines()) == 1 and not (tmp_path / "p.html").exists()
 
 
 # ------------------------------------------------------------------ in a browser

@@ -648,6 +648,6 @@ document.getElementById("filter").addEventListener("input", (e) => { state.filte
 const data = readEmbedded();
 render(data);
 if (data.meta.live) live(data.meta);
-window.smemPage = {state, render, zoomTo, readEmbedded};
+window.smemPage = {state, render, zoomTo, readEmbedded, readyAt: performance.now()};  // (bench/page.py reads readyAt)
 document.body.setAttribute("data-ready", "true");
 })();
