@@ -7,7 +7,7 @@ summed by name as ``smem -m --pid N`` sums them, its columns reading the figures
 of each kind is one box counting them: every level still adds up to the process.  Likewise each
 mapping that two or more processes map lists its largest mappers and sums the rest.
 
-The kinds are the mappings', not the pages': ``shmem`` (shared memory: /dev/shm, memfd, SysV,
+The kinds are the mappings' (a name's, as its first mapping is), not the pages': ``shmem`` (shared memory: /dev/shm, memfd, SysV,
 shared anonymous), ``anon`` (no file: <anonymous>, heap, stacks, [anon:...]), ``file`` (the rest, with the
 copy-on-write copies a private file mapping holds).
 """
@@ -30,16 +30,6 @@ def mapping_kind(mapping):
         return 2
     name = mapping.name
     return 0 if not name or name[0] in "[<" else 1  # [heap], [stack], [anon:x]; <anonymous>
-
-
-class _Mappings:
-    """What MappingSums.add takes: a process's pid and some of its mappings."""
-
-    __slots__ = ("pid", "mappings")
-
-    def __init__(self, pid, mappings):
-        self.pid = pid
-        self.mappings = mappings
 
 
 def _added(rows):
@@ -71,20 +61,15 @@ def largest_mappings(processes, top, top_sharers):
     for process in processes:
         if process.mappings is None or not process.has_memory:
             continue
-        kinds = ([], [], [])
-        for mapping in process.mappings:
-            kinds[mapping_kind(mapping)].append(mapping)
+        sums = MappingSums(split=False)
+        sums.add(process)
+        mappings = process.mappings
         rows, own = [], {}
-        for kind, mappings in enumerate(kinds):
-            if not mappings:
-                continue
-            sums = MappingSums(split=False)
-            sums.add(_Mappings(process.pid, mappings))
-            for row in sums.rows():
-                values = [get(row) for get in getters]
-                index = names.setdefault(row.name, len(names))
-                rows.append((kind, index, row.count, values))
-                own[index] = values if index not in own else _added([own[index], values])
+        for row in sums.rows():
+            values = [get(row) for get in getters]
+            index = names.setdefault(row.name, len(names))
+            rows.append((mapping_kind(mappings[row.first[1]]), index, row.count, values))
+            own[index] = values
         rows.sort(key=lambda r: _by_pss(r[3]), reverse=True)
         shown = [[kind, index, count, *values] for kind, index, count, values in rows[:top]]
         for kind in range(len(KINDS)):

@@ -16,6 +16,7 @@ const PALETTE = ["#4263eb", "#f08c00", "#2f9e44", "#ae3ec9", "#1098ad", "#e8590c
 const AREA_COLORS = {cache: "#f59f00", free: "#8ce99a", kernel: "#748ffc", other: "#adb5bd", lost: "#fa5252"};
 const TABLE_ROWS = 400;   // rows drawn at once; the filter and the sort reach every row
 const CHART_NODES = 2500; // nodes handed to plotly at once: deeper levels are built as the user zooms
+const MIN_LABEL_AREA = 2400;  // square pixels a box needs for its label (about 60 x 40)
 
 const state = {data: null, measure: "pss", grouping: "user", layout: "treemap", path: [], table: "process",
                sort: {}, filter: "", selected: null, tree: null};
@@ -194,6 +195,7 @@ function childrenOf(n) {
   }
   const kids = n.children || [];
   if (kids.length && !n.rested) {
+    forgetTotals(n);
     n.rested = true;
     const covered = {};
     for (const c of kids) addInto(covered, c.v);
@@ -201,8 +203,7 @@ function childrenOf(n) {
     let any = false;
     for (const [m] of MEASURES) {
       const left = (n.v[m] || 0) - (covered[m] || 0);
-      if (left > 0 && n.kind !== "root") { rest[m] = left; any = true; }
-      else if (left > 0) { rest[m] = left; any = true; }
+      if (left > 0) { rest[m] = left; any = true; }
     }
     if (any) {
       const label = n.kind === "processes" ? "smaps_rollup beyond the smaps sums (read apart)" : "rest";
@@ -222,11 +223,19 @@ function finishChild(c, parent) {
 }
 
 const value = (n) => Math.max(0, n.v[state.measure] || 0);
-function total(n) {  // the node's size in the chart: at least its children's sum
-  const kids = n.children && Array.isArray(n.children) ? n.children : [];
-  let s = 0;
-  for (const c of kids) s += total(c);
-  return Math.max(value(n), s);
+function total(n) {  // the node's size in the chart: at least its children's sum (kept per measure)
+  const memo = n.totals || (n.totals = {});
+  if (memo[state.measure] === undefined) {
+    const kids = Array.isArray(n.children) ? n.children : [];
+    let s = 0;
+    for (const c of kids) s += total(c);
+    memo[state.measure] = Math.max(value(n), s);
+  }
+  return memo[state.measure];
+}
+
+function forgetTotals(n) {  // children made: this node's and its ancestors' sizes are summed again
+  for (let p = n; p; p = p.parent) p.totals = null;
 }
 
 function hover(n, rootValue) {
@@ -274,12 +283,17 @@ function drawChart() {
   const shown = new Set(nodes.map((n) => n.id));
   const topValue = total(top);
   const colors = nodes.map((n) => colorOf(n));
+  // a box too small to hold a label gets none: measuring thousands of labels plotly would hide
+  // anyway is most of a large chart's drawing time (the hover still names every box)
+  const chart = document.getElementById("chart");
+  const pixels = Math.max(1, chart.clientWidth * chart.clientHeight) / Math.max(1, topValue);
+  const labelled = nodes.map((n) => n === top || total(n) * pixels >= MIN_LABEL_AREA);
   const trace = {
     type: state.layout, ids: nodes.map((n) => n.id),
-    labels: nodes.map((n) => plotlyText(n.label) + (n.status ? ` [${n.status}]` : "")),
+    labels: nodes.map((n, i) => (labelled[i] ? plotlyText(n.label) + (n.status ? ` [${n.status}]` : "") : "")),
     parents: nodes.map((n) => (n === top || !shown.has(n.parent && n.parent.id) ? "" : n.parent.id)),
     values: nodes.map((n) => total(n)), branchvalues: "total",
-    text: nodes.map((n) => human(total(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "")),
+    text: nodes.map((n, i) => (labelled[i] ? human(total(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "") : "")),
     hovertext: nodes.map((n) => hover(n, topValue)),
     hovertemplate: "%{hovertext}<extra></extra>",
     texttemplate: "%{label}<br>%{text}",
@@ -292,7 +306,6 @@ function drawChart() {
   if (state.layout === "treemap") { trace.pathbar = {visible: false}; trace.tiling = {pad: 2}; }
   const layout = {margin: {l: 0, r: 0, t: 0, b: 0}, font: {family: "system-ui, sans-serif", size: 12},
                   hoverlabel: {align: "left"}, uniformtext: {minsize: 9, mode: "hide"}};
-  const chart = document.getElementById("chart");
   state.shown = new Map(nodes.map((n) => [n.id, n]));
   Plotly.react(chart, [trace], layout, {displayModeBar: false, responsive: true});
   if (!chart.smemListening) {
