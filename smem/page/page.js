@@ -81,7 +81,9 @@ function figures(row, prefix) {
 function processNodes(data) {
   // compared, a gone process is a node of size 0 in NEW: its box is not drawn, its change counts
   return data.process.rows.map((r) => {
-    const n = node(r.command, "process", figures(r, ""), {row: r, key: "process:" + r.pid});
+    // the box says which program and pid; the hover and the sharing panel give the command line
+    const n = node(`${r.name === null || r.name === undefined ? "?" : r.name} ${r.pid}`, "process", figures(r, ""),
+                   {row: r, key: "process:" + r.pid});
     if (compared()) n.d = figures(r, "d"), n.status = r.status;
     n.children = () => mappingNodes(data, r.pid);
     return n;
@@ -240,7 +242,7 @@ function forgetTotals(n) {  // children made: this node's and its ancestors' siz
 
 function hover(n, rootValue) {
   const lines = [`<b>${plotlyText(n.label)}</b>`];
-  if (n.kind === "process") lines.push(plotlyText(`PID ${n.row.pid} · ${n.row.user} · ${n.row.name}`));
+  if (n.kind === "process") lines.push(plotlyText(`${n.row.command}`), plotlyText(`user ${n.row.user}` + (n.row.cgroup ? ` · cgroup ${n.row.cgroup}` : "")));
   if (n.kind === "area") lines.push(plotlyText(n.row.source));
   if (n.kind === "mapping" || n.kind === "rest") lines.push(plotlyText(n.count ? `${n.count} mappings` : ""));
   for (const [m, label] of MEASURES) {
@@ -296,7 +298,7 @@ function drawChart() {
     text: nodes.map((n, i) => (labelled[i] ? human(total(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "") : "")),
     hovertext: nodes.map((n) => hover(n, topValue)),
     hovertemplate: "%{hovertext}<extra></extra>",
-    texttemplate: "%{label}<br>%{text}",
+    texttemplate: labelled.map((shown) => (shown ? "%{label}<br>%{text}" : "")),
     marker: compared() ? {colors: nodes.map(relativeChange), colorscale: [[0, "#1971c2"], [0.5, "#f1f3f5"], [1, "#c92a2a"]],
                           cmin: -0.5, cmax: 0.5, showscale: true, line: {width: 1, color: "#fff"},
                           colorbar: {title: {text: "change"}, thickness: 12, tickformat: "+.0%"}}
@@ -305,7 +307,7 @@ function drawChart() {
   };
   if (state.layout === "treemap") { trace.pathbar = {visible: false}; trace.tiling = {pad: 2}; }
   const layout = {margin: {l: 0, r: 0, t: 0, b: 0}, font: {family: "system-ui, sans-serif", size: 12},
-                  hoverlabel: {align: "left"}, uniformtext: {minsize: 9, mode: "hide"}};
+                  hoverlabel: {align: "left"}};
   state.shown = new Map(nodes.map((n) => [n.id, n]));
   Plotly.react(chart, [trace], layout, {displayModeBar: false, responsive: true});
   if (!chart.smemListening) {
