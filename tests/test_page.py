@@ -222,7 +222,7 @@ def test_the_page_draws_offline_zooms_sorts_and_filters(browser, pages):
     # a row selected zooms the picture to it, and says what it maps and who shares it
     browser.find_element(By.CSS_SELECTOR, "#table tbody tr").click()
     assert crumbs()[-1] == "smem-shm-c 7906"  # the program and the pid; its command line in the panel
-    assert "who else maps them" in browser.find_element(By.ID, "share").text
+    assert "how many other processes map each" in browser.find_element(By.ID, "share").text
     _no_requests_and_no_errors(browser)
 
 

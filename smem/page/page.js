@@ -4,6 +4,7 @@
    for plotly's labels: never parsed as HTML.  No request is made but the live data.json. */
 "use strict";
 (function () {
+const startedAt = performance.now();  // plotly.js is loaded by now (bench/page.py reads both times)
 
 const MEASURES = [["pss", "PSS"], ["uss", "USS"], ["rss", "RSS"], ["swappss", "Swap PSS"]];
 const GROUPINGS = [["user", "Users"], ["cgroup", "Cgroups"], ["program", "Programs"]];
@@ -15,7 +16,8 @@ const PALETTE = ["#4263eb", "#f08c00", "#2f9e44", "#ae3ec9", "#1098ad", "#e8590c
                  "#74b816", "#7048e8", "#0ca678", "#f59f00", "#868e96", "#3bc9db", "#e64980", "#94d82d"];
 const AREA_COLORS = {cache: "#f59f00", free: "#8ce99a", kernel: "#748ffc", other: "#adb5bd", lost: "#fa5252"};
 const TABLE_ROWS = 400;   // rows drawn at once; the filter and the sort reach every row
-const CHART_NODES = 2500; // nodes handed to plotly at once: deeper levels are built as the user zooms
+const CHART_NODES = 1200; // nodes handed to plotly at once: deeper levels are built as the user zooms
+const MAX_CHILDREN = 250;  // boxes under one parent; the smaller rest is one box
 const MIN_LABEL_AREA = 2400;  // square pixels a box needs for its label (about 60 x 40)
 
 const state = {data: null, measure: "pss", grouping: "user", layout: "treemap", path: [], table: "process",
@@ -195,7 +197,17 @@ function childrenOf(n) {
       finishChild(c, n);
     }
   }
-  const kids = n.children || [];
+  let kids = n.children || [];
+  if (kids.length > MAX_CHILDREN && !n.folded) {
+    // the largest stay boxes of their own; the rest are one box, "N more", holding them
+    n.folded = true;
+    kids.sort((a, b) => total(b) - total(a));
+    const more = node(`${kids.length - MAX_CHILDREN + 1} more, smaller`, "more", {}, {children: kids.slice(MAX_CHILDREN - 1)});
+    for (const c of more.children) addInto(more.v, c.v), addInto(more.d, c.d);
+    kids = n.children = kids.slice(0, MAX_CHILDREN - 1);
+    finishChild(more, n);
+    kids.push(more);
+  }
   if (kids.length && !n.rested) {
     forgetTotals(n);
     n.rested = true;
@@ -220,7 +232,7 @@ function childrenOf(n) {
 function finishChild(c, parent) {
   c.parent = parent;
   c.id = parent.id + "." + (parent.made = (parent.made || 0) + 1);
-  if (c.key) state.index.set(c.key, c);
+  state.index.set(c.key || c.id, c);  // (a box without a key, "N more", is found by its id)
   if (Array.isArray(c.children)) c.children.forEach((k) => finishChild(k, c));
 }
 
@@ -580,15 +592,15 @@ function showProcess(r) {
   const maps = data.maps, rows = (maps.processes[String(r.pid)] || []).filter((m) => m[1] >= 0);
   const f = maps.fields;
   const parts = [el("h3", {text: `${r.pid} ${r.command}`}),
-                 el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · its ${rows.length} largest mappings, and who else maps them`})];
+                 el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`})];
   const table = rows.map((m) => {
     const shared = data.sharers.mappings[String(m[1])];
     const others = shared ? shared.rows.length - 1 + (shared.more ? shared.more[0] : 0) : 0;
-    const cells = [maps.names[m[1]], human(m[f.indexOf("pss")]), human(m[f.indexOf("rss")]), others ? `${others} others` : "only this"];
+    const cells = [maps.names[m[1]], human(m[f.indexOf("pss")]), human(m[f.indexOf("rss")]), String(others)];
     cells.onclick = () => showMapping(m[1]);
     return cells;
   });
-  parts.push(shareTable(["mapping", "PSS", "RSS", "also mapped by"], table));
+  parts.push(shareTable(["mapping", "PSS", "RSS", "others"], table));
   share.replaceChildren(...parts);
 }
 
@@ -663,6 +675,6 @@ document.getElementById("filter").addEventListener("input", (e) => { state.filte
 const data = readEmbedded();
 render(data);
 if (data.meta.live) live(data.meta);
-window.smemPage = {state, render, zoomTo, readEmbedded, readyAt: performance.now()};  // (bench/page.py reads readyAt)
+window.smemPage = {state, render, zoomTo, readEmbedded, startedAt, readyAt: performance.now()};
 document.body.setAttribute("data-ready", "true");
 })();
