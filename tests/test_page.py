@@ -131,6 +131,20 @@ def test_hostile_text_is_data_in_the_file(pages):
     assert SVG_MAP in data["maps"][0]["names"]
 
 
+def test_o_dash_writes_the_page_to_stdout_and_o_keeps_a_file_that_is_no_page(pages, tmp_path):
+    result = run_smem("html", "-S", CAPTURE, "-o", "-", check=True)
+    written, printed = _embedded(pages["plain"][1]), _embedded(result.stdout.decode())
+    assert printed["process"] == written["process"] and printed["maps"] == written["maps"]
+    other = tmp_path / "notes.html"
+    other.write_text("<p>mine</p>")
+    refused = run_smem("html", "-S", CAPTURE, "-o", other)
+    assert refused.returncode == 1 and other.read_text() == "<p>mine</p>"
+    assert refused.stderr.decode().startswith("smem: ") and len(refused.stderr.splitlines()) == 1
+    again = tmp_path / "page.html"
+    for _ in range(2):  # a page smem html wrote is replaced without --force
+        assert run_smem("html", "-S", CAPTURE, "-o", again).returncode == 0
+
+
 # ------------------------------------------------------------------ in a browser
 
 @pytest.fixture(scope="module")
