@@ -6,7 +6,7 @@
 
 A capture of N copies of one workload process (bench/synth.py, as the scaling section makes
 them) is read by ``smem -F json`` and ``smem html`` in interleaved runs (medians of wall time);
-the page is then opened from its file in headless Chromium (selenium, Debian's chromium and
+(``smem -m -F json``, which reads every mapping as the page does, is timed beside them); the page is then opened from its file in headless Chromium (selenium, Debian's chromium and
 chromium-driver), and the browser's own clock says when it was interactive (the page's script
 records performance.now() once the picture and the tables are drawn).  Targets (issue 22): the
 file at most 8 MiB, written in at most 2x the time of ``smem -F json``, interactive within 2 s.
@@ -81,14 +81,15 @@ def main():
         synth.many_processes(capture, template, args.processes)
         page = os.path.join(tmp, "page.html")
         commands = {"smem -F json": [python, "-m", "smem", "-S", capture, "-F", "json"],
-                    "smem html": [python, "-m", "smem", "html", "-S", capture, "-o", page, "--force"]}
+                    "smem html": [python, "-m", "smem", "html", "-S", capture, "-o", page, "--force"],
+                    "smem -m -F json": [python, "-m", "smem", "-S", capture, "-m", "-F", "json"]}
         for argv in commands.values():
             timed(argv)  # warm: page cache, byte-compiled modules
         times = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, argv in commands.items():
                 times[name].append(timed(argv))
-        json_s, html_s = (statistics.median(times[n]) for n in commands)
+        json_s, html_s, mapping_s = (statistics.median(times[n]) for n in commands)
         size = os.path.getsize(page)
         ready = browser_ready(page, args.runs) if shutil.which("chromedriver") else []
     print(f"capture: {args.processes} processes of {maps} mappings (copies of one workload process)")
@@ -97,9 +98,14 @@ def main():
             ("smem html / smem -F json (time)", html_s / json_s, 2.0)]
     if ready:
         rows.append(("interactive in Chromium (s)", statistics.median(t[1] for t in ready) / 1000, 2.0))
+    rows.append(("smem html / smem -m -F json (time)", html_s / mapping_s, None))
     for name, value, target in rows:
+        if target is None:
+            print(f"{name:<34} {value:>10.2f} {'(info)':>10} {'':>7}  -")
+            continue
         print(f"{name:<34} {value:>10.2f} {target:>10.2f} {value / target:>7.2f}  {'yes' if value <= target else 'NO'}")
-    print(f"medians of {args.runs} runs: smem -F json {json_s:.2f} s, smem html {html_s:.2f} s"
+    print(f"medians of {args.runs} runs: smem -F json {json_s:.2f} s, smem html {html_s:.2f} s, "
+          f"smem -m -F json {mapping_s:.2f} s"
           + (f"; interactive {', '.join(f'{t[1] / 1000:.2f}' for t in ready)} s (of which loading the page and "
              f"plotly.js, median {statistics.median(t[0] for t in ready) / 1000:.2f} s)" if ready else "; no chromedriver"))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with it)")

@@ -263,15 +263,15 @@ def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
     gone = next(r for r in compared if r["status"] == "gone")
     grew = next(r for r in compared if r["status"] == "" and r["dpss"] > 0)
     _open(browser, "file://" + pages["compared"][0])
-    rows = {tr.find_element(By.CSS_SELECTOR, "td").text: tr for tr in browser.find_elements(By.CSS_SELECTOR, "#table tbody tr")}
-    assert rows[str(gone["pid"])].find_element(By.CSS_SELECTOR, ".tag.gone").text == "gone"
-    assert rows[str(gone["pid"])].find_elements(By.CSS_SELECTOR, "td.shrink")
-    assert rows[str(grew["pid"])].find_elements(By.CSS_SELECTOR, "td.grow")
+    shown = browser.execute_script("""return [...document.querySelectorAll('#table tbody tr')].map(tr => ({
+        pid: Number(tr.cells[0].textContent), tags: [...tr.querySelectorAll('.tag')].map(t => t.textContent),
+        grow: tr.querySelectorAll('td.grow').length, shrink: tr.querySelectorAll('td.shrink').length}))""")
+    rows = {r["pid"]: r for r in shown}
+    assert rows[gone["pid"]]["tags"] == ["gone"] and rows[gone["pid"]]["shrink"]
+    assert rows[grew["pid"]]["grow"] and not rows[grew["pid"]]["tags"]
     # sorted by the size of the change
-    changes = [abs(r["dpss"]) for r in compared]
-    shown = [int(tr.find_elements(By.CSS_SELECTOR, "td")[0].text) for tr in browser.find_elements(By.CSS_SELECTOR, "#table tbody tr")]
     by_pid = {r["pid"]: abs(r["dpss"]) for r in compared}
-    assert [by_pid[p] for p in shown] == sorted(changes, reverse=True)
+    assert [by_pid[r["pid"]] for r in shown] == sorted(by_pid.values(), reverse=True)
     _no_requests_and_no_errors(browser)
 
 
