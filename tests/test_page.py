@@ -237,6 +237,30 @@ def test_the_page_draws_offline_zooms_sorts_and_filters(browser, pages):
     browser.find_element(By.CSS_SELECTOR, "#table tbody tr").click()
     assert crumbs()[-1] == "smem-shm-c 7906"  # the program and the pid; its command line in the panel
     assert "how many other processes map each" in browser.find_element(By.ID, "share").text
+    # a user selected in its table: the picture goes to that user
+    browser.find_element(By.CSS_SELECTOR, '#tabs button[data-table="user"]').click()
+    next(tr for tr in browser.find_elements(By.CSS_SELECTOR, "#table tbody tr")
+         if tr.find_element(By.CSS_SELECTOR, "td").text == "nobody").click()
+    assert crumbs() == ["MemTotal", "processes (PSS)", "nobody"]
+    _no_requests_and_no_errors(browser)
+
+
+def test_many_boxes_under_one_parent_fold_into_one_that_adds_up(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    capture = tmp_path / "many.tar"
+    capture.write_bytes(hc.capture_tar(processes={pid: hc.process_files(pid) for pid in range(2000, 2300)}))
+    path = str(tmp_path / "many.html")
+    _page("-S", capture, path=path)
+    _open(browser, "file://" + path)
+    program = "dbus-daemon"  # 300 processes of one user and one program
+    browser.execute_script(f"window.smemPage.zoomTo(window.smemPage.state.index.get('user:alice/program:{program}'))")
+    boxes = browser.execute_script("""return [...document.querySelectorAll('#chart g.slice text.slicetext')]
+        .map(t => t.textContent)""")
+    more = [b for b in boxes if "more, smaller" in b]
+    assert len(more) == 1 and more[0].startswith("51 more, smaller"), more
+    sizes = browser.execute_script("""const s = window.smemPage.state, top = s.index.get('user:alice/program:dbus-daemon');
+        return [top.v.pss, top.children.length, top.children.reduce((a, c) => a + c.v.pss, 0)]""")
+    assert sizes == [300 * 154, 250, 300 * 154]
     _no_requests_and_no_errors(browser)
 
 

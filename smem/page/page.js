@@ -450,7 +450,10 @@ function drawTabs() {
     if (!state.data[name]) continue;
     tabs.append(el("button", {type: "button", role: "tab", "data-table": name, text: label,
                               "aria-selected": String(state.table === name),
-                              onclick: () => { state.table = name; drawTabs(); drawTable(); }}));
+                              onclick: () => {  // each table its own filter: a new tab starts unfiltered
+                                state.table = name; state.filter = ""; document.getElementById("filter").value = "";
+                                drawTabs(); drawTable();
+                              }}));
   }
 }
 
