@@ -124,8 +124,10 @@ def page_documents(request):
     maps, sharers = largest_mappings(new.processes, request.top_mappings, request.top_sharers)
     documents["maps"] = json.dumps(maps, separators=(",", ":"))
     documents["sharers"] = json.dumps(sharers, separators=(",", ":"))
+    ram = new.sizing[0] if new.sizing and new.sizing[0] is not None else None
     meta = {
         "memtotal": new.mem_total, "swaptotal": new.swap_total, "compared": compared,
+        "installed": {"kib": ram.kib, "source": ram.source, "estimate": ram.estimate} if ram else None,
         "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
         "process_areas": process_areas, "top_mappings": request.top_mappings,
         "top_sharers": request.top_sharers, "read_at": started,

@@ -252,11 +252,14 @@ function forgetTotals(n) {  // children made: this node's and its ancestors' siz
   for (let p = n; p; p = p.parent) p.totals = null;
 }
 
-function hover(n, rootValue) {
-  const lines = [`<b>${plotlyText(n.label)}</b>`];
-  if (n.kind === "process") lines.push(plotlyText(`${n.row.command}`), plotlyText(`user ${n.row.user}` + (n.row.cgroup ? ` · cgroup ${n.row.cgroup}` : "")));
+const cut = (text, most) => (String(text).length > most ? String(text).slice(0, most - 1) + "…" : String(text));
+
+function hover(n, rootValue) {  // (long names cut: the tables and the sharing panel give them whole)
+  const lines = [`<b>${plotlyText(cut(n.label, 90))}</b>`];
+  if (n.kind === "process") lines.push(plotlyText(cut(n.row.command, 90)), plotlyText(cut(`user ${n.row.user}` + (n.row.cgroup ? ` · cgroup ${n.row.cgroup}` : ""), 90)));
   if (n.kind === "area") lines.push(plotlyText(n.row.source));
   if (n.kind === "mapping" || n.kind === "rest") lines.push(plotlyText(n.count ? `${n.count} mappings` : ""));
+  if (n.row && n.row.swap !== undefined && n.kind === "process") lines.push(`Swap ${human(n.row.swap)}`);
   for (const [m, label] of MEASURES) {
     if (n.v[m] === undefined) continue;
     let line = `${label} ${human(n.v[m])}`;
@@ -265,7 +268,7 @@ function hover(n, rootValue) {
   }
   const parent = n.parent ? total(n.parent) : 0;
   const v = total(n);
-  if (n.parent) lines.push(`${pct(v, parent)} of ${plotlyText(n.parent.label)}`);
+  if (n.parent) lines.push(`${pct(v, parent)} of ${plotlyText(cut(n.parent.label, 60))}`);
   if (state.measure === "pss" && state.data.meta.memtotal) lines.push(`${pct(v, state.data.meta.memtotal)} of MemTotal`);
   if (n.status) lines.push(n.status === "new" ? "new: only in NEW" : "gone");
   return lines.join("<br>");
@@ -411,6 +414,11 @@ function drawHeader() {
   const fact = (label, text) => el("span", {}, label + " ", el("b", {text: text === undefined || text === null ? "?" : String(text)}));
   facts.replaceChildren(fact("host", source.hostname), fact("kernel", source.kernel), fact("at", source.time),
                         fact("source", source.description), fact("MemTotal", human(meta.memtotal)));
+  if (meta.installed && meta.installed.kib) {
+    const ram = fact("installed RAM", (meta.installed.estimate ? "~" : "") + human(meta.installed.kib));
+    ram.title = meta.installed.source;
+    facts.append(ram);
+  }
   if (compared() && data.process.sources) facts.append(fact("compared with", data.process.sources.old.description));
   const bar = document.getElementById("bar"), legend = document.getElementById("legend");
   bar.replaceChildren(); legend.replaceChildren();
