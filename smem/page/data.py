@@ -81,6 +81,8 @@ def page_command(name, request):
             words += [option, _quoted(value)]
     if query.pids:
         words += ["--pid", ",".join(map(str, query.pids))]
+    if query.max_rss_kib is not None:
+        words += ["--max-rss", f"{query.max_rss_kib}K"]
     if query.old_source is not None and name == "system":
         words += ["-s", "order"]
     words += ["-t", "-F", "json", "-c", _quoted(" ".join(columns))]
@@ -101,9 +103,8 @@ def page_documents(request):
     compared = query.old_source is not None
     system = SystemOptions()
     views = dict(_views(compared, SystemOptions(breakdown=True)))
-    process_options = _table_options("process", compared)
     base = ReportRequest(query=query._replace(view="process", old_source=None),
-                         table=process_options._replace(columns=TABLES["process"][1]), system=system)
+                         table=_table_options("process", False), system=system)
     companions = [(VIEWS["system"].shaped(SystemOptions(breakdown=True)) if n == "system" else TABLES[n][0],
                    _table_options(n, False)) for n in TABLES if n != "process"]
     the_plan = plan(base, companions)
