@@ -174,8 +174,7 @@ function buildTree(data) {
   return finish(root);
 }
 
-/* Ids, parents, and each node's value in each measure at least the sum of its children's; a
-   part the children leave is a "rest" child, so that every level adds up. */
+/* Ids, parents and the index of keys (a table row finds its box by key). */
 function finish(root) {
   let next = 0;
   const index = new Map();
@@ -189,6 +188,9 @@ function finish(root) {
   return root;
 }
 
+/* A node's children, made now if they are made on demand (a process's mappings); more than
+   MAX_CHILDREN fold into one box; a part of the node its children leave (in any measure) is a
+   "rest" child, so that every level adds up. */
 function childrenOf(n) {
   if (typeof n.children === "function") {
     const made = n.children();
@@ -254,7 +256,7 @@ function forgetTotals(n) {  // children made: this node's and its ancestors' siz
 
 const cut = (text, most) => (String(text).length > most ? String(text).slice(0, most - 1) + "…" : String(text));
 
-function hover(n, rootValue) {  // (long names cut: the tables and the sharing panel give them whole)
+function hover(n) {  // (long names cut: the tables and the sharing panel give them whole)
   const lines = [`<b>${plotlyText(cut(n.label, 90))}</b>`];
   if (n.kind === "process") lines.push(plotlyText(cut(n.row.command, 90)), plotlyText(cut(`user ${n.row.user}` + (n.row.cgroup ? ` · cgroup ${n.row.cgroup}` : ""), 90)));
   if (n.kind === "area") lines.push(plotlyText(n.row.source));
@@ -311,7 +313,7 @@ function drawChart() {
     parents: nodes.map((n) => (n === top || !shown.has(n.parent && n.parent.id) ? "" : n.parent.id)),
     values: nodes.map((n) => total(n)), branchvalues: "total",
     text: nodes.map((n, i) => (labelled[i] ? human(total(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "") : "")),
-    hovertext: nodes.map((n) => hover(n, topValue)),
+    hovertext: nodes.map(hover),
     hovertemplate: "%{hovertext}<extra></extra>",
     texttemplate: labelled.map((shown) => (shown ? "%{label}<br>%{text}" : "")),
     marker: compared() ? {colors: nodes.map(relativeChange), colorscale: [[0, "#1971c2"], [0.5, "#f1f3f5"], [1, "#c92a2a"]],
