@@ -64,6 +64,15 @@ def _own(name):
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
+#: the page's script, in parts (one idea each) joined in this order into one scope
+SCRIPT_PARTS = ("common.js", "hierarchy.js", "chart.js", "tables.js", "page.js")
+
+
+def _page_script():
+    body = "\n".join(_script(_own(name), name) for name in SCRIPT_PARTS)
+    return f'"use strict";\n(function () {{\n{body}}})();\n'
+
+
 def data_json(documents, meta):
     """The page's data as one JSON object (smem serve's data.json): each document, and meta."""
     parts = [f"{json.dumps(name)}:{text.strip()}" for name, text in documents.items()]
@@ -85,7 +94,7 @@ def _data_elements(documents, meta):
 def page_html(documents, meta, title):
     """The whole page: ``documents`` (name -> JSON text, as data.page_documents gives them),
     ``meta`` (a dict) and the window's ``title`` (text)."""
-    scripts = {"plotly": _script(plotly_js(), "plotly.min.js"), "script": _script(_own("page.js"), "page.js")}
+    scripts = {"plotly": _script(plotly_js(), "plotly.min.js"), "script": _page_script()}
     slots = {
         "title": html.escape(title, quote=False),
         "style": _own("page.css"),
