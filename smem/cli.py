@@ -422,7 +422,8 @@ def html(output, force, source, old, top_mappings, **o):
 def serve(listen, top, min_interval, textfile, interval, count, source, **o):
     """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
     --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), with smem's own figures
-    (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), or with
+    (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), and at /
+    the page of smem html, refreshed in place every --min-interval (with smem[html]); or with
     --textfile writes DIR/smem.prom for node_exporter's textfile collector. Processes are read
     in one process unless -j says otherwise. Needs smem[metrics] (prometheus_client).
     """
