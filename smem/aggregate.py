@@ -55,7 +55,7 @@ def sum_of(counters, *keys):
 
 
 def is_shmem_mapping(mapping):
-    return "s" in mapping.perms and mapping.name.startswith(_SHMEM_PREFIXES)
+    return mapping.name.startswith(_SHMEM_PREFIXES) and "s" in mapping.perms  # (the name first: perms parses)
 
 
 def anonymous_pss(counters):

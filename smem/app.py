@@ -109,8 +109,8 @@ def _watched(request, view):
 def plan(request, companions=None):
     """What to read for ``request``; unknown fields fail here, before any /proc is read.
 
-    ``companions``: (view name, TableOptions) of more tables to make from the same snapshot
-    (``smem serve``'s scrape); by default the view's ``metrics_companions`` when the format
+    ``companions``: (view name or View, TableOptions) of more tables to make from the same snapshot
+    (``smem serve``'s scrape, ``smem html``'s page); by default the view's ``metrics_companions`` when the format
     asks for them.
     """
     view = _check(request)
@@ -122,7 +122,8 @@ def plan(request, companions=None):
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     counters = set()
     if companions is not None:
-        companions = tuple((VIEWS[name], options._replace(exact=exact)) for name, options in companions)
+        companions = tuple((VIEWS[name] if isinstance(name, str) else name, options._replace(exact=exact))
+                           for name, options in companions)
     elif FORMATS[table.format].wants_companions:
         companions = tuple((VIEWS[name], _companion_options(view, VIEWS[name], table))
                            for name in view.metrics_companions)

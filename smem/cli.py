@@ -42,6 +42,7 @@ Other commands:
   smem diff OLD NEW          what changed between two captures, or a capture and live (smem diff --help)
   smem capture               write a capture of /proc for smem -S (smem capture --help)
   smem serve                 metrics for Prometheus over HTTP, or for node_exporter (smem serve --help)
+  smem html -o FILE          one offline interactive page of where the memory went (smem html --help)
 
 \b
 Exit status: 0 on success, 1 when a source or file cannot be used,
@@ -377,6 +378,32 @@ def capture(output, force, host, compression, exact, script):
 
 
 @cli.command(context_settings=CONTEXT)
+@click.option("-o", "--output", metavar="FILE", required=True, help="Write the page to FILE (- for standard output).")
+@output_options("page smem html wrote")
+@click.option("-S", "--source", metavar="SOURCE",
+              help="Data source: a capture, a directory or ssh://[user@]host[:port] (default: this machine).")
+@click.option("--compare", "old", metavar="OLD", help="Show the change from OLD (as smem diff takes it) to the source.")
+@click.option("--top-mappings", type=click.IntRange(min=1), default=12, show_default=True, metavar="N",
+              help="Per process, the N largest mappings; the rest of each kind is one box.")
+@selection_options
+def html(output, force, source, old, top_mappings, **o):
+    """Write one self-contained interactive HTML page of where the memory went: MemTotal broken
+    down, a zoomable picture of users (or cgroups, programs), processes and mappings by PSS, USS,
+    RSS or swap PSS, sortable tables and who shares what; --compare shows the change from OLD.
+    Opens offline (nothing is fetched). Needs smem[html] (plotly).
+    """
+    if force and output == "-":
+        raise UsageError("--force lets -o replace a file: not with -o -")
+    if "-" in (source, old):
+        raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
+    from .page.command import run_html
+    from .page.data import PageRequest
+    request = PageRequest(_query(o, "process", source=source, old_source=old), top_mappings=top_mappings)
+    for warning in run_html(request, output, sys.stdout.buffer if output == "-" and sys.stdout else None, force):
+        _warn(warning)
+
+
+@cli.command(context_settings=CONTEXT)
 @click.option("--listen", metavar="HOST:PORT",
               help="Where to serve /metrics: HOST:PORT or [IPV6]:PORT (default 127.0.0.1:9464; port 0: any free "
                    "port, named on stderr).")
@@ -398,7 +425,8 @@ def capture(output, force, host, compression, exact, script):
 def serve(listen, top, min_interval, textfile, interval, count, source, **o):
     """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
     --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), with smem's own figures
-    (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), or with
+    (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), and at /
+    the page of smem html, refreshed in place every --min-interval (with smem[html]); or with
     --textfile writes DIR/smem.prom for node_exporter's textfile collector. Processes are read
     in one process unless -j says otherwise. Needs smem[metrics] (prometheus_client).
     """
@@ -420,7 +448,9 @@ def serve(listen, top, min_interval, textfile, interval, count, source, **o):
         if write_textfiles(query, options, _warn):
             sys.exit(1)  # what went wrong is said already (a warning); cron should see it failed
     else:
-        serve_http(query, options, lambda line: click.echo(f"smem: {line}", err=True), _warn)
+        from .page.live import LivePage  # the page at /: smem html's, read at most every --min-interval
+        serve_http(query, options, lambda line: click.echo(f"smem: {line}", err=True), _warn,
+                   LivePage(query, min_interval, _warn))
 
 
 def _listen(text):

@@ -3,7 +3,7 @@
 A text report needs click and tabulate only.  Charts need matplotlib
 (``smem[charts]``), exact accounting numpy (``smem[exact]``), zstd captures and
 zstd/lz4 kernels zstandard and lz4 (``smem[compression]``), ``smem serve``
-prometheus_client (``smem[metrics]``); ``smem[all]`` has every one.  Code that
+prometheus_client (``smem[metrics]``), ``smem html`` plotly's plotly.js (``smem[html]``); ``smem[all]`` has every one.  Code that
 needs one calls :func:`require` before importing what uses it, so a missing
 package is one line naming the extra, not a traceback.
 """
@@ -21,6 +21,7 @@ EXTRAS = {
     "zstandard": ("zstandard", "compression", "python3-zstandard"),
     "lz4": ("lz4", "compression", "python3-lz4"),
     "prometheus_client": ("prometheus_client", "metrics", "python3-prometheus-client"),
+    "plotly": ("plotly", "html", "python3-plotly"),
 }
 
 

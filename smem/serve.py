@@ -194,12 +194,52 @@ def _stopped_by_signals():
             signal.signal(s, handler)
 
 
-def _routes(metrics_app):
-    """/metrics is prometheus_client's app; / points there; anything else is not found."""
+def allowed_hosts(host, port):
+    """The Host headers the page answers: the address served, by the name a browser gives it
+    (localhost for loopback); on a wildcard address any IP literal.  A page from elsewhere that
+    points a name of its own at 127.0.0.1 (DNS rebinding) sends that name, and is refused."""
+    import ipaddress
+    listened = ipaddress.ip_address(host) if _is_ip(host) else None
+    names = {_address(host, port)}
+    if listened is not None and listened.is_loopback:
+        names.add(f"localhost:{port}")
+    wildcard = listened is not None and listened.is_unspecified
+
+    def allowed(header):
+        if header in names:
+            return True
+        if not wildcard:
+            return False
+        name, colon, given = header.rpartition(":")
+        return colon == ":" and given == str(port) and _is_ip(name.strip("[]"))
+    return allowed
+
+
+def _is_ip(text):
+    import ipaddress
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _routes(metrics_app, page_app=None, host_allowed=lambda header: False):
+    """/metrics is prometheus_client's app; / and its data the page's (given ``page_app``, and
+    only to a Host header ``host_allowed`` takes; GET and HEAD only); anything else is not found."""
     def app(environ, start_response):
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
             return metrics_app(environ, start_response)
+        if page_app is not None and path in page_app.paths:
+            if not host_allowed(environ.get("HTTP_HOST", "")):
+                start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+                return [b"smem: this page answers only requests to the address smem serve listens on\n"]
+            if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+                start_response("405 Method Not Allowed", [("Content-Type", "text/plain; charset=utf-8"),
+                                                          ("Allow", "GET, HEAD")])
+                return [b"smem: nothing here changes state: GET only\n"]
+            return page_app(environ, start_response)
         if path == "/":
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
             return [b'<html><head><title>smem</title></head><body><h1>smem</h1>'
@@ -238,12 +278,15 @@ def _address(host, port):
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def serve_http(query, options, announce, warn):
-    """Serve /metrics on options.host:port until SIGTERM or Ctrl-C."""
+def serve_http(query, options, announce, warn, page_app=None):
+    """Serve /metrics on options.host:port until SIGTERM or Ctrl-C; and ``page_app`` (a WSGI app
+    with the ``paths`` it answers: smem html's live page) where given."""
     require("prometheus_client", "smem serve")
     from prometheus_client import make_wsgi_app
     collector = SharedCollector(query, options, warn)
-    server = _server(options.host, options.port, _routes(make_wsgi_app(_registry(collector, own_process=True))))
+    metrics_app = make_wsgi_app(_registry(collector, own_process=True))
+    server = _server(options.host, options.port, _routes(metrics_app))
+    server.set_app(_routes(metrics_app, page_app, allowed_hosts(options.host, server.server_address[1])))
     thread = None
     try:
         first = collector.latest(say=False)  # a source that cannot be read at all is an error now
@@ -254,6 +297,8 @@ def serve_http(query, options, announce, warn):
             thread = threading.Thread(target=server.serve_forever, name="smem-serve", daemon=True)
             thread.start()
             announce(f"serving http://{_address(options.host, server.server_address[1])}/metrics")
+            if page_app is not None:
+                announce(f"the page: http://{_address(options.host, server.server_address[1])}/")
             while True:
                 time.sleep(3600)
     finally:

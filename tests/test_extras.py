@@ -42,7 +42,7 @@ def test_the_core_dependencies_are_click_and_tabulate():
     project = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["project"]
     assert sorted(d.split(">")[0] for d in project["dependencies"]) == ["click", "regex", "tabulate"]
     extras = project["optional-dependencies"]
-    assert {"charts", "exact", "compression", "metrics", "all"} <= set(extras)
+    assert {"charts", "exact", "compression", "metrics", "html", "all"} <= set(extras)
 
 
 def test_text_reports_work_without_the_extras(text_only):
@@ -62,10 +62,11 @@ def test_text_reports_work_without_the_extras(text_only):
     (["-S", CAPTURE, "--exact", "-u"], "exact"),
     (["serve", "-S", CAPTURE, "--textfile", "."], "metrics"),
     (["serve", "-S", CAPTURE, "--listen", "127.0.0.1:0"], "metrics"),
+    (["html", "-S", CAPTURE, "-o", "page.html"], "html"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(text_only, args, extra):
     proc = _run(text_only, *args)
     lines = proc.stderr.decode().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, lines
-    package = {"charts": "matplotlib", "exact": "numpy", "metrics": "prometheus_client"}[extra]
+    package = {"charts": "matplotlib", "exact": "numpy", "metrics": "prometheus_client", "html": "plotly"}[extra]
     assert f"pip install {package} (smem's '{extra}' extra" in lines[0] and lines[0].startswith("smem: ")

@@ -196,3 +196,17 @@ def test_a_process_that_cannot_be_read_is_counted_not_a_failed_scrape(tmp_path):
     assert pid not in {dict(labels)["pid"] for labels in written["smem_process_pss_bytes"]}
     users = json.loads(run_smem("-S", tree, "-u", "-F", "json", "-c", "user pss", check=True).stdout)["rows"]
     assert written["smem_user_pss_bytes"] == {(("user", r["user"]),): float(r["pss"] * 1024) for r in users}
+
+
+def test_the_page_answers_only_host_headers_naming_the_address_served():
+    from smem.serve import allowed_hosts
+    loopback = allowed_hosts("127.0.0.1", 9464)
+    assert loopback("127.0.0.1:9464") and loopback("localhost:9464")
+    assert not any(map(loopback, ("127.0.0.1:9465", "rebind.example:9464", "localhost", "", "127.0.0.1")))
+    v6 = allowed_hosts("::1", 9464)
+    assert v6("[::1]:9464") and v6("localhost:9464") and not v6("::1:9464")
+    anywhere = allowed_hosts("::", 80)  # a wildcard: any address of the machine, never a name
+    assert anywhere("[fe80::1]:80") and anywhere("192.0.2.7:80") and not anywhere("rebind.example:80")
+    assert not anywhere("192.0.2.7:81")
+    named = allowed_hosts("box.example", 9464)
+    assert named("box.example:9464") and not named("localhost:9464")

@@ -88,9 +88,9 @@ def process_sums(processes, split_of):
 
 
 class BreakdownRow:
-    __slots__ = ("order", "area", "used", "cache", "source", "saved", "figure")
+    __slots__ = ("order", "area", "used", "cache", "source", "saved", "figure", "of_processes")
 
-    def __init__(self, order, area, used, cache, source, saved=None, figure=None):
+    def __init__(self, order, area, used, cache, source, saved=None, figure=None, of_processes=False):
         self.order = order
         self.area = area
         self.used = used
@@ -98,6 +98,7 @@ class BreakdownRow:
         self.source = source
         self.saved = saved
         self.figure = figure  # the sizing Figure behind the row (-R, -K)
+        self.of_processes = of_processes  # the row is (a part of) the processes' PSS
 
     @property
     def noncache(self):
@@ -246,8 +247,15 @@ def breakdown_rows(snapshots, options, with_sizing=False):
     areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, machine.arch, machine.kernel,
                             snapshot.selected, snapshot.devices)
     start = len(result)
-    result += [BreakdownRow(start + i, *area) for i, area in enumerate(areas)]
+    result += [BreakdownRow(start + i, *area, of_processes=i < _process_rows(sums)) for i, area in enumerate(areas)]
     return result
+
+
+def _process_rows(sums):
+    """How many of breakdown_areas' first rows are the processes' PSS: the split's three, one, or none."""
+    if sums is None or sums.pss is None:
+        return 0
+    return 3 if sums.anon is not None else 1
 
 
 def _summary(snapshot, rows, options, system):

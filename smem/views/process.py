@@ -2,6 +2,7 @@
 
 from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT
+from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import View, count, text
 from ..working_set import referenced_pss
@@ -84,6 +85,8 @@ COLUMNS = {c.key: c for c in (
     text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct", total_key="users"),
     text("name", "Name", lambda r: r.process.name, "process name (from stat)", 24, truncate=True, needs={"stat"}),
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
+    text("cgroup", "Cgroup", lambda r: cgroup_label(r.process.cgroup), "memory cgroup of the process", 40,
+         truncate=True, needs={"cgroup"}),
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"},

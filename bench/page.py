@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""smem html at scale: size, time to write and time to interactive, as ratios to their targets.
+
+    python3 bench/page.py                    # 1,500 processes of ~90 mappings, 5 runs
+    python3 bench/page.py --processes 300 --runs 3
+
+A capture of N copies of one workload process (bench/synth.py, as the scaling section makes
+them) is read by ``smem -F json`` and ``smem html`` in interleaved runs (medians of wall time);
+(``smem -m -F json``, which reads every mapping as the page does, is timed beside them); the page is then opened from its file in headless Chromium (selenium, Debian's chromium and
+chromium-driver), and the browser's own clock says when it was interactive (the page's script
+records performance.now() once the picture and the tables are drawn).  Targets (issue 22): the
+file at most 8 MiB, written in at most 2x the time of ``smem -F json``, interactive within 2 s.
+Not a test: nothing here runs under pytest.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+import synth  # noqa: E402
+import workload  # noqa: E402
+
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--window-size=1400,1200")
+
+
+def timed(argv):
+    start = time.monotonic()
+    subprocess.run(argv, check=True, cwd=REPO, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def browser_ready(page, runs):
+    """Milliseconds from navigation to interactive, by the browser's clock, one fresh load per run."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    profile = tempfile.mkdtemp(prefix="smem-bench-chromium-")
+    for flag in FLAGS + (f"--user-data-dir={profile}",):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    times = []
+    try:
+        for _ in range(runs):
+            driver.get("about:blank")
+            driver.get(f"file://{page}")
+            for _ in range(600):
+                ready = driver.execute_script("return window.smemPage && [window.smemPage.startedAt, window.smemPage.readyAt]")
+                if ready:
+                    times.append(ready)
+                    break
+                time.sleep(0.05)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=1500)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    python = sys.executable
+    with tempfile.TemporaryDirectory(prefix="smem-page-bench-") as tmp:
+        with workload.running(1, 2) as wl:
+            template = synth.read_process(wl.pids[-1])
+            maps = wl.mapping_counts()[-1]
+        capture = os.path.join(tmp, "capture.tgz")
+        synth.many_processes(capture, template, args.processes)
+        page = os.path.join(tmp, "page.html")
+        commands = {"smem -F json": [python, "-m", "smem", "-S", capture, "-F", "json"],
+                    "smem html": [python, "-m", "smem", "html", "-S", capture, "-o", page, "--force"],
+                    "smem -m -F json": [python, "-m", "smem", "-S", capture, "-m", "-F", "json"]}
+        for argv in commands.values():
+            timed(argv)  # warm: page cache, byte-compiled modules
+        times = {name: [] for name in commands}
+        for _ in range(args.runs):
+            for name, argv in commands.items():
+                times[name].append(timed(argv))
+        json_s, html_s, mapping_s = (statistics.median(times[n]) for n in commands)
+        size = os.path.getsize(page)
+        ready = browser_ready(page, args.runs) if shutil.which("chromedriver") else []
+    print(f"capture: {args.processes} processes of {maps} mappings (copies of one workload process)")
+    print(f"{'measure':<34} {'value':>10} {'target':>10} {'ratio':>7}  met")
+    rows = [("page size (MiB)", size / 2**20, 8.0),
+            ("smem html / smem -F json (time)", html_s / json_s, 2.0)]
+    if ready:
+        rows.append(("interactive in Chromium (s)", statistics.median(t[1] for t in ready) / 1000, 2.0))
+    rows.append(("smem html / smem -m -F json (time)", html_s / mapping_s, None))
+    for name, value, target in rows:
+        if target is None:
+            print(f"{name:<34} {value:>10.2f} {'(info)':>10} {'':>7}  -")
+            continue
+        print(f"{name:<34} {value:>10.2f} {target:>10.2f} {value / target:>7.2f}  {'yes' if value <= target else 'NO'}")
+    print(f"medians of {args.runs} runs: smem -F json {json_s:.2f} s, smem html {html_s:.2f} s, "
+          f"smem -m -F json {mapping_s:.2f} s"
+          + (f"; interactive {', '.join(f'{t[1] / 1000:.2f}' for t in ready)} s (of which loading the page and "
+             f"plotly.js, median {statistics.median(t[0] for t in ready) / 1000:.2f} s)" if ready else "; no chromedriver"))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with it)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""smem html: read, make the page, write it to a file (atomically, as -o does) or to stdout."""
+
+from ..errors import SmemError
+from .data import page_documents
+from .html import page_html, plotly_js
+
+__all__ = ["run_html", "page_title"]
+
+
+def page_title(documents_meta_source):
+    """The window's title: the machine and the time of the reading."""
+    source = documents_meta_source
+    return f"smem: {source.get('hostname') or source.get('description', '?')} at {source.get('time', '?')}"
+
+
+def run_html(request, path, stream=None, force=False):
+    """Write the page of ``request`` (a data.PageRequest) to ``path``, or to ``stream`` (binary)
+    when ``path`` is "-"; the warnings to show."""
+    import json
+    plotly_js()  # a missing extra fails before the source is read
+    documents, meta, warnings = page_documents(request)
+    source = json.loads(documents["process"])["source"]
+    page = page_html(documents, meta, page_title(source)).encode("utf-8")
+    if path == "-":
+        stream.write(page)
+        stream.flush()
+        return warnings
+    from ..output import output_file
+    try:
+        with output_file(path, looks_like=_looks_like_page, force=force, what="smem html page") as out:
+            out.write(page)
+    except OSError as e:
+        raise SmemError(f"cannot write {path}: {e.strerror or e}") from None
+    return warnings
+
+
+def _looks_like_page(head):
+    """An existing file -o may replace without --force: a page smem html wrote."""
+    return head.startswith(b"<!DOCTYPE html>") and b'<meta name="generator" content="smem html">' in head

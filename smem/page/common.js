@@ -1,0 +1,58 @@
+/* smem html: the page's constants, its state and the helpers every part uses (read the data,
+   format a figure, make an element with text only). */
+const startedAt = performance.now();  // plotly.js is loaded by now (bench/page.py reads both times)
+
+const MEASURES = [["pss", "PSS"], ["uss", "USS"], ["rss", "RSS"], ["swappss", "Swap PSS"]];
+const GROUPINGS = [["user", "Users"], ["cgroup", "Cgroups"], ["program", "Programs"]];
+const LAYOUTS = [["treemap", "Treemap"], ["icicle", "Icicle"], ["sunburst", "Sunburst"]];
+const TABLES = [["process", "Processes"], ["user", "Users"], ["program", "Programs"], ["cgroup", "Cgroups"],
+                ["mapping", "Mappings"], ["system", "System"]];
+const KIND_NAMES = {anon: "anonymous mappings", file: "file mappings", shmem: "shared memory mappings"};
+const PALETTE = ["#4263eb", "#f08c00", "#2f9e44", "#ae3ec9", "#1098ad", "#e8590c", "#5c7cfa", "#d6336c",
+                 "#74b816", "#7048e8", "#0ca678", "#f59f00", "#868e96", "#3bc9db", "#e64980", "#94d82d"];
+const AREA_COLORS = {cache: "#f59f00", free: "#8ce99a", kernel: "#748ffc", other: "#adb5bd", lost: "#fa5252"};
+const TABLE_ROWS = 400;   // rows drawn at once; the filter and the sort reach every row
+const CHART_NODES = 1200; // nodes handed to plotly at once: deeper levels are built as the user zooms
+const MAX_CHILDREN = 250;  // boxes under one parent; the smaller rest is one box
+const MIN_LABEL_AREA = 2400;  // square pixels a box needs for its label (about 60 x 40)
+
+const state = {data: null, measure: "pss", grouping: "user", layout: "treemap", path: [], table: "process",
+               sort: {}, filter: "", selected: null, tree: null};
+
+// ------------------------------------------------------------------ data
+
+function readEmbedded() {
+  const data = {};
+  for (const el of document.querySelectorAll('script[type="application/json"][id^="smem-"]')) {
+    data[el.id.slice(5)] = JSON.parse(el.textContent);
+  }
+  return data;
+}
+
+const compared = () => Boolean(state.data.meta.compared);
+
+function human(kib) {
+  if (kib === null || kib === undefined || kib === "") return "-";
+  const sign = kib < 0 ? "-" : "";
+  let v = Math.abs(kib), unit = 0;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  while (v >= 1024 && unit < units.length - 1) { v /= 1024; unit++; }
+  return sign + (unit === 0 || v >= 100 ? v.toFixed(0) : v.toFixed(1)) + " " + units[unit];
+}
+const signed = (kib) => (kib > 0 ? "+" : "") + human(kib);
+const pct = (part, whole) => (whole ? (100 * part / whole).toFixed(part / whole < 0.001 ? 3 : 1) + "%" : "-");
+/* plotly reads labels as its own small markup: entities keep a name as the text it is */
+const plotlyText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}

@@ -1,0 +1,142 @@
+"""The page's data: the ``-F json`` documents of its views, read once, and what the picture reads.
+
+One reading of the source (two for ``--compare``) makes every table the page shows, through
+the app's own steps (``plan`` with companions, ``read_snapshot``, ``make_table``) and the JSON
+format's own renderer: each document is the text ``smem -F json`` prints for the same view and
+columns (:data:`TABLES` says which command), so a program can read a page back and a test can
+compare them.  Beside them, :mod:`smem.page.mappings` gives each process's largest mappings and
+each shared mapping's largest mappers, which no text view prints per process.
+"""
+
+import time
+from typing import NamedTuple
+
+from ..app import plan, read_snapshot
+from ..formats import Rendering, render
+from ..options import Query, ReportRequest, SystemOptions, TableOptions
+from ..report import make_table
+from ..views import VIEWS
+from .mappings import largest_mappings
+
+__all__ = ["PageRequest", "TABLES", "page_documents", "page_command"]
+
+_AMOUNTS = ("swap", "uss", "pss", "rss", "swappss")
+
+#: the tables of the page: name -> (view, columns, the smem options that print the same document).
+#: The page reads every mapping (it shows them), so its figures are the sums of smaps, as a report
+#: with a column that reads mappings (maps, vss) prints them, not smaps_rollup's (read apart)
+TABLES = {
+    "process": ("process", ("pid", "user", "name", "command", "cgroup", "maps") + _AMOUNTS, ""),
+    "user": ("user", ("user", "count") + _AMOUNTS + ("vss",), "-u"),
+    "program": ("program", ("name", "count") + _AMOUNTS + ("vss",), "-g"),
+    "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",), "--cgroup"),
+    "mapping": ("mapping", ("map", "count", "pids") + _AMOUNTS, "-m"),
+    "system": ("system", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
+}
+
+#: a compared page's columns: who the row is, new/gone, and each amount old, new and changed
+_COMPARED = tuple(f"{side}{key}" for key in _AMOUNTS for side in ("old_", "", "d"))
+
+
+class PageRequest(NamedTuple):
+    """What ``smem html`` (and ``smem serve``'s page) was asked for."""
+
+    query: Query                       # source, --compare's OLD as old_source, the selection
+    top_mappings: int = 12             # per process, the largest mappings shown; the rest one box per kind
+    top_sharers: int = 50              # per shared mapping, the largest mappers listed; the rest one line
+
+
+def _table_options(name, compared):
+    view, columns, _ = TABLES[name]
+    if compared:
+        keep = ("used", "cache", "noncache") if name == "system" else tuple(k for k in columns if k in _AMOUNTS + ("vss",))
+        identity = tuple(k for k in columns if k not in _AMOUNTS + ("vss", "used", "cache", "noncache", "saved"))
+        columns = identity + ("status",) + tuple(f"{side}{key}" for key in keep for side in ("old_", "", "d"))
+    # a comparison sorts by the change; the areas keep their order, which the bar shows
+    sort = "order" if compared and name == "system" else None
+    return TableOptions(columns=columns, totals=True, format="json", sort=sort)
+
+
+def _views(compared, system):
+    """(name, View) of each table; -w's is the view --breakdown makes of it; compared, each one's diff view."""
+    from ..views.diff import diff_view
+    for name, (view_name, _, _) in TABLES.items():
+        view = VIEWS[view_name].shaped(system) if name == "system" else VIEWS[view_name]
+        yield name, diff_view(view) if compared else view
+
+
+def page_command(name, request):
+    """The smem command that prints the ``name`` table's document of ``request``."""
+    query = request.query
+    _, columns, flags = TABLES[name]
+    words = ["smem"]
+    if query.old_source is not None:
+        words += ["diff", _quoted(query.old_source), _quoted(query.source or "live")]
+        columns = _table_options(name, True).columns
+    elif query.source is not None:
+        words += ["-S", _quoted(query.source)]
+    words += [flags] if flags else []
+    for option, value in (("-P", query.process_filter), ("-U", query.user_filter), ("-M", query.map_filter)):
+        if value is not None:
+            words += [option, _quoted(value)]
+    if query.pids:
+        words += ["--pid", ",".join(map(str, query.pids))]
+    if query.max_rss_kib is not None:
+        words += ["--max-rss", f"{query.max_rss_kib}K"]
+    if query.old_source is not None and name == "system":
+        words += ["-s", "order"]
+    words += ["-t", "-F", "json", "-c", _quoted(" ".join(columns))]
+    return " ".join(words)
+
+
+def _quoted(word):
+    import shlex
+    return shlex.quote(word)
+
+
+def page_documents(request):
+    """(documents, meta, warnings): name -> the JSON text of each table, ``maps`` and ``sharers``
+    (the largest mappings of each process and mappers of each shared mapping, as JSON); ``meta``
+    a dict of what the page says of the reading."""
+    import json
+    query = request.query
+    compared = query.old_source is not None
+    system = SystemOptions()
+    views = dict(_views(compared, SystemOptions(breakdown=True)))
+    base = ReportRequest(query=query._replace(view="process", old_source=None),
+                         table=_table_options("process", False), system=system)
+    companions = [(VIEWS["system"].shaped(SystemOptions(breakdown=True)) if n == "system" else TABLES[n][0],
+                   _table_options(n, False)) for n in TABLES if n != "process"]
+    the_plan = plan(base, companions)
+    snapshots, warnings = [], []
+    started = time.time()
+    for spec in ([query.old_source] if compared else []) + [None]:
+        snapshot, said = read_snapshot(base, the_plan, spec)
+        snapshots.append(snapshot)
+        warnings.extend(w for w in said if w not in warnings)
+    new, old = snapshots[-1], snapshots[0] if compared else None
+    documents, process_areas = {}, []
+    for name, view in views.items():
+        options = _table_options(name, compared)
+        table = make_table(snapshots, view, options, system)
+        documents[name] = render(Rendering(table, options, new, old_snapshot=old))
+        if name == "system":
+            process_areas = [_current(row).area for row in table.rows if _current(row).of_processes]
+    maps, sharers = largest_mappings(new.processes, request.top_mappings, request.top_sharers)
+    documents["maps"] = json.dumps(maps, separators=(",", ":"))
+    documents["sharers"] = json.dumps(sharers, separators=(",", ":"))
+    ram = new.sizing[0] if new.sizing and new.sizing[0] is not None else None
+    meta = {
+        "memtotal": new.mem_total, "swaptotal": new.swap_total, "compared": compared,
+        "installed": {"kib": ram.kib, "source": ram.source, "estimate": ram.estimate} if ram else None,
+        "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
+        "process_areas": process_areas, "top_mappings": request.top_mappings,
+        "top_sharers": request.top_sharers, "read_at": started,
+        "commands": {name: page_command(name, request) for name in TABLES},
+    }
+    return documents, meta, warnings
+
+
+def _current(row):
+    """A table row, or in a comparison the side shown (NEW's, or OLD's for a row that is gone)."""
+    return getattr(row, "current", row)

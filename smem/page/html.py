@@ -1,0 +1,106 @@
+"""The page as one HTML document: our template, style and script, plotly.js and the data, inline.
+
+Nothing is fetched: the file opens from disk on a machine without a network.  Text from the
+reading (command lines, mapping, user and cgroup names: anything a local user can name) only
+reaches the document inside ``<script type="application/json">`` elements, with ``<``, ``>``
+and ``&`` (and U+2028/2029) escaped so no such text can end the element, and in attributes
+and the title escaped as HTML; the script reads it with textContent and shows it as text.  A
+Content-Security-Policy lets only the page's two scripts run (by hash) and allows no request
+but smem serve's own data.json.
+"""
+
+import html
+import importlib.util
+import json
+import os
+import re
+from importlib import resources
+
+from ..extras import MissingExtra, missing
+
+__all__ = ["page_html", "json_in_script", "data_json", "plotly_js"]
+
+#: where the template names what goes in: <!--smem:NAME-->
+_SLOT = re.compile(r"<!--smem:([a-z]+)-->")
+
+#: what ends a script element or switches its parser into an escaped state
+_SCRIPT_END = re.compile(r"</(script)|<!--", re.IGNORECASE)
+
+
+def json_in_script(text):
+    """JSON text made safe inside a script element: outside strings JSON has none of these."""
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _script(text, what):
+    """Script code to inline as it is; code that could end its element is refused, not mended."""
+    found = _SCRIPT_END.search(text)
+    if found:
+        raise ValueError(f"{what} holds {found.group(0)!r}: it cannot be inlined in a script element")
+    return text
+
+
+def plotly_js():
+    """plotly.min.js as the plotly package ships it (smem[html]), without importing plotly."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingExtra(missing("plotly", "smem html"))
+    for directory in spec.submodule_search_locations:
+        path = os.path.join(directory, "package_data", "plotly.min.js")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+    raise MissingExtra(missing("plotly", "smem html") + " (its plotly.min.js is missing)")
+
+
+def _sha256(text):
+    import base64
+    import hashlib
+    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _own(name):
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+#: the page's script, in parts (one idea each) joined in this order into one scope
+SCRIPT_PARTS = ("common.js", "hierarchy.js", "chart.js", "tables.js", "page.js")
+
+
+def _page_script():
+    body = "\n".join(_script(_own(name), name) for name in SCRIPT_PARTS)
+    return f'"use strict";\n(function () {{\n{body}}})();\n'
+
+
+def data_json(documents, meta):
+    """The page's data as one JSON object (smem serve's data.json): each document, and meta."""
+    parts = [f"{json.dumps(name)}:{text.strip()}" for name, text in documents.items()]
+    parts.append(f'"meta":{json.dumps(meta)}')
+    return "{" + ",".join(parts) + "}"
+
+
+def _data_elements(documents, meta):
+    commands = meta.get("commands", {})
+    elements = []
+    for name, text in list(documents.items()) + [("meta", json.dumps(meta))]:
+        command = commands.get(name)
+        attribute = f' data-command="{html.escape(command, quote=True)}"' if command else ""
+        elements.append(f'<script type="application/json" id="smem-{name}"{attribute}>'
+                        f"{json_in_script(text.strip())}</script>")
+    return "\n".join(elements)
+
+
+def page_html(documents, meta, title):
+    """The whole page: ``documents`` (name -> JSON text, as data.page_documents gives them),
+    ``meta`` (a dict) and the window's ``title`` (text)."""
+    scripts = {"plotly": _script(plotly_js(), "plotly.min.js"), "script": _page_script()}
+    slots = {
+        "title": html.escape(title, quote=False),
+        "style": _own("page.css"),
+        # only these two scripts run: the policy names them by hash, so no other inline code could
+        "hashes": " ".join(f"'sha256-{_sha256(text)}'" for text in scripts.values()),
+        "data": _data_elements(documents, meta),
+        **scripts,
+    }
+    return _SLOT.sub(lambda m: slots[m.group(1)], _own("template.html"))

@@ -1,0 +1,66 @@
+"""smem serve's page: ``/`` answers the page, ``/data.json`` its data, read again at most every
+``--min-interval`` seconds and shared by every browser that asks (one reading at a time).
+
+The page refreshes itself from ``data.json`` (no reload).  Nothing here changes state: GET and
+HEAD only.  smem serve checks the Host header before these routes are reached (serve.py).
+"""
+
+import threading
+import time
+
+from ..errors import SmemError
+from .command import page_title
+from .data import PageRequest, page_documents
+from .html import data_json, page_html, plotly_js
+
+__all__ = ["LivePage"]
+
+#: what the page fetches, relative to itself
+DATA_PATH = "data.json"
+
+
+class LivePage:
+    """The page's WSGI routes, given ``query`` (what smem serve reads) and ``min_interval``."""
+
+    paths = ("/", "/" + DATA_PATH)
+
+    def __init__(self, query, min_interval, warn):
+        self.request = PageRequest(query)
+        self.min_interval = min_interval
+        self.warn = warn
+        self._lock = threading.Lock()
+        self._latest = None
+        self._latest_at = None
+        self._said = set()
+
+    def _reading(self):
+        """(documents, meta), read now unless a reading younger than min_interval exists."""
+        with self._lock:
+            now = time.monotonic()
+            if self._latest is None or now - self._latest_at >= self.min_interval:
+                documents, meta, warnings = page_documents(self.request)
+                meta["live"] = {"interval": self.min_interval, "url": DATA_PATH}
+                for warning in warnings:
+                    if warning not in self._said:
+                        self.warn(warning)
+                self._said = set(warnings)
+                self._latest, self._latest_at = (documents, meta), time.monotonic()
+            return self._latest
+
+    def __call__(self, environ, start_response):
+        import json
+        path = environ.get("PATH_INFO", "")
+        try:
+            plotly_js()
+            documents, meta = self._reading()
+            if path == "/":
+                source = json.loads(documents["process"])["source"]
+                body, kind = page_html(documents, meta, page_title(source)), "text/html; charset=utf-8"
+            else:
+                body, kind = data_json(documents, meta), "application/json"
+        except SmemError as e:
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")])
+            return [f"smem: {e}\n".encode("utf-8")]
+        start_response("200 OK", [("Content-Type", kind), ("Cache-Control", "no-store"),
+                                  ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer")])
+        return [body.encode("utf-8")] if environ.get("REQUEST_METHOD") != "HEAD" else [b""]

@@ -1,0 +1,209 @@
+/* smem html: the header's breakdown bar, the tables, and who shares what. */
+// ------------------------------------------------------------------ the header
+
+function drawHeader() {
+  const data = state.data, source = data.process.source, meta = data.meta;
+  const facts = document.getElementById("facts");
+  const fact = (label, text) => el("span", {}, label + " ", el("b", {text: text === undefined || text === null ? "?" : String(text)}));
+  facts.replaceChildren(fact("host", source.hostname), fact("kernel", source.kernel), fact("at", source.time),
+                        fact("source", source.description), fact("MemTotal", human(meta.memtotal)));
+  if (meta.installed && meta.installed.kib) {
+    const ram = fact("installed RAM", (meta.installed.estimate ? "~" : "") + human(meta.installed.kib));
+    ram.title = meta.installed.source;
+    facts.append(ram);
+  }
+  if (compared() && data.process.sources) facts.append(fact("compared with", data.process.sources.old.description));
+  const bar = document.getElementById("bar"), legend = document.getElementById("legend");
+  bar.replaceChildren(); legend.replaceChildren();
+  if (!data.system) { document.getElementById("breakdown").hidden = true; return; }
+  const rows = data.system.rows.filter((r) => r.used !== null && r.status !== "gone");
+  const whole = meta.memtotal || rows.reduce((s, r) => s + Math.max(0, r.used), 0);
+  rows.forEach((row, i) => {
+    const color = meta.process_areas.includes(row.area) ? PALETTE[i % 3] : areaColor(row, i);
+    const tip = `${row.area}: ${human(row.used)} (${pct(row.used, whole)} of MemTotal)` +
+                (compared() ? `, ${signed(row.dused)} since OLD` : "") + `\n${row.source}`;
+    if (row.used > 0) {
+      const seg = el("div", {class: "seg", title: tip, style: `width:${100 * row.used / whole}%;background:${color}`,
+                             onclick: () => selectArea(row)});
+      if (row.used / whole > 0.06) seg.textContent = `${row.area} ${human(row.used)}`;
+      bar.append(seg);
+    }
+    if (row.used !== 0 || row.area === "unexplained") {
+      legend.append(el("span", {class: "item", title: tip, onclick: () => selectArea(row)},
+                       el("span", {class: "swatch", style: `background:${color}`}), row.area + " ",
+                       el("b", {text: human(row.used)})));
+    }
+  });
+}
+
+function selectArea(row) {
+  setMeasure("pss");
+  const n = state.index.get(state.data.meta.process_areas.includes(row.area) ? "processes" : "area:" + row.area);
+  if (n) zoomTo(n);
+}
+
+// ------------------------------------------------------------------ tables
+
+function drawTabs() {
+  const tabs = document.getElementById("tabs");
+  tabs.replaceChildren();
+  for (const [name, label] of TABLES) {
+    if (!state.data[name]) continue;
+    tabs.append(el("button", {type: "button", role: "tab", "data-table": name, text: label,
+                              "aria-selected": String(state.table === name),
+                              onclick: () => {  // each table its own filter: a new tab starts unfiltered
+                                state.table = name; state.filter = ""; document.getElementById("filter").value = "";
+                                drawTabs(); drawTable();
+                              }}));
+  }
+}
+
+function sortOf(doc) {
+  const chosen = state.sort[state.table];
+  if (chosen) return chosen;
+  const amountKey = compared() ? "dpss" : doc.columns.some((c) => c.key === "pss") ? "pss" : "used";
+  return state.table === "system" ? {key: null, reverse: false} : {key: amountKey, reverse: true};
+}
+
+function drawTable() {
+  const doc = state.data[state.table];
+  const table = document.getElementById("table");
+  const sort = sortOf(doc);
+  const columns = doc.columns;
+  const head = el("tr");
+  for (const c of columns) {
+    const sorted = sort.key === c.key;
+    head.append(el("th", {class: c.amount || typeof (doc.rows[0] || {})[c.key] === "number" ? "num" : null,
+                          title: c.help, text: c.header, "data-key": c.key,
+                          "aria-sort": sorted ? (sort.reverse ? "descending" : "ascending") : null,
+                          onclick: () => { state.sort[state.table] = {key: c.key, reverse: sorted ? !sort.reverse : c.amount}; drawTable(); }}));
+  }
+  const words = state.filter.toLowerCase().split(/\s+/).filter(Boolean);
+  let rows = doc.rows;
+  if (words.length) {
+    const texts = columns.filter((c) => !c.amount).map((c) => c.key);
+    rows = rows.filter((r) => {
+      const hay = texts.map((k) => (r[k] === null || r[k] === undefined ? "" : String(r[k]))).join(" ").toLowerCase();
+      return words.every((w) => hay.includes(w));
+    });
+  }
+  if (sort.key) {
+    const k = sort.key, dir = sort.reverse ? -1 : 1;
+    const magnitude = compared() && /^d/.test(k);
+    rows = rows.slice().sort((a, b) => {
+      let x = a[k], y = b[k];
+      if (magnitude) { x = x === null ? null : Math.abs(x); y = y === null ? null : Math.abs(y); }
+      if (x === y) return 0;
+      if (x === null || x === undefined) return -dir;
+      if (y === null || y === undefined) return dir;
+      return (typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y))) * dir;
+    });
+  }
+  const body = el("tbody");
+  for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r));
+  const foot = el("tfoot");
+  if (doc.totals && !words.length) {
+    const tr = el("tr");
+    columns.forEach((c, i) => {
+      const name = Object.keys(doc.totals).find((k) => k === c.key || (i === 0 && !(c.key in doc.totals)));
+      const v = c.key in doc.totals ? doc.totals[c.key] : i === 0 ? "total" : "";
+      tr.append(el("td", {class: c.amount ? "num" : null, text: c.amount ? human(v) : v === undefined ? "" : String(v)}));
+    });
+    foot.append(tr);
+  }
+  table.replaceChildren(el("thead", {}, head), body, foot);
+  document.getElementById("table-count").textContent =
+    `${rows.length} of ${doc.rows.length} rows` + (rows.length > TABLE_ROWS ? ` (the first ${TABLE_ROWS} shown: filter to narrow)` : "");
+  const command = state.data.meta.commands && state.data.meta.commands[state.table];
+  document.getElementById("table-command").textContent = command ? "Same numbers as: " + command : "";
+}
+
+function tableRow(columns, r) {
+  const tr = el("tr", {onclick: () => selectRow(r, tr)});
+  for (const c of columns) {
+    const v = r[c.key];
+    const td = el("td", {class: c.amount ? "num" : typeof v === "number" ? "num" : "text"});
+    if (c.amount) {
+      td.textContent = /^d/.test(c.key) && compared() ? (v === null ? "-" : signed(v)) : human(v);
+      td.title = v === null || v === undefined ? "absent" : `${v} KiB`;
+      if (/^d/.test(c.key) && v) td.classList.add(v > 0 ? "grow" : "shrink");
+    } else if (c.key === "status") {
+      if (v) td.append(el("span", {class: "tag " + v, text: v}));
+    } else {
+      td.textContent = v === null || v === undefined ? "-" : String(v);
+      td.title = td.textContent;
+    }
+    tr.append(td);
+  }
+  return tr;
+}
+
+function selectRow(r, tr) {
+  for (const old of document.querySelectorAll("#table tr.selected")) old.classList.remove("selected");
+  tr.classList.add("selected");
+  const t = state.table;
+  if (t === "mapping") { showMapping(state.data.maps.names.indexOf(r.map), r); return; }
+  if (t === "system") { selectArea(r); return; }
+  if (t === "process") {
+    const n = state.index.get("process:" + r.pid);
+    if (n) zoomTo(n); else showProcess(r);
+    return;
+  }
+  if (state.grouping !== t) setGrouping(t);
+  const n = state.index.get(t + ":" + r[t === "program" ? "name" : t]);
+  if (n) zoomTo(n);
+}
+
+// ------------------------------------------------------------------ who shares what
+
+function shareTable(headers, rows) {
+  const head = el("tr");
+  headers.forEach((h, i) => head.append(el("th", {class: i ? "num" : null, text: h})));
+  const body = el("tbody");
+  for (const cells of rows) {
+    const tr = el("tr", {onclick: cells.onclick});
+    cells.forEach((c, i) => tr.append(el("td", {class: i ? "num" : "text", text: c, title: c})));
+    body.append(tr);
+  }
+  return el("table", {}, el("thead", {}, head), body);
+}
+
+function showMapping(index, tableRowOfMapping) {
+  const data = state.data, share = document.getElementById("share");
+  const name = index >= 0 ? data.maps.names[index] : tableRowOfMapping && tableRowOfMapping.map;
+  const row = tableRowOfMapping || data.mapping.rows.find((r) => r.map === name);
+  const shared = index >= 0 ? data.sharers.mappings[String(index)] : null;
+  const commands = new Map(data.process.rows.map((r) => [r.pid, r.command]));
+  const parts = [el("h3", {text: name === undefined ? "?" : name})];
+  if (row) parts.push(el("p", {class: "note", text: `mapped by ${row.pids} process${row.pids === 1 ? "" : "es"} in ${row.count} mappings; PSS ${human(row.pss)}, RSS ${human(row.rss)}, USS ${human(row.uss)}`}));
+  if (shared) {
+    const f = data.sharers.fields;
+    const rows = shared.rows.map((s) => {
+      const cells = [`${s[0]} ${commands.get(s[0]) || ""}`, human(s[f.indexOf("pss")]), human(s[f.indexOf("rss")]), human(s[f.indexOf("uss")])];
+      cells.onclick = () => { const n = state.index.get("process:" + s[0]); if (n) zoomTo(n); };
+      return cells;
+    });
+    parts.push(shareTable(["process", "PSS", "RSS", "USS"], rows));
+    if (shared.more) parts.push(el("p", {class: "more", text: `and ${shared.more[0]} more processes: PSS ${human(shared.more[f.indexOf("pss")])}`}));
+  } else {
+    parts.push(el("p", {class: "note", text: "No other process maps it."}));
+  }
+  share.replaceChildren(...parts);
+}
+
+function showProcess(r) {
+  const data = state.data, share = document.getElementById("share");
+  const maps = data.maps, rows = (maps.processes[String(r.pid)] || []).filter((m) => m[1] >= 0);
+  const f = maps.fields;
+  const parts = [el("h3", {text: `${r.pid} ${r.command}`}),
+                 el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`})];
+  const table = rows.map((m) => {
+    const shared = data.sharers.mappings[String(m[1])];
+    const others = shared ? shared.rows.length - 1 + (shared.more ? shared.more[0] : 0) : 0;
+    const cells = [maps.names[m[1]], human(m[f.indexOf("pss")]), human(m[f.indexOf("rss")]), String(others)];
+    cells.onclick = () => showMapping(m[1]);
+    return cells;
+  });
+  parts.push(shareTable(["mapping", "PSS", "RSS", "others"], table));
+  share.replaceChildren(...parts);
+}

@@ -1,0 +1,354 @@
+"""smem html's page: the -F json documents it embeds, and the page in a real browser (Debian's
+chromium and chromium-driver through selenium), opened from a file with the network off.
+
+One browser serves the module (its start is most of the cost).  Where chromium, chromedriver
+or selenium is missing, the browser tests skip; the document tests need plotly only.
+"""
+
+import html.parser
+import json
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import FIXTURES, TESTS, run_smem
+import hostile_corpus as hc
+
+pytest.importorskip("plotly")
+pytestmark = pytest.mark.xdist_group("page")
+
+CAPTURES = FIXTURES / "captures"
+CAPTURE, OLD_CAPTURE = CAPTURES / "faithful.tar.gz", CAPTURES / "quirks.tar.gz"
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+SCRIPT_END = "</script><script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(2)>"
+SVG_MAP = "/tmp/<svg onload=alert(3)>\u2028lib.so"
+USER = "<b onmouseover=alert(4)>"
+
+
+class _Scripts(html.parser.HTMLParser):
+    """The page's <script type="application/json"> elements: id -> (text, attributes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found, self._open = {}, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "script" and attrs.get("type") == "application/json":
+            self._open = attrs
+            self.found[attrs["id"]] = ["", attrs]
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self.found[self._open["id"]][0] += data
+
+    def handle_endtag(self, tag):
+        self._open = None
+
+
+def _page(*args, path):
+    result = run_smem("html", *args, "-o", path)
+    assert result.returncode == 0, result.stderr
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _embedded(text):
+    parser = _Scripts()
+    parser.feed(text)
+    return {key[len("smem-"):]: (json.loads(value), attrs) for key, (value, attrs) in parser.found.items()}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """The pages the tests read: of a capture, of a comparison, of a hostile capture."""
+    where = tmp_path_factory.mktemp("pages")
+    hostile = where / "hostile.tar"
+    smaps = hc.SMAPS.replace(b"/usr/bin/dbus-daemon", SVG_MAP.encode())
+    processes = {
+        pid: hc.process_files(pid, smaps=smaps, cmdline=f"{SCRIPT_END}\0--x\0".encode(),
+                              stat=hc.STAT.replace(b"1234", str(pid).encode(), 1)
+                              .replace(b"(dbus-daemon)", f"({IMG})".encode()))
+        for pid in (1234, 1235)}
+    members = [(m[0], m[1], {**m[2], "uname": USER}) if len(m) > 2 else m
+               for m in hc.capture_members(processes=processes)]  # the owner's name, as the tar names it
+    hostile.write_bytes(hc.tar_of(members))
+    made = {}
+    for name, args in (("plain", ["-S", CAPTURE]), ("compared", ["--compare", OLD_CAPTURE, "-S", CAPTURE]),
+                       ("hostile", ["-S", hostile])):
+        path = str(where / f"{name}.html")
+        made[name] = (path, _page(*args, path=path))
+    return made
+
+
+def test_the_page_embeds_what_smem_json_prints_for_each_table(pages):
+    for name in ("plain", "compared"):
+        data = _embedded(pages[name][1])
+        tables = [key for key, (_, attrs) in data.items() if "data-command" in attrs]
+        assert sorted(tables) == ["cgroup", "mapping", "process", "program", "system", "user"]
+        for key in tables:
+            document, attrs = data[key]
+            words = shlex.split(attrs["data-command"])
+            assert words[0] == "smem"
+            printed = run_smem(*words[1:], check=True).stdout
+            assert document == json.loads(printed), (name, key)
+
+
+def test_every_level_adds_up_to_the_process(pages):
+    data = _embedded(pages["plain"][1])
+    processes, maps = data["process"][0]["rows"], data["maps"][0]
+    fields = maps["fields"]
+    assert processes
+    for row in processes:
+        boxes = maps["processes"][str(row["pid"])]
+        for amount in ("pss", "uss", "rss", "swappss"):
+            assert sum(b[fields.index(amount)] or 0 for b in boxes) == row[amount], (row["pid"], amount)
+    # the largest mappings kept, the rest of each kind one box saying how many it holds
+    assert max(len([b for b in boxes if b[1] >= 0]) for boxes in maps["processes"].values()) == maps["top"]
+    assert any(b[1] == -1 and b[2] > 1 for boxes in maps["processes"].values() for b in boxes)
+    system = data["system"][0]
+    assert sum(r["used"] for r in system["rows"] if r["used"] is not None) == data["meta"][0]["memtotal"]
+
+
+def test_hostile_text_is_data_in_the_file(pages):
+    text = pages["hostile"][1]
+    for bad in (SCRIPT_END, IMG, "<svg onload", USER):
+        assert bad not in text
+    data = _embedded(text)
+    rows = data["process"][0]["rows"]
+    assert {r["command"] for r in rows} == {f"{SCRIPT_END} --x"} and {r["name"] for r in rows} == {IMG}
+    assert {r["user"] for r in rows} == {USER}
+    assert SVG_MAP in data["maps"][0]["names"]
+
+
+def test_o_dash_writes_the_page_to_stdout_and_o_keeps_a_file_that_is_no_page(pages, tmp_path):
+    result = run_smem("html", "-S", CAPTURE, "-o", "-", check=True)
+    written, printed = _embedded(pages["plain"][1]), _embedded(result.stdout.decode())
+    assert printed["process"] == written["process"] and printed["maps"] == written["maps"]
+    other = tmp_path / "notes.html"
+    other.write_text("<p>mine</p>")
+    refused = run_smem("html", "-S", CAPTURE, "-o", other)
+    assert refused.returncode == 1 and other.read_text() == "<p>mine</p>"
+    assert refused.stderr.decode().startswith("smem: ") and len(refused.stderr.splitlines()) == 1
+    again = tmp_path / "page.html"
+    for _ in range(2):  # a page smem html wrote is replaced without --force
+        assert run_smem("html", "-S", CAPTURE, "-o", again).returncode == 0
+
+
+# ------------------------------------------------------------------ in a browser
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("chromium and chromium-driver are not installed")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="smem-chromium-")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,1200", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _open(browser, url):
+    browser.get("about:blank")
+    browser.get_log("browser")  # what came before is not this page's
+    # a file opens with the network off; smem serve's page (127.0.0.1) needs it on
+    browser.set_network_conditions(offline=url.startswith("file:"), latency=0, download_throughput=-1,
+                                   upload_throughput=-1)
+    browser.get(url)
+    for _ in range(300):
+        if browser.execute_script("return document.body && document.body.getAttribute('data-ready')"):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the page did not start: {browser.get_log('browser')}")
+
+
+def _no_requests_and_no_errors(browser):
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    messages = [entry["message"] for entry in browser.get_log("browser")]
+    assert not messages, messages
+
+
+def _wait(browser, script, timeout=20):
+    for _ in range(int(timeout / 0.05)):
+        value = browser.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"never true: {script}")
+
+
+def _click_box(browser, label):
+    """Click the hierarchy's box whose label starts ``label`` (its text element, as a person would)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    for box in browser.find_elements(By.CSS_SELECTOR, "#chart g.slice"):
+        texts = box.find_elements(By.CSS_SELECTOR, "text.slicetext")
+        if texts and texts[0].text.startswith(label):
+            ActionChains(browser).move_to_element(texts[0]).click().perform()
+            return
+    pytest.fail(f"no box labelled {label!r}")
+
+
+def test_the_page_draws_offline_zooms_sorts_and_filters(browser, pages):
+    from selenium.webdriver.common.by import By
+    _open(browser, "file://" + pages["plain"][0])
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#chart g.slice")) > 20
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#bar .seg")) > 5
+    crumbs = lambda: [b.text.split(" · ")[0] for b in browser.find_elements(By.CSS_SELECTOR, "#crumbs button")]
+    assert crumbs() == ["MemTotal", "processes (PSS)"]
+    _click_box(browser, "daemon")
+    _wait(browser, "return document.querySelectorAll('#crumbs button').length === 3")
+    assert crumbs()[-1] == "daemon"
+    browser.find_element(By.CSS_SELECTOR, "#crumbs button").click()  # back to MemTotal
+    _wait(browser, "return document.querySelectorAll('#crumbs button').length === 1")
+
+    pids = lambda: [int(td.text) for td in browser.find_elements(By.CSS_SELECTOR, "#table tbody td:first-child")]
+    header = browser.find_element(By.CSS_SELECTOR, '#table th[data-key="pid"]')
+    header.click()
+    assert pids() == sorted(pids()) and len(pids()) == 24
+    browser.find_element(By.CSS_SELECTOR, '#table th[data-key="pid"]').click()
+    assert pids() == sorted(pids(), reverse=True)
+    browser.find_element(By.ID, "filter").send_keys("shm-server")
+    commands = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#table tbody td:nth-child(4)")]
+    assert len(commands) == 5 and all("shm-server" in c for c in commands)
+    # a row selected zooms the picture to it, and says what it maps and who shares it
+    browser.find_element(By.CSS_SELECTOR, "#table tbody tr").click()
+    assert crumbs()[-1] == "smem-shm-c 7906"  # the program and the pid; its command line in the panel
+    assert "how many other processes map each" in browser.find_element(By.ID, "share").text
+    # a user selected in its table: the picture goes to that user
+    browser.find_element(By.CSS_SELECTOR, '#tabs button[data-table="user"]').click()
+    next(tr for tr in browser.find_elements(By.CSS_SELECTOR, "#table tbody tr")
+         if tr.find_element(By.CSS_SELECTOR, "td").text == "nobody").click()
+    assert crumbs() == ["MemTotal", "processes (PSS)", "nobody"]
+    _no_requests_and_no_errors(browser)
+
+
+def test_many_boxes_under_one_parent_fold_into_one_that_adds_up(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    capture = tmp_path / "many.tar"
+    capture.write_bytes(hc.capture_tar(processes={pid: hc.process_files(pid) for pid in range(2000, 2300)}))
+    path = str(tmp_path / "many.html")
+    _page("-S", capture, path=path)
+    _open(browser, "file://" + path)
+    program = "dbus-daemon"  # 300 processes of one user and one program
+    browser.execute_script(f"window.smemPage.zoomTo(window.smemPage.state.index.get('user:alice/program:{program}'))")
+    boxes = browser.execute_script("""return [...document.querySelectorAll('#chart g.slice text.slicetext')]
+        .map(t => t.textContent)""")
+    more = [b for b in boxes if "more, smaller" in b]
+    assert len(more) == 1 and more[0].startswith("51 more, smaller"), more
+    sizes = browser.execute_script("""const s = window.smemPage.state, top = s.index.get('user:alice/program:dbus-daemon');
+        return [top.v.pss, top.children.length, top.children.reduce((a, c) => a + c.v.pss, 0)]""")
+    assert sizes == [300 * 154, 250, 300 * 154]
+    _no_requests_and_no_errors(browser)
+
+
+def test_hostile_names_show_as_text_and_run_nothing(browser, pages):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+    _open(browser, "file://" + pages["hostile"][0])
+    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#table tbody td")]
+    assert f"{SCRIPT_END} --x" in cells and IMG in cells and USER in cells
+    assert browser.find_elements(By.CSS_SELECTOR, "img, [onerror], [onload], [onmouseover], b[onmouseover]") == []
+    labels = browser.execute_script("return [...document.querySelectorAll('#chart text')].map(t => t.textContent)")
+    assert any(label.startswith(USER) for label in labels), labels
+    browser.execute_script("window.smemPage.zoomTo(window.smemPage.state.index.get('process:1234'))")
+    labels = browser.execute_script("return [...document.querySelectorAll('#chart text')].map(t => t.textContent)")
+    assert any(SVG_MAP.replace("\u2028", "") in label.replace("\u2028", "") for label in labels), labels
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text
+    _no_requests_and_no_errors(browser)
+
+
+def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
+    from selenium.webdriver.common.by import By
+    compared = _embedded(pages["compared"][1])["process"][0]["rows"]
+    gone = next(r for r in compared if r["status"] == "gone")
+    grew = next(r for r in compared if r["status"] == "" and r["dpss"] > 0)
+    _open(browser, "file://" + pages["compared"][0])
+    shown = browser.execute_script("""return [...document.querySelectorAll('#table tbody tr')].map(tr => ({
+        pid: Number(tr.cells[0].textContent), tags: [...tr.querySelectorAll('.tag')].map(t => t.textContent),
+        grow: tr.querySelectorAll('td.grow').length, shrink: tr.querySelectorAll('td.shrink').length}))""")
+    rows = {r["pid"]: r for r in shown}
+    assert rows[gone["pid"]]["tags"] == ["gone"] and rows[gone["pid"]]["shrink"]
+    assert rows[grew["pid"]]["grow"] and not rows[grew["pid"]]["tags"]
+    # sorted by the size of the change
+    by_pid = {r["pid"]: abs(r["dpss"]) for r in compared}
+    assert [by_pid[r["pid"]] for r in shown] == sorted(by_pid.values(), reverse=True)
+    _no_requests_and_no_errors(browser)
+
+
+def _serve(*args):
+    import select
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--listen", "127.0.0.1:0", *map(str, args)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=TESTS.parent)
+    ready, _, _ = select.select([proc.stderr], [], [], 60)
+    line = proc.stderr.readline().decode() if ready else ""
+    if "serving http://" not in line:
+        proc.kill()
+        pytest.fail(f"smem serve did not start: {line!r}")
+    return proc, line.split("serving ")[1].strip().rsplit("/", 1)[0]
+
+
+def _request(url, host=None, method="GET"):
+    request = urllib.request.Request(url, method=method, headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_smem_serve_answers_the_page_to_its_own_address_only_and_refreshes_it(browser):
+    prometheus_client = pytest.importorskip("prometheus_client")
+    assert prometheus_client
+    proc, base = _serve("-S", CAPTURE, "--min-interval", "1")
+    try:
+        port = base.rsplit(":", 1)[1]
+        status, body = _request(base + "/")
+        assert status == 200 and b'<meta name="generator" content="smem html">' in body
+        status, body = _request(base + "/data.json")
+        data = json.loads(body)
+        printed = json.loads(run_smem(*shlex.split(data["meta"]["commands"]["user"])[1:], check=True).stdout)
+        assert status == 200 and data["user"] == printed
+        # a name of someone else's pointed at 127.0.0.1 (DNS rebinding) is refused; no state changes
+        for path in ("/", "/data.json"):
+            assert _request(base + path, host=f"rebind.example:{port}")[0] == 403
+            assert _request(base + path, method="POST")[0] == 405
+        assert _request(base + "/", host=f"localhost:{port}")[0] == 200
+        assert _request(base + "/metrics", host=f"rebind.example:{port}")[0] == 200  # /metrics as it was
+        _open(browser, base + "/")
+        _wait(browser, "return document.getElementById('status').textContent.includes('read at')", timeout=60)
+        _no_requests_and_no_errors_but_data(browser)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def _no_requests_and_no_errors_but_data(browser):
+    names = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert names and all(n.endswith("/data.json") for n in names), names
+    messages = [entry["message"] for entry in browser.get_log("browser")]
+    assert not messages, messages
