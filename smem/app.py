@@ -30,7 +30,7 @@ from .views import VIEWS, needs_of
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "run_capture", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "run_capture", "run_receive", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "SLOW_READ_SECONDS"]
 
 
 class Result(NamedTuple):
@@ -172,7 +172,7 @@ def read_snapshot(request, the_plan, spec=None):
     # are to be read from it afterwards
     source = open_source(None if spec == LIVE else spec,
                          per_mapping=needs.mappings or needs.split or needs.devices or query.map_filter is not None,
-                         streamed=not exact)
+                         streamed=not exact, timeout=query.timeout)
     fold = view.fold(needs) if view.fold is not None and not exact else None
     if query.wss_seconds is not None and spec is None:
         warnings.append(_clear_referenced(source, load_selection, query.wss_seconds))
@@ -357,6 +357,33 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
         return []
     return [f"{skipped} process{'es' if skipped > 1 else ''} could not be read and "
             f"{'were' if skipped > 1 else 'was'} left out"]
+
+
+def run_receive(address, path, stream=None, *, timeout=None, force=False, said=None):
+    """Wait on ``address`` (HOST:PORT) for one capture pushed there, read it whole (a capture it
+    must be), then write it as it came to ``path`` (or ``stream``).  ``said``: the listening line."""
+    from .output import output_file
+    from .sources.tcp import DEFAULT_TIMEOUT, Listener
+    with Listener(address, timeout or DEFAULT_TIMEOUT, said) as listener:
+        source, spool = listener.capture()
+    source.close()
+    target = (output_file(path, force=force, what="capture", private=True) if path is not None
+              else contextlib.nullcontext(stream))
+    try:
+        with spool, target as out:
+            while True:
+                chunk = spool.read(1 << 20)
+                if not chunk:
+                    break
+                out.write(chunk)
+        if path is None:
+            stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        where = f" to {path}" if path is not None else ""
+        raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
+    return []
 
 
 @contextlib.contextmanager

@@ -96,6 +96,13 @@ def output_options(what):
     return click.option("--force", is_flag=True, help=f"Let -o replace an existing file that does not hold a {what}.")
 
 
+#: how long a sender pushing a capture over TCP may be silent
+timeout_option = click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), metavar="S",
+    help="Over TCP (--listen, -S tcp://): give up on a connected sender silent for S seconds, or "
+         "not done after 10 x S (default 60).")
+
+
 #: the views (smem 1.5's -m -u -w, then the newer ones)
 view_options = _bundle(
     click.option("-m", "--mappings", is_flag=True, help="Show mappings."),
@@ -237,7 +244,9 @@ def cli():
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
 @output_options("chart")
 @click.option("-S", "--source", metavar="SOURCE",
-              help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
+              help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, ssh://[user@]host[:port], "
+                   "or tcp://HOST:PORT (wait there for one capture: sh smemcap.sh | nc HOST PORT).")
+@timeout_option
 @click.option("--interval", type=float, metavar="SECONDS",
               help="Watch: a report every SECONDS, with the change of each amount (dpss, duss, ...) and "
                    "new/gone marks. On a terminal redrawn in place (q quits, s sorts by the next column, "
@@ -250,7 +259,7 @@ def cli():
 @click.option("--delta", type=click.Choice(["first", "previous"]), metavar="first|previous",
               help="With --interval: changes since the first report (default) or the previous one.")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
-def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source,
+def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, timeout,
            interval, count, delta, wss, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
@@ -273,7 +282,7 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
                          "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
     request = ReportRequest(
-        query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss),
+        query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss, timeout=timeout),
         table=table,
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),
@@ -317,7 +326,8 @@ def _watch_run(request):
 @selection_options
 @table_options
 @click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
-def diff(old, new, breakdown, **o):
+@timeout_option
+def diff(old, new, breakdown, timeout, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
     program, cgroup, mapping, system area or shared memory object (--shm), its memory in OLD, in
     NEW and the change.
@@ -331,7 +341,8 @@ def diff(old, new, breakdown, **o):
     system = SystemOptions(breakdown=breakdown)
     if _asked_field_help(o, _chosen_view(o), compared=True, system=system):
         return
-    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old), table=_table(o), system=system))
+    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old, timeout=timeout),
+                       table=_table(o), system=system))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -345,8 +356,19 @@ def diff(old, new, breakdown, **o):
 @click.option("--script", is_flag=True,
               help="Print the capture shell script instead, for a host without Python: "
                    "smem capture --script | ssh box sh > box.tgz")
-def capture(output, force, host, compression, exact, script):
+@click.option("--listen", metavar="HOST:PORT",
+              help="Wait on HOST:PORT for one capture a target pushes (sh smemcap.sh | nc HOST PORT), "
+                   "check it is one, and write it. Not authenticated or encrypted.")
+@timeout_option
+def capture(output, force, host, compression, exact, script, listen, timeout):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
+    if listen is not None:
+        given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),
+                                          ("--compression", compression != "gz")) if value]
+        if given:
+            raise UsageError(f"--listen writes the capture as the target sent it: it takes no {' or '.join(given)}")
+    elif timeout is not None:
+        raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
     if script:
         given = [name for name, value in (("-o", output), ("--host", host), ("--exact", exact),
                                           ("--force", force), ("--compression", compression != "gz")) if value]
@@ -365,10 +387,12 @@ def capture(output, force, host, compression, exact, script):
         raise SmemError("cannot write the capture: standard output is closed; use -o FILE")
     if output is None and sys.stdout.isatty():
         raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
-    from .app import run_capture
+    from .app import run_capture, run_receive
+    stream = sys.stdout.buffer if output is None else None
     try:
-        warnings = run_capture(output, sys.stdout.buffer if output is None else None,
-                               host=host, compression=compression, exact=exact, force=force)
+        warnings = (run_receive(listen, output, stream, timeout=timeout, force=force, said=_note)
+                    if listen is not None else
+                    run_capture(output, stream, host=host, compression=compression, exact=exact, force=force))
     except BrokenPipeError:  # a reader that stops early (head, a dropped ssh or nc) has half a capture
         _silence_stdout()
         raise SmemError("the capture was cut off: standard output was closed before the end "
@@ -479,6 +503,10 @@ def _terminal_columns():
         return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def _note(message):
+    click.echo(f"smem: {message}", err=True)
 
 
 def _warn(message):

@@ -32,6 +32,7 @@ class Query(NamedTuple):
     max_rss_kib: Optional[int] = None  # --max-rss: skip processes with more resident
     pids: Optional[Tuple[int, ...]] = None  # --pid: only these processes
     wss_seconds: Optional[float] = None  # --wss: clear the referenced bits, wait, then read
+    timeout: Optional[float] = None    # --timeout: seconds a sender to -S tcp:// may be silent
 
 
 class TableOptions(NamedTuple):

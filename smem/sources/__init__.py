@@ -14,9 +14,10 @@ from .live import LiveSource
 __all__ = ["Source", "LiveSource", "open_source"]
 
 
-def open_source(spec=None, stdin=None, per_mapping=True, streamed=False):
+def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None):
     """``None`` for the live system, ``-`` for a capture on stdin, ``ssh://...`` for
-    a remote host, else a capture file or directory.
+    a remote host, ``tcp://HOST:PORT`` for a capture pushed there (waiting at most ``timeout``
+    seconds for a connected sender), else a capture file or directory.
 
     ``per_mapping=False``: the report needs no per-mapping data where smaps_rollup
     is there, so an archive need not keep those processes' smaps.  ``streamed=True``: an
@@ -34,6 +35,9 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False):
     if spec.startswith("ssh://"):
         from .remote import RemoteSource
         return RemoteSource(spec, per_mapping)
+    if spec.startswith("tcp://"):
+        from .tcp import DEFAULT_TIMEOUT, receive_source
+        return receive_source(spec, timeout or DEFAULT_TIMEOUT, per_mapping, streamed)
     if "\0" in spec:
         raise UsageError(f"-S {spec!r}: a path cannot hold a NUL byte")
     try:

@@ -1,0 +1,163 @@
+"""Captures pushed over TCP by the target: ``sh smemcap.sh | nc HOST PORT``.
+
+A target with busybox and no Python (nor ssh server) cannot be pulled from; it can
+push.  :class:`Listener` listens on the address the user names (a host is required:
+nothing listens on every interface unasked) and takes one connection at a time; each
+connection is one capture, ended by the sender closing its side.  What a peer sends is
+spooled to an unlinked temporary file, never held in memory, and bounded: at most
+``MAX_RECEIVED_BYTES``, no silence longer than the timeout, and the whole capture within
+``WHOLE_TIMEOUTS`` timeouts (a sender trickling a byte a second is given up as surely as a
+silent one).  The capture is then read like any capture file (smem.sources.archive), with
+its limits on decompression, so a bomb or garbage is refused there.
+
+The stream is neither authenticated nor encrypted: anyone who can reach the port can send
+a capture, and anyone on the path can read one (README.md says when to use ssh instead).
+"""
+
+import os
+import socket
+import tempfile
+import time
+
+from ..errors import CaptureError, SourceError, UsageError
+
+__all__ = ["Listener", "receive_source", "parse_address", "DEFAULT_TIMEOUT", "MAX_RECEIVED_BYTES", "WHOLE_TIMEOUTS"]
+
+#: Seconds a connected sender may be silent.  smemcap.sh collects every process before tar
+#: sends its first byte, so this must cover a slow target's collection.
+DEFAULT_TIMEOUT = 60.0
+#: A capture must arrive whole within this many timeouts of the connection.
+WHOLE_TIMEOUTS = 10
+#: The most a peer may send: a compressed capture (a 10,000-process server's is some hundreds of MiB).
+MAX_RECEIVED_BYTES = 1 << 30
+
+
+def parse_address(text, option="--listen"):
+    """HOST:PORT or [IPV6]:PORT as (host, port); the host is required (no listening everywhere
+    by default)."""
+    usage = UsageError(f"{option} takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:5555 or [::1]:5555 "
+                       f"(not {text[:60]!r}); the host is required: say 0.0.0.0 to listen on every interface")
+    if text.startswith("["):
+        host, bracket, port = text[1:].partition("]:")
+        if not bracket or ":" not in host:
+            raise usage
+    else:
+        host, colon, port = text.rpartition(":")
+        if not colon or ":" in host:
+            raise usage
+    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
+        raise usage
+    return host, int(port)
+
+
+def _endpoint(address):
+    host, port = address[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class Listener:
+    """A listening socket taking captures one connection at a time (a context manager).
+
+    ``timeout``: seconds a connected peer may be silent (and WHOLE_TIMEOUTS of them for the
+    whole capture).  ``said``: called with a line once listening (the port chosen for port 0).
+    """
+
+    def __init__(self, address, timeout=DEFAULT_TIMEOUT, said=None):
+        host, port = parse_address(address) if isinstance(address, str) else address
+        if not timeout > 0 or timeout == float("inf"):
+            raise UsageError(f"--timeout takes a number of seconds above 0 (not {timeout:g})")
+        self.timeout = timeout
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            self._socket = socket.create_server((host, port), family=family, backlog=8)
+        except socket.gaierror as e:
+            raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror}") from None
+        except OSError as e:
+            raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror or e}") from None
+        self.address = _endpoint(self._socket.getsockname())
+        if said is not None:
+            said(f"listening on {self.address} for a capture (sh smemcap.sh | nc "
+                 f"{self.address.rpartition(':')[0].strip('[]')} {self.address.rpartition(':')[2]})")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._socket.close()
+
+    def receive(self):
+        """The next capture sent (an unlinked temporary file, at its start, and the peer's
+        name): a CaptureError for a peer that sends nothing, stalls, trickles or sends too much.
+        Waits for a connection as long as it takes."""
+        connection, peer = self._socket.accept()
+        name = f"capture from {_endpoint(peer)}"
+        with connection:
+            spool = tempfile.TemporaryFile(prefix="smem-received-")
+            try:
+                self._spool(connection, spool, name)
+            except BaseException:
+                spool.close()
+                raise
+        spool.seek(0)
+        return spool, name
+
+    def _spool(self, connection, spool, name):
+        started = time.monotonic()
+        whole = self.timeout * WHOLE_TIMEOUTS
+        received = 0
+        while True:
+            left = started + whole - time.monotonic()
+            if left <= 0:
+                raise CaptureError(f"{name}: still sending after {whole:g} s ({received} bytes; "
+                                   f"{WHOLE_TIMEOUTS} x --timeout): given up")
+            connection.settimeout(min(self.timeout, left))
+            try:
+                chunk = connection.recv(1 << 20)
+            except socket.timeout:
+                if time.monotonic() - started >= whole:
+                    continue
+                said = "nothing" if not received else f"{received} bytes, then nothing"
+                raise CaptureError(f"{name}: sent {said} for {self.timeout:g} s: given up "
+                                   "(--timeout)") from None
+            except OSError as e:
+                raise CaptureError(f"{name}: connection failed after {received} bytes "
+                                   f"({e.strerror or e})") from None
+            if not chunk:
+                break
+            received += len(chunk)
+            if received > MAX_RECEIVED_BYTES:
+                raise CaptureError(f"{name}: sent more than {MAX_RECEIVED_BYTES >> 20} MiB: not a capture")
+            spool.write(chunk)
+        if not received:
+            raise CaptureError(f"{name}: closed the connection without sending a capture")
+        spool.flush()
+
+    def capture(self):
+        """The next capture received and read whole (validated: an ArchiveSource of it, held),
+        with the file it came in (at its start)."""
+        from .archive import ArchiveSource, CaptureFile
+        spool, name = self.receive()
+        try:
+            source = ArchiveSource(CaptureFile(_reopened(spool), name), name)
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+        return source, spool
+
+
+def _reopened(spool):
+    """Another file object on the spool: the archive closes its own once read."""
+    return os.fdopen(os.dup(spool.fileno()), "rb")
+
+
+def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False):
+    """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file."""
+    from .archive import ArchiveSource, CaptureFile
+    address = spec[len("tcp://"):].rstrip("/")
+    with Listener(parse_address(address, "-S tcp://"), timeout) as listener:
+        spool, name = listener.receive()
+    return ArchiveSource(CaptureFile(spool, name), name, per_mapping, streamed)
