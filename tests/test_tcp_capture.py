@@ -1,0 +1,158 @@
+"""Captures pushed over TCP (smem/sources/tcp.py): busybox sh and nc send, smem listens on 127.0.0.1.
+
+The sender is what a target without Python runs: Debian's busybox ``sh`` running
+scripts/smemcap.sh, piped into busybox ``nc``.  Hostile peers are real sockets that send
+garbage, a cut gzip stream, a bomb, nothing, or stall; each must get its one line, an exit
+status 1 and no file left behind, within the (short) --timeout.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TESTS, run_smem
+from hostile_corpus import capture_tar, compress, header, without_end, zeros_stream
+
+BUSYBOX = shutil.which("busybox")
+SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
+needs_busybox = pytest.mark.skipif(BUSYBOX is None, reason="busybox is not installed")
+
+
+def smem_process(*args):
+    """``python -m smem ARGS`` started, stdout and stderr piped."""
+    return subprocess.Popen([sys.executable, "-m", "smem", *map(str, args)], cwd=TESTS.parent,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def listening_port(proc):
+    """The port named by smem's 'listening on HOST:PORT' line (it listens on port 0)."""
+    line = proc.stderr.readline().decode()
+    assert "listening on 127.0.0.1:" in line, line
+    return int(line.split("listening on 127.0.0.1:")[1].split()[0])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, proc):
+    """Until something listens on 127.0.0.1:port (read from /proc/net/tcp: a probe would be a connection)."""
+    wanted = f"0100007F:{port:04X}"
+    for _ in range(600):
+        with open("/proc/net/tcp") as f:
+            if any(line.split()[1] == wanted and line.split()[3] == "0A" for line in f.readlines()[1:]):
+                return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def busybox_push(port):
+    """What the README tells a target to run: busybox sh smemcap.sh | busybox nc HOST PORT."""
+    subprocess.run([BUSYBOX, "sh", "-c", f"{BUSYBOX} sh {SCRIPT} | {BUSYBOX} nc 127.0.0.1 {port}"],
+                   check=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+@needs_busybox
+def test_capture_listen_keeps_what_busybox_pushes(tmp_path):
+    out = tmp_path / "box.tgz"
+    with subprocess.Popen(["sleep", "60"]) as marker:
+        proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", out, "--timeout", "30")
+        try:
+            busybox_push(listening_port(proc))
+            _, err = proc.communicate(timeout=60)
+        finally:
+            marker.kill()
+    assert proc.returncode == 0, err
+    assert out.read_bytes()[:2] == b"\x1f\x8b"  # kept as the target sent it
+    report = run_smem("-S", out, "-c", "pid name", "-H", check=True).stdout.decode()
+    assert str(marker.pid) in report.split()
+
+
+@needs_busybox
+def test_report_waits_on_tcp_for_one_capture(tmp_path):
+    port = free_port()
+    proc = smem_process("-S", f"tcp://127.0.0.1:{port}", "-u", "--timeout", "30")
+    wait_listening(port, proc)
+    busybox_push(port)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.split()[:2] == [b"User", b"Count"] and b"root" in out
+
+
+def _send_and_close(data):
+    def peer(port):
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(data)
+    return peer
+
+
+def _stall(port):
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(compress("gzip", capture_tar())[:300])
+        time.sleep(4)
+
+
+def _silent(port):
+    with socket.create_connection(("127.0.0.1", port)):
+        time.sleep(4)
+
+
+def _slow(port):
+    """A byte every 50 ms, never silent for a whole --timeout, for longer than 10 of them."""
+    data = compress("gzip", capture_tar())
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for i in range(len(data)):
+            try:
+                s.sendall(data[i:i + 1])
+            except OSError:
+                return
+            time.sleep(0.05)
+
+
+HOSTILE = {
+    "garbage": (_send_and_close(os.urandom(3000).replace(b"\x1f", b"x").replace(b"B", b"x")
+                                .replace(b"\xfd", b"x").replace(b"\x28", b"x")),
+                "not a readable capture archive"),
+    "truncated gzip": (_send_and_close(compress("gzip", capture_tar())[:400]), "gzip data is truncated or corrupt"),
+    "zip bomb": (_send_and_close(zeros_stream("gzip", 256 << 20, prefix=without_end(capture_tar())
+                                              + header(b"1234/smaps", 3 << 30))),
+                 "inflates past the limit"),
+    "nothing at all": (_send_and_close(b""), "closed the connection without sending a capture"),
+    "stall half way": (_stall, "sent 300 bytes, then nothing for 1 s: given up"),
+    "silent": (_silent, "sent nothing for 1 s: given up"),
+    "slow": (_slow, "still sending after 3 s"),
+}
+
+
+@pytest.mark.parametrize("kind", HOSTILE)
+def test_a_hostile_peer_gets_one_line_and_no_file(tmp_path, kind):
+    peer, said = HOSTILE[kind]
+    out = tmp_path / "kept.tgz"
+    timeout = "0.3" if kind == "slow" else "1"
+    proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", out, "--timeout", timeout)
+    peer(listening_port(proc))
+    _, err = proc.communicate(timeout=60)
+    lines = err.decode().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, err
+    assert lines[0].startswith("smem: capture from 127.0.0.1:") and said in lines[0], lines
+    assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_the_host_is_required():
+    proc = run_smem("capture", "--listen", ":5555")
+    assert proc.returncode == 2 and b"the host is required" in proc.stderr
+    proc = run_smem("-S", "tcp://5555")
+    assert proc.returncode == 2 and b"HOST:PORT" in proc.stderr
+
+
+def test_timeout_only_with_tcp():
+    proc = run_smem("capture", "--timeout", "3")
+    assert proc.returncode == 2 and b"use it with --listen" in proc.stderr
