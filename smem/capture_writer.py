@@ -31,6 +31,7 @@ from .sources.base import KERNEL_CONFIG_MEMBER, SHMEM_MEMBER
 __all__ = ["write_capture", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
 
 PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status", "cgroup")
+_ROLLUP_FIRST = ("smaps_rollup", "smaps", "cmdline", "stat", "status", "cgroup")
 #: what each /sys/block/zramN gives of its memory (Documentation/admin-guide/blockdev/zram.rst)
 ZRAM_FILES = ("mm_stat", "disksize", "comp_algorithm")
 #: /sys directories copied whole: KSM (Documentation/admin-guide/mm/ksm.rst) and zswap's settings
@@ -112,11 +113,13 @@ def _passwd_field(name):
     return "".join("?" if c == ":" or not c.isprintable() else c for c in name)
 
 
-def write_capture(source, fileobj, compression="gz", exact=False):
+def write_capture(source, fileobj, compression="gz", exact=False, mappings=True):
     """Write a capture of ``source`` to ``fileobj``; returns (processes written, skipped).
 
     With ``exact``, also the frames each process maps and their map counts
-    (smem.exact), so that ``smem -S CAPTURE --exact`` works offline.
+    (smem.exact), so that ``smem -S CAPTURE --exact`` works offline.  With ``mappings=False``
+    a process's smaps is left out where its smaps_rollup says the same sums (a recording's
+    frames between those that keep smaps: smem.recording).
     """
     if exact:
         from .exact import exact_capture_members, frame_reader
@@ -135,11 +138,13 @@ def write_capture(source, fileobj, compression="gz", exact=False):
                 out.file(name, data)
         for pid in source.pids():
             files = {}
-            for name in PROCESS_FILES:
+            for name in PROCESS_FILES if mappings else _ROLLUP_FIRST:
+                if name == "smaps" and files.get("smaps_rollup") and not mappings:
+                    continue
                 data = source.read_optional(f"{pid}/{name}")
                 if data is not None:
                     files[name] = data
-            if "smaps" not in files or "stat" not in files:
+            if not ("smaps" in files or "smaps_rollup" in files) or "stat" not in files:
                 skipped += "stat" in files  # unreadable, as opposed to gone
                 continue
             uid = source.owner(pid)
@@ -156,7 +161,7 @@ def write_capture(source, fileobj, compression="gz", exact=False):
                 cgroup = cgroup_v2_path(files["cgroup"])
                 if cgroup is not None:
                     cgroups.add(cgroup)
-            if exact:
+            if exact and "smaps" in files:
                 try:
                     mappings[pid] = parse_smaps(files["smaps"])
                 except ValueError:

@@ -428,6 +428,44 @@ def html(output, force, source, old, top_mappings, **o):
 
 
 @cli.command(context_settings=CONTEXT)
+@click.option("-o", "--output", metavar="DIR", required=True,
+              help="The recording's directory: made if absent, resumed if it holds a recording.")
+@click.option("--interval", type=click.FloatRange(min=0, min_open=True), metavar="S",
+              help="Seconds between two frames of this machine (default 10).")
+@click.option("--count", type=click.IntRange(min=1), metavar="N", help="Stop after N frames.")
+@click.option("--duration", metavar="T", help="Stop after T (seconds, or 90s, 10m, 24h, 2d).")
+@click.option("--smaps-every", type=click.IntRange(min=1), default=360, show_default=True, metavar="N",
+              help="Keep every process's smaps (for -m, -M) in the first frame and every Nth; the others keep "
+                   "its smaps_rollup (1: every frame).")
+@click.option("--listen", metavar="HOST:PORT",
+              help="Record a target instead: each capture it pushes to HOST:PORT is a frame "
+                   "(while :; do sh smemcap.sh | nc HOST PORT; sleep 10; done). Not authenticated or encrypted.")
+@timeout_option
+def record(output, interval, count, duration, smaps_every, listen, timeout):
+    """Record this machine's memory over time into a directory of frames (or a target's, pushed over
+    TCP), for -S DIR [--at TIME], smem diff DIR and --all-frames. Until --count, --duration, SIGTERM
+    or Ctrl-C; every frame written is kept whole. Needs smem[compression] (zstandard).
+    """
+    from .sources.recorded import parse_duration
+    if count is not None and duration is not None:
+        raise UsageError("choose one end: --count N or --duration T")
+    if listen is not None and interval is not None:
+        raise UsageError("--interval paces this machine's frames: with --listen the target's loop sets the pace")
+    if listen is None and timeout is not None:
+        raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
+    seconds = parse_duration(duration, "--duration") if duration is not None else None
+    from .recording.record import DEFAULT_INTERVAL, record_pushed, record_this_machine
+    try:
+        if listen is not None:
+            record_pushed(output, listen, timeout, count, seconds, smaps_every, said=_note, warn=_warn)
+        else:
+            record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every,
+                                said=_note, warn=_warn)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C ends a recording; every frame written is whole
+
+
+@cli.command(context_settings=CONTEXT)
 @click.option("--listen", metavar="HOST:PORT",
               help="Where to serve /metrics: HOST:PORT or [IPV6]:PORT (default 127.0.0.1:9464; port 0: any free "
                    "port, named on stderr).")

@@ -14,16 +14,19 @@ from .live import LiveSource
 __all__ = ["Source", "LiveSource", "open_source"]
 
 
-def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None):
+def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None, at=None):
     """``None`` for the live system, ``-`` for a capture on stdin, ``ssh://...`` for
     a remote host, ``tcp://HOST:PORT`` for a capture pushed there (waiting at most ``timeout``
-    seconds for a connected sender), else a capture file or directory.
+    seconds for a connected sender), a recording's directory (its frame ``at``, by default the
+    last: smem.sources.recorded), else a capture file or directory.
 
     ``per_mapping=False``: the report needs no per-mapping data where smaps_rollup
     is there, so an archive need not keep those processes' smaps.  ``streamed=True``: an
     archive is an ArchiveStream, a StreamedSource read once, process by process, by whoever loads
     it (its each_process), else an ArchiveSource read whole as it is opened.
     """
+    if at is not None and (spec is None or spec == "" or spec in ("-",) or "://" in spec):
+        raise UsageError("--at chooses a frame of a recording: use it with -S RECORDING")
     if spec is None or spec == "":
         return LiveSource()
     from .archive import ArchiveSource, ArchiveStream, CaptureFile, read_capture  # decompressors: only for captures
@@ -45,7 +48,14 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
     except OSError as e:
         raise SourceError(f"cannot read {spec}: {e.strerror}") from None
     if stat.S_ISDIR(mode):
+        from .recorded import is_recording, open_recording
+        if is_recording(spec):
+            return open_recording(spec, at, per_mapping, streamed)
+        if at is not None:
+            raise UsageError(f"--at chooses a frame of a recording: {spec} is a capture directory")
         return DirectorySource(spec)
+    if at is not None:
+        raise UsageError(f"--at chooses a frame of a recording: {spec} is a capture")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # refused unopened: opening may block or act
         raise SourceError(f"{spec}: not a capture file (a device or socket)")
     name = spec  # errors name the file as the user gave it

@@ -88,11 +88,15 @@ class Listener:
     def close(self):
         self._socket.close()
 
-    def receive(self):
+    def receive(self, wait=None):
         """The next capture sent (an unlinked temporary file, at its start, and the peer's
         name): a CaptureError for a peer that sends nothing, stalls, trickles or sends too much.
-        Waits for a connection as long as it takes."""
-        connection, peer = self._socket.accept()
+        Waits for a connection ``wait`` seconds (None: as long as it takes), then returns None."""
+        self._socket.settimeout(wait)
+        try:
+            connection, peer = self._socket.accept()
+        except socket.timeout:
+            return None
         name = f"capture from {_endpoint(peer)}"
         with connection:
             spool = tempfile.TemporaryFile(prefix="smem-received-")
@@ -135,11 +139,14 @@ class Listener:
             raise CaptureError(f"{name}: closed the connection without sending a capture")
         spool.flush()
 
-    def capture(self):
+    def capture(self, wait=None):
         """The next capture received and read whole (validated: an ArchiveSource of it, held),
-        with the file it came in (at its start)."""
+        with the file it came in (at its start); None if no connection came in ``wait`` seconds."""
         from .archive import ArchiveSource, CaptureFile
-        spool, name = self.receive()
+        received = self.receive(wait)
+        if received is None:
+            return None
+        spool, name = received
         try:
             source = ArchiveSource(CaptureFile(_reopened(spool), name), name)
         except BaseException:

@@ -1,0 +1,94 @@
+"""``smem record``: frames of this machine on a schedule, or of a target that pushes captures.
+
+This machine: a capture every ``interval`` seconds (the smaps read only for a key frame, the
+smaps_rollup otherwise), made a frame (smem.recording.frames) and added to the recording.
+A target: each capture pushed to the listener (smem.sources.tcp) is read whole (so a bad one
+is refused with its line, and the next one is still taken), then made a frame; the frame's time
+is when it arrived (a target's clock is often wrong).
+"""
+
+import io
+import itertools
+import time
+
+from ..errors import CaptureError
+from .store import DEFAULT_SMAPS_EVERY, RecordingWriter
+
+__all__ = ["record_this_machine", "record_pushed", "DEFAULT_INTERVAL"]
+
+#: seconds between two frames of this machine
+DEFAULT_INTERVAL = 10.0
+
+
+def _resumed_line(writer):
+    return f" (resumed at frame {writer.next_number})" if writer.resumed else ""
+
+
+def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=None,
+                        smaps_every=DEFAULT_SMAPS_EVERY, said=None, warn=None):
+    """Record this machine into ``path``: ``count`` frames, or for ``duration`` seconds, or until
+    stopped (SIGTERM, Ctrl-C); the frames written."""
+    from ..capture_writer import write_capture
+    from ..sources import open_source
+    written = 0
+    with RecordingWriter(path, smaps_every) as writer:
+        if said is not None:
+            said(f"recording this machine into {path} every {interval:g} s{_resumed_line(writer)}")
+        for _ in _schedule(interval, count, duration):
+            key = writer.wants_smaps()
+            buffer = io.BytesIO()
+            taken = time.time()
+            source = open_source(None)
+            try:
+                _, skipped = write_capture(source, buffer, compression=None, mappings=key)
+            finally:
+                source.close()
+            buffer.seek(0)
+            writer.add(buffer, taken, key)
+            written += 1
+    return written
+
+
+def _schedule(interval, count, duration):
+    """Yield at each frame's time: now, then every ``interval`` seconds (a slow frame delays the
+    next), ``count`` times or until ``duration`` seconds have passed."""
+    start = next_at = time.monotonic()
+    for number in itertools.count(1) if count is None else range(1, count + 1):
+        if number > 1:
+            time.sleep(max(next_at - time.monotonic(), 0.0))
+            if duration is not None and time.monotonic() - start >= duration:
+                return
+        yield number
+        next_at = max(next_at + interval, time.monotonic())
+
+
+def record_pushed(path, address, timeout=None, count=None, duration=None, smaps_every=DEFAULT_SMAPS_EVERY,
+                  said=None, warn=None):
+    """Record the captures pushed to ``address`` (HOST:PORT) into ``path``, one frame each; a bad
+    capture is ``warn``-ed and the next one awaited.  Stops after ``count`` frames, ``duration``
+    seconds, or when stopped; the frames written."""
+    from ..sources.tcp import DEFAULT_TIMEOUT, Listener
+    written = 0
+    started = time.monotonic()
+    with Listener(address, timeout or DEFAULT_TIMEOUT) as listener, RecordingWriter(path, smaps_every) as writer:
+        if said is not None:
+            said(f"listening on {listener.address} for captures to record into {path}"
+                 f"{_resumed_line(writer)}")
+        while count is None or written < count:
+            wait = None if duration is None else started + duration - time.monotonic()
+            if wait is not None and wait <= 0:
+                break
+            try:
+                received = listener.capture(wait)
+            except CaptureError as e:
+                if warn is not None:
+                    warn(f"{e}; waiting for the next capture")
+                continue
+            if received is None:
+                break
+            source, spool = received
+            source.close()
+            with spool:
+                writer.add(spool, time.time())
+            written += 1
+    return written

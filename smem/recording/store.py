@@ -1,0 +1,185 @@
+"""Writing a recording's directory: frames and anchors written whole, then named in the index.
+
+Each file is written under a hidden temporary name, synced and renamed into place, and only then
+is its line appended to ``index.jsonl`` (and synced): smem killed at any moment (``kill -9``, a
+power cut after the sync) leaves every frame the index names whole, and at most a temporary
+file and a last index line cut short, which the reader ignores and a resumed recording
+removes.  The directory is made 0700 (a frame holds every process's command line); an existing
+one is written only if it is ours (or root's) and is a recording already (then it is resumed:
+numbering goes on, and the next frame is a key frame) or empty.
+"""
+
+import json
+import os
+import secrets
+import stat
+import time
+
+from .. import __version__
+from ..errors import CaptureError, OutputError, SourceError
+from ..sources.recorded import FORMAT, INDEX, VERSION, FrameEntry, Recording, anchor_path, frame_path
+from .frames import compress, repack
+
+__all__ = ["RecordingWriter", "DEFAULT_SMAPS_EVERY"]
+
+#: A key frame (every smaps) every this many frames: hourly at one frame every 10 s.
+DEFAULT_SMAPS_EVERY = 360
+
+
+class RecordingWriter:
+    """A recording open for new frames (a context manager): :meth:`add` one capture at a time."""
+
+    def __init__(self, path, smaps_every=DEFAULT_SMAPS_EVERY):
+        self.path = path
+        self.smaps_every = smaps_every
+        self._dir = _open_directory(path)
+        self._index = None
+        try:
+            self.resumed = self._start()
+        except BaseException:
+            self.close()
+            raise
+        self._anchor = None          # (key frame number, anchor tar) of this session's last key frame
+        self._since_key = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self._index is not None:
+            os.close(self._index)
+            self._index = None
+        if self._dir is not None:
+            os.close(self._dir)
+            self._dir = None
+
+    def _start(self):
+        """Open the index for appending: a new recording's header written, or an old one resumed.
+        Whether it was resumed."""
+        names = os.listdir(self._dir)
+        if INDEX in names:
+            with Recording(self.path) as existing:
+                self.next_number = existing.frames[-1].number + 1 if existing.frames else 1
+            self._index = os.open(INDEX, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self._dir)
+            _cut_partial_line(self._index)
+            for sub in ("frames", "anchors"):
+                os.makedirs(os.path.join(self.path, sub), mode=0o700, exist_ok=True)
+                _remove_temporaries(self._dir, sub)
+            return True
+        if names:
+            raise OutputError(f"refusing to record into {self.path}: it is not empty and not a recording "
+                              f"(no {INDEX})")
+        for sub in ("frames", "anchors"):
+            os.mkdir(sub, 0o700, dir_fd=self._dir)
+        header = {"format": FORMAT, "version": VERSION, "created": round(time.time(), 3),
+                  "tool": f"smem {__version__}", "smaps_every": self.smaps_every}
+        _write_whole(self._dir, ".", INDEX, (json.dumps(header) + "\n").encode())
+        self._index = os.open(INDEX, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self._dir)
+        self.next_number = 1
+        return False
+
+    def wants_smaps(self):
+        """Whether the next frame is a key frame: the first of this session, then every smaps_every."""
+        return self._anchor is None or self._since_key >= self.smaps_every
+
+    def add(self, capture, taken=None, with_smaps=None):
+        """Add a frame of ``capture`` (a file object of a capture at its start, read whole already
+        if it came from elsewhere); its FrameEntry.  ``taken``: its time (default now)."""
+        taken = time.time() if taken is None else taken
+        key = self.wants_smaps() if with_smaps is None else with_smaps or self._anchor is None
+        frame, anchor, processes = repack(capture, key)
+        number = self.next_number
+        if key:
+            _write_whole(self._dir, "anchors", os.path.basename(anchor_path(number)), compress(anchor))
+            self._anchor = (number, anchor)
+            self._since_key = 0
+        _write_whole(self._dir, "frames", os.path.basename(frame_path(number)), compress(frame, self._anchor[1]))
+        entry = FrameEntry(number, round(taken, 3), key, self._anchor[0], processes)
+        line = json.dumps({"frame": number, "time": entry.time, "smaps": key, "anchor": entry.anchor,
+                           "processes": processes}) + "\n"
+        try:
+            os.write(self._index, line.encode())
+            os.fsync(self._index)
+        except OSError as e:
+            raise OutputError(f"cannot write {self.path}/{INDEX}: {e.strerror}") from None
+        self.next_number = number + 1
+        self._since_key += 1
+        return entry
+
+
+def _open_directory(path):
+    """The recording's directory, made (0700) if absent; refused if a link, or another user's."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise OutputError(f"cannot make {path}: {e.strerror}") from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        raise OutputError(f"cannot record into {path}: {e.strerror}"
+                          + (" (a symbolic link is not followed)" if os.path.islink(path) else "")) from None
+    info = os.fstat(fd)
+    if info.st_uid not in (0, os.geteuid()):
+        os.close(fd)
+        raise OutputError(f"refusing to record into {path}: it belongs to another user (uid {info.st_uid})")
+    return fd
+
+
+def _write_whole(directory, sub, leaf, data):
+    """``sub/leaf`` under ``directory`` written under a temporary name, synced, renamed into place."""
+    where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+    scratch = f".{leaf}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=where)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(scratch, leaf, src_dir_fd=where, dst_dir_fd=where)
+        scratch = None
+        os.fsync(where)
+    except OSError as e:
+        raise OutputError(f"cannot write a frame ({sub}/{leaf}): {e.strerror}") from None
+    finally:
+        if scratch is not None:
+            try:
+                os.unlink(scratch, dir_fd=where)
+            except OSError:
+                pass
+        os.close(where)
+
+
+def _cut_partial_line(fd):
+    """Drop a last index line cut short (no newline): smem was killed while appending it."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        raise CaptureError("the recording's index is empty")
+    tail = os.pread(fd, min(size, 1 << 16), max(0, size - (1 << 16)))
+    if not tail.endswith(b"\n"):
+        cut = tail.rfind(b"\n")
+        if cut < 0:
+            raise SourceError("the recording's index has a line longer than 64 KiB")
+        os.ftruncate(fd, size - len(tail) + cut + 1)
+
+
+def _remove_temporaries(directory, sub):
+    """Temporary files a killed recorder left (``.NAME.tmp``): never named in the index."""
+    where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+    try:
+        for name in os.listdir(where):
+            if name.startswith(".") and name.endswith(".tmp"):
+                try:
+                    if stat.S_ISREG(os.stat(name, dir_fd=where, follow_symlinks=False).st_mode):
+                        os.unlink(name, dir_fd=where)
+                except OSError:
+                    pass
+    finally:
+        os.close(where)

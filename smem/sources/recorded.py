@@ -1,0 +1,251 @@
+"""A recording (``smem record``) read back: its index, a frame chosen by ``--at``, as a capture.
+
+A recording is a directory: ``index.jsonl`` (a header line, then one line per frame), the
+frames under ``frames/`` and their anchors under ``anchors/`` (docs/capture-format.md; how
+they are made: smem.recording).  A frame is a capture tar compressed with its anchor as the
+dictionary, so once inflated it is read as any capture (smem.sources.archive, with its
+limits).  A recording is data like a capture: its index is parsed strictly, names of files
+are made from frame numbers, never taken from it, and only regular files are opened.
+
+A line of the index is written once its frame is whole, so every frame the index lists is
+complete; a last line cut short (smem killed while appending it) is not a frame.
+"""
+
+import datetime
+import json
+import os
+import re
+import stat
+
+from ..errors import CaptureError, SourceError, UsageError
+
+__all__ = ["INDEX", "FORMAT", "FrameEntry", "Recording", "is_recording", "frame_path", "anchor_path",
+           "parse_duration", "open_recording", "decompress", "MAX_FRAME_BYTES"]
+
+#: the index's name: a directory holding it is a recording
+INDEX = "index.jsonl"
+#: the header line's format name and version
+FORMAT = "smem-recording"
+VERSION = 1
+#: A frame (or anchor) inflating past this is refused: a 10,000-process frame with every smaps
+#: is some hundreds of MiB.
+MAX_FRAME_BYTES = 1 << 30
+#: An index larger than this is not one (a year of frames every second is 2 GiB; a day at 10 s, 1 MiB).
+MAX_INDEX_BYTES = 256 << 20
+
+
+def frame_path(number):
+    return f"frames/{number:06d}.zst"
+
+
+def anchor_path(number):
+    return f"anchors/{number:06d}.zst"
+
+
+def is_recording(path):
+    """Whether ``path`` is a directory holding a recording's index."""
+    return os.path.isfile(os.path.join(path, INDEX))
+
+
+class FrameEntry:
+    """One frame of the index: its number, its time (seconds since the epoch, when it was taken
+    or received), whether it holds every smaps, the key frame whose anchor it needs."""
+
+    __slots__ = ("number", "time", "smaps", "anchor", "processes")
+
+    def __init__(self, number, time, smaps, anchor, processes):
+        self.number, self.time, self.smaps, self.anchor, self.processes = number, time, smaps, anchor, processes
+
+    @property
+    def timestamp(self):
+        return datetime.datetime.fromtimestamp(self.time, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _entry(line, where):
+    """A FrameEntry of one index line, or a CaptureError saying what is wrong."""
+    try:
+        item = json.loads(line)
+        number, when, smaps, anchor = item["frame"], item["time"], item["smaps"], item["anchor"]
+        processes = item.get("processes")
+    except (ValueError, KeyError, TypeError):
+        raise CaptureError(f"{where}: not a frame line") from None
+    if not (type(number) is int and 0 < number < 10 ** 9 and type(anchor) is int and 0 < anchor <= number
+            and isinstance(when, (int, float)) and 0 <= when < 1e11 and isinstance(smaps, bool)
+            and (processes is None or type(processes) is int)):
+        raise CaptureError(f"{where}: not a frame line")
+    return FrameEntry(number, float(when), smaps, anchor, processes)
+
+
+class Recording:
+    """A recording's index, read once; :meth:`frame_bytes` inflates a frame."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self._dir = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise SourceError(f"cannot read {path}: {e.strerror}") from None
+        try:
+            text = self._read(INDEX, MAX_INDEX_BYTES)
+            self.header, self.frames = self._parse(text)
+        except BaseException:
+            os.close(self._dir)
+            raise
+        self._anchors = {}
+
+    def close(self):
+        if self._dir is not None:
+            os.close(self._dir)
+            self._dir = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _read(self, name, limit):
+        """A regular file of the recording, never followed through a link, at most ``limit`` bytes."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self._dir)
+        except OSError as e:
+            raise CaptureError(f"{self.path}: cannot read {name}: {e.strerror}") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise CaptureError(f"{self.path}: {name} is not a regular file")
+            if info.st_size > limit:
+                raise CaptureError(f"{self.path}: {name} is larger than {limit >> 20} MiB")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                return f.read(limit + 1)
+        finally:
+            os.close(fd)
+
+    def _parse(self, text):
+        lines = text.split(b"\n")
+        if lines and lines[-1]:
+            lines[-1] = b""  # a last line without its newline was cut short: not a frame
+        try:
+            header = json.loads(lines[0])
+        except ValueError:
+            header = None
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise CaptureError(f"{self.path}: not a smem recording (its {INDEX} has no header)")
+        if header.get("version") != VERSION:
+            raise CaptureError(f"{self.path}: a recording of format version {header.get('version')!r}: "
+                               f"this smem reads version {VERSION}")
+        frames, seen = [], set()
+        for number, line in enumerate(lines[1:], 2):
+            if not line:
+                continue
+            entry = _entry(line, f"{self.path}: {INDEX} line {number}")
+            if entry.number in seen or (frames and entry.number < frames[-1].number):
+                raise CaptureError(f"{self.path}: {INDEX} line {number}: frame {entry.number} out of order")
+            seen.add(entry.number)
+            frames.append(entry)
+        return header, frames
+
+    def frame_bytes(self, entry):
+        """The capture tar of frame ``entry``, inflated."""
+        anchor = self._anchors.get(entry.anchor)
+        if anchor is None:
+            name = anchor_path(entry.anchor)
+            anchor = bytes(decompress(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}"))
+            self._anchors = {entry.anchor: anchor}  # (one kept: frames in order share it)
+        name = frame_path(entry.number)
+        return decompress(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}", anchor)
+
+    def choose(self, at=None):
+        """The frame ``--at`` names (a frame number, ``first``, ``last``, a date and time, ``HH:MM``,
+        ``+DURATION`` after the first frame or ``-DURATION`` before the last): the last frame taken at
+        or before that time; the last frame without ``at``."""
+        if not self.frames:
+            raise CaptureError(f"{self.path}: the recording has no frame yet")
+        if at is None or at == "last":
+            return self.frames[-1]
+        if at == "first":
+            return self.frames[0]
+        text = at.strip()
+        if text.isascii() and text.isdigit():
+            for entry in self.frames:
+                if entry.number == int(text):
+                    return entry
+            raise UsageError(f"--at {at}: the recording has no frame {int(text)} (frames "
+                             f"{self.frames[0].number} to {self.frames[-1].number})")
+        when = self._time_of(text, at)
+        chosen = [e for e in self.frames if e.time <= when]
+        if not chosen:
+            raise UsageError(f"--at {at}: before the recording's first frame ({self.frames[0].timestamp})")
+        return chosen[-1]
+
+    def _time_of(self, text, at):
+        if text[:1] in "+-" and len(text) > 1:
+            seconds = parse_duration(text[1:], "--at")
+            return self.frames[0].time + seconds if text[0] == "+" else self.frames[-1].time - seconds
+        if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?", text):
+            day = datetime.datetime.fromtimestamp(self.frames[-1].time).date().isoformat()
+            text = f"{day}T{text}"
+        try:
+            moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"--at takes a frame number, first, last, a time (2026-12-04T16:05:00, 16:05, "
+                             f"+10m after the first frame, -10m before the last), not {at[:40]!r}") from None
+        return moment.timestamp()
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text, option):
+    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` (or ``1.5h``) as seconds above 0."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text.strip())
+    seconds = float(match[1]) * _UNITS[match[2] or "s"] if match else 0
+    if not 0 < seconds < 1e9:
+        raise UsageError(f"{option} takes a duration above 0: seconds, or 90s, 10m, 2h, 1d (not {text[:40]!r})")
+    return seconds
+
+
+def decompress(data, name, anchor=None):
+    """The bytes of a frame (or an anchor, without ``anchor``); a CaptureError naming ``name`` for
+    damage, a cut, or more than MAX_FRAME_BYTES."""
+    from ..extras import require
+    from .archive import MAX_ZSTD_WINDOW, _zstd_frames_end
+    zstandard = require("zstandard", "a recording (smem record, -S RECORDING)")
+    if _zstd_frames_end(data) != len(data):
+        raise CaptureError(f"{name}: damaged or cut short: not a zstd frame")
+    dictionary = (zstandard.ZstdCompressionDict(anchor, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+                  if anchor is not None else None)
+    decompressor = zstandard.ZstdDecompressor(dict_data=dictionary, max_window_size=MAX_ZSTD_WINDOW)
+    out = bytearray()
+    try:
+        reader = decompressor.stream_reader(memoryview(data), read_across_frames=True)
+        while True:
+            chunk = reader.read(1 << 20)
+            if not chunk:
+                break
+            out += chunk
+            if len(out) > MAX_FRAME_BYTES:
+                raise CaptureError(f"{name}: inflates past {MAX_FRAME_BYTES >> 20} MiB: not a frame")
+    except zstandard.ZstdError as e:
+        raise CaptureError(f"{name}: damaged ({e})") from None
+    if not out:
+        raise CaptureError(f"{name}: empty: not a frame")
+    return out
+
+
+def open_recording(path, at=None, per_mapping=True, streamed=False):
+    """The frame of the recording at ``path`` that ``at`` names, as a capture source.  A report
+    that reads mappings (-m, -M) reads the last frame at or before it that kept every smaps."""
+    from .archive import ArchiveSource
+    with Recording(path) as recording:
+        entry = recording.choose(at)
+        name = f"recording {path} frame {entry.number}"
+        if per_mapping and not entry.smaps:
+            entry = [e for e in recording.frames if e.smaps and e.number <= entry.number][-1:] or [entry]
+            entry = entry[0]
+            name += f" (mappings from frame {entry.number})"
+        data = recording.frame_bytes(entry)
+    source = ArchiveSource(data, name, per_mapping, streamed)
+    source.description = f"{name}, {entry.timestamp}"
+    source.frame = entry
+    return source
