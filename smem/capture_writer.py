@@ -113,11 +113,11 @@ def _passwd_field(name):
     return "".join("?" if c == ":" or not c.isprintable() else c for c in name)
 
 
-def write_capture(source, fileobj, compression="gz", exact=False, mappings=True):
+def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=True):
     """Write a capture of ``source`` to ``fileobj``; returns (processes written, skipped).
 
     With ``exact``, also the frames each process maps and their map counts
-    (smem.exact), so that ``smem -S CAPTURE --exact`` works offline.  With ``mappings=False``
+    (smem.exact), so that ``smem -S CAPTURE --exact`` works offline.  With ``with_smaps=False``
     a process's smaps is left out where its smaps_rollup says the same sums (a recording's
     frames between those that keep smaps: smem.recording).
     """
@@ -138,8 +138,8 @@ def write_capture(source, fileobj, compression="gz", exact=False, mappings=True)
                 out.file(name, data)
         for pid in source.pids():
             files = {}
-            for name in PROCESS_FILES if mappings else _ROLLUP_FIRST:
-                if name == "smaps" and files.get("smaps_rollup") and not mappings:
+            for name in PROCESS_FILES if with_smaps else _ROLLUP_FIRST:
+                if name == "smaps" and files.get("smaps_rollup") and not with_smaps:
                     continue
                 data = source.read_optional(f"{pid}/{name}")
                 if data is not None:

@@ -40,7 +40,7 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
             taken = time.time()
             source = open_source(None)
             try:
-                _, skipped = write_capture(source, buffer, compression=None, mappings=key)
+                _, skipped = write_capture(source, buffer, compression=None, with_smaps=key)
             finally:
                 source.close()
             buffer.seek(0)

@@ -63,7 +63,7 @@ class RecordingWriter:
         if INDEX in names:
             with Recording(self.path) as existing:
                 self.next_number = existing.frames[-1].number + 1 if existing.frames else 1
-            self._index = os.open(INDEX, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self._dir)
+            self._index = os.open(INDEX, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self._dir)
             _cut_partial_line(self._index)
             for sub in ("frames", "anchors"):
                 os.makedirs(os.path.join(self.path, sub), mode=0o700, exist_ok=True)
