@@ -93,9 +93,15 @@ def _watched(request, view):
     watch, query = request.watch, request.query
     if not watch.interval > 0 or watch.interval == float("inf"):
         raise UsageError(f"--interval takes a number of seconds above 0 (not {watch.interval:g})")
-    if query.source is not None or query.old_source is not None:
-        raise UsageError("--interval watches this machine: a capture (-S) is one instant; "
-                         "on a remote host run smem --interval there")
+    if watch.replay is not None:
+        from .sources.recorded import is_recording
+        if query.source is None or not is_recording(query.source):
+            raise UsageError("--speed and --all-frames play a recording back: use them with -S RECORDING")
+        if query.at is not None:
+            raise UsageError("--at chooses one frame: --speed and --all-frames play them all")
+    elif query.source is not None or query.old_source is not None:
+        raise UsageError("--interval watches this machine: a capture (-S) is one instant (a recording is "
+                         "played back with --speed or --all-frames); on a remote host run smem --interval there")
     if request.chart is not None:
         raise UsageError("--interval redraws a report: it does not combine with --pie or --bar")
     _comparable(view, query, "--interval")
@@ -155,12 +161,13 @@ def _companion_options(view, companion, options):
     return options._replace(columns=keys or None, sort=None)
 
 
-def read_snapshot(request, the_plan, spec=None):
-    """(Snapshot, warnings): the source ``spec`` (the query's by default) read as ``the_plan`` says,
-    sized and accounted as asked."""
+def read_snapshot(request, the_plan, spec=None, at=None):
+    """(Snapshot, warnings): the source ``spec`` (the query's by default, and its frame ``at`` of a
+    recording) read as ``the_plan`` says, sized and accounted as asked."""
     view, needs, exact = the_plan.view, the_plan.needs, the_plan.exact
     query = request.query
-    spec = query.source if spec is None else spec
+    if spec is None:
+        spec, at = query.source, query.at if at is None else at
     selection = Selection(query.process_filter, query.user_filter, query.map_filter, query.pids)
     # the sharing report reads everyone: the holders are outside the selection
     load_selection = Selection(None, None, query.map_filter) if view.requires_exact else selection
@@ -172,7 +179,7 @@ def read_snapshot(request, the_plan, spec=None):
     # are to be read from it afterwards
     source = open_source(None if spec == LIVE else spec,
                          per_mapping=needs.mappings or needs.split or needs.devices or query.map_filter is not None,
-                         streamed=not exact, timeout=query.timeout)
+                         streamed=not exact, timeout=query.timeout, at=at)
     fold = view.fold(needs) if view.fold is not None and not exact else None
     if query.wss_seconds is not None and spec is None:
         warnings.append(_clear_referenced(source, load_selection, query.wss_seconds))
@@ -223,8 +230,9 @@ def run_report(request: ReportRequest) -> Result:
     (or draw the chart)."""
     the_plan = plan(request)
     snapshots, warnings = [], []
-    for spec in ([request.query.old_source] if request.query.old_source is not None else []) + [None]:
-        snapshot, said = read_snapshot(request, the_plan, spec)
+    query = request.query
+    for spec, at in ([(query.old_source, query.old_at)] if query.old_source is not None else []) + [(None, None)]:
+        snapshot, said = read_snapshot(request, the_plan, spec, at)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     view = the_plan.view

@@ -245,8 +245,16 @@ def cli():
 @output_options("chart")
 @click.option("-S", "--source", metavar="SOURCE",
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, ssh://[user@]host[:port], "
-                   "or tcp://HOST:PORT (wait there for one capture: sh smemcap.sh | nc HOST PORT).")
+                   "or tcp://HOST:PORT (wait there for one capture: sh smemcap.sh | nc HOST PORT), or a "
+                   "recording (smem record): its last frame.")
 @timeout_option
+@click.option("--at", metavar="TIME", help="With -S RECORDING: the frame taken at TIME (2026-12-04T16:05, 16:05, "
+              "+10m after the first, -10m before the last) or frame number N.")
+@click.option("--speed", type=click.FloatRange(min=0, min_open=True), metavar="X",
+              help="With -S RECORDING: play it back as watch mode, at X times its pace.")
+@click.option("--all-frames", is_flag=True,
+              help="With -S RECORDING: every frame at once, as watch mode writes them (-F json: JSON Lines, "
+                   "-F csv: one CSV), each row with its time.")
 @click.option("--interval", type=float, metavar="SECONDS",
               help="Watch: a report every SECONDS, with the change of each amount (dpss, duss, ...) and "
                    "new/gone marks. On a terminal redrawn in place (q quits, s sorts by the next column, "
@@ -260,14 +268,14 @@ def cli():
               help="With --interval: changes since the first report (default) or the previous one.")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
 def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, timeout,
-           interval, count, delta, wss, **o):
+           at, speed, all_frames, interval, count, delta, wss, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
 
     With --interval, watch: the report again every SECONDS, with what changed.
     """
     view = _chosen_view(o, shared_with)
-    watch = _watch(interval, count, delta)
+    watch = _watch(interval, count, delta, speed, all_frames)
     if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown),
                          watched=watch.since if watch is not None else None):
         return
@@ -282,7 +290,7 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
                          "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
     request = ReportRequest(
-        query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss, timeout=timeout),
+        query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss, timeout=timeout, at=at),
         table=table,
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),
@@ -290,14 +298,25 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
                              kernel_path=kernel, recommend=recommend, breakdown=breakdown),
         watch=watch,
     )
-    if watch is not None:
+    if watch is not None and watch.replay == float("inf"):
+        from .watch import run_watch
+        run_watch(request, _write, _warn)  # every frame at once: a stream, never a screen redrawn
+    elif watch is not None:
         _watch_run(request)
     else:
         _run(request)
 
 
-def _watch(interval, count, delta):
-    """--interval, --count, --delta: the WatchOptions (app checks the interval), or None for one report."""
+def _watch(interval, count, delta, speed=None, all_frames=False):
+    """--interval (or --speed, --all-frames over a recording), --count, --delta: the WatchOptions
+    (app checks the interval), or None for one report."""
+    if speed is not None and all_frames:
+        raise UsageError("choose one: --speed X plays a recording back at a pace, --all-frames all at once")
+    if (speed is not None or all_frames) and interval is not None:
+        raise UsageError("--interval watches this machine: a recording is played back at its own pace (--speed)")
+    if speed is not None or all_frames:
+        return WatchOptions(interval=1.0, count=count, since=delta or "first",
+                            replay=float("inf") if all_frames else speed)
     if interval is None:
         for given, name in ((count, "--count N"), (delta, "--delta")):
             if given is not None:
@@ -321,27 +340,37 @@ def _watch_run(request):
 
 @cli.command(context_settings=CONTEXT)
 @click.argument("old", metavar="OLD")
-@click.argument("new", metavar="NEW")
+@click.argument("new", metavar="[NEW]", required=False)
 @view_options
 @selection_options
 @table_options
 @click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
 @timeout_option
-def diff(old, new, breakdown, timeout, **o):
+@click.option("--from", "from_", metavar="TIME", help="The frame of OLD, a recording, to compare (default: its first "
+              "when NEW is not given, else its last); TIME as for --at.")
+@click.option("--to", metavar="TIME", help="The frame of NEW (or of OLD alone), a recording (default: its last).")
+def diff(old, new, breakdown, timeout, from_, to, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
     program, cgroup, mapping, system area or shared memory object (--shm), its memory in OLD, in
     NEW and the change.
 
     Processes are the same process when pid and start time match (a reused pid is another
     process); a tmpfs file or memfd is the same object by device and inode, a SysV segment by
-    shmid, a mount by mount point and device. Rows only in NEW are marked new, rows only in OLD
+    shmid, a mount by mount point and device. A recording alone (smem diff REC) compares its first
+    and last frames, or --from and --to. Rows only in NEW are marked new, rows only in OLD
     gone. -t totals are NEW's total minus OLD's (--shm: files counted in their mount). Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
     system = SystemOptions(breakdown=breakdown)
     if _asked_field_help(o, _chosen_view(o), compared=True, system=system):
         return
-    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old, timeout=timeout),
+    if new is None:
+        from .sources.recorded import is_recording
+        if not is_recording(old):
+            raise UsageError(f"smem diff compares OLD and NEW; one argument must be a recording (not {old})")
+        new, from_ = old, from_ or "first"
+    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old, timeout=timeout,
+                                    at=to, old_at=from_),
                        table=_table(o), system=system))
 
 

@@ -33,6 +33,8 @@ class Query(NamedTuple):
     pids: Optional[Tuple[int, ...]] = None  # --pid: only these processes
     wss_seconds: Optional[float] = None  # --wss: clear the referenced bits, wait, then read
     timeout: Optional[float] = None    # --timeout: seconds a sender to -S tcp:// may be silent
+    at: Optional[str] = None           # --at: which frame of a recording (-S RECORDING); None: the last
+    old_at: Optional[str] = None       # smem diff --from: which frame of the OLD recording
 
 
 class TableOptions(NamedTuple):
@@ -82,6 +84,9 @@ class WatchOptions(NamedTuple):
     interval: float                    # seconds from the start of one frame to the next
     count: Optional[int] = None        # frames to show; None: until q, Ctrl-C or a signal
     since: str = "first"               # the d columns: changes since the "first" or "previous" frame
+    #: a recording played back (-S RECORDING): its frames at this many times their pace (--speed),
+    #: or all at once (inf: --all-frames); None watches this machine every ``interval``
+    replay: Optional[float] = None
 
 
 class ReportRequest(NamedTuple):

@@ -17,6 +17,10 @@ frame is written whole and flushed as its format streams it
 a frame that takes longer delays the next rather than piling up.  Ctrl-C ends
 watch mode like ``q``, with status 0: it is how an endless watch is stopped.
 
+Over a recording (``-S RECORDING --speed X`` or ``--all-frames``) the frames are its frames, in
+order, each at its recorded time: the waits between them are the recording's divided by X, or
+none at all, and each frame's time is when it was recorded.
+
 Processes are read serially unless ``--jobs`` or ``SMEM_JOBS`` says otherwise:
 worker processes (smem.collect) save wall time, which a frame a second does
 not need, and cost CPU, which a watch spends every second (docs/benchmarks.md:
@@ -66,16 +70,19 @@ class _Frames:
         self.warnings = []
         self.frame = None
         self.first = None   # the first Frame
+        self.count = request.watch.count
 
-    def read(self, number):
-        started = time.time()
-        snapshot, self.warnings = read_snapshot(self.request, self.plan)
+    def read(self, number, recorded=None):
+        """Read frame ``number``: this machine now, or the recording's frame ``recorded`` (a FrameEntry)."""
+        started = time.time() if recorded is None else recorded.time
+        snapshot, self.warnings = read_snapshot(self.request, self.plan,
+                                                at=None if recorded is None else str(recorded.number))
         if self.current is None:
             self.baseline = snapshot          # the first frame is its own baseline: changes are 0
         elif not self.since_first:
             self.baseline = self.current
         self.current = snapshot
-        self.frame = Frame(started, number, self.request.watch.count)
+        self.frame = Frame(started, number, self.count)
         self.first = self.first or self.frame
 
     def table(self, options):
@@ -86,8 +93,9 @@ def _streamed(request, the_plan, options, write, warn):
     frames = _Frames(request, the_plan)
     fmt = FORMATS[options.format]
     said = set()
-    for number in _schedule(request.watch):
-        frames.read(number)
+    for number, recorded, due in _schedule(request, frames):
+        time.sleep(max(due - time.monotonic(), 0.0))
+        frames.read(number, recorded)
         for warning in frames.warnings:
             if warning not in said:
                 said.add(warning)
@@ -95,31 +103,49 @@ def _streamed(request, the_plan, options, write, warn):
         write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame)))
 
 
-def _schedule(watch):
-    """Each frame's number at its time: now, then every ``watch.interval`` seconds,
-    ``watch.count`` times or for ever."""
+def _schedule(request, frames):
+    """(number, recorded, due) of each frame: its number, the recording's FrameEntry (None: this
+    machine now) and when it is due (time.monotonic()): now, then every ``watch.interval`` seconds
+    after the last was read, ``watch.count`` times or for ever; or a recording's frames at its pace
+    divided by ``watch.replay``.  Asked for the next frame once the last is read."""
+    watch = request.watch
+    if watch.replay is not None:
+        yield from _replayed(request, frames)
+        return
     next_at = time.monotonic()
     for number in itertools.count(1) if watch.count is None else range(1, watch.count + 1):
-        if number > 1:
-            time.sleep(max(next_at - time.monotonic(), 0.0))
-        yield number
+        yield number, None, next_at
         next_at = max(next_at + watch.interval, time.monotonic())
+
+
+def _replayed(request, frames):
+    from .sources.recorded import Recording
+    with Recording(request.query.source) as recording:
+        entries = recording.frames
+    entries = entries[:request.watch.count] if request.watch.count is not None else entries
+    if not entries:
+        from .errors import CaptureError
+        raise CaptureError(f"{request.query.source}: the recording has no frame yet")
+    frames.count = len(entries)
+    started, first = time.monotonic(), entries[0].time if entries else 0.0
+    for number, entry in enumerate(entries, 1):
+        yield number, entry, started + (entry.time - first) / request.watch.replay
 
 
 def _on_screen(request, the_plan, options, screen):
     frames = _Frames(request, the_plan)
     watch = request.watch
     state = {"sort": options.sort, "reverse": options.reverse, "paused": False}
-    number = 0
-    next_at = time.monotonic()
+    upcoming = _schedule(request, frames)
+    number, recorded, next_at = next(upcoming)
     while True:
         if not state["paused"] and time.monotonic() >= next_at:
-            number += 1
-            frames.read(number)
+            frames.read(number, recorded)
             _draw(screen, frames, options, state, watch)
-            if number == watch.count:
+            following = next(upcoming, None)
+            if following is None:
                 return  # the last frame stays on the screen
-            next_at = max(next_at + watch.interval, time.monotonic())
+            number, recorded, next_at = following
         for key in screen.keys(3600.0 if state["paused"] else next_at - time.monotonic()):
             if key in "qQ":
                 return
@@ -152,9 +178,10 @@ def _draw(screen, frames, options, state, watch):
     columns, rows = screen.size()
     clock = lambda t: time.strftime("%H:%M:%S", time.localtime(t))
     of = f"/{watch.count}" if watch.count is not None else ""
+    pace = f"every {watch.interval:g} s" if watch.replay is None else f"replayed at {watch.replay:g}x"
     since = f"since {clock(frames.first.time)}" if watch.since == "first" else "since the previous frame"
     status = (f"smem {frames.plan.view.title} {clock(frames.frame.time)}  frame {frames.frame.number}{of} "
-              f"(every {watch.interval:g} s)  changes {since}")
+              f"({pace})  changes {since}")
     state_line = f"sort {table.sort.key}{' reversed' if options.reverse else ''}"
     state_line += "  PAUSED" if state["paused"] else ""
     warnings = [f"smem: warning: {w}" for w in frames.warnings]

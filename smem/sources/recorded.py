@@ -172,16 +172,20 @@ class Recording:
                     return entry
             raise UsageError(f"--at {at}: the recording has no frame {int(text)} (frames "
                              f"{self.frames[0].number} to {self.frames[-1].number})")
-        when = self._time_of(text, at)
-        chosen = [e for e in self.frames if e.time <= when]
+        when, within = self._time_of(text, at)
+        chosen = [e for e in self.frames if e.time < when + within]
         if not chosen:
             raise UsageError(f"--at {at}: before the recording's first frame ({self.frames[0].timestamp})")
         return chosen[-1]
 
     def _time_of(self, text, at):
+        """(seconds since the epoch, the span it names): a time to the minute names that minute, so
+        16:05 takes a frame of 16:05:40."""
         if text[:1] in "+-" and len(text) > 1:
             seconds = parse_duration(text[1:], "--at")
-            return self.frames[0].time + seconds if text[0] == "+" else self.frames[-1].time - seconds
+            return (self.frames[0].time + seconds if text[0] == "+" else self.frames[-1].time - seconds), 0.0
+        clock = re.search(r"\d{1,2}:\d{2}(:\d{2}(\.\d*)?)?", text)
+        within = 0.0 if clock is None or clock[2] else 1.0 if clock[1] else 60.0
         if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?", text):
             day = datetime.datetime.fromtimestamp(self.frames[-1].time).date().isoformat()
             text = f"{day}T{text}"
@@ -190,7 +194,7 @@ class Recording:
         except ValueError:
             raise UsageError(f"--at takes a frame number, first, last, a time (2026-12-04T16:05:00, 16:05, "
                              f"+10m after the first frame, -10m before the last), not {at[:40]!r}") from None
-        return moment.timestamp()
+        return moment.timestamp(), within
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

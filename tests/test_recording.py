@@ -1,0 +1,107 @@
+"""Recordings (smem record, smem/recording/): frames of this machine or of a target pushing over TCP,
+written so that a kill leaves every earlier frame readable, resumed into the same directory."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TESTS, run_smem
+from test_tcp_capture import BUSYBOX, SCRIPT, listening_port, needs_busybox, smem_process
+
+pytest.importorskip("zstandard")
+
+
+def index_lines(path):
+    lines = (path / "index.jsonl").read_bytes().split(b"\n")
+    return json.loads(lines[0]), [json.loads(line) for line in lines[1:] if line]
+
+
+def pids_of(path, *args):
+    proc = run_smem("-S", path, "-c", "pid", "-H", *args, check=True)
+    return {int(w) for w in proc.stdout.split()}
+
+
+def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path):
+    rec = tmp_path / "rec"
+    with subprocess.Popen(["sleep", "60"]) as marker:
+        try:
+            run_smem("record", "-o", rec, "--interval", "0.1", "--count", "3", "--smaps-every", "2", check=True)
+        finally:
+            marker.kill()
+    header, frames = index_lines(rec)
+    assert header["format"] == "smem-recording" and header["smaps_every"] == 2
+    assert [(f["frame"], f["smaps"], f["anchor"]) for f in frames] == [(1, True, 1), (2, False, 1), (3, True, 3)]
+    assert marker.pid in pids_of(rec)
+    assert os.stat(rec).st_mode & 0o777 == 0o700  # frames hold every command line
+    # a frame without smaps still has what the process, user, program, cgroup and system views read
+    for view in ([], ["-u"], ["-g"], ["--cgroup"], ["-w"], ["-w", "--breakdown"]):
+        proc = run_smem("-S", rec, *view, "-t")
+        assert proc.returncode == 0 and proc.stderr == b"", (view, proc.stderr)
+
+
+def test_the_index_only_names_whole_frames_and_a_kill_loses_only_the_frame_in_progress(tmp_path):
+    rec = tmp_path / "rec"
+    proc = smem_process("record", "-o", rec, "--interval", "0.05", "--smaps-every", "3")
+    try:
+        index = rec / "index.jsonl"
+        deadline = time.monotonic() + 120
+        while not (index.exists() and len(index_lines(rec)[1]) >= 3):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        # then kill -9 while a frame is under way: as its file is written if we see it, else while
+        # its capture is read
+        frames_dir = rec / "frames"
+        until = time.monotonic() + 5
+        while time.monotonic() < until and not any(n.endswith(".tmp") for n in os.listdir(frames_dir)):
+            pass
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    _, frames = index_lines(rec)
+    numbers = [f["frame"] for f in frames]
+    assert numbers == list(range(1, len(numbers) + 1))
+    for number in numbers:  # every frame the index names reads back
+        assert run_smem("-S", rec, "--at", number, "-u", check=True).stdout.startswith(b"User")
+    # an index line cut short by the kill is not a frame, and resuming removes it and the leftovers
+    with open(rec / "index.jsonl", "ab") as f:
+        f.write(b'{"frame": 99, "ti')
+    assert run_smem("-S", rec, "--at", "last", "-u", check=True).returncode == 0
+    run_smem("record", "-o", rec, "--count", "1", check=True)
+    _, after = index_lines(rec)
+    assert [f["frame"] for f in after] == numbers + [numbers[-1] + 1]
+    assert after[-1]["smaps"] and after[-1]["anchor"] == numbers[-1] + 1  # a resumed recording starts a key frame
+    assert not [n for n in os.listdir(rec / "frames") if n.endswith(".tmp")]
+
+
+def test_record_refuses_a_directory_that_is_not_a_recording(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    proc = run_smem("record", "-o", tmp_path, "--count", "1")
+    assert proc.returncode == 1 and b"not empty and not a recording" in proc.stderr
+    assert os.listdir(tmp_path) == ["notes.txt"]
+
+
+@needs_busybox
+def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_one(tmp_path):
+    rec = tmp_path / "rec"
+    proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "3", "--timeout", "30")
+    port = listening_port(proc)
+    push = f"{BUSYBOX} sh {SCRIPT} | {BUSYBOX} nc 127.0.0.1 {port}"
+    subprocess.run([BUSYBOX, "sh", "-c", push], check=True, timeout=120)
+    with socket.create_connection(("127.0.0.1", port)) as s:  # a bad one between two good ones
+        s.sendall(b"not a capture at all" * 50)
+    # the README's loop, twice round
+    subprocess.run([BUSYBOX, "sh", "-c", f"i=0; while [ $i -lt 2 ]; do {push}; sleep 0.2; i=$((i+1)); done"],
+                   check=True, timeout=240)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    warnings = [line for line in err.decode().splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "not a readable capture archive" in warnings[0] and "next capture" in warnings[0]
+    _, frames = index_lines(rec)
+    assert [f["frame"] for f in frames] == [1, 2, 3] and frames[0]["smaps"] and not frames[1]["smaps"]
+    assert os.getpid() in pids_of(rec) and os.getpid() in pids_of(rec, "--at", "1")

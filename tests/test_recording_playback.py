@@ -1,0 +1,106 @@
+"""Playing a recording back (smem/sources/recorded.py, watch.py's replay): --at, smem diff REC,
+--all-frames as one stream pandas reads, --speed; a 100 MiB grower started half way shows in each."""
+
+import io
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import run_smem
+from test_recording import index_lines
+from test_tcp_capture import smem_process
+
+pytest.importorskip("zstandard")
+
+GROWER = "import sys; data = b'\\x01' * (100 << 20); print('ready', flush=True); sys.stdin.read()"
+MIB_100_KIB = 100 << 10
+
+
+def wait_frames(rec, proc, count):
+    deadline = time.monotonic() + 600
+    while not ((rec / "index.jsonl").exists() and len(index_lines(rec)[1]) >= count):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.poll()
+        time.sleep(0.02)
+    return len(index_lines(rec)[1])
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory):
+    """A recording of this machine with a process that touches 100 MiB started half way: (path,
+    the grower's pid, its marker, the first frame it is in)."""
+    rec = tmp_path_factory.mktemp("playback") / "rec"
+    marker = f"smem-grower-{secrets.token_hex(4)}"
+    recorder = smem_process("record", "-o", rec, "--interval", "0.2", "--smaps-every", "1000")
+    grower = None
+    try:
+        before = wait_frames(rec, recorder, 3)
+        grower = subprocess.Popen([sys.executable, "-c", GROWER, marker], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        assert grower.stdout.readline() == "ready\n"
+        seen = wait_frames(rec, recorder, before + 1)  # a frame begun before it was ready may still come
+        wait_frames(rec, recorder, seen + 3)
+    finally:
+        recorder.send_signal(signal.SIGTERM)
+        recorder.communicate(timeout=60)
+        if grower is not None:
+            grower.kill()
+            grower.wait()
+    yield rec, grower.pid, marker, before
+
+
+def test_diff_of_a_recording_shows_the_grower_new(grown):
+    rec, pid, marker, _ = grown
+    proc = run_smem("diff", rec, "-P", marker, "-c", "pid pss dpss status", "-F", "json", check=True)
+    rows = json.loads(proc.stdout)["rows"] if proc.stdout.startswith(b"{") else json.loads(proc.stdout)
+    mine = [r for r in rows if r["pid"] == pid]
+    assert len(mine) == 1 and mine[0]["status"] == "new" and mine[0]["pss"] >= MIB_100_KIB
+    assert mine[0]["dpss"] == mine[0]["pss"]
+    # --from a frame it is already in: not new, and no growth
+    last = index_lines(rec)[1][-1]["frame"]
+    proc = run_smem("diff", rec, "--from", last - 1, "-P", marker, "-c", "pid dpss status", "-F", "json", check=True)
+    rows = json.loads(proc.stdout)["rows"] if proc.stdout.startswith(b"{") else json.loads(proc.stdout)
+    assert [(r["pid"], r["status"]) for r in rows] == [(pid, "")]
+
+
+def test_all_frames_is_one_stream_with_a_time_column(grown):
+    rec, pid, marker, before = grown
+    pandas = pytest.importorskip("pandas")
+    frames = index_lines(rec)[1]
+    text = run_smem("-S", rec, "--all-frames", "-F", "csv", "-c", "pid name pss", "-P", marker, check=True).stdout
+    table = pandas.read_csv(io.BytesIO(text), parse_dates=["timestamp"])
+    assert str(table["timestamp"].dtype).startswith("datetime64")
+    assert set(table["pid"]) == {pid} and (table["pss"] >= MIB_100_KIB).all()
+    assert table["frame"].min() > before and table["frame"].max() == len(frames)  # half way, to the end
+    # every frame of the recording, with its recorded time
+    everyone = pandas.read_csv(io.BytesIO(run_smem("-S", rec, "--all-frames", "-F", "csv", "-u", check=True).stdout))
+    assert sorted(set(everyone["frame"])) == list(range(1, len(frames) + 1))
+    stamps = sorted(set(everyone["timestamp"]))
+    assert stamps[0] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
+    lines = run_smem("-S", rec, "--all-frames", "-F", "json", "-P", marker, check=True).stdout.splitlines()
+    assert {json.loads(line)["pid"] for line in lines} == {pid}
+
+
+def test_at_reads_the_frame_asked_for(grown):
+    rec, pid, marker, before = grown
+    frames = index_lines(rec)[1]
+    pids = lambda *at: {int(w) for w in run_smem("-S", rec, "-c", "pid", "-H", "-P", marker, *at, check=True).stdout.split()}
+    assert pids() == {pid} and pids("--at", "last") == {pid}
+    assert pids("--at", "1") == set() and pids("--at", "first") == set()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(frames[0]["time"] + 0.5))
+    assert pids("--at", stamp) == set()
+    proc = run_smem("-S", rec, "--at", "yesterday")
+    assert proc.returncode == 2 and b"--at takes a frame number" in proc.stderr
+
+
+def test_speed_replays_at_the_recorded_pace(grown):
+    rec, pid, marker, _ = grown
+    frames = index_lines(rec)[1]
+    proc = run_smem("-S", rec, "--speed", "1000", "-F", "json", "-c", "pid pss", "-P", marker, check=True)
+    assert {json.loads(line)["pid"] for line in proc.stdout.splitlines()} == {pid}
+    assert run_smem("-S", rec, "--speed", "2", "--interval", "1").returncode == 2
