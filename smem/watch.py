@@ -177,7 +177,7 @@ def _draw(screen, frames, options, state, watch):
     table = frames.table(options)
     columns, rows = screen.size()
     clock = lambda t: time.strftime("%H:%M:%S", time.localtime(t))
-    of = f"/{watch.count}" if watch.count is not None else ""
+    of = f"/{frames.count}" if frames.count is not None else ""
     pace = f"every {watch.interval:g} s" if watch.replay is None else f"replayed at {watch.replay:g}x"
     since = f"since {clock(frames.first.time)}" if watch.since == "first" else "since the previous frame"
     status = (f"smem {frames.plan.view.title} {clock(frames.frame.time)}  frame {frames.frame.number}{of} "
