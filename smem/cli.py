@@ -41,6 +41,7 @@ Examples:
 Other commands:
   smem diff OLD NEW          what changed between two captures, or a capture and live (smem diff --help)
   smem capture               write a capture of /proc for smem -S (smem capture --help)
+  smem record -o DIR         record this machine (or a target over TCP) over time, for -S DIR --at TIME
   smem serve                 metrics for Prometheus over HTTP, or for node_exporter (smem serve --help)
   smem html -o FILE          one offline interactive page of where the memory went (smem html --help)
 
