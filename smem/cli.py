@@ -368,7 +368,7 @@ def diff(old, new, breakdown, timeout, from_, to, **o):
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
-            raise UsageError(f"smem diff compares OLD and NEW; one argument must be a recording (not {old})")
+            raise UsageError(f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is not one")
         new, from_ = old, from_ or "first"
     _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old, timeout=timeout,
                                     at=to, old_at=from_),
