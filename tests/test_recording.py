@@ -105,3 +105,42 @@ def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_o
     _, frames = index_lines(rec)
     assert [f["frame"] for f in frames] == [1, 2, 3] and frames[0]["smaps"] and not frames[1]["smaps"]
     assert os.getpid() in pids_of(rec) and os.getpid() in pids_of(rec, "--at", "1")
+
+
+def _damage(kind, rec):
+    frame = rec / "frames" / "000002.zst"
+    if kind == "garbage index":
+        (rec / "index.jsonl").write_bytes(b"garbage\n")
+    elif kind == "a line that is not a frame":
+        with open(rec / "index.jsonl", "ab") as f:
+            f.write(b'{"frame": "../../etc/passwd", "time": 1, "smaps": true, "anchor": 1}\n')
+    elif kind == "a frame missing":
+        frame.unlink()
+    elif kind == "a frame cut short":
+        frame.write_bytes(frame.read_bytes()[:100])
+    elif kind == "a frame that is a link":
+        frame.unlink()
+        frame.symlink_to("/etc/passwd")
+    elif kind == "no frame":
+        (rec / "index.jsonl").write_bytes((rec / "index.jsonl").read_bytes().split(b"\n")[0] + b"\n")
+
+
+@pytest.fixture(scope="module")
+def small_recording(tmp_path_factory):
+    rec = tmp_path_factory.mktemp("small") / "rec"
+    run_smem("record", "-o", rec, "--interval", "0.1", "--count", "2", check=True)
+    return rec
+
+
+@pytest.mark.parametrize("kind", ["garbage index", "a line that is not a frame", "a frame missing",
+                                  "a frame cut short", "a frame that is a link", "no frame"])
+def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
+    import shutil
+    rec = tmp_path / "rec"
+    shutil.copytree(small_recording, rec, symlinks=True)
+    assert run_smem("-S", rec, "-u").returncode == 0
+    _damage(kind, rec)
+    for args in (["-S", rec, "-u"], ["diff", rec], ["-S", rec, "--all-frames", "-F", "csv"]):
+        proc = run_smem(*args)
+        lines = proc.stderr.decode().splitlines()
+        assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"smem: {rec}"), (args, lines)
