@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from smem.capture_writer import write_capture  # noqa: E402
 from smem.recording.store import RecordingWriter  # noqa: E402
 from smem.sources import open_source  # noqa: E402
-from smem.sources.recorded import anchor_path, frame_path  # noqa: E402
+from smem.sources.recorded import frame_path  # noqa: E402
 
 DAY_FRAMES = 24 * 3600 // 10
 TARGET_MIB = 150
@@ -58,17 +58,17 @@ def main():
                 gz = len(gzip.compress(full.getvalue(), 9))  # as smem capture (tarfile's gzip, level 9)
                 full.seek(0)
                 entry = writer.add(full, with_smaps=n == 0)
-                anchor = os.path.getsize(os.path.join(path, anchor_path(entry.number))) if entry.smaps else 0
                 size = os.path.getsize(os.path.join(path, frame_path(entry.number)))
+                anchor = writer.written - size
                 rows.append((entry.processes, entry.smaps, anchor, size, gz))
                 print(f"frame {entry.number:4d}: {entry.processes:5d} processes, frame {size:9,d} B"
-                      f"{' (key frame, anchor %s B)' % format(anchor, ',') if entry.smaps else ''}, "
-                      f"as a gzip capture {gz:10,d} B", flush=True)
+                      f"{' (key frame)' if entry.smaps else ''}{' + a new anchor %s B' % format(anchor, ',') if anchor else ''}"
+                      f", as a gzip capture {gz:10,d} B", flush=True)
         index_bytes = os.path.getsize(os.path.join(path, "index.jsonl"))
 
     per = lambda values: statistics.mean(values)
     key = [(a + s) / p for p, k, a, s, _ in rows if k]
-    delta = [s / p for p, k, a, s, _ in rows if not k]
+    delta = [(a + s) / p for p, k, a, s, _ in rows if not k]  # with the anchors they renewed
     full = [g / n for n, *_, g in rows]
     index_line = index_bytes / (len(rows) + 1)
     p = args.processes
@@ -76,6 +76,8 @@ def main():
     projected = keys * per(key) * p + (DAY_FRAMES - keys) * per(delta) * p + DAY_FRAMES * index_line
     as_captures = DAY_FRAMES * per(full) * p
     print()
+    renewed = sum(1 for _, k, a, _, _ in rows if a and not k)
+    print(f"anchors renewed by drift: {renewed} in {len(rows)} frames")
     print(f"per process: key frame with anchor {per(key):,.0f} B, other frames {per(delta):,.1f} B "
           f"(median {statistics.median(delta):,.1f}, last {delta[-1]:,.1f}), gzip capture {per(full):,.0f} B")
     print(f"projected, {p} processes every 10 s for 24 h, a key frame every {args.smaps_every}: "

@@ -97,8 +97,8 @@ def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_o
         s.sendall(b"not a capture at all" * 50)
     # the README's loop, twice round
     subprocess.run([BUSYBOX, "sh", "-c", f"i=0; while [ $i -lt 2 ]; do {push}; sleep 0.2; i=$((i+1)); done"],
-                   check=True, timeout=240)
-    _, err = proc.communicate(timeout=60)
+                   check=True, timeout=600)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     warnings = [line for line in err.decode().splitlines() if "warning" in line]
     assert len(warnings) == 1 and "not a readable capture archive" in warnings[0] and "next capture" in warnings[0]

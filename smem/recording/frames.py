@@ -7,9 +7,11 @@ capture.  Three things make it small (the figures are in docs/benchmarks.md):
   same mappings: every view but ``-m`` and ``-M`` reads only those); a frame every
   ``smaps_every``, the first, and the first after a resume keep every smaps (a *key frame*);
 * every member's time is 0, so a member that did not change is the same bytes in every frame;
-* each frame is zstd-compressed with a dictionary: the *anchor*, its key frame without the
-  smaps.  A process whose counters barely moved since then costs a few bytes; a frame depends on
-  its anchor only, never on the frames before it, so one damaged frame costs only itself.
+* each frame is zstd-compressed with a dictionary: the *anchor*, an earlier frame without the
+  smaps (its key frame, or a later frame once the frames have drifted far from it: processes
+  started since cost their whole size against an old anchor).  A process whose counters barely
+  moved costs a few bytes; a frame depends on its anchor only, never on the frames before it, so
+  one damaged frame costs only itself.
 """
 
 import copy

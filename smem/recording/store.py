@@ -24,6 +24,11 @@ __all__ = ["RecordingWriter", "DEFAULT_SMAPS_EVERY"]
 
 #: A key frame (every smaps) every this many frames: hourly at one frame every 10 s.
 DEFAULT_SMAPS_EVERY = 360
+#: A frame this many times the size of the first after its anchor makes the next frame a new anchor
+#: (processes started since, and counters moved, cost more and more against an old anchor) ...
+RENEW_GROWTH = 2
+#: ... if it is larger than this, too (below, an anchor costs more than it saves)
+RENEW_MIN_BYTES = 4096
 
 
 class RecordingWriter:
@@ -39,8 +44,11 @@ class RecordingWriter:
         except BaseException:
             self.close()
             raise
-        self._anchor = None          # (key frame number, anchor tar) of this session's last key frame
+        self._anchor = None          # (frame number, anchor tar) of this session's last anchor
         self._since_key = 0
+        self._after_anchor = None    # the compressed size of the first frame after the anchor
+        self._drifted = False        # whether the next frame makes a new anchor
+        self.written = 0             # bytes the last add() wrote (frame and anchor)
 
     def __enter__(self):
         return self
@@ -92,11 +100,24 @@ class RecordingWriter:
         key = self.wants_smaps() if with_smaps is None else with_smaps or self._anchor is None
         frame, anchor, processes = repack(capture, key)
         number = self.next_number
-        if key:
-            _write_whole(self._dir, "anchors", os.path.basename(anchor_path(number)), compress(anchor))
+        renew = key or self._drifted
+        if renew:  # a key frame's anchor is itself without the smaps; another frame's, itself
+            anchor = anchor if key else frame
+            self.written = len(_write_whole(self._dir, "anchors", os.path.basename(anchor_path(number)),
+                                            compress(anchor)))
             self._anchor = (number, anchor)
+            self._after_anchor, self._drifted = None, False
+        else:
+            self.written = 0
+        if key:
             self._since_key = 0
-        _write_whole(self._dir, "frames", os.path.basename(frame_path(number)), compress(frame, self._anchor[1]))
+        size = len(_write_whole(self._dir, "frames", os.path.basename(frame_path(number)),
+                                compress(frame, self._anchor[1])))
+        self.written += size
+        if not renew:  # how far the frames have drifted from the anchor
+            if self._after_anchor is None:
+                self._after_anchor = size
+            self._drifted = size > max(RENEW_GROWTH * self._after_anchor, RENEW_MIN_BYTES)
         entry = FrameEntry(number, round(taken, 3), key, self._anchor[0], processes)
         line = json.dumps({"frame": number, "time": entry.time, "smaps": key, "anchor": entry.anchor,
                            "processes": processes}) + "\n"
@@ -131,7 +152,8 @@ def _open_directory(path):
 
 
 def _write_whole(directory, sub, leaf, data):
-    """``sub/leaf`` under ``directory`` written under a temporary name, synced, renamed into place."""
+    """``sub/leaf`` under ``directory`` written under a temporary name, synced, renamed into place;
+    ``data`` returned."""
     where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
     scratch = f".{leaf}.{secrets.token_hex(4)}.tmp"
     try:
@@ -146,6 +168,7 @@ def _write_whole(directory, sub, leaf, data):
         os.rename(scratch, leaf, src_dir_fd=where, dst_dir_fd=where)
         scratch = None
         os.fsync(where)
+        return data
     except OSError as e:
         raise OutputError(f"cannot write a frame ({sub}/{leaf}): {e.strerror}") from None
     finally:
