@@ -388,7 +388,8 @@ def diff(old, new, breakdown, timeout, from_, to, **o):
                    "smem capture --script | ssh box sh > box.tgz")
 @click.option("--listen", metavar="HOST:PORT",
               help="Wait on HOST:PORT for one capture a target pushes (sh smemcap.sh | nc HOST PORT), "
-                   "check it is one, and write it. Not authenticated or encrypted.")
+                   "check it is one, and write it (port 0: any free port, named on stderr). Not authenticated "
+                   "or encrypted.")
 @timeout_option
 def capture(output, force, host, compression, exact, script, listen, timeout):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
@@ -489,8 +490,7 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
         if listen is not None:
             record_pushed(output, listen, timeout, count, seconds, smaps_every, said=_note, warn=_warn)
         else:
-            record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every,
-                                said=_note, warn=_warn)
+            record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every, said=_note)
     except KeyboardInterrupt:
         pass  # Ctrl-C ends a recording; every frame written is whole
 

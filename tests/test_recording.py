@@ -29,7 +29,7 @@ def pids_of(path, *args):
 
 def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path):
     rec = tmp_path / "rec"
-    with subprocess.Popen(["sleep", "60"]) as marker:
+    with subprocess.Popen(["sleep", "3600"]) as marker:
         try:
             run_smem("record", "-o", rec, "--interval", "0.1", "--count", "3", "--smaps-every", "2", check=True)
         finally:
@@ -89,16 +89,16 @@ def test_record_refuses_a_directory_that_is_not_a_recording(tmp_path):
 @needs_busybox
 def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_one(tmp_path):
     rec = tmp_path / "rec"
-    proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "3", "--timeout", "30")
+    proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "3", "--timeout", "600")
     port = listening_port(proc)
     push = f"{BUSYBOX} sh {SCRIPT} | {BUSYBOX} nc 127.0.0.1 {port}"
-    subprocess.run([BUSYBOX, "sh", "-c", push], check=True, timeout=120)
+    subprocess.run([BUSYBOX, "sh", "-c", push], check=True, timeout=900)
     with socket.create_connection(("127.0.0.1", port)) as s:  # a bad one between two good ones
         s.sendall(b"not a capture at all" * 50)
     # the README's loop, twice round
     subprocess.run([BUSYBOX, "sh", "-c", f"i=0; while [ $i -lt 2 ]; do {push}; sleep 0.2; i=$((i+1)); done"],
-                   check=True, timeout=600)
-    _, err = proc.communicate(timeout=600)
+                   check=True, timeout=900)
+    _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     warnings = [line for line in err.decode().splitlines() if "warning" in line]
     assert len(warnings) == 1 and "not a readable capture archive" in warnings[0] and "next capture" in warnings[0]

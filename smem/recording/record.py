@@ -25,7 +25,7 @@ def _resumed_line(writer):
 
 
 def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=None,
-                        smaps_every=DEFAULT_SMAPS_EVERY, said=None, warn=None):
+                        smaps_every=DEFAULT_SMAPS_EVERY, said=None):
     """Record this machine into ``path``: ``count`` frames, or for ``duration`` seconds, or until
     stopped (SIGTERM, Ctrl-C); the frames written."""
     from ..capture_writer import write_capture
@@ -40,7 +40,7 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
             taken = time.time()
             source = open_source(None)
             try:
-                _, skipped = write_capture(source, buffer, compression=None, with_smaps=key)
+                write_capture(source, buffer, compression=None, with_smaps=key)
             finally:
                 source.close()
             buffer.seek(0)

@@ -74,10 +74,10 @@ class Listener:
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror}") from None
         except OSError as e:
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror or e}") from None
-        self.address = _endpoint(self._socket.getsockname())
+        bound = self._socket.getsockname()
+        self.address = _endpoint(bound)
         if said is not None:
-            said(f"listening on {self.address} for a capture (sh smemcap.sh | nc "
-                 f"{self.address.rpartition(':')[0].strip('[]')} {self.address.rpartition(':')[2]})")
+            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | nc {bound[0]} {bound[1]})")
 
     def __enter__(self):
         return self
