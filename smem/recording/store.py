@@ -24,8 +24,8 @@ __all__ = ["RecordingWriter", "DEFAULT_SMAPS_EVERY"]
 
 #: A key frame (every smaps) every this many frames: hourly at one frame every 10 s.
 DEFAULT_SMAPS_EVERY = 360
-#: A frame this many times the size of the first after its anchor makes the next frame a new anchor
-#: (processes started since, and counters moved, cost more and more against an old anchor) ...
+#: A frame this many times the size per process of the first after its anchor makes the next frame a
+#: new anchor (processes started since, and counters moved, cost more and more against an old one) ...
 RENEW_GROWTH = 2
 #: ... if it is larger than this, too (below, an anchor costs more than it saves)
 RENEW_MIN_BYTES = 4096
@@ -46,7 +46,7 @@ class RecordingWriter:
             raise
         self._anchor = None          # (frame number, anchor tar) of this session's last anchor
         self._since_key = 0
-        self._after_anchor = None    # the compressed size of the first frame after the anchor
+        self._after_anchor = None    # bytes per process of the first frame after the anchor
         self._drifted = False        # whether the next frame makes a new anchor
         self.written = 0             # bytes the last add() wrote (frame and anchor)
 
@@ -114,10 +114,11 @@ class RecordingWriter:
         size = len(_write_whole(self._dir, "frames", os.path.basename(frame_path(number)),
                                 compress(frame, self._anchor[1])))
         self.written += size
-        if not renew:  # how far the frames have drifted from the anchor
+        if not renew:  # how far the frames have drifted from the anchor, per process (their number varies)
+            per_process = size / max(processes, 1)
             if self._after_anchor is None:
-                self._after_anchor = size
-            self._drifted = size > max(RENEW_GROWTH * self._after_anchor, RENEW_MIN_BYTES)
+                self._after_anchor = per_process
+            self._drifted = per_process > RENEW_GROWTH * self._after_anchor and size > RENEW_MIN_BYTES
         entry = FrameEntry(number, round(taken, 3), key, self._anchor[0], processes)
         line = json.dumps({"frame": number, "time": entry.time, "smaps": key, "anchor": entry.anchor,
                            "processes": processes}) + "\n"
