@@ -38,6 +38,10 @@ def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path):
     assert header["format"] == "smem-recording" and header["smaps_every"] == 2
     assert [(f["frame"], f["smaps"], f["anchor"]) for f in frames] == [(1, True, 1), (2, False, 1), (3, True, 3)]
     assert marker.pid in pids_of(rec)
+    # -m of a frame without smaps reads the mappings of the key frame before it
+    assert pids_of(rec, "--at", "2", "-M", "[stack]") >= {marker.pid}
+    mappings = run_smem("-S", rec, "--at", "2", "-m", "-P", f"^sleep 3600$", check=True).stdout
+    assert b"[stack]" in mappings
     assert os.stat(rec).st_mode & 0o777 == 0o700  # frames hold every command line
     # a frame without smaps still has what the process, user, program, cgroup and system views read
     for view in ([], ["-u"], ["-g"], ["--cgroup"], ["-w"], ["-w", "--breakdown"]):
