@@ -261,12 +261,14 @@ def cli():
                    "new/gone marks. On a terminal redrawn in place (q quits, s sorts by the next column, "
                    "r reverses, p pauses); else each report after a '# TIME' line, or one JSON Lines / "
                    "CSV stream with -F json / csv.")
-@click.option("--count", type=click.IntRange(min=1), metavar="N", help="With --interval: stop after N reports.")
+@click.option("--count", type=click.IntRange(min=1), metavar="N",
+              help="With --interval (or --speed, --all-frames): stop after N reports.")
 @click.option("--wss", type=float, metavar="SECONDS",
               help="Working set (root): clear the processes' referenced bits, wait SECONDS, then report what "
                    "each referenced meanwhile (wss, and wsspss with shared pages split) beside the defaults.")
 @click.option("--delta", type=click.Choice(["first", "previous"]), metavar="first|previous",
-              help="With --interval: changes since the first report (default) or the previous one.")
+              help="With --interval (or --speed, --all-frames): changes since the first report (default) or "
+                   "the previous one.")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
 def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, timeout,
            at, speed, all_frames, interval, count, delta, wss, **o):
