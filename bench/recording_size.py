@@ -42,6 +42,8 @@ def main():
     parser.add_argument("--processes", type=int, default=300)
     args = parser.parse_args()
     rows = []  # (processes, key, anchor bytes or 0, frame bytes, gzip capture bytes)
+    churn = []  # (frame bytes, processes also in its anchor, processes started since) of the other frames
+    anchor_pids = set()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rec")
         with RecordingWriter(path, smaps_every=args.smaps_every) as writer:
@@ -56,11 +58,16 @@ def main():
                 finally:
                     source.close()
                 gz = len(gzip.compress(full.getvalue(), 9))  # as smem capture (tarfile's gzip, level 9)
+                pids = _pids(full.getvalue())
                 full.seek(0)
                 entry = writer.add(full, with_smaps=n == 0)
                 size = os.path.getsize(os.path.join(path, frame_path(entry.number)))
                 anchor = writer.written - size
                 rows.append((entry.processes, entry.smaps, anchor, size, gz))
+                if entry.anchor == entry.number:
+                    anchor_pids = pids
+                else:
+                    churn.append((size, len(pids & anchor_pids), len(pids - anchor_pids)))
                 print(f"frame {entry.number:4d}: {entry.processes:5d} processes, frame {size:9,d} B"
                       f"{' (key frame)' if entry.smaps else ''}{' + a new anchor %s B' % format(anchor, ',') if anchor else ''}"
                       f", as a gzip capture {gz:10,d} B", flush=True)
@@ -83,6 +90,26 @@ def main():
     print(f"projected, {p} processes every 10 s for 24 h, a key frame every {args.smaps_every}: "
           f"{projected / 2**20:,.1f} MiB (target {TARGET_MIB} MiB); as full gzip captures "
           f"{as_captures / 2**30:,.2f} GiB; ratio {as_captures / projected:,.0f}x")
+    if len(churn) >= 10:
+        import numpy
+        sizes, steady, started = (numpy.array(c, dtype=float) for c in zip(*churn))
+        (each, new, fixed), *_ = numpy.linalg.lstsq(numpy.column_stack([steady, started, numpy.ones_like(steady)]),
+                                                    sizes, rcond=None)
+        if min(each, new, fixed) <= 0:
+            print(f"(too few frames, or too little churn, to part steady processes from new ones: {len(churn)})")
+            return
+        quiet = keys * per(key) * p + (DAY_FRAMES - keys) * (each * p + fixed) + DAY_FRAMES * index_line
+        print(f"a frame (least squares over {len(churn)} frames): {each:,.1f} B per process also in its anchor, "
+              f"{new:,.0f} B per process started since, {fixed:,.0f} B the rest; {started.mean():,.1f} processes "
+              f"a frame were new since the anchor")
+        print(f"projected for a target whose {p} processes stay (a router, a set-top box): {quiet / 2**20:,.1f} MiB; "
+              f"ratio to full gzip captures {as_captures / quiet:,.0f}x")
+
+
+def _pids(tar_bytes):
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+        return {m.name for m in tar if m.isdir() and m.name.isdigit()}
 
 
 if __name__ == "__main__":
