@@ -240,7 +240,7 @@ def decompress(data, name, anchor=None):
 def open_recording(path, at=None, per_mapping=True, streamed=False):
     """The frame of the recording at ``path`` that ``at`` names, as a capture source.  A report
     that reads mappings (-m, -M) reads the last frame at or before it that kept every smaps."""
-    from .archive import ArchiveSource
+    from .archive import ArchiveSource, ArchiveStream
     with Recording(path) as recording:
         entry = recording.choose(at)
         name = f"recording {path} frame {entry.number}"
@@ -249,7 +249,6 @@ def open_recording(path, at=None, per_mapping=True, streamed=False):
             entry = entry[0]
             name += f" (mappings from frame {entry.number})"
         data = recording.frame_bytes(entry)
-    source = ArchiveSource(data, name, per_mapping, streamed)
+    source = (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)
     source.description = f"{name}, {entry.timestamp}"
-    source.frame = entry
     return source

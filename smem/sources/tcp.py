@@ -163,8 +163,8 @@ def _reopened(spool):
 
 def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False):
     """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file."""
-    from .archive import ArchiveSource, CaptureFile
+    from .archive import ArchiveSource, ArchiveStream, CaptureFile
     address = spec[len("tcp://"):].rstrip("/")
     with Listener(parse_address(address, "-S tcp://"), timeout) as listener:
         spool, name = listener.receive()
-    return ArchiveSource(CaptureFile(spool, name), name, per_mapping, streamed)
+    return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping)
