@@ -173,7 +173,7 @@ class Recording:
             raise UsageError(f"--at {at}: the recording has no frame {int(text)} (frames "
                              f"{self.frames[0].number} to {self.frames[-1].number})")
         when, within = self._time_of(text, at)
-        chosen = [e for e in self.frames if e.time < when + within]
+        chosen = [e for e in self.frames if (e.time < when + within if within else e.time <= when)]
         if not chosen:
             raise UsageError(f"--at {at}: before the recording's first frame ({self.frames[0].timestamp})")
         return chosen[-1]
