@@ -148,9 +148,10 @@ def _companion_options(view, companion, options):
     return options._replace(columns=keys or None, sort=None)
 
 
-def read_snapshot(request, the_plan, spec=None):
+def read_snapshot(request, the_plan, spec=None, load=load_reading):
     """(Snapshot, warnings): the source ``spec`` (the query's by default) read as ``the_plan`` says,
-    sized and accounted as asked."""
+    sized and accounted as asked.  ``load``: what reads the processes, load_reading's signature
+    (smem.incremental's Refresher.load re-reads only the processes that changed)."""
     view, needs, exact = the_plan.view, the_plan.needs, the_plan.exact
     query = request.query
     spec = query.source if spec is None else spec
@@ -167,8 +168,8 @@ def read_snapshot(request, the_plan, spec=None):
                          streamed=not exact)
     fold = view.fold(needs) if view.fold is not None and not exact else None
     try:
-        reading = load_reading(source, load_selection, with_processes=view.reads_processes, needs=needs,
-                               jobs=query.jobs, fold=fold)
+        reading = load(source, load_selection, with_processes=view.reads_processes, needs=needs,
+                       jobs=query.jobs, fold=fold)
         if load_selection is not selection:  # (the sharing view reads everyone, and selects among them)
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None

@@ -79,6 +79,7 @@ class WatchOptions(NamedTuple):
     interval: float                    # seconds from the start of one frame to the next
     count: Optional[int] = None        # frames to show; None: until q, Ctrl-C or a signal
     since: str = "first"               # the d columns: changes since the "first" or "previous" frame
+    max_staleness: float = 60.0        # no figure older than this (s); 0: every process read every frame
 
 
 class ReportRequest(NamedTuple):
@@ -99,3 +100,4 @@ class ServeOptions(NamedTuple):
     textfile: Optional[str] = None     # --textfile DIR: write DIR/smem.prom instead of serving
     interval: float = 60.0             # --interval S between two writes of the textfile
     count: Optional[int] = None        # --count N: writes before stopping (None: until stopped)
+    max_staleness: float = 60.0        # no figure older than this (s); 0: every process read at every collection

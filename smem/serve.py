@@ -36,6 +36,7 @@ from .app import companion_tables, plan, read_snapshot
 from .errors import OutputError, SmemError, UsageError
 from .extras import require
 from .formats.families import families
+from .incremental import Refresher
 from .options import ReportRequest, TableOptions
 from .report import make_table
 
@@ -69,6 +70,8 @@ class Collection:
     skipped: int = 0
     warnings: List[str] = field(default_factory=list)
     error: Optional[str] = None
+    oldest_age: float = 0.0          # seconds since the oldest figure was read, at ``finished``
+    reread: int = 0                  # processes whose rollup it read (the rest were kept)
 
 
 class SharedCollector:
@@ -85,6 +88,7 @@ class SharedCollector:
         self.plan = plan(self.request, self.companions)  # unknown fields and bad filters fail here, at start
         self.top = options.top
         self.min_interval = options.min_interval
+        self.refresher = Refresher(options.max_staleness)
         self.warn = warn
         self.collections = 0
         self.errors = 0
@@ -108,7 +112,7 @@ class SharedCollector:
     def _collect(self):
         start = time.monotonic()
         try:
-            snapshot, warnings = read_snapshot(self.request, self.plan)
+            snapshot, warnings = read_snapshot(self.request, self.plan, load=self.refresher.load)
             tables = companion_tables(self.plan, snapshot, self.request.system)
             if self.top:
                 tables = (make_table([snapshot], self.plan.view, self.request.table, self.request.system), *tables)
@@ -119,7 +123,8 @@ class SharedCollector:
             self.collections += 1
         return Collection([f for table in tables for f in families(table)], time.time(),
                           time.monotonic() - start, len(snapshot.processes),
-                          sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings)
+                          sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
+                          oldest_age=self.refresher.oldest_age(), reread=self.refresher.reread)
 
     def say(self, collection):
         """The warnings and error of ``collection`` that the one before did not have: a daemon's log
@@ -156,6 +161,15 @@ class SharedCollector:
             yield GaugeMetricFamily("smem_collection_skipped_processes",
                                     "processes left out by --max-rss in the latest collection",
                                     value=collection.skipped)
+            yield GaugeMetricFamily("smem_collection_reread_processes",
+                                    "processes whose smaps_rollup the latest collection read (the others' "
+                                    "figures were kept: nothing they or their sharers did moved them)",
+                                    value=collection.reread)
+            yield GaugeMetricFamily("smem_oldest_figure_age_seconds",
+                                    "how long ago the oldest figure exported was read (at most --max-staleness "
+                                    "at a collection)",
+                                    value=collection.oldest_age + max(0.0, time.time() - collection.finished),
+                                    unit="seconds")
 
 
 def _registry(collector, own_process):

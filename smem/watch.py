@@ -29,6 +29,7 @@ import time
 
 from .app import plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
+from .incremental import Refresher
 from .report import make_table
 
 __all__ = ["run_watch"]
@@ -66,10 +67,11 @@ class _Frames:
         self.warnings = []
         self.frame = None
         self.first = None   # the first Frame
+        self.refresher = Refresher(request.watch.max_staleness)
 
     def read(self, number):
         started = time.time()
-        snapshot, self.warnings = read_snapshot(self.request, self.plan)
+        snapshot, self.warnings = read_snapshot(self.request, self.plan, load=self.refresher.load)
         if self.current is None:
             self.baseline = snapshot          # the first frame is its own baseline: changes are 0
         elif not self.since_first:

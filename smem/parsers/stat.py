@@ -25,6 +25,8 @@ class PidStat(NamedTuple):
     vsize: Optional[int]   # bytes
     rss_pages: Optional[int]
     start_time: Optional[int] = None  # clock ticks after boot: with the pid, names a process for good
+    minflt: Optional[int] = None      # faults that mapped a page without I/O (it grows as memory is touched)
+    majflt: Optional[int] = None      # faults that read a page in
 
     @property
     def is_kernel_thread(self):
@@ -65,4 +67,6 @@ def parse_stat(data):
         vsize=_int(rest, 20),
         rss_pages=_int(rest, 21),
         start_time=_int(rest, 19),
+        minflt=_int(rest, 7),
+        majflt=_int(rest, 9),
     )

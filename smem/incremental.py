@@ -1,0 +1,315 @@
+"""Collections that re-read only the processes that changed: smem serve, watch mode, a recorder.
+
+Between two collections most processes have not changed, and reading a
+process's smaps_rollup is what a collection costs (the kernel walks its page
+tables for it).  A :class:`Refresher` keeps the figures of the last collection
+and each time reads, for every process, only what is cheap: /proc/PID/stat (the
+start time, which with the pid names a process for good, so a reused pid is a
+new process; the fault counters, the virtual size and the resident pages, which
+move when the process's own memory does).  It re-reads the rollups of:
+
+* the processes it has not seen (started, or a pid reused);
+* the processes whose counters moved;
+* the processes whose figure others may have moved.  A shared page's PSS is its
+  size over the number of processes mapping it: when a process starts, exits, or
+  changes how much of its memory is shared (its PSS less its USS), the PSS of the
+  processes sharing those pages moves by as much in all, the other way.  That
+  displacement is divided among the processes that may share with it: those
+  mapping one of the same objects (device and inode, /proc/PID/maps, read when a
+  process is first seen and when its size changes) and, for the anonymous memory
+  a fork shares, its parent and the parent's other children.  A process is
+  re-read once what may have reached it since its last read passes
+  :data:`TOLERANCE` of its PSS, in the same collection;
+* the oldest figures, a few at every collection (as many as the time since the
+  last one is a share of ``max_staleness``), so that the re-reads are spread out
+  and no figure is older than ``max_staleness`` seconds.
+
+Only this machine's processes, for a report of their sums (no per-mapping
+figure, no -M, no view that folds mappings), are read so; anything else is read
+whole every time.  A process left out of the report (-P, -U) is not read, so its
+changes move no one: with a filter the PSS of processes sharing with others can
+be up to ``max_staleness`` old.
+"""
+
+import copy
+import math
+import time
+
+from .model import Selection, Snapshot, load_snapshot
+from .parsers.maps import parse_maps_objects
+from .parsers.stat import parse_stat
+
+__all__ = ["Refresher", "DEFAULT_MAX_STALENESS", "TOLERANCE"]
+
+#: seconds: no figure older than this (every process re-read at least so often)
+DEFAULT_MAX_STALENESS = 60.0
+
+#: what others may have moved a process's PSS by, as a share of it, before it is re-read: half
+#: the 1% a collection's figures are held to, as the estimate divides a displacement evenly
+#: among the sharers while one may take more (bench/incremental.py measures the error)
+TOLERANCE = 0.005
+
+
+class _Known:
+    """What the last read of one process found, and what may have moved it since."""
+
+    __slots__ = ("start", "moved", "ppid", "read_at", "process", "unreadable", "skipped", "objects",
+                 "pss", "shared", "split", "pending")
+
+    def __init__(self, stat, read_at):
+        self.start = stat.start_time
+        self.moved = _movers(stat)
+        self.ppid = stat.ppid
+        self.read_at = read_at
+        self.process = None     # the Process, where the report has it
+        self.unreadable = None  # (reason, name)
+        self.skipped = None     # (name, VmRSS KiB)
+        self.objects = {}       # (device, inode) -> KiB mapped: what it may share with others
+        self.pss = 0
+        self.shared = 0         # PSS less USS, KiB: what others' changes can move
+        self.split = None       # (anonymous PSS, PSS of files and shmem), KiB, where the kernel splits it
+        self.pending = 0.0      # KiB others may have moved its PSS by since it was read
+
+
+def _movers(stat):
+    """What moves when a process's own memory does."""
+    return stat.minflt, stat.majflt, stat.vsize, stat.rss_pages
+
+
+def _amounts(process):
+    """(PSS, PSS less USS, (anonymous PSS, file and shmem PSS) or None) in KiB; where no PSS is
+    known, RSS and its shared part."""
+    totals = process.totals
+    private = (totals.get("Private_Clean") or 0) + (totals.get("Private_Dirty") or 0)
+    pss = totals.get("Pss")
+    if pss is None:
+        pss = totals.get("Rss") or 0
+    anon = totals.get("Pss_Anon")
+    split = None if anon is None else (anon, (totals.get("Pss_File") or 0) + (totals.get("Pss_Shmem") or 0))
+    return pss, max(pss - private, 0), split
+
+
+def _with_split(needs):
+    """``needs`` keeping the rollup's PSS split too (Linux 5.9+): what says whether a change
+    went through anonymous memory (a fork's kin) or through files and shmem."""
+    if needs.rollup:
+        return needs
+    more = copy.copy(needs)
+    more.rollup = True
+    more.__dict__.pop("_rollup_keys", None)  # (model.rollup_keys's memo of the keys kept)
+    return more
+
+
+def _caps(before, after):
+    """How much of a displacement can have gone through anonymous memory and through objects."""
+    if before is None or after is None:
+        return None
+    return abs(after[0] - before[0]), abs(after[1] - before[1])
+
+
+class Refresher:
+    """Reads processes as :func:`smem.model.load_snapshot` does, re-reading only those that changed
+    since the last call (see the module's docstring).  Its :meth:`load` takes load_snapshot's
+    arguments, so ``app.read_snapshot(request, plan, load=refresher.load)`` is a collection."""
+
+    def __init__(self, max_staleness=DEFAULT_MAX_STALENESS, tolerance=TOLERANCE, clock=time.monotonic):
+        self.max_staleness = max_staleness
+        self.tolerance = tolerance
+        self.clock = clock
+        self.reread = 0          # rollups the latest collection read
+        self._known = {}         # pid -> _Known
+        self._sharers = {}       # object -> {pid}: who may share its pages
+        self._last_at = None
+        self._full_at = None     # when the latest collection that read everything ended
+        self._pss_missing = False
+
+    def oldest_age(self, now=None):
+        """Seconds since the oldest figure of the latest collection was read."""
+        now = self.clock() if now is None else now
+        if self._known:
+            return max(0.0, now - min(k.read_at for k in self._known.values()))
+        return 0.0 if self._full_at is None else max(0.0, now - self._full_at)
+
+    def load(self, source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None):
+        """What load_snapshot gives for these arguments, from the figures kept and what changed."""
+        if self.max_staleness <= 0 or not self._incremental(source, selection, with_processes, needs, fold):
+            self._known.clear()
+            self._sharers.clear()
+            snapshot = load_snapshot(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
+                                     fold=fold)
+            self.reread = len(snapshot.processes)
+            self._full_at = self._last_at = self.clock()
+            return snapshot
+        selection = selection or Selection()
+        now = self.clock()
+        gap = now - self._last_at if self._last_at is not None else self.max_staleness
+        self._last_at = now
+        seen = self._stats(source, selection)
+        events = []
+        for pid in [pid for pid, known in self._known.items()
+                    if pid not in seen or seen[pid].start_time != known.start]:
+            events.append(self._forget(pid))  # exited, or its pid reused
+        first = {pid for pid, stat in seen.items() if self._changed(pid, stat, now, gap)}
+        first |= self._oldest(seen, first, gap)
+        self._spread(events, first)
+        first |= self._past_tolerance(seen)
+        meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
+        self._spread(events, first)
+        again = self._past_tolerance(seen) - first
+        if again:
+            meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
+        self.reread = len(first) + len(again)
+        return self._snapshot(source, meminfo, needs)
+
+    @staticmethod
+    def _incremental(source, selection, with_processes, needs, fold):
+        return (with_processes and fold is None and source.local and needs is not None
+                and not needs.mappings and needs.counters is not None
+                and (selection is None or selection.mapping is None))
+
+    def _stats(self, source, selection):
+        """{pid: PidStat} of the processes (not kernel threads) there are now."""
+        seen = {}
+        for pid in source.pids():
+            if not selection.wants_pid(pid):
+                continue
+            raw = source.read_optional(f"{pid}/stat")
+            if not raw:
+                continue
+            try:
+                stat = parse_stat(raw)
+            except ValueError:
+                continue
+            if not stat.is_kernel_thread:
+                seen[pid] = stat
+        return seen
+
+    def _changed(self, pid, stat, now, gap):
+        """Whether ``pid`` is to be read: new, moved, or too old to wait for the next collection."""
+        known = self._known.get(pid)
+        return (known is None or known.moved != _movers(stat)
+                or now - known.read_at + gap >= self.max_staleness)
+
+    def _oldest(self, seen, chosen, gap):
+        """The oldest figures, as many as ``gap`` is a share of max_staleness of them all."""
+        count = math.ceil(len(seen) * min(gap / self.max_staleness, 1.0))
+        rest = [pid for pid in seen if pid not in chosen and pid in self._known]
+        rest.sort(key=lambda pid: self._known[pid].read_at)
+        return set(rest[:count])
+
+    def _past_tolerance(self, seen):
+        tolerance = self.tolerance
+        return {pid for pid, known in self._known.items()
+                if pid in seen and known.pending > 0 and known.pending >= tolerance * known.pss}
+
+    def _spread(self, events, fresh):
+        """Give each process that may share with an event's process its part of the displacement.
+
+        The displacement is divided among what the process shares through: an object of
+        ``size`` KiB that n processes map holds about size / (n + 1) of its PSS, a fork's kin
+        (its parent, their children) may hold all of it.  Where the kernel splits PSS, what went
+        through objects is at most the change of the file and shmem PSS, and what went through
+        a fork's kin at most the change of the anonymous PSS; the estimates are scaled down
+        together where they add up to more.  Each one's part is then divided among the others
+        that share it."""
+        sharers = self._sharers
+        for pid, displacement, keys, caps in events:
+            if not displacement:
+                continue
+            through = {}
+            held = [0.0, 0.0]  # through a fork's kin, through objects
+            for key, size in keys.items():
+                others = sharers.get(key, ())
+                count = len(others) - (pid in others)
+                if count > 0:
+                    estimate = displacement if size is None else min(displacement, size / (count + 1))
+                    through[key] = (estimate, count, size is not None)
+                    held[size is not None] += estimate
+            limits = (displacement, displacement) if caps is None else (min(displacement, caps[0]),
+                                                                        min(displacement, caps[1]))
+            scales = [min(1.0, limit / total) if total else 0.0 for limit, total in zip(limits, held)]
+            for key, (estimate, count, of_object) in through.items():
+                part = estimate * scales[of_object] / count
+                if not part:
+                    continue
+                for other in sharers[key]:
+                    if other != pid and other not in fresh:
+                        known = self._known.get(other)
+                        if known is not None:
+                            known.pending += part
+
+    @staticmethod
+    def _keys(pid, known):
+        """{what it may share pages through: KiB mapped of an object, None for a fork's kin}."""
+        keys = dict(known.objects)
+        keys[("children", known.ppid)] = keys[("children", pid)] = None
+        return keys
+
+    def _index(self, pid, known, add):
+        for key in self._keys(pid, known):
+            if add:
+                self._sharers.setdefault(key, set()).add(pid)
+            else:
+                group = self._sharers.get(key)
+                if group is not None:
+                    group.discard(pid)
+                    if not group:
+                        del self._sharers[key]
+
+    def _forget(self, pid):
+        """Drop ``pid``'s figures: an event, (pid, what its exit displaces, who shared with it)."""
+        known = self._known.pop(pid)
+        keys = self._keys(pid, known)
+        self._index(pid, known, add=False)
+        return pid, known.shared, keys, known.split
+
+    def _read(self, source, selection, needs, jobs, seen, pids, now):
+        """Read ``pids`` (load_snapshot, only those); (meminfo, the events of the processes read
+        because their own memory moved)."""
+        chosen = copy.copy(selection)
+        chosen.pids = frozenset(pids)
+        snapshot = load_snapshot(source, chosen, with_processes=bool(pids), needs=_with_split(needs), jobs=jobs)
+        self._pss_missing = self._pss_missing or snapshot.pss_missing
+        loaded = {p.pid: p for p in snapshot.processes}
+        unreadable = {pid: (reason, name) for reason, listed in snapshot.unreadable.items() for pid, name in listed}
+        skipped = {pid: (name, rss) for pid, name, rss in snapshot.skipped}
+        events = []
+        for pid in pids:
+            before = self._known.get(pid)
+            stat = seen[pid]
+            known = _Known(stat, now)
+            known.process = loaded.get(pid)
+            known.unreadable = unreadable.get(pid)
+            known.skipped = skipped.get(pid)
+            if known.process is not None:
+                known.pss, known.shared, known.split = _amounts(known.process)
+                if before is None or before.moved[2] != known.moved[2] or before.process is None:
+                    raw = source.read_optional(f"{pid}/maps")
+                    known.objects = parse_maps_objects(raw) if raw else {}
+                else:
+                    known.objects = before.objects
+            if before is not None:
+                self._index(pid, before, add=False)
+            self._index(pid, known, add=True)
+            self._known[pid] = known
+            if before is None:
+                events.append((pid, known.shared, self._keys(pid, known), known.split))
+            elif before.moved != known.moved:
+                events.append((pid, abs(known.shared - before.shared), {**self._keys(pid, before),
+                                                                         **self._keys(pid, known)},
+                               _caps(before.split, known.split)))
+        return snapshot.meminfo, events
+
+    def _snapshot(self, source, meminfo, needs):
+        known = sorted(self._known.items())
+        unreadable = {}
+        for pid, k in known:
+            if k.unreadable is not None:
+                reason, name = k.unreadable
+                unreadable.setdefault(reason, []).append((pid, name))
+        snapshot = Snapshot(source, [k.process for _, k in known if k.process is not None], meminfo, unreadable,
+                            self._pss_missing, [(pid, *k.skipped) for pid, k in known if k.skipped is not None])
+        if needs.pools:
+            from .kernel_pools import read_kernel_pools
+            snapshot.pools = read_kernel_pools(source, (p.cgroup for p in snapshot.processes if p.cgroup))
+        return snapshot
