@@ -120,6 +120,7 @@ class Refresher:
         self._known = {}         # pid -> _Known
         self._sharers = {}       # object -> {pid}: who may share its pages
         self._last_at = None
+        self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
 
@@ -191,8 +192,11 @@ class Refresher:
                 or now - known.read_at + gap >= self.max_staleness)
 
     def _oldest(self, seen, chosen, gap):
-        """The oldest figures, as many as ``gap`` is a share of max_staleness of them all."""
-        count = math.ceil(len(seen) * min(gap / self.max_staleness, 1.0))
+        """The oldest figures, as many as ``gap`` is a share of max_staleness of them all (the
+        fractions carried over to the next collection)."""
+        self._due = min(self._due + len(seen) * gap / self.max_staleness, len(seen))
+        count = math.floor(self._due)
+        self._due -= count
         rest = [pid for pid in seen if pid not in chosen and pid in self._known]
         rest.sort(key=lambda pid: self._known[pid].read_at)
         return set(rest[:count])
