@@ -4,9 +4,10 @@ One run, three servers scraped in the same rounds on the same workload (every n-
 allocating and freeing all along, the others idle):
 
 * ours as a user runs it: ``smem serve`` (``--max-staleness`` as given: only what changed
-  is re-read);
-* ours re-reading everything at every scrape (``--max-staleness 0``): the full read the
-  figures are compared with;
+  is re-read; the default ``--top 10``): its CPU is the figure compared;
+* the same exporting every process (``--top 1000000``): its figures are the ones checked;
+* ours re-reading everything at every scrape (``--max-staleness 0``, every process): the
+  full read the figures are compared with;
 * Debian's prometheus-process-exporter, smaps gathered, grouping by command name.
 
 Every ``interval`` seconds the workload is stopped (SIGSTOP to its process group, so that
@@ -71,10 +72,10 @@ def _wait_up(url, proc, seconds=60):
     raise RuntimeError(f'{url} did not answer')
 
 
-def _ours(ours_argv, env, tmp, staleness):
+def _ours(ours_argv, env, tmp, staleness, top):
     port = _free_port()
     proc = subprocess.Popen(ours_argv('serve', '--listen', f'127.0.0.1:{port}', '--min-interval', '0',
-                                      '--top', '1000000', '--max-staleness', f'{staleness:g}'),
+                                      '--top', str(top), '--max-staleness', f'{staleness:g}'),
                             env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     return proc, f'http://127.0.0.1:{port}/metrics'
@@ -108,8 +109,9 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
     """The table of one run (see the module's docstring)."""
     servers = {}
     try:
-        servers['ours'] = _ours(ours_argv, ours_env(), tmp, staleness)
-        servers['full'] = _ours(ours_argv, ours_env(), tmp, 0)
+        servers['ours'] = _ours(ours_argv, ours_env(), tmp, staleness, 10)
+        servers['every'] = _ours(ours_argv, ours_env(), tmp, staleness, 1000000)
+        servers['full'] = _ours(ours_argv, ours_env(), tmp, 0, 1000000)
         if os.path.exists(EXPORTER):
             servers['exporter'] = _exporter(tmp, peer_env())
         for name, (proc, url) in servers.items():
@@ -134,7 +136,7 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
                     cpu[name].append(cpu_seconds(proc.pid) - before)
             finally:
                 os.killpg(wl.leader_pid, signal.SIGCONT)
-            ours, full = _samples(bodies['ours']), _samples(bodies['full'])
+            ours, full = _samples(bodies['every']), _samples(bodies['full'])
             own = dict(OWN.findall(bodies['ours']))
             reread.append(float(own.get('smem_collection_reread_processes', 'nan')))
             ages.append(float(own.get('smem_oldest_figure_age_seconds', 'nan')))
@@ -164,8 +166,10 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
                    'full read made in the same round with the workload stopped (SIGSTOP); "rest" are the '
                    'machine\'s other processes and the program/user/cgroup sums, which were not stopped.')
     pe = mean.get('exporter')
-    t.add('CPU per scrape, ours (incremental)', f'{mean["ours"] * 1000:.0f} ms', '', '')
-    t.add('CPU per scrape, ours re-reading everything', f'{mean["full"] * 1000:.0f} ms', '', '')
+    t.add('CPU per scrape, ours (incremental, --top 10)', f'{mean["ours"] * 1000:.0f} ms', '', '')
+    t.add('CPU per scrape, ours (incremental, every process exported)', f'{mean["every"] * 1000:.0f} ms', '', '')
+    t.add('CPU per scrape, ours re-reading everything (every process exported)', f'{mean["full"] * 1000:.0f} ms',
+          '', '')
     if pe is not None:
         t.add('CPU per scrape, process-exporter', f'{pe * 1000:.0f} ms', '', '')
         ratio = mean['ours'] / pe
@@ -173,7 +177,8 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         t.add('ours full / process-exporter', f'{mean["full"] / pe:.2f}x', '', '')
     else:
         t.add('process-exporter', f'MISSING: {EXPORTER} not installed', '', '')
-    t.add('ours incremental / ours full', f'{mean["ours"] / mean["full"]:.2f}x', '', '')
+    t.add('ours incremental / ours re-reading everything (both exporting every process)',
+          f'{mean["every"] / mean["full"]:.2f}x', '', '')
     t.add('rollups re-read per scrape (median)', f'{statistics.median(reread):.0f}', '', '')
     t.add('oldest figure at a scrape (max)', f'{max(ages):.1f} s', f'<= {staleness:g} s',
           'met' if max(ages) <= staleness else 'NOT met')
@@ -184,4 +189,46 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
                   f'{worst * 100:.3f}% / {p99 * 100:.3f}%', '<= 1%' if label.startswith('workload') else '',
                   ('met' if worst <= 0.01 else 'NOT met') if label.startswith('workload') else '')
     t.add('samples of the full read missing from ours', str(missing), '', '')
+    return [t]
+
+
+def _cpu_of_run(argv, env, tmp, out):
+    """(CPU seconds, wall seconds, exit status) of ``argv`` run to its end, output to ``out``."""
+    with open(os.path.join(tmp, out), 'wb') as f:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=f,
+                                stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime, time.monotonic() - t0, proc.returncode
+
+
+def section_watch_incremental(tmp, log, ours_argv, ours_env, Table, frames=31, interval=2.0, staleness=60.0,
+                              views=((), ('-u',))):
+    """Watch mode re-reading what changed against re-reading everything each frame, on the same
+    workload: the CPU of a frame in the steady state, (CPU of FRAMES frames - CPU of one) /
+    (FRAMES - 1), from wait4, of each."""
+    t = Table(f'Watch mode: `smem --interval {interval:g} --count {frames}` re-reading what changed '
+              f'(--max-staleness {staleness:g}) against everything each frame (--max-staleness 0)',
+              ['command', 'CPU ms per frame, incremental', 'CPU ms per frame, everything', 'ratio', 'target',
+               'met?'],
+              note='CPU is user + system from wait4; per frame: (CPU of the run - CPU of a --count 1 run) / '
+                   f'({frames} - 1). Output to a file (one table after each "# TIME" line).')
+    env = ours_env()
+    for view in views:
+        per_frame = {}
+        for label, value in (('incremental', staleness), ('everything', 0)):
+            argv = ours_argv(*view, '--interval', f'{interval:g}', '--max-staleness', f'{value:g}')
+            log(f'  watch {" ".join(view)} ({label}): 1 frame, then {frames} frames ...')
+            one, _, code1 = _cpu_of_run(argv + ['--count', '1'], env, tmp, 'watch1.out')
+            cpu, _, code = _cpu_of_run(argv + ['--count', str(frames)], env, tmp, 'watch.out')
+            per_frame[label] = (cpu - one) / (frames - 1) if not (code or code1) else None
+        inc, full = per_frame['incremental'], per_frame['everything']
+        name = ' '.join(('smem',) + view)
+        if inc is None or full is None:
+            t.add(name, '-', '-', '-', '<= 0.2x', 'failed')
+            continue
+        ratio = inc / full
+        t.add(name, f'{inc * 1000:.0f}', f'{full * 1000:.0f}', f'{ratio:.2f}x', '<= 0.2x',
+              'met' if ratio <= 0.2 else 'NOT met')
     return [t]

@@ -53,8 +53,8 @@ TOLERANCE = 0.005
 class _Known:
     """What the last read of one process found, and what may have moved it since."""
 
-    __slots__ = ("start", "moved", "ppid", "read_at", "process", "unreadable", "skipped", "objects",
-                 "pss", "shared", "split", "pending")
+    __slots__ = ("start", "moved", "ppid", "read_at", "process", "unreadable", "skipped", "keys",
+                 "pss", "shared", "split", "base")
 
     def __init__(self, stat, read_at):
         self.start = stat.start_time
@@ -64,11 +64,11 @@ class _Known:
         self.process = None     # the Process, where the report has it
         self.unreadable = None  # (reason, name)
         self.skipped = None     # (name, VmRSS KiB)
-        self.objects = {}       # (device, inode) -> KiB mapped: what it may share with others
+        self.keys = {}          # what it may share pages through: (device, inode) -> KiB mapped, a fork's kin -> None
         self.pss = 0
         self.shared = 0         # PSS less USS, KiB: what others' changes can move
         self.split = None       # (anonymous PSS, PSS of files and shmem), KiB, where the kernel splits it
-        self.pending = 0.0      # KiB others may have moved its PSS by since it was read
+        self.base = 0.0         # the sum of Refresher._moved over its keys when it was read
 
 
 def _movers(stat):
@@ -118,7 +118,8 @@ class Refresher:
         self.clock = clock
         self.reread = 0          # rollups the latest collection read
         self._known = {}         # pid -> _Known
-        self._sharers = {}       # object -> {pid}: who may share its pages
+        self._sharers = {}       # key -> {pid}: who may share pages through it
+        self._moved = {}         # key -> KiB each of its sharers may have been moved by, all along
         self._last_at = None
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
         self._full_at = None     # when the latest collection that read everything ended
@@ -136,6 +137,7 @@ class Refresher:
         if self.max_staleness <= 0 or not self._incremental(source, selection, with_processes, needs, fold):
             self._known.clear()
             self._sharers.clear()
+            self._moved.clear()
             snapshot = load_snapshot(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
                                      fold=fold)
             self.reread = len(snapshot.processes)
@@ -152,13 +154,15 @@ class Refresher:
             events.append(self._forget(pid))  # exited, or its pid reused
         first = {pid for pid, stat in seen.items() if self._changed(pid, stat, now, gap)}
         first |= self._oldest(seen, first, gap)
-        self._spread(events, first)
-        first |= self._past_tolerance(seen)
+        self._spread(events)
+        first |= self._past_tolerance(first)
         meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
-        self._spread(events, first)
-        again = self._past_tolerance(seen) - first
+        self._spread(events)
+        self._settle(first)  # (what they moved or were moved by is in what was read)
+        again = self._past_tolerance(first)
         if again:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
+            self._settle(again)
         self.reread = len(first) + len(again)
         return self._snapshot(source, meminfo, needs)
 
@@ -189,7 +193,7 @@ class Refresher:
         """Whether ``pid`` is to be read: new, moved, or too old to wait for the next collection."""
         known = self._known.get(pid)
         return (known is None or known.moved != _movers(stat)
-                or now - known.read_at + gap >= self.max_staleness)
+                or now - known.read_at >= self.max_staleness)
 
     def _oldest(self, seen, chosen, gap):
         """The oldest figures, as many as ``gap`` is a share of max_staleness of them all (the
@@ -201,12 +205,27 @@ class Refresher:
         rest.sort(key=lambda pid: self._known[pid].read_at)
         return set(rest[:count])
 
-    def _past_tolerance(self, seen):
+    def _pending(self, known):
+        """KiB others may have moved ``known``'s PSS by since it was read."""
+        moved = self._moved
+        return sum(moved.get(key, 0.0) for key in known.keys) - known.base
+
+    def _settle(self, pids):
+        """Mark what others moved so far as in the figures of ``pids`` (just read)."""
+        moved = self._moved
+        for pid in pids:
+            known = self._known.get(pid)
+            if known is not None:
+                known.base = sum(moved.get(key, 0.0) for key in known.keys)
+
+    def _past_tolerance(self, exclude):
+        """The processes (but ``exclude``) others may have moved by more than the tolerance."""
         tolerance = self.tolerance
         return {pid for pid, known in self._known.items()
-                if pid in seen and known.pending > 0 and known.pending >= tolerance * known.pss}
+                if pid not in exclude and known.process is not None
+                and self._pending(known) > max(tolerance * known.pss, 1e-6)}
 
-    def _spread(self, events, fresh):
+    def _spread(self, events):
         """Give each process that may share with an event's process its part of the displacement.
 
         The displacement is divided among what the process shares through: an object of
@@ -215,8 +234,9 @@ class Refresher:
         through objects is at most the change of the file and shmem PSS, and what went through
         a fork's kin at most the change of the anonymous PSS; the estimates are scaled down
         together where they add up to more.  Each one's part is then divided among the others
-        that share it."""
-        sharers = self._sharers
+        that share it: added to what that key moved each of its sharers by (the event's own
+        process is read in the same collection, or gone)."""
+        sharers, moved = self._sharers, self._moved
         for pid, displacement, keys, caps in events:
             if not displacement:
                 continue
@@ -233,24 +253,17 @@ class Refresher:
                                                                         min(displacement, caps[1]))
             scales = [min(1.0, limit / total) if total else 0.0 for limit, total in zip(limits, held)]
             for key, (estimate, count, of_object) in through.items():
-                part = estimate * scales[of_object] / count
-                if not part:
-                    continue
-                for other in sharers[key]:
-                    if other != pid and other not in fresh:
-                        known = self._known.get(other)
-                        if known is not None:
-                            known.pending += part
+                moved[key] = moved.get(key, 0.0) + estimate * scales[of_object] / count
 
     @staticmethod
-    def _keys(pid, known):
+    def _keys_of(pid, ppid, objects):
         """{what it may share pages through: KiB mapped of an object, None for a fork's kin}."""
-        keys = dict(known.objects)
-        keys[("children", known.ppid)] = keys[("children", pid)] = None
+        keys = dict(objects)
+        keys[("children", ppid)] = keys[("children", pid)] = None
         return keys
 
     def _index(self, pid, known, add):
-        for key in self._keys(pid, known):
+        for key in known.keys:
             if add:
                 self._sharers.setdefault(key, set()).add(pid)
             else:
@@ -259,13 +272,13 @@ class Refresher:
                     group.discard(pid)
                     if not group:
                         del self._sharers[key]
+                        self._moved.pop(key, None)
 
     def _forget(self, pid):
         """Drop ``pid``'s figures: an event, (pid, what its exit displaces, who shared with it)."""
         known = self._known.pop(pid)
-        keys = self._keys(pid, known)
         self._index(pid, known, add=False)
-        return pid, known.shared, keys, known.split
+        return pid, known.shared, known.keys, known.split
 
     def _read(self, source, selection, needs, jobs, seen, pids, now):
         """Read ``pids`` (load_snapshot, only those); (meminfo, the events of the processes read
@@ -289,18 +302,20 @@ class Refresher:
                 known.pss, known.shared, known.split = _amounts(known.process)
                 if before is None or before.moved[2] != known.moved[2] or before.process is None:
                     raw = source.read_optional(f"{pid}/maps")
-                    known.objects = parse_maps_objects(raw) if raw else {}
+                    known.keys = self._keys_of(pid, known.ppid, parse_maps_objects(raw) if raw else {})
+                elif before.ppid != known.ppid:
+                    known.keys = {**{k: v for k, v in before.keys.items() if v is not None},
+                                  **self._keys_of(pid, known.ppid, {})}
                 else:
-                    known.objects = before.objects
+                    known.keys = before.keys
             if before is not None:
                 self._index(pid, before, add=False)
             self._index(pid, known, add=True)
             self._known[pid] = known
             if before is None:
-                events.append((pid, known.shared, self._keys(pid, known), known.split))
+                events.append((pid, known.shared, known.keys, known.split))
             elif before.moved != known.moved:
-                events.append((pid, abs(known.shared - before.shared), {**self._keys(pid, before),
-                                                                         **self._keys(pid, known)},
+                events.append((pid, abs(known.shared - before.shared), {**before.keys, **known.keys},
                                _caps(before.split, known.split)))
         return snapshot.meminfo, events
 
