@@ -117,6 +117,7 @@ class Refresher:
         self.tolerance = tolerance
         self.clock = clock
         self.reread = 0          # rollups the latest collection read
+        self.reasons = {}        # of those, how many for each reason: new, moved, age, shared
         self._known = {}         # pid -> _Known
         self._sharers = {}       # key -> {pid}: who may share pages through it
         self._moved = {}         # key -> KiB each of its sharers may have been moved by, all along
@@ -141,6 +142,7 @@ class Refresher:
             snapshot = load_snapshot(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
                                      fold=fold)
             self.reread = len(snapshot.processes)
+            self.reasons = {"all": self.reread}
             self._full_at = self._last_at = self.clock()
             return snapshot
         selection = selection or Selection()
@@ -152,14 +154,25 @@ class Refresher:
         for pid in [pid for pid, known in self._known.items()
                     if pid not in seen or seen[pid].start_time != known.start]:
             events.append(self._forget(pid))  # exited, or its pid reused
-        first = {pid for pid, stat in seen.items() if self._changed(pid, stat, now, gap)}
-        first |= self._oldest(seen, first, gap)
+        reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0}
+        first = set()
+        for pid, stat in seen.items():
+            reason = self._changed(pid, stat, now)
+            if reason is not None:
+                first.add(pid)
+                reasons[reason] += 1
+        oldest = self._oldest(seen, first, gap)
+        reasons["age"] += len(oldest)
+        first |= oldest
         self._spread(events)
-        first |= self._past_tolerance(first)
+        shared = self._past_tolerance(first)
+        reasons["shared"] += len(shared)
+        first |= shared
         meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
         self._spread(events)
         self._settle(first)  # (what they moved or were moved by is in what was read)
         again = self._past_tolerance(first)
+        reasons["shared"] += len(again)
         if again:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             self._settle(again)
@@ -189,11 +202,14 @@ class Refresher:
                 seen[pid] = stat
         return seen
 
-    def _changed(self, pid, stat, now, gap):
-        """Whether ``pid`` is to be read: new, moved, or too old to wait for the next collection."""
+    def _changed(self, pid, stat, now):
+        """Why ``pid`` is to be read ("new", "moved", "age": as old as max_staleness), or None."""
         known = self._known.get(pid)
-        return (known is None or known.moved != _movers(stat)
-                or now - known.read_at >= self.max_staleness)
+        if known is None:
+            return "new"
+        if known.moved != _movers(stat):
+            return "moved"
+        return "age" if now - known.read_at >= self.max_staleness else None
 
     def _oldest(self, seen, chosen, gap):
         """The oldest figures, as many as ``gap`` is a share of max_staleness of them all (the
