@@ -32,6 +32,7 @@ import urllib.request
 
 SAMPLE = re.compile(r'^(smem_\w+_pss_bytes)\{(.*)\} (\S+)$', re.M)
 OWN = re.compile(r'^(smem_collection_reread_processes|smem_oldest_figure_age_seconds) (\S+)$', re.M)
+REASON = re.compile(r'^smem_collection_reread_by_reason_processes\{reason="(\w+)"\} (\S+)$', re.M)
 TICK = os.sysconf('SC_CLK_TCK')
 
 EXPORTER = '/usr/bin/prometheus-process-exporter'
@@ -118,7 +119,7 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
             _wait_up(url, proc)  # the warm-up scrape: imports, the first full read
         workload_pids = {str(p) for p in wl.pids}
         cpu = {name: [] for name in servers}
-        errors_wl, errors_rest, missing, reread, ages = [], [], 0, [], []
+        errors_wl, errors_rest, missing, reread, ages, reasons = [], [], 0, [], [], {}
         rng = random.Random(1)
         start = time.monotonic()
         for k in range(1, scrapes + 1):
@@ -140,6 +141,8 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
             own = dict(OWN.findall(bodies['ours']))
             reread.append(float(own.get('smem_collection_reread_processes', 'nan')))
             ages.append(float(own.get('smem_oldest_figure_age_seconds', 'nan')))
+            for reason, count in REASON.findall(bodies['ours']):
+                reasons.setdefault(reason, []).append(float(count))
             for key, exact in full.items():
                 got = ours.get(key)
                 if got is None:
@@ -179,7 +182,10 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         t.add('process-exporter', f'MISSING: {EXPORTER} not installed', '', '')
     t.add('ours incremental / ours re-reading everything (both exporting every process)',
           f'{mean["every"] / mean["full"]:.2f}x', '', '')
-    t.add('rollups re-read per scrape (median)', f'{statistics.median(reread):.0f}', '', '')
+    t.add('rollups re-read per scrape (median)', f'{statistics.median(reread):.0f} of {len(workload_pids)}+',
+          '', '')
+    t.add('... of which (medians)', ', '.join(f'{reason} {statistics.median(v):.0f}'
+                                            for reason, v in sorted(reasons.items())), '', '')
     t.add('oldest figure at a scrape (max)', f'{max(ages):.1f} s', f'<= {staleness:g} s',
           'met' if max(ages) <= staleness else 'NOT met')
     for label, errors in (('workload processes', errors_wl), ('rest', errors_rest)):

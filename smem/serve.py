@@ -72,6 +72,7 @@ class Collection:
     error: Optional[str] = None
     oldest_age: float = 0.0          # seconds since the oldest figure was read, at ``finished``
     reread: int = 0                  # processes whose rollup it read (the rest were kept)
+    reasons: dict = field(default_factory=dict)  # how many of them for each reason
 
 
 class SharedCollector:
@@ -124,7 +125,8 @@ class SharedCollector:
         return Collection([f for table in tables for f in families(table)], time.time(),
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
-                          oldest_age=self.refresher.oldest_age(), reread=self.refresher.reread)
+                          oldest_age=self.refresher.oldest_age(), reread=self.refresher.reread,
+                          reasons=dict(self.refresher.reasons))
 
     def say(self, collection):
         """The warnings and error of ``collection`` that the one before did not have: a daemon's log
@@ -165,6 +167,13 @@ class SharedCollector:
                                     "processes whose smaps_rollup the latest collection read (the others' "
                                     "figures were kept: nothing they or their sharers did moved them)",
                                     value=collection.reread)
+            reasons = GaugeMetricFamily("smem_collection_reread_by_reason_processes",
+                                        "of the processes the latest collection read, how many because they were "
+                                        "new, their own memory moved, their figure reached --max-staleness, what "
+                                        "they share moved, or all (every process read)", labels=["reason"])
+            for reason, count in sorted(collection.reasons.items()):
+                reasons.add_metric([reason], count)
+            yield reasons
             yield GaugeMetricFamily("smem_oldest_figure_age_seconds",
                                     "how long ago the oldest figure exported was read (at most --max-staleness "
                                     "at a collection)",
