@@ -175,10 +175,9 @@ class SharedCollector:
                 reasons.add_metric([reason], count)
             yield reasons
             yield GaugeMetricFamily("smem_oldest_figure_age_seconds",
-                                    "how long ago the oldest figure exported was read (at most --max-staleness "
-                                    "at a collection)",
-                                    value=collection.oldest_age + max(0.0, time.time() - collection.finished),
-                                    unit="seconds")
+                                    "how old the oldest figure of the latest collection was when it ended (under "
+                                    "--max-staleness; add the time since smem_collection_timestamp_seconds for "
+                                    "its age now)", value=collection.oldest_age, unit="seconds")
 
 
 def _registry(collector, own_process):
