@@ -122,9 +122,11 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         errors_wl, errors_rest, missing, reread, ages, reasons = [], [], 0, [], [], {}
         rng = random.Random(1)
         start = time.monotonic()
+        began = []
         for k in range(1, scrapes + 1):
             time.sleep(max(0.0, start + k * interval - time.monotonic()))
             log(f'\r  incremental: scrape {k}/{scrapes}', end='')
+            began.append(time.monotonic())
             os.killpg(wl.leader_pid, signal.SIGSTOP)
             try:
                 bodies = {}
@@ -182,6 +184,9 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         t.add('process-exporter', f'MISSING: {EXPORTER} not installed', '', '')
     t.add('ours incremental / ours re-reading everything (both exporting every process)',
           f'{mean["every"] / mean["full"]:.2f}x', '', '')
+    gaps = [b - a for a, b in zip(began, began[1:])]
+    t.add('time between two scrapes (mean; a round that takes longer than the interval delays the next)',
+          f'{sum(gaps) / len(gaps):.1f} s' if gaps else '-', '', '')
     t.add('rollups re-read per scrape (median)', f'{statistics.median(reread):.0f} of {len(workload_pids)}+',
           '', '')
     t.add('... of which (medians)', ', '.join(f'{reason} {statistics.median(v):.0f}'
