@@ -125,6 +125,7 @@ class Refresher:
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
+        self._parsed = {}        # pid -> (its stat, parsed) at the last collection
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -186,20 +187,27 @@ class Refresher:
                 and (selection is None or selection.mapping is None))
 
     def _stats(self, source, selection):
-        """{pid: PidStat} of the processes (not kernel threads) there are now."""
-        seen = {}
+        """{pid: PidStat} of the processes (not kernel threads) there are now.  A process that
+        has not run since the last collection has the same stat, byte for byte: parsed once."""
+        seen, before, parsed = {}, self._parsed, {}
         for pid in source.pids():
             if not selection.wants_pid(pid):
                 continue
             raw = source.read_optional(f"{pid}/stat")
             if not raw:
                 continue
-            try:
-                stat = parse_stat(raw)
-            except ValueError:
-                continue
+            known = before.get(pid)
+            if known is not None and known[0] == raw:
+                stat = known[1]
+            else:
+                try:
+                    stat = parse_stat(raw)
+                except ValueError:
+                    continue
+            parsed[pid] = raw, stat
             if not stat.is_kernel_thread:
                 seen[pid] = stat
+        self._parsed = parsed
         return seen
 
     def _changed(self, pid, stat, now):
