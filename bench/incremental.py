@@ -11,8 +11,9 @@ allocating and freeing all along, the others idle):
 * Debian's prometheus-process-exporter, smaps gathered, grouping by command name.
 
 Every ``interval`` seconds the workload is stopped (SIGSTOP to its process group, so that
-nothing in it moves while the three read it), the three are scraped in a shuffled order,
-and it is continued.  CPU is each server's user + system time from /proc/PID/stat (ticks),
+nothing in it moves while they read it), the two servers whose figures are compared are
+scraped in a shuffled order, it is continued, and the other two are scraped (so that it runs,
+allocating and freeing, for most of the time).  CPU is each server's user + system time from /proc/PID/stat (ticks),
 taken just before and after its scrape, summed over the timed scrapes: the machine is
 shared, and CPU time, unlike wall time, is not what others' load makes it.  Accuracy: every
 PSS sample ours exports (``smem_*_pss_bytes``: processes, programs, users, cgroups) against
@@ -127,18 +128,24 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
             time.sleep(max(0.0, start + k * interval - time.monotonic()))
             log(f'\r  incremental: scrape {k}/{scrapes}', end='')
             began.append(time.monotonic())
-            os.killpg(wl.leader_pid, signal.SIGSTOP)
-            try:
-                bodies = {}
-                order = list(servers)
-                rng.shuffle(order)
-                for name in order:
+            bodies = {}
+
+            def scrape(names):
+                names = list(names)
+                rng.shuffle(names)
+                for name in names:
                     proc, url = servers[name]
                     before = cpu_seconds(proc.pid)
                     bodies[name] = _get(url)
                     cpu[name].append(cpu_seconds(proc.pid) - before)
+            # the two whose figures are compared read a stopped workload; the others read it as it
+            # runs, so that it is stopped no longer than that (it allocates and frees meanwhile)
+            os.killpg(wl.leader_pid, signal.SIGSTOP)
+            try:
+                scrape(('every', 'full'))
             finally:
                 os.killpg(wl.leader_pid, signal.SIGCONT)
+            scrape(name for name in servers if name not in ('every', 'full'))
             ours, full = _samples(bodies['every']), _samples(bodies['full'])
             own = dict(OWN.findall(bodies['ours']))
             reread.append(float(own.get('smem_collection_reread_processes', 'nan')))

@@ -658,8 +658,9 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
             tables += incremental.section_incremental(
                 wl, tmp, log, ours_argv, ours_env, peer_env, Table, scrapes=args.scrapes,
                 interval=args.scrape_interval, staleness=args.max_staleness)
-            tables += incremental.section_watch_incremental(tmp, log, ours_argv, ours_env, Table,
-                                                            staleness=args.max_staleness)
+            if args.watch_frames != 0:
+                tables += incremental.section_watch_incremental(tmp, log, ours_argv, ours_env, Table,
+                                                                staleness=args.max_staleness)
     if 'startup' in only:
         log('start-up ...')
         tables += section_startup(runs, tmp, log)
