@@ -100,6 +100,16 @@ def _with_split(needs):
     return more
 
 
+def _remapped(before, after):
+    """Whether the objects a process maps may have changed in a way that moves its sharers:
+    its file and shmem PSS changed (where the kernel splits PSS: an object mapped but not
+    touched moves no one, and an anonymous region mapped or unmapped, what a process that
+    allocates does, is no object), else its size."""
+    if before.split is not None and after.split is not None:
+        return before.split[1] != after.split[1]
+    return before.moved[2] != after.moved[2]
+
+
 def _caps(before, after):
     """How much of a displacement can have gone through anonymous memory and through objects."""
     if before is None or after is None:
@@ -324,7 +334,7 @@ class Refresher:
             known.skipped = skipped.get(pid)
             if known.process is not None:
                 known.pss, known.shared, known.split = _amounts(known.process)
-                if before is None or before.moved[2] != known.moved[2] or before.process is None:
+                if before is None or before.process is None or _remapped(before, known):
                     raw = source.read_optional(f"{pid}/maps")
                     known.keys = self._keys_of(pid, known.ppid, parse_maps_objects(raw) if raw else {})
                 elif before.ppid != known.ppid:
