@@ -35,8 +35,10 @@ import copy
 import math
 import time
 
-from .model import Selection, Snapshot, load_snapshot
+from .model import Selection, Snapshot, load_snapshot, rollup_keys
+from .parsers import MAX_KIB
 from .parsers.maps import parse_maps_objects
+from .parsers.smaps import parse_smaps_kept
 from .parsers.stat import parse_stat
 
 __all__ = ["Refresher", "DEFAULT_MAX_STALENESS", "TOLERANCE"]
@@ -98,6 +100,14 @@ def _with_split(needs):
     more.rollup = True
     more.__dict__.pop("_rollup_keys", None)  # (model.rollup_keys's memo of the keys kept)
     return more
+
+
+def _with_rollup(process, rollup):
+    """A copy of ``process`` (read from its rollup) with ``rollup`` instead."""
+    fresh = copy.copy(process)
+    fresh.rollup = rollup
+    fresh._totals = None  # (Process.totals: the rollup, where no mapping was read)
+    return fresh
 
 
 def _remapped(before, after):
@@ -317,11 +327,13 @@ class Refresher:
     def _read(self, source, selection, needs, jobs, seen, pids, now):
         """Read ``pids`` (load_snapshot, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
+        needs = _with_split(needs)
+        loaded = self._rollups_again(source, needs, seen, pids)
         chosen = copy.copy(selection)
-        chosen.pids = frozenset(pids)
-        snapshot = load_snapshot(source, chosen, with_processes=bool(pids), needs=_with_split(needs), jobs=jobs)
+        chosen.pids = frozenset(pid for pid in pids if pid not in loaded)
+        snapshot = load_snapshot(source, chosen, with_processes=bool(chosen.pids), needs=needs, jobs=jobs)
         self._pss_missing = self._pss_missing or snapshot.pss_missing
-        loaded = {p.pid: p for p in snapshot.processes}
+        loaded.update((p.pid, p) for p in snapshot.processes)
         unreadable = {pid: (reason, name) for reason, listed in snapshot.unreadable.items() for pid, name in listed}
         skipped = {pid: (name, rss) for pid, name, rss in snapshot.skipped}
         events = []
@@ -352,6 +364,31 @@ class Refresher:
                 events.append((pid, abs(known.shared - before.shared), {**before.keys, **known.keys},
                                _caps(before.split, known.split)))
         return snapshot.meminfo, events
+
+    def _rollups_again(self, source, needs, seen, pids):
+        """{pid: Process} of the processes of ``pids`` whose own memory did not move (re-read for
+        their age, or what others moved), each its figure before with its smaps_rollup read
+        again, all the report needs of it (its command line, owner and cgroup are as before);
+        the others, and any whose rollup says more than its counters (gone, malformed), are read
+        whole by load_snapshot."""
+        if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
+            return {}
+        keys = rollup_keys(needs)
+        again = {}
+        for pid in pids:
+            known = self._known.get(pid)
+            if (known is None or known.process is None or known.process.rollup is None
+                    or known.moved != _movers(seen[pid])):
+                continue
+            raw = source.read_optional(f"{pid}/smaps_rollup")
+            try:
+                parsed = parse_smaps_kept(raw, keys)[0] if raw else None
+            except ValueError:
+                continue
+            if not parsed or any(v is not None and v >= MAX_KIB for v in parsed[0].counters.values()):
+                continue
+            again[pid] = _with_rollup(known.process, parsed[0].counters)
+        return again
 
     def _snapshot(self, source, meminfo, needs):
         known = sorted(self._known.items())
