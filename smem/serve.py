@@ -16,6 +16,10 @@ that cannot be read is counted, never a failed scrape; a source that cannot
 be read at all (a capture removed) leaves the self metrics only, with
 ``smem_collection_errors_total`` counting it.
 
+A collection re-reads only the processes that changed since the last one, whose sharers did,
+or whose figure is ``--max-staleness`` old (smem.incremental.Refresher); the rest keep their
+figures.  ``smem_oldest_figure_age_seconds`` says how old the oldest one was.
+
 ``--textfile DIR`` writes ``DIR/smem.prom`` for node_exporter's textfile
 collector instead, every ``--interval`` seconds (``--count N`` times), each
 time to a temporary file renamed into place (output.replace_file).

@@ -17,6 +17,9 @@ frame is written whole and flushed as its format streams it
 a frame that takes longer delays the next rather than piling up.  Ctrl-C ends
 watch mode like ``q``, with status 0: it is how an endless watch is stopped.
 
+Each frame re-reads only the processes that changed, whose sharers did, or whose figure is
+``--max-staleness`` old (smem.incremental.Refresher; 0 reads every process every frame).
+
 Processes are read serially unless ``--jobs`` or ``SMEM_JOBS`` says otherwise:
 worker processes (smem.collect) save wall time, which a frame a second does
 not need, and cost CPU, which a watch spends every second (docs/benchmarks.md:
