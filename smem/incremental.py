@@ -12,14 +12,12 @@ move when the process's own memory does).  It re-reads the rollups of:
 * the processes whose counters moved;
 * the processes whose figure others may have moved.  A shared page's PSS is its
   size over the number of processes mapping it: when a process starts, exits, or
-  changes how much of its memory is shared (its PSS less its USS), the PSS of the
-  processes sharing those pages moves by as much in all, the other way.  That
-  displacement is divided among the processes that may share with it: those
-  mapping one of the same objects (device and inode, /proc/PID/maps, read when a
-  process is first seen and when its size changes) and, for the anonymous memory
-  a fork shares, its parent and the parent's other children.  A process is
-  re-read once what may have reached it since its last read passes
-  :data:`TOLERANCE` of its PSS, in the same collection;
+  changes how much of its memory is shared (its PSS less its USS), its sharers'
+  PSS moves by as much in all, the other way: divided (:meth:`Refresher._spread`)
+  among those mapping one of its objects (device and inode, /proc/PID/maps) and,
+  for what a fork shares, its parent and the parent's children.  One is re-read,
+  in the same collection, once what may have reached it passes :data:`TOLERANCE`
+  of its PSS;
 * the oldest figures, a few at every collection (as many as the time since the
   last one is a share of ``max_staleness``), so that the re-reads are spread out
   and no figure is older than ``max_staleness`` seconds.
@@ -249,11 +247,6 @@ class Refresher:
         rest.sort(key=lambda pid: self._known[pid].read_at)
         return set(rest[:count])
 
-    def _pending(self, known):
-        """KiB others may have moved ``known``'s PSS by since it was read."""
-        moved = self._moved
-        return sum(moved.get(key, 0.0) for key in known.keys) - known.base
-
     def _settle(self, pids):
         """Mark what others moved so far as in the figures of ``pids`` (just read)."""
         moved = self._moved
@@ -264,10 +257,10 @@ class Refresher:
 
     def _past_tolerance(self, exclude):
         """The processes (but ``exclude``) others may have moved by more than the tolerance."""
-        tolerance = self.tolerance
-        return {pid for pid, known in self._known.items()
+        tolerance, moved = self.tolerance, self._moved
+        return {pid for pid, known in self._known.items()  # (what may have reached it since it was read)
                 if pid not in exclude and known.process is not None
-                and self._pending(known) > max(tolerance * known.pss, 1e-6)}
+                and sum(moved.get(key, 0.0) for key in known.keys) - known.base > max(tolerance * known.pss, 1e-6)}
 
     def _spread(self, events):
         """Give each process that may share with an event's process its part of the displacement.
