@@ -32,12 +32,15 @@ be up to ``max_staleness`` old.
 import copy
 import math
 import time
+from types import MappingProxyType
 
-from .model import Selection, Snapshot, load_snapshot, rollup_keys
+from .loading import load_reading
+from .model import Need, Reading, rollup_keys
 from .parsers import MAX_KIB
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
 from .parsers.stat import parse_stat
+from .selection import Selection
 
 __all__ = ["Refresher", "DEFAULT_MAX_STALENESS", "TOLERANCE"]
 
@@ -92,12 +95,7 @@ def _amounts(process):
 def _with_split(needs):
     """``needs`` keeping the rollup's PSS split too (Linux 5.9+): what says whether a change
     went through anonymous memory (a fork's kin) or through files and shmem."""
-    if needs.rollup:
-        return needs
-    more = copy.copy(needs)
-    more.rollup = True
-    more.__dict__.pop("_rollup_keys", None)  # (model.rollup_keys's memo of the keys kept)
-    return more
+    return needs.with_kinds(Need.ROLLUP)
 
 
 def _with_rollup(process, rollup):
@@ -126,8 +124,8 @@ def _caps(before, after):
 
 
 class Refresher:
-    """Reads processes as :func:`smem.model.load_snapshot` does, re-reading only those that changed
-    since the last call (see the module's docstring).  Its :meth:`load` takes load_snapshot's
+    """Reads processes as :func:`smem.loading.load_reading` does, re-reading only those that changed
+    since the last call (see the module's docstring).  Its :meth:`load` takes load_reading's
     arguments, so ``app.read_snapshot(request, plan, load=refresher.load)`` is a collection."""
 
     def __init__(self, max_staleness=DEFAULT_MAX_STALENESS, tolerance=TOLERANCE, clock=time.monotonic):
@@ -153,17 +151,17 @@ class Refresher:
         return 0.0 if self._full_at is None else max(0.0, now - self._full_at)
 
     def load(self, source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None):
-        """What load_snapshot gives for these arguments, from the figures kept and what changed."""
+        """What load_reading gives for these arguments, from the figures kept and what changed."""
         if self.max_staleness <= 0 or not self._incremental(source, selection, with_processes, needs, fold):
             self._known.clear()
             self._sharers.clear()
             self._moved.clear()
-            snapshot = load_snapshot(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
-                                     fold=fold)
-            self.reread = len(snapshot.processes)
+            reading = load_reading(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
+                                   fold=fold)
+            self.reread = len(reading.processes)
             self.reasons = {"all": self.reread}
             self._full_at = self._last_at = self.clock()
-            return snapshot
+            return reading
         selection = selection or Selection()
         now = self.clock()
         gap = now - self._last_at if self._last_at is not None else self.max_staleness
@@ -196,7 +194,7 @@ class Refresher:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             self._settle(again)
         self.reread = len(first) + len(again)
-        return self._snapshot(source, meminfo, needs)
+        return self._reading(source, meminfo, needs, selection.selects)
 
     @staticmethod
     def _incremental(source, selection, with_processes, needs, fold):
@@ -318,17 +316,17 @@ class Refresher:
         return pid, known.shared, known.keys, known.split
 
     def _read(self, source, selection, needs, jobs, seen, pids, now):
-        """Read ``pids`` (load_snapshot, only those); (meminfo, the events of the processes read
+        """Read ``pids`` (load_reading, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
         needs = _with_split(needs)
         loaded = self._rollups_again(source, needs, seen, pids)
         chosen = copy.copy(selection)
         chosen.pids = frozenset(pid for pid in pids if pid not in loaded)
-        snapshot = load_snapshot(source, chosen, with_processes=bool(chosen.pids), needs=needs, jobs=jobs)
-        self._pss_missing = self._pss_missing or snapshot.pss_missing
-        loaded.update((p.pid, p) for p in snapshot.processes)
-        unreadable = {pid: (reason, name) for reason, listed in snapshot.unreadable.items() for pid, name in listed}
-        skipped = {pid: (name, rss) for pid, name, rss in snapshot.skipped}
+        reading = load_reading(source, chosen, with_processes=bool(chosen.pids), needs=needs, jobs=jobs)
+        self._pss_missing = self._pss_missing or reading.pss_missing
+        loaded.update((p.pid, p) for p in reading.processes)
+        unreadable = {pid: (reason, name) for reason, listed in reading.unreadable.items() for pid, name in listed}
+        skipped = {pid: (name, rss) for pid, name, rss in reading.skipped}
         events = []
         for pid in pids:
             before = self._known.get(pid)
@@ -356,14 +354,14 @@ class Refresher:
             elif before.moved != known.moved:
                 events.append((pid, abs(known.shared - before.shared), {**before.keys, **known.keys},
                                _caps(before.split, known.split)))
-        return snapshot.meminfo, events
+        return reading.meminfo, events
 
     def _rollups_again(self, source, needs, seen, pids):
         """{pid: Process} of the processes of ``pids`` whose own memory did not move (re-read for
         their age, or what others moved), each its figure before with its smaps_rollup read
         again, all the report needs of it (its command line, owner and cgroup are as before);
         the others, and any whose rollup says more than its counters (gone, malformed), are read
-        whole by load_snapshot."""
+        whole by load_reading."""
         if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
             return {}
         keys = rollup_keys(needs)
@@ -383,16 +381,19 @@ class Refresher:
             again[pid] = _with_rollup(known.process, parsed[0].counters)
         return again
 
-    def _snapshot(self, source, meminfo, needs):
+    def _reading(self, source, meminfo, needs, selected):
+        """The Reading of every process known now, as load_reading would make it."""
         known = sorted(self._known.items())
         unreadable = {}
         for pid, k in known:
             if k.unreadable is not None:
                 reason, name = k.unreadable
                 unreadable.setdefault(reason, []).append((pid, name))
-        snapshot = Snapshot(source, [k.process for _, k in known if k.process is not None], meminfo, unreadable,
-                            self._pss_missing, [(pid, *k.skipped) for pid, k in known if k.skipped is not None])
+        processes = tuple(k.process for _, k in known if k.process is not None)
+        pools = None
         if needs.pools:
             from .kernel_pools import read_kernel_pools
-            snapshot.pools = read_kernel_pools(source, (p.cgroup for p in snapshot.processes if p.cgroup))
-        return snapshot
+            pools = read_kernel_pools(source, (p.cgroup for p in processes if p.cgroup))
+        return Reading(source, processes, meminfo, MappingProxyType({r: tuple(u) for r, u in unreadable.items()}),
+                       self._pss_missing, tuple((pid, *k.skipped) for pid, k in known if k.skipped is not None),
+                       pools, None, selected)

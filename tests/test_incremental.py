@@ -111,7 +111,7 @@ def test_a_pid_reused_is_a_new_process():
         the_plan = plan(request)
         refresher = Refresher(HOUR)
         needs = the_plan.needs
-        from smem.model import Selection
+        from smem.selection import Selection
         selection = Selection(pids=(a.pid,))
         refresher.load(LiveSource(), selection, needs=needs, jobs=1)
         refresher.load(LiveSource(), selection, needs=needs, jobs=1)
