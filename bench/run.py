@@ -30,10 +30,12 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
+import incremental  # noqa: E402
 import synth  # noqa: E402
 import workload  # noqa: E402
 
-SECTIONS = ('process', 'mapping', 'capture', 'memory', 'exact', 'serve', 'scaling', 'startup', 'watch')
+SECTIONS = ('process', 'mapping', 'capture', 'memory', 'exact', 'serve', 'scaling', 'startup', 'watch',
+            'incremental')
 SMEM15 = '/usr/bin/smem'
 CACHE = Path(os.environ.get('SMEM_BENCH_CACHE', Path.home() / '.cache' / 'smem-bench'))
 SCALE_STEPS = (1, 4, 16)
@@ -536,6 +538,13 @@ def main(argv=None):
     ap.add_argument('--watch-frames', type=int, default=None,
                     help='frames of each watch-mode run (default 60; 10 with --quick)')
     ap.add_argument('--watch-interval', type=float, default=1.0, help='seconds between frames (default 1)')
+    ap.add_argument('--scrapes', type=int, default=12, help='incremental: timed scrapes (default 12)')
+    ap.add_argument('--scrape-interval', type=float, default=15.0,
+                    help='incremental: seconds between two scrapes (default 15)')
+    ap.add_argument('--max-staleness', type=float, default=60.0,
+                    help='incremental: smem serve --max-staleness (default 60)')
+    ap.add_argument('--active-every', type=int, default=9,
+                    help='incremental: every n-th worker allocates and frees (default 9: 10%% of the processes)')
     ap.add_argument('--quiet-wait', type=float, default=20.0,
                     help='seconds each round may wait for other work on the machine to stop (default 20; 0: never)')
     args = ap.parse_args(argv)
@@ -640,6 +649,18 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
         if 'scaling' in only:
             log('scaling ...')
             tables += section_scaling(runs, tmp, template, base, log)
+    if 'incremental' in only:
+        log(f'incremental: workload of {1 + groups * (args.per_group + 1)} processes, every '
+            f'{args.active_every}th worker active ...')
+        with workload.running(groups, args.per_group, active_every=args.active_every) as wl:
+            facts['incremental workload'] = f'{len(wl.pids)} processes'
+            facts['processes on the machine (incremental)'] = str(sum(e.isdigit() for e in os.listdir('/proc')))
+            tables += incremental.section_incremental(
+                wl, tmp, log, ours_argv, ours_env, peer_env, Table, scrapes=args.scrapes,
+                interval=args.scrape_interval, staleness=args.max_staleness)
+            if args.watch_frames != 0:
+                tables += incremental.section_watch_incremental(tmp, log, ours_argv, ours_env, Table,
+                                                                staleness=args.max_staleness)
     if 'startup' in only:
         log('start-up ...')
         tables += section_startup(runs, tmp, log)

@@ -46,6 +46,9 @@ PRIV_REGIONS = 12
 PRIV_REGION_KIB = 32     # each process copies PRIV_REGIONS * PRIV_REGION_KIB on write
 OWN_KIB = 128            # each process's own private region
 READY_TIMEOUT = 120.0
+CHURN_SECONDS = 1.0      # an active worker allocates or frees about this often
+CHURN_KIB = 256
+CHURN_MAX = 4
 
 
 def _touch(m, write):
@@ -68,16 +71,43 @@ def _anon(kib, flags, nohuge):
     return m
 
 
-def _child_main(ready_w, own_nohuge, private):
-    """Copy the private regions, make one of our own, say ready, wait for EOF on stdin."""
+def _child_main(ready_w, own_nohuge, private, active=False):
+    """Copy the private regions, make one of our own, say ready, wait for EOF on stdin
+    (an ``active`` one allocating and freeing meanwhile: _churn)."""
     for m in private:
         _touch(m, True)
     own = _anon(OWN_KIB, mmap.MAP_PRIVATE, own_nohuge)
     _touch(own, True)
     os.write(ready_w, b'.')
     os.close(ready_w)
-    _wait_eof()
+    if active:
+        _churn()
+    else:
+        _wait_eof()
     return own
+
+
+def _churn():
+    """Until EOF on stdin: every CHURN_SECONDS or so (at random, 0.5x to 1.5x), map and write
+    a CHURN_KIB region, or unmap one, keeping up to CHURN_MAX: a process that allocates and
+    frees, as a busy one does between two scrapes."""
+    import random
+    held = []
+    while True:
+        r, _, _ = select.select([0], [], [], CHURN_SECONDS * random.uniform(0.5, 1.5))
+        if r:
+            try:
+                if not os.read(0, 4096):
+                    return
+            except OSError:
+                return
+            continue
+        if held and (len(held) >= CHURN_MAX or random.random() < 0.5):
+            held.pop(random.randrange(len(held))).close()
+        else:
+            m = _anon(CHURN_KIB, mmap.MAP_PRIVATE, False)
+            _touch(m, True)
+            held.append(m)
 
 
 def _wait_eof():
@@ -108,7 +138,7 @@ def _fork(fn):
     return pid
 
 
-def leader(groups, per_group, filedir, shm_path):
+def leader(groups, per_group, filedir, shm_path, active_every=0):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the benchmark decides when we stop
     keep = []
     for i in range(NFILES):
@@ -143,7 +173,9 @@ def leader(groups, per_group, filedir, shm_path):
         os.close(ready_r)
         region = _anon(GROUP_KIB, mmap.MAP_SHARED, g % 2)
         _touch(region, True)
-        kids = [_fork(lambda: _child_main(ready_w, True, private)) for _ in range(per_group)]
+        kids = [_fork(lambda w=w: _child_main(ready_w, True, private,
+                                              bool(active_every) and (g * per_group + w) % active_every == 0))
+                for w in range(per_group)]
         _child_main(ready_w, False, private)
         _reap(kids)
 
@@ -249,8 +281,9 @@ def _kill_group(proc):
 
 
 @contextlib.contextmanager
-def running(groups=30, per_group=9, python=sys.executable):
+def running(groups=30, per_group=9, python=sys.executable, active_every=0):
     """Start the workload (``1 + groups * (per_group + 1)`` processes), yield a Workload, stop it.
+    ``active_every``: every n-th worker allocates and frees memory all along (0: none).
 
     The processes run in a new session (their own process group), so a Ctrl-C at the
     terminal does not reach them; on leaving the block, normally or by an exception
@@ -265,7 +298,7 @@ def running(groups=30, per_group=9, python=sys.executable):
     try:
         proc = subprocess.Popen(
             [python, '-I', '-S', os.path.abspath(__file__), 'leader',
-             str(groups), str(per_group), filedir, shm_path],
+             str(groups), str(per_group), filedir, shm_path, str(active_every)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, cwd='/')
         r, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT + 10)
@@ -287,7 +320,7 @@ def running(groups=30, per_group=9, python=sys.executable):
 
 
 if __name__ == '__main__':
-    if len(sys.argv) == 6 and sys.argv[1] == 'leader':
-        leader(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+    if len(sys.argv) in (6, 7) and sys.argv[1] == 'leader':
+        leader(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]) if len(sys.argv) == 7 else 0)
     else:
-        sys.exit('usage: workload.py leader GROUPS PER_GROUP FILEDIR SHM_PATH')
+        sys.exit('usage: workload.py leader GROUPS PER_GROUP FILEDIR SHM_PATH [ACTIVE_EVERY]')

@@ -161,9 +161,11 @@ def _companion_options(view, companion, options):
     return options._replace(columns=keys or None, sort=None)
 
 
-def read_snapshot(request, the_plan, spec=None, at=None):
+def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
     """(Snapshot, warnings): the source ``spec`` (the query's by default, and its frame ``at`` of a
-    recording) read as ``the_plan`` says, sized and accounted as asked."""
+    recording) read as ``the_plan`` says, sized and accounted as asked.  ``load``: what reads the
+    processes, load_reading's signature (smem.incremental's Refresher.load re-reads only the
+    processes that changed)."""
     view, needs, exact = the_plan.view, the_plan.needs, the_plan.exact
     query = request.query
     if spec is None:
@@ -184,8 +186,8 @@ def read_snapshot(request, the_plan, spec=None, at=None):
     if query.wss_seconds is not None and spec is None:
         warnings.append(_clear_referenced(source, load_selection, query.wss_seconds))
     try:
-        reading = load_reading(source, load_selection, with_processes=view.reads_processes, needs=needs,
-                               jobs=query.jobs, fold=fold)
+        reading = load(source, load_selection, with_processes=view.reads_processes, needs=needs,
+                       jobs=query.jobs, fold=fold)
         if load_selection is not selection:  # (the sharing view reads everyone, and selects among them)
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None

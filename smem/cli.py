@@ -269,16 +269,19 @@ def cli():
 @click.option("--delta", type=click.Choice(["first", "previous"]), metavar="first|previous",
               help="With --interval (or --speed, --all-frames): changes since the first report (default) or "
                    "the previous one.")
+@click.option("--max-staleness", "max_staleness", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="With --interval: re-read only the processes that changed (or whose sharers did), and every "
+                   "process at least every SECONDS (default 60; 0: every process at every report).")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
 def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, timeout,
-           at, speed, all_frames, interval, count, delta, wss, **o):
+           at, speed, all_frames, interval, count, delta, wss, max_staleness, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
 
     With --interval, watch: the report again every SECONDS, with what changed.
     """
     view = _chosen_view(o, shared_with)
-    watch = _watch(interval, count, delta, speed, all_frames)
+    watch = _watch(interval, count, delta, speed, all_frames, max_staleness)
     if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown),
                          watched=watch.since if watch is not None else None):
         return
@@ -310,22 +313,25 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
         _run(request)
 
 
-def _watch(interval, count, delta, speed=None, all_frames=False):
-    """--interval (or --speed, --all-frames over a recording), --count, --delta: the WatchOptions
-    (app checks the interval), or None for one report."""
+def _watch(interval, count, delta, speed=None, all_frames=False, max_staleness=None):
+    """--interval (or --speed, --all-frames over a recording), --count, --delta, --max-staleness: the
+    WatchOptions (app checks the interval), or None for one report."""
     if speed is not None and all_frames:
         raise UsageError("choose one: --speed X plays a recording back at a pace, --all-frames all at once")
     if (speed is not None or all_frames) and interval is not None:
         raise UsageError("--interval watches this machine: a recording is played back at its own pace (--speed)")
+    if (speed is not None or all_frames) and max_staleness is not None:
+        raise UsageError("--max-staleness is for watching this machine (--interval): a recording's frames are as recorded")
     if speed is not None or all_frames:
         return WatchOptions(interval=1.0, count=count, since=delta or "first",
                             replay=float("inf") if all_frames else speed)
     if interval is None:
-        for given, name in ((count, "--count N"), (delta, "--delta")):
+        for given, name in ((count, "--count N"), (delta, "--delta"), (max_staleness, "--max-staleness")):
             if given is not None:
                 raise UsageError(f"{name} is for watch mode: use it with --interval SECONDS")
         return None
-    return WatchOptions(interval=interval, count=count, since=delta or "first")
+    more = {} if max_staleness is None else {"max_staleness": max_staleness}
+    return WatchOptions(interval=interval, count=count, since=delta or "first", **more)
 
 
 def _watch_run(request):
@@ -512,11 +518,15 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
               help="With --textfile: seconds between two writes (default 60).")
 @click.option("--count", type=click.IntRange(min=1), metavar="N",
               help="With --textfile: stop after N writes (--count 1 from cron; default: until stopped).")
+@click.option("--max-staleness", "max_staleness", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              metavar="S", help="Re-read only the processes that changed (or whose sharers did) since the last "
+                                "collection, and every process at least every S seconds (0: every process at "
+                                "every collection).")
 @selection_options
 @click.option("-S", "--source", metavar="SOURCE",
               help="Read a capture, a directory or ssh://host instead of this machine's /proc, again at "
                    "every collection.")
-def serve(listen, top, min_interval, textfile, interval, count, source, **o):
+def serve(listen, top, min_interval, textfile, interval, count, max_staleness, source, **o):
     """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
     --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), with smem's own figures
     (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), and at /
@@ -533,7 +543,8 @@ def serve(listen, top, min_interval, textfile, interval, count, source, **o):
                          "cannot be read twice; name a capture file or directory")
     host, port = _listen(listen if listen is not None else "127.0.0.1:9464")
     options = ServeOptions(host=host, port=port, top=top, min_interval=min_interval, textfile=textfile,
-                           interval=interval if interval is not None else 60.0, count=count)
+                           interval=interval if interval is not None else 60.0, count=count,
+                           max_staleness=max_staleness)
     query = _query(o, "process", source=source)
     if query.jobs is None:  # a daemon beside the work it watches: one core, and no fork from a server thread
         query = query._replace(jobs=1)

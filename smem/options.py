@@ -87,6 +87,7 @@ class WatchOptions(NamedTuple):
     #: a recording played back (-S RECORDING): its frames at this many times their pace (--speed),
     #: or all at once (inf: --all-frames); None watches this machine every ``interval``
     replay: Optional[float] = None
+    max_staleness: float = 60.0        # no figure older than this (s); 0: every process read every frame
 
 
 class ReportRequest(NamedTuple):
@@ -107,3 +108,4 @@ class ServeOptions(NamedTuple):
     textfile: Optional[str] = None     # --textfile DIR: write DIR/smem.prom instead of serving
     interval: float = 60.0             # --interval S between two writes of the textfile
     count: Optional[int] = None        # --count N: writes before stopping (None: until stopped)
+    max_staleness: float = 60.0        # no figure older than this (s); 0: every process read at every collection

@@ -16,6 +16,10 @@ that cannot be read is counted, never a failed scrape; a source that cannot
 be read at all (a capture removed) leaves the self metrics only, with
 ``smem_collection_errors_total`` counting it.
 
+A collection re-reads only the processes that changed since the last one, whose sharers did,
+or whose figure is ``--max-staleness`` old (smem.incremental.Refresher); the rest keep their
+figures.  ``smem_oldest_figure_age_seconds`` says how old the oldest one was.
+
 ``--textfile DIR`` writes ``DIR/smem.prom`` for node_exporter's textfile
 collector instead, every ``--interval`` seconds (``--count N`` times), each
 time to a temporary file renamed into place (output.replace_file).
@@ -36,6 +40,7 @@ from .app import companion_tables, plan, read_snapshot, readings
 from .errors import OutputError, SmemError, UsageError
 from .extras import require
 from .formats.families import families, pressure_families
+from .incremental import Refresher
 from .options import ReportRequest, TableOptions
 from .report import make_table
 
@@ -71,6 +76,9 @@ class Collection:
     skipped: int = 0
     warnings: List[str] = field(default_factory=list)
     error: Optional[str] = None
+    oldest_age: float = 0.0          # seconds since the oldest figure was read, at ``finished``
+    reread: int = 0                  # processes whose rollup it read (the rest were kept)
+    reasons: dict = field(default_factory=dict)  # how many of them for each reason
 
 
 class SharedCollector:
@@ -87,6 +95,7 @@ class SharedCollector:
         self.plan = plan(self.request, self.companions)  # unknown fields and bad filters fail here, at start
         self.top = options.top
         self.min_interval = options.min_interval
+        self.refresher = Refresher(options.max_staleness)
         self.warn = warn
         self.collections = 0
         self.errors = 0
@@ -111,7 +120,7 @@ class SharedCollector:
     def _collect(self):
         start = time.monotonic()
         try:
-            snapshot, warnings = read_snapshot(self.request, self.plan)
+            snapshot, warnings = read_snapshot(self.request, self.plan, load=self.refresher.load)
             earlier, self._previous = self._previous, snapshot
             tables = companion_tables(self.plan, snapshot, self.request.system, earlier)
             if self.top:
@@ -125,7 +134,9 @@ class SharedCollector:
         every = [f for table in tables for f in families(table)] + pressure_families(snapshot.pressure)
         return Collection(every, time.time(),
                           time.monotonic() - start, len(snapshot.processes),
-                          sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings)
+                          sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
+                          oldest_age=self.refresher.oldest_age(), reread=self.refresher.reread,
+                          reasons=dict(self.refresher.reasons))
 
     def say(self, collection):
         """The warnings and error of ``collection`` that the one before did not have: a daemon's log
@@ -162,6 +173,21 @@ class SharedCollector:
             yield GaugeMetricFamily("smem_collection_skipped_processes",
                                     "processes left out by --max-rss in the latest collection",
                                     value=collection.skipped)
+            yield GaugeMetricFamily("smem_collection_reread_processes",
+                                    "processes whose smaps_rollup the latest collection read (the others' "
+                                    "figures were kept: nothing they or their sharers did moved them)",
+                                    value=collection.reread)
+            reasons = GaugeMetricFamily("smem_collection_reread_by_reason_processes",
+                                        "of the processes the latest collection read, how many because they were "
+                                        "new, their own memory moved, their figure reached --max-staleness, what "
+                                        "they share moved, or all (every process read)", labels=["reason"])
+            for reason, count in sorted(collection.reasons.items()):
+                reasons.add_metric([reason], count)
+            yield reasons
+            yield GaugeMetricFamily("smem_oldest_figure_age_seconds",
+                                    "how old the oldest figure of the latest collection was when it ended (under "
+                                    "--max-staleness; add the time since smem_collection_timestamp_seconds for "
+                                    "its age now)", value=collection.oldest_age, unit="seconds")
 
 
 def _registry(collector, own_process):

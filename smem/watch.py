@@ -21,6 +21,10 @@ Over a recording (``-S RECORDING --speed X`` or ``--all-frames``) the frames are
 order, each at its recorded time: the waits between them are the recording's divided by X, or
 none at all, and each frame's time is when it was recorded.
 
+Watching this machine, each frame re-reads only the processes that changed, whose sharers did, or
+whose figure is ``--max-staleness`` old (smem.incremental.Refresher; 0 reads every process every
+frame).
+
 Processes are read serially unless ``--jobs`` or ``SMEM_JOBS`` says otherwise:
 worker processes (smem.collect) save wall time, which a frame a second does
 not need, and cost CPU, which a watch spends every second (docs/benchmarks.md:
@@ -33,6 +37,7 @@ import time
 
 from .app import plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
+from .incremental import Refresher
 from .report import make_table
 
 __all__ = ["run_watch"]
@@ -71,12 +76,16 @@ class _Frames:
         self.frame = None
         self.first = None   # the first Frame
         self.count = request.watch.count
+        self.refresher = Refresher(request.watch.max_staleness)
 
     def read(self, number, recorded=None):
-        """Read frame ``number``: this machine now, or the recording's frame ``recorded`` (a FrameEntry)."""
+        """Read frame ``number``: this machine now (re-reading only what changed), or the
+        recording's frame ``recorded`` (a FrameEntry), read whole."""
         started = time.time() if recorded is None else recorded.time
-        snapshot, self.warnings = read_snapshot(self.request, self.plan,
-                                                at=None if recorded is None else str(recorded.number))
+        if recorded is None:
+            snapshot, self.warnings = read_snapshot(self.request, self.plan, load=self.refresher.load)
+        else:
+            snapshot, self.warnings = read_snapshot(self.request, self.plan, at=str(recorded.number))
         if self.current is None:
             self.baseline = snapshot          # the first frame is its own baseline: changes are 0
         elif not self.since_first:

@@ -9,6 +9,7 @@ from smem.parsers.cmdline import parse_cmdline
 from smem.parsers.meminfo import parse_meminfo
 from smem.parsers.passwd import parse_passwd
 from smem.parsers.smaps import ANONYMOUS, parse_smaps
+from smem.parsers.maps import parse_maps_objects
 from smem.parsers.stat import parse_stat
 from smem.parsers.status import parse_status, status_ids, status_int
 
@@ -109,6 +110,13 @@ def test_stat_name_with_parentheses_and_spaces():
     assert not st.is_kernel_thread
 
 
+def test_stat_fault_counters():
+    """Fields 10 and 12 (proc.rst Table 1-4): what moves when a process touches memory."""
+    st = parse_stat(b"13423 (python) S 13094 13083 19162 0 -1 4194304 5022 0 7 0 2 2 0 0 20 0 1 0 1840374 "
+                    b"29589504 3419 18446744073709551615")
+    assert (st.minflt, st.majflt, st.vsize, st.rss_pages, st.start_time) == (5022, 7, 29589504, 3419, 1840374)
+
+
 def test_stat_kernel_thread_flag():
     st = parse_stat(b"2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 3 0 0")
     assert st.is_kernel_thread
@@ -130,6 +138,26 @@ def test_stat_reads_every_recorded_kernel(path):
         assert st.comm == "kthreadd" and st.is_kernel_thread, st
     if st.pid == 1:
         assert not st.is_kernel_thread, st
+    assert st.minflt is None or st.minflt >= 0
+
+
+@pytest.mark.parametrize("path", [p for p in realproc_files("maps") if p.parent.name.isdigit()], ids=str)
+def test_maps_objects_of_every_recorded_process(path):
+    """Each (device, inode) of a mapped object, with the KiB of every line mapping it; no
+    anonymous line (inode 0)."""
+    data = path.read_bytes()
+    objects = parse_maps_objects(data)
+    expected = {}
+    for line in data.decode("utf-8", "surrogateescape").splitlines():
+        fields = line.split(None, 5)
+        if len(fields) >= 5 and fields[4] != "0":
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            key = (fields[3].encode(), fields[4].encode())
+            expected[key] = expected.get(key, 0) + (end - start) // 1024
+    assert objects == expected
+    assert all(inode != b"0" for _, inode in objects)
+    if path.parent.name == "26232" and "prometheus" in str(path):  # /bin/cat: two lines, 8 + 4 KiB
+        assert objects[(b"fd:01", b"47316994")] == 12
 
 
 def test_cmdline():

@@ -293,6 +293,52 @@ def odd_cmdline_process(argv, comm: str | bytes | None = None, argv0=None,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class Obedient:
+    """A running process that grows or maps a file when told (:func:`obedient_process`)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.pid = proc.pid
+
+    def _order(self, order: dict) -> None:
+        self.proc.stdin.write((json.dumps(order) + '\n').encode())
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT)
+        if not ready or json.loads(self.proc.stdout.readline()) != {'done': True}:
+            raise RuntimeError(f'pid {self.pid} did not do {order}')
+
+    def grow(self, kib: int) -> None:
+        """Map and write ``kib`` more of private memory."""
+        self._order({'grow': kib})
+
+    def map_file(self, path: str) -> None:
+        """Map the file at ``path`` (MAP_SHARED, read-only) and read every page of it."""
+        self._order({'map': os.fsencode(path).hex()})
+
+    def stop(self) -> None:
+        """Exit (and be reaped) now."""
+        _stop(self.proc)
+
+
+@contextlib.contextmanager
+def obedient_process(comm: str = 'smem-obedient'):
+    """A process that grows or maps files when told, and exits when stopped or on leaving."""
+    env = {k: v for k, v in os.environ.items() if k not in ('COLUMNS', 'LINES')}
+    env[_SPEC_ENV] = json.dumps(dict(role='obedient', comm=comm, script=_THIS))
+    proc = subprocess.Popen(['python3', _SCRIPT, 'obedient'], executable=sys.executable, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+                            cwd=_DIR)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT)
+        if not ready or not proc.stdout.readline():
+            proc.kill()
+            raise RuntimeError(f'obedient process did not start: {proc.stderr.read().decode(errors="replace")}')
+        yield Obedient(proc)
+    finally:
+        if proc.returncode is None:
+            _stop(proc)
+
+
 @contextlib.contextmanager
 def next_pid_above(floor: int = 100000):
     """Make the next forked pid exceed ``floor`` (root only); restore pid_max after.
@@ -619,8 +665,30 @@ def _hold(spec: dict) -> None:
     _wait_stdin()
 
 
+def _obedient(spec: dict) -> None:
+    """Do what each line of stdin says (JSON: {"grow": KiB} maps and writes that much private
+    memory, {"map": hex path} maps a file MAP_SHARED and reads every page), answering each with
+    a line; exit at end of file."""
+    _set_comm(spec['comm'])
+    keep = []
+    _ready(dict(pids=[os.getpid()]))
+    for line in sys.stdin.buffer:
+        order = json.loads(line)
+        if 'grow' in order:
+            m = _anon(order['grow'], shared=False)
+            _touch(m, write=True)
+        else:
+            fd = os.open(bytes.fromhex(order['map']), os.O_RDONLY)
+            m = mmap.mmap(fd, os.fstat(fd).st_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+            os.close(fd)
+            _touch(m, write=False)
+        keep.append(m)
+        sys.stdout.write('{"done": true}\n')
+        sys.stdout.flush()
+
+
 _ROLES = {'forked-workers': _forked_workers, 'shm-server': _shm_server,
-          'swapped': _swapped, 'hold': _hold}
+          'swapped': _swapped, 'hold': _hold, 'obedient': _obedient}
 
 
 def _main() -> None:

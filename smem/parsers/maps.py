@@ -1,17 +1,27 @@
-"""Parser for the dma-buf lines of ``/proc/PID/maps`` (Documentation/filesystems/proc.rst,
-"/proc/PID/maps"; the same header lines open each entry of ``smaps``).
+"""Parser for /proc/PID/maps (Documentation/filesystems/proc.rst, "/proc/PID/maps"; the same
+header lines open each entry of ``smaps``).
 
-A line is ``start-end perms offset dev inode pathname``.  A mapped dma-buf's pathname is
-``/dmabuf:NAME`` (Linux 5.3+, its file on the dma-buf pseudo filesystem) and its inode the
-buffer's, as in its fdinfo ``ino:`` and /sys/kernel/dmabuf/buffers/<inode>.  Lines that are
-not a dma-buf mapping, or are damaged, are skipped.
+Each line is one mapping::
+
+    address           perms offset  dev   inode      pathname
+    00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon
+
+The device and inode name the object a mapping maps: a file, a tmpfs or /dev/shm file, a memfd,
+a SysV segment or a MAP_SHARED anonymous region (each of the last four an inode of the kernel's
+shmem).  Two processes mapping the same (device, inode) may share its pages; an inode of 0 is
+anonymous memory (or a special mapping such as [vdso]) that only a fork shares.  The kernel
+builds this file from the mapping list alone, without walking page tables as smaps does.
+
+A mapped dma-buf's pathname is ``/dmabuf:NAME`` (Linux 5.3+, its file on the dma-buf pseudo
+filesystem) and its inode the buffer's, as in its fdinfo ``ino:`` and
+/sys/kernel/dmabuf/buffers/<inode>.  Lines that are damaged are skipped.
 """
 
 from typing import Dict
 
 from . import MAX_BYTES
 
-__all__ = ["dmabuf_mappings"]
+__all__ = ["dmabuf_mappings", "parse_maps_objects"]
 
 
 def dmabuf_mappings(data) -> Dict[int, int]:
@@ -38,3 +48,20 @@ def dmabuf_mappings(data) -> Dict[int, int]:
         if not dash or not 0 < size < MAX_BYTES or inode >= MAX_BYTES:
             continue
         found[inode] = found.get(inode, 0) + size // 1024
+
+
+def parse_maps_objects(data):
+    """{(device, inode): KiB mapped} of the objects ``data`` (maps bytes) maps, the device and
+    inode as bytes (b"08:02", b"173521"); a line that is not a mapping is passed over."""
+    objects = {}
+    for line in data.split(b"\n"):
+        fields = line.split(None, 5)
+        if len(fields) >= 5 and fields[4] != b"0":
+            start, _, end = fields[0].partition(b"-")
+            try:
+                kib = (int(end, 16) - int(start, 16)) >> 10
+            except ValueError:
+                continue
+            key = (fields[3], fields[4])
+            objects[key] = objects.get(key, 0) + kib
+    return objects

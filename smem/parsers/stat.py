@@ -27,6 +27,8 @@ class PidStat(NamedTuple):
     start_time: Optional[int] = None  # clock ticks after boot: with the pid, names a process for good
     utime: Optional[int] = None       # clock ticks it ran in user mode
     stime: Optional[int] = None       # clock ticks it ran in the kernel
+    minflt: Optional[int] = None      # faults that mapped a page without I/O (it grows as memory is touched)
+    majflt: Optional[int] = None      # faults that read a page in
 
     @property
     def cpu_ticks(self):
@@ -74,4 +76,6 @@ def parse_stat(data):
         start_time=_int(rest, 19),
         utime=_int(rest, 11),
         stime=_int(rest, 12),
+        minflt=_int(rest, 7),
+        majflt=_int(rest, 9),
     )

@@ -1,0 +1,252 @@
+"""The incremental collection (issue 26): smem serve against process-exporter and a full re-read.
+
+One run, three servers scraped in the same rounds on the same workload (every n-th worker
+allocating and freeing all along, the others idle):
+
+* ours as a user runs it: ``smem serve`` (``--max-staleness`` as given: only what changed
+  is re-read; the default ``--top 10``): its CPU is the figure compared;
+* the same exporting every process (``--top 1000000``): its figures are the ones checked;
+* ours re-reading everything at every scrape (``--max-staleness 0``, every process): the
+  full read the figures are compared with;
+* Debian's prometheus-process-exporter, smaps gathered, grouping by command name.
+
+Every ``interval`` seconds the workload is stopped (SIGSTOP to its process group, so that
+nothing in it moves while they read it), the two servers whose figures are compared are
+scraped in a shuffled order, it is continued, and the other two are scraped (so that it runs,
+allocating and freeing, for most of the time).  CPU is each server's user + system time from /proc/PID/stat (ticks),
+taken just before and after its scrape, summed over the timed scrapes: the machine is
+shared, and CPU time, unlike wall time, is not what others' load makes it.  Accuracy: every
+PSS sample ours exports (``smem_*_pss_bytes``: processes, programs, users, cgroups) against
+the same sample of the full read of the same round; the workload's processes are frozen,
+the rest of the machine is not, so the two are given apart.
+"""
+
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import time
+import urllib.request
+
+SAMPLE = re.compile(r'^(smem_\w+_pss_bytes)\{(.*)\} (\S+)$', re.M)
+OWN = re.compile(r'^(smem_collection_reread_processes|smem_oldest_figure_age_seconds) (\S+)$', re.M)
+REASON = re.compile(r'^smem_collection_reread_by_reason_processes\{reason="(\w+)"\} (\S+)$', re.M)
+TICK = os.sysconf('SC_CLK_TCK')
+
+EXPORTER = '/usr/bin/prometheus-process-exporter'
+EXPORTER_CONFIG = """process_names:
+  - name: "{{.Comm}}"
+    cmdline:
+    - '.+'
+"""
+
+
+def cpu_seconds(pid):
+    """User + system time of ``pid`` and of its waited-for children, seconds."""
+    with open(f'/proc/{pid}/stat', 'rb') as f:
+        fields = f.read().rsplit(b')', 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / TICK
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=300) as response:
+        return response.read().decode()
+
+
+def _wait_up(url, proc, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f'{proc.args[0]} exited with {proc.returncode}')
+        try:
+            return _get(url)
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f'{url} did not answer')
+
+
+def _ours(ours_argv, env, tmp, staleness, top):
+    port = _free_port()
+    proc = subprocess.Popen(ours_argv('serve', '--listen', f'127.0.0.1:{port}', '--min-interval', '0',
+                                      '--top', str(top), '--max-staleness', f'{staleness:g}'),
+                            env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    return proc, f'http://127.0.0.1:{port}/metrics'
+
+
+def _exporter(tmp, env):
+    config = os.path.join(tmp, 'process-exporter.yml')
+    with open(config, 'w') as f:
+        f.write(EXPORTER_CONFIG)
+    port = _free_port()
+    proc = subprocess.Popen([EXPORTER, '-config.path', config, '-gather-smaps=true',
+                             '-web.listen-address', f'127.0.0.1:{port}'],
+                            env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    return proc, f'http://127.0.0.1:{port}/metrics'
+
+
+def _samples(body):
+    return {(name, labels): float(value) for name, labels, value in SAMPLE.findall(body)}
+
+
+def _percentile(values, q):
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scrapes=12, interval=15.0,
+                        staleness=60.0):
+    """The table of one run (see the module's docstring)."""
+    servers = {}
+    try:
+        servers['ours'] = _ours(ours_argv, ours_env(), tmp, staleness, 10)
+        servers['every'] = _ours(ours_argv, ours_env(), tmp, staleness, 1000000)
+        servers['full'] = _ours(ours_argv, ours_env(), tmp, 0, 1000000)
+        if os.path.exists(EXPORTER):
+            servers['exporter'] = _exporter(tmp, peer_env())
+        for name, (proc, url) in servers.items():
+            _wait_up(url, proc)  # the warm-up scrape: imports, the first full read
+        workload_pids = {str(p) for p in wl.pids}
+        cpu = {name: [] for name in servers}
+        errors_wl, errors_rest, missing, reread, ages, reasons = [], [], 0, [], [], {}
+        rng = random.Random(1)
+        start = time.monotonic()
+        began = []
+        for k in range(1, scrapes + 1):
+            time.sleep(max(0.0, start + k * interval - time.monotonic()))
+            log(f'\r  incremental: scrape {k}/{scrapes}', end='')
+            began.append(time.monotonic())
+            bodies = {}
+
+            def scrape(names):
+                names = list(names)
+                rng.shuffle(names)
+                for name in names:
+                    proc, url = servers[name]
+                    before = cpu_seconds(proc.pid)
+                    bodies[name] = _get(url)
+                    cpu[name].append(cpu_seconds(proc.pid) - before)
+            # the two whose figures are compared read a stopped workload; the others read it as it
+            # runs, so that it is stopped no longer than that (it allocates and frees meanwhile)
+            os.killpg(wl.leader_pid, signal.SIGSTOP)
+            try:
+                scrape(('every', 'full'))
+            finally:
+                os.killpg(wl.leader_pid, signal.SIGCONT)
+            scrape(name for name in servers if name not in ('every', 'full'))
+            ours, full = _samples(bodies['every']), _samples(bodies['full'])
+            own = dict(OWN.findall(bodies['ours']))
+            reread.append(float(own.get('smem_collection_reread_processes', 'nan')))
+            ages.append(float(own.get('smem_oldest_figure_age_seconds', 'nan')))
+            for reason, count in REASON.findall(bodies['ours']):
+                reasons.setdefault(reason, []).append(float(count))
+            for key, exact in full.items():
+                got = ours.get(key)
+                if got is None:
+                    missing += 1
+                    continue
+                error = abs(got - exact) / exact if exact else (0.0 if got == exact else 1.0)
+                pid = re.search(r'pid="(\d+)"', key[1])
+                (errors_wl if pid and pid.group(1) in workload_pids else errors_rest).append(error)
+        log('')
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+        for proc, _ in servers.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    mean = {name: sum(v) / len(v) for name, v in cpu.items()}
+    t = Table(f'Incremental collection: smem serve (--max-staleness {staleness:g}) every {interval:g} s, '
+              f'{scrapes} scrapes, against process-exporter and a full re-read in the same rounds',
+              ['measure', 'value', 'target', 'met?'],
+              note='CPU: user + system of each server (/proc/PID/stat), just before and after its scrape, '
+                   'mean over the scrapes. Errors: |ours - full| / full of each smem_*_pss_bytes sample, the '
+                   'full read made in the same round with the workload stopped (SIGSTOP); "rest" are the '
+                   'machine\'s other processes and the program/user/cgroup sums, which were not stopped.')
+    pe = mean.get('exporter')
+    t.add('CPU per scrape, ours (incremental, --top 10)', f'{mean["ours"] * 1000:.0f} ms', '', '')
+    t.add('CPU per scrape, ours (incremental, every process exported)', f'{mean["every"] * 1000:.0f} ms', '', '')
+    t.add('CPU per scrape, ours re-reading everything (every process exported)', f'{mean["full"] * 1000:.0f} ms',
+          '', '')
+    if pe is not None:
+        t.add('CPU per scrape, process-exporter', f'{pe * 1000:.0f} ms', '', '')
+        ratio = mean['ours'] / pe
+        t.add('ours incremental / process-exporter', f'{ratio:.2f}x', '<= 0.2x', 'met' if ratio <= 0.2 else 'NOT met')
+        t.add('ours full / process-exporter', f'{mean["full"] / pe:.2f}x', '', '')
+    else:
+        t.add('process-exporter', f'MISSING: {EXPORTER} not installed', '', '')
+    t.add('ours incremental / ours re-reading everything (both exporting every process)',
+          f'{mean["every"] / mean["full"]:.2f}x', '', '')
+    gaps = [b - a for a, b in zip(began, began[1:])]
+    t.add('time between two scrapes (mean; a round that takes longer than the interval delays the next)',
+          f'{sum(gaps) / len(gaps):.1f} s' if gaps else '-', '', '')
+    t.add('rollups re-read per scrape (median)', f'{statistics.median(reread):.0f} of {len(workload_pids)}+',
+          '', '')
+    t.add('... of which (medians)', ', '.join(f'{reason} {statistics.median(v):.0f}'
+                                            for reason, v in sorted(reasons.items())), '', '')
+    t.add('oldest figure at a scrape (max)', f'{max(ages):.1f} s', f'<= {staleness:g} s',
+          'met' if max(ages) <= staleness else 'NOT met')
+    for label, errors in (('workload processes', errors_wl), ('rest', errors_rest)):
+        if errors:
+            worst, p99 = max(errors), _percentile(errors, 0.99)
+            t.add(f'PSS error, {label}: worst / 99th percentile ({len(errors)} samples)',
+                  f'{worst * 100:.3f}% / {p99 * 100:.3f}%', '<= 1%' if label.startswith('workload') else '',
+                  ('met' if worst <= 0.01 else 'NOT met') if label.startswith('workload') else '')
+    t.add('samples of the full read missing from ours', str(missing), '', '')
+    return [t]
+
+
+def _cpu_of_run(argv, env, tmp, out):
+    """(CPU seconds, wall seconds, exit status) of ``argv`` run to its end, output to ``out``."""
+    with open(os.path.join(tmp, out), 'wb') as f:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=f,
+                                stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime, time.monotonic() - t0, proc.returncode
+
+
+def section_watch_incremental(tmp, log, ours_argv, ours_env, Table, frames=31, interval=2.0, staleness=60.0,
+                              views=((), ('-u',))):
+    """Watch mode re-reading what changed against re-reading everything each frame, on the same
+    workload: the CPU of a frame in the steady state, (CPU of FRAMES frames - CPU of one) /
+    (FRAMES - 1), from wait4, of each."""
+    t = Table(f'Watch mode: `smem --interval {interval:g} --count {frames}` re-reading what changed '
+              f'(--max-staleness {staleness:g}) against everything each frame (--max-staleness 0)',
+              ['command', 'CPU ms per frame, incremental', 'CPU ms per frame, everything', 'ratio', 'target',
+               'met?'],
+              note='CPU is user + system from wait4; per frame: (CPU of the run - CPU of a --count 1 run) / '
+                   f'({frames} - 1). Output to a file (one table after each "# TIME" line).')
+    env = ours_env()
+    for view in views:
+        per_frame = {}
+        for label, value in (('incremental', staleness), ('everything', 0)):
+            argv = ours_argv(*view, '--interval', f'{interval:g}', '--max-staleness', f'{value:g}')
+            log(f'  watch {" ".join(view)} ({label}): 1 frame, then {frames} frames ...')
+            one, _, code1 = _cpu_of_run(argv + ['--count', '1'], env, tmp, 'watch1.out')
+            cpu, _, code = _cpu_of_run(argv + ['--count', str(frames)], env, tmp, 'watch.out')
+            per_frame[label] = (cpu - one) / (frames - 1) if not (code or code1) else None
+        inc, full = per_frame['incremental'], per_frame['everything']
+        name = ' '.join(('smem',) + view)
+        if inc is None or full is None:
+            t.add(name, '-', '-', '-', '<= 0.2x', 'failed')
+            continue
+        ratio = inc / full
+        t.add(name, f'{inc * 1000:.0f}', f'{full * 1000:.0f}', f'{ratio:.2f}x', '<= 0.2x',
+              'met' if ratio <= 0.2 else 'NOT met')
+    return [t]

@@ -1,0 +1,169 @@
+"""The incremental collection (smem.incremental): after what real processes do, the figures it
+keeps or re-reads are those of a full read, within the 1% it is held to.
+
+Each test reads its own processes only (--pid), with a --max-staleness of an hour, so no figure
+is re-read for its age: what is re-read is re-read because the Refresher saw a change.
+"""
+
+import os
+
+import pytest
+
+from smem.app import plan, read_snapshot
+from smem.incremental import Refresher
+from smem.options import Query, ReportRequest, TableOptions
+from smem.sources.live import LiveSource
+
+from workload import obedient_process
+
+pytestmark = pytest.mark.skipif(not os.path.exists('/proc/self/smaps_rollup'), reason='needs smaps_rollup (Linux 4.14+)')
+
+HOUR = 3600.0
+BOUND = 0.01
+
+
+def _request(*pids):
+    return ReportRequest(query=Query(pids=tuple(pids), jobs=1), table=TableOptions(columns=('pid', 'pss', 'uss')))
+
+
+def _pss(snapshot):
+    return {p.pid: p.totals.get('Pss') for p in snapshot.processes}
+
+
+def _both(refresher, *pids):
+    """(the Refresher's PSS by pid, a full read's, made just after)."""
+    request = _request(*pids)
+    the_plan = plan(request)
+    kept = _pss(read_snapshot(request, the_plan, load=refresher.load)[0])
+    full = _pss(read_snapshot(request, the_plan)[0])
+    return kept, full
+
+
+def _close(kept, full):
+    assert kept.keys() == full.keys()
+    for pid, pss in full.items():
+        assert abs(kept[pid] - pss) <= BOUND * pss, (pid, kept[pid], pss)
+
+
+def test_a_process_that_grows_is_read_again():
+    with obedient_process() as a:
+        refresher = Refresher(HOUR)
+        _both(refresher, a.pid)
+        a.grow(8192)
+        kept, full = _both(refresher, a.pid)
+        assert full[a.pid] >= 8192
+        _close(kept, full)
+        assert refresher.reread == 1
+
+
+def test_mapping_a_file_another_maps_moves_the_pss_of_both(tmp_path):
+    shared = tmp_path / 'shared.dat'
+    shared.write_bytes(os.urandom(8 << 20))
+    with obedient_process() as a, obedient_process() as b:
+        a.map_file(str(shared))
+        refresher = Refresher(HOUR)
+        before, _ = _both(refresher, a.pid, b.pid)
+        b.map_file(str(shared))  # a's 8 MiB, its own until now, is now half a's
+        kept, full = _both(refresher, a.pid, b.pid)
+        assert full[a.pid] <= before[a.pid] - 3 * 1024  # (a moved though it did nothing)
+        _close(kept, full)
+        assert refresher.reread == 2
+
+
+def test_a_process_that_exits_leaves_and_moves_its_sharers(tmp_path):
+    shared = tmp_path / 'shared.dat'
+    shared.write_bytes(os.urandom(8 << 20))
+    with obedient_process() as a, obedient_process() as b:
+        a.map_file(str(shared))
+        b.map_file(str(shared))
+        refresher = Refresher(HOUR)
+        before, _ = _both(refresher, a.pid, b.pid)
+        b.stop()  # a holds the whole file again
+        kept, full = _both(refresher, a.pid, b.pid)
+        assert b.pid not in kept
+        assert full[a.pid] >= before[a.pid] + 3 * 1024
+        _close(kept, full)
+
+
+class _Reborn(LiveSource):
+    """This machine's /proc, but ``pid``'s stat gives another start time: what a process that
+    took over the pid of one with the same fault counters and sizes would look like."""
+
+    def __init__(self, pid):
+        super().__init__()
+        self.reborn = pid
+
+    def read_optional(self, path):
+        data = super().read_optional(path)
+        if path == f'{self.reborn}/stat' and data:
+            head, _, rest = data.rpartition(b')')
+            fields = rest.split(b' ')
+            fields[20] = str(int(fields[20]) + 1).encode()  # field 22, start_time (proc.rst Table 1-4)
+            data = head + b')' + b' '.join(fields)
+        return data
+
+
+def test_a_pid_reused_is_a_new_process():
+    """A real pid reuse is hard to arrange; what shows it is the start time, so a process whose
+    start time changes is read again though nothing else of its stat moved."""
+    with obedient_process() as a:
+        request = _request(a.pid)
+        the_plan = plan(request)
+        refresher = Refresher(HOUR)
+        needs = the_plan.needs
+        from smem.selection import Selection
+        selection = Selection(pids=(a.pid,))
+        refresher.load(LiveSource(), selection, needs=needs, jobs=1)
+        refresher.load(LiveSource(), selection, needs=needs, jobs=1)
+        assert refresher.reread == 0  # (nothing moved: kept)
+        refresher.load(_Reborn(a.pid), selection, needs=needs, jobs=1)
+        assert refresher.reread == 1
+
+
+def test_a_figure_is_never_older_than_max_staleness():
+    with obedient_process() as a:
+        now = [1000.0]
+        refresher = Refresher(10.0, clock=lambda: now[0])
+        request = _request(a.pid)
+        the_plan = plan(request)
+        read_snapshot(request, the_plan, load=refresher.load)
+        for _ in range(6):
+            now[0] += 4.0
+            read_snapshot(request, the_plan, load=refresher.load)
+            assert refresher.oldest_age() <= 10.0
+
+
+def test_max_staleness_0_reads_everything():
+    with obedient_process() as a:
+        refresher = Refresher(0)
+        request = _request(a.pid)
+        the_plan = plan(request)
+        read_snapshot(request, the_plan, load=refresher.load)
+        read_snapshot(request, the_plan, load=refresher.load)
+        assert refresher.reread == 1
+
+
+def test_serve_keeps_what_did_not_move_and_says_how_old_it_is():
+    parser = pytest.importorskip('prometheus_client.parser')
+    from test_serve import _get, _start
+
+    def scrape(base):
+        families = parser.text_string_to_metric_families(_get(base + '/metrics')[1])
+        return {s.name: s.value for f in families for s in f.samples if not s.labels or s.name.endswith('pss_bytes')}
+
+    with obedient_process() as a:
+        proc, base = _start('--pid', a.pid, '--min-interval', '0', '--max-staleness', '3600', '--top', '1')
+        try:
+            scrape(base)
+            idle = scrape(base)
+            a.grow(4096)
+            grown = scrape(base)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            proc.stderr.close()
+            proc.stdout.close()
+    assert idle['smem_collection_reread_processes'] == 0
+    assert grown['smem_collection_reread_processes'] == 1
+    assert grown['smem_process_pss_bytes'] >= idle['smem_process_pss_bytes'] + 4000 * 1024  # (its other pages' shares move a little)
+    assert 0 <= grown['smem_oldest_figure_age_seconds'] < 3600
