@@ -32,10 +32,10 @@ be up to ``max_staleness`` old.
 import copy
 import math
 import time
-from types import MappingProxyType
 
 from .loading import load_reading
-from .model import Need, Reading, rollup_keys
+from .loading.gathered import make_reading
+from .model import Need, rollup_keys
 from .parsers import MAX_KIB
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
@@ -103,6 +103,15 @@ def _with_rollup(process, rollup):
     fresh = copy.copy(process)
     fresh.rollup = rollup
     fresh._totals = None  # (Process.totals: the rollup, where no mapping was read)
+    return fresh
+
+
+def _with_stat(process, stat):
+    """``process`` with ``stat`` (this collection's) where it was read with an older one."""
+    if process.stat is None or stat is None or process.stat is stat:
+        return process
+    fresh = copy.copy(process)
+    fresh.stat = stat
     return fresh
 
 
@@ -194,7 +203,7 @@ class Refresher:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             self._settle(again)
         self.reread = len(first) + len(again)
-        return self._reading(source, meminfo, needs, selection.selects)
+        return self._reading(source, meminfo, needs, selection.selects, seen)
 
     @staticmethod
     def _incremental(source, selection, with_processes, needs, fold):
@@ -381,19 +390,12 @@ class Refresher:
             again[pid] = _with_rollup(known.process, parsed[0].counters)
         return again
 
-    def _reading(self, source, meminfo, needs, selected):
-        """The Reading of every process known now, as load_reading would make it."""
+    def _reading(self, source, meminfo, needs, selected, seen):
+        """The Reading of every process known now, as load_reading would make it; each with the
+        stat read at this collection, so its CPU time (and state, threads) is now's, not when its
+        memory was last read."""
         known = sorted(self._known.items())
-        unreadable = {}
-        for pid, k in known:
-            if k.unreadable is not None:
-                reason, name = k.unreadable
-                unreadable.setdefault(reason, []).append((pid, name))
-        processes = tuple(k.process for _, k in known if k.process is not None)
-        pools = None
-        if needs.pools:
-            from .kernel_pools import read_kernel_pools
-            pools = read_kernel_pools(source, (p.cgroup for p in processes if p.cgroup))
-        return Reading(source, processes, meminfo, MappingProxyType({r: tuple(u) for r, u in unreadable.items()}),
-                       self._pss_missing, tuple((pid, *k.skipped) for pid, k in known if k.skipped is not None),
-                       pools, None, selected)
+        unreadable = [(pid, *k.unreadable) for pid, k in known if k.unreadable is not None]
+        processes = tuple(_with_stat(k.process, seen.get(pid)) for pid, k in known if k.process is not None)
+        return make_reading(source, needs, processes, meminfo, unreadable, self._pss_missing,
+                            tuple((pid, *k.skipped) for pid, k in known if k.skipped is not None), None, selected)

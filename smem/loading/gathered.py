@@ -7,7 +7,7 @@ from types import MappingProxyType
 from ..errors import ProcessSkipped, ProcessUnreadable
 from ..model import Reading
 
-__all__ = ["Gathered", "collector_paused"]
+__all__ = ["Gathered", "collector_paused", "make_reading"]
 
 
 class Gathered:
@@ -46,27 +46,36 @@ class Gathered:
         self.processes.append(process)
 
     def reading(self, source, meminfo, selected):
-        processes = tuple(sorted(self.processes, key=lambda p: p.pid))
-        unreadable = {}
-        for pid, reason, name in sorted(self.unreadable, key=lambda u: u[0]):
-            unreadable.setdefault(reason, []).append((pid, name))
-        pools = None
-        if self.needs.pools:
-            from ..kernel_pools import read_kernel_pools
-            pools = read_kernel_pools(source, (p.cgroup for p in processes if p.cgroup))
-        extra = {}
-        if self.needs.uptime:
-            from .process import read_clock
-            extra["clock"] = read_clock(source)
-        if self.needs.pressure:
-            from ..memory_pressure import read_memory_pressure
-            extra["pressure"] = read_memory_pressure(source, (p.cgroup for p in processes if p.cgroup))
-        if self.needs.devices:
-            from ..device_memory import device_memory
-            extra["devices"] = device_memory(source, processes)
-        return Reading(source, processes, meminfo, MappingProxyType({r: tuple(u) for r, u in unreadable.items()}),
-                       self.pss_missing, tuple(sorted(self.skipped, key=lambda s: s[0])), pools, self.fold,
-                       selected, **extra)
+        unreadable = sorted(((pid, reason, name) for pid, reason, name in self.unreadable), key=lambda u: u[0])
+        return make_reading(source, self.needs, tuple(sorted(self.processes, key=lambda p: p.pid)), meminfo,
+                            unreadable, self.pss_missing, tuple(sorted(self.skipped, key=lambda s: s[0])),
+                            self.fold, selected)
+
+
+def make_reading(source, needs, processes, meminfo, unreadable, pss_missing, skipped, folded, selected):
+    """The Reading of ``processes`` (in pid order), with what the machine gives beside them that
+    ``needs`` asks for (kernel pools, the clock, memory pressure, device memory): one place for
+    every loader, whole or incremental.  ``unreadable``: (pid, reason, name) in pid order."""
+    by_reason = {}
+    for pid, reason, name in unreadable:
+        by_reason.setdefault(reason, []).append((pid, name))
+    cgroups = [p.cgroup for p in processes if p.cgroup]
+    pools = None
+    if needs.pools:
+        from ..kernel_pools import read_kernel_pools
+        pools = read_kernel_pools(source, cgroups)
+    extra = {}
+    if needs.uptime:
+        from .process import read_clock
+        extra["clock"] = read_clock(source)
+    if needs.pressure:
+        from ..memory_pressure import read_memory_pressure
+        extra["pressure"] = read_memory_pressure(source, cgroups)
+    if needs.devices:
+        from ..device_memory import device_memory
+        extra["devices"] = device_memory(source, processes)
+    return Reading(source, processes, meminfo, MappingProxyType({r: tuple(u) for r, u in by_reason.items()}),
+                   pss_missing, skipped, pools, folded, selected, **extra)
 
 
 @contextlib.contextmanager
