@@ -11,6 +11,7 @@ import os
 import sys
 
 import click
+import click.shell_completion
 
 from . import __version__
 from .compression import WRITTEN
@@ -76,6 +77,39 @@ class DefaultGroup(click.Group):
         return items
 
 
+def _complete_fields(ctx, param, incomplete):
+    """<Tab> after -c, -s, --pie, --bar: the fields of the view the words before choose (-c takes
+    several: "pid,u<Tab>" completes the last one)."""
+    from .views import VIEWS
+    o = ctx.params
+    try:
+        view = _chosen_view(o, o.get("shared_with"))
+    except UsageError:  # two views given: still offer the default's fields
+        view = "process"
+    watched = (o.get("delta") or "first") if o.get("interval") is not None else None
+    chosen = _fields_of(VIEWS[view].shaped(SystemOptions(breakdown=bool(o.get("breakdown")))),
+                        compared=ctx.command.name == "diff", watched=watched)
+    several = param.name == "columns"
+    done, last = "", incomplete
+    if several:
+        cut = max(incomplete.rfind(","), incomplete.rfind(" ")) + 1
+        done, last = incomplete[:cut], incomplete[cut:]
+    words = sorted(chosen.columns) + (["all", "help"] if several and not done else [])
+    return [click.shell_completion.CompletionItem(done + w) for w in words if w.startswith(last)]
+
+
+class _Directory(click.Path):
+    """A directory argument: <Tab> offers directories (click.Path would refuse an existing file)."""
+
+    def shell_complete(self, ctx, param, incomplete):
+        return [click.shell_completion.CompletionItem(incomplete, type="dir")]
+
+
+#: a file name as given (no checks: smem opens it and says what is wrong); <Tab> offers files
+PATH = click.Path(readable=False)
+DIRECTORY = _Directory(readable=False)
+
+
 def _version_message():
     """smem's version and which smaps parser it runs (the C one is optional)."""
     from .parsers.smaps import IMPLEMENTATION
@@ -126,7 +160,7 @@ selection_options = _bundle(
 #: how the rows are laid out
 table_options = _bundle(
     click.option("-H", "--no-header", is_flag=True, help="Disable the header line."),
-    click.option("-c", "--columns", metavar="COLUMNS",
+    click.option("-c", "--columns", metavar="COLUMNS", shell_complete=_complete_fields,
                  help='Columns to show, e.g. "pid user pss" or pid,user,pss; "all"; "help" lists them.'),
     click.option("-t", "--totals", is_flag=True, help="Show totals."),
     click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal."),
@@ -135,7 +169,7 @@ table_options = _bundle(
                       f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
                       "carry raw KiB (-k/-p only if given); openmetrics always bytes."),
     click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names."),
-    click.option("-s", "--sort", metavar="FIELD", help="Field to sort on (default pss; order for -w)."),
+    click.option("-s", "--sort", metavar="FIELD", shell_complete=_complete_fields, help="Field to sort on (default pss; order for -w)."),
     click.option("-r", "--reverse", is_flag=True, help="Reverse the sort."),
     click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap)."),
     click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes."),
@@ -162,15 +196,20 @@ def _asked_field_help(o, view, compared=False, system=SystemOptions(), watched=N
         return False
     from .report import field_help
     from .views import VIEWS
-    chosen = VIEWS[view].shaped(system)
-    if compared:
-        from .views.diff import diff_view
-        chosen = diff_view(chosen)
-    if watched is not None and chosen.row_key is not None:
-        from .views.diff import watch_view
-        chosen = watch_view(chosen, watched)
+    chosen = _fields_of(VIEWS[view].shaped(system), compared, watched)
     _write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen))
     return True
+
+
+def _fields_of(view, compared=False, watched=None):
+    """``view`` as -c and -s see it: compared (old_FIELD, dFIELD), or watched since ``watched``."""
+    if compared:
+        from .views.diff import diff_view
+        view = diff_view(view)
+    if watched is not None and view.row_key is not None:
+        from .views.diff import watch_view
+        view = watch_view(view, watched)
+    return view
 
 
 def _table(o):
@@ -214,10 +253,10 @@ def cli():
     """smem: memory reporting that accounts for shared pages (USS, PSS)."""
 
 
-@cli.command(context_settings=CONTEXT, epilog=EPILOG)
+@cli.command(context_settings=CONTEXT, epilog=EPILOG, hidden=True)  # "smem -t" is "smem report -t"
 @table_options
 @click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
-@click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
+@click.option("-K", "--kernel", metavar="PATH", type=PATH, help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
 @click.option("--breakdown", is_flag=True,
@@ -231,12 +270,12 @@ def cli():
               help="With -P/-U: which other processes share the selection's memory, and how much "
                    "(implies --exact).")
 @selection_options
-@click.option("--pie", metavar="FIELD", help="Show a pie chart of the sort field, labelled by FIELD.")
-@click.option("--bar", metavar="FIELD", help="Show a bar chart, labelled by FIELD.")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("--pie", metavar="FIELD", shell_complete=_complete_fields, help="Show a pie chart of the sort field, labelled by FIELD.")
+@click.option("--bar", metavar="FIELD", shell_complete=_complete_fields, help="Show a bar chart, labelled by FIELD.")
+@click.option("-o", "--output", metavar="FILE", type=PATH,
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
 @output_options("chart")
-@click.option("-S", "--source", metavar="SOURCE",
+@click.option("-S", "--source", metavar="SOURCE", type=PATH,
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, or ssh://[user@]host[:port].")
 @click.option("--interval", type=float, metavar="SECONDS",
               help="Watch: a report every SECONDS, with the change of each amount (dpss, duss, ...) and "
@@ -311,8 +350,8 @@ def _watch_run(request):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("old", metavar="OLD")
-@click.argument("new", metavar="NEW")
+@click.argument("old", metavar="OLD", type=PATH)
+@click.argument("new", metavar="NEW", type=PATH)
 @view_options
 @selection_options
 @table_options
@@ -335,7 +374,7 @@ def diff(old, new, breakdown, **o):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("-o", "--output", metavar="FILE", help="Write the capture to FILE (default: standard output).")
+@click.option("-o", "--output", metavar="FILE", type=PATH, help="Write the capture to FILE (default: standard output).")
 @output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
 @click.option("--compression", type=click.Choice(WRITTEN), default="gz",
@@ -411,7 +450,7 @@ def html(output, force, source, old, top_mappings, **o):
               help="Per-process metrics for the N processes with the most PSS (0: none).")
 @click.option("--min-interval", type=click.FloatRange(min=0), default=5.0, show_default=True, metavar="S",
               help="A collection younger than S seconds answers a scrape again, so scrapers share it.")
-@click.option("--textfile", metavar="DIR",
+@click.option("--textfile", metavar="DIR", type=DIRECTORY,
               help="Write DIR/smem.prom for node_exporter's textfile collector instead of serving HTTP "
                    "(a temporary file renamed into place).")
 @click.option("--interval", type=click.FloatRange(min=0.1), metavar="S",
@@ -419,7 +458,7 @@ def html(output, force, source, old, top_mappings, **o):
 @click.option("--count", type=click.IntRange(min=1), metavar="N",
               help="With --textfile: stop after N writes (--count 1 from cron; default: until stopped).")
 @selection_options
-@click.option("-S", "--source", metavar="SOURCE",
+@click.option("-S", "--source", metavar="SOURCE", type=PATH,
               help="Read a capture, a directory or ssh://host instead of this machine's /proc, again at "
                    "every collection.")
 def serve(listen, top, min_interval, textfile, interval, count, source, **o):
