@@ -137,7 +137,8 @@ view_options = _bundle(
     click.option("-w", "--system", is_flag=True, help="Show the whole system."),
     click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers)."),
     click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name)."),
-    click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name."),
+    click.option("--group", type=click.Choice(["name"]), metavar="KEY",
+                 help="Group processes by KEY, which is name: one row per program name (as -g)."),
     click.option("--shm", "shared_memory", is_flag=True,
                  help="Show shared memory: tmpfs mounts and files, SysV segments, memfds; in RAM, in swap, "
                       "mapped and by whom."),

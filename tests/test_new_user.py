@@ -130,3 +130,10 @@ def test_chart_signatures_say_more_than_the_container(tmp_path):
     assert _holds_chart("webp")(b"RIFF\0\0\0\0WEBPVP8 ") and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ")
     import gzip
     assert _holds_chart("svgz")(gzip.compress(b"<?xml?><svg>")) and not _holds_chart("svgz")(gzip.compress(b"tar"))
+
+
+def test_group_help_says_what_it_takes():
+    """`--group [name]` read as an optional argument; the help names the argument and its value."""
+    help_text = " ".join(run_smem("-h").stdout.decode().split())
+    assert "--group KEY Group processes by KEY, which is name" in help_text and "[name]" not in help_text
+    assert run_smem("-S", CAPTURE, "--group", "name").stdout == run_smem("-S", CAPTURE, "-g").stdout
