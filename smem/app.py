@@ -299,6 +299,12 @@ def _account_exactly(reading, view, selection, warnings):
     return accounting, (selected, sharing)
 
 
+def _named(processes):
+    """``pid 1 (init), pid 7 (sshd) and 4 more``: (pid, name) pairs as warnings name them."""
+    named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "") for pid, name in processes[:3])
+    return named + (f" and {len(processes) - 3} more" if len(processes) > 3 else "")
+
+
 def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     """The lines that say what the snapshot could not show: unreadable, skipped, slow processes."""
     warnings = []
@@ -306,11 +312,8 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
         count = len(processes)
         hint = ("; run as root to see them"
                 if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
-        named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "")
-                          for pid, name in processes[:3])
-        more = f" and {count - 3} more" if count > 3 else ""
         warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
-                        f"{named}{more}{hint}")
+                        f"{_named(processes)}{hint}")
     if snapshot.pss_missing:
         warnings.append("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
     if snapshot.skipped:
@@ -355,8 +358,9 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
         source.close()
     if not skipped:
         return []
-    return [f"{skipped} process{'es' if skipped > 1 else ''} could not be read and "
-            f"{'were' if skipped > 1 else 'was'} left out"]
+    hint = "; run as root to capture them" if host is None and os.geteuid() != 0 else ""
+    return [f"{len(skipped)} process{'es' if len(skipped) > 1 else ''} could not be read and "
+            f"{'were' if len(skipped) > 1 else 'was'} left out: {_named(skipped)}{hint}"]
 
 
 @contextlib.contextmanager
