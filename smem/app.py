@@ -227,6 +227,8 @@ def run_report(request: ReportRequest) -> Result:
         snapshot, said = read_snapshot(request, the_plan, spec)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
+    if request.query.pids is not None and request.query.old_source is None:
+        warnings.extend(_pids_not_found(request.query, snapshot))
     view = the_plan.view
     table_options = request.table._replace(exact=the_plan.exact)
     table = make_table(snapshots, view, table_options, request.system, request.chart)
@@ -237,6 +239,23 @@ def run_report(request: ReportRequest) -> Result:
     companions = companion_tables(the_plan, snapshot, request.system)
     old = snapshots[0] if len(snapshots) > 1 else None
     return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
+
+
+def _pids_not_found(query, snapshot):
+    """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none is."""
+    found = {p.pid for p in snapshot.processes}
+    found.update(pid for processes in snapshot.unreadable.values() for pid, _ in processes)
+    found.update(pid for pid, _, _ in snapshot.skipped)
+    missing = [pid for pid in dict.fromkeys(query.pids) if pid not in found]
+    if not missing:
+        return []
+    message = (f"--pid {','.join(map(str, missing))}: not found, or a kernel thread or zombie "
+               f"(which has no memory of its own)")
+    if query.process_filter is not None or query.user_filter is not None:
+        message += ", or left out by -P/-U"
+    if len(missing) == len(set(query.pids)):
+        raise SmemError(message)
+    return [message]
 
 
 def companion_tables(the_plan, snapshot, system, earlier=None):
