@@ -183,7 +183,7 @@ def read_snapshot(request, the_plan, spec=None):
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None
         if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
-            sizing = _size(reading, reading.source, request.system, warnings)
+            sizing = _size(reading, reading.source, request.system, warnings, request.table.abbreviate)
         if exact:
             accounting, sharing = _account_exactly(reading, view, selection, warnings)
         if view.needs_shared_memory:
@@ -271,14 +271,15 @@ def readings(view, snapshot, earlier=None):
     return [earlier, snapshot] if earlier is not None and view.interval_rows else [snapshot]
 
 
-def _size(reading, source, system, warnings):
-    """The sizing figures of -w; what they doubt added to ``warnings``."""
+def _size(reading, source, system, warnings, abbreviate=False):
+    """The sizing figures of -w; what they doubt added to ``warnings`` (amounts as -k has them)."""
     from .sizing import size_system  # ELF and decompressors: only for -w
     sizing = size_system(source, reading.mem_total, system.realmem_bytes, system.kernel_path)
     warnings.extend(f.doubt for f in sizing if f is not None and f.doubt)
     if system.ram_kib is not None and system.ram_kib < reading.mem_total:
-        warnings.append(f"-R is less than the memory the kernel manages (MemTotal "
-                        f"{reading.mem_total} KiB): firmware/hardware shows as 0")
+        total = human(reading.mem_total) if abbreviate else f"{reading.mem_total} KiB"  # -k: as the table
+        warnings.append(f"-R is less than the memory the kernel manages (MemTotal {total}): "
+                        "firmware/hardware shows as 0")
     return sizing
 
 

@@ -183,6 +183,9 @@ def test_realmem_below_memtotal_is_warned_about(tmp_path):
     assert "-R is less than the memory the kernel manages" in proc.stderr.decode()
     areas, _ = _areas(proc.stdout)
     assert areas["firmware/hardware"][0] == 0
+    assert re.search(r"\(MemTotal \d+ KiB\)", proc.stderr.decode())  # in the table's unit
+    human = run_smem("-S", _tree(tmp_path / "k"), "-w", "-R", "1G", "-k").stderr.decode()
+    assert re.search(r"\(MemTotal \d+\.\dG\)", human), human  # -k: the warning's amounts too
 
 
 @pytest.mark.process
