@@ -55,9 +55,48 @@ VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", 
               ("--shm", "shm"))
 
 
+class SmemCommand(click.Command):
+    """A command whose stray arguments are refused in smem's words, not click's."""
+
+    def parse_args(self, ctx, args):
+        ctx.allow_extra_args = True
+        try:
+            rest = super().parse_args(ctx, args)
+        except click.UsageError as e:  # the parser's own errors (an option's missing value) lack it
+            e.ctx = e.ctx or ctx
+            raise
+        if ctx.args and not ctx.resilient_parsing:
+            takes = " ".join(p.human_readable_name for p in self.params if isinstance(p, click.Argument))
+            raise click.UsageError(f"unexpected argument {ctx.args[0]!r}: {ctx.command_path} takes "
+                                   f"{takes or 'options only'}", ctx)
+        return rest
+
+
+class Choice(click.Choice):
+    """click.Choice refusing in smem's words, with the close ones suggested."""
+
+    def convert(self, value, param, ctx):
+        if value in self.choices:
+            return value
+        import difflib
+        name = _option_names(param)
+        close = difflib.get_close_matches(str(value), self.choices, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        if len(self.choices) <= 6:
+            raise UsageError(f"{name} takes {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
+                             f"not {value!r}{hint}" if len(self.choices) > 1 else
+                             f"{name} takes {self.choices[0]}, not {value!r}{hint}")
+        raise UsageError(f"{name}: no such value {value!r}{hint} (the values: 'man smem')")
+
+
+def _option_names(param):
+    return "/".join(sorted(param.opts, key=lambda o: o.startswith("--"))) if param is not None else "an option"
+
+
 class DefaultGroup(click.Group):
     """A group that runs ``report`` when the first word is not one of its commands."""
 
+    command_class = SmemCommand
     default_command = "report"
 
     def parse_args(self, ctx, args):
@@ -137,7 +176,7 @@ view_options = _bundle(
     click.option("-w", "--system", is_flag=True, help="Show the whole system."),
     click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers)."),
     click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name)."),
-    click.option("--group", type=click.Choice(["name"]), metavar="KEY",
+    click.option("--group", type=Choice(["name"]), metavar="KEY",
                  help="Group processes by KEY, which is name: one row per program name (as -g)."),
     click.option("--shm", "shared_memory", is_flag=True,
                  help="Show shared memory: tmpfs mounts and files, SysV segments, memfds; in RAM, in swap, "
@@ -165,7 +204,7 @@ table_options = _bundle(
                  help='Columns to show, e.g. "pid user pss" or pid,user,pss; "all"; "help" lists them.'),
     click.option("-t", "--totals", is_flag=True, help="Show totals."),
     click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal."),
-    click.option("-F", "--format", "fmt", type=click.Choice(list(FORMATS)), default="classic", metavar="FORMAT",
+    click.option("-F", "--format", "fmt", type=Choice(list(FORMATS)), default="classic", metavar="FORMAT",
                  help=f"Output format: {', '.join(k for k in FORMATS if k not in TABLE_FORMATS)}, or a table "
                       f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
                       "carry raw KiB (-k/-p only if given); openmetrics always bytes."),
@@ -287,7 +326,7 @@ def cli():
 @click.option("--wss", type=float, metavar="SECONDS",
               help="Working set (root): clear the processes' referenced bits, wait SECONDS, then report what "
                    "each referenced meanwhile (wss, and wsspss with shared pages split) beside the defaults.")
-@click.option("--delta", type=click.Choice(["first", "previous"]), metavar="first|previous",
+@click.option("--delta", type=Choice(["first", "previous"]), metavar="first|previous",
               help="With --interval: changes since the first report (default) or the previous one.")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
 def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source,
@@ -378,7 +417,7 @@ def diff(old, new, breakdown, **o):
 @click.option("-o", "--output", metavar="FILE", type=PATH, help="Write the capture to FILE (default: standard output).")
 @output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
-@click.option("--compression", type=click.Choice(WRITTEN), default="gz",
+@click.option("--compression", type=Choice(WRITTEN), default="gz",
               show_default=True, help="Compression of the tar archive (zst needs smem[compression]).")
 @click.option("--exact", is_flag=True,
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
@@ -572,6 +611,8 @@ def main(argv=None):
         import signal
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _terminated)
+    if args and not args[0].startswith("-") and args[0] not in cli.commands and "_SMEM_COMPLETE" not in os.environ:
+        _fail(f"no command {args[0]!r}{_command_suggestion(args[0])} (see 'smem --help')", 2)
     # the report runs as "smem" itself, so its usage and errors read "smem [OPTIONS]" as smem 1.5's
     command = cli if (args and args[0] in cli.commands) or "_SMEM_COMPLETE" in os.environ else report
     try:
@@ -581,9 +622,9 @@ def main(argv=None):
     except click.NoSuchOption as e:
         _fail(f"no such option {e.option_name}{_suggestion(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.UsageError as e:
-        _fail(f"{e.format_message()} (see '{_command_path(e.ctx)} --help')", 2)
+        _fail(f"{_usage_message(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.ClickException as e:
-        _fail(e.format_message(), e.exit_code)
+        _fail(_one_line(e.format_message()), e.exit_code)
     except click.exceptions.Abort:
         sys.exit(130)
     except SmemError as e:
@@ -604,6 +645,36 @@ def _leave_to_exit():
     only the finalizer of an object in a reference cycle, which the exit would not wait for."""
     import gc
     gc.freeze()
+
+
+def _usage_message(error):
+    """click's usage errors in smem's words: lowercase, one line, naming what is wrong."""
+    if isinstance(error, click.MissingParameter) and isinstance(error.param, click.Argument):
+        takes = " ".join(p.human_readable_name for p in error.ctx.command.params if isinstance(p, click.Argument))
+        return f"missing {error.param.human_readable_name}: {error.ctx.command_path} takes {takes}"
+    if isinstance(error, click.BadOptionUsage) and error.ctx is not None:
+        option = next((p for p in error.ctx.command.params if error.option_name in getattr(p, "opts", ())), None)
+        if option is not None:
+            if option.is_flag:
+                return f"{error.option_name} takes no value"
+            return f"{error.option_name} takes a value: {error.option_name} {option.metavar or option.type.name.upper()}"
+    if isinstance(error, click.BadParameter) and error.param is not None:
+        return f"{_option_names(error.param)}: {_one_line(error.message)}"
+    return _one_line(error.format_message())
+
+
+def _one_line(message):
+    """A message as smem writes it: one line, lowercase first, no full stop."""
+    message = " ".join(message.split()).rstrip(".")
+    return message[:1].lower() + message[1:] if message[1:2].islower() else message
+
+
+def _command_suggestion(word):
+    """The commands a misspelt one was probably meant as."""
+    import difflib
+    commands = [name for name, command in cli.commands.items() if not command.hidden]
+    close = difflib.get_close_matches(word, commands, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else f"; the commands: {', '.join(commands)}"
 
 
 def _suggestion(error):

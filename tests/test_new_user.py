@@ -137,3 +137,23 @@ def test_group_help_says_what_it_takes():
     help_text = " ".join(run_smem("-h").stdout.decode().split())
     assert "--group KEY Group processes by KEY, which is name" in help_text and "[name]" not in help_text
     assert run_smem("-S", CAPTURE, "--group", "name").stdout == run_smem("-S", CAPTURE, "-g").stdout
+
+
+@pytest.mark.parametrize("args,line", [
+    (["diff"], "smem: missing OLD: smem diff takes OLD NEW (see 'smem diff --help')"),
+    (["diff", CAPTURE], "smem: missing NEW: smem diff takes OLD NEW (see 'smem diff --help')"),
+    (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD NEW (see 'smem diff --help')"),
+    (["-t", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
+    (["frobnicate"], "smem: no command 'frobnicate'; the commands: diff, capture, serve (see 'smem --help')"),
+    (["captur"], "smem: no command 'captur'; did you mean capture? (see 'smem --help')"),
+    (["--group"], "smem: --group takes a value: --group KEY (see 'smem --help')"),
+    (["--group", "user"], "smem: --group takes name, not 'user'"),
+    (["--totals=1"], "smem: --totals takes no value (see 'smem --help')"),
+    (["capture", "-o"], "smem: -o takes a value: -o FILE (see 'smem capture --help')"),
+    (["-F", "jsn"], "smem: -F/--format: no such value 'jsn'; did you mean json? (the values: 'man smem')"),
+    (["--interval", "1", "--count", "0"], "smem: --count: 0 is not in the range x>=1 (see 'smem --help')"),
+])
+def test_click_errors_are_in_smems_words(args, line):
+    """One style: click's own messages (Missing argument 'OLD'., Got unexpected extra argument)
+    reworded as smem's lowercase one-liners, misspelt commands suggested as options are."""
+    assert _usage_error(run_smem(*args)) == line
