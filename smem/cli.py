@@ -14,7 +14,7 @@ import click
 import click.shell_completion
 
 from . import __version__
-from .compression import WRITTEN
+from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import SmemError, UsageError
 from .formats import FORMATS, TABLE_FORMATS
 from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions, WatchOptions
@@ -73,9 +73,15 @@ class SmemCommand(click.Command):
 
 
 class Choice(click.Choice):
-    """click.Choice refusing in smem's words, with the close ones suggested."""
+    """click.Choice refusing in smem's words, with the close ones suggested; ``aliases`` maps
+    other names people know (the program's, zstd) to a choice (zst)."""
+
+    def __init__(self, choices, aliases=None):
+        super().__init__(choices)
+        self.aliases = dict(aliases or {})
 
     def convert(self, value, param, ctx):
+        value = self.aliases.get(value, value)
         if value in self.choices:
             return value
         import difflib
@@ -417,8 +423,9 @@ def diff(old, new, breakdown, **o):
 @click.option("-o", "--output", metavar="FILE", type=PATH, help="Write the capture to FILE (default: standard output).")
 @output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
-@click.option("--compression", type=Choice(WRITTEN), default="gz",
-              show_default=True, help="Compression of the tar archive (zst needs smem[compression]).")
+@click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default="gz", show_default=True,
+              help="Compression of the tar archive; gzip, bzip2 and zstd name them too (zst needs "
+                   "smem[compression]).")
 @click.option("--exact", is_flag=True,
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
 @click.option("--script", is_flag=True,

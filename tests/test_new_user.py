@@ -157,3 +157,14 @@ def test_click_errors_are_in_smems_words(args, line):
     """One style: click's own messages (Missing argument 'OLD'., Got unexpected extra argument)
     reworded as smem's lowercase one-liners, misspelt commands suggested as options are."""
     assert _usage_error(run_smem(*args)) == line
+
+
+@pytest.mark.parametrize("name,magic", [("gzip", b"\x1f\x8b"), ("bzip2", b"BZh"), ("zstd", b"\x28\xb5\x2f\xfd")])
+def test_compression_takes_the_names_of_the_programs(name, magic, tmp_path):
+    """--compression zstd was refused (only zst): the program names people know are aliases."""
+    if name == "zstd":
+        pytest.importorskip("zstandard")
+    capture = tmp_path / "box.tar"
+    assert run_smem("capture", "--compression", name, "-o", capture).returncode == 0
+    assert capture.read_bytes().startswith(magic)
+    assert run_smem("-S", capture, "-u").returncode == 0
