@@ -33,7 +33,8 @@ Examples:
   smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
   smem -w --breakdown        where all of MemTotal goes, each figure with its source
   smem --shm -t              shared memory (tmpfs, SysV, memfd): in RAM, in swap, who maps it
-  smem -S capture.tgz        a capture made with scripts/smemcap.sh
+  smem -S box.tgz            a capture, made with smem capture -o box.tgz, or on a host
+                             without Python: smem capture --script | ssh box sh > box.tgz
   smem -c "pid name pss" -s name -r
   smem --interval 2 -s dpss  every 2 s, redrawn; the growth since the start last
   smem -u --interval 5 --count 12 -F csv > log.csv
@@ -156,9 +157,11 @@ DIRECTORY = _Directory(readable=False)
 
 
 def _version_message():
-    """smem's version and which smaps parser it runs (the C one is optional)."""
+    """smem's version, where it runs from (Debian's smem 1.5 may come first on PATH, or another
+    environment's smem), and which smaps parser it runs (the C one is optional)."""
     from .parsers.smaps import IMPLEMENTATION
-    return f"%(prog)s %(version)s (smaps parser: {IMPLEMENTATION})"
+    where = os.path.dirname(os.path.abspath(__file__)).replace("%", "%%")
+    return f"%(prog)s %(version)s from {where} (smaps parser: {IMPLEMENTATION})"
 
 
 def _bundle(*decorators):
@@ -356,7 +359,7 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
     table = _table(o)._replace(working_set=wss is not None)
     if source == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
-                         "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
+                         "pipe one in (smem capture --script | ssh box sh | smem -S -) or name a file")
     request = ReportRequest(
         query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss),
         table=table,

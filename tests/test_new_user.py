@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem
+from conftest import FIXTURES, TESTS, run_smem, run_smem_process
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
@@ -168,3 +168,18 @@ def test_compression_takes_the_names_of_the_programs(name, magic, tmp_path):
     assert run_smem("capture", "--compression", name, "-o", capture).returncode == 0
     assert capture.read_bytes().startswith(magic)
     assert run_smem("-S", capture, "-u").returncode == 0
+
+
+def test_version_says_which_smem_and_from_where():
+    """With Debian's smem 1.5 installed, a venv not activated runs 1.5: --version names this smem's
+    version and the package directory it runs from."""
+    import smem
+    said = run_smem_process("--version")
+    assert said.returncode == 0
+    assert said.stdout.decode().startswith(f"smem {smem.__version__} from {os.path.dirname(smem.__file__)} (")
+
+
+def test_help_names_the_capture_script_a_pip_user_has():
+    """The -h examples pointed at scripts/smemcap.sh, a file a pip install does not have."""
+    help_text = run_smem("-h").stdout.decode()
+    assert "smemcap.sh" not in help_text and "smem capture --script | ssh box sh > box.tgz" in help_text
