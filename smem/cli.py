@@ -14,6 +14,8 @@ import click
 import click.shell_completion
 
 from . import __version__
+from .cli_words import (DIRECTORY, PATH, Choice, SmemCommand, command_suggestion, one_line, option_suggestion,
+                        usage_message)
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import SmemError, UsageError
 from .formats import FORMATS, TABLE_FORMATS
@@ -54,50 +56,6 @@ Exit status: 0 on success, 1 when a source or file cannot be used,
 #: smem 1.5's views in its order, then the newer ones: (option name, view)
 VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", "cgroup"), ("-g", "program"),
               ("--shm", "shm"))
-
-
-class SmemCommand(click.Command):
-    """A command whose stray arguments are refused in smem's words, not click's."""
-
-    def parse_args(self, ctx, args):
-        ctx.allow_extra_args = True
-        try:
-            rest = super().parse_args(ctx, args)
-        except click.UsageError as e:  # the parser's own errors (an option's missing value) lack it
-            e.ctx = e.ctx or ctx
-            raise
-        if ctx.args and not ctx.resilient_parsing:
-            takes = " ".join(p.human_readable_name for p in self.params if isinstance(p, click.Argument))
-            raise click.UsageError(f"unexpected argument {ctx.args[0]!r}: {ctx.command_path} takes "
-                                   f"{takes or 'options only'}", ctx)
-        return rest
-
-
-class Choice(click.Choice):
-    """click.Choice refusing in smem's words, with the close ones suggested; ``aliases`` maps
-    other names people know (the program's, zstd) to a choice (zst)."""
-
-    def __init__(self, choices, aliases=None):
-        super().__init__(choices)
-        self.aliases = dict(aliases or {})
-
-    def convert(self, value, param, ctx):
-        value = self.aliases.get(value, value)
-        if value in self.choices:
-            return value
-        import difflib
-        name = _option_names(param)
-        close = difflib.get_close_matches(str(value), self.choices, n=3, cutoff=0.6)
-        hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        if len(self.choices) <= 6:
-            raise UsageError(f"{name} takes {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
-                             f"not {value!r}{hint}" if len(self.choices) > 1 else
-                             f"{name} takes {self.choices[0]}, not {value!r}{hint}")
-        raise UsageError(f"{name}: no such value {value!r}{hint} (the values: 'man smem')")
-
-
-def _option_names(param):
-    return "/".join(sorted(param.opts, key=lambda o: o.startswith("--"))) if param is not None else "an option"
 
 
 class DefaultGroup(click.Group):
@@ -142,18 +100,6 @@ def _complete_fields(ctx, param, incomplete):
         done, last = incomplete[:cut], incomplete[cut:]
     words = sorted(chosen.columns) + (["all", "help"] if several and not done else [])
     return [click.shell_completion.CompletionItem(done + w) for w in words if w.startswith(last)]
-
-
-class _Directory(click.Path):
-    """A directory argument: <Tab> offers directories (click.Path would refuse an existing file)."""
-
-    def shell_complete(self, ctx, param, incomplete):
-        return [click.shell_completion.CompletionItem(incomplete, type="dir")]
-
-
-#: a file name as given (no checks: smem opens it and says what is wrong); <Tab> offers files
-PATH = click.Path(readable=False)
-DIRECTORY = _Directory(readable=False)
 
 
 def _version_message():
@@ -218,7 +164,8 @@ table_options = _bundle(
                       f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
                       "carry raw KiB (-k/-p only if given); openmetrics always bytes."),
     click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names."),
-    click.option("-s", "--sort", metavar="FIELD", shell_complete=_complete_fields, help="Field to sort on (default pss; order for -w)."),
+    click.option("-s", "--sort", metavar="FIELD", shell_complete=_complete_fields,
+                 help="Field to sort on (default pss; order for -w)."),
     click.option("-r", "--reverse", is_flag=True, help="Reverse the sort."),
     click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap)."),
     click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes."),
@@ -305,7 +252,8 @@ def cli():
 @cli.command(context_settings=CONTEXT, epilog=EPILOG, hidden=True)  # "smem -t" is "smem report -t"
 @table_options
 @click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
-@click.option("-K", "--kernel", metavar="PATH", type=PATH, help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
+@click.option("-K", "--kernel", metavar="PATH", type=PATH,
+              help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
 @click.option("--breakdown", is_flag=True,
@@ -319,7 +267,8 @@ def cli():
               help="With -P/-U: which other processes share the selection's memory, and how much "
                    "(implies --exact).")
 @selection_options
-@click.option("--pie", metavar="FIELD", shell_complete=_complete_fields, help="Show a pie chart of the sort field, labelled by FIELD.")
+@click.option("--pie", metavar="FIELD", shell_complete=_complete_fields,
+              help="Show a pie chart of the sort field, labelled by FIELD.")
 @click.option("--bar", metavar="FIELD", shell_complete=_complete_fields, help="Show a bar chart, labelled by FIELD.")
 @click.option("-o", "--output", metavar="FILE", type=PATH,
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
@@ -423,7 +372,8 @@ def diff(old, new, breakdown, **o):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("-o", "--output", metavar="FILE", type=PATH, help="Write the capture to FILE (default: standard output).")
+@click.option("-o", "--output", metavar="FILE", type=PATH,
+              help="Write the capture to FILE (default: standard output).")
 @output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
 @click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default="gz", show_default=True,
@@ -622,7 +572,8 @@ def main(argv=None):
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _terminated)
     if args and not args[0].startswith("-") and args[0] not in cli.commands and "_SMEM_COMPLETE" not in os.environ:
-        _fail(f"no command {args[0]!r}{_command_suggestion(args[0])} (see 'smem --help')", 2)
+        visible = [name for name, command in cli.commands.items() if not command.hidden]
+        _fail(f"no command {args[0]!r}{command_suggestion(args[0], visible)} (see 'smem --help')", 2)
     # the report runs as "smem" itself, so its usage and errors read "smem [OPTIONS]" as smem 1.5's
     command = cli if (args and args[0] in cli.commands) or "_SMEM_COMPLETE" in os.environ else report
     try:
@@ -630,11 +581,11 @@ def main(argv=None):
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.NoSuchOption as e:
-        _fail(f"no such option {e.option_name}{_suggestion(e)} (see '{_command_path(e.ctx)} --help')", 2)
+        _fail(f"no such option {e.option_name}{option_suggestion(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.UsageError as e:
-        _fail(f"{_usage_message(e)} (see '{_command_path(e.ctx)} --help')", 2)
+        _fail(f"{usage_message(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.ClickException as e:
-        _fail(_one_line(e.format_message()), e.exit_code)
+        _fail(one_line(e.format_message()), e.exit_code)
     except click.exceptions.Abort:
         sys.exit(130)
     except SmemError as e:
@@ -655,54 +606,6 @@ def _leave_to_exit():
     only the finalizer of an object in a reference cycle, which the exit would not wait for."""
     import gc
     gc.freeze()
-
-
-def _usage_message(error):
-    """click's usage errors in smem's words: lowercase, one line, naming what is wrong."""
-    if isinstance(error, click.MissingParameter) and isinstance(error.param, click.Argument):
-        takes = " ".join(p.human_readable_name for p in error.ctx.command.params if isinstance(p, click.Argument))
-        return f"missing {error.param.human_readable_name}: {error.ctx.command_path} takes {takes}"
-    if isinstance(error, click.BadOptionUsage) and error.ctx is not None:
-        option = next((p for p in error.ctx.command.params if error.option_name in getattr(p, "opts", ())), None)
-        if option is not None:
-            if option.is_flag:
-                return f"{error.option_name} takes no value"
-            return f"{error.option_name} takes a value: {error.option_name} {option.metavar or option.type.name.upper()}"
-    if isinstance(error, click.BadParameter) and error.param is not None:
-        return f"{_option_names(error.param)}: {_one_line(error.message)}"
-    return _one_line(error.format_message())
-
-
-def _one_line(message):
-    """A message as smem writes it: one line, lowercase first, no full stop."""
-    message = " ".join(message.split()).rstrip(".")
-    return message[:1].lower() + message[1:] if message[1:2].islower() else message
-
-
-def _command_suggestion(word):
-    """The commands a misspelt one was probably meant as."""
-    import difflib
-    commands = [name for name, command in cli.commands.items() if not command.hidden]
-    close = difflib.get_close_matches(word, commands, n=3, cutoff=0.6)
-    return f"; did you mean {' or '.join(close)}?" if close else f"; the commands: {', '.join(commands)}"
-
-
-def _suggestion(error):
-    """The options an unknown one was probably meant as: those it begins, else a close spelling.
-
-    click's own guess is difflib's at a low cutoff, which offers --columns for --bogus.
-    """
-    import difflib
-    if error.ctx is None:
-        return ""
-    known = [o for p in error.ctx.command.get_params(error.ctx) for o in p.opts + p.secondary_opts
-             if o.startswith("--")]
-    typed = error.option_name
-    close = [o for o in known if o.startswith(typed)] if typed.startswith("--") else []
-    if not close:
-        names = {o.lstrip("-"): o for o in known}
-        close = [names[n] for n in difflib.get_close_matches(typed.lstrip("-"), names, n=3, cutoff=0.75)]
-    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def _command_path(ctx):
