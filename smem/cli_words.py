@@ -52,16 +52,21 @@ class Choice(click.Choice):
         raise UsageError(f"{name}: no such value {value!r}{hint} (the values: 'man smem')")
 
 
-class _Directory(click.Path):
-    """A directory argument: <Tab> offers directories (click.Path would refuse an existing file)."""
+class _Path(click.ParamType):
+    """A file (or directory) name, taken as given: smem opens it and says what is wrong (click.Path
+    would stat it first, and a NUL in it is a traceback); <Tab> offers the shell's names."""
+
+    name = "path"
+
+    def __init__(self, kind):
+        self.kind = kind  # "file" or "dir": what <Tab> offers
 
     def shell_complete(self, ctx, param, incomplete):
-        return [click.shell_completion.CompletionItem(incomplete, type="dir")]
+        return [click.shell_completion.CompletionItem(incomplete, type=self.kind)]
 
 
-#: a file name as given (no checks: smem opens it and says what is wrong); <Tab> offers files
-PATH = click.Path(readable=False)
-DIRECTORY = _Directory(readable=False)
+PATH = _Path("file")
+DIRECTORY = _Path("dir")
 
 
 def _option_names(param):
