@@ -397,3 +397,38 @@ def test_a_wide_terminal_shows_whole_names_and_lines_and_folds_gone_rows():
             if child.poll() is None:
                 child.stdin.close()
                 child.wait()
+
+
+def test_gone_rows_leave_a_stream_after_a_few_reports():
+    """With --delta first, a process that exited is a gone row for GONE_KEPT reports, then no more
+    (on a busy machine they would pile up in every record of the stream)."""
+    from smem.watch import GONE_KEPT
+    marker = f"smem-watch-gone-{os.getpid()}"
+    children = [_child(marker) for _ in range(2)]
+    smem = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "0.1", "-P", marker, "-F", "json", "-t",
+                             "-c", "pid uss duss status"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            cwd=TESTS.parent, text=True)
+    try:
+        first = _next_frame(smem.stdout)
+        assert sorted(first) == sorted(c.pid for c in children)
+        for child in children:
+            child.stdin.close()
+            child.wait()
+        frame = _next_frame(smem.stdout)
+        for _ in range(600):  # a hang guard in frames, not a timing
+            if all(frame.get(c.pid, {}).get("status") == "gone" for c in children):
+                break
+            frame = _next_frame(smem.stdout)
+        shown = 0  # (from the report both are gone in: a first to go is folded a report earlier)
+        while frame and shown <= GONE_KEPT:
+            assert all(r["status"] == "gone" for r in frame.values())
+            shown += 1
+            frame = _next_frame(smem.stdout)
+        assert shown == GONE_KEPT and frame == {}  # kept a few reports, then gone from the stream
+        smem.send_signal(signal.SIGINT)
+        assert smem.wait(60) == 0
+    finally:
+        for proc in (smem, *children):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
