@@ -417,11 +417,12 @@ def capture(output, force, host, compression, exact, script):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("-o", "--output", metavar="FILE", required=True, help="Write the page to FILE (- for standard output).")
+@click.option("-o", "--output", metavar="FILE", type=PATH, required=True,
+              help="Write the page to FILE (- for standard output).")
 @output_options("page smem html wrote")
-@click.option("-S", "--source", metavar="SOURCE",
+@click.option("-S", "--source", metavar="SOURCE", type=PATH,
               help="Data source: a capture, a directory or ssh://[user@]host[:port] (default: this machine).")
-@click.option("--compare", "old", metavar="OLD", help="Show the change from OLD (as smem diff takes it) to the source.")
+@click.option("--compare", "old", metavar="OLD", type=PATH, help="Show the change from OLD (as smem diff takes it) to the source.")
 @click.option("--top-mappings", type=click.IntRange(min=1), default=12, show_default=True, metavar="N",
               help="Per process, the N largest mappings; the rest of each kind is one box.")
 @selection_options

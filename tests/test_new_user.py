@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+import smem.cli
+
 from conftest import FIXTURES, TESTS, run_smem, run_smem_process
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
@@ -144,7 +146,8 @@ def test_group_help_says_what_it_takes():
     (["diff", CAPTURE], "smem: missing NEW: smem diff takes OLD NEW (see 'smem diff --help')"),
     (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD NEW (see 'smem diff --help')"),
     (["-t", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
-    (["frobnicate"], "smem: no command 'frobnicate'; the commands: diff, capture, serve (see 'smem --help')"),
+    (["frobnicate"], "smem: no command 'frobnicate'; the commands: "
+                     f"{', '.join(n for n, c in smem.cli.cli.commands.items() if not c.hidden)} (see 'smem --help')"),
     (["captur"], "smem: no command 'captur'; did you mean capture? (see 'smem --help')"),
     (["--group"], "smem: --group takes a value: --group KEY (see 'smem --help')"),
     (["--group", "user"], "smem: --group takes name, not 'user'"),
