@@ -89,7 +89,8 @@ if [ "$out" = - ]; then
 	exec 3>&1
 else
 	[ -e "$out" ] || created=1
-	if ! (: >>"$out") 2>/dev/null; then
+	# a new FILE is private (0600, as smem capture -o): command lines and users are in it
+	if ! (umask 077 && : >>"$out") 2>/dev/null; then
 		die "cannot write $out"
 	fi
 	exec 3>"$out"

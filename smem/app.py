@@ -192,7 +192,7 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None
         if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
-            sizing = _size(reading, reading.source, request.system, warnings)
+            sizing = _size(reading, reading.source, request.system, warnings, request.table.abbreviate)
         if exact:
             accounting, sharing = _account_exactly(reading, view, selection, warnings)
         if view.needs_shared_memory:
@@ -250,6 +250,8 @@ def run_report(request: ReportRequest) -> Result:
         snapshot, said = read_snapshot(request, the_plan, spec, at)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
+    if request.query.pids is not None and request.query.old_source is None:
+        warnings.extend(_pids_not_found(request.query, snapshot))
     view = the_plan.view
     table_options = request.table._replace(exact=the_plan.exact)
     table = make_table(snapshots, view, table_options, request.system, request.chart)
@@ -260,6 +262,23 @@ def run_report(request: ReportRequest) -> Result:
     companions = companion_tables(the_plan, snapshot, request.system)
     old = snapshots[0] if len(snapshots) > 1 else None
     return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
+
+
+def _pids_not_found(query, snapshot):
+    """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none is."""
+    found = {p.pid for p in snapshot.processes}
+    found.update(pid for processes in snapshot.unreadable.values() for pid, _ in processes)
+    found.update(pid for pid, _, _ in snapshot.skipped)
+    missing = [pid for pid in dict.fromkeys(query.pids) if pid not in found]
+    if not missing:
+        return []
+    message = (f"--pid {','.join(map(str, missing))}: not found, or a kernel thread or zombie "
+               f"(which has no memory of its own)")
+    if query.process_filter is not None or query.user_filter is not None:
+        message += ", or left out by -P/-U"
+    if len(missing) == len(set(query.pids)):
+        raise SmemError(message)
+    return [message]
 
 
 def companion_tables(the_plan, snapshot, system, earlier=None):
@@ -275,14 +294,15 @@ def readings(view, snapshot, earlier=None):
     return [earlier, snapshot] if earlier is not None and view.interval_rows else [snapshot]
 
 
-def _size(reading, source, system, warnings):
-    """The sizing figures of -w; what they doubt added to ``warnings``."""
+def _size(reading, source, system, warnings, abbreviate=False):
+    """The sizing figures of -w; what they doubt added to ``warnings`` (amounts as -k has them)."""
     from .sizing import size_system  # ELF and decompressors: only for -w
     sizing = size_system(source, reading.mem_total, system.realmem_bytes, system.kernel_path)
     warnings.extend(f.doubt for f in sizing if f is not None and f.doubt)
     if system.ram_kib is not None and system.ram_kib < reading.mem_total:
-        warnings.append(f"-R is less than the memory the kernel manages (MemTotal "
-                        f"{reading.mem_total} KiB): firmware/hardware shows as 0")
+        total = human(reading.mem_total) if abbreviate else f"{reading.mem_total} KiB"  # -k: as the table
+        warnings.append(f"-R is less than the memory the kernel manages (MemTotal {total}): "
+                        "firmware/hardware shows as 0")
     return sizing
 
 
@@ -322,6 +342,12 @@ def _account_exactly(reading, view, selection, warnings):
     return accounting, (selected, sharing)
 
 
+def _named(processes):
+    """``pid 1 (init), pid 7 (sshd) and 4 more``: (pid, name) pairs as warnings name them."""
+    named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "") for pid, name in processes[:3])
+    return named + (f" and {len(processes) - 3} more" if len(processes) > 3 else "")
+
+
 def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     """The lines that say what the snapshot could not show: unreadable, skipped, slow processes."""
     warnings = []
@@ -329,11 +355,8 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
         count = len(processes)
         hint = ("; run as root to see them"
                 if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
-        named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "")
-                          for pid, name in processes[:3])
-        more = f" and {count - 3} more" if count > 3 else ""
         warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
-                        f"{named}{more}{hint}")
+                        f"{_named(processes)}{hint}")
     if snapshot.pss_missing:
         warnings.append("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
     if snapshot.skipped:
@@ -378,8 +401,9 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
         source.close()
     if not skipped:
         return []
-    return [f"{skipped} process{'es' if skipped > 1 else ''} could not be read and "
-            f"{'were' if skipped > 1 else 'was'} left out"]
+    hint = "; run as root to capture them" if host is None and os.geteuid() != 0 else ""
+    return [f"{len(skipped)} process{'es' if len(skipped) > 1 else ''} could not be read and "
+            f"{'were' if len(skipped) > 1 else 'was'} left out: {_named(skipped)}{hint}"]
 
 
 def run_receive(address, path, stream=None, *, timeout=None, force=False, said=None):

@@ -26,6 +26,7 @@ from .loading.process import read_meminfo
 from .memory_pressure import SYSTEM_PRESSURE, cgroup_pressure_path
 from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
+from .parsers.stat import parse_stat
 from .sources.base import KERNEL_CONFIG_MEMBER, SHMEM_MEMBER
 
 __all__ = ["write_capture", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
@@ -113,8 +114,16 @@ def _passwd_field(name):
     return "".join("?" if c == ":" or not c.isprintable() else c for c in name)
 
 
+def _comm(stat):
+    try:
+        return parse_stat(stat).comm
+    except ValueError:
+        return None
+
+
 def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=True):
-    """Write a capture of ``source`` to ``fileobj``; returns (processes written, skipped).
+    """Write a capture of ``source`` to ``fileobj``; returns (processes written, [(pid, name)] of
+    those that could not be read).
 
     With ``exact``, also the frames each process maps and their map counts
     (smem.exact), so that ``smem -S CAPTURE --exact`` works offline.  With ``with_smaps=False``
@@ -127,7 +136,7 @@ def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=Tru
     mappings = {}
     read_meminfo(source)  # a source without meminfo cannot make a capture
     mode = "w|" + compression if compression else "w|"
-    written = skipped = 0
+    written, skipped = 0, []
     users = {}
     cgroups = set()  # the processes' cgroup v2 paths
     with tarfile.open(fileobj=fileobj, mode=mode, format=tarfile.GNU_FORMAT) as tar:
@@ -145,7 +154,8 @@ def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=Tru
                 if data is not None:
                     files[name] = data
             if not ("smaps" in files or "smaps_rollup" in files) or "stat" not in files:
-                skipped += "stat" in files  # unreadable, as opposed to gone
+                if "stat" in files:  # unreadable, as opposed to gone
+                    skipped.append((pid, _comm(files["stat"])))
                 continue
             uid = source.owner(pid)
             uname = source.user_name(uid) if uid is not None else None

@@ -15,8 +15,9 @@ row, labelled by the ``--bar`` field.  What differs is what smem 1.5 got wrong:
   mappings overlap the processes, and the ``-w`` areas already add up to RAM;
 - without ``unused`` the pie is the sum of its slices, and ``other`` folds the
   slices small relative to that sum; a lone small slice keeps its own name;
-- bars honour ``-k`` (axis in KiB, MiB or GiB, by magnitude) and ``-p``
-  (percent of RAM; swap of swap), and use a colour cycle with no white;
+- bars have their axis in KiB, MiB or GiB by magnitude (``-p``: percent of RAM;
+  swap of swap), use a colour cycle with no white, and fold as pies do: the rows
+  too small to see, and those beyond the largest MAX_BARS, are one ``other`` bar;
 - absent values (None) are left out and said to be missing, never drawn as 0.
 
 matplotlib is imported only inside the drawing functions: text reports never
@@ -49,6 +50,11 @@ RAM_LIKE = ("uss", "pss")
 
 #: "unused" is drawn while it is at most this share of RAM; beyond, the pie is the used part
 UNUSED_DRAWN_UP_TO = 0.5
+
+#: at most this many bars (rows) are drawn; the rest are one "other" bar
+MAX_BARS = 25
+#: the tallest bar chart, in inches (1,600 px at 100 dpi)
+MAX_BAR_HEIGHT = 16
 
 LABEL_WIDTH = 40
 #: where the pie sits in the figure (left, bottom, width, height); the legend is to its right
@@ -165,6 +171,21 @@ def _pie_values(table, snapshot):
                     for values, value, row in zip(table.values, table.column_values(column), table.rows)]
 
 
+def _smallest(values, whole):
+    """The indices of the smallest ``values`` smem 1.5 folds into "other": while together under
+    FOLD_TOGETHER of ``whole``, or each under FOLD_EACH of it; never a lone one."""
+    by_size = sorted(range(len(values)), key=lambda i: values[i], reverse=True)
+    folded, total = [], 0
+    while by_size:
+        value = values[by_size[-1]]
+        if total + value < whole * FOLD_TOGETHER or value < whole * FOLD_EACH:
+            total += value
+            folded.append(by_size.pop())
+        else:
+            break
+    return set(folded) if len(folded) > 1 else set()
+
+
 def pie_data(table, options, snapshot):
     """The slices of smem 1.5's pie, with its bugs fixed (see the module docstring)."""
     view = table.view
@@ -196,20 +217,9 @@ def pie_data(table, options, snapshot):
             unused = 0
     whole = used + unused
 
-    # Fold the smallest slices, as smem 1.5 does, but never a lone one, nor the
-    # five -w areas (each is part of the answer to "where does the RAM go").
-    by_size = sorted(range(len(rows)), key=lambda i: rows[i][0], reverse=True)
-    folded, total = [], 0
-    while by_size and view.folds_small_slices:
-        value = rows[by_size[-1]][0]
-        if total + value < whole * FOLD_TOGETHER or value < whole * FOLD_EACH:
-            total += value
-            folded.append(by_size.pop())
-        else:
-            break
-    if len(folded) == 1:
-        folded = []
-    folded = set(folded)
+    # Fold the smallest slices, as smem 1.5 does, but never the five -w areas (each is part of
+    # the answer to "where does the RAM go").
+    folded = _smallest([value for value, _ in rows], whole) if view.folds_small_slices else set()
 
     slices = [("unused", unused, "unused")] if unused else []
     slices += [(label, value, "row") for i, (value, label) in enumerate(rows) if i not in folded]
@@ -223,6 +233,21 @@ def pie_data(table, options, snapshot):
     title = f"{view.title.capitalize()}: {column.header} by {table.columns[-1].header.lower()}"
     notes.extend(_drawable(n) for n in getattr(table, "notes", ()))
     return PieData(title, _source_line(snapshot), labels, values, kinds, legend, notes)
+
+
+def _bars_folded(table, rows, snapshot):
+    """The indices of ``rows`` (in drawing order) that one "other" bar stands for: those a pie
+    would fold (of the sort field if an amount, else the view's measure), and those beyond the
+    largest MAX_BARS.  The -w areas are never folded."""
+    view = table.view
+    if not view.folds_small_slices:
+        return set()
+    measure = table.sort if table.sort.is_amount else view.columns[view.measure_for(snapshot.pss_missing)]
+    sizes = [abs(measure.getter(row) or 0) for _, _, row in rows]
+    folded = _smallest(sizes, sum(sizes))
+    by_size = sorted((i for i in range(len(rows)) if i not in folded), key=lambda i: sizes[i], reverse=True)
+    folded.update(by_size[MAX_BARS:])
+    return folded if len(folded) > 1 else set()
 
 
 @dataclass
@@ -255,9 +280,18 @@ def bar_data(table, options, snapshot):
         raise UsageError(f"nothing to draw bars of: no memory column among the columns shown ({shown}); "
                          f"add some with -c, from: {amounts}")
     rows = _draw_order(table)
-    labels = _labels([(values[-1], row) for values, _, row in rows], label_column.key)
-    raw = [[values[index] for values, _, _ in rows] for index, _ in series.values()]
+    folded = _bars_folded(table, rows, snapshot)
+    kept = [entry for i, entry in enumerate(rows) if i not in folded]
+    labels = _labels([(values[-1], row) for values, _, row in kept], label_column.key)
+    raw = [[values[index] for values, _, _ in kept] for index, _ in series.values()]
     notes = []
+    if folded:
+        labels.append(f"other ({len(folded)} {view.row_noun})")
+        for column_values, (index, column) in zip(raw, series.values()):  # their total, as -t's
+            known = [rows[i][0][index] for i in folded if rows[i][0][index] is not None]
+            column_values.append(sum(known) if known and column.total == "sum" else None)
+        notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each or {FOLD_TOGETHER:.0%} "
+                     f"together, or beyond the largest {MAX_BARS}")
     absent = sum(1 for values in raw for v in values if v is None)
     if absent:
         notes.append(f"{absent} absent value{'s' if absent > 1 else ''} not drawn (n/a)")
@@ -276,12 +310,10 @@ def bar_data(table, options, snapshot):
         else:
             axis = "% of swap" if has_swap else "% of RAM"
     else:
-        unit, factor = _UNITS[0]
-        if options.abbreviate:
-            largest = max((abs(v) for values in raw for v in values if v is not None), default=0)
-            for unit, factor in _UNITS:
-                if largest < factor * 1024:
-                    break
+        largest = max((abs(v) for values in raw for v in values if v is not None), default=0)
+        for unit, factor in _UNITS:  # in human units, as the pie's legend: 117.2 MiB, not 120000
+            if largest < factor * 1024:
+                break
         values = [[None if v is None else v / factor for v in column_values] for column_values in raw]
         axis = f"memory ({unit})"
     title = f"{view.title.capitalize()}: {', '.join(headers)} by {label_column.header.lower()}"
@@ -338,7 +370,7 @@ def draw_bar(figure, data):
     import numpy
     rows, count = len(data.labels), len(data.series)
     height = 0.8 / count
-    figure.set_size_inches(11, min(max(2.2 + rows * max(0.32, 0.16 * count), 4.5), 300))
+    figure.set_size_inches(11, min(max(2.2 + rows * max(0.32, 0.16 * count), 4.5), MAX_BAR_HEIGHT))
     ax = figure.add_subplot(1, 1, 1)
     positions = numpy.arange(rows)
     for n, (header, values, colour) in enumerate(zip(data.series, data.values, _colours("tab10", count))):

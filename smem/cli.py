@@ -11,9 +11,12 @@ import os
 import sys
 
 import click
+import click.shell_completion
 
 from . import __version__
-from .compression import WRITTEN
+from .cli_words import (DIRECTORY, PATH, Choice, SmemCommand, command_suggestion, one_line, option_suggestion,
+                        usage_message)
+from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import SmemError, UsageError
 from .formats import FORMATS, TABLE_FORMATS
 from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions, WatchOptions
@@ -32,7 +35,8 @@ Examples:
   smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
   smem -w --breakdown        where all of MemTotal goes, each figure with its source
   smem --shm -t              shared memory (tmpfs, SysV, memfd): in RAM, in swap, who maps it
-  smem -S capture.tgz        a capture made with scripts/smemcap.sh
+  smem -S box.tgz            a capture, made with smem capture -o box.tgz, or on a host
+                             without Python: smem capture --script | ssh box sh > box.tgz
   smem -c "pid name pss" -s name -r
   smem --interval 2 -s dpss  every 2 s, redrawn; the growth since the start last
   smem -u --interval 5 --count 12 -F csv > log.csv
@@ -58,6 +62,7 @@ VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", 
 class DefaultGroup(click.Group):
     """A group that runs ``report`` when the first word is not one of its commands."""
 
+    command_class = SmemCommand
     default_command = "report"
 
     def parse_args(self, ctx, args):
@@ -77,10 +82,33 @@ class DefaultGroup(click.Group):
         return items
 
 
+def _complete_fields(ctx, param, incomplete):
+    """<Tab> after -c, -s, --pie, --bar: the fields of the view the words before choose (-c takes
+    several: "pid,u<Tab>" completes the last one)."""
+    from .views import VIEWS
+    o = ctx.params
+    try:
+        view = _chosen_view(o, o.get("shared_with"))
+    except UsageError:  # two views given: still offer the default's fields
+        view = "process"
+    watched = (o.get("delta") or "first") if o.get("interval") is not None else None
+    chosen = _fields_of(VIEWS[view].shaped(SystemOptions(breakdown=bool(o.get("breakdown")))),
+                        compared=ctx.command.name == "diff", watched=watched)
+    several = param.name == "columns"
+    done, last = "", incomplete
+    if several:
+        cut = max(incomplete.rfind(","), incomplete.rfind(" ")) + 1
+        done, last = incomplete[:cut], incomplete[cut:]
+    words = sorted(chosen.columns) + (["all", "help"] if several and not done else [])
+    return [click.shell_completion.CompletionItem(done + w) for w in words if w.startswith(last)]
+
+
 def _version_message():
-    """smem's version and which smaps parser it runs (the C one is optional)."""
+    """smem's version, where it runs from (Debian's smem 1.5 may come first on PATH, or another
+    environment's smem), and which smaps parser it runs (the C one is optional)."""
     from .parsers.smaps import IMPLEMENTATION
-    return f"%(prog)s %(version)s (smaps parser: {IMPLEMENTATION})"
+    where = os.path.dirname(os.path.abspath(__file__)).replace("%", "%%")
+    return f"%(prog)s %(version)s from {where} (smaps parser: {IMPLEMENTATION})"
 
 
 def _bundle(*decorators):
@@ -111,7 +139,8 @@ view_options = _bundle(
     click.option("-w", "--system", is_flag=True, help="Show the whole system."),
     click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers)."),
     click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name)."),
-    click.option("--group", type=click.Choice(["name"]), help="Group processes by KEY: one row per program name."),
+    click.option("--group", type=Choice(["name"]), metavar="KEY",
+                 help="Group processes by KEY, which is name: one row per program name (as -g)."),
     click.option("--shm", "shared_memory", is_flag=True,
                  help="Show shared memory: tmpfs mounts and files, SysV segments, memfds; in RAM, in swap, "
                       "mapped and by whom."),
@@ -134,16 +163,17 @@ selection_options = _bundle(
 #: how the rows are laid out
 table_options = _bundle(
     click.option("-H", "--no-header", is_flag=True, help="Disable the header line."),
-    click.option("-c", "--columns", metavar="COLUMNS",
+    click.option("-c", "--columns", metavar="COLUMNS", shell_complete=_complete_fields,
                  help='Columns to show, e.g. "pid user pss" or pid,user,pss; "all"; "help" lists them.'),
     click.option("-t", "--totals", is_flag=True, help="Show totals."),
     click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal."),
-    click.option("-F", "--format", "fmt", type=click.Choice(list(FORMATS)), default="classic", metavar="FORMAT",
+    click.option("-F", "--format", "fmt", type=Choice(list(FORMATS)), default="classic", metavar="FORMAT",
                  help=f"Output format: {', '.join(k for k in FORMATS if k not in TABLE_FORMATS)}, or a table "
                       f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
                       "carry raw KiB (-k/-p only if given); openmetrics always bytes."),
     click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names."),
-    click.option("-s", "--sort", metavar="FIELD", help="Field to sort on (default pss; order for -w)."),
+    click.option("-s", "--sort", metavar="FIELD", shell_complete=_complete_fields,
+                 help="Field to sort on (default pss; order for -w)."),
     click.option("-r", "--reverse", is_flag=True, help="Reverse the sort."),
     click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap)."),
     click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes."),
@@ -170,15 +200,20 @@ def _asked_field_help(o, view, compared=False, system=SystemOptions(), watched=N
         return False
     from .report import field_help
     from .views import VIEWS
-    chosen = VIEWS[view].shaped(system)
-    if compared:
-        from .views.diff import diff_view
-        chosen = diff_view(chosen)
-    if watched is not None and chosen.row_key is not None:
-        from .views.diff import watch_view
-        chosen = watch_view(chosen, watched)
+    chosen = _fields_of(VIEWS[view].shaped(system), compared, watched)
     _write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen))
     return True
+
+
+def _fields_of(view, compared=False, watched=None):
+    """``view`` as -c and -s see it: compared (old_FIELD, dFIELD), or watched since ``watched``."""
+    if compared:
+        from .views.diff import diff_view
+        view = diff_view(view)
+    if watched is not None and view.row_key is not None:
+        from .views.diff import watch_view
+        view = watch_view(view, watched)
+    return view
 
 
 def _table(o):
@@ -222,10 +257,11 @@ def cli():
     """smem: memory reporting that accounts for shared pages (USS, PSS)."""
 
 
-@cli.command(context_settings=CONTEXT, epilog=EPILOG)
+@cli.command(context_settings=CONTEXT, epilog=EPILOG, hidden=True)  # "smem -t" is "smem report -t"
 @table_options
 @click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB).")
-@click.option("-K", "--kernel", metavar="PATH", help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
+@click.option("-K", "--kernel", metavar="PATH", type=PATH,
+              help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
 @click.option("--breakdown", is_flag=True,
@@ -239,12 +275,13 @@ def cli():
               help="With -P/-U: which other processes share the selection's memory, and how much "
                    "(implies --exact).")
 @selection_options
-@click.option("--pie", metavar="FIELD", help="Show a pie chart of the sort field, labelled by FIELD.")
-@click.option("--bar", metavar="FIELD", help="Show a bar chart, labelled by FIELD.")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("--pie", metavar="FIELD", shell_complete=_complete_fields,
+              help="Show a pie chart of the sort field, labelled by FIELD.")
+@click.option("--bar", metavar="FIELD", shell_complete=_complete_fields, help="Show a bar chart, labelled by FIELD.")
+@click.option("-o", "--output", metavar="FILE", type=PATH,
               help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, pdf, ...).")
 @output_options("chart")
-@click.option("-S", "--source", metavar="SOURCE",
+@click.option("-S", "--source", metavar="SOURCE", type=PATH,
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, ssh://[user@]host[:port], "
                    "or tcp://HOST:PORT (wait there for one capture: sh smemcap.sh | nc HOST PORT), or a "
                    "recording (smem record): its last frame.")
@@ -266,7 +303,7 @@ def cli():
 @click.option("--wss", type=float, metavar="SECONDS",
               help="Working set (root): clear the processes' referenced bits, wait SECONDS, then report what "
                    "each referenced meanwhile (wss, and wsspss with shared pages split) beside the defaults.")
-@click.option("--delta", type=click.Choice(["first", "previous"]), metavar="first|previous",
+@click.option("--delta", type=Choice(["first", "previous"]), metavar="first|previous",
               help="With --interval (or --speed, --all-frames): changes since the first report (default) or "
                    "the previous one.")
 @click.option("--max-staleness", "max_staleness", type=click.FloatRange(min=0), metavar="SECONDS",
@@ -294,7 +331,7 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
     table = _table(o)._replace(working_set=wss is not None)
     if source == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
-                         "pipe one in (ssh box sh < smemcap.sh | smem -S -) or name a file")
+                         "pipe one in (smem capture --script | ssh box sh | smem -S -) or name a file")
     request = ReportRequest(
         query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss, timeout=timeout, at=at),
         table=table,
@@ -348,8 +385,8 @@ def _watch_run(request):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("old", metavar="OLD")
-@click.argument("new", metavar="[NEW]", required=False)
+@click.argument("old", metavar="OLD", type=PATH)
+@click.argument("new", metavar="[NEW]", required=False, type=PATH)
 @view_options
 @selection_options
 @table_options
@@ -384,11 +421,13 @@ def diff(old, new, breakdown, timeout, from_, to, **o):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("-o", "--output", metavar="FILE", help="Write the capture to FILE (default: standard output).")
+@click.option("-o", "--output", metavar="FILE", type=PATH,
+              help="Write the capture to FILE (default: standard output).")
 @output_options("capture")
 @click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead.")
-@click.option("--compression", type=click.Choice(WRITTEN), default="gz",
-              show_default=True, help="Compression of the tar archive (zst needs smem[compression]).")
+@click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default="gz", show_default=True,
+              help="Compression of the tar archive; gzip, bzip2 and zstd name them too (zst needs "
+                   "smem[compression]).")
 @click.option("--exact", is_flag=True,
               help="Also store the page frames each process maps and their map counts (root), for --exact offline.")
 @click.option("--script", is_flag=True,
@@ -441,11 +480,12 @@ def capture(output, force, host, compression, exact, script, listen, timeout):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("-o", "--output", metavar="FILE", required=True, help="Write the page to FILE (- for standard output).")
+@click.option("-o", "--output", metavar="FILE", type=PATH, required=True,
+              help="Write the page to FILE (- for standard output).")
 @output_options("page smem html wrote")
-@click.option("-S", "--source", metavar="SOURCE",
+@click.option("-S", "--source", metavar="SOURCE", type=PATH,
               help="Data source: a capture, a directory or ssh://[user@]host[:port] (default: this machine).")
-@click.option("--compare", "old", metavar="OLD", help="Show the change from OLD (as smem diff takes it) to the source.")
+@click.option("--compare", "old", metavar="OLD", type=PATH, help="Show the change from OLD (as smem diff takes it) to the source.")
 @click.option("--top-mappings", type=click.IntRange(min=1), default=12, show_default=True, metavar="N",
               help="Per process, the N largest mappings; the rest of each kind is one box.")
 @selection_options
@@ -467,7 +507,7 @@ def html(output, force, source, old, top_mappings, **o):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("-o", "--output", metavar="DIR", required=True,
+@click.option("-o", "--output", metavar="DIR", type=DIRECTORY, required=True,
               help="The recording's directory: made if absent, resumed if it holds a recording.")
 @click.option("--interval", type=click.FloatRange(min=0, min_open=True), metavar="S",
               help="Seconds between two frames of this machine (default 10).")
@@ -511,7 +551,7 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
               help="Per-process metrics for the N processes with the most PSS (0: none).")
 @click.option("--min-interval", type=click.FloatRange(min=0), default=5.0, show_default=True, metavar="S",
               help="A collection younger than S seconds answers a scrape again, so scrapers share it.")
-@click.option("--textfile", metavar="DIR",
+@click.option("--textfile", metavar="DIR", type=DIRECTORY,
               help="Write DIR/smem.prom for node_exporter's textfile collector instead of serving HTTP "
                    "(a temporary file renamed into place).")
 @click.option("--interval", type=click.FloatRange(min=0.1), metavar="S",
@@ -523,7 +563,7 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
                                 "collection, and every process at least every S seconds (0: every process at "
                                 "every collection).")
 @selection_options
-@click.option("-S", "--source", metavar="SOURCE",
+@click.option("-S", "--source", metavar="SOURCE", type=PATH,
               help="Read a capture, a directory or ssh://host instead of this machine's /proc, again at "
                    "every collection.")
 def serve(listen, top, min_interval, textfile, interval, count, max_staleness, source, **o):
@@ -641,6 +681,9 @@ def main(argv=None):
         import signal
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _terminated)
+    if args and not args[0].startswith("-") and args[0] not in cli.commands and "_SMEM_COMPLETE" not in os.environ:
+        visible = [name for name, command in cli.commands.items() if not command.hidden]
+        _fail(f"no command {args[0]!r}{command_suggestion(args[0], visible)} (see 'smem --help')", 2)
     # the report runs as "smem" itself, so its usage and errors read "smem [OPTIONS]" as smem 1.5's
     command = cli if (args and args[0] in cli.commands) or "_SMEM_COMPLETE" in os.environ else report
     try:
@@ -648,11 +691,11 @@ def main(argv=None):
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.NoSuchOption as e:
-        _fail(f"no such option {e.option_name}{_suggestion(e)} (see '{_command_path(e.ctx)} --help')", 2)
+        _fail(f"no such option {e.option_name}{option_suggestion(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.UsageError as e:
-        _fail(f"{e.format_message()} (see '{_command_path(e.ctx)} --help')", 2)
+        _fail(f"{usage_message(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.ClickException as e:
-        _fail(e.format_message(), e.exit_code)
+        _fail(one_line(e.format_message()), e.exit_code)
     except click.exceptions.Abort:
         sys.exit(130)
     except SmemError as e:
@@ -673,24 +716,6 @@ def _leave_to_exit():
     only the finalizer of an object in a reference cycle, which the exit would not wait for."""
     import gc
     gc.freeze()
-
-
-def _suggestion(error):
-    """The options an unknown one was probably meant as: those it begins, else a close spelling.
-
-    click's own guess is difflib's at a low cutoff, which offers --columns for --bogus.
-    """
-    import difflib
-    if error.ctx is None:
-        return ""
-    known = [o for p in error.ctx.command.get_params(error.ctx) for o in p.opts + p.secondary_opts
-             if o.startswith("--")]
-    typed = error.option_name
-    close = [o for o in known if o.startswith(typed)] if typed.startswith("--") else []
-    if not close:
-        names = {o.lstrip("-"): o for o in known}
-        close = [names[n] for n in difflib.get_close_matches(typed.lstrip("-"), names, n=3, cutoff=0.75)]
-    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def _command_path(ctx):

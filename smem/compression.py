@@ -11,7 +11,8 @@ table says which exist, so the three cannot disagree.
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["Compression", "COMPRESSIONS", "CAPTURE_COMPRESSIONS", "WRITTEN", "compression_of", "by_option"]
+__all__ = ["Compression", "COMPRESSIONS", "CAPTURE_COMPRESSIONS", "WRITTEN", "WRITTEN_ALIASES", "compression_of",
+           "by_option"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ CAPTURE_COMPRESSIONS = tuple(c for c in COMPRESSIONS if c.capture)
 
 #: the ``--compression`` spellings, the first the default, and "none"
 WRITTEN = tuple(c.option for c in COMPRESSIONS if c.option) + ("none",)
+
+#: the programs' names (gzip, bzip2, zstd), which ``--compression`` takes for their spellings too
+WRITTEN_ALIASES = {c.name: c.option for c in COMPRESSIONS if c.option and c.name != c.option}
 
 
 def compression_of(head, among=CAPTURE_COMPRESSIONS):

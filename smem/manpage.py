@@ -117,8 +117,15 @@ def manpage():
         ".TP", "\\fBSMEM_JOBS\\fR", "Worker processes that read /proc or a capture, as \\fB\\-\\-jobs\\fR (which wins).",
         ".TP", "\\fBSMEM_PURE_PYTHON\\fR",
         "Set to 1: the pure-Python smaps parser, not the C one (\\fBsmem \\-\\-version\\fR names the one in use).",
-        ".TP", "\\fB_SMEM_COMPLETE\\fR",
-        "Shell completion: \\fBeval \"$(_SMEM_COMPLETE=bash_source smem)\"\\fR (or zsh_source, fish_source).",
+        ".TP", "\\fB_SMEM_COMPLETE\\fR", "Shell completion (see SHELL COMPLETION).",
+        ".SH SHELL COMPLETION",
+        "<Tab> completes commands, options, file names (\\fB\\-S\\fR, \\fB\\-o\\fR, \\fB\\-K\\fR, "
+        "\\fBsmem diff\\fR \\fIOLD NEW\\fR) and the fields of the chosen view (\\fB\\-c\\fR, "
+        "\\fB\\-s\\fR, \\fB\\-\\-pie\\fR, \\fB\\-\\-bar\\fR). To enable it:",
+        ".TP", "bash (in ~/.bashrc)", "\\fBeval \"$(_SMEM_COMPLETE=bash_source smem)\"\\fR",
+        ".TP", "zsh (in ~/.zshrc)", "\\fBeval \"$(_SMEM_COMPLETE=zsh_source smem)\"\\fR",
+        ".TP", "fish",
+        "\\fB_SMEM_COMPLETE=fish_source smem > ~/.config/fish/completions/smem.fish\\fR",
         ".SH SEE ALSO",
         "\\fBps\\fR(1), \\fBtop\\fR(1), \\fBproc\\fR(5)",
     ]

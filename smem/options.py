@@ -49,7 +49,8 @@ class TableOptions(NamedTuple):
     abbreviate: bool = False           # -k
     percent: bool = False              # -p
     numeric: bool = False              # -n
-    terminal_columns: Optional[int] = None  # -a's width; None: no terminal, nothing is cut
+    terminal_columns: Optional[int] = None  # the terminal's width: -a fits every column to it, a
+    #                                           watch screen's name column flows to it; None: not cut
     exact: bool = False                # default columns and totals under --exact
     format: str = "classic"            # a key of smem.formats.FORMATS
     limit: Optional[int] = None        # only the first N rows once sorted (smem serve --top N)

@@ -104,11 +104,16 @@ def read_kernel_file(path):
 def kernel_image(source, kernel_path=None, iomem=None):
     if kernel_path is not None:
         data = read_kernel_file(kernel_path)
-        size = kernel_image_size(data)
+        try:
+            size = kernel_image_size(data)
+        except KernelImageError as e:
+            raise KernelImageError(f"{kernel_path}: {e}") from None
         doubt = ""
         if data[:4] == b"\x7fELF" and b"Linux version " not in data:
             doubt = f"{kernel_path} is an ELF file but not a Linux kernel (no 'Linux version' banner); sized anyway"
-        return Figure(size.total // 1024, f"-K ({size.format})", doubt=doubt)
+        # smem 1.5 had -K too, but printed its figure as a float: the table differs anyway, so
+        # the footnote names the image as given
+        return Figure(size.total // 1024, f"-K {kernel_path} ({size.format})", doubt=doubt, smem15=False)
     resources = iomem if iomem is not None else _iomem(source)
     if resources:
         image = kernel_image_bytes(resources)

@@ -38,11 +38,14 @@ import time
 from .app import plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
-from .report import make_table
+from .report import format_value, make_table
 
 __all__ = ["run_watch"]
 
 KEYS_HELP = "q quit  s sort  r reverse  p pause"
+
+#: reports a row marked gone stays on (--delta first) before it is folded into one line
+GONE_KEPT = 5
 
 
 def run_watch(request, write, warn, screen=None):
@@ -77,6 +80,7 @@ class _Frames:
         self.first = None   # the first Frame
         self.count = request.watch.count
         self.refresher = Refresher(request.watch.max_staleness)
+        self.gone_at = {}   # row key -> the number of the first report that marked it gone
 
     def read(self, number, recorded=None):
         """Read frame ``number``: this machine now (re-reading only what changed), or the
@@ -95,7 +99,31 @@ class _Frames:
         self.first = self.first or self.frame
 
     def table(self, options):
-        return make_table([self.baseline, self.current], self.plan.view, options, self.request.system)
+        table = make_table([self.baseline, self.current], self.plan.view, options, self.request.system)
+        return self._folded(table, options) if self.since_first else table
+
+    def _folded(self, table, options):
+        """Rows gone for more than GONE_KEPT reports folded into one line under the table: on a
+        busy machine those since the first report would grow without bound.  The totals (-t)
+        still count them: they are this report's minus the first's."""
+        number = self.frame.number
+        gone = {row.key for row in table.rows if row.status == "gone"}
+        self.gone_at = {key: self.gone_at.get(key, number) for key in gone}
+        folded = {key for key, at in self.gone_at.items() if number - at >= GONE_KEPT}
+        if not folded:
+            return table
+        kept = [i for i, row in enumerate(table.rows) if row.key not in folded]
+        line = f"{len(folded)} more gone since {_clock(self.first.time)}"
+        change = table.view.columns.get(f"d{table.view.chart_measure}")
+        if change is not None:
+            total = sum(change.getter(row) or 0 for row in table.rows if row.key in folded)
+            line += f": {change.header} {format_value(change, total, options, table)}"
+        return table._replace(values=[table.values[i] for i in kept], rows=[table.rows[i] for i in kept],
+                              sort_values=[table.sort_values[i] for i in kept], notes=[*table.notes, line])
+
+
+def _clock(t):
+    return time.strftime("%H:%M:%S", time.localtime(t))
 
 
 def _streamed(request, the_plan, options, write, warn):
@@ -147,19 +175,24 @@ def _on_screen(request, the_plan, options, screen):
     state = {"sort": options.sort, "reverse": options.reverse, "paused": False}
     upcoming = _schedule(request, frames)
     number, recorded, next_at = next(upcoming)
+    drawn_at = None  # the terminal's size at the last drawing
     while True:
         if not state["paused"] and time.monotonic() >= next_at:
             frames.read(number, recorded)
-            _draw(screen, frames, options, state, watch)
+            drawn_at = _draw(screen, frames, options, state, watch)
             following = next(upcoming, None)
             if following is None:
                 return  # the last frame stays on the screen
             number, recorded, next_at = following
-        for key in screen.keys(3600.0 if state["paused"] else next_at - time.monotonic()):
+        # at least every second: a resized terminal is drawn again at its new size, paused or not
+        keys = screen.keys(min(1.0, 3600.0 if state["paused"] else next_at - time.monotonic()))
+        stale = screen.size() != drawn_at
+        for key in keys:
             if key in "qQ":
                 return
-            if _press(key, state, frames, options):
-                _draw(screen, frames, options, state, watch)
+            stale = _press(key, state, frames, options) or stale
+        if stale:
+            drawn_at = _draw(screen, frames, options, state, watch)
 
 
 def _press(key, state, frames, options):
@@ -182,26 +215,36 @@ def _sorted(options, state):
 
 
 def _draw(screen, frames, options, state, watch):
-    options = _sorted(options, state)
+    """Draw the frame at the terminal's size now; that size."""
+    columns, rows = size = screen.size()
+    # the name flows to the width, unless -a fits all (the screen's spare last column takes the
+    # space that ends each line)
+    options = _sorted(options, state)._replace(terminal_columns=columns)
     table = frames.table(options)
-    columns, rows = screen.size()
-    clock = lambda t: time.strftime("%H:%M:%S", time.localtime(t))
     of = f"/{frames.count}" if frames.count is not None else ""
     pace = f"every {watch.interval:g} s" if watch.replay is None else f"replayed at {watch.replay:g}x"
-    since = f"since {clock(frames.first.time)}" if watch.since == "first" else "since the previous frame"
-    status = (f"smem {frames.plan.view.title} {clock(frames.frame.time)}  frame {frames.frame.number}{of} "
+    since = f"since {_clock(frames.first.time)}" if watch.since == "first" else "since the previous frame"
+    status = (f"smem {frames.plan.view.title} {_clock(frames.frame.time)}  frame {frames.frame.number}{of} "
               f"({pace})  changes {since}")
     state_line = f"sort {table.sort.key}{' reversed' if options.reverse else ''}"
     state_line += "  PAUSED" if state["paused"] else ""
-    warnings = [f"smem: warning: {w}" for w in frames.warnings]
-    room = max(rows - 2 - len(warnings) - 1, 1)  # (the last line stays free: the cursor rests there)
+    keys = f"  [{KEYS_HELP}]" if screen.has_keys else ""
+    # the lines over the table wrap (the table's lines are cut): nothing said there is lost
+    width = max(columns - 1, 20)
+    head = _wrapped(status, width)
+    warnings = [line for w in frames.warnings for line in _wrapped(f"smem: warning: {w}", width)]
+    longest = len(_wrapped(f"{state_line}  (+{len(table.values)} rows off the screen){keys}", width))
+    room = max(rows - len(head) - longest - len(warnings) - 1, 1)  # (the last line stays free: the cursor)
     body, hidden = _fitted(table, options, frames, room)
     if hidden:
         state_line += f"  (+{hidden} rows off the screen)"
-    if screen.has_keys:
-        state_line += f"  [{KEYS_HELP}]"
-    head = [status, state_line] + warnings
-    screen.draw(head + body)
+    screen.draw(head + _wrapped(state_line + keys, width) + warnings + body)
+    return size
+
+
+def _wrapped(line, width):
+    import textwrap
+    return textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) or [""]
 
 
 def _fitted(table, options, frames, room):

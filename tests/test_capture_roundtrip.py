@@ -72,3 +72,29 @@ def test_capture_equals_live_and_smem15(how, workers, tmp_path):
     assert _rows(theirs.stdout, pids) == live_after
     theirs_m = subprocess.run(["/usr/bin/smem", "-S", root, *args], capture_output=True, stdin=subprocess.DEVNULL)
     assert theirs_m.stdout == run_smem("-S", capture, *args).stdout
+
+
+def test_processes_a_capture_cannot_read_are_named_as_a_report_names_them():
+    """As nobody, other users' smaps are unreadable: the capture names them (pid and name), as a
+    report's warning does, not just their number."""
+    import re
+    import sys
+    from conftest import AS_NOBODY
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    code = ("import smem.app, smem.capture_writer, smem.output, smem.sources.live; "  # before the setuid
+            + AS_NOBODY + "smem.cli.main(['capture', '--compression', 'none'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=TESTS.parent,
+                          stdin=subprocess.DEVNULL, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (warning,) = proc.stderr.decode().splitlines()
+    match = re.fullmatch(r"smem: warning: (\d+) process(?:es)? could not be read and (?:was|were) left out: "
+                         r"(pid \d+ \([^)]*\)(?:, pid \d+ \([^)]*\))*)(?: and (\d+) more)?; run as root to capture them",
+                         warning)
+    assert match, warning
+    count, named = int(match.group(1)), re.findall(r"pid (\d+) \(([^)]*)\)", match.group(2))
+    assert len(named) == min(count, 3) and (match.group(3) is not None) == (count > 3)
+    with tarfile.open(fileobj=__import__("io").BytesIO(proc.stdout)) as tar:
+        held = {m.name for m in tar.getmembers()}
+    for pid, name in named:
+        assert f"{pid}/smaps" not in held and name  # left out, and named by its comm

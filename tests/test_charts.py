@@ -143,7 +143,9 @@ def test_bar_in_every_format(view, capsys, tmp_path):
     amounts = [view_obj.columns[k] for k in view_obj.default_columns if view_obj.columns[k].is_amount]
     rows = classic(capsys, *option, "-c", f"{measure} {label}")
     width = view_obj.columns[label].width
-    names = {" ".join(r[1:]) for r in rows if r[0].isdigit() and len(" ".join(r[1:])) < width}
+    # the largest rows are drawn (the smallest may be folded into "other")
+    largest = sorted((r for r in rows if r[0].isdigit()), key=lambda r: int(r[0]))[-3:]
+    names = {" ".join(r[1:]) for r in largest if len(" ".join(r[1:])) < width}
     for fmt in _formats(view):
         out = tmp_path / f"bar.{fmt}"
         code, stdout, err = smem(capsys, *option, "--bar", label, "-o", out)
@@ -153,7 +155,7 @@ def test_bar_in_every_format(view, capsys, tmp_path):
     labels = {t.rsplit(" (", 1)[0] if t.endswith(")") else t for t in texts}
     assert names and names <= labels, names - labels
     assert {c.header for c in amounts} <= texts    # the legend: one series per memory column
-    assert "memory (KiB)" in texts                  # the axis, in the unit of the classic table
+    assert any(re.fullmatch(r"memory \([KMG]iB\)", t) for t in texts)  # the axis, in human units
 
 
 def test_bar_axis_follows_k_and_p(capsys, tmp_path):
@@ -169,8 +171,7 @@ def test_bar_axis_follows_k_and_p(capsys, tmp_path):
         code, _, err = smem(capsys, *columns, *([flag] if flag else []), "--bar", "name", "-o", out)
         assert code == 0, err
         labels[flag] = {t for t in svg_texts(out) if t.startswith(("memory", "%"))}
-    assert labels[""] == {"memory (KiB)"}
-    assert labels["-k"] == {f"memory ({suffix}iB)"}
+    assert labels[""] == labels["-k"] == {f"memory ({suffix}iB)"}  # human units, -k or not
     assert labels["-p"] == {"% of RAM"}
     out = tmp_path / "swap.svg"
     assert smem(capsys, "-c", "name swap pss", "-p", "--bar", "name", "-o", out)[0] == 0
@@ -305,22 +306,23 @@ def test_bar_order_and_columns_follow_s_r_c():
     table, options, snapshot = chart_table(bar="name", columns=("name", "rss", "uss", "maps"), sort="rss")
     bars = bar_data(table, options, snapshot)
     assert bars.series == ["RSS", "USS"]   # memory columns only, in -c order
-    assert bars.values[0] == sorted(bars.values[0], reverse=True)
+    assert bars.labels[-1].startswith("other (")  # the smallest, last
+    assert bars.values[0][:-1] == sorted(bars.values[0][:-1], reverse=True)
     table, options, snapshot = chart_table(bar="name", columns=("name", "rss", "uss", "maps"), sort="rss",
                                            reverse=True)
     reversed_bars = bar_data(table, options, snapshot)
-    assert reversed_bars.values[0] == bars.values[0][::-1]
+    assert reversed_bars.values[0][:-1] == bars.values[0][:-1][::-1]
     # (rows alike in every shown value keep their order both ways: compare the names, not the pids)
     def names(labels):
-        return [label.rsplit(" (", 1)[0] for label in labels]
+        return [label.rsplit(" (", 1)[0] for label in labels[:-1]]
     assert names(reversed_bars.labels) == names(bars.labels)[::-1]
 
 
 def test_long_labels_are_cut_with_an_ellipsis():
     table, options, snapshot = chart_table(bar="command", columns=("pss",))
     bars = bar_data(table, options, snapshot)
-    commands = [row[-1] for row in table.values][::-1]
-    long = [(c, label) for c, label in zip(commands, bars.labels) if len(c) > 40]
+    commands = [row[-1] for row in table.values][::-1]  # the largest first, as drawn; "other" last
+    long = [(c, label) for c, label in zip(commands, bars.labels[:-1]) if len(c) > 40]
     assert long, "the capture has no long command line"
     for command, label in long:
         assert len(label) == 40 and label.endswith("\u2026") and command.startswith(label[:-1])
@@ -382,11 +384,12 @@ def test_slice_colours_never_repeat():
 def test_repeated_labels_carry_the_pid():
     table, options, snapshot = chart_table(bar="name", columns=("pss",))
     bars = bar_data(table, options, snapshot)
-    names = [row[-1] for row in table.values]
+    assert bars.labels[-1].startswith("other (")
+    drawn = bars.labels[:-1]
+    names = [label.rsplit(" (", 1)[0] for label in drawn]
     repeated = {n for n in names if names.count(n) > 1}
     assert repeated, "the capture has no program running twice"
-    for label in bars.labels:
-        name = label.rsplit(" (", 1)[0]
+    for label, name in zip(drawn, names):
         assert (name in repeated) == label.endswith(")"), label
     assert len(set(bars.labels)) == len(bars.labels)
 
@@ -401,3 +404,25 @@ def test_pie_title_is_centred_over_the_pie():
     assert title.get_position()[0] == pytest.approx(PIE_BOX[0] + PIE_BOX[2] / 2)
     box = figure.axes[0].get_position()
     assert (box.x0 + box.x1) / 2 == pytest.approx(title.get_position()[0], abs=0.01)
+
+
+def test_bars_fold_small_rows_and_keep_a_sensible_height(capsys, tmp_path):
+    """-m --bar map drew every mapping, dozens of them 0, thousands of pixels tall: the rows a pie
+    would fold, and those beyond the largest MAX_BARS, are one "other" bar holding their sums."""
+    from smem.charts import MAX_BARS
+    table, options, snapshot = chart_table("mapping", bar="map", columns=("pss",))
+    bars = bar_data(table, options, snapshot)
+    pss = table.column_values(table.view.columns["pss"])
+    assert len(table.values) > MAX_BARS and 0 in pss  # what there is to fold
+    *drawn, other = bars.labels
+    count = len(table.values) - len(drawn)
+    assert other == f"other ({count} mappings)" and len(drawn) <= MAX_BARS
+    assert 0 not in bars.values[0][:-1]                  # no empty bars
+    unit = {"KiB": 1, "MiB": 1024, "GiB": 1024 ** 2}[bars.axis_label[8:11]]
+    assert sum(bars.values[0]) * unit == pytest.approx(sum(pss))  # nothing lost: "other" is their sum
+    out = tmp_path / "bars.png"
+    code, _, err = smem(capsys, "-m", "--bar", "map", "-o", out)
+    assert code == 0, err
+    import struct
+    width, height = struct.unpack(">II", out.read_bytes()[16:24])
+    assert height <= 1700, (width, height)  # 16 inches at 100 dpi, and the margins

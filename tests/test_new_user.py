@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem
+import smem.cli
+
+from conftest import FIXTURES, TESTS, run_smem, run_smem_process
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
@@ -130,3 +132,57 @@ def test_chart_signatures_say_more_than_the_container(tmp_path):
     assert _holds_chart("webp")(b"RIFF\0\0\0\0WEBPVP8 ") and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ")
     import gzip
     assert _holds_chart("svgz")(gzip.compress(b"<?xml?><svg>")) and not _holds_chart("svgz")(gzip.compress(b"tar"))
+
+
+def test_group_help_says_what_it_takes():
+    """`--group [name]` read as an optional argument; the help names the argument and its value."""
+    help_text = " ".join(run_smem("-h").stdout.decode().split())
+    assert "--group KEY Group processes by KEY, which is name" in help_text and "[name]" not in help_text
+    assert run_smem("-S", CAPTURE, "--group", "name").stdout == run_smem("-S", CAPTURE, "-g").stdout
+
+
+@pytest.mark.parametrize("args,line", [
+    (["diff"], "smem: missing OLD: smem diff takes OLD NEW (see 'smem diff --help')"),
+    (["diff", CAPTURE], "smem: missing NEW: smem diff takes OLD NEW (see 'smem diff --help')"),
+    (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD NEW (see 'smem diff --help')"),
+    (["-t", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
+    (["frobnicate"], "smem: no command 'frobnicate'; the commands: "
+                     f"{', '.join(n for n, c in smem.cli.cli.commands.items() if not c.hidden)} (see 'smem --help')"),
+    (["captur"], "smem: no command 'captur'; did you mean capture? (see 'smem --help')"),
+    (["--group"], "smem: --group takes a value: --group KEY (see 'smem --help')"),
+    (["--group", "user"], "smem: --group takes name, not 'user'"),
+    (["--totals=1"], "smem: --totals takes no value (see 'smem --help')"),
+    (["capture", "-o"], "smem: -o takes a value: -o FILE (see 'smem capture --help')"),
+    (["-F", "jsn"], "smem: -F/--format: no such value 'jsn'; did you mean json? (the values: 'man smem')"),
+    (["--interval", "1", "--count", "0"], "smem: --count: 0 is not in the range x>=1 (see 'smem --help')"),
+])
+def test_click_errors_are_in_smems_words(args, line):
+    """One style: click's own messages (Missing argument 'OLD'., Got unexpected extra argument)
+    reworded as smem's lowercase one-liners, misspelt commands suggested as options are."""
+    assert _usage_error(run_smem(*args)) == line
+
+
+@pytest.mark.parametrize("name,magic", [("gzip", b"\x1f\x8b"), ("bzip2", b"BZh"), ("zstd", b"\x28\xb5\x2f\xfd")])
+def test_compression_takes_the_names_of_the_programs(name, magic, tmp_path):
+    """--compression zstd was refused (only zst): the program names people know are aliases."""
+    if name == "zstd":
+        pytest.importorskip("zstandard")
+    capture = tmp_path / "box.tar"
+    assert run_smem("capture", "--compression", name, "-o", capture).returncode == 0
+    assert capture.read_bytes().startswith(magic)
+    assert run_smem("-S", capture, "-u").returncode == 0
+
+
+def test_version_says_which_smem_and_from_where():
+    """With Debian's smem 1.5 installed, a venv not activated runs 1.5: --version names this smem's
+    version and the package directory it runs from."""
+    import smem
+    said = run_smem_process("--version")
+    assert said.returncode == 0
+    assert said.stdout.decode().startswith(f"smem {smem.__version__} from {os.path.dirname(smem.__file__)} (")
+
+
+def test_help_names_the_capture_script_a_pip_user_has():
+    """The -h examples pointed at scripts/smemcap.sh, a file a pip install does not have."""
+    help_text = run_smem("-h").stdout.decode()
+    assert "smemcap.sh" not in help_text and "smem capture --script | ssh box sh > box.tgz" in help_text

@@ -165,6 +165,7 @@ def test_cmdline():
     assert parse_cmdline(b"sshd: root@pts/0") == "sshd: root@pts/0"  # rewritten, no final NUL: keep every byte
     assert parse_cmdline(b"") == ""
     assert parse_cmdline(b"a\xff\x00").encode("utf-8", "surrogateescape") == b"a\xff"
+    assert parse_cmdline(b"postgres: checkpointer \x00\x00\x00\x00") == "postgres: checkpointer "  # NUL padding
 
 
 @pytest.mark.parametrize("path", realproc_files("cmdline"), ids=str)
@@ -172,7 +173,7 @@ def test_cmdline_reads_every_recorded_kernel(path):
     data = path.read_bytes()
     text = parse_cmdline(data)
     assert "\0" not in text
-    assert len(text.encode("utf-8", "surrogateescape")) == len(data) - data.endswith(b"\0")
+    assert len(text.encode("utf-8", "surrogateescape")) == len(data.rstrip(b"\0"))  # padding dropped
 
 
 @pytest.mark.parametrize("path", realproc_files("status"), ids=str)

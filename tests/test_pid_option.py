@@ -34,8 +34,8 @@ def test_only_the_named_processes(children):
     assert int(line) == 2
     mine = run_smem("--pid", str(a), "-m", "-c", "pids", "-H").stdout.decode().split()
     assert mine and set(mine) == {"1"}
-    # with -P, both must select
-    assert _pids(run_smem("--pid", f"{a},{b}", "-P", "^no-such-name$", "-c", "pid", "-H")) == []
+    # with -P, both must select (none selected: an error, below)
+    assert run_smem("--pid", f"{a},{b}", "-P", "^no-such-name$", "-c", "pid", "-H").stdout == b""
 
 
 @pytest.mark.parametrize("value", ["", "x", "0", "-5", "12,,x", "١٢"])
@@ -43,3 +43,21 @@ def test_a_pid_that_is_none_is_a_usage_error(value):
     proc = run_smem("--pid", value)
     assert proc.returncode == 2 and len(proc.stderr.decode().splitlines()) == 1
     assert "--pid takes process ids" in proc.stderr.decode()
+
+
+def test_pids_not_found_are_named(children):
+    """A --pid that matches nothing said on stderr: a warning beside those found, an error (exit 1)
+    when none is."""
+    a, b, c = children
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(30)  # its pid is free now (and not reused this soon)
+    some = run_smem("--pid", f"{a},{gone.pid},2", "-c", "pid", "-H")
+    assert _pids(some) == [a]
+    assert some.stderr.decode().splitlines() == [
+        f"smem: warning: --pid {gone.pid},2: not found, or a kernel thread or zombie (which has no memory of its own)"]
+    none = run_smem("--pid", str(gone.pid), "-c", "pid")
+    assert none.returncode == 1 and none.stdout == b""
+    assert none.stderr.decode() == (f"smem: --pid {gone.pid}: not found, or a kernel thread or zombie "
+                                    "(which has no memory of its own)\n")
+    filtered = run_smem("--pid", str(a), "-P", "^no-such-name$")
+    assert filtered.returncode == 1 and filtered.stderr.decode().endswith(", or left out by -P/-U\n")

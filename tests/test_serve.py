@@ -210,3 +210,15 @@ def test_the_page_answers_only_host_headers_naming_the_address_served():
     assert not anywhere("192.0.2.7:81")
     named = allowed_hosts("box.example", 9464)
     assert named("box.example:9464") and not named("localhost:9464")
+
+
+def test_a_port_in_use_is_found_before_anything_is_read():
+    """The port is bound first: a taken one is the only line, not after a collection's warnings
+    (here --max-rss 1K, which would leave out and name every process read)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run_smem("serve", "--max-rss", "1K", "--listen", f"127.0.0.1:{port}")
+    assert proc.returncode == 1
+    assert proc.stderr.decode().splitlines() == [f"smem: cannot listen on 127.0.0.1:{port}: Address already in use"]

@@ -370,3 +370,49 @@ def test_process_filter_never_matches_the_wrappers_that_run_smem():
         proc = subprocess.run(wrapper, capture_output=True, cwd=os.path.dirname(os.path.dirname(__file__)))
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.decode().splitlines() == ["  PID Command                     "], wrapper
+
+
+NOSWAP = os.path.join(os.path.dirname(__file__), "fixtures", "goldens", "armv7-noswap")
+
+
+def _noswap_cases(kind):
+    import json
+    manifest = json.load(open(os.path.join(NOSWAP, "manifest.json")))
+    return [pytest.param(c, id=" ".join(c["args"])) for c in manifest["cases"] if c["kind"] == kind]
+
+
+@pytest.mark.parametrize("case", _noswap_cases("differs"))
+def test_percent_without_swap_shows_absent_not_na(case, tmp_path):
+    """-p on a machine without swap (two real ARM smaps, a real ARM meminfo with SwapTotal 0):
+    smem 1.5 (the golden) shows the swap share as N/A, smem as -, as every absent figure; the rest
+    is byte for byte smem 1.5's."""
+    from conftest import FIXTURES
+    golden = open(os.path.join(NOSWAP, case["files"]["stdout"]), "rb").read()
+    assert b"N/A" in golden
+    if os.path.exists("/usr/bin/smem"):  # the golden is still smem 1.5's
+        with tarfile.open(FIXTURES / "captures" / "armv7-noswap.tar.gz") as tar:
+            tar.extractall(tmp_path / "proc", filter="tar")
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES") and not k.startswith("PYTHON")}
+        theirs = subprocess.run(["/usr/bin/smem", "-S", tmp_path, *case["args"]], capture_output=True,
+                                stdin=subprocess.DEVNULL, cwd="/tmp", env=env)
+        assert theirs.stdout == golden
+    ours = run_smem("-S", FIXTURES / "captures" / "armv7-noswap.tar.gz", *case["args"])
+    assert ours.returncode == case["status"] == 0
+    assert ours.stdout == golden.replace(b"     N/A", b"       -")
+
+
+def test_a_source_without_meminfo_is_an_error_not_silence(tmp_path):
+    """smem 1.5 swallowed the OSError of a tree without meminfo (the bare smaps of the ARM sets):
+    nothing printed, exit 0, with -p or without."""
+    from conftest import FIXTURES
+    with tarfile.open(FIXTURES / "captures" / "armv7-noswap.tar.gz") as tar:
+        tar.extractall(tmp_path / "proc", filter="tar")
+    os.unlink(tmp_path / "proc" / "meminfo")
+    for args in ([], ["-p"]):
+        ours = run_smem("-S", tmp_path, *args)
+        assert ours.returncode == 1 and ours.stdout == b""
+        assert ours.stderr.decode() == f"smem: {tmp_path}: no meminfo in this directory (not a capture or a proc tree?)\n"
+        if os.path.exists("/usr/bin/smem"):
+            theirs = subprocess.run(["/usr/bin/smem", "-S", tmp_path, *args], capture_output=True,
+                                    stdin=subprocess.DEVNULL, cwd="/tmp")
+            assert (theirs.returncode, theirs.stdout, theirs.stderr) == (0, b"", b"")

@@ -286,9 +286,10 @@ def test_writes_to_a_file_argument(shell, target, tmp_path):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = tmp_path / "cap.tgz"
-    res = _run(shell, tmpdir, str(out))
+    res = _run(shell, tmpdir, str(out), preexec_fn=lambda: os.umask(0o022))
     assert res.returncode == 0, res.stderr
     assert (res.stdout, res.stderr) == (b"", b"")
+    assert out.stat().st_mode & 0o777 == 0o600  # private whatever the umask, as smem capture -o's
     assert list(tmpdir.iterdir()) == []
     with tarfile.open(out, mode="r:gz") as t:
         pid = target[0]

@@ -99,7 +99,9 @@ def test_with_the_inputs_smem15_had_the_table_is_smem15s(tmp_path):
 
 
 def _numbers(stdout):
-    return [[float(v) for v in l[24:].split()] for l in stdout.decode().splitlines()[1:] if not l.startswith("-")]
+    """The figures of each row (not the footnotes, which hold no figures in columns)."""
+    return [[float(v) for v in l[24:].split()] for l in stdout.decode().splitlines()[1:]
+            if not l.startswith("-") and ": " not in l]
 
 
 @pytest.mark.skipif(not (os.path.exists("/usr/bin/smem") and shutil.which("size") and shutil.which("gcc")),
@@ -116,7 +118,8 @@ def test_with_R_and_K_it_is_smem15_without_the_floats(tmp_path):
         assert ours.returncode == 0, ours.stderr
         # smem 1.5 prints -R/-K figures as floats ("482031.2099609375") that overflow their
         # columns; ours are whole KiB (the kernel rounded down), every other figure identical
-        assert b"." in theirs.stdout and b"." not in ours.stdout
+        table, _, note = ours.stdout.partition(b"\nkernel image: from -K ")  # a footnote names the image
+        assert b"." in theirs.stdout and b"." not in table and note.startswith(bytes(elf))
         assert ours.stdout.splitlines()[0] == theirs.stdout.splitlines()[0]
         for a, b in zip(_numbers(ours.stdout), _numbers(theirs.stdout), strict=True):
             assert all(abs(x - y) < 1 for x, y in zip(a, b, strict=True)), (a, b)
@@ -135,7 +138,7 @@ def test_real_distribution_kernel_through_the_cli(tmp_path):
     areas, lines = _areas(proc.stdout)
     kernel_line = next(l for l in lines if l.startswith("kernel image"))
     assert int(kernel_line.split()[2]) == berkeley_size(vmlinux)[3] // 1024
-    assert "-K (bzImage" in kernel_line
+    assert f"-K {vmlinuz} (bzImage" in kernel_line
 
 
 def test_recommendation(tmp_path):
@@ -163,6 +166,15 @@ def test_kernel_file_errors_are_one_line(tmp_path):
         proc = run_smem("-w", "-K", path)
         err = proc.stderr.decode()
         assert proc.returncode == 1 and text in err and err.count("\n") == 1, err
+        assert str(path) in err  # the file as given, whole
+
+
+def test_the_kernel_image_given_is_named_under_the_table(tmp_path):
+    """smem 1.5's -K figure was a float, so the table differs anyway: the footnote names the image."""
+    proc = run_smem("-S", _tree(tmp_path), "-w", "-K", sys.executable)
+    assert proc.returncode == 0, proc.stderr
+    (note,) = [l for l in proc.stdout.decode().splitlines() if l.startswith("kernel image: ")]
+    assert note.startswith(f"kernel image: from -K {sys.executable} (ELF")
 
 
 def test_realmem_below_memtotal_is_warned_about(tmp_path):
@@ -171,6 +183,9 @@ def test_realmem_below_memtotal_is_warned_about(tmp_path):
     assert "-R is less than the memory the kernel manages" in proc.stderr.decode()
     areas, _ = _areas(proc.stdout)
     assert areas["firmware/hardware"][0] == 0
+    assert re.search(r"\(MemTotal \d+ KiB\)", proc.stderr.decode())  # in the table's unit
+    human = run_smem("-S", _tree(tmp_path / "k"), "-w", "-R", "1G", "-k").stderr.decode()
+    assert re.search(r"\(MemTotal \d+\.\dG\)", human), human  # -k: the warning's amounts too
 
 
 @pytest.mark.process

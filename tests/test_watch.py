@@ -284,10 +284,11 @@ def test_terminal_restored_on_ctrl_c_and_sigterm(how, status):
     assert screen.seen.endswith(b"\x1b[?25h\r\n")
     lines = [line.lstrip(b"\r\n") for line in re.findall(ELEVEN_LINES, screen.seen)[-1][3:].split(b"\x1b[K")[:-1]]
     assert len(lines) == 11 and b"rows off the screen)" in lines[1] and max(map(len, lines)) == 69
+    assert lines[1].endswith(b"p") and lines[2] == b"  pause]"  # the lines over the table wrap, not cut
     # the change before the name that flows to the width, as top puts its command last
-    assert lines[2].split() == [b"PIDs", b"AVGPSS", b"PSS", b"dPSS", b"Status", b"Map"]
-    pss = [int(line.split()[2]) for line in lines[3:]]
-    assert len(pss) == 8 and pss == sorted(pss)
+    assert lines[3].split() == [b"PIDs", b"AVGPSS", b"PSS", b"dPSS", b"Status", b"Map"]
+    pss = [int(line.split()[2]) for line in lines[4:]]
+    assert len(pss) == 7 and pss == sorted(pss)
     mappings = json.loads(run_smem("-m", "--pid", ME, "-F", "json").stdout)["rows"]
     largest = max(mappings, key=lambda m: m["pss"])["map"].encode()
     # the end of the table is shown, the largest last; its name cut to the width
@@ -313,3 +314,121 @@ def test_a_terminal_that_hangs_up_ends_without_a_traceback():
             os.close(master)
         os.close(slave)
     assert written[-1].startswith("\x1b[?25h")  # the cursor shown again
+
+
+class _Tmux:
+    """smem in a tmux pane of a private server: what a person sees, read with capture-pane."""
+
+    def __init__(self, columns, lines, *args):
+        self.socket = f"smem-test-{os.getpid()}-{time.monotonic_ns()}"
+        env = " ".join(f"-e {k}=" for k in ("COLUMNS", "LINES"))
+        command = " ".join([sys.executable, "-m", "smem", *args])
+        self._tmux("new-session", "-d", "-x", str(columns), "-y", str(lines), "-c", str(TESTS.parent),
+                   *env.split(), command + "; sleep 600")
+
+    def _tmux(self, *args):
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, check=True,
+                              timeout=30).stdout.decode()
+
+    def screen(self):
+        return self._tmux("capture-pane", "-p").splitlines()
+
+    def wait_for(self, pattern):
+        """The screen once ``pattern`` (a regex) is on it."""
+        guard = time.monotonic() + 60  # a hang guard, not a timing
+        while not re.search(pattern, "\n".join(screen := self.screen()), re.M):
+            assert time.monotonic() < guard, f"no {pattern!r} on the screen in 60 s:\n" + "\n".join(screen)
+            time.sleep(0.1)
+        return screen
+
+    def press(self, key):
+        self._tmux("send-keys", key)
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+def _sleeper(*argv, kib=0):
+    """A python that holds ``kib`` KiB written and waits on stdin, with ``argv`` in its command line."""
+    code = "import sys; b = b'x' * int(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(kib * 1024), *argv], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    return proc
+
+
+@pytest.mark.skipif(subprocess.run(["which", "tmux"], capture_output=True).returncode != 0, reason="needs tmux")
+def test_a_wide_terminal_shows_whole_names_and_lines_and_folds_gone_rows():
+    """At 160 columns: the command flows to the width (not 27 characters), the status and warning
+    lines are whole; with --delta first, gone rows stay a few reports, then fold into one line."""
+    marker = f"smem-wide-{os.getpid()}"
+    children = [_sleeper(f"{marker}-big", kib=48 * 1024) for _ in range(3)]  # left out by --max-rss
+    small = [_sleeper(f"{marker}-small") for _ in range(8)]
+    long = _sleeper(f"{marker}-long-" + "x" * 150, kib=16 * 1024)  # the largest shown: the last row
+    children += small + [long]
+    tmux = _Tmux(160, 14, "--interval", "0.2", "-P", marker, "--max-rss", "32M", "-t")
+    try:
+        screen = tmux.wait_for(r"frame 3 ")
+        (row,) = [line for line in screen if line.split()[:1] == [str(long.pid)]]
+        with open(f"/proc/{long.pid}/cmdline", "rb") as f:
+            command = f.read().rstrip(b"\0").replace(b"\0", b" ").decode()
+        shown = row[row.index(command[:20]):]
+        assert len(row) == 159 and len(shown) > 80 and command.startswith(shown), row  # flows to the width
+        warning = [line for line in screen if line.startswith("smem: warning: --max-rss left out 3 processes")]
+        assert len(warning) == 1 and all(f"pid {c.pid} " in warning[0] for c in children[:3]), screen
+        assert len(warning[0]) > 80 and warning[0].endswith(")")
+        tmux.press("p")
+        screen = tmux.wait_for(r"PAUSED")
+        assert re.fullmatch(r"sort pss  PAUSED  \(\+\d+ rows off the screen\)  \[q quit  s sort  r reverse  p pause\]",
+                            screen[1]), screen[1]
+        tmux.press("p")
+        for child in small:
+            child.stdin.close()
+            child.wait()
+        gone_row = r" -\d+ gone "  # the change (all of it), then the mark
+        screen = tmux.wait_for(gone_row)
+        assert "more gone since" not in "\n".join(screen)
+        # folded after a few reports: one line for the eight, with their change; no gone rows
+        screen = tmux.wait_for(r"^8 more gone since \d\d:\d\d:\d\d: dPSS -\d+ *$")
+        assert not [line for line in screen if re.search(gone_row, line)]
+    finally:
+        tmux.close()
+        for child in children:
+            if child.poll() is None:
+                child.stdin.close()
+                child.wait()
+
+
+def test_gone_rows_leave_a_stream_after_a_few_reports():
+    """With --delta first, a process that exited is a gone row for GONE_KEPT reports, then no more
+    (on a busy machine they would pile up in every record of the stream)."""
+    from smem.watch import GONE_KEPT
+    marker = f"smem-watch-gone-{os.getpid()}"
+    children = [_child(marker) for _ in range(2)]
+    smem = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "0.1", "-P", marker, "-F", "json", "-t",
+                             "-c", "pid uss duss status"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            cwd=TESTS.parent, text=True)
+    try:
+        first = _next_frame(smem.stdout)
+        assert sorted(first) == sorted(c.pid for c in children)
+        for child in children:
+            child.stdin.close()
+            child.wait()
+        frame = _next_frame(smem.stdout)
+        for _ in range(600):  # a hang guard in frames, not a timing
+            if all(frame.get(c.pid, {}).get("status") == "gone" for c in children):
+                break
+            frame = _next_frame(smem.stdout)
+        shown = 0  # (from the report both are gone in: a first to go is folded a report earlier)
+        while frame and shown <= GONE_KEPT:
+            assert all(r["status"] == "gone" for r in frame.values())
+            shown += 1
+            frame = _next_frame(smem.stdout)
+        assert shown == GONE_KEPT and frame == {}  # kept a few reports, then gone from the stream
+        smem.send_signal(signal.SIGINT)
+        assert smem.wait(60) == 0
+    finally:
+        for proc in (smem, *children):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

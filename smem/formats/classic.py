@@ -34,6 +34,17 @@ def _autosize(table, options, terminal_columns):
     return sizes
 
 
+def _flow(table, options, widths):
+    """Without -a but with a terminal's width (a watch screen), the flowing column (command, map)
+    takes the room the others leave, as top's command does; the others keep smem 1.5's widths."""
+    keys = [c.key for c in table.columns]
+    if options.autosize or options.terminal_columns is None or table.view.flowing_column not in keys:
+        return
+    i = keys.index(table.view.flowing_column)
+    room = options.terminal_columns - (sum(widths) - widths[i]) - len(widths)
+    widths[i] = max(widths[i], room)
+
+
 def render(rendering):
     """The classic table, as text (one line per row, each cell followed by a space).
 
@@ -51,7 +62,7 @@ def render(rendering):
     sizes = {}
     if options.autosize:
         sizes = _autosize(table, options, options.terminal_columns)
-    specs, formatted = [], {}
+    widths, formatted = [], {}
     for i, (column, f) in enumerate(zip(table.columns, formatters)):
         cells = [row[i] for row in table.values]
         if f is not plain_cell or None in cells:
@@ -59,6 +70,10 @@ def render(rendering):
         width = sizes.get(column.key, column.width)
         if not column.truncate or (options.autosize and options.terminal_columns is None):
             width = max(width, _widest(cells), len(total_cells[i]) if total_cells is not None else 0)
+        widths.append(width)
+    _flow(table, options, widths)
+    specs = []
+    for column, width in zip(table.columns, widths):
         align = "" if column.align == ">" else "-"
         specs.append(f"%{align}{width}.{width}s" if column.truncate else f"%{align}{width}s")
     template = " ".join(specs) + " "

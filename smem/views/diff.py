@@ -23,11 +23,12 @@ __all__ = ["diff_view", "watch_view", "DiffRow"]
 
 
 class DiffRow:
-    __slots__ = ("old", "new")
+    __slots__ = ("old", "new", "key")
 
-    def __init__(self, old, new):
+    def __init__(self, old, new, key=None):
         self.old = old
         self.new = new
+        self.key = key  # the base view's row_key: the same row in the next comparison
 
     @property
     def status(self):
@@ -126,7 +127,7 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
         old = {base.row_key(r): r for r in base.rows([old_snapshot], options)}
         later = [old_snapshot, new_snapshot] if base.interval_rows else [new_snapshot]
         new = {base.row_key(r): r for r in base.rows(later, options)}
-        return [DiffRow(old.get(key), new.get(key)) for key in dict.fromkeys([*new, *old])]
+        return [DiffRow(old.get(key), new.get(key), key) for key in dict.fromkeys([*new, *old])]
 
     return base._replace(
         name=f"{base.name}-diff", title=f"{base.title}: changes", columns=columns,

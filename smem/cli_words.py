@@ -1,0 +1,125 @@
+"""click's parsing in smem's words: the command, choice and path types the command line uses,
+and click's usage errors reworded as smem's one-liners (lowercase, what was expected, the close
+ones suggested), so that every wrong word on the command line reads alike.
+"""
+
+import click
+import click.shell_completion
+
+from .errors import UsageError
+
+__all__ = ["SmemCommand", "Choice", "PATH", "DIRECTORY", "usage_message", "one_line", "command_suggestion",
+           "option_suggestion"]
+
+
+class SmemCommand(click.Command):
+    """A command whose stray arguments are refused in smem's words, not click's."""
+
+    def parse_args(self, ctx, args):
+        ctx.allow_extra_args = True
+        try:
+            rest = super().parse_args(ctx, args)
+        except click.UsageError as e:  # the parser's own errors (an option's missing value) lack it
+            e.ctx = e.ctx or ctx
+            raise
+        if ctx.args and not ctx.resilient_parsing:
+            raise click.UsageError(f"unexpected argument {ctx.args[0]!r}: {ctx.command_path} takes "
+                                   f"{_arguments(self) or 'options only'}", ctx)
+        return rest
+
+
+class Choice(click.Choice):
+    """click.Choice refusing in smem's words, with the close ones suggested; ``aliases`` maps
+    other names people know (the program's, zstd) to a choice (zst)."""
+
+    def __init__(self, choices, aliases=None):
+        super().__init__(choices)
+        self.aliases = dict(aliases or {})
+
+    def convert(self, value, param, ctx):
+        value = self.aliases.get(value, value)
+        if value in self.choices:
+            return value
+        import difflib  # only for a mistake: not on every run
+        name = _option_names(param)
+        close = difflib.get_close_matches(str(value), self.choices, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        if len(self.choices) == 1:
+            raise UsageError(f"{name} takes {self.choices[0]}, not {value!r}{hint}")
+        if len(self.choices) <= 6:
+            raise UsageError(f"{name} takes {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
+                             f"not {value!r}{hint}")
+        raise UsageError(f"{name}: no such value {value!r}{hint} (the values: 'man smem')")
+
+
+class _Path(click.ParamType):
+    """A file (or directory) name, taken as given: smem opens it and says what is wrong (click.Path
+    would stat it first, and a NUL in it is a traceback); <Tab> offers the shell's names."""
+
+    name = "path"
+
+    def __init__(self, kind):
+        self.kind = kind  # "file" or "dir": what <Tab> offers
+
+    def shell_complete(self, ctx, param, incomplete):
+        return [click.shell_completion.CompletionItem(incomplete, type=self.kind)]
+
+
+PATH = _Path("file")
+DIRECTORY = _Path("dir")
+
+
+def _option_names(param):
+    return "/".join(sorted(param.opts, key=lambda o: o.startswith("--"))) if param is not None else "an option"
+
+
+def _arguments(command):
+    return " ".join(p.human_readable_name for p in command.params if isinstance(p, click.Argument))
+
+
+def usage_message(error):
+    """click's usage ``error`` in smem's words: lowercase, one line, naming what was expected."""
+    if isinstance(error, click.MissingParameter) and isinstance(error.param, click.Argument):
+        return (f"missing {error.param.human_readable_name}: "
+                f"{error.ctx.command_path} takes {_arguments(error.ctx.command)}")
+    if isinstance(error, click.BadOptionUsage) and error.ctx is not None:
+        option = next((p for p in error.ctx.command.params if error.option_name in getattr(p, "opts", ())), None)
+        if option is not None:
+            if option.is_flag:
+                return f"{error.option_name} takes no value"
+            what = option.metavar or option.type.name.upper()
+            return f"{error.option_name} takes a value: {error.option_name} {what}"
+    if isinstance(error, click.BadParameter) and error.param is not None:
+        return f"{_option_names(error.param)}: {one_line(error.message)}"
+    return one_line(error.format_message())
+
+
+def one_line(message):
+    """A message as smem writes it: one line, lowercase first, no full stop."""
+    message = " ".join(message.split()).rstrip(".")
+    return message[:1].lower() + message[1:] if message[1:2].islower() else message
+
+
+def command_suggestion(word, commands):
+    """The ``commands`` a misspelt one was probably meant as, else all of them."""
+    import difflib
+    close = difflib.get_close_matches(word, commands, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else f"; the commands: {', '.join(commands)}"
+
+
+def option_suggestion(error):
+    """The options an unknown one was probably meant as: those it begins, else a close spelling.
+
+    click's own guess is difflib's at a low cutoff, which offers --columns for --bogus.
+    """
+    import difflib
+    if error.ctx is None:
+        return ""
+    known = [o for p in error.ctx.command.get_params(error.ctx) for o in p.opts + p.secondary_opts
+             if o.startswith("--")]
+    typed = error.option_name
+    close = [o for o in known if o.startswith(typed)] if typed.startswith("--") else []
+    if not close:
+        names = {o.lstrip("-"): o for o in known}
+        close = [names[n] for n in difflib.get_close_matches(typed.lstrip("-"), names, n=3, cutoff=0.75)]
+    return f"; did you mean {' or '.join(close)}?" if close else ""
