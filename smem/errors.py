@@ -36,19 +36,41 @@ class KernelImageError(SmemError):
     """A file given with -K is not a kernel image we can size."""
 
 
+import contextlib as _contextlib
 import errno as _errno
 
-#: errno values meaning the process (or its /proc directory) is gone
-_GONE = (_errno.ENOENT, _errno.ESRCH, _errno.ENOTDIR)
+#: errno values meaning the process (or its /proc directory) is gone: ENOENT, ESRCH, ENOTDIR
+GONE_ERRNOS = frozenset((_errno.ENOENT, _errno.ESRCH, _errno.ENOTDIR))
+#: errno values meaning the file is there but not ours to read (or not a file): EPERM, EACCES, EISDIR
+DENIED_ERRNOS = frozenset((_errno.EPERM, _errno.EACCES, _errno.EISDIR))
+
+
+def is_absence(error):
+    """Whether an OSError met reading a /proc-namespace file says only that the file cannot be
+    had (gone or denied), which an optional read takes as None; any other error is real."""
+    return error.errno in GONE_ERRNOS or error.errno in DENIED_ERRNOS
 
 
 def process_error(pid, error):
-    """Our exception for an OSError met reading a process's file: gone, or unreadable."""
-    if isinstance(error, PermissionError):
+    """Our exception for an OSError met reading a process's file: gone, or unreadable.
+
+    The one table every source's errors go through (psutil's ``wrap_exceptions`` is the model):
+    :func:`translated` raises it, and :func:`is_absence` reads the same errno sets."""
+    if error.errno in DENIED_ERRNOS and error.errno != _errno.EISDIR:
         return ProcessUnreadable(pid, error.strerror or "permission denied")
-    if error.errno in _GONE or isinstance(error, ProcessLookupError):
+    if error.errno in GONE_ERRNOS:
         return ProcessGone(pid)
     return ProcessUnreadable(pid, error.strerror or str(error))
+
+
+@_contextlib.contextmanager
+def translated(pid):
+    """Around any read of process ``pid``'s files: an OSError leaves as ProcessGone or
+    ProcessUnreadable (:func:`process_error`), whatever the source."""
+    try:
+        yield
+    except OSError as e:
+        raise process_error(pid, e) from None
 
 
 class ProcessGone(Exception):

@@ -1,8 +1,8 @@
 """Reading one process: its identity and owner, then the counters the report needs.
 
-Errors are mapped here: a process whose files vanish raises ProcessGone (skipped
-silently); one whose smaps cannot be read, ProcessUnreadable (counted and summarised in one
-warning); one --max-rss leaves out, ProcessSkipped.  Filters (-P, -U, -M) are applied as soon
+OS errors become smem's in one place (smem.errors.translated, through Source.read_process): a
+process whose files vanish raises ProcessGone (skipped silently); one whose smaps cannot be read,
+ProcessUnreadable (counted and summarised in one warning); one --max-rss leaves out, ProcessSkipped.  Filters (-P, -U, -M) are applied as soon
 as what they match is read, so a filtered-out process's smaps is never read.
 """
 
@@ -180,15 +180,13 @@ def read_identity(source, pid, selection, own_pid, names, with_stat=True):
     ``with_stat`` False (Needs.stat): stat is read only where it is needed anyway (an empty or
     missing cmdline, -P); the process's ``name`` and ``stat`` are then None.
     """
-    raw_cmdline = source.read_optional(f"{pid}/cmdline")
+    raw_cmdline = _identity_file(source, pid, "cmdline")
     cmdline = parse_cmdline(raw_cmdline) if raw_cmdline is not None else "?"
     if with_stat or raw_cmdline is None or cmdline == "" or selection.process is not None:
-        raw_stat = source.read_optional(f"{pid}/stat")
+        raw_stat = _identity_file(source, pid, "stat")
         with_stat = True
     else:
         raw_stat = None
-    if raw_cmdline is None and raw_stat is None and source.has(VANISHING):
-        raise ProcessGone(pid)
     stat = None
     if raw_stat:
         try:
@@ -209,6 +207,20 @@ def read_identity(source, pid, selection, own_pid, names, with_stat=True):
     if not selection.wants_user(user):
         return None
     return Process(pid, name, cmdline, uid, user, stat)
+
+
+def _identity_file(source, pid, name):
+    """A file naming the process, or None where it cannot be had; ProcessGone (from the one
+    translation, smem.errors.translated) where the source's missing files mean the process
+    exited (VANISHING: the live /proc), so a vanished process is skipped, never shown as "?"."""
+    try:
+        return source.read_process(pid, name)
+    except ProcessGone:
+        if source.has(VANISHING):
+            raise
+        return None
+    except ProcessUnreadable:
+        return None
 
 
 def name_of(source, process):
