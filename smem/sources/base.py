@@ -4,16 +4,19 @@ A source hands out raw bytes of /proc-namespace files ("meminfo",
 "1234/smaps") and a few facts no file holds (the owner of a pid, user names,
 the page size).  It knows nothing of smaps or meminfo formats: parsing is the
 parsers' job.  Missing files raise ``FileNotFoundError`` and unreadable ones
-``PermissionError``, exactly as the live /proc does, so the core maps errors
-to smem's own exceptions in one place whatever the source.
+``PermissionError``, exactly as the live /proc does, so smem.errors maps them
+to smem's own exceptions in one place whatever the source.  A source implements
+four primitives (:class:`Primitives`); the rest is derived (derived.py) or an
+optional capability with a default.
 """
 
 import abc
+import typing
 
-from ..errors import process_error
+from . import derived
 from .machine import Machine
 
-__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
+__all__ = ["Source", "Primitives", "as_source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
            "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "StreamedSource", "NeedHeld",
            "KERNEL_CONFIG_MEMBER"]
 
@@ -66,8 +69,51 @@ class NeedHeld(Exception):
     tarfile reads it): the caller reads it whole (``source.held()``) and loads from that."""
 
 
+@typing.runtime_checkable
+class Primitives(typing.Protocol):
+    """The four things a source must do (smem 1.5's sources had four too); everything else is
+    derived from them (sources/derived.py) or an optional capability with a default
+    (:class:`Source`).  Errors: a missing file raises FileNotFoundError (or another OSError of
+    errors.GONE_ERRNOS), an unreadable one PermissionError, as the live /proc does; smem.errors
+    translates them in one place."""
+
+    def pids(self):
+        """The numeric process ids present, in ascending order."""
+
+    def read(self, path):
+        """The whole content of ``path`` (relative to the proc root: "meminfo", "1234/smaps") as bytes."""
+
+    def owner(self, pid):
+        """The uid owning the process, or None if unknown."""
+
+    def facts(self):
+        """The machine's facts as capture-info strings (``pagesize``, ``kernel``, ...); {} if none."""
+
+
 class Source(abc.ABC):
-    """Where /proc data comes from: four primitives (pids, read, owner, user_name) and facts."""
+    """A source: the :class:`Primitives` (pids, read, owner, facts), the optional capabilities
+    below with their defaults, and the derived methods (sources/derived.py), which no source
+    overrides.  :func:`as_source` makes one of any object that has the primitives."""
+
+    # -- the primitives ---------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def pids(self):
+        """The numeric process ids present, in ascending order."""
+
+    @abc.abstractmethod
+    def read(self, path):
+        """The whole content of ``path`` (relative to the proc root) as bytes."""
+
+    @abc.abstractmethod
+    def owner(self, pid):
+        """The uid owning the process, or None if unknown."""
+
+    def facts(self):
+        """The machine's facts as capture-info strings (``pagesize``, ``kernel``, ...)."""
+        return {}
+
+    # -- optional capabilities, with their defaults ------------------------------------------------
 
     #: the data is this machine's, now: user names from this machine, timing meaningful
     local = False
@@ -84,61 +130,13 @@ class Source(abc.ABC):
     #: Short human description, e.g. "live system" or "capture foo.tgz".
     description = ""
 
-    @abc.abstractmethod
-    def pids(self):
-        """The numeric process ids present, in ascending order."""
-
-    @abc.abstractmethod
-    def read(self, path):
-        """The whole content of ``path`` (relative to the proc root) as bytes."""
-
-    def read_optional(self, path):
-        """Like :meth:`read`, but None where the file does not exist or cannot be read."""
-        try:
-            return self.read(path)
-        except (FileNotFoundError, PermissionError, ProcessLookupError,
-                NotADirectoryError, IsADirectoryError):
-            return None
+    def user_name(self, uid):
+        """The user name for ``uid`` on the source's machine, or None if unknown (shown as the uid)."""
+        return None
 
     def read_at(self, path, offset, length):
         """``length`` bytes of a binary file from ``offset`` (pagemap, kpagecount)."""
-        return self.read(path)[offset:offset + length]
-
-    def read_process(self, pid, name):
-        """A file of process ``pid`` ("smaps"); the one place its errors become smem's:
-        ProcessGone if the process exited, ProcessUnreadable if it may not be read."""
-        try:
-            return self.read(f"{pid}/{name}")
-        except OSError as e:
-            raise process_error(pid, e) from None
-
-    def read_process_at(self, pid, name, offset, length):
-        """Like :meth:`read_process`, ``length`` bytes from ``offset`` (pagemap)."""
-        try:
-            return self.read_at(f"{pid}/{name}", offset, length)
-        except OSError as e:
-            raise process_error(pid, e) from None
-
-    def _status_owner(self, pid):
-        """The effective uid of ``pid`` from its status file (where no directory owner says it)."""
-        from ..parsers.status import parse_status, status_ids
-        data = self.read_optional(f"{pid}/status")
-        if data:
-            ids = status_ids(parse_status(data), "Uid")
-            if ids and len(ids) > 1:
-                return ids[1]
-        return None
-
-    def has(self, capability):
-        return capability in self.capabilities
-
-    @abc.abstractmethod
-    def owner(self, pid):
-        """The uid owning the process, or None if unknown."""
-
-    @abc.abstractmethod
-    def user_name(self, uid):
-        """The user name for ``uid`` on the source's machine, or None if unknown."""
+        return derived.read_at(self, path, offset, length)
 
     def firmware_memmap(self):
         """/sys/firmware/memmap as a list of (start, end, type) byte strings, or None.
@@ -156,7 +154,7 @@ class Source(abc.ABC):
         """The tmpfs mounts, their largest files and the memfds processes hold, as the text of
         the ``smem/shmem`` member (parsers/shmem_inventory.py), or None where the source has
         none (a capture older than the member).  A capture holds it; the live system makes it."""
-        return self.read_optional(SHMEM_MEMBER)
+        return derived.read_optional(self, SHMEM_MEMBER)
 
     def device_fdinfo(self, pid):
         """[(fd, fdinfo bytes)] of the descriptors of ``pid`` that hold device memory (DRM and
@@ -169,7 +167,7 @@ class Source(abc.ABC):
         """The kernel's build configuration as text, or None where the source has none: a
         capture's ``config.gz`` member (/proc/config.gz, or /boot/config-RELEASE gzip'd)."""
         from ..parsers.kernel_config import gunzip_config
-        data = self.read_optional(KERNEL_CONFIG_MEMBER)
+        data = derived.read_optional(self, KERNEL_CONFIG_MEMBER)
         return gunzip_config(data) if data else None
 
     def read_sys(self, path):
@@ -181,19 +179,68 @@ class Source(abc.ABC):
         """The names in the /sys directory ``path`` ("block"), sorted; [] where there is none."""
         return []
 
-    def machine(self) -> Machine:
-        """The machine the data came from (page size, kernel, host, time); read once."""
-        cached = self.__dict__.get("_machine")
-        if cached is None:
-            cached = self.__dict__["_machine"] = Machine.from_facts(self._facts())
-        return cached
-
-    def _facts(self):
-        """The machine's facts as capture-info strings (``pagesize``, ``kernel``, ...)."""
-        return {}
-
     def close(self):
         pass
+
+    # -- derived from the above, the same for every source (sources/derived.py) --------------------
+
+    def read_optional(self, path):
+        """Like :meth:`read`, but None where the file does not exist or cannot be read."""
+        return derived.read_optional(self, path)
+
+    def read_process(self, pid, name):
+        """A file of process ``pid`` ("smaps"); ProcessGone if the process exited,
+        ProcessUnreadable if it may not be read (smem.errors.translated)."""
+        return derived.read_process(self, pid, name)
+
+    def read_process_at(self, pid, name, offset, length):
+        """Like :meth:`read_process`, ``length`` bytes from ``offset`` (pagemap)."""
+        return derived.read_process_at(self, pid, name, offset, length)
+
+    def _status_owner(self, pid):
+        return derived.status_owner(self, pid)
+
+    def has(self, capability):
+        return capability in self.capabilities
+
+    def machine(self) -> Machine:
+        """The machine the data came from (page size, kernel, host, time); read once."""
+        return derived.machine_of(self)
+
+
+#: the optional capabilities :func:`as_source` takes from the object it wraps, where it has them
+_OPTIONAL = ("facts", "user_name", "read_at", "firmware_memmap", "boot_log", "shmem_inventory", "device_fdinfo",
+             "kernel_config", "read_sys", "list_sys", "close", "local", "capabilities", "prefer_rollup", "description")
+
+
+def as_source(primitives):
+    """A :class:`Source` of any object with the :class:`Primitives` (a recording, a peer over TCP):
+    it passes as is if it is one already, else it is wrapped, taking the optional capabilities the
+    object has and the defaults for the rest."""
+    if isinstance(primitives, Source):
+        return primitives
+    if not isinstance(primitives, Primitives):
+        raise TypeError(f"{type(primitives).__name__} lacks a source's primitives (pids, read, owner, facts)")
+    return _Wrapped(primitives)
+
+
+class _Wrapped(Source):
+    """A Source over an object with the primitives: its members first, the defaults after."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        for name in _OPTIONAL:
+            if hasattr(inner, name):
+                self.__dict__[name] = getattr(inner, name)
+
+    def pids(self):
+        return self._inner.pids()
+
+    def read(self, path):
+        return self._inner.read(path)
+
+    def owner(self, pid):
+        return self._inner.owner(pid)
 
 
 class StreamedSource(Source):

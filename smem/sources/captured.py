@@ -29,7 +29,7 @@ class CaptureFacts(abc.ABC):
     def _paths(self, prefix):
         """The capture's file paths under ``prefix`` four levels deep (sys/firmware/memmap/N/x)."""
 
-    def _facts(self):
+    def facts(self):
         facts = {}
         info = self.read_optional("capture-info")
         if info:

@@ -196,7 +196,7 @@ class LiveSource(Source):
         except OSError:
             return []
 
-    def _facts(self):
+    def facts(self):
         if not self.local:
             return {}
         import socket
