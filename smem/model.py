@@ -78,23 +78,29 @@ class Process:
                                               [m.counters for m in mappings])
         return _rebuilt_process, (tuple(getattr(self, name) for name in _PICKLED), flat)
 
-    def let_go_of_mappings(self):
-        """Drop the mappings once a view has folded them into its sums (the mapping view)."""
-        if self.mappings is not None:
-            self._mapped = bool(self.mappings)
-            self.mappings = None
-            self._totals = None  # (the sums over them)
+    def replaced(self, **changes):
+        """A new Process with ``changes`` (field=value) and every other field as this one's."""
+        new = Process.__new__(Process)
+        for name in Process.__slots__:
+            setattr(new, name, changes[name] if name in changes else getattr(self, name))
+        return new
 
-    def keep_totals_only(self):
-        """Sum the mappings into :attr:`totals` and let them go: what a report that shows
-        no per-mapping figure keeps of a process read from smaps (a capture without
+    def without_mappings(self):
+        """This process without its mappings, once a view has folded them into its sums (the
+        mapping view): a new Process, or this one where it has none."""
+        if self.mappings is None:
+            return self
+        return self.replaced(mappings=None, _totals=None, _mapped=bool(self.mappings))
+
+    def with_totals_only(self):
+        """This process with its mappings summed into :attr:`totals` and let go: what a report
+        that shows no per-mapping figure keeps of a process read from smaps (a capture without
         smaps_rollup), so memory does not grow with every mapping of every process."""
         if self.mappings is None:
-            return
+            return self
         totals = self.totals
-        self._totals = totals if isinstance(totals, dict) else {key: totals.get(key) for key in totals}
-        self._mapped = bool(self.mappings)
-        self.mappings = None
+        return self.replaced(mappings=None, _mapped=bool(self.mappings),
+                             _totals=totals if isinstance(totals, dict) else {key: totals.get(key) for key in totals})
 
     @property
     def totals(self):

@@ -40,9 +40,9 @@ class Gathered:
         self.pss_missing = self.pss_missing or not had_pss
         if self.fold is not None:
             self.fold.add(process)
-            process.let_go_of_mappings()
+            process = process.without_mappings()
         elif self.totals_only:
-            process.keep_totals_only()
+            process = process.with_totals_only()
         self.processes.append(process)
 
     def reading(self, source, meminfo, selected):

@@ -141,7 +141,7 @@ def read_counters(source, process, selection, needs):
     if source.local:
         process.read_seconds = time.monotonic() - started
         if process.read_seconds > SLOW_READ_SECONDS:
-            name_of(source, process)  # (the warning names it)
+            process = process.replaced(name=name_of(source, process))  # (the warning names it)
     totals = process.totals  # (the sums the report reads anyway: computed once, here)
     for key in needs.counters if needs.counters is not None else _CHECKED:
         value = totals.get(key)
@@ -225,10 +225,10 @@ def _identity_file(source, pid, name):
 
 def name_of(source, process):
     """The process's name for a warning, reading stat now if the report did not (Needs.stat)."""
-    if process.name is None:
-        raw = source.read_optional(f"{process.pid}/stat")
-        try:
-            process.name = parse_stat(raw).comm if raw else "?"
-        except ValueError:
-            process.name = "?"
-    return process.name
+    if process.name is not None:
+        return process.name
+    raw = source.read_optional(f"{process.pid}/stat")
+    try:
+        return parse_stat(raw).comm if raw else "?"
+    except ValueError:
+        return "?"

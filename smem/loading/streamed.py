@@ -64,8 +64,8 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
     for uid, result in pending:  # the whole capture read: every user name known
         if selection.wants_user(user_name(source, uid, names)):
             gathered.add(result)
-    for process in gathered.processes:
-        process.user = user_name(source, process.uid, names)
+    gathered.processes = [process.replaced(user=user_name(source, process.uid, names))
+                          for process in gathered.processes]
     return gathered.reading(source, meminfo, selection.selects)
 
 
