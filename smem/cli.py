@@ -283,7 +283,7 @@ def cli():
 @output_options("chart")
 @click.option("-S", "--source", metavar="SOURCE", type=PATH,
               help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, ssh://[user@]host[:port], "
-                   "or tcp://HOST:PORT (wait there for one capture: sh smemcap.sh | nc HOST PORT), or a "
+                   "or tcp://HOST:PORT (wait there for one capture a target pushes with nc: smem capture --script), or a "
                    "recording (smem record): its last frame.")
 @timeout_option
 @click.option("--at", metavar="TIME", help="With -S RECORDING: the frame taken at TIME (2026-12-04T16:05, 16:05, "
@@ -434,7 +434,7 @@ def diff(old, new, breakdown, timeout, from_, to, **o):
               help="Print the capture shell script instead, for a host without Python: "
                    "smem capture --script | ssh box sh > box.tgz")
 @click.option("--listen", metavar="HOST:PORT",
-              help="Wait on HOST:PORT for one capture a target pushes (sh smemcap.sh | nc HOST PORT), "
+              help="Wait on HOST:PORT for one capture a target pushes (the script of --script, piped into nc HOST PORT), "
                    "check it is one, and write it (port 0: any free port, named on stderr). Not authenticated "
                    "or encrypted.")
 @timeout_option

@@ -142,9 +142,10 @@ def test_group_help_says_what_it_takes():
 
 
 @pytest.mark.parametrize("args,line", [
-    (["diff"], "smem: missing OLD: smem diff takes OLD NEW (see 'smem diff --help')"),
-    (["diff", CAPTURE], "smem: missing NEW: smem diff takes OLD NEW (see 'smem diff --help')"),
-    (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD NEW (see 'smem diff --help')"),
+    (["diff"], "smem: missing OLD: smem diff takes OLD [NEW] (see 'smem diff --help')"),
+    (["diff", CAPTURE], f"smem: smem diff compares OLD and NEW, or the first and last frames of a recording: "
+                        f"{CAPTURE} is not one"),
+    (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD [NEW] (see 'smem diff --help')"),
     (["-t", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
     (["frobnicate"], "smem: no command 'frobnicate'; the commands: "
                      f"{', '.join(n for n, c in smem.cli.cli.commands.items() if not c.hidden)} (see 'smem --help')"),

@@ -235,6 +235,8 @@ def _parse_python(data):
 
 
 def _parse_kept_python(data, keep, keep_without_pss=None, select=None):
+    for key in (*keep, *(keep_without_pss or ())):
+        key.encode("ascii")  # a counter's name is ASCII: refused before any reading, as the C parser does
     mappings = _parse_python(data)
     had_pss = not mappings or "Pss" in mappings[0].counters
     if not had_pss and keep_without_pss is not None:
