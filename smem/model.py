@@ -49,7 +49,8 @@ class Process:
     """
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
-                 "status", "cgroup", "ksm_kib", "devices", "read_seconds", "_totals", "_mapped")
+                 "status", "cgroup", "ksm_kib", "devices", "read_seconds", "_totals", "_mapped",
+                 "_map_count", "fold_part")
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
@@ -67,6 +68,8 @@ class Process:
         self.read_seconds = None  # how long its smaps took to read (live sources)
         self._totals = None
         self._mapped = None       # whether it mapped anything, once its mappings are summed and let go
+        self._map_count = None    # how many mappings it had, once they are let go
+        self.fold_part = None     # what a view's fold took of its mappings where it was read (a worker)
 
     def __reduce__(self):
         """Pickled as a flat tuple of its fields and its mappings as three flat lists (headers,
@@ -90,7 +93,7 @@ class Process:
         mapping view): a new Process, or this one where it has none."""
         if self.mappings is None:
             return self
-        return self.replaced(mappings=None, _totals=None, _mapped=bool(self.mappings))
+        return self.replaced(mappings=None, _totals=None, _mapped=bool(self.mappings), _map_count=len(self.mappings))
 
     def with_totals_only(self):
         """This process with its mappings summed into :attr:`totals` and let go: what a report
@@ -99,7 +102,7 @@ class Process:
         if self.mappings is None:
             return self
         totals = self.totals
-        return self.replaced(mappings=None, _mapped=bool(self.mappings),
+        return self.replaced(mappings=None, _mapped=bool(self.mappings), _map_count=len(self.mappings),
                              _totals=totals if isinstance(totals, dict) else {key: totals.get(key) for key in totals})
 
     @property
@@ -128,7 +131,7 @@ class Process:
 
     @property
     def map_count(self):
-        return len(self.mappings) if self.mappings is not None else None
+        return len(self.mappings) if self.mappings is not None else self._map_count
 
     @property
     def command(self):

@@ -352,3 +352,18 @@ def _no_requests_and_no_errors_but_data(browser):
     assert names and all(n.endswith("/data.json") for n in names), names
     messages = [entry["message"] for entry in browser.get_log("browser")]
     assert not messages, messages
+
+
+def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
+    """Each process's mappings are folded where they are read (smem.page.mappings.PageFold) and
+    come in any order: names numbered and sharers listed (ties by pid) as one serial read gives."""
+    capture = tmp_path / "many.tar"
+    processes = {pid: hc.process_files(pid) for pid in range(2000, 2300)}
+    capture.write_bytes(hc.capture_tar(processes=processes))
+    serial = _embedded(_page("-S", capture, "-j", "1", path=str(tmp_path / "serial.html")))
+    shared = _embedded(_page("-S", capture, "-j", "2", path=str(tmp_path / "shared.html")))
+    for data in (serial, shared):
+        data["meta"][0].pop("read_at")
+    assert shared == serial
+    sharers = serial["sharers"][0]["mappings"]
+    assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())

@@ -11,7 +11,7 @@ from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable
 from ..model import Need, Needs
 from ..selection import Selection, own_invocation
 from ..sources.base import NeedHeld, StreamedSource
-from .gathered import Gathered, collector_paused
+from .gathered import Gathered, collector_paused, folded_where_read
 from .process import read_meminfo, read_process_memory
 
 __all__ = ["load_reading", "selected_pids"]

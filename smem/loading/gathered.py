@@ -7,7 +7,17 @@ from types import MappingProxyType
 from ..errors import ProcessSkipped, ProcessUnreadable
 from ..model import Reading
 
-__all__ = ["Gathered", "collector_paused", "make_reading"]
+__all__ = ["Gathered", "collector_paused", "make_reading", "folded_where_read"]
+
+
+def folded_where_read(result, fold):
+    """``result`` (what reading a process gave) with the process's mappings reduced to the
+    part ``fold`` takes of them, where the fold can take it apart from the sums (``part``):
+    run where the process was read (a worker), so only that part travels and is held."""
+    if fold is None or not hasattr(fold, "part") or type(result) is not tuple:
+        return result
+    process, had_pss = result
+    return process.with_totals_only().replaced(fold_part=fold.part(process)), had_pss
 
 
 class Gathered:
@@ -40,7 +50,12 @@ class Gathered:
         self.pss_missing = self.pss_missing or not had_pss
         if self.fold is not None:
             self.fold.add(process)
-            process = process.without_mappings()
+            if hasattr(self.fold, "part"):  # a fold beside the process rows (the page's): their sums stay
+                process = process.with_totals_only()
+                if process.fold_part is not None:
+                    process = process.replaced(fold_part=None)
+            else:
+                process = process.without_mappings()
         elif self.totals_only:
             process = process.with_totals_only()
         self.processes.append(process)

@@ -1,7 +1,7 @@
 """Loading a source read in one pass (a capture's archive): each process as its files arrive."""
 
 from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable
-from .gathered import Gathered, collector_paused
+from .gathered import Gathered, collector_paused, folded_where_read
 from .process import name_of, read_counters, read_identity, read_meminfo, user_name
 
 __all__ = ["load_streamed", "MAX_WALKERS"]
@@ -49,11 +49,13 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
                 if isinstance(e, ProcessUnreadable):
                     e.name = name_of(files, process)
                 result = e
+            if decided:  # (one kept aside is folded once its user is known, as a whole process)
+                result = folded_where_read(result, fold)
             yield (None if decided else process.uid), result
 
     with collector_paused():
         from ..collect import each_of_shares
-        workers = _streamed_workers(source, jobs, needs) if with_processes else 1
+        workers = _streamed_workers(source, jobs, needs, fold) if with_processes else 1
         for waiting_for, result in each_of_shares(shares, workers):
             if waiting_for is None:
                 gathered.add(result)
@@ -75,11 +77,13 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
 MAX_WALKERS = 2
 
 
-def _streamed_workers(source, jobs, needs):
+def _streamed_workers(source, jobs, needs, fold=None):
     """Walkers of a streamed archive: as collect.workers_for decides for the processes its size
     suggests, at most MAX_WALKERS, and one where the report keeps each process's mappings (-m
-    on a capture without rollups: sending them back costs what parsing them saved, measured)."""
+    on a capture without rollups: sending them back costs what parsing them saved, measured),
+    unless the fold takes its part of them in the worker (the page's: only that part is sent)."""
     from ..collect import workers_for
-    if not source.replayable or needs.mappings:
+    folds_in_worker = fold is not None and hasattr(fold, "part")
+    if not source.replayable or (needs.mappings and not folds_in_worker):
         return 1
     return min(MAX_WALKERS, workers_for(jobs, source.processes_suggested(), needs.counters is None))

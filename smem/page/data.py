@@ -16,7 +16,7 @@ from ..formats import Rendering, render
 from ..options import Query, ReportRequest, SystemOptions, TableOptions
 from ..report import make_table
 from ..views import VIEWS
-from .mappings import largest_mappings
+from .mappings import PageFold
 
 __all__ = ["PageRequest", "TABLES", "page_documents", "page_command"]
 
@@ -108,6 +108,9 @@ def page_documents(request):
     companions = [(VIEWS["system"].shaped(SystemOptions(breakdown=True)) if n == "system" else TABLES[n][0],
                    _table_options(n, False)) for n in TABLES if n != "process"]
     the_plan = plan(base, companions)
+    # each process's mappings are folded as it is read (in the worker that read it) and let go
+    top, top_sharers = request.top_mappings, request.top_sharers
+    the_plan = the_plan._replace(view=the_plan.view._replace(fold=lambda needs: PageFold(top, top_sharers)))
     snapshots, warnings = [], []
     started = time.time()
     for spec in ([query.old_source] if compared else []) + [None]:
@@ -122,7 +125,7 @@ def page_documents(request):
         documents[name] = render(Rendering(table, options, new, old_snapshot=old))
         if name == "system":
             process_areas = [_current(row).area for row in table.rows if _current(row).of_processes]
-    maps, sharers = largest_mappings(new.processes, request.top_mappings, request.top_sharers)
+    maps, sharers = new.folded.largest()
     documents["maps"] = json.dumps(maps, separators=(",", ":"))
     documents["sharers"] = json.dumps(sharers, separators=(",", ":"))
     ram = new.sizing[0] if new.sizing and new.sizing[0] is not None else None

@@ -14,9 +14,9 @@ copy-on-write copies a private file mapping holds).
 
 from ..aggregate import is_shmem_mapping
 from ..formats.cells import printable
-from ..views.mapping import MAPPING_VIEW, MappingSums
+from ..views.mapping import MAPPING_VIEW, MappingRow, MappingSums
 
-__all__ = ["KINDS", "FIELDS", "largest_mappings", "mapping_kind"]
+__all__ = ["KINDS", "FIELDS", "PageFold", "mapping_kind"]
 
 KINDS = ("anon", "file", "shmem")
 
@@ -47,46 +47,124 @@ def _by_pss(values):
     return -1 if pss is None else pss
 
 
-def largest_mappings(processes, top, top_sharers):
-    """(maps, sharers), plain data for JSON.
+class PageFold(MappingSums):
+    """The page's fold: the mapping view's sums (the ``-m`` table), and per process its largest
+    mappings and per mapping name its mappers, taken as each process is read, after which its
+    mappings are let go (smem.loading): memory holds the sums and these rows, not every mapping.
 
-    ``maps["processes"][pid]``: rows ``[kind, name, mappings, *FIELDS]`` (kind an index in
-    KINDS, name an index in ``maps["names"]``, or -1 for the box of the rest of that kind),
-    the ``top`` largest by PSS first.  ``sharers["mappings"][name index]``: ``{"rows": [[pid,
-    *FIELDS], ...], "more": [processes, *FIELDS] or None}`` for mappings of two or more
-    processes, the ``top_sharers`` largest by PSS listed.
+    :meth:`part` is what a worker (smem.collect) takes of a process where it was read, so only
+    the sums by name travel; :meth:`add` takes that part in, in whatever order processes come.
     """
-    getters = [MAPPING_VIEW.columns[key].getter for key in FIELDS]
-    names, per_process, mappers = {}, {}, {}
-    for process in processes:
-        if process.mappings is None or not process.has_memory:
-            continue
-        sums = MappingSums(split=False)
-        sums.add(process)
+
+    def __init__(self, top, top_sharers):
+        super().__init__(split=False)
+        self.top, self.top_sharers = top, top_sharers
+        self.keys = _counters()
+        self.shown = {}    # pid -> rows [kind, name, mappings, *FIELDS], name None for a kind's rest
+        self.mappers = {}  # name -> [[pid, *FIELDS], ...]
+
+    def clear(self):
+        super().clear()
+        self.shown, self.mappers = {}, {}
+
+    def part(self, process):
+        """(rows by name, the rows shown) of one process: ``(name, first index, mappings,
+        totals, values)`` for the sums, ``[kind, name, mappings, *values]`` shown; None for a
+        process that maps nothing.  Only the counters FIELDS read are summed."""
         mappings = process.mappings
-        rows, own = [], {}
-        for row in sums.rows():
+        if mappings is None or not process.has_memory:
+            return None
+        by_name = {}
+        keys = self.keys
+        for index, m in enumerate(mappings):
+            counters = m.counters
+            entry = by_name.get(m.name)
+            if entry is None:
+                entry = by_name[m.name] = [index, 0, {}]
+            entry[1] += 1
+            totals = entry[2]
+            for key in keys:
+                value = counters.get(key)
+                if value is not None:
+                    totals[key] = totals.get(key, 0) + value
+        getters = _getters()
+        named, ranked = [], []
+        row = MappingRow("", None)
+        for name, (index, count, totals) in by_name.items():
+            row.totals = totals
             values = [get(row) for get in getters]
-            index = names.setdefault(row.name, len(names))
-            rows.append((mapping_kind(mappings[row.first[1]]), index, row.count, values))
-            own[index] = values
-        rows.sort(key=lambda r: _by_pss(r[3]), reverse=True)
-        shown = [[kind, index, count, *values] for kind, index, count, values in rows[:top]]
-        for kind in range(len(KINDS)):
-            rest = [r for r in rows[top:] if r[0] == kind]
-            if rest:
-                shown.append([kind, -1, sum(r[2] for r in rest), *_added([r[3] for r in rest])])
-        per_process[process.pid] = shown
-        for index, values in own.items():
-            mappers.setdefault(index, []).append([process.pid, *values])
-    shared = {}
-    for index, rows in mappers.items():
-        if len(rows) < 2:
-            continue
-        rows.sort(key=lambda r: _by_pss(r[1:]), reverse=True)
-        rest = rows[top_sharers:]
-        shared[index] = {"rows": rows[:top_sharers],
-                         "more": [len(rest), *_added([r[1:] for r in rest])] if rest else None}
+            named.append((name, index, count, totals, values))
+            ranked.append((mapping_kind(mappings[index]), name, count, values))
+        ranked.sort(key=lambda r: _by_pss(r[3]), reverse=True)
+        return named, _shown(ranked, self.top)
+
+    def add(self, process):
+        part = process.fold_part if process.mappings is None else self.part(process)
+        if part is None:
+            return
+        named, shown = part
+        pid = process.pid
+        by_name, mappers = self.by_name, self.mappers
+        for name, index, count, totals, values in named:
+            row = by_name.get(name)
+            if row is None:
+                row = by_name[name] = MappingRow(name, (pid, index))
+            elif pid < row.first[0]:
+                row.first = (pid, index)
+            row.count += count
+            row.process_count += 1
+            into = row.totals
+            for key, value in totals.items():
+                if value is not None:
+                    into[key] = into.get(key, 0) + value
+            mappers.setdefault(name, []).append([pid, *values])
+        self.shown[pid] = shown
+
+    def largest(self):
+        """(maps, sharers), plain data for JSON; names numbered in the order of their first
+        mapping (pid, then place), whatever order the processes came in.
+
+        ``maps["processes"][pid]``: rows ``[kind, name, mappings, *FIELDS]`` (kind an index in
+        KINDS, name an index in ``maps["names"]``, or -1 for the box of the rest of that kind),
+        the ``top`` largest by PSS first.  ``sharers["mappings"][name index]``: ``{"rows": [[pid,
+        *FIELDS], ...], "more": [processes, *FIELDS] or None}`` for mappings of two or more
+        processes, the ``top_sharers`` largest by PSS listed (ties in pid order).
+        """
+        names = {row.name: index for index, row in enumerate(self.rows())}
+        per_process = {pid: [[kind, -1 if name is None else names[name], *rest] for kind, name, *rest in self.shown[pid]]
+                       for pid in sorted(self.shown)}
+        shared = {}
+        for name, rows in self.mappers.items():
+            if len(rows) < 2:
+                continue
+            rows.sort(key=lambda r: (-_by_pss(r[1:]), r[0]))
+            rest = rows[self.top_sharers:]
+            shared[names[name]] = {"rows": rows[:self.top_sharers],
+                                   "more": [len(rest), *_added([r[1:] for r in rest])] if rest else None}
+        shared = dict(sorted(shared.items()))
+        return _documents(names, per_process, shared, self.top, self.top_sharers)
+
+
+def _counters():
+    """The smaps counters the mapping view's FIELDS columns read: all the page sums by name."""
+    return tuple(sorted({c for key in FIELDS for c in MAPPING_VIEW.columns[key].counters}))
+
+
+def _getters():
+    return [MAPPING_VIEW.columns[key].getter for key in FIELDS]
+
+
+def _shown(ranked, top):
+    """The ``top`` rows of ``ranked`` (largest first) and one row per kind for the rest."""
+    shown = [[kind, name, count, *values] for kind, name, count, values in ranked[:top]]
+    for kind in range(len(KINDS)):
+        rest = [r for r in ranked[top:] if r[0] == kind]
+        if rest:
+            shown.append([kind, None, sum(r[2] for r in rest), *_added([r[3] for r in rest])])
+    return shown
+
+
+def _documents(names, per_process, shared, top, top_sharers):
     maps = {"kinds": list(KINDS), "fields": ["kind", "name", "mappings", *FIELDS], "top": top,
             "names": [printable(name, controls=False) for name in names], "processes": per_process}
     sharers = {"fields": ["pid", *FIELDS], "top": top_sharers, "mappings": shared}
