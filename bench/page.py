@@ -35,10 +35,15 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--window-size=1400,1200")
 
 
-def timed(argv):
+def timed(argv, cwd=REPO):
+    """(wall seconds, CPU seconds: user + system of the command and its workers)."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    subprocess.run(argv, check=True, cwd=REPO, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    return time.monotonic() - start
+    subprocess.run(argv, check=True, cwd=cwd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def browser_ready(page, runs):
@@ -71,6 +76,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=1500)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--repo", default=str(REPO), help="the smem tree to time (another checkout, to compare)")
     args = parser.parse_args()
     python = sys.executable
     with tempfile.TemporaryDirectory(prefix="smem-page-bench-") as tmp:
@@ -84,18 +90,20 @@ def main():
                     "smem html": [python, "-m", "smem", "html", "-S", capture, "-o", page, "--force"],
                     "smem -m -F json": [python, "-m", "smem", "-S", capture, "-m", "-F", "json"]}
         for argv in commands.values():
-            timed(argv)  # warm: page cache, byte-compiled modules
+            timed(argv, args.repo)  # warm: page cache, byte-compiled modules
         times = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, argv in commands.items():
-                times[name].append(timed(argv))
-        json_s, html_s, mapping_s = (statistics.median(times[n]) for n in commands)
+                times[name].append(timed(argv, args.repo))
+        json_s, html_s, mapping_s = (statistics.median(t[0] for t in times[n]) for n in commands)
+        json_cpu, html_cpu, mapping_cpu = (statistics.median(t[1] for t in times[n]) for n in commands)
         size = os.path.getsize(page)
         ready = browser_ready(page, args.runs) if shutil.which("chromedriver") else []
     print(f"capture: {args.processes} processes of {maps} mappings (copies of one workload process)")
     print(f"{'measure':<34} {'value':>10} {'target':>10} {'ratio':>7}  met")
     rows = [("page size (MiB)", size / 2**20, 8.0),
-            ("smem html / smem -F json (time)", html_s / json_s, 2.0)]
+            ("smem html / smem -F json (time)", html_s / json_s, 2.0),
+            ("smem html / smem -F json (CPU)", html_cpu / json_cpu, None)]
     if ready:
         rows.append(("interactive in Chromium (s)", statistics.median(t[1] for t in ready) / 1000, 2.0))
     rows.append(("smem html / smem -m -F json (time)", html_s / mapping_s, None))
@@ -105,7 +113,8 @@ def main():
             continue
         print(f"{name:<34} {value:>10.2f} {target:>10.2f} {value / target:>7.2f}  {'yes' if value <= target else 'NO'}")
     print(f"medians of {args.runs} runs: smem -F json {json_s:.2f} s, smem html {html_s:.2f} s, "
-          f"smem -m -F json {mapping_s:.2f} s"
+          f"smem -m -F json {mapping_s:.2f} s; CPU (user + system, workers too) {json_cpu:.2f}, {html_cpu:.2f}, "
+          f"{mapping_cpu:.2f} s"
           + (f"; interactive {', '.join(f'{t[1] / 1000:.2f}' for t in ready)} s (of which loading the page and "
              f"plotly.js, median {statistics.median(t[0] for t in ready) / 1000:.2f} s)" if ready else "; no chromedriver"))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with it)")
