@@ -79,8 +79,9 @@ class PageFold(MappingSums):
         for index, m in enumerate(mappings):
             counters = m.counters
             entry = by_name.get(m.name)
-            if entry is None:
-                entry = by_name[m.name] = [index, 0, {}]
+            if entry is None:  # (most names are one mapping's)
+                by_name[m.name] = [index, 1, {key: value for key in keys if (value := counters.get(key)) is not None}]
+                continue
             entry[1] += 1
             totals = entry[2]
             for key in keys:
