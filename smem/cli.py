@@ -600,19 +600,8 @@ def serve(listen, top, min_interval, textfile, interval, count, max_staleness, s
 
 def _listen(text):
     """--listen HOST:PORT or [IPV6]:PORT: (host, port)."""
-    usage = UsageError(f"--listen takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 "
-                       f"(not {text[:60]!r})")
-    if text.startswith("["):
-        host, bracket, port = text[1:].partition("]:")
-        if not bracket or ":" not in host:
-            raise usage
-    else:
-        host, colon, port = text.rpartition(":")
-        if not colon or ":" in host:
-            raise usage
-    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
-        raise usage
-    return host, int(port)
+    from .sources.tcp import parse_address
+    return parse_address(text, "--listen", 9464)
 
 
 def _terminal_columns():

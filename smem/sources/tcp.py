@@ -32,11 +32,12 @@ WHOLE_TIMEOUTS = 10
 MAX_RECEIVED_BYTES = 1 << 30
 
 
-def parse_address(text, option="--listen"):
+def parse_address(text, option="--listen", port_example=5555):
     """HOST:PORT or [IPV6]:PORT as (host, port); the host is required (no listening everywhere
     by default)."""
-    usage = UsageError(f"{option} takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:5555 or [::1]:5555 "
-                       f"(not {text[:60]!r}); the host is required: say 0.0.0.0 to listen on every interface")
+    usage = UsageError(f"{option} takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:{port_example} or "
+                       f"[::1]:{port_example} (not {text[:60]!r}); the host is required: say 0.0.0.0 to "
+                       f"listen on every interface")
     if text.startswith("["):
         host, bracket, port = text[1:].partition("]:")
         if not bracket or ":" not in host:
