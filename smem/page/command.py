@@ -18,7 +18,7 @@ def run_html(request, path, stream=None, force=False):
     when ``path`` is "-"; the warnings to show."""
     import json
     plotly_js()  # a missing extra fails before the source is read
-    documents, meta, warnings = page_documents(request)
+    documents, meta, warnings = _documents(request)
     source = json.loads(documents["process"])["source"]
     page = page_html(documents, meta, page_title(source)).encode("utf-8")
     if path == "-":
@@ -32,6 +32,20 @@ def run_html(request, path, stream=None, force=False):
     except OSError as e:
         raise SmemError(f"cannot write {path}: {e.strerror or e}") from None
     return warnings
+
+
+def _documents(request):
+    """The page's documents; a recording's (not compared) with its timeline."""
+    query = request.query
+    if query.source and query.old_source is None and query.at is None:
+        from ..sources.recorded import Recording, is_recording
+        if is_recording(query.source):
+            from .timeline import timeline_documents
+            with Recording(query.source) as recording:
+                entries = list(recording.frames)
+            if len(entries) > 1:
+                return timeline_documents(request, entries)
+    return page_documents(request)
 
 
 def _looks_like_page(head):

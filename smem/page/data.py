@@ -94,10 +94,10 @@ def _quoted(word):
     return shlex.quote(word)
 
 
-def page_documents(request):
+def page_documents(request, at=None):
     """(documents, meta, warnings): name -> the JSON text of each table, ``maps`` and ``sharers``
     (the largest mappings of each process and mappers of each shared mapping, as JSON); ``meta``
-    a dict of what the page says of the reading."""
+    a dict of what the page says of the reading (of frame ``at`` of a recording, if given)."""
     import json
     query = request.query
     compared = query.old_source is not None
@@ -114,7 +114,7 @@ def page_documents(request):
     snapshots, warnings = [], []
     started = time.time()
     for spec in ([query.old_source] if compared else []) + [None]:
-        snapshot, said = read_snapshot(base, the_plan, spec)
+        snapshot, said = read_snapshot(base, the_plan, spec, None if spec else at)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     new, old = snapshots[-1], snapshots[0] if compared else None

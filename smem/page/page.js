@@ -73,8 +73,10 @@ function live(meta) {
 }
 
 document.getElementById("filter").addEventListener("input", (e) => { state.filter = e.target.value; drawTable(); });
-const data = readEmbedded();
+const data = readEmbedded(), timeline = data.timeline;
+delete data.timeline;
 render(data);
+if (timeline) startTimeline(timeline);
 if (data.meta.live) live(data.meta);
 window.smemPage = {state, render, zoomTo, readEmbedded, startedAt, readyAt: performance.now()};
 document.body.setAttribute("data-ready", "true");

@@ -1,0 +1,44 @@
+// ------------------------------------------------------------------ over time (a recording)
+
+/* A recording's page: the largest processes' PSS (lines) and the breakdown's areas (stacked)
+   at every frame, and a slider over the frames whose whole documents are embedded: moving it
+   renders that instant.  Names reach plotly escaped (plotlyText), the label by textContent. */
+
+function timeAxis(frames) { return frames.map((f) => new Date(f.time * 1000)); }
+
+function drawTimeCharts(summary, at) {
+  const x = timeAxis(summary.frames), mib = (v) => (v === null || v === undefined ? null : v / 1024);
+  const marker = {type: "line", xref: "x", yref: "paper", x0: x[at], x1: x[at], y0: 0, y1: 1,
+                  line: {color: "#c92a2a", width: 1, dash: "dot"}};
+  const layout = (title) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
+                               height: 260, shapes: [marker], yaxis: {title: {text: "MiB"}},
+                               legend: {font: {size: 11}}, hovermode: "x unified"});
+  const lines = summary.processes.map((p) => ({
+    type: "scatter", mode: "lines+markers", x, y: p.pss.map(mib),
+    name: plotlyText(`${p.pid} ${p.name ?? ""}`), hovertemplate: "%{y:.1f} MiB<extra>" + plotlyText(String(p.pid)) + "</extra>"}));
+  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest processes"),
+               {displayModeBar: false, responsive: true});
+  const areas = summary.areas.map((a) => ({
+    type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(mib), name: plotlyText(a.area)}));
+  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down"),
+               {displayModeBar: false, responsive: true});
+}
+
+function startTimeline(timeline) {
+  const {summary, instants} = timeline, stops = Object.keys(instants).map(Number).sort((a, b) => a - b);
+  const section = document.getElementById("timeline"), slider = document.getElementById("time-slider");
+  const label = document.getElementById("time-label");
+  section.hidden = false;
+  slider.min = "0"; slider.max = String(stops.length - 1); slider.step = "1"; slider.value = String(stops.length - 1);
+  const show = (stop) => {
+    const at = stops[stop], frame = summary.frames[at], data = instants[at];
+    label.textContent = `frame ${at + 1} of ${summary.frames.length} (${stops.length} with whole tables): ` +
+                        new Date(frame.time * 1000).toLocaleString();
+    drawTimeCharts(summary, at);
+    if (state.data !== data) render(data);
+  };
+  slider.addEventListener("input", () => show(Number(slider.value)));
+  document.getElementById("time-note").textContent =
+    `${summary.frames.length} frames; the slider stops at those whose whole tables are embedded.`;
+  show(stops.length - 1);
+}

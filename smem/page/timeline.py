@@ -1,0 +1,80 @@
+"""A recording's page over time: a small summary of every frame, full documents of a few.
+
+The page of a recording (``smem html -S DIR``) shows its last frame as any page, and beside it
+the largest processes' PSS and the breakdown's areas at every frame (line and stacked area
+charts) and a slider over the frames whose whole documents are embedded: the last, and, within
+a size budget, a handful spread over the recording.  The largest processes are chosen over the
+whole recording (by their largest PSS in any frame), so one that grew late is among them.
+"""
+
+import json
+
+from .data import page_documents
+
+__all__ = ["timeline_documents", "FULL_FRAMES", "FULL_BUDGET", "TOP_PROCESSES"]
+
+#: the frames with whole documents (the slider's stops), at most
+FULL_FRAMES = 6
+#: the whole documents of the frames before the last, at most this many bytes of JSON
+FULL_BUDGET = 4 << 20
+#: processes drawn as lines
+TOP_PROCESSES = 10
+
+
+def _spread(count, wanted):
+    """Indexes of ``wanted`` frames spread over ``count``, the last always among them."""
+    if count <= wanted:
+        return list(range(count))
+    step = (count - 1) / (wanted - 1)
+    return sorted({round(i * step) for i in range(wanted)} | {count - 1})
+
+
+def timeline_documents(request, entries):
+    """(documents, meta, warnings) of the last frame of ``entries`` (the recording's FrameEntry
+    list), its documents with one more, ``timeline``: per frame its time and whether it has whole
+    documents; the top processes' PSS and the areas' used KiB per frame; and the whole documents
+    (``data.json``'s shape) of the frames the slider stops at."""
+    from .html import data_json
+    full = set(_spread(len(entries), FULL_FRAMES))
+    frames, pss, areas, instants, warnings = [], [], [], {}, []
+    names, area_names = {}, []
+    for index, entry in enumerate(entries):
+        documents, meta, said = page_documents(request, at=str(entry.number))
+        warnings.extend(w for w in said if w not in warnings)
+        rows = json.loads(documents["process"])["rows"]
+        pss.append({row["pid"]: row["pss"] for row in rows if row.get("pss") is not None})
+        for row in rows:
+            names[row["pid"]] = (row.get("name"), row.get("command"))
+        used = {}
+        for row in json.loads(documents["system"])["rows"]:
+            if row["area"] not in area_names:
+                area_names.append(row["area"])
+            used[row["area"]] = row.get("used")
+        areas.append(used)
+        frames.append({"time": entry.time, "number": entry.number})
+        if index in full:
+            instants[index] = (documents, meta)
+        last = (documents, meta)
+    # the budget keeps the last and the earliest others that fit
+    budget, kept = FULL_BUDGET, {}
+    for index in sorted(instants):
+        text = data_json(*instants[index])
+        if index == len(entries) - 1 or len(text) <= budget:
+            kept[index] = text
+            budget -= 0 if index == len(entries) - 1 else len(text)
+    peak = {}
+    for frame in pss:
+        for pid, value in frame.items():
+            peak[pid] = max(peak.get(pid, 0), value)
+    top = sorted(peak, key=lambda pid: (-peak[pid], pid))[:TOP_PROCESSES]
+    summary = {
+        "frames": [dict(f, full=i in kept) for i, f in enumerate(frames)],
+        "processes": [{"pid": pid, "name": names[pid][0], "command": names[pid][1],
+                       "pss": [frame.get(pid) for frame in pss]} for pid in top],
+        "areas": [{"area": name, "used": [frame.get(name) for frame in areas]} for name in area_names],
+    }
+    text = ('{"summary":' + json.dumps(summary, separators=(",", ":")) + ',"instants":{'
+            + ",".join(f'"{index}":{body}' for index, body in sorted(kept.items())) + "}}")
+    documents, meta = last
+    documents = dict(documents, timeline=text)
+    return documents, meta, warnings
