@@ -367,3 +367,62 @@ def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
     assert shared == serial
     sharers = serial["sharers"][0]["mappings"]
     assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
+
+
+#: grows by 40 MiB (touched) at each line on stdin, saying so when done
+GROWER = ("import sys\nheld = [b'\\x01' * (20 << 20)]\nprint('ready', flush=True)\n"
+          "for line in sys.stdin:\n    held.append(b'\\x02' * (40 << 20))\n    print('grown', flush=True)\n")
+
+
+@pytest.fixture(scope="module")
+def recorded_page(tmp_path_factory):
+    """The page of a three-frame recording of this machine in which a process grew between frames:
+    (path, the grower's pid)."""
+    from test_recording_playback import wait_frames
+    from test_tcp_capture import smem_process
+    where = tmp_path_factory.mktemp("timeline")
+    rec = where / "rec"
+    grower = subprocess.Popen([sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert grower.stdout.readline() == "ready\n"
+        recorder = smem_process("record", "-o", rec, "--interval", "1", "--count", "3", "--smaps-every", "1")
+        try:
+            for frame in (1, 2):  # each growth done before the frame after next begins
+                wait_frames(rec, recorder, frame)
+                grower.stdin.write("grow\n")
+                grower.stdin.flush()
+                assert grower.stdout.readline() == "grown\n"
+            assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
+        finally:
+            if recorder.poll() is None:
+                recorder.kill()
+                recorder.wait()
+        path = str(where / "recording.html")
+        _page("-S", rec, path=path)
+    finally:
+        grower.kill()
+        grower.wait()
+    return path, grower.pid
+
+
+def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_earlier_instant(browser, recorded_page):
+    from selenium.webdriver.common.by import By
+    path, pid = recorded_page
+    _open(browser, "file://" + path)
+    assert browser.find_element(By.ID, "timeline").is_displayed()
+    traces = browser.execute_script(
+        "return document.getElementById('time-lines').data.map((t) => [t.name, t.y])")
+    line = next(y for name, y in traces if name.startswith(f"{pid} "))
+    assert len(line) == 3 and line[-1] >= line[0] + 35  # MiB: grown at least once between frame 1 and 3
+    areas = browser.execute_script("return document.getElementById('time-areas').data.length")
+    assert areas > 5
+    # the slider at the first instant: the tables and the data shown are the first frame's
+    grower_pss = ("return window.smemPage.state.data.process.rows.filter((r) => r.pid === %d)[0].pss" % pid)
+    last_pss = browser.execute_script(grower_pss)
+    last_table = browser.find_element(By.ID, "table").text
+    browser.execute_script("const s = document.getElementById('time-slider'); s.value = '0';"
+                           "s.dispatchEvent(new Event('input'));")
+    assert browser.execute_script(grower_pss) <= last_pss - 35 * 1024
+    assert browser.find_element(By.ID, "table").text != last_table
+    assert "frame 1 of 3" in browser.find_element(By.ID, "time-label").text
+    _no_requests_and_no_errors(browser)
