@@ -71,7 +71,9 @@ def timeline_documents(request, entries):
         "frames": [dict(f, full=i in kept) for i, f in enumerate(frames)],
         "processes": [{"pid": pid, "name": names[pid][0], "command": names[pid][1],
                        "pss": [frame.get(pid) for frame in pss]} for pid in top],
-        "areas": [{"area": name, "used": [frame.get(name) for frame in areas]} for name in area_names],
+        # an area with no used KiB in any frame (one not in the sum, as KSM's saving) is no layer
+        "areas": [{"area": name, "used": used} for name in area_names
+                  for used in [[frame.get(name) for frame in areas]] if any(v is not None for v in used)],
     }
     text = ('{"summary":' + json.dumps(summary, separators=(",", ":")) + ',"instants":{'
             + ",".join(f'"{index}":{body}' for index, body in sorted(kept.items())) + "}}")
