@@ -29,6 +29,29 @@ def _spread(count, wanted):
     return sorted({round(i * step) for i in range(wanted)} | {count - 1})
 
 
+def _frame_summaries(request):
+    """(time, process JSON, breakdown JSON) of each frame: the processes' PSS as plain ``smem``
+    reads it (smaps_rollup, so a frame without smaps still has each process's own figure)."""
+    from ..app import plan, recording_readings
+    from ..formats import Rendering, render
+    from ..options import ReportRequest, SystemOptions, TableOptions
+    from ..report import make_table
+    from ..views import VIEWS
+    system, breakdown = SystemOptions(), VIEWS["system"].shaped(SystemOptions(breakdown=True))
+    processes = TableOptions(columns=("pid", "name", "command", "pss"), totals=False, format="json")
+    areas = TableOptions(columns=("area", "used"), totals=False, format="json")
+    request = ReportRequest(query=request.query._replace(view="process", old_source=None),
+                            table=processes, system=system)
+    # two readings of each frame: the breakdown reads every mapping, the processes' PSS must not
+    breakdown_request = request._replace(query=request.query._replace(view="system"), table=areas,
+                                         system=SystemOptions(breakdown=True))
+    process_plan, breakdown_plan = plan(request), plan(breakdown_request)
+    for (when, snapshot), (_, whole) in zip(recording_readings(request, process_plan),
+                                            recording_readings(breakdown_request, breakdown_plan)):
+        yield (when, render(Rendering(make_table([snapshot], process_plan.view, processes, system), processes, snapshot)),
+               render(Rendering(make_table([whole], breakdown_plan.view, areas, breakdown_request.system), areas, whole)))
+
+
 def timeline_documents(request, entries):
     """(documents, meta, warnings) of the last frame of ``entries`` (the recording's FrameEntry
     list), its documents with one more, ``timeline``: per frame its time and whether it has whole
@@ -38,22 +61,22 @@ def timeline_documents(request, entries):
     full = set(_spread(len(entries), FULL_FRAMES))
     frames, pss, areas, instants, warnings = [], [], [], {}, []
     names, area_names = {}, []
-    for index, entry in enumerate(entries):
-        documents, meta, said = page_documents(request, at=str(entry.number))
-        warnings.extend(w for w in said if w not in warnings)
-        rows = json.loads(documents["process"])["rows"]
+    for index, (when, process_doc, system_doc) in enumerate(_frame_summaries(request)):
+        rows = json.loads(process_doc)["rows"]
         pss.append({row["pid"]: row["pss"] for row in rows if row.get("pss") is not None})
         for row in rows:
             names[row["pid"]] = (row.get("name"), row.get("command"))
         used = {}
-        for row in json.loads(documents["system"])["rows"]:
+        for row in json.loads(system_doc)["rows"]:
             if row["area"] not in area_names:
                 area_names.append(row["area"])
             used[row["area"]] = row.get("used")
         areas.append(used)
-        frames.append({"time": entry.time, "number": entry.number})
-        if index in full:
-            instants[index] = (documents, meta)
+        frames.append({"time": when, "number": entries[index].number})
+    for index in sorted(full):
+        documents, meta, said = page_documents(request, at=str(entries[index].number))
+        warnings.extend(w for w in said if w not in warnings)
+        instants[index] = (documents, meta)
         last = (documents, meta)
     # the budget keeps the last and the earliest others that fit
     budget, kept = FULL_BUDGET, {}
