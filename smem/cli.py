@@ -13,7 +13,7 @@ import sys
 import click
 import click.shell_completion
 
-from . import __version__
+from . import __version__, validate
 from .cli_words import (DIRECTORY, PATH, Choice, SmemCommand, command_suggestion, one_line, option_suggestion,
                         usage_message)
 from .compression import WRITTEN, WRITTEN_ALIASES
@@ -322,12 +322,7 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
     if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown),
                          watched=watch.since if watch is not None else None):
         return
-    if pie is not None and bar is not None:
-        raise UsageError("choose one chart: --pie or --bar")
-    if output is not None and pie is None and bar is None:
-        raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
-    if force and output is None:
-        raise UsageError("--force lets -o replace a file: use it with -o")
+    validate.report_chart(pie, bar, output, force)
     table = _table(o)._replace(working_set=wss is not None)
     if source == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
@@ -353,19 +348,11 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
 def _watch(interval, count, delta, speed=None, all_frames=False, max_staleness=None):
     """--interval (or --speed, --all-frames over a recording), --count, --delta, --max-staleness: the
     WatchOptions (app checks the interval), or None for one report."""
-    if speed is not None and all_frames:
-        raise UsageError("choose one: --speed X plays a recording back at a pace, --all-frames all at once")
-    if (speed is not None or all_frames) and interval is not None:
-        raise UsageError("--interval watches this machine: a recording is played back at its own pace (--speed)")
-    if (speed is not None or all_frames) and max_staleness is not None:
-        raise UsageError("--max-staleness is for watching this machine (--interval): a recording's frames are as recorded")
+    validate.watch(interval, count, delta, speed, all_frames, max_staleness)
     if speed is not None or all_frames:
         return WatchOptions(interval=1.0, count=count, since=delta or "first",
                             replay=float("inf") if all_frames else speed)
     if interval is None:
-        for given, name in ((count, "--count N"), (delta, "--delta"), (max_staleness, "--max-staleness")):
-            if given is not None:
-                raise UsageError(f"{name} is for watch mode: use it with --interval SECONDS")
         return None
     more = {} if max_staleness is None else {"max_staleness": max_staleness}
     return WatchOptions(interval=interval, count=count, since=delta or "first", **more)
@@ -574,13 +561,7 @@ def serve(listen, top, min_interval, textfile, interval, count, max_staleness, s
     --textfile writes DIR/smem.prom for node_exporter's textfile collector. Processes are read
     in one process unless -j says otherwise. Needs smem[metrics] (prometheus_client).
     """
-    if textfile is None and (interval is not None or count is not None):
-        raise UsageError("--interval and --count say how often --textfile writes: use them with --textfile")
-    if textfile is not None and listen is not None:
-        raise UsageError("choose one: --listen serves HTTP, --textfile writes a file")
-    if source == "-":
-        raise UsageError("smem serve reads its source again at every collection: -S - (standard input) "
-                         "cannot be read twice; name a capture file or directory")
+    validate.serve(textfile, listen, interval, count, source)
     host, port = _listen(listen if listen is not None else "127.0.0.1:9464")
     options = ServeOptions(host=host, port=port, top=top, min_interval=min_interval, textfile=textfile,
                            interval=interval if interval is not None else 60.0, count=count,
