@@ -482,10 +482,7 @@ def html(output, force, source, old, top_mappings, **o):
     RSS or swap PSS, sortable tables and who shares what; --compare shows the change from OLD.
     Opens offline (nothing is fetched). Needs smem[html] (plotly).
     """
-    if force and output == "-":
-        raise UsageError("--force lets -o replace a file: not with -o -")
-    if "-" in (source, old):
-        raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
+    validate.html(force, output, source, old)
     from .page.command import run_html
     from .page.data import PageRequest
     request = PageRequest(_query(o, "process", source=source, old_source=old), top_mappings=top_mappings)
@@ -513,12 +510,7 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
     or Ctrl-C; every frame written is kept whole. Needs smem[compression] (zstandard).
     """
     from .sources.recorded import parse_duration
-    if count is not None and duration is not None:
-        raise UsageError("choose one end: --count N or --duration T")
-    if listen is not None and interval is not None:
-        raise UsageError("--interval paces this machine's frames: with --listen the target's loop sets the pace")
-    if listen is None and timeout is not None:
-        raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
+    validate.record(count, duration, listen, interval, timeout)
     seconds = parse_duration(duration, "--duration") if duration is not None else None
     from .recording.record import DEFAULT_INTERVAL, record_pushed, record_this_machine
     try:

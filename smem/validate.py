@@ -44,3 +44,21 @@ def serve(textfile, listen, interval, count, source):
     if source == "-":
         raise UsageError("smem serve reads its source again at every collection: -S - (standard input) "
                          "cannot be read twice; name a capture file or directory")
+
+
+def html(force, output, source, old):
+    """smem html: --force only over a named file, captures read by name."""
+    if force and output == "-":
+        raise UsageError("--force lets -o replace a file: not with -o -")
+    if "-" in (source, old):
+        raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
+
+
+def record(count, duration, listen, interval, timeout):
+    """smem record: one end, and this machine's pace or a target's (--listen, --timeout)."""
+    if count is not None and duration is not None:
+        raise UsageError("choose one end: --count N or --duration T")
+    if listen is not None and interval is not None:
+        raise UsageError("--interval paces this machine's frames: with --listen the target's loop sets the pace")
+    if listen is None and timeout is not None:
+        raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
