@@ -427,27 +427,11 @@ def diff(old, new, breakdown, timeout, from_, to, **o):
 @timeout_option
 def capture(output, force, host, compression, exact, script, listen, timeout):
     """Write a capture of /proc (this machine's, or a remote host's) for smem -S."""
-    if listen is not None:
-        given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),
-                                          ("--compression", compression != "gz")) if value]
-        if given:
-            raise UsageError(f"--listen writes the capture as the target sent it: it takes no {' or '.join(given)}")
-    elif timeout is not None:
-        raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
+    validate.capture(output, force, host, compression, exact, script, listen, timeout)
     if script:
-        given = [name for name, value in (("-o", output), ("--host", host), ("--exact", exact),
-                                          ("--force", force), ("--compression", compression != "gz")) if value]
-        if given:
-            raise UsageError(f"--script prints the capture script to standard output: "
-                             f"it takes no {' or '.join(given)}")
         from .sources.remote import capture_script
         _write_bytes(capture_script())
         return
-    if force and output is None:
-        raise UsageError("--force lets -o replace a file: use it with -o")
-    if exact and host:
-        raise UsageError("--exact cannot capture over ssh: the shell script cannot read pagemap; "
-                         "run 'smem capture --exact' on the host")
     if output is None and sys.stdout is None:
         raise SmemError("cannot write the capture: standard output is closed; use -o FILE")
     if output is None and sys.stdout.isatty():

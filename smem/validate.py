@@ -62,3 +62,26 @@ def record(count, duration, listen, interval, timeout):
         raise UsageError("--interval paces this machine's frames: with --listen the target's loop sets the pace")
     if listen is None and timeout is not None:
         raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
+
+
+def capture(output, force, host, compression, exact, script, listen, timeout):
+    """smem capture: --listen, --script and ssh (--host) each take only their own options."""
+    if listen is not None:
+        given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),
+                                          ("--compression", compression != "gz")) if value]
+        if given:
+            raise UsageError(f"--listen writes the capture as the target sent it: it takes no {' or '.join(given)}")
+    elif timeout is not None:
+        raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
+    if script:
+        given = [name for name, value in (("-o", output), ("--host", host), ("--exact", exact),
+                                          ("--force", force), ("--compression", compression != "gz")) if value]
+        if given:
+            raise UsageError(f"--script prints the capture script to standard output: "
+                             f"it takes no {' or '.join(given)}")
+        return
+    if force and output is None:
+        raise UsageError("--force lets -o replace a file: use it with -o")
+    if exact and host:
+        raise UsageError("--exact cannot capture over ssh: the shell script cannot read pagemap; "
+                         "run 'smem capture --exact' on the host")
