@@ -146,3 +146,15 @@ def without_rollups(capture, out):
             if not m.name.endswith("/smaps_rollup"):
                 tout.addfile(m, io.BytesIO(tin.extractfile(m).read()) if m.isreg() else None)
     return out
+
+
+def extract_capture(capture, into):
+    """The regular members of the capture archive ``capture``, written under ``into`` (a /proc-shaped tree)."""
+    import tarfile
+    with tarfile.open(capture) as tar:
+        for m in tar:
+            if m.isreg():
+                path = into / m.name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(tar.extractfile(m).read())
+    return into

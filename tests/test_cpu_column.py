@@ -19,26 +19,25 @@ BUSY = "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush()\nwhile True
 IDLE = "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n"
 
 
-@pytest.fixture
-def busy():
-    proc = subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.PIPE)
+def _started(code):
+    """A real process running ``code``, once it says it is ready; killed afterwards."""
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline() == b"ready\n"
         yield proc.pid
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def busy():
+    yield from _started(BUSY)
 
 
 @pytest.fixture
 def idle():
-    proc = subprocess.Popen([sys.executable, "-c", IDLE], stdout=subprocess.PIPE)
-    try:
-        assert proc.stdout.readline() == b"ready\n"
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
+    yield from _started(IDLE)
 
 
 def _ticks_and_uptime(pid):

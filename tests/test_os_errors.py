@@ -6,12 +6,11 @@ import os
 import pathlib
 import subprocess
 import sys
-import tarfile
 import tempfile
 
 import pytest
 
-from conftest import AS_NOBODY, FIXTURES
+from conftest import AS_NOBODY, FIXTURES, extract_capture
 from smem.errors import ProcessGone, ProcessUnreadable
 from smem.loading.process import read_identity
 from smem.selection import Selection
@@ -43,13 +42,7 @@ class FilesOfATree:
 
 
 def _extract(into):
-    with tarfile.open(CAPTURE) as tar:
-        for m in tar:
-            if m.isreg():
-                path = into / m.name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(tar.extractfile(m).read())
-    return into
+    return extract_capture(CAPTURE, into)
 
 
 def _exited_pid():

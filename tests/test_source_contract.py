@@ -5,11 +5,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, extract_capture
 from smem.errors import ProcessGone, ProcessUnreadable
 from smem.sources import LiveSource, open_source
 from smem.sources.base import OWN_PID, PAGEMAP, VANISHING
@@ -19,13 +18,7 @@ CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
 
 def _extract(tmp_path, into):
-    with tarfile.open(CAPTURE) as tar:
-        for m in tar:
-            if m.isreg():
-                path = into / m.name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(tar.extractfile(m).read())
-    return into
+    return extract_capture(CAPTURE, into)
 
 
 def test_process_errors_become_smem_exceptions_in_one_place():
