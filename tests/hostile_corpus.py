@@ -640,6 +640,7 @@ def _preload():
     import smem.exact  # noqa: F401
     import smem.sizing  # noqa: F401
     import smem.sources.archive  # noqa: F401
+    import smem.sources.archive_stream  # noqa: F401
     import smem.sources.directory  # noqa: F401
     import smem.sources.remote  # noqa: F401
     try:

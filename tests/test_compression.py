@@ -9,11 +9,11 @@ import pytest
 from smem.cli import capture
 from smem.compression import CAPTURE_COMPRESSIONS, COMPRESSIONS, WRITTEN, by_option, compression_of
 from smem.parsers import kernel_image
-from smem.sources import archive
+from smem.sources import decompressed
 
 
 def test_every_reader_and_writer_follows_the_table():
-    assert set(archive._READERS) == {c.name for c in CAPTURE_COMPRESSIONS}
+    assert set(decompressed.READERS) == {c.name for c in CAPTURE_COMPRESSIONS}
     assert set(kernel_image._DECOMPRESSORS) == {c.name for c in COMPRESSIONS}
     choices = next(p for p in capture.params if p.name == "compression").type.choices
     assert tuple(choices) == WRITTEN

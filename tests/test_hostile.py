@@ -15,9 +15,8 @@ import hostile_corpus as hc  # noqa: E402
 from conftest import TESTS, run_smem
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
 from smem.sources import open_source
-from smem.sources import archive as capture
 from smem.sources.archive import ArchiveSource
-from smem.sources.base import MAX_MEMBER_BYTES
+from smem.sources.base import MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES
 
 # Its module fixtures are costly: one worker builds them and runs every test here.
 pytestmark = pytest.mark.xdist_group("hostile")
@@ -152,7 +151,7 @@ def test_trailing_data_after_a_zstd_frame_is_read_not_ignored(tmp_path):
 
 
 def test_member_limit_is_sane():
-    assert 64 << 20 <= capture.MAX_MEMBER_BYTES <= 256 << 20 <= capture.MAX_FRAME_MEMBER_BYTES <= 4 << 30
+    assert 64 << 20 <= MAX_MEMBER_BYTES <= 256 << 20 <= MAX_FRAME_MEMBER_BYTES <= 4 << 30
 
 
 # -- directory captures -------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Captures read in one pass (smem.sources.archive.ArchiveSource.each_process): the same bytes as
+"""Captures read in one pass (smem.sources.archive_stream.ArchiveStream.each_process): the same bytes as
 the held reading, the extracted directory and the serial pure-Python path, and a peak memory
 that does not grow with the capture.
 

@@ -19,7 +19,7 @@ import io
 import tarfile
 
 from ..errors import CaptureError
-from ..sources.archive import MAX_ZSTD_WINDOW
+from ..sources.decompressed import MAX_ZSTD_WINDOW
 from ..sources.base import is_pid_name
 
 __all__ = ["repack", "compress", "LEVEL"]

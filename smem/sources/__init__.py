@@ -29,7 +29,9 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
         raise UsageError("--at chooses a frame of a recording: use it with -S RECORDING")
     if spec is None or spec == "":
         return LiveSource()
-    from .archive import ArchiveSource, ArchiveStream, CaptureFile, read_capture  # decompressors: only for captures
+    from .archive import ArchiveSource  # decompressors: only for captures
+    from .archive_stream import ArchiveStream
+    from .capture_file import CaptureFile, read_capture
     from .directory import DirectorySource
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer

@@ -213,9 +213,9 @@ def decompress(data, name, anchor=None):
     """The bytes of a frame (or an anchor, without ``anchor``); a CaptureError naming ``name`` for
     damage, a cut, or more than MAX_FRAME_BYTES."""
     from ..extras import require
-    from .archive import MAX_ZSTD_WINDOW, _zstd_frames_end
+    from .decompressed import MAX_ZSTD_WINDOW, zstd_frames_end
     zstandard = require("zstandard", "a recording (smem record, -S RECORDING)")
-    if _zstd_frames_end(data) != len(data):
+    if zstd_frames_end(data) != len(data):
         raise CaptureError(f"{name}: damaged or cut short: not a zstd frame")
     dictionary = (zstandard.ZstdCompressionDict(anchor, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
                   if anchor is not None else None)
@@ -240,7 +240,8 @@ def decompress(data, name, anchor=None):
 def open_recording(path, at=None, per_mapping=True, streamed=False):
     """The frame of the recording at ``path`` that ``at`` names, as a capture source.  A report
     that reads mappings (-m, -M) reads the last frame at or before it that kept every smaps."""
-    from .archive import ArchiveSource, ArchiveStream
+    from .archive import ArchiveSource
+    from .archive_stream import ArchiveStream
     with Recording(path) as recording:
         entry = recording.choose(at)
         name = f"recording {path} frame {entry.number}"

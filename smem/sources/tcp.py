@@ -143,7 +143,8 @@ class Listener:
     def capture(self, wait=None):
         """The next capture received and read whole (validated: an ArchiveSource of it, held),
         with the file it came in (at its start); None if no connection came in ``wait`` seconds."""
-        from .archive import ArchiveSource, CaptureFile
+        from .archive import ArchiveSource
+        from .capture_file import CaptureFile
         received = self.receive(wait)
         if received is None:
             return None
@@ -164,7 +165,9 @@ def _reopened(spool):
 
 def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False):
     """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file."""
-    from .archive import ArchiveSource, ArchiveStream, CaptureFile
+    from .archive import ArchiveSource
+    from .archive_stream import ArchiveStream
+    from .capture_file import CaptureFile
     address = spec[len("tcp://"):].rstrip("/")
     with Listener(parse_address(address, "-S tcp://"), timeout) as listener:
         spool, name = listener.receive()
