@@ -1,24 +1,4 @@
-"""Charts: smem 1.5's ``--pie`` and ``--bar``, drawn with matplotlib.
-
-The meaning is smem 1.5's: a pie of the sort field, one slice per row labelled
-by the ``--pie`` field, small slices folded into ``other`` and an ``unused``
-slice for the RAM no process uses; bars of the view's memory columns for each
-row, labelled by the ``--bar`` field.  What differs is what smem 1.5 got wrong:
-
-- an empty result is an error ("nothing to chart"), not an IndexError;
-- a sort field that is not an amount of memory (``-s name``, ``-s pid``, the
-  ``-w`` view's ``order``) orders the rows but the slices show the view's own
-  memory measure (PSS, RSS where the kernel has no PSS, ``used`` for ``-w``);
-- ``unused`` (RAM minus the sum of the slices) is drawn only where it means
-  something: process, user and program views charting USS or PSS, which count each
-  page once.  RSS and VSS count shared pages many times, swap is not RAM,
-  mappings overlap the processes, and the ``-w`` areas already add up to RAM;
-- without ``unused`` the pie is the sum of its slices, and ``other`` folds the
-  slices small relative to that sum; a lone small slice keeps its own name;
-- bars have their axis in KiB, MiB or GiB by magnitude (``-p``: percent of RAM;
-  swap of swap), use a colour cycle with no white, and fold as pies do: the rows
-  too small to see, and those beyond the largest MAX_BARS, are one ``other`` bar;
-- absent values (None) are left out and said to be missing, never drawn as 0.
+"""Charts: smem 1.5's ``--pie`` and ``--bar``, drawn with matplotlib (what they show: chart_data.py).
 
 matplotlib is imported only inside the drawing functions: text reports never
 pay for it.  Files are written through :class:`matplotlib.figure.Figure`
@@ -27,36 +7,16 @@ window, and only when there is a display.
 """
 
 import os
-from dataclasses import dataclass
-from typing import List, Optional
 
+from .chart_data import bar_data, literal, pie_data
 from .errors import SmemError, UsageError
 from .extras import require
 from .output import output_file
-from .report import CONTROLS
-from .units import human
 
-__all__ = ["show_chart", "pie_data", "bar_data", "PieData", "BarData", "supported_formats",
-           "FOLD_TOGETHER", "FOLD_EACH"]
+__all__ = ["show_chart", "draw_pie", "draw_bar", "slice_colours", "supported_formats"]
 
-#: smem 1.5's folding rule: the smallest slices go into "other" while together
-#: they are under 2% of the pie, or each is under 0.5% of it.
-FOLD_TOGETHER = 0.02
-FOLD_EACH = 0.005
-
-#: Fields whose sum over disjoint rows of processes counts each page of RAM at
-#: most once, so that RAM minus their sum is memory no row uses.
-RAM_LIKE = ("uss", "pss")
-
-#: "unused" is drawn while it is at most this share of RAM; beyond, the pie is the used part
-UNUSED_DRAWN_UP_TO = 0.5
-
-#: at most this many bars (rows) are drawn; the rest are one "other" bar
-MAX_BARS = 25
 #: the tallest bar chart, in inches (1,600 px at 100 dpi)
 MAX_BAR_HEIGHT = 16
-
-LABEL_WIDTH = 40
 #: where the pie sits in the figure (left, bottom, width, height); the legend is to its right
 PIE_BOX = (0.04, 0.06, 0.54, 0.76)
 UNUSED_COLOUR = "#d9d9d9"
@@ -78,249 +38,6 @@ def _output_format(path):
                          f"use one of: {', '.join(formats)}")
     return extension
 
-
-def _label(value, key):
-    """A readable label: control characters shown as ?, long ones cut with an ellipsis.
-
-    Mapping names are paths, whose end says most, so they lose their start.
-    """
-    if value is None:
-        return "-"
-    text = _drawable(str(value))
-    if len(text) > LABEL_WIDTH:
-        if key == "map":
-            text = "\u2026" + text[-(LABEL_WIDTH - 1):]
-        else:
-            text = text[:LABEL_WIDTH - 1] + "\u2026"
-    return _literal(text)
-
-
-def _drawable(text):
-    """Bytes that are not UTF-8 (kept as surrogates) cannot be drawn: show U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").translate(CONTROLS)
-
-
-def _literal(text):
-    """A $ would start matplotlib's mathtext."""
-    return text.replace("$", r"\$")
-
-
-def _draw_order(table):
-    """(shown values, sort value, row) as charts show them: amounts largest first (smem 1.5),
-    other fields in order.
-
-    The table is sorted as the user asked (ascending, -r descending); for an
-    amount sort the chart shows it the other way round, so -r still flips it.
-    """
-    rows = list(zip(table.values, table.sort_values, table.rows))
-    return rows[::-1] if table.sort.is_amount else rows
-
-
-def _labels(entries, key):
-    """Labels for (label value, row) entries; a label shown twice gets its row's pid: postgres (1234)."""
-    labels = [_label(value, key) for value, _ in entries]
-    seen = {}
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-    result = []
-    for label, (_, row) in zip(labels, entries):
-        pids = getattr(row, "member_pids", ())
-        if seen[label] > 1 and len(pids) == 1:
-            label = f"{label} ({pids[0]})"
-        result.append(label)
-    return result
-
-
-def _source_line(snapshot):
-    source = snapshot.source
-    machine = source.machine()
-    parts = [_drawable(source.description or "unknown source")]
-    if machine.hostname:
-        parts.append(f"host {_drawable(machine.hostname)}")
-    if machine.time:
-        parts.append(_drawable(machine.time))
-    return _literal(", ".join(parts))
-
-
-def _amount_text(kib, column, table, options):
-    """An amount as a chart writes it: -p a percentage; else human units (23.5G)."""
-    if options.percent:
-        total = table.swap_kib if column.percent_of == "swap" else table.ram_kib
-        return "%.2f%%" % (100.0 * kib / total) if total else "-"
-    return human(kib)
-
-
-@dataclass
-class PieData:
-    title: str
-    subtitle: str
-    labels: List[str]       # slice labels in drawing order ("unused" first, "other" last)
-    values: List[int]       # KiB, same order
-    kinds: List[str]        # "row", "unused" or "other" per slice
-    legend: List[str]
-    notes: List[str]
-
-
-def _pie_values(table, snapshot):
-    """(value column, [(value, label value, row) in drawing order]) for the pie."""
-    if table.sort.is_amount:
-        return table.sort, [(sort_value, values[-1], row) for values, sort_value, row in _draw_order(table)]
-    # the rows keep their order; the slices show the view's own measure, shown or not
-    column = table.view.columns[table.view.measure_for(snapshot.pss_missing)]
-    return column, [(value, values[-1], row)
-                    for values, value, row in zip(table.values, table.column_values(column), table.rows)]
-
-
-def _smallest(values, whole):
-    """The indices of the smallest ``values`` smem 1.5 folds into "other": while together under
-    FOLD_TOGETHER of ``whole``, or each under FOLD_EACH of it; never a lone one."""
-    by_size = sorted(range(len(values)), key=lambda i: values[i], reverse=True)
-    folded, total = [], 0
-    while by_size:
-        value = values[by_size[-1]]
-        if total + value < whole * FOLD_TOGETHER or value < whole * FOLD_EACH:
-            total += value
-            folded.append(by_size.pop())
-        else:
-            break
-    return set(folded) if len(folded) > 1 else set()
-
-
-def pie_data(table, options, snapshot):
-    """The slices of smem 1.5's pie, with its bugs fixed (see the module docstring)."""
-    view = table.view
-    if not table.values:
-        raise SmemError(f"nothing to chart: no {view.title} match")
-    column, pairs = _pie_values(table, snapshot)
-    label_key = table.columns[-1].key
-    notes = []
-    if options.sort and not table.sort.is_amount:
-        notes.append(f"sorted by {table.sort.key}, which is not an amount: slices show {column.header}")
-    missing = sum(1 for value, _, _ in pairs if value is None)
-    if missing:
-        notes.append(f"{missing} of {len(pairs)} without {column.header} (absent) left out")
-    drawn = [(value, label, row) for value, label, row in pairs if value is not None and value > 0]
-    if not drawn:
-        why = "absent from this source" if missing == len(pairs) else "0 for all of them"
-        raise SmemError(f"nothing to chart: the {view.title}' {column.header} is {why}")
-    rows = list(zip((value for value, _, _ in drawn), _labels([(label, row) for _, label, row in drawn], label_key)))
-    used = sum(value for value, _ in rows)
-    ram = table.ram_kib
-    unused = 0
-    if view.disjoint_rows and column.key in RAM_LIKE and ram and ram > used:
-        unused = ram - used
-        if unused > ram * UNUSED_DRAWN_UP_TO:
-            # a lightly loaded machine: a slice of 99% would leave the rows unreadable
-            notes.append(f"unused {_amount_text(unused, column, table, options)} "
-                         f"({100.0 * unused / ram:.1f}% of {human(ram)} RAM) not drawn: "
-                         f"the pie is the {human(used)} in use")
-            unused = 0
-    whole = used + unused
-
-    # Fold the smallest slices, as smem 1.5 does, but never the five -w areas (each is part of
-    # the answer to "where does the RAM go").
-    folded = _smallest([value for value, _ in rows], whole) if view.folds_small_slices else set()
-
-    slices = [("unused", unused, "unused")] if unused else []
-    slices += [(label, value, "row") for i, (value, label) in enumerate(rows) if i not in folded]
-    if folded:
-        slices.append(("other", sum(rows[i][0] for i in folded), "other"))
-        notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each "
-                     f"or {FOLD_TOGETHER:.0%} together")
-    labels, values, kinds = (list(t) for t in zip(*slices))
-    legend = [f"{label}  {_amount_text(value, column, table, options)}"
-              for label, value in zip(labels, values)]
-    title = f"{view.title.capitalize()}: {column.header} by {table.columns[-1].header.lower()}"
-    notes.extend(_drawable(n) for n in getattr(table, "notes", ()))
-    return PieData(title, _source_line(snapshot), labels, values, kinds, legend, notes)
-
-
-def _bars_folded(table, rows, snapshot):
-    """The indices of ``rows`` (in drawing order) that one "other" bar stands for: those a pie
-    would fold (of the sort field if an amount, else the view's measure), and those beyond the
-    largest MAX_BARS.  The -w areas are never folded."""
-    view = table.view
-    if not view.folds_small_slices:
-        return set()
-    measure = table.sort if table.sort.is_amount else view.columns[view.measure_for(snapshot.pss_missing)]
-    sizes = [abs(measure.getter(row) or 0) for _, _, row in rows]
-    folded = _smallest(sizes, sum(sizes))
-    by_size = sorted((i for i in range(len(rows)) if i not in folded), key=lambda i: sizes[i], reverse=True)
-    folded.update(by_size[MAX_BARS:])
-    return folded if len(folded) > 1 else set()
-
-
-@dataclass
-class BarData:
-    title: str
-    subtitle: str
-    labels: List[str]                   # one per row, in drawing order
-    series: List[str]                   # column headers
-    values: List[List[Optional[float]]]  # per series, per row; None where absent
-    axis_label: str
-    notes: List[str]
-
-
-_UNITS = (("KiB", 1), ("MiB", 1024), ("GiB", 1024 ** 2), ("TiB", 1024 ** 3), ("PiB", 1024 ** 4))
-
-
-def bar_data(table, options, snapshot):
-    """smem 1.5's bars: every memory column shown, for each row, labelled by --bar's field."""
-    view = table.view
-    if not table.values:
-        raise SmemError(f"nothing to chart: no {view.title} match")
-    label_column = table.columns[-1]
-    series = {}
-    for index, column in enumerate(table.columns[:-1]):
-        if column.is_amount and column.key not in series:
-            series[column.key] = (index, column)
-    if not series:
-        shown = " ".join(c.key for c in table.columns[:-1]) or "none"
-        amounts = " ".join(k for k, c in view.columns.items() if c.is_amount)
-        raise UsageError(f"nothing to draw bars of: no memory column among the columns shown ({shown}); "
-                         f"add some with -c, from: {amounts}")
-    rows = _draw_order(table)
-    folded = _bars_folded(table, rows, snapshot)
-    kept = [entry for i, entry in enumerate(rows) if i not in folded]
-    labels = _labels([(values[-1], row) for values, _, row in kept], label_column.key)
-    raw = [[values[index] for values, _, _ in kept] for index, _ in series.values()]
-    notes = []
-    if folded:
-        labels.append(f"other ({len(folded)} {view.row_noun})")
-        for column_values, (index, column) in zip(raw, series.values()):  # their total, as -t's
-            known = [rows[i][0][index] for i in folded if rows[i][0][index] is not None]
-            column_values.append(sum(known) if known and column.total == "sum" else None)
-        notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each or {FOLD_TOGETHER:.0%} "
-                     f"together, or beyond the largest {MAX_BARS}")
-    absent = sum(1 for values in raw for v in values if v is None)
-    if absent:
-        notes.append(f"{absent} absent value{'s' if absent > 1 else ''} not drawn (n/a)")
-    headers = [column.header for _, column in series.values()]
-    if options.percent:
-        values = []
-        for (_, column), column_values in zip(series.values(), raw):
-            total = table.swap_kib if column.percent_of == "swap" else table.ram_kib
-            if not total:
-                notes.append(f"{column.header}: no {column.percent_of} total, not drawn")
-            values.append([None if v is None or not total else 100.0 * v / total for v in column_values])
-        has_swap = any(c.percent_of == "swap" for _, c in series.values())
-        has_ram = any(c.percent_of != "swap" for _, c in series.values())
-        if has_swap and has_ram:
-            axis = "% of RAM (Swap: % of swap)"
-        else:
-            axis = "% of swap" if has_swap else "% of RAM"
-    else:
-        largest = max((abs(v) for values in raw for v in values if v is not None), default=0)
-        for unit, factor in _UNITS:  # in human units, as the pie's legend: 117.2 MiB, not 120000
-            if largest < factor * 1024:
-                break
-        values = [[None if v is None else v / factor for v in column_values] for column_values in raw]
-        axis = f"memory ({unit})"
-    title = f"{view.title.capitalize()}: {', '.join(headers)} by {label_column.header.lower()}"
-    if table.sort.key not in series and (options.sort or table.sort.is_amount):
-        title += f" (sorted by {table.sort.header.lower()})"
-    notes.extend(_drawable(n) for n in getattr(table, "notes", ()))
-    return BarData(title, _source_line(snapshot), labels, headers, values, axis, notes)
 
 
 def _colours(name, count, skip=()):
@@ -400,7 +117,7 @@ def _titles(figure, data, centre=0.5):
     figure.text(centre, 1, data.subtitle, ha="center", va="top", fontsize=9, color="#444444",
                 transform=offset_copy(figure.transFigure, fig=figure, y=-30, units="points"))
     for n, note in enumerate(reversed(data.notes)):
-        figure.text(0.01, 0, _literal(note), ha="left", va="bottom", fontsize=7, color="#555555",
+        figure.text(0.01, 0, literal(note), ha="left", va="bottom", fontsize=7, color="#555555",
                     transform=offset_copy(figure.transFigure, fig=figure, y=4 + 10 * n, units="points"))
 
 

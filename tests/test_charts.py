@@ -18,7 +18,7 @@ from conftest import FIXTURES, REALPROC, run_smem, run_smem_process
 
 matplotlib = pytest.importorskip("matplotlib")
 
-from smem.charts import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E402
+from smem.chart_data import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E402
 from smem.cli import main  # noqa: E402
 from smem.app import plan, read_snapshot  # noqa: E402
 from smem.options import ChartOptions, Query, ReportRequest, SystemOptions, TableOptions  # noqa: E402
@@ -409,7 +409,7 @@ def test_pie_title_is_centred_over_the_pie():
 def test_bars_fold_small_rows_and_keep_a_sensible_height(capsys, tmp_path):
     """-m --bar map drew every mapping, dozens of them 0, thousands of pixels tall: the rows a pie
     would fold, and those beyond the largest MAX_BARS, are one "other" bar holding their sums."""
-    from smem.charts import MAX_BARS
+    from smem.chart_data import MAX_BARS
     table, options, snapshot = chart_table("mapping", bar="map", columns=("pss",))
     bars = bar_data(table, options, snapshot)
     pss = table.column_values(table.view.columns["pss"])

@@ -21,7 +21,7 @@ import pytest
 from conftest import run_smem
 from smem.app import plan, read_snapshot
 from smem.capture_writer import write_capture
-from smem.charts import bar_data, pie_data
+from smem.chart_data import bar_data, pie_data
 from smem.options import ChartOptions, Query, ReportRequest, SystemOptions, TableOptions
 from smem.report import make_table
 from smem.sources import LiveSource
