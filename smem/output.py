@@ -40,6 +40,7 @@ import shutil
 import stat
 
 from .errors import OutputError
+from .output_path import kind_of, not_ours, open_directory, sticky_directory_owner, trusted, write_error
 
 __all__ = ["output_file", "replace_file", "looks_like_capture", "CAPTURE_MAGIC", "FIFO_STALL_SECONDS"]
 
@@ -50,24 +51,10 @@ CAPTURE_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
 #: not hold root's smem for ever).
 FIFO_STALL_SECONDS = 60
 
-#: Links followed on the way before the path is taken for a loop (the kernel's MAXSYMLINKS).
-_MAX_LINKS = 40
-
-_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-          stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symbolic link"}
-
-
-def _kind(mode):
-    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-
 
 def looks_like_capture(head):
     """Whether ``head`` (the first 512 bytes of a file) starts a capture smem could have written."""
     return head.startswith(CAPTURE_MAGIC) or head[257:262] == b"ustar"
-
-
-def _trusted(owner):
-    return owner in (0, os.geteuid())
 
 
 @contextlib.contextmanager
@@ -80,7 +67,7 @@ def output_file(path, looks_like=looks_like_capture, force=False, what="file", p
     command line and memory map, which /proc shows to their owners only).
     """
     path = os.fspath(path)
-    directory, leaf = _open_directory(path)
+    directory, leaf = open_directory(path)
     target = scratch = None
     try:
         target = _Target(directory, leaf, path, looks_like, force, what)
@@ -118,7 +105,7 @@ def replace_file(path, data, mode=0o644):
     another user's file is refused as -o refuses it.
     """
     path = os.fspath(path)
-    directory, leaf = _open_directory(path)
+    directory, leaf = open_directory(path)
     scratch = None
     try:
         try:
@@ -126,12 +113,12 @@ def replace_file(path, data, mode=0o644):
         except FileNotFoundError:
             info = None
         except OSError as e:
-            raise _error(path, e) from None
+            raise write_error(path, e) from None
         if info is not None and not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
-            raise OutputError(f"refusing to write {path}: it is {_kind(info.st_mode)}")
-        sticky_owner = _sticky_owner(directory)
+            raise OutputError(f"refusing to write {path}: it is {kind_of(info.st_mode)}")
+        sticky_owner = sticky_directory_owner(directory)
         if info is not None and sticky_owner is not None and info.st_uid not in (os.geteuid(), sticky_owner):
-            raise _not_ours(path, info.st_uid)
+            raise not_ours(path, info.st_uid)
         scratch = _Scratch(directory, path, mode)
         try:
             view = memoryview(data)
@@ -139,7 +126,7 @@ def replace_file(path, data, mode=0o644):
                 view = view[os.write(scratch.fd, view):]
             os.fsync(scratch.fd)
         except OSError as e:
-            raise _error(path, e) from None
+            raise write_error(path, e) from None
         scratch.rename_to(leaf)
     finally:
         if scratch is not None:
@@ -151,61 +138,6 @@ def _appeared(path):
     return OutputError(f"refusing to write {path}: it appeared while smem was writing; run again")
 
 
-def _not_ours(path, uid):
-    return OutputError(f"refusing to write {path}: it belongs to another user (uid {uid}) "
-                       "in a world-writable directory; remove it or choose another name")
-
-
-def _error(path, e):
-    return OutputError(f"cannot write {path}: {e.strerror or e}")
-
-
-def _open_directory(path):
-    """(descriptor of ``path``'s directory, the last name): each directory on the way opened without
-    following links, a link on the way followed only if it belongs to us or to root."""
-    head, leaf = os.path.split(path)
-    if leaf in ("", ".", ".."):
-        raise OutputError(f"cannot write {path}: a directory")
-    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
-    fd = os.open("/" if head.startswith("/") else ".", flags)
-    parts = [p for p in head.split("/") if p not in ("", ".")]
-    links = 0
-    try:
-        while parts:
-            part = parts.pop(0)
-            info = os.stat(part, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISLNK(info.st_mode):
-                if not _trusted(info.st_uid):
-                    raise OutputError(f"refusing to write {path}: {part!r} on the way is a symbolic link owned "
-                                      f"by another user (uid {info.st_uid}); choose another directory")
-                links += 1
-                if links > _MAX_LINKS:
-                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
-                target = os.readlink(part, dir_fd=fd)
-                if target.startswith("/"):
-                    os.close(fd)
-                    fd = os.open("/", flags)
-                parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
-                continue
-            if not stat.S_ISDIR(info.st_mode):
-                raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
-            next_fd = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = next_fd
-    except OSError as e:
-        os.close(fd)
-        raise _error(path, e) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, leaf
-
-
-def _sticky_owner(directory):
-    """The owner of the directory if it is sticky and world-writable (as /tmp), else None."""
-    info = os.fstat(directory)
-    sticky = info.st_mode & stat.S_ISVTX and info.st_mode & stat.S_IWOTH
-    return info.st_uid if sticky else None
 
 
 class _Target:
@@ -222,9 +154,9 @@ class _Target:
         except FileNotFoundError:
             return  # a new file
         except OSError as e:
-            raise _error(path, e) from None
+            raise write_error(path, e) from None
         follow = stat.S_ISLNK(link.st_mode)
-        if follow and not _trusted(link.st_uid):
+        if follow and not trusted(link.st_uid):
             raise OutputError(f"refusing to write {path}: it is a symbolic link owned by another user "
                               f"(uid {link.st_uid}); remove it or choose another name")
         try:  # refuse a device before opening it: opening one can act (a tape rewinds)
@@ -232,10 +164,10 @@ class _Target:
         except OSError:
             mode = stat.S_IFREG  # a dangling link of ours: its target is made below
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise OutputError(f"refusing to write {path}: it is {_kind(mode)}, and -o writes regular files")
-        sticky_owner = None if follow else _sticky_owner(directory)
+            raise OutputError(f"refusing to write {path}: it is {kind_of(mode)}, and -o writes regular files")
+        sticky_owner = None if follow else sticky_directory_owner(directory)
         if sticky_owner is not None and link.st_uid not in (os.geteuid(), sticky_owner):
-            raise _not_ours(path, link.st_uid)  # before opening: a FIFO's reader learns nothing
+            raise not_ours(path, link.st_uid)  # before opening: a FIFO's reader learns nothing
         flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
         try:
             fd = os.open(leaf, flags | (os.O_CREAT if follow else 0), 0o666, dir_fd=directory)
@@ -246,17 +178,17 @@ class _Target:
                 raise OutputError(f"cannot write {path}: a FIFO with no reader") from None
             if e.errno == errno.ELOOP:
                 raise OutputError(f"refusing to write {path}: it became a symbolic link") from None
-            raise _error(path, e) from None
+            raise write_error(path, e) from None
         info = os.fstat(fd)
         if sticky_owner is not None and info.st_uid not in (os.geteuid(), sticky_owner):
             os.close(fd)  # as fs.protected_regular / protected_fifos: another user's file in /tmp
-            raise _not_ours(path, info.st_uid)
+            raise not_ours(path, info.st_uid)
         if stat.S_ISFIFO(info.st_mode):
             self.fifo = fd
             return
         if not stat.S_ISREG(info.st_mode):
             os.close(fd)
-            raise OutputError(f"refusing to write {path}: it is {_kind(info.st_mode)}, and -o writes regular files")
+            raise OutputError(f"refusing to write {path}: it is {kind_of(info.st_mode)}, and -o writes regular files")
         self.existing = fd
         self.existing_mode = stat.S_IMODE(info.st_mode)
         if force and not follow:
@@ -307,7 +239,7 @@ class _Target:
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.fsync(fd)
         except OSError as e:
-            raise _error(self.path, e) from None
+            raise write_error(self.path, e) from None
 
     def close(self):
         for name in ("existing", "fifo"):
@@ -345,7 +277,7 @@ class _Scratch:
             except FileExistsError:
                 continue
             except OSError as e:
-                raise _error(path, e) from None
+                raise write_error(path, e) from None
             self.name = name
             break
         else:
@@ -360,7 +292,7 @@ class _Scratch:
             raise _appeared(self.path) from None
         except OSError as e:
             if e.errno not in (errno.EPERM, errno.EOPNOTSUPP):
-                raise _error(self.path, e) from None
+                raise write_error(self.path, e) from None
             try:  # a filesystem without hard links (vfat): a rename, checked just before
                 os.stat(leaf, dir_fd=self.directory, follow_symlinks=False)
                 raise _appeared(self.path)
@@ -372,7 +304,7 @@ class _Scratch:
         try:
             os.rename(self.name, leaf, src_dir_fd=self.directory, dst_dir_fd=self.directory)
         except OSError as e:
-            raise _error(self.path, e) from None
+            raise write_error(self.path, e) from None
         self.name = None
 
     def close(self):
