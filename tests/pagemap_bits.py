@@ -2,8 +2,17 @@
 use to check that the kernel's entries mean what smem.exact takes them to mean.  smem itself
 masks the whole arrays in smem/exact/readers.py."""
 
-from smem.parsers.pagemap import (EXCLUSIVE, FILE_SHARED, PFN_MASK, PRESENT, SOFT_DIRTY, SWAPPED,
-                                  _SWAP_OFFSET_MASK, _SWAP_OFFSET_SHIFT, _SWAP_TYPE_MASK)
+import numpy as np
+
+from smem.parsers.pagemap import PFN_MASK, SWAPPED
+
+SOFT_DIRTY = np.uint64(1 << 55)
+EXCLUSIVE = np.uint64(1 << 56)
+FILE_SHARED = np.uint64(1 << 61)
+PRESENT = np.uint64(1 << 63)
+_SWAP_TYPE_MASK = np.uint64(0x1F)
+_SWAP_OFFSET_SHIFT = np.uint64(5)
+_SWAP_OFFSET_MASK = np.uint64((1 << 50) - 1)
 
 
 def _bit(entries, bit):

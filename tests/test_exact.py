@@ -35,7 +35,7 @@ from smem.errors import CaptureError, SmemError
 from smem.loading import load_reading
 from smem.parsers import pagemap as pm
 from smem.parsers.kpagecount import parse_kpagecount
-from smem.parsers.kpageflags import FLAGS, flag_names, has_flag, parse_kpageflags
+from smem.parsers.kpageflags import FLAGS, parse_kpageflags
 from smem.parsers.smaps import parse_smaps
 from smem.sources import LiveSource
 from smem.sources.archive import ArchiveSource
@@ -180,6 +180,16 @@ def _kpage(name, pfns):
         return np.concatenate([parse(os.pread(fd, 8, int(p) * 8)) for p in pfns])
     finally:
         os.close(fd)
+
+
+def has_flag(flags, name):
+    """Bool array: kpageflags words ``flags`` have flag ``name`` set (smem itself masks FLAGS' bits)."""
+    return (flags & np.uint64(1 << FLAGS[name])) != 0
+
+
+def flag_names(value):
+    """The names of the documented flags set in one kpageflags word, in bit order."""
+    return [name for name, bit in FLAGS.items() if int(value) >> bit & 1]
 
 
 def test_pagemap_fields_of_pages_we_wrote_and_pages_we_did_not():

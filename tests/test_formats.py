@@ -112,10 +112,11 @@ def test_group_by_program_adds_up_the_processes():
 
 def test_all_columns():
     doc = json.loads(run_smem("-S", CAPTURE, "-F", "json", "-c", "all", "-P", "smem-swapped").stdout)
-    from smem.views import PROCESS_VIEW
+    from smem.views import VIEWS
+    process = VIEWS["process"]
     keys = [c["key"] for c in doc["columns"]]
-    others = [k for k, c in PROCESS_VIEW.columns.items() if "exact" not in c.needs and "wss" not in c.needs]
-    assert keys == list(PROCESS_VIEW.default_columns) + [k for k in others if k not in PROCESS_VIEW.default_columns]
+    others = [k for k, c in process.columns.items() if "exact" not in c.needs and "wss" not in c.needs]
+    assert keys == list(process.default_columns) + [k for k in others if k not in process.default_columns]
     (row,) = doc["rows"]
     # the same process, column by column, as the classic table shows it (from smaps: -c all
     # has per-mapping columns, and "maps" keeps the classic table off smaps_rollup too)

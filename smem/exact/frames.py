@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import CaptureError, SmemError
 from ..parsers.kpageflags import FLAGS
+from ..parsers.pagemap import SWAPPED
 
 __all__ = ["ExactUnavailable", "ProcessFrames", "FrameTable", "page_size_of"]
 
@@ -24,7 +25,7 @@ _KPAGE_GAP = 512           # read across this many unneeded PFNs rather than see
 _BLOCK_SHIFT = 12          # the dense frame index maps PFNs in blocks of 4096 frames
 _BLOCK_MASK = (1 << _BLOCK_SHIFT) - 1
 _UNOWNED = (1 << FLAGS["ZERO_PAGE"]) | (1 << FLAGS["HUGE"])
-_SWAPPED_ONLY = np.int64(1 << 62)
+_SWAPPED_ONLY = np.int64(SWAPPED)  # an entry as int64 at least this: swapped, not present (bit 63 clear)
 _DIRECT_BLOCKS = 1 << 16   # find a process's blocks by bisection when its PFNs span fewer
 
 

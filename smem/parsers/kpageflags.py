@@ -8,7 +8,7 @@ says never to rely on, so they have no names here.
 
 import numpy as np
 
-__all__ = ["ENTRY_SIZE", "FLAGS", "parse_kpageflags", "has_flag", "flag_names"]
+__all__ = ["ENTRY_SIZE", "FLAGS", "parse_kpageflags"]
 
 ENTRY_SIZE = 8
 
@@ -50,13 +50,3 @@ def parse_kpageflags(data):
         raise ValueError(f"kpageflags data of {len(data)} bytes is not a whole number of entries")
     return np.frombuffer(data, dtype="<u8").astype(np.uint64, copy=False)
 
-
-def has_flag(flags, name):
-    """Bool array: ``flags`` (from :func:`parse_kpageflags`) have flag ``name`` set."""
-    return (flags & np.uint64(1 << FLAGS[name])) != 0
-
-
-def flag_names(value):
-    """The names of the documented flags set in one flag word, in bit order."""
-    value = int(value)
-    return [name for name, bit in FLAGS.items() if value >> bit & 1]

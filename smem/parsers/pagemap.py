@@ -24,26 +24,14 @@ is only meaningful where its condition holds (``pfn`` where ``present``,
 
 import numpy as np
 
-__all__ = [
-    "ENTRY_SIZE", "PFN_MASK", "PRESENT", "SWAPPED", "FILE_SHARED", "EXCLUSIVE",
-    "SOFT_DIRTY", "UFFD_WP", "GUARD",
-    "parse_pagemap",
-]
+__all__ = ["ENTRY_SIZE", "PFN_MASK", "SWAPPED", "parse_pagemap"]
 
 ENTRY_SIZE = 8
 
+#: bits 0-54: the PFN where present, the swap type and offset where swapped
 PFN_MASK = np.uint64((1 << 55) - 1)
-SOFT_DIRTY = np.uint64(1 << 55)
-EXCLUSIVE = np.uint64(1 << 56)
-UFFD_WP = np.uint64(1 << 57)
-GUARD = np.uint64(1 << 58)
-FILE_SHARED = np.uint64(1 << 61)
+#: bit 62 (bit 63, present, is the sign bit of the entry read as int64: smem/exact/readers.py)
 SWAPPED = np.uint64(1 << 62)
-PRESENT = np.uint64(1 << 63)
-
-_SWAP_TYPE_MASK = np.uint64(0x1F)
-_SWAP_OFFSET_SHIFT = np.uint64(5)
-_SWAP_OFFSET_MASK = np.uint64((1 << 50) - 1)
 
 
 def parse_pagemap(data):
