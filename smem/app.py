@@ -7,13 +7,11 @@ sizing, table, format or chart.  Other front ends (a watch loop, a server)
 call :func:`run_report` or its steps too.
 """
 
-import contextlib
 import dataclasses
 import os
 from typing import List, NamedTuple, Optional
 
-from .errors import SmemError, UsageError
-from .compression import by_option
+from .errors import SmemError
 from .extras import require
 from .formats import FORMATS, Rendering, render
 from .loading import load_reading
@@ -30,7 +28,7 @@ from .views import VIEWS, needs_of
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "run_capture", "run_receive", "recording_readings", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "recording_readings", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "named_processes", "SLOW_READ_SECONDS"]
 
 
 class Result(NamedTuple):
@@ -48,84 +46,32 @@ class Plan(NamedTuple):
     exact: bool
 
 
-def _check(request):
-    query, view = request.query, VIEWS[request.query.view]
-    if request.system.breakdown and view.shaped_by_system is None:
-        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
-    view = view.shaped(request.system)
-    if query.old_source is not None:
-        _comparable(view, query, "smem diff")
+def report_view(request):
+    """The view ``request``'s table is made of: its view as -w's options shape it, compared
+    (smem diff: OLD given) or watched (watch mode), as smem.validate checked they may be."""
+    view = VIEWS[request.query.view].shaped(request.system)
+    if request.query.old_source is not None:
         from .views.diff import diff_view  # (a comparison only)
         view = diff_view(view)
-    if not view.takes_selection:
-        given = [o for o, v in (("-P", query.process_filter), ("-U", query.user_filter), ("-M", query.map_filter),
-                                ("--pid", query.pids)) if v]
-        if given:
-            raise UsageError(f"the {view.title} view attributes memory to every process: "
-                             f"it takes no {' or '.join(given)}")
     if request.watch is not None:
-        view = _watched(request, view)
-    if view.requires_exact and not (query.process_filter or query.user_filter or query.pids):
-        raise UsageError("--shared-with needs a selection: -P, -U or --pid")
-    if query.wss_seconds is not None:
-        from .working_set import check_working_set
-        check_working_set(query, True)
-        if "wss" not in view.columns:
-            raise UsageError(f"--wss measures processes' working set: the {view.title} view has no wss column")
-        if request.watch is not None:
-            raise UsageError("--wss measures once: it does not combine with --interval")
-    if request.system.recommend is not None and not view.needs_sizing:
-        raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
+        from .views.diff import watch_view
+        view = watch_view(view, request.watch.since)
     return view
 
 
-def _comparable(view, query, command):
-    """A UsageError where ``view`` has no rows to match between two snapshots, naming why."""
-    if query.exact or view.requires_exact:
-        raise UsageError(f"{command} does not combine with --exact or --shared-with")
-    if view.row_key is None:
-        raise UsageError(f"{command} compares processes, users, programs, cgroups, mappings, the "
-                         f"system or shared memory objects, not the {view.title} view")
-
-
-def _watched(request, view):
-    """The view of watch mode, or a UsageError where watching means nothing."""
-    watch, query = request.watch, request.query
-    if not watch.interval > 0 or watch.interval == float("inf"):
-        raise UsageError(f"--interval takes a number of seconds above 0 (not {watch.interval:g})")
-    if watch.replay is not None:
-        from .sources.recorded import is_recording
-        if query.source is None or not is_recording(query.source):
-            raise UsageError("--speed and --all-frames play a recording back: use them with -S RECORDING")
-        if query.at is not None:
-            raise UsageError("--at chooses one frame: --speed and --all-frames play them all")
-    elif query.source is not None or query.old_source is not None:
-        raise UsageError("--interval watches this machine: a capture (-S) is one instant (a recording is "
-                         "played back with --speed or --all-frames); on a remote host run smem --interval there")
-    if request.chart is not None:
-        raise UsageError("--interval redraws a report: it does not combine with --pie or --bar")
-    _comparable(view, query, "--interval")
-    if FORMATS[request.table.format].stream is None:
-        raise UsageError(f"-F {request.table.format} is one document, not a stream: watch mode writes "
-                         "json (JSON Lines), csv or a table")
-    from .views.diff import watch_view
-    return watch_view(view, watch.since)
-
-
 def plan(request, companions=None):
-    """What to read for ``request``; unknown fields fail here, before any /proc is read.
+    """What to read for ``request`` (its options valid together: smem.validate); unknown fields
+    fail here, before any /proc is read.
 
     ``companions``: (view name or View, TableOptions) of more tables to make from the same snapshot
     (``smem serve``'s scrape, ``smem html``'s page); by default the view's ``metrics_companions`` when the format
     asks for them.
     """
-    view = _check(request)
+    view = report_view(request)
     exact = request.query.exact or view.requires_exact
     table = request.table._replace(exact=exact)
     columns = selected_columns(view, table, request.chart) + [sort_column(view, table)]
     exact = exact or any("exact" in c.needs for c in columns)
-    if exact and not view.process_groups and not view.requires_exact:
-        raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
     counters = set()
     if companions is not None:
         companions = tuple((VIEWS[name] if isinstance(name, str) else name, options._replace(exact=exact))
@@ -342,7 +288,7 @@ def _account_exactly(reading, view, selection, warnings):
     return accounting, (selected, sharing)
 
 
-def _named(processes):
+def named_processes(processes):
     """``pid 1 (init), pid 7 (sshd) and 4 more``: (pid, name) pairs as warnings name them."""
     named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "") for pid, name in processes[:3])
     return named + (f" and {len(processes) - 3} more" if len(processes) > 3 else "")
@@ -356,7 +302,7 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
         hint = ("; run as root to see them"
                 if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
         warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
-                        f"{_named(processes)}{hint}")
+                        f"{named_processes(processes)}{hint}")
     if snapshot.pss_missing:
         warnings.append("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
     if snapshot.skipped:
@@ -371,74 +317,3 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
         warnings.append(f"reading pid {p.pid} ({(p.name or '?').translate(CONTROLS)}) took {p.read_seconds:.1f} s: "
                         "reading smaps stalls a process with much memory mapped; --max-rss SIZE skips such processes")
     return warnings
-
-
-def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, force=False):
-    """Write a capture of this machine (or of ``host``) to the file ``path``, or to ``stream``
-    (standard output) when ``path`` is None; the warnings to show.  ``compression``: gz, bz2, xz,
-    zst or none."""
-    from .capture_writer import write_capture
-    from .output import output_file
-    if exact:
-        require("numpy", "capture --exact")
-    module = by_option(compression).module if compression != "none" else None
-    if module is not None:
-        require(module, f"capture --compression {compression}")
-    source = open_source(host) if host else open_source(None)
-    target = (output_file(path, force=force, what="capture", private=True) if path is not None
-              else contextlib.nullcontext(stream))
-    try:
-        with target as out, _compressed(out, compression) as (archive, tar_compression):
-            written, skipped = write_capture(source, archive, tar_compression, exact=exact)
-        if path is None:
-            stream.flush()
-    except BrokenPipeError:
-        raise  # the command line says the capture was cut off, and quiets stdout
-    except OSError as e:
-        where = f" to {path}" if path is not None else ""
-        raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
-    finally:
-        source.close()
-    if not skipped:
-        return []
-    hint = "; run as root to capture them" if host is None and os.geteuid() != 0 else ""
-    return [f"{len(skipped)} process{'es' if len(skipped) > 1 else ''} could not be read and "
-            f"{'were' if len(skipped) > 1 else 'was'} left out: {_named(skipped)}{hint}"]
-
-
-def run_receive(address, path, stream=None, *, timeout=None, force=False, said=None):
-    """Wait on ``address`` (HOST:PORT) for one capture pushed there, read it whole (a capture it
-    must be), then write it as it came to ``path`` (or ``stream``).  ``said``: the listening line."""
-    from .output import output_file
-    from .sources.tcp import DEFAULT_TIMEOUT, Listener
-    with Listener(address, timeout or DEFAULT_TIMEOUT, said) as listener:
-        source, spool = listener.capture()
-    source.close()
-    target = (output_file(path, force=force, what="capture", private=True) if path is not None
-              else contextlib.nullcontext(stream))
-    try:
-        with spool, target as out:
-            while True:
-                chunk = spool.read(1 << 20)
-                if not chunk:
-                    break
-                out.write(chunk)
-        if path is None:
-            stream.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        where = f" to {path}" if path is not None else ""
-        raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
-    return []
-
-
-@contextlib.contextmanager
-def _compressed(out, compression):
-    """(stream, what tarfile should compress with): zstd is a stream of ours, the rest tarfile's."""
-    if compression != "zst":
-        yield out, None if compression == "none" else compression
-        return
-    import zstandard
-    with zstandard.ZstdCompressor(level=10).stream_writer(out, closefd=False) as stream:
-        yield stream, None

@@ -1,4 +1,4 @@
-"""click's parsing in smem's words: the command, choice and path types the command line uses,
+"""click's parsing in smem's words: the command, group, choice and path types the command line uses,
 and click's usage errors reworded as smem's one-liners (lowercase, what was expected, the close
 ones suggested), so that every wrong word on the command line reads alike.
 """
@@ -8,7 +8,7 @@ import click.shell_completion
 
 from .errors import UsageError
 
-__all__ = ["SmemCommand", "Choice", "PATH", "DIRECTORY", "usage_message", "one_line", "command_suggestion",
+__all__ = ["SmemCommand", "DefaultGroup", "Choice", "PATH", "DIRECTORY", "usage_message", "one_line", "command_suggestion",
            "option_suggestion"]
 
 
@@ -26,6 +26,29 @@ class SmemCommand(click.Command):
             raise click.UsageError(f"unexpected argument {ctx.args[0]!r}: {ctx.command_path} takes "
                                    f"{_arguments(self) or 'options only'}", ctx)
         return rest
+
+
+class DefaultGroup(click.Group):
+    """A group that runs ``report`` when the first word is not one of its commands."""
+
+    command_class = SmemCommand
+    default_command = "report"
+
+    def parse_args(self, ctx, args):
+        if args and args[0] in self.commands:
+            return super().parse_args(ctx, args)
+        if not args and ctx.resilient_parsing:
+            return super().parse_args(ctx, args)  # completing the first word: offer the commands
+        return super().parse_args(ctx, [self.default_command, *args])
+
+    def shell_complete(self, ctx, incomplete):
+        """The first word completes to a command, or to the report's options."""
+        items = super().shell_complete(ctx, incomplete)
+        if incomplete.startswith("-"):
+            report_ctx = self.commands[self.default_command].make_context(
+                self.default_command, [], parent=ctx, resilient_parsing=True)
+            items += self.commands[self.default_command].shell_complete(report_ctx, incomplete)
+        return items
 
 
 class Choice(click.Choice):

@@ -4,8 +4,8 @@
 Each is named once with its magic, the bytes a stream of it starts with (as the kernel's
 scripts/extract-vmlinux searches for them), its ``--compression`` spelling where smem writes
 it, and the package it needs beyond the standard library.  The readers and writers themselves
-stay with who uses them (sources/decompressed.py, app.run_capture, parsers/kernel_image.py): this
-table says which exist, so the three cannot disagree.
+stay with who uses them (sources/decompressed.py, capture_command.run_capture,
+parsers/kernel_image.py): this table says which exist, so the three cannot disagree.
 """
 
 from dataclasses import dataclass

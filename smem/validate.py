@@ -1,16 +1,57 @@
 """Option-combination rules, one function per command, each raising the UsageError the user sees.
 
-cli.py calls these with the raw option values before it builds the frozen options; keeping the
-rules here means a rule and its message live in one place. app.py still checks the rules a
-library caller (a ReportRequest built without the CLI) can break: --breakdown, --wss, --exact,
---shared-with, --recommend and the watch interval.
+Every rule over what was typed together lives here, worded in the command line's flags: the
+library below (app.py and the layers it calls) takes already-valid frozen options and checks
+none of them again.  Each function takes the command's option values as click names them (the
+ones a rule reads are its keyword arguments; the rest pass through ``**_``), before the values
+are parsed into smem.options; a rule that depends on the chosen view reads its traits from the
+view registry (imported here, not at the command line's start: --help and completion stay light).
 """
+
+import math
+import os
 
 from .errors import UsageError
 
+__all__ = ["report", "diff", "capture", "html", "record", "serve"]
 
-def report_chart(pie, bar, output, force):
-    """The main command's chart options: one chart, and -o/--force only with one."""
+
+def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_frames, max_staleness,
+           breakdown, recommend, exact, wss, source, at, fmt, **selection):
+    """The main command: its chart, watch, system, --exact and --wss options against each other
+    and against ``view`` (the name the view flags chose)."""
+    _chart(pie, bar, output, force)
+    watching = _watch(interval, count, delta, speed, all_frames, max_staleness)
+    chosen = _shaped(view, breakdown)
+    _takes_selection(chosen, **selection)
+    if watching:
+        chosen = _watched(chosen, interval, speed, all_frames, source, at, fmt, exact,
+                          charted=pie is not None or bar is not None, since=delta or "first")
+    if chosen.requires_exact and not (selection["processfilter"] or selection["userfilter"] or selection["pids"]):
+        raise UsageError("--shared-with needs a selection: -P, -U or --pid")
+    if wss is not None:
+        _working_set(chosen, wss, source, watching)
+    if recommend is not None and not chosen.needs_sizing:
+        raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
+    if exact and not chosen.process_groups and not chosen.requires_exact:
+        raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
+
+
+def diff(view, *, old, new, breakdown, **selection):
+    """smem diff: OLD alone is a recording, and ``view`` (as the view flags chose it) has rows to
+    match between two readings."""
+    if new is None:
+        from .sources.recorded import is_recording
+        if not is_recording(old):
+            raise UsageError(f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is not one")
+    chosen = _shaped(view, breakdown)
+    _comparable(chosen, False, "smem diff")
+    from .views.diff import diff_view
+    _takes_selection(diff_view(chosen), **selection)
+
+
+def _chart(pie, bar, output, force):
+    """One chart, and -o/--force only with one."""
     if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
     if output is not None and pie is None and bar is None:
@@ -19,9 +60,9 @@ def report_chart(pie, bar, output, force):
         raise UsageError("--force lets -o replace a file: use it with -o")
 
 
-def watch(interval, count, delta, speed, all_frames, max_staleness):
+def _watch(interval, count, delta, speed, all_frames, max_staleness):
     """Watch mode's options: a recording's playback (--speed, --all-frames) or this machine's
-    (--interval, --max-staleness), and --count/--delta only with one of them."""
+    (--interval, --max-staleness), and --count/--delta only with one of them; whether it watches."""
     replaying = speed is not None or all_frames
     if speed is not None and all_frames:
         raise UsageError("choose one: --speed X plays a recording back at a pace, --all-frames all at once")
@@ -33,9 +74,77 @@ def watch(interval, count, delta, speed, all_frames, max_staleness):
         for given, name in ((count, "--count N"), (delta, "--delta"), (max_staleness, "--max-staleness")):
             if given is not None:
                 raise UsageError(f"{name} is for watch mode: use it with --interval SECONDS")
+    return replaying or interval is not None
 
 
-def serve(textfile, listen, interval, count, source):
+def _shaped(view, breakdown):
+    """The registered view ``view``, as --breakdown shapes it (which only -w's view takes)."""
+    from .options import SystemOptions
+    from .views import VIEWS
+    registered = VIEWS[view]
+    if breakdown and registered.shaped_by_system is None:
+        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
+    return registered.shaped(SystemOptions(breakdown=breakdown))
+
+
+def _takes_selection(view, *, processfilter, userfilter, mapfilter, pids, **_):
+    """A view that attributes memory to every process takes no -P/-U/-M/--pid."""
+    if not view.takes_selection:
+        given = [o for o, v in (("-P", processfilter), ("-U", userfilter), ("-M", mapfilter), ("--pid", pids)) if v]
+        if given:
+            raise UsageError(f"the {view.title} view attributes memory to every process: "
+                             f"it takes no {' or '.join(given)}")
+
+
+def _comparable(view, exact, command):
+    """``view`` has rows to match between two readings, and no page-by-page accounting."""
+    if exact or view.requires_exact:
+        raise UsageError(f"{command} does not combine with --exact or --shared-with")
+    if view.row_key is None:
+        raise UsageError(f"{command} compares processes, users, programs, cgroups, mappings, the "
+                         f"system or shared memory objects, not the {view.title} view")
+
+
+def _watched(view, interval, speed, all_frames, source, at, fmt, exact, charted, since):
+    """Watch mode over ``view``: this machine every --interval, or a recording played back; the
+    view it shows."""
+    if speed is None and not all_frames:
+        if not 0 < interval < math.inf:
+            raise UsageError(f"--interval takes a number of seconds above 0 (not {interval:g})")
+        if source is not None:
+            raise UsageError("--interval watches this machine: a capture (-S) is one instant (a recording is "
+                             "played back with --speed or --all-frames); on a remote host run smem --interval there")
+    else:
+        from .sources.recorded import is_recording
+        if source is None or not is_recording(source):
+            raise UsageError("--speed and --all-frames play a recording back: use them with -S RECORDING")
+        if at is not None:
+            raise UsageError("--at chooses one frame: --speed and --all-frames play them all")
+    if charted:
+        raise UsageError("--interval redraws a report: it does not combine with --pie or --bar")
+    _comparable(view, exact, "--interval")
+    from .formats import FORMATS
+    if FORMATS[fmt].stream is None:
+        raise UsageError(f"-F {fmt} is one document, not a stream: watch mode writes json (JSON Lines), csv or a table")
+    from .views.diff import watch_view
+    return watch_view(view, since)
+
+
+def _working_set(view, seconds, source, watching):
+    """--wss: this machine's processes, as root, once, in a view with a wss column."""
+    if source is not None:
+        raise UsageError("--wss measures this machine's processes over time: not a capture or another host")
+    if not 0 < seconds < math.inf:
+        raise UsageError(f"--wss takes a number of seconds above 0 (not {seconds:g})")
+    if os.geteuid() != 0:
+        raise UsageError("--wss clears each process's referenced bits (/proc/PID/clear_refs): run it as root")
+    if "wss" not in view.columns:
+        raise UsageError(f"--wss measures processes' working set: the {view.title} view has no wss column")
+    if watching:
+        raise UsageError("--wss measures once: it does not combine with --interval")
+
+
+def serve(*, textfile, listen, interval, count, source, **_):
     """smem serve: --textfile or --listen, its pacing only with --textfile, a source read again."""
     if textfile is None and (interval is not None or count is not None):
         raise UsageError("--interval and --count say how often --textfile writes: use them with --textfile")
@@ -46,7 +155,7 @@ def serve(textfile, listen, interval, count, source):
                          "cannot be read twice; name a capture file or directory")
 
 
-def html(force, output, source, old):
+def html(*, force, output, source, old, **_):
     """smem html: --force only over a named file, captures read by name."""
     if force and output == "-":
         raise UsageError("--force lets -o replace a file: not with -o -")
@@ -54,7 +163,7 @@ def html(force, output, source, old):
         raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
 
 
-def record(count, duration, listen, interval, timeout):
+def record(*, count, duration, listen, interval, timeout, **_):
     """smem record: one end, and this machine's pace or a target's (--listen, --timeout)."""
     if count is not None and duration is not None:
         raise UsageError("choose one end: --count N or --duration T")
@@ -64,7 +173,7 @@ def record(count, duration, listen, interval, timeout):
         raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
 
 
-def capture(output, force, host, compression, exact, script, listen, timeout):
+def capture(*, output, force, host, compression, exact, script, listen, timeout, **_):
     """smem capture: --listen, --script and ssh (--host) each take only their own options."""
     if listen is not None:
         given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),

@@ -17,22 +17,10 @@ it is not used yet.
 import os
 import time
 
-from .errors import UsageError
-
-__all__ = ["clear_referenced", "referenced_pss", "CLEAR_REFS_NOTE", "check_working_set"]
+__all__ = ["clear_referenced", "referenced_pss", "CLEAR_REFS_NOTE"]
 
 CLEAR_REFS_NOTE = ("--wss clears the processes' referenced bits (/proc/PID/clear_refs): the kernel's reclaim "
                    "ages their pages by those bits, so it sees them as idle for a while")
-
-
-def check_working_set(query, source_is_local):
-    """A UsageError where --wss cannot measure."""
-    if query.source is not None or query.old_source is not None or not source_is_local:
-        raise UsageError("--wss measures this machine's processes over time: not a capture or another host")
-    if not query.wss_seconds > 0 or query.wss_seconds == float("inf"):
-        raise UsageError(f"--wss takes a number of seconds above 0 (not {query.wss_seconds:g})")
-    if os.geteuid() != 0:
-        raise UsageError("--wss clears each process's referenced bits (/proc/PID/clear_refs): run it as root")
 
 
 def clear_referenced(proc, pids):

@@ -1,0 +1,84 @@
+"""smem capture: a capture written to a file or standard output, or received over TCP and
+written as it came (the capture itself is smem.capture_writer's)."""
+
+import contextlib
+import os
+
+from .app import named_processes
+from .compression import by_option
+from .errors import SmemError
+from .extras import require
+from .sources import open_source
+
+__all__ = ["run_capture", "run_receive"]
+
+
+def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, force=False):
+    """Write a capture of this machine (or of ``host``) to the file ``path``, or to ``stream``
+    (standard output) when ``path`` is None; the warnings to show.  ``compression``: gz, bz2, xz,
+    zst or none."""
+    from .capture_writer import write_capture
+    from .output import output_file
+    if exact:
+        require("numpy", "capture --exact")
+    module = by_option(compression).module if compression != "none" else None
+    if module is not None:
+        require(module, f"capture --compression {compression}")
+    source = open_source(host) if host else open_source(None)
+    target = (output_file(path, force=force, what="capture", private=True) if path is not None
+              else contextlib.nullcontext(stream))
+    try:
+        with target as out, _compressed(out, compression) as (archive, tar_compression):
+            written, skipped = write_capture(source, archive, tar_compression, exact=exact)
+        if path is None:
+            stream.flush()
+    except BrokenPipeError:
+        raise  # the command line says the capture was cut off, and quiets stdout
+    except OSError as e:
+        where = f" to {path}" if path is not None else ""
+        raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
+    finally:
+        source.close()
+    if not skipped:
+        return []
+    hint = "; run as root to capture them" if host is None and os.geteuid() != 0 else ""
+    return [f"{len(skipped)} process{'es' if len(skipped) > 1 else ''} could not be read and "
+            f"{'were' if len(skipped) > 1 else 'was'} left out: {named_processes(skipped)}{hint}"]
+
+
+def run_receive(address, path, stream=None, *, timeout=None, force=False, said=None):
+    """Wait on ``address`` (HOST:PORT) for one capture pushed there, read it whole (a capture it
+    must be), then write it as it came to ``path`` (or ``stream``).  ``said``: the listening line."""
+    from .output import output_file
+    from .sources.tcp import DEFAULT_TIMEOUT, Listener
+    with Listener(address, timeout or DEFAULT_TIMEOUT, said) as listener:
+        source, spool = listener.capture()
+    source.close()
+    target = (output_file(path, force=force, what="capture", private=True) if path is not None
+              else contextlib.nullcontext(stream))
+    try:
+        with spool, target as out:
+            while True:
+                chunk = spool.read(1 << 20)
+                if not chunk:
+                    break
+                out.write(chunk)
+        if path is None:
+            stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        where = f" to {path}" if path is not None else ""
+        raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
+    return []
+
+
+@contextlib.contextmanager
+def _compressed(out, compression):
+    """(stream, what tarfile should compress with): zstd is a stream of ours, the rest tarfile's."""
+    if compression != "zst":
+        yield out, None if compression == "none" else compression
+        return
+    import zstandard
+    with zstandard.ZstdCompressor(level=10).stream_writer(out, closefd=False) as stream:
+        yield stream, None

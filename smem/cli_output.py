@@ -1,0 +1,49 @@
+"""What the command line writes: the report on standard output, notes and warnings on stderr.
+
+A closed or broken standard output is said once, or kept quiet where the reader (``head``) has
+what it wanted.
+"""
+
+import os
+import sys
+
+import click
+
+from .errors import SmemError
+
+
+def note(message):
+    click.echo(f"smem: {message}", err=True)
+
+
+def warn(message):
+    click.echo(f"smem: warning: {message}", err=True)
+
+
+def write(text):
+    write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+def write_bytes(data):
+    if sys.stdout is None:  # started with stdout closed (smem >&-)
+        raise SmemError("cannot write the report: standard output is closed")
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()  # here, not at exit: a full disk is reported, a closed pipe quiet
+    except BrokenPipeError:
+        quiet_broken_pipe()
+    except OSError as e:
+        raise SmemError(f"cannot write the report: {e.strerror}") from None
+
+
+def silence_stdout():
+    """Point stdout at /dev/null, so that the flush at exit does not meet the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def quiet_broken_pipe():
+    """A report read by ``head``: the reader has what it wanted, so the end is quiet."""
+    silence_stdout()
+    sys.exit(0)

@@ -1,0 +1,133 @@
+"""Every option-combination rule of smem/validate.py, through the command line: the one line
+the user reads (exit 2, nothing on stdout), for each command.  Each case fails before anything
+is read, so none waits on /proc."""
+
+import os
+
+import pytest
+
+from conftest import FIXTURES, run_smem
+
+CAPTURE = str(FIXTURES / "captures" / "faithful.tar.gz")
+WATCH_ONLY = "is for watch mode: use it with --interval SECONDS"
+TCP_ONLY = "--timeout bounds a sender over TCP: use it with --listen"
+FORCE_NEEDS_O = "--force lets -o replace a file: use it with -o"
+
+
+@pytest.fixture
+def recording(tmp_path):
+    """A directory smem takes for a recording (its index), for rules that fail before a frame is read."""
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "index.jsonl").write_text("")
+    return str(tmp_path / "rec")
+
+
+def _refused(*args):
+    proc = run_smem(*args)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and proc.stdout == b"" and len(lines) == 1, (args, proc.returncode, lines)
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--pie", "name", "--bar", "name"], "choose one chart: --pie or --bar"),
+    (["-o", "x.png"], "-o/--output saves a chart: use it with --pie or --bar"),
+    (["--pie", "name", "--force"], FORCE_NEEDS_O),
+    (["--speed", "2", "--all-frames"], "choose one: --speed X plays a recording back at a pace, --all-frames all at once"),
+    (["--speed", "2", "--interval", "1"],
+     "--interval watches this machine: a recording is played back at its own pace (--speed)"),
+    (["--all-frames", "--max-staleness", "3"],
+     "--max-staleness is for watching this machine (--interval): a recording's frames are as recorded"),
+    (["--count", "3"], f"--count N {WATCH_ONLY}"),
+    (["--delta", "previous"], f"--delta {WATCH_ONLY}"),
+    (["--max-staleness", "3"], f"--max-staleness {WATCH_ONLY}"),
+    (["--breakdown", "-u"], "--breakdown accounts for all of MemTotal: use it with -w"),
+    (["--shm", "-M", "x"], "the shared memory view attributes memory to every process: it takes no -M"),
+    (["--shm", "-P", "x", "--pid", "1"], "the shared memory view attributes memory to every process: it takes no -P or --pid"),
+    (["--interval", "0"], "--interval takes a number of seconds above 0 (not 0)"),
+    (["--interval", "inf"], "--interval takes a number of seconds above 0 (not inf)"),
+    (["--interval", "1", "-S", CAPTURE], "--interval watches this machine: a capture (-S) is one instant (a recording "
+     "is played back with --speed or --all-frames); on a remote host run smem --interval there"),
+    (["--speed", "2", "-S", CAPTURE], "--speed and --all-frames play a recording back: use them with -S RECORDING"),
+    (["--interval", "1", "--pie", "name"], "--interval redraws a report: it does not combine with --pie or --bar"),
+    (["--interval", "1", "--exact"], "--interval does not combine with --exact or --shared-with"),
+    (["--interval", "1", "-F", "openmetrics"],
+     "-F openmetrics is one document, not a stream: watch mode writes json (JSON Lines), csv or a table"),
+    (["--shared-with"], "--shared-with needs a selection: -P, -U or --pid"),
+    (["--wss", "1", "-S", CAPTURE], "--wss measures this machine's processes over time: not a capture or another host"),
+    (["--wss", "nan"], "--wss takes a number of seconds above 0 (not nan)"),
+    (["--wss", "1", "-m"], "--wss measures processes' working set: the mappings view has no wss column"),
+    (["--wss", "1", "--interval", "1"], "--wss measures once: it does not combine with --interval"),
+    (["--recommend", "5", "-u"], "--recommend sizes RAM for the whole system: use it with -w"),
+    (["-m", "--exact"], "--exact accounts processes: use it with the process, -u, -g or --cgroup views"),
+])
+def test_report_rules(args, said):
+    if "--wss" in args and "-S" not in args and "nan" not in args and os.geteuid() != 0:
+        pytest.skip("--wss is refused before its other rules when not root")
+    assert _refused(*args) == f"smem: {said}"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--all-frames", "--at", "1"], "--at chooses one frame: --speed and --all-frames play them all"),
+    (["--speed", "2", "-F", "openmetrics"],
+     "-F openmetrics is one document, not a stream: watch mode writes json (JSON Lines), csv or a table"),
+])
+def test_playback_rules(recording, args, said):
+    assert _refused("-S", recording, *args) == f"smem: {said}"
+
+
+@pytest.mark.parametrize("args, said", [
+    ([CAPTURE], f"smem diff compares OLD and NEW, or the first and last frames of a recording: {CAPTURE} is not one"),
+    ([CAPTURE, CAPTURE, "--breakdown"], "--breakdown accounts for all of MemTotal: use it with -w"),
+    ([CAPTURE, CAPTURE, "--shm", "-U", "x"],
+     "the shared memory: changes view attributes memory to every process: it takes no -U"),
+])
+def test_diff_rules(args, said):
+    assert _refused("diff", *args) == f"smem: {said}"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--listen", "127.0.0.1:0", "--exact", "--script", "--compression", "xz"],
+     "--listen writes the capture as the target sent it: it takes no --exact or --script or --compression"),
+    (["--listen", "127.0.0.1:0", "--host", "ssh://box"], "--listen writes the capture as the target sent it: it takes no --host"),
+    (["--timeout", "3"], TCP_ONLY),
+    (["--script", "-o", "x", "--force"], "--script prints the capture script to standard output: it takes no -o or --force"),
+    (["--script", "--compression", "xz"], "--script prints the capture script to standard output: it takes no --compression"),
+    (["--force"], FORCE_NEEDS_O),
+    (["--exact", "--host", "ssh://box", "-o", "x"],
+     "--exact cannot capture over ssh: the shell script cannot read pagemap; run 'smem capture --exact' on the host"),
+])
+def test_capture_rules(args, said):
+    assert _refused("capture", *args) == f"smem: {said}"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["-o", "-", "--force"], "--force lets -o replace a file: not with -o -"),
+    (["-o", "page.html", "-S", "-"], "smem html reads captures by name: -S - and --compare - are not supported"),
+    (["-o", "page.html", "--compare", "-"], "smem html reads captures by name: -S - and --compare - are not supported"),
+])
+def test_html_rules(tmp_path, args, said):
+    assert _refused("html", *[str(tmp_path / a) if a == "page.html" else a for a in args]) == f"smem: {said}"
+    assert not (tmp_path / "page.html").exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--count", "2", "--duration", "1m"], "choose one end: --count N or --duration T"),
+    (["--listen", "127.0.0.1:0", "--interval", "2"],
+     "--interval paces this machine's frames: with --listen the target's loop sets the pace"),
+    (["--timeout", "3"], TCP_ONLY),
+])
+def test_record_rules(tmp_path, args, said):
+    assert _refused("record", "-o", tmp_path / "rec", *args) == f"smem: {said}"
+    assert not (tmp_path / "rec").exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--interval", "5"], "--interval and --count say how often --textfile writes: use them with --textfile"),
+    (["--count", "1"], "--interval and --count say how often --textfile writes: use them with --textfile"),
+    (["--textfile", ".", "--listen", "127.0.0.1:0"], "choose one: --listen serves HTTP, --textfile writes a file"),
+    (["-S", "-"], "smem serve reads its source again at every collection: -S - (standard input) cannot be read "
+                  "twice; name a capture file or directory"),
+])
+def test_serve_rules(args, said):
+    assert _refused("serve", *args) == f"smem: {said}"
