@@ -82,7 +82,15 @@ def measure(source, pids, seconds):
         if why is not None:
             notes.append(why)
     if tracker is not None:
-        tracker.mark(pids)
+        try:
+            tracker.mark(pids)
+        except OSError as e:
+            why = f"marking pages idle failed ({e.strerror or e})"
+            if asked == PAGE_IDLE:
+                raise SmemError(f"{METHOD_VARIABLE}={PAGE_IDLE}: {why}") from None
+            tracker = None
+            notes.append(f"--wss: {why}, so:")
+    if tracker is not None:
         time.sleep(seconds)
         try:
             figures = tracker.measure(pids)

@@ -194,3 +194,17 @@ def test_a_bitmap_that_cannot_be_written_is_an_error_where_idle_tracking_is_aske
     monkeypatch.setenv("SMEM_WSS_METHOD", "page_idle")
     with pytest.raises(SmemError, match=r"^SMEM_WSS_METHOD=page_idle: .*bitmap cannot be written \(Permission denied\)$"):
         measure(LiveSource(sys=str(unwritable_sys)), [os.getpid()], 0.1)
+
+
+def test_a_bitmap_that_opens_but_refuses_the_marks_falls_back_to_clear_refs_saying_why(tmp_path, monkeypatch):
+    """/dev/full in the bitmap's place: it opens for writing, and every write fails (ENOSPC)."""
+    pytest.importorskip("numpy")
+    (tmp_path / "kernel/mm/page_idle").mkdir(parents=True)
+    (tmp_path / "kernel/mm/page_idle/bitmap").symlink_to("/dev/full")
+    monkeypatch.delenv("SMEM_WSS_METHOD", raising=False)
+    working_set, notes = measure(LiveSource(sys=str(tmp_path)), [os.getpid()], 0.1)
+    assert working_set.method == "clear_refs"
+    assert notes[0].startswith("--wss: marking pages idle failed (No space left on device), so: --wss clears")
+    monkeypatch.setenv("SMEM_WSS_METHOD", "page_idle")
+    with pytest.raises(SmemError, match=r"^SMEM_WSS_METHOD=page_idle: marking pages idle failed"):
+        measure(LiveSource(sys=str(tmp_path)), [os.getpid()], 0.1)
