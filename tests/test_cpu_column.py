@@ -2,10 +2,12 @@
 (as ps), over the interval between two readings in watch mode, smem diff and smem serve (as
 top).  Real busy and idle processes of this machine; /proc trees whose ticks and uptime are known."""
 
+import bisect
 import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -63,21 +65,55 @@ def test_a_report_says_since_the_process_started_as_ps_does(busy, idle):
     assert rows[idle] <= 1.0 and expected[idle] <= 1.0
 
 
+class _TickSampler(threading.Thread):
+    """(uptime, utime + stime) of ``pid`` every 10 ms until stopped: what the process ran up to
+    any moment, to be read back for whichever interval smem measured."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.samples, self.done = pid, [], threading.Event()
+
+    def run(self):
+        while not self.done.wait(0.01):
+            ticks, uptime = _ticks_and_uptime(self.pid)
+            self.samples.append((uptime, ticks))
+
+    def ticks_at(self, uptime):
+        """The process's ticks at the last sample taken by ``uptime``."""
+        times = [t for t, _ in self.samples]
+        return self.samples[max(bisect.bisect_right(times, uptime) - 1, 0)][1]
+
+
+def _uptime():
+    return parse_uptime(Path("/proc/uptime").read_bytes())
+
+
 def test_watch_mode_says_over_the_interval(busy, idle):
-    """A busy loop shows what it ran in the interval, 100% of a core where it had one; measured
-    against the process's own ticks read around the watch (the machine's load may take its core)."""
-    before = _ticks_and_uptime(busy)
-    res = subprocess.run([sys.executable, "-m", "smem", "--interval", "1", "--count", "6", "--pid",
-                          f"{busy},{idle}", "-c", "pid cpu", "-F", "json"], capture_output=True, cwd=TESTS.parent,
-                         timeout=120)
-    after = _ticks_and_uptime(busy)
-    assert res.returncode == 0, res.stderr
-    rows = [json.loads(line) for line in res.stdout.decode().splitlines()]  # JSON Lines: a row a line
+    """A busy loop shows what it ran in the interval, 100% of a core where it had one.  The
+    machine is shared: the reference is the CPU time the loop got over the same interval
+    smem measured (the kernel's ticks, sampled every 10 ms; the interval from when the first
+    and the last frame arrived), not what a core would give it."""
+    sampler = _TickSampler(busy)
+    sampler.start()
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "1", "--count", "6", "--pid",
+                             f"{busy},{idle}", "-c", "pid cpu", "-F", "json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=TESTS.parent)
+    rows, arrived = [], {}
+    for line in proc.stdout:  # JSON Lines: a row a line, each frame's as soon as it is read
+        row = json.loads(line)
+        arrived.setdefault(row["frame"], _uptime())
+        rows.append(row)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    sampler.done.set()
+    sampler.join()
     assert max(r["frame"] for r in rows) == 6
     last = {r["pid"]: r["cpu"] for r in rows if r["frame"] == 6}
-    reference = 100.0 * (after[0] - before[0]) / 100 / (after[1] - before[1])
-    print(f"busy loop: watch mode {last[busy]}% (5 s since the first frame), ticks around it {reference:.1f}%")
-    assert abs(last[busy] - reference) <= 5
+    first, final = arrived[1], arrived[6]
+    reference = 100.0 * (sampler.ticks_at(final) - sampler.ticks_at(first)) / 100 / (final - first)
+    print(f"busy loop: watch mode {last[busy]}% (5 s since the first frame), its ticks over the same "
+          f"interval {reference:.1f}%")
+    # within 5% of what it ran (the issue's 100% +- 5% at a whole core), and a tick or two
+    assert abs(last[busy] - reference) <= max(0.05 * reference, 1.0)
     if reference >= 97:  # it had its core: the issue's target
         assert 95 <= last[busy] <= 105
     assert last[idle] <= 1.0
