@@ -145,3 +145,63 @@ def test_two_readings_give_the_rate_between_them_and_one_since_start(tmp_path):
 def test_a_capture_without_uptime_shows_a_dash():
     rows = json.loads(run_smem("-S", str(FIXTURES / "gpu_proc" / "tree"), "-c", "pid cpu", "-F", "json").stdout)
     assert rows["rows"] and all(r["cpu"] is None for r in rows["rows"])
+
+
+#: runs until it has used 0.5 s of CPU, then sleeps: busy since it started, idle from then on
+SPENT = ("import sys, time\nwhile time.process_time() < 0.5: pass\n"
+         "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n")
+
+
+@pytest.fixture
+def spent():
+    yield from _started(SPENT)
+
+
+def test_smem_serve_says_over_the_interval_between_its_collections(busy, spent, tmp_path):
+    """smem serve's cpu gauge: what each process ran between two collections (the textfile's
+    two writes), as the kernel's ticks sampled over the same interval say (when each collection
+    began: its smem_collection_timestamp_seconds less its duration); a process that was busy
+    before and idle since shows 0, not its average since it started."""
+    clock_offset = time.time() - _uptime()  # wall clock less uptime: the same instant in both
+    sampler = _TickSampler(busy)
+    sampler.start()
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--textfile", str(tmp_path), "--interval", "3",
+                             "--count", "2", "--pid", f"{busy},{spent}", "--top", "5"], stderr=subprocess.PIPE,
+                            cwd=TESTS.parent)
+    written = []  # the text of each write, polled every 10 ms
+    while True:
+        running = proc.poll() is None
+        path = tmp_path / "smem.prom"
+        text = path.read_text() if path.exists() else None
+        if text is not None and (not written or text != written[-1]):
+            written.append(text)
+        if not running:
+            break
+        time.sleep(0.01)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    sampler.done.set()
+    sampler.join()
+    assert len(written) == 2
+    # each collection read the processes as it began: its end (a wall-clock time) less its duration
+    first, second = (_gauge(text, "smem_collection_timestamp_seconds") - _gauge(text, "smem_collection_duration_seconds")
+                     - clock_offset for text in written)
+    text = written[-1]
+    gauges = {int(line.split('pid="')[1].split('"')[0]): float(line.split()[-1])
+              for line in text.splitlines() if line.startswith("smem_process_cpu_percent{")}
+    reference = 100.0 * (sampler.ticks_at(second) - sampler.ticks_at(first)) / 100 / (second - first)
+    since_start = process_since_start(spent)
+    print(f"smem serve: busy loop {gauges[busy]}% (its ticks over the interval {reference:.1f}%); "
+          f"busy-then-idle {gauges[spent]}% (since it started {since_start:.1f}%)")
+    assert abs(gauges[busy] - reference) <= max(0.05 * reference, 1.5)
+    assert gauges[spent] <= 1.0 < since_start
+
+
+def _gauge(text, name):
+    """The value of the unlabelled gauge ``name`` in exposition ``text``."""
+    return next(float(line.split()[1]) for line in text.splitlines() if line.startswith(name + " "))
+
+
+def process_since_start(pid):
+    """% of one core ``pid`` ran since it started, from its stat and the uptime (as ps)."""
+    stat = parse_stat(Path(f"/proc/{pid}/stat").read_bytes())
+    return 100.0 * stat.cpu_ticks / 100 / (_uptime() - stat.start_time / 100)
