@@ -129,8 +129,9 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
                          per_mapping=needs.mappings or needs.split or needs.devices or query.map_filter is not None,
                          streamed=not exact, timeout=query.timeout, at=at)
     fold = view.fold(needs) if view.fold is not None and not exact else None
+    working_set = None
     if query.wss_seconds is not None and spec is None:
-        warnings.append(_clear_referenced(source, load_selection, query.wss_seconds))
+        working_set = _measure_working_set(source, load_selection, query.wss_seconds, warnings)
     try:
         reading = load(source, load_selection, with_processes=view.reads_processes, needs=needs,
                        jobs=query.jobs, fold=fold)
@@ -147,7 +148,7 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
             warnings.extend(_estimated(reading.source, exact))
     finally:
         source.close()
-    snapshot = Snapshot(reading, Derived(sizing, accounting, shared, sharing))
+    snapshot = Snapshot(reading, Derived(sizing, accounting, shared, sharing, working_set))
     return snapshot, load_warnings(snapshot) + warnings
 
 
@@ -165,12 +166,14 @@ def _estimated(source, exact):
     return notes
 
 
-def _clear_referenced(source, selection, seconds):
-    """--wss: clear the selected processes' referenced bits and wait; the note to say once."""
+def _measure_working_set(source, selection, seconds, warnings):
+    """--wss: the selected processes' working set over ``seconds`` (a WorkingSet); its notes
+    are added to ``warnings``."""
     from .loading import selected_pids
-    from .working_set import CLEAR_REFS_NOTE, measure_interval
-    measure_interval(source.proc, selected_pids(source, selection), seconds)
-    return CLEAR_REFS_NOTE
+    from .working_set import measure
+    working_set, notes = measure(source, selected_pids(source, selection), seconds)
+    warnings.extend(notes)
+    return working_set
 
 
 def recording_readings(request, the_plan=None):

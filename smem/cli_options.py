@@ -142,8 +142,9 @@ time_options = bundle(
     click.option("--count", type=click.IntRange(min=1), metavar="N",
                  help="With --interval (or --speed, --all-frames): stop after N reports."),
     click.option("--wss", type=float, metavar="SECONDS",
-                 help="Working set (root): clear the processes' referenced bits, wait SECONDS, then report what "
-                      "each referenced meanwhile (wss, and wsspss with shared pages split) beside the defaults."),
+                 help="Working set (root): mark the processes' pages idle (idle page tracking, else clear_refs), "
+                      "wait SECONDS, then report what each referenced meanwhile (wss, and wsspss with shared pages "
+                      "split) beside the defaults."),
     click.option("--delta", type=Choice(["first", "previous"]), metavar="first|previous",
                  help="With --interval (or --speed, --all-frames): changes since the first report (default) or "
                       "the previous one."),

@@ -115,6 +115,10 @@ def manpage():
         ".TP", "\\fBSMEM_SSH_TIMEOUT\\fR",
         f"Seconds an \\fBssh://\\fR host may send nothing before it is given up on (default {DEFAULT_TIMEOUT:g}).",
         ".TP", "\\fBSMEM_JOBS\\fR", "Worker processes that read /proc or a capture, as \\fB\\-\\-jobs\\fR (which wins).",
+        ".TP", "\\fBSMEM_WSS_METHOD\\fR",
+        "How \\fB\\-\\-wss\\fR measures: \\fBpage_idle\\fR (idle page tracking, an error where the kernel "
+        "lacks it) or \\fBclear_refs\\fR; unset: idle page tracking where /sys/kernel/mm/page_idle/bitmap can be "
+        "written, else clear_refs.",
         ".TP", "\\fBSMEM_PURE_PYTHON\\fR",
         "Set to 1: the pure-Python smaps parser, not the C one (\\fBsmem \\-\\-version\\fR names the one in use).",
         ".TP", "\\fB_SMEM_COMPLETE\\fR", "Shell completion (see SHELL COMPLETION).",

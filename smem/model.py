@@ -174,7 +174,7 @@ class Need(enum.Flag):
     DEVICES = enum.auto()   # the fdinfo of its DRM and dma-buf fds, its dma-buf mappings (smem.device_memory)
     PRESSURE = enum.auto()  # memory pressure, the machine's and its cgroups' (smem.memory_pressure)
     UPTIME = enum.auto()    # /proc/uptime and the clock rate, what CPU time is measured against (cpu)
-    WSS = enum.auto()       # the working set: --wss cleared the referenced bits before the reading
+    WSS = enum.auto()       # the working set: --wss measured it before the reading (smem.working_set)
 
     @classmethod
     def named(cls, names):
@@ -269,6 +269,7 @@ class Derived:
     exact: object = None          # smem.exact.ExactAccounting, under --exact
     shared_memory: object = None  # smem.shared_memory.SharedMemory, for --shm
     sharing: tuple = None         # (selected pids, exact.SharedWith), for --shared-with
+    working_set: object = None    # smem.working_set.WorkingSet, under --wss: how it measured
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,6 +297,7 @@ class Snapshot:
     exact = property(lambda self: self.derived.exact)
     shared_memory = property(lambda self: self.derived.shared_memory)
     sharing = property(lambda self: self.derived.sharing)
+    working_set = property(lambda self: self.derived.working_set)
 
 
 #: The kernel's split of PSS in smaps_rollup (Linux 5.9+): anonymous, file, shmem.

@@ -11,6 +11,7 @@ view registry (imported here, not at the command line's start: --help and comple
 import math
 import os
 
+from . import working_set
 from .errors import UsageError
 
 __all__ = ["report", "diff", "capture", "html", "record", "serve"]
@@ -136,8 +137,10 @@ def _working_set(view, seconds, source, watching):
         raise UsageError("--wss measures this machine's processes over time: not a capture or another host")
     if not 0 < seconds < math.inf:
         raise UsageError(f"--wss takes a number of seconds above 0 (not {seconds:g})")
+    working_set.asked_method()
     if os.geteuid() != 0:
-        raise UsageError("--wss clears each process's referenced bits (/proc/PID/clear_refs): run it as root")
+        raise UsageError("--wss marks each process's pages (idle page tracking, or /proc/PID/clear_refs): "
+                         "run it as root")
     if "wss" not in view.columns:
         raise UsageError(f"--wss measures processes' working set: the {view.title} view has no wss column")
     if watching:

@@ -2,10 +2,12 @@
 (as ps), over the interval between two readings in watch mode, smem diff and smem serve (as
 top).  Real busy and idle processes of this machine; /proc trees whose ticks and uptime are known."""
 
+import bisect
 import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -63,21 +65,55 @@ def test_a_report_says_since_the_process_started_as_ps_does(busy, idle):
     assert rows[idle] <= 1.0 and expected[idle] <= 1.0
 
 
+class _TickSampler(threading.Thread):
+    """(uptime, utime + stime) of ``pid`` every 10 ms until stopped: what the process ran up to
+    any moment, to be read back for whichever interval smem measured."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.samples, self.done = pid, [], threading.Event()
+
+    def run(self):
+        while not self.done.wait(0.01):
+            ticks, uptime = _ticks_and_uptime(self.pid)
+            self.samples.append((uptime, ticks))
+
+    def ticks_at(self, uptime):
+        """The process's ticks at the last sample taken by ``uptime``."""
+        times = [t for t, _ in self.samples]
+        return self.samples[max(bisect.bisect_right(times, uptime) - 1, 0)][1]
+
+
+def _uptime():
+    return parse_uptime(Path("/proc/uptime").read_bytes())
+
+
 def test_watch_mode_says_over_the_interval(busy, idle):
-    """A busy loop shows what it ran in the interval, 100% of a core where it had one; measured
-    against the process's own ticks read around the watch (the machine's load may take its core)."""
-    before = _ticks_and_uptime(busy)
-    res = subprocess.run([sys.executable, "-m", "smem", "--interval", "1", "--count", "6", "--pid",
-                          f"{busy},{idle}", "-c", "pid cpu", "-F", "json"], capture_output=True, cwd=TESTS.parent,
-                         timeout=120)
-    after = _ticks_and_uptime(busy)
-    assert res.returncode == 0, res.stderr
-    rows = [json.loads(line) for line in res.stdout.decode().splitlines()]  # JSON Lines: a row a line
+    """A busy loop shows what it ran in the interval, 100% of a core where it had one.  The
+    machine is shared: the reference is the CPU time the loop got over the same interval
+    smem measured (the kernel's ticks, sampled every 10 ms; the interval from when the first
+    and the last frame arrived), not what a core would give it."""
+    sampler = _TickSampler(busy)
+    sampler.start()
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "1", "--count", "6", "--pid",
+                             f"{busy},{idle}", "-c", "pid cpu", "-F", "json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=TESTS.parent)
+    rows, arrived = [], {}
+    for line in proc.stdout:  # JSON Lines: a row a line, each frame's as soon as it is read
+        row = json.loads(line)
+        arrived.setdefault(row["frame"], _uptime())
+        rows.append(row)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    sampler.done.set()
+    sampler.join()
     assert max(r["frame"] for r in rows) == 6
     last = {r["pid"]: r["cpu"] for r in rows if r["frame"] == 6}
-    reference = 100.0 * (after[0] - before[0]) / 100 / (after[1] - before[1])
-    print(f"busy loop: watch mode {last[busy]}% (5 s since the first frame), ticks around it {reference:.1f}%")
-    assert abs(last[busy] - reference) <= 5
+    first, final = arrived[1], arrived[6]
+    reference = 100.0 * (sampler.ticks_at(final) - sampler.ticks_at(first)) / 100 / (final - first)
+    print(f"busy loop: watch mode {last[busy]}% (5 s since the first frame), its ticks over the same "
+          f"interval {reference:.1f}%")
+    # within 5% of what it ran (the issue's 100% +- 5% at a whole core), and a tick or two
+    assert abs(last[busy] - reference) <= max(0.05 * reference, 1.0)
     if reference >= 97:  # it had its core: the issue's target
         assert 95 <= last[busy] <= 105
     assert last[idle] <= 1.0
@@ -109,3 +145,63 @@ def test_two_readings_give_the_rate_between_them_and_one_since_start(tmp_path):
 def test_a_capture_without_uptime_shows_a_dash():
     rows = json.loads(run_smem("-S", str(FIXTURES / "gpu_proc" / "tree"), "-c", "pid cpu", "-F", "json").stdout)
     assert rows["rows"] and all(r["cpu"] is None for r in rows["rows"])
+
+
+#: runs until it has used 0.5 s of CPU, then sleeps: busy since it started, idle from then on
+SPENT = ("import sys, time\nwhile time.process_time() < 0.5: pass\n"
+         "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n")
+
+
+@pytest.fixture
+def spent():
+    yield from _started(SPENT)
+
+
+def test_smem_serve_says_over_the_interval_between_its_collections(busy, spent, tmp_path):
+    """smem serve's cpu gauge: what each process ran between two collections (the textfile's
+    two writes), as the kernel's ticks sampled over the same interval say (when each collection
+    began: its smem_collection_timestamp_seconds less its duration); a process that was busy
+    before and idle since shows 0, not its average since it started."""
+    clock_offset = time.time() - _uptime()  # wall clock less uptime: the same instant in both
+    sampler = _TickSampler(busy)
+    sampler.start()
+    proc = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--textfile", str(tmp_path), "--interval", "3",
+                             "--count", "2", "--pid", f"{busy},{spent}", "--top", "5"], stderr=subprocess.PIPE,
+                            cwd=TESTS.parent)
+    written = []  # the text of each write, polled every 10 ms
+    while True:
+        running = proc.poll() is None
+        path = tmp_path / "smem.prom"
+        text = path.read_text() if path.exists() else None
+        if text is not None and (not written or text != written[-1]):
+            written.append(text)
+        if not running:
+            break
+        time.sleep(0.01)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    sampler.done.set()
+    sampler.join()
+    assert len(written) == 2
+    # each collection read the processes as it began: its end (a wall-clock time) less its duration
+    first, second = (_gauge(text, "smem_collection_timestamp_seconds") - _gauge(text, "smem_collection_duration_seconds")
+                     - clock_offset for text in written)
+    text = written[-1]
+    gauges = {int(line.split('pid="')[1].split('"')[0]): float(line.split()[-1])
+              for line in text.splitlines() if line.startswith("smem_process_cpu_percent{")}
+    reference = 100.0 * (sampler.ticks_at(second) - sampler.ticks_at(first)) / 100 / (second - first)
+    since_start = process_since_start(spent)
+    print(f"smem serve: busy loop {gauges[busy]}% (its ticks over the interval {reference:.1f}%); "
+          f"busy-then-idle {gauges[spent]}% (since it started {since_start:.1f}%)")
+    assert abs(gauges[busy] - reference) <= max(0.05 * reference, 1.5)
+    assert gauges[spent] <= 1.0 < since_start
+
+
+def _gauge(text, name):
+    """The value of the unlabelled gauge ``name`` in exposition ``text``."""
+    return next(float(line.split()[1]) for line in text.splitlines() if line.startswith(name + " "))
+
+
+def process_since_start(pid):
+    """% of one core ``pid`` ran since it started, from its stat and the uptime (as ps)."""
+    stat = parse_stat(Path(f"/proc/{pid}/stat").read_bytes())
+    return 100.0 * stat.cpu_ticks / 100 / (_uptime() - stat.start_time / 100)

@@ -12,6 +12,10 @@ hold dma-buf 180 (16 KiB) by fd, 105 maps it; /sys/kernel/dmabuf/buffers lists i
 
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -139,3 +143,52 @@ def test_the_breakdown_has_dma_buf_rows_and_still_adds_up(tree, unheld):
     assert sum(r["used"] for r in document["rows"] if r["used"] is not None) == mem_total
     # the fixture's meminfo gives MemFree and no AnonPages: PSS (6 x 200 KiB), free, the dma-bufs
     assert rows["unexplained"]["used"] == mem_total - 1200 - 2512000 - 16 - unheld
+
+
+#: In a new mount and pid namespace: a /dev of its own (the real null, zero, full, random and
+#: urandom bound into a tmpfs) with a dri/renderD128 to open, so a process holds an fd whose
+#: link names a DRM device; its /proc shows the namespace's processes alone.
+_OWN_DEV = r"""
+set -e
+dev=$(mktemp -d)
+mount -t tmpfs smem-test-dev "$dev"
+for n in null zero full random urandom; do : > "$dev/$n"; mount --bind "/dev/$n" "$dev/$n"; done
+ln -s /proc/self/fd "$dev/fd"
+mkdir "$dev/shm" "$dev/dri"
+: > "$dev/dri/renderD128"
+mount --bind "$dev" /dev
+exec "$@"
+"""
+
+#: The holder: a DRM fd (37) and an ordinary one (38) open, then both capture writers run.
+_HOLDER = r"""
+import io, json, os, subprocess, sys, tarfile
+for path, at in (("/dev/dri/renderD128", 37), ("/proc/version", 38)):
+    fd = os.open(path, os.O_RDONLY)
+    os.dup2(fd, at)
+    os.close(fd)
+expected = open("/proc/self/fdinfo/37", "rb").read()
+smem = subprocess.run([sys.executable, "-m", "smem", "capture", "--compression", "none"], capture_output=True)
+script = subprocess.run(["dash", "scripts/smemcap.sh"], capture_output=True)
+found = {}
+for name, run in (("smem capture", smem), ("smemcap.sh", script)):
+    assert run.returncode == 0, run.stderr
+    with tarfile.open(fileobj=io.BytesIO(run.stdout)) as tar:
+        found[name] = {m.name.rpartition("/")[2]: tar.extractfile(m).read().decode()
+                       for m in tar.getmembers() if m.isfile() and m.name.startswith(f"{os.getpid()}/fdinfo/")}
+print(json.dumps({"expected": expected.decode(), "found": found}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("dash"),
+                    reason="a /dev of its own needs root, unshare and dash")
+def test_both_capture_writers_carry_the_fdinfo_of_a_live_processs_drm_fds_and_no_other():
+    """This machine has no GPU: a /dev of its own (in a mount namespace) gives a process an fd
+    whose link is /dev/dri/renderD128, as a GPU client's is; smem capture and smemcap.sh pick
+    the fds by that link and carry their fdinfo as N/fdinfo/FD, laid out as in /proc."""
+    res = subprocess.run(["unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", _OWN_DEV, "sh",
+                          sys.executable, "-c", _HOLDER], capture_output=True, cwd=FIXTURES.parents[1], timeout=300)
+    assert res.returncode == 0, res.stderr.decode()
+    result = json.loads(res.stdout)
+    for writer in ("smem capture", "smemcap.sh"):
+        assert result["found"][writer] == {"37": result["expected"]}, writer

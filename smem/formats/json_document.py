@@ -47,6 +47,9 @@ def render(rendering):
                               for c, v in zip(columns, table.totals) if c.total is not None}
     if table.notes:
         document["notes"] = table.notes
+    working_set = getattr(snapshot, "working_set", None)
+    if working_set is not None:  # --wss: how it was measured
+        document["working_set"] = {"method": working_set.method, "seconds": working_set.seconds}
     pressure = getattr(snapshot, "pressure", None)
     if pressure is not None and pressure.system:
         from ..memory_pressure import pressure_object

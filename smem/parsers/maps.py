@@ -21,7 +21,7 @@ from typing import Dict
 
 from . import MAX_BYTES
 
-__all__ = ["dmabuf_mappings", "parse_maps_objects"]
+__all__ = ["dmabuf_mappings", "parse_maps_objects", "parse_maps_ranges"]
 
 
 def dmabuf_mappings(data) -> Dict[int, int]:
@@ -65,3 +65,21 @@ def parse_maps_objects(data):
             key = (fields[3], fields[4])
             objects[key] = objects.get(key, 0) + kib
     return objects
+
+
+def parse_maps_ranges(data):
+    """[(start, end)] byte addresses of each mapping in ``data`` (maps bytes), in file order; a
+    line whose range is damaged (not hex, end before start, past 64 bits) is passed over."""
+    ranges = []
+    for line in data.split(b"\n"):
+        low, dash, rest = line.partition(b"-")
+        high = rest.split(None, 1)[0] if rest else b""
+        if not dash or not 0 < len(low) <= 16 or not 0 < len(high) <= 16:
+            continue
+        try:
+            start, end = int(low, 16), int(high, 16)
+        except ValueError:
+            continue
+        if start < end:
+            ranges.append((start, end))
+    return ranges

@@ -13,6 +13,7 @@ from .memory_columns import exact_columns, memory_columns
 from ..kernel_pools import SwapRamRatios
 from .cpu import cpu_column, cpu_readings, process_cpu
 from .process import process_ksm, process_split, user_label
+from ..working_set import summed_working_sets, working_set_of
 
 __all__ = ["USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "GroupRow", "group_rows"]
 
@@ -21,7 +22,7 @@ _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 class GroupRow:
     __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "devices", "pressure", "cpu",
-                 "_split", "_status")
+                 "measured", "_split", "_status")
 
     def __init__(self, key, label):
         self.key = key
@@ -33,6 +34,7 @@ class GroupRow:
         self.devices = None  # device_memory.DeviceShare: its processes' summed
         self.pressure = None  # memory_pressure.MemoryPressure (the cgroup view)
         self.cpu = None  # % of one core its processes ran, summed (views.cpu)
+        self.measured = None  # smem.working_set.WorkingSet, under --wss
         self._split = False
         self._status = None
 
@@ -57,6 +59,11 @@ class GroupRow:
             splits = [s for s in map(process_split, self.processes) if s is not None]
             self._split = tuple(map(sum, zip(*splits))) if splits else None
         return self._split
+
+    @property
+    def working_set(self):
+        """(wss, wsspss) KiB of its processes, summed (smem.working_set)."""
+        return summed_working_sets(working_set_of(p, self.measured) for p in self.processes)
 
     @property
     def ksm(self):
@@ -100,6 +107,7 @@ def group_rows(snapshots, key, label):
             row.cpu = round(sum(shares), 1) if shares else None
         row.close()
         row.swap_ratios = ratios.of_group(row.processes)
+        row.measured = snapshot.working_set
         if devices:
             from ..device_memory import sum_shares
             row.devices = sum_shares(devices.get(p.pid) for p in row.processes)
@@ -111,17 +119,11 @@ def group_rows(snapshots, key, label):
     return list(groups.values())
 
 
-def _group_wsspss(row):
-    from ..working_set import referenced_pss
-    values = [referenced_pss(p.mappings) for p in row.processes]
-    return None if not values or None in values else sum(values)
-
-
 def _memory():
     return memory_columns(lambda r: r.totals, lambda r: r.split,
                           lambda r, field: r.status.get(field), vss=True, split_needs={"rollup"},
                           ksm_of=lambda r: r.ksm, swap_ratios_of=lambda r: r.swap_ratios,
-                          devices_of=lambda r: r.devices, wsspss_of=_group_wsspss) + \
+                          devices_of=lambda r: r.devices, working_set_of=lambda r: r.working_set) + \
         exact_columns(lambda r: r.exact) + [cpu_column(lambda r: r.cpu)]
 
 

@@ -74,26 +74,26 @@ def device_columns(devices_of):
     return columns
 
 
-def working_set_columns(totals_of, wsspss_of):
-    """What the processes referenced during --wss SECONDS (smem.working_set): smaps ``Referenced``
-    once their referenced bits were cleared; ``wsspss_of``: a row's referenced pages with each
-    mapping's sharing (its Pss/Rss), as PSS splits them."""
+def working_set_columns(working_set_of):
+    """What the processes referenced during --wss SECONDS (smem.working_set); ``working_set_of``:
+    a row's (wss, wsspss): idle page tracking's figures, or smaps ``Referenced`` once the
+    referenced bits were cleared and each mapping's referenced pages x its Pss/Rss."""
     return [
-        _wide("wss", "WSS", _counter(totals_of, "Referenced"),
+        _wide("wss", "WSS", lambda r: working_set_of(r)[0],
               "working set: pages referenced during --wss SECONDS (ignoring sharing)", needs={"wss"},
-              counters={"Referenced"}),
-        _wide("wsspss", "WSSPSS", wsspss_of,
-              "working set with shared pages split: each mapping's referenced pages x its Pss / Rss (--wss)",
+              counters=WSSPSS_COUNTERS),
+        _wide("wsspss", "WSSPSS", lambda r: working_set_of(r)[1],
+              "working set with shared pages split as PSS splits them (--wss)",
               needs={"wss", "mappings"}, counters=WSSPSS_COUNTERS),
     ]
 
 
-#: what the working set's PSS reads per mapping (working_set.referenced_pss)
+#: what the working set reads per mapping under clear_refs (working_set.working_set_of)
 WSSPSS_COUNTERS = ("Referenced", "Pss", "Rss")
 
 
 def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs=frozenset(), ksm_of=None,
-                   swap_ratios_of=None, devices_of=None, wsspss_of=None):
+                   swap_ratios_of=None, devices_of=None, working_set_of=None):
     """The classic amounts (swap uss rss pss vss) and the newer counters, in known-fields order.
 
     ``ksm_of``: a row's KSM pages where it has more than smaps' ``KSM:`` (a process's
@@ -168,8 +168,8 @@ def memory_columns(totals_of, split_of, status_of=None, *, vss=True, split_needs
                                  f"resident {what} pages, from status (Linux 4.5+)", needs={"status"}))
     if devices_of is not None:
         columns += device_columns(devices_of)
-    if wsspss_of is not None:
-        columns += working_set_columns(totals_of, wsspss_of)
+    if working_set_of is not None:
+        columns += working_set_columns(working_set_of)
     return columns
 
 

@@ -5,7 +5,7 @@ from ..model import ROLLUP_SPLIT
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import View, count, text
-from ..working_set import referenced_pss
+from ..working_set import working_set_of
 from .cpu import cpu_column, cpu_readings, process_cpu
 from .memory_columns import exact_columns, memory_columns
 
@@ -32,10 +32,12 @@ def process_status(process, field):
 
 
 class ProcessRow:
-    __slots__ = ("process", "user", "exact", "swap_ratios", "devices", "cpu", "_split")
+    __slots__ = ("process", "user", "exact", "swap_ratios", "devices", "cpu", "measured", "_split")
 
-    def __init__(self, process, user, exact=None, swap_ratios=(None, None), devices=None, cpu=None):
+    def __init__(self, process, user, exact=None, swap_ratios=(None, None), devices=None, cpu=None,
+                 working_set=None):
         self.process = process
+        self.measured = working_set  # smem.working_set.WorkingSet, under --wss
         self.cpu = cpu  # % of one core (views.cpu)
         self.devices = devices  # device_memory.DeviceShare of the process
         self.user = user
@@ -53,6 +55,11 @@ class ProcessRow:
             self._split = process_split(self.process)
         return self._split
 
+    @property
+    def working_set(self):
+        """(wss, wsspss) KiB (smem.working_set)."""
+        return working_set_of(self.process, self.measured)
+
 
 def user_label(process, numeric):
     if numeric:
@@ -67,7 +74,8 @@ def rows(snapshots, options):
     devices = snapshot.devices or {}
     clock, earlier = snapshot.clock, cpu_readings(snapshots[0]) if len(snapshots) > 1 else None
     result = [ProcessRow(p, user_label(p, options.numeric), swap_ratios=ratios.of(p), devices=devices.get(p.pid),
-                         cpu=process_cpu(p, clock, earlier) if clock is not None else None)
+                         cpu=process_cpu(p, clock, earlier) if clock is not None else None,
+                         working_set=snapshot.working_set)
               for p in snapshot.processes if p.has_memory]
     exact = snapshot.exact
     if exact is not None:
@@ -91,7 +99,7 @@ COLUMNS = {c.key: c for c in (
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"},
                     ksm_of=lambda r: process_ksm(r.process), swap_ratios_of=lambda r: r.swap_ratios,
-                    devices_of=lambda r: r.devices, wsspss_of=lambda r: referenced_pss(r.process.mappings)),
+                    devices_of=lambda r: r.devices, working_set_of=lambda r: r.working_set),
     *exact_columns(lambda r: r.exact),
     count("ppid", "PPID", _stat("ppid"), "parent process ID", total=None, needs={"stat"}),
     text("state", "S", _stat("state"), "process state (R running, S sleeping, D disk wait, ...)", 1,
