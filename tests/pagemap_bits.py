@@ -4,12 +4,11 @@ masks the whole arrays in smem/exact/readers.py."""
 
 import numpy as np
 
-from smem.parsers.pagemap import PFN_MASK, SWAPPED
+from smem.parsers.pagemap import PFN_MASK, PRESENT, SWAPPED
 
 SOFT_DIRTY = np.uint64(1 << 55)
 EXCLUSIVE = np.uint64(1 << 56)
 FILE_SHARED = np.uint64(1 << 61)
-PRESENT = np.uint64(1 << 63)
 _SWAP_TYPE_MASK = np.uint64(0x1F)
 _SWAP_OFFSET_SHIFT = np.uint64(5)
 _SWAP_OFFSET_MASK = np.uint64((1 << 50) - 1)

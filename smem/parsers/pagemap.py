@@ -24,7 +24,7 @@ is only meaningful where its condition holds (``pfn`` where ``present``,
 
 import numpy as np
 
-__all__ = ["ENTRY_SIZE", "PFN_MASK", "SWAPPED", "parse_pagemap"]
+__all__ = ["ENTRY_SIZE", "PFN_MASK", "PRESENT", "SWAPPED", "parse_pagemap"]
 
 ENTRY_SIZE = 8
 
@@ -32,6 +32,8 @@ ENTRY_SIZE = 8
 PFN_MASK = np.uint64((1 << 55) - 1)
 #: bit 62 (bit 63, present, is the sign bit of the entry read as int64: smem/exact/readers.py)
 SWAPPED = np.uint64(1 << 62)
+#: bit 63: the page is present in RAM
+PRESENT = np.uint64(1 << 63)
 
 
 def parse_pagemap(data):
