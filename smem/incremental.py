@@ -24,11 +24,12 @@ move when the process's own memory does).  It re-reads the rollups of:
 
 A process read before that runs the same program (its name in stat unchanged: no exec) is
 re-read for what moves (its rollup, command line and cgroup; its device fds where its own
-memory moved) and keeps its owner; the rest are read whole.  Only this machine's processes, for a report of their sums (no per-mapping
-figure, no -M, no view that folds mappings), are read so; anything else is read
-whole every time.  A process left out of the report (-P, -U) is not read, so its
-changes move no one: with a filter the PSS of processes sharing with others can
-be up to ``max_staleness`` old.
+memory moved) and keeps its owner; the rest are read whole.
+
+Only this machine's processes, for a report of their sums (no per-mapping figure, no -M, no
+view that folds mappings), are read so; anything else is read whole every time. A process
+left out of the report (-P, -U) is not read, so its changes move no one: with a filter the
+PSS of processes sharing with others can be up to ``max_staleness`` old.
 """
 
 import math
@@ -60,7 +61,7 @@ class _Known:
     """What the last read of one process found."""
 
     __slots__ = ("start", "comm", "moved", "ppid", "read_at", "process", "unreadable", "skipped",
-                 "pss", "limit", "shared", "split")
+                 "pss", "limit", "shared", "split", "file_rss")
 
     def __init__(self, stat, read_at):
         self.start = stat.start_time
@@ -75,6 +76,7 @@ class _Known:
         self.limit = None       # KiB others may move its PSS by before it is read again
         self.shared = 0         # PSS less USS, KiB: what others' changes can move
         self.split = None       # (anonymous PSS, PSS of files and shmem), KiB, where the kernel splits it
+        self.file_rss = None    # its resident pages of files and shmem, KiB (Rss - Anonymous), where read
 
 
 def _movers(stat):
@@ -97,9 +99,12 @@ def _amounts(process):
 
 def _remapped(before, after):
     """Whether the objects a process maps may have changed in a way that moves its sharers:
-    its file and shmem PSS changed (where the kernel splits PSS: an object mapped but not
-    touched moves no one, and an anonymous region mapped or unmapped, what a process that
-    allocates does, is no object), else its size."""
+    its resident pages of files and shmem changed (an object mapped but not touched moves no
+    one, and an anonymous region mapped or unmapped, what a process that allocates does, is no
+    object; unlike their PSS, they do not move when others map the same files), else their PSS
+    (where the kernel splits PSS), else its size."""
+    if before.file_rss is not None and after.file_rss is not None:
+        return before.file_rss != after.file_rss
     if before.split is not None and after.split is not None:
         return before.split[1] != after.split[1]
     return before.moved[2] != after.moved[2]
@@ -239,7 +244,7 @@ class Refresher:
         """Read ``pids`` (load_reading, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
         needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
-        loaded = self._rollups_again(source, needs, seen, pids)
+        loaded, resident = self._rollups_again(source, needs, seen, pids)
         chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
         reading = load_reading(source, chosen, with_processes=bool(chosen.pids), needs=needs, jobs=jobs)
         self._pss_missing = self._pss_missing or reading.pss_missing
@@ -259,6 +264,7 @@ class Refresher:
             keys = {}
             if known.process is not None:
                 known.pss, known.shared, known.split = _amounts(known.process)
+                known.file_rss = resident.get(pid)
                 known.limit = max(self.tolerance * known.pss, 1e-6)
                 if before is None or before.process is None or _remapped(before, known):
                     raw = source.read_optional(f"{pid}/maps")
@@ -278,15 +284,17 @@ class Refresher:
         return reading.meminfo, events
 
     def _rollups_again(self, source, needs, seen, pids):
-        """{pid: Process} of the processes of ``pids`` read before and still running the same
-        program (no exec: its name in stat is the same), each its figure before with what moves
-        read again: its smaps_rollup, its command line and cgroup, and where its own memory moved
-        its device fds (its owner is as before).  The others, and any whose files say more than
-        that (gone, a zombie now, malformed), are read whole by load_reading."""
+        """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
+        ``pids`` read before and still running the same program (no exec: its name in stat is
+        the same), each its figure before with what moves read again: its smaps_rollup, its
+        command line and cgroup, and where its own memory moved its device fds (its owner is as
+        before).  The others, and any whose files say more than that (gone, a zombie now,
+        malformed), are read whole by load_reading."""
         if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
-            return {}
-        keys = rollup_keys(needs)
-        again = {}
+            return {}, {}
+        kept = rollup_keys(needs)
+        keys = kept if "Anonymous" in kept else kept + ("Anonymous",)
+        again, resident = {}, {}
         for pid in pids:
             known = self._known.get(pid)
             stat = seen[pid]
@@ -299,8 +307,11 @@ class Refresher:
                 continue
             if not parsed or any(v is not None and v >= MAX_KIB for v in parsed[0].counters.values()):
                 continue
-            process = known.process
-            changes = {"rollup": parsed[0].counters, "_totals": None}
+            process, counters = known.process, parsed[0].counters
+            anonymous = counters.get("Anonymous") if keys is kept else counters.pop("Anonymous", None)
+            if anonymous is not None and counters.get("Rss") is not None:
+                resident[pid] = counters["Rss"] - anonymous
+            changes = {"rollup": counters, "_totals": None}
             raw = source.read_optional(f"{pid}/cmdline")
             cmdline = parse_cmdline(raw) if raw else ""
             if not cmdline:
@@ -317,7 +328,7 @@ class Refresher:
                 from .device_memory import read_device_handles
                 changes["devices"] = read_device_handles(source, pid)
             again[pid] = process.replaced(**changes)
-        return again
+        return again, resident
 
     def _reading(self, source, meminfo, needs, selected, seen):
         """The Reading of every process known now, as load_reading would make it; each with the
