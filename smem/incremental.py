@@ -13,7 +13,7 @@ move when the process's own memory does).  It re-reads the rollups of:
 * the processes whose figure others may have moved.  A shared page's PSS is its
   size over the number of processes mapping it: when a process starts, exits, or
   changes how much of its memory is shared (its PSS less its USS), its sharers'
-  PSS moves by as much in all, the other way: divided (:meth:`Refresher._spread`)
+  PSS moves by as much in all, the other way: divided (smem.sharers.Sharers)
   among those mapping one of its objects (device and inode, /proc/PID/maps) and,
   for what a fork shares, its parent and the parent's children.  One is re-read,
   in the same collection, once what may have reached it passes :data:`TOLERANCE`
@@ -22,14 +22,16 @@ move when the process's own memory does).  It re-reads the rollups of:
   last one is a share of ``max_staleness``), so that the re-reads are spread out
   and no figure is older than ``max_staleness`` seconds.
 
-Only this machine's processes, for a report of their sums (no per-mapping
-figure, no -M, no view that folds mappings), are read so; anything else is read
-whole every time.  A process left out of the report (-P, -U) is not read, so its
-changes move no one: with a filter the PSS of processes sharing with others can
-be up to ``max_staleness`` old.
+A process read before that runs the same program (its name in stat unchanged: no exec) is
+re-read for what moves (its rollup, command line and cgroup; its device fds where its own
+memory moved) and keeps its owner; the rest are read whole.
+
+Only this machine's processes, for a report of their sums (no per-mapping figure, no -M, no
+view that folds mappings), are read so; anything else is read whole every time. A process
+left out of the report (-P, -U) is not read, so its changes move no one: with a filter the
+PSS of processes sharing with others can be up to ``max_staleness`` old.
 """
 
-import copy
 import math
 import time
 
@@ -37,10 +39,12 @@ from .loading import load_reading
 from .loading.gathered import make_reading
 from .model import Need, rollup_keys
 from .parsers import MAX_KIB
+from .parsers.cmdline import parse_cmdline
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
 from .parsers.stat import parse_stat
 from .selection import Selection
+from .sharers import Sharers, caps, sharing_keys
 
 __all__ = ["Refresher", "DEFAULT_MAX_STALENESS", "TOLERANCE"]
 
@@ -54,24 +58,25 @@ TOLERANCE = 0.005
 
 
 class _Known:
-    """What the last read of one process found, and what may have moved it since."""
+    """What the last read of one process found."""
 
-    __slots__ = ("start", "moved", "ppid", "read_at", "process", "unreadable", "skipped", "keys",
-                 "pss", "shared", "split", "base")
+    __slots__ = ("start", "comm", "moved", "ppid", "read_at", "process", "unreadable", "skipped",
+                 "pss", "limit", "shared", "split", "file_rss")
 
     def __init__(self, stat, read_at):
         self.start = stat.start_time
+        self.comm = stat.comm   # a new one is an exec: the process is read whole again
         self.moved = _movers(stat)
         self.ppid = stat.ppid
         self.read_at = read_at
         self.process = None     # the Process, where the report has it
         self.unreadable = None  # (reason, name)
         self.skipped = None     # (name, VmRSS KiB)
-        self.keys = {}          # what it may share pages through: (device, inode) -> KiB mapped, a fork's kin -> None
         self.pss = 0
+        self.limit = None       # KiB others may move its PSS by before it is read again
         self.shared = 0         # PSS less USS, KiB: what others' changes can move
         self.split = None       # (anonymous PSS, PSS of files and shmem), KiB, where the kernel splits it
-        self.base = 0.0         # the sum of Refresher._moved over its keys when it was read
+        self.file_rss = None    # its resident pages of files and shmem, KiB (Rss - Anonymous), where read
 
 
 def _movers(stat):
@@ -92,44 +97,17 @@ def _amounts(process):
     return pss, max(pss - private, 0), split
 
 
-def _with_split(needs):
-    """``needs`` keeping the rollup's PSS split too (Linux 5.9+): what says whether a change
-    went through anonymous memory (a fork's kin) or through files and shmem."""
-    return needs.with_kinds(Need.ROLLUP)
-
-
-def _with_rollup(process, rollup):
-    """A copy of ``process`` (read from its rollup) with ``rollup`` instead."""
-    fresh = copy.copy(process)
-    fresh.rollup = rollup
-    fresh._totals = None  # (Process.totals: the rollup, where no mapping was read)
-    return fresh
-
-
-def _with_stat(process, stat):
-    """``process`` with ``stat`` (this collection's) where it was read with an older one."""
-    if process.stat is None or stat is None or process.stat is stat:
-        return process
-    fresh = copy.copy(process)
-    fresh.stat = stat
-    return fresh
-
-
 def _remapped(before, after):
     """Whether the objects a process maps may have changed in a way that moves its sharers:
-    its file and shmem PSS changed (where the kernel splits PSS: an object mapped but not
-    touched moves no one, and an anonymous region mapped or unmapped, what a process that
-    allocates does, is no object), else its size."""
+    its resident pages of files and shmem changed (an object mapped but not touched moves no
+    one, and an anonymous region mapped or unmapped, what a process that allocates does, is no
+    object; unlike their PSS, they do not move when others map the same files), else their PSS
+    (where the kernel splits PSS), else its size."""
+    if before.file_rss is not None and after.file_rss is not None:
+        return before.file_rss != after.file_rss
     if before.split is not None and after.split is not None:
         return before.split[1] != after.split[1]
     return before.moved[2] != after.moved[2]
-
-
-def _caps(before, after):
-    """How much of a displacement can have gone through anonymous memory and through objects."""
-    if before is None or after is None:
-        return None
-    return abs(after[0] - before[0]), abs(after[1] - before[1])
 
 
 class Refresher:
@@ -144,8 +122,7 @@ class Refresher:
         self.reread = 0          # rollups the latest collection read
         self.reasons = {}        # of those, how many for each reason: new, moved, age, shared
         self._known = {}         # pid -> _Known
-        self._sharers = {}       # key -> {pid}: who may share pages through it
-        self._moved = {}         # key -> KiB each of its sharers may have been moved by, all along
+        self._sharers = Sharers()
         self._last_at = None
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
         self._full_at = None     # when the latest collection that read everything ended
@@ -164,7 +141,6 @@ class Refresher:
         if self.max_staleness <= 0 or not self._incremental(source, selection, with_processes, needs, fold):
             self._known.clear()
             self._sharers.clear()
-            self._moved.clear()
             reading = load_reading(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
                                    fold=fold)
             self.reread = len(reading.processes)
@@ -190,20 +166,25 @@ class Refresher:
         oldest = self._oldest(seen, first, gap)
         reasons["age"] += len(oldest)
         first |= oldest
-        self._spread(events)
-        shared = self._past_tolerance(first)
+        sharers = self._sharers
+        sharers.spread(events)
+        shared = sharers.drifted(self._limit, first)
         reasons["shared"] += len(shared)
         first |= shared
         meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
-        self._spread(events)
-        self._settle(first)  # (what they moved or were moved by is in what was read)
-        again = self._past_tolerance(first)
+        sharers.spread(events)
+        sharers.settle(first)  # (what they moved or were moved by is in what was read)
+        again = sharers.drifted(self._limit, first)
         reasons["shared"] += len(again)
         if again:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
-            self._settle(again)
+            sharers.settle(again)
         self.reread = len(first) + len(again)
         return self._reading(source, meminfo, needs, selection.selects, seen)
+
+    def _limit(self, pid):
+        known = self._known.get(pid)
+        return None if known is None else known.limit
 
     @staticmethod
     def _incremental(source, selection, with_processes, needs, fold):
@@ -254,131 +235,70 @@ class Refresher:
         rest.sort(key=lambda pid: self._known[pid].read_at)
         return set(rest[:count])
 
-    def _settle(self, pids):
-        """Mark what others moved so far as in the figures of ``pids`` (just read)."""
-        moved = self._moved
-        for pid in pids:
-            known = self._known.get(pid)
-            if known is not None:
-                known.base = sum(moved.get(key, 0.0) for key in known.keys)
-
-    def _past_tolerance(self, exclude):
-        """The processes (but ``exclude``) others may have moved by more than the tolerance."""
-        tolerance, moved = self.tolerance, self._moved
-        return {pid for pid, known in self._known.items()  # (what may have reached it since it was read)
-                if pid not in exclude and known.process is not None
-                and sum(moved.get(key, 0.0) for key in known.keys) - known.base > max(tolerance * known.pss, 1e-6)}
-
-    def _spread(self, events):
-        """Give each process that may share with an event's process its part of the displacement.
-
-        The displacement is divided among what the process shares through: an object of
-        ``size`` KiB that n processes map holds about size / (n + 1) of its PSS, a fork's kin
-        (its parent, their children) may hold all of it.  Where the kernel splits PSS, what went
-        through objects is at most the change of the file and shmem PSS, and what went through
-        a fork's kin at most the change of the anonymous PSS; the estimates are scaled down
-        together where they add up to more.  Each one's part is then divided among the others
-        that share it: added to what that key moved each of its sharers by (the event's own
-        process is read in the same collection, or gone)."""
-        sharers, moved = self._sharers, self._moved
-        for pid, displacement, keys, caps in events:
-            if not displacement:
-                continue
-            through = {}
-            held = [0.0, 0.0]  # through a fork's kin, through objects
-            for key, size in keys.items():
-                others = sharers.get(key, ())
-                count = len(others) - (pid in others)
-                if count > 0:
-                    estimate = displacement if size is None else min(displacement, size / (count + 1))
-                    through[key] = (estimate, count, size is not None)
-                    held[size is not None] += estimate
-            limits = (displacement, displacement) if caps is None else (min(displacement, caps[0]),
-                                                                        min(displacement, caps[1]))
-            scales = [min(1.0, limit / total) if total else 0.0 for limit, total in zip(limits, held)]
-            for key, (estimate, count, of_object) in through.items():
-                moved[key] = moved.get(key, 0.0) + estimate * scales[of_object] / count
-
-    @staticmethod
-    def _keys_of(pid, ppid, objects):
-        """{what it may share pages through: KiB mapped of an object, None for a fork's kin}."""
-        keys = dict(objects)
-        keys[("children", ppid)] = keys[("children", pid)] = None
-        return keys
-
-    def _index(self, pid, known, add):
-        for key in known.keys:
-            if add:
-                self._sharers.setdefault(key, set()).add(pid)
-            else:
-                group = self._sharers.get(key)
-                if group is not None:
-                    group.discard(pid)
-                    if not group:
-                        del self._sharers[key]
-                        self._moved.pop(key, None)
-
     def _forget(self, pid):
         """Drop ``pid``'s figures: an event, (pid, what its exit displaces, who shared with it)."""
         known = self._known.pop(pid)
-        self._index(pid, known, add=False)
-        return pid, known.shared, known.keys, known.split
+        return pid, known.shared, self._sharers.remove(pid), known.split
 
     def _read(self, source, selection, needs, jobs, seen, pids, now):
         """Read ``pids`` (load_reading, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
-        needs = _with_split(needs)
-        loaded = self._rollups_again(source, needs, seen, pids)
-        chosen = copy.copy(selection)
-        chosen.pids = frozenset(pid for pid in pids if pid not in loaded)
+        needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
+        loaded, resident = self._rollups_again(source, needs, seen, pids)
+        chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
         reading = load_reading(source, chosen, with_processes=bool(chosen.pids), needs=needs, jobs=jobs)
         self._pss_missing = self._pss_missing or reading.pss_missing
-        loaded.update((p.pid, p) for p in reading.processes)
+        for process in reading.processes:
+            stat = seen[process.pid]
+            loaded[process.pid] = process if process.stat is None else process.replaced(stat=stat)
         unreadable = {pid: (reason, name) for reason, listed in reading.unreadable.items() for pid, name in listed}
         skipped = {pid: (name, rss) for pid, name, rss in reading.skipped}
-        events = []
+        events, sharers = [], self._sharers
         for pid in pids:
             before = self._known.get(pid)
-            stat = seen[pid]
-            known = _Known(stat, now)
+            before_keys = sharers.keys(pid)
+            known = _Known(seen[pid], now)
             known.process = loaded.get(pid)
             known.unreadable = unreadable.get(pid)
             known.skipped = skipped.get(pid)
+            keys = {}
             if known.process is not None:
                 known.pss, known.shared, known.split = _amounts(known.process)
+                known.file_rss = resident.get(pid)
+                known.limit = max(self.tolerance * known.pss, 1e-6)
                 if before is None or before.process is None or _remapped(before, known):
                     raw = source.read_optional(f"{pid}/maps")
-                    known.keys = self._keys_of(pid, known.ppid, parse_maps_objects(raw) if raw else {})
+                    keys = sharing_keys(pid, known.ppid, parse_maps_objects(raw) if raw else {})
                 elif before.ppid != known.ppid:
-                    known.keys = {**{k: v for k, v in before.keys.items() if v is not None},
-                                  **self._keys_of(pid, known.ppid, {})}
+                    keys = {**{k: v for k, v in before_keys.items() if v is not None},
+                            **sharing_keys(pid, known.ppid, {})}
                 else:
-                    known.keys = before.keys
-            if before is not None:
-                self._index(pid, before, add=False)
-            self._index(pid, known, add=True)
+                    keys = before_keys
+            sharers.place(pid, keys)
             self._known[pid] = known
             if before is None:
-                events.append((pid, known.shared, known.keys, known.split))
+                events.append((pid, known.shared, keys, known.split))
             elif before.moved != known.moved:
-                events.append((pid, abs(known.shared - before.shared), {**before.keys, **known.keys},
-                               _caps(before.split, known.split)))
+                events.append((pid, abs(known.shared - before.shared), {**before_keys, **keys},
+                               caps(before.split, known.split)))
         return reading.meminfo, events
 
     def _rollups_again(self, source, needs, seen, pids):
-        """{pid: Process} of the processes of ``pids`` whose own memory did not move (re-read for
-        their age, or what others moved), each its figure before with its smaps_rollup read
-        again, all the report needs of it (its command line, owner and cgroup are as before);
-        the others, and any whose rollup says more than its counters (gone, malformed), are read
-        whole by load_reading."""
+        """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
+        ``pids`` read before and still running the same program (no exec: its name in stat is
+        the same), each its figure before with what moves read again: its smaps_rollup, its
+        command line and cgroup, and where its own memory moved its device fds (its owner is as
+        before).  The others, and any whose files say more than that (gone, a zombie now,
+        malformed), are read whole by load_reading."""
         if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
-            return {}
-        keys = rollup_keys(needs)
-        again = {}
+            return {}, {}
+        kept = rollup_keys(needs)
+        keys = kept if "Anonymous" in kept else kept + ("Anonymous",)
+        again, resident = {}, {}
         for pid in pids:
             known = self._known.get(pid)
-            if (known is None or known.process is None or known.process.rollup is None
-                    or known.moved != _movers(seen[pid])):
+            stat = seen[pid]
+            if known is None or known.process is None or known.process.rollup is None or known.comm != stat.comm:
                 continue
             raw = source.read_optional(f"{pid}/smaps_rollup")
             try:
@@ -387,15 +307,39 @@ class Refresher:
                 continue
             if not parsed or any(v is not None and v >= MAX_KIB for v in parsed[0].counters.values()):
                 continue
-            again[pid] = _with_rollup(known.process, parsed[0].counters)
-        return again
+            process, counters = known.process, parsed[0].counters
+            anonymous = counters.get("Anonymous") if keys is kept else counters.pop("Anonymous", None)
+            if anonymous is not None and counters.get("Rss") is not None:
+                resident[pid] = counters["Rss"] - anonymous
+            changes = {"rollup": counters, "_totals": None}
+            raw = source.read_optional(f"{pid}/cmdline")
+            cmdline = parse_cmdline(raw) if raw else ""
+            if not cmdline:
+                continue  # (gone, or a zombie: load_reading knows what to make of it)
+            if cmdline != process.cmdline:
+                changes["cmdline"] = cmdline
+            if process.stat is not None:
+                changes["stat"] = stat
+            if needs.cgroup:
+                from .parsers.cgroup import parse_cgroup
+                raw = source.read_optional(f"{pid}/cgroup")
+                changes["cgroup"] = parse_cgroup(raw) if raw else None
+            if needs.devices and known.moved != _movers(stat):
+                from .device_memory import read_device_handles
+                changes["devices"] = read_device_handles(source, pid)
+            again[pid] = process.replaced(**changes)
+        return again, resident
 
     def _reading(self, source, meminfo, needs, selected, seen):
         """The Reading of every process known now, as load_reading would make it; each with the
         stat read at this collection, so its CPU time (and state, threads) is now's, not when its
         memory was last read."""
         known = sorted(self._known.items())
+        for pid, k in known:
+            stat = seen.get(pid)
+            if k.process is not None and k.process.stat is not None and stat is not None and k.process.stat is not stat:
+                k.process = k.process.replaced(stat=stat)  # (once: an unchanged stat is the same object)
         unreadable = [(pid, *k.unreadable) for pid, k in known if k.unreadable is not None]
-        processes = tuple(_with_stat(k.process, seen.get(pid)) for pid, k in known if k.process is not None)
+        processes = tuple(k.process for pid, k in known if k.process is not None)
         return make_reading(source, needs, processes, meminfo, unreadable, self._pss_missing,
                             tuple((pid, *k.skipped) for pid, k in known if k.skipped is not None), None, selected)

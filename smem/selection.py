@@ -117,6 +117,12 @@ class Selection:
         other.user = None
         return other
 
+    def only_pids(self, pids):
+        """This selection, of ``pids`` only (what a collection re-reads: smem.incremental)."""
+        other = copy.copy(self)
+        other.pids = frozenset(pids)
+        return other
+
     def wants_pid(self, pid):
         """--pid: the process is one of those named (all are, without --pid)."""
         return self.pids is None or pid in self.pids

@@ -56,6 +56,21 @@ def test_a_process_that_grows_is_read_again():
         assert refresher.reread == 1
 
 
+def test_a_process_that_moves_shows_its_command_line_now():
+    """A process read again for its memory keeps its owner but not its command line: a server
+    that grows and says so in its title (nginx, postgres) is shown with the new title."""
+    with obedient_process() as a:
+        request = _request(a.pid)
+        the_plan = plan(request)
+        refresher = Refresher(HOUR)
+        read_snapshot(request, the_plan, load=refresher.load)
+        a.retitle(b'smem-obedient: busy now')
+        a.grow(1024)
+        snapshot = read_snapshot(request, the_plan, load=refresher.load)[0]
+        assert refresher.reread == 1
+        assert [p.cmdline for p in snapshot.processes] == ['smem-obedient: busy now']
+
+
 def test_mapping_a_file_another_maps_moves_the_pss_of_both(tmp_path):
     shared = tmp_path / 'shared.dat'
     shared.write_bytes(os.urandom(8 << 20))

@@ -315,6 +315,10 @@ class Obedient:
         """Map the file at ``path`` (MAP_SHARED, read-only) and read every page of it."""
         self._order({'map': os.fsencode(path).hex()})
 
+    def retitle(self, title: bytes) -> None:
+        """Write ``title`` over its command line, as setproctitle(3) does (its name stays)."""
+        self._order({'title': title.hex()})
+
     def stop(self) -> None:
         """Exit (and be reaped) now."""
         _stop(self.proc)
@@ -667,14 +671,17 @@ def _hold(spec: dict) -> None:
 
 def _obedient(spec: dict) -> None:
     """Do what each line of stdin says (JSON: {"grow": KiB} maps and writes that much private
-    memory, {"map": hex path} maps a file MAP_SHARED and reads every page), answering each with
-    a line; exit at end of file."""
+    memory, {"map": hex path} maps a file MAP_SHARED and reads every page, {"title": hex} sets
+    the command line), answering each with a line; exit at end of file."""
     _set_comm(spec['comm'])
     keep = []
     _ready(dict(pids=[os.getpid()]))
     for line in sys.stdin.buffer:
         order = json.loads(line)
-        if 'grow' in order:
+        if 'title' in order:
+            _set_proctitle(bytes.fromhex(order['title']))
+            m = None
+        elif 'grow' in order:
             m = _anon(order['grow'], shared=False)
             _touch(m, write=True)
         else:
