@@ -158,7 +158,12 @@ def test_whole_processes_live_give_the_reference_frames_counted(sharers):
         assert whole.process(pid).rss_kib == reference.process(pid).rss_kib
 
 
-def test_whole_processes_of_an_exact_capture_account_as_the_reference(sharers):
+@pytest.mark.parametrize("ranked_by", ["map", "bisection"])
+def test_whole_processes_of_an_exact_capture_account_as_the_reference(sharers, monkeypatch, ranked_by):
+    from smem.exact import accounting
+    # the map of PFNs in use, in small windows; or, frames too spread for one, bisection
+    monkeypatch.setattr(accounting, "_SPREAD_FLOOR", 1 << 40 if ranked_by == "map" else 0)
+    monkeypatch.setattr(accounting, "_RANK_WINDOW", 1 << 12)
     live = LiveSource()
     maps = {pid: _smaps(pid) for pid in sharers}
     members = exact.account(live, maps, keep_frames=True).capture_members()
