@@ -96,7 +96,8 @@ def plan(request, companions=None):
         require("numpy", "--exact")
         from .exact import COUNTERS_READ  # numpy: only here
         counters |= COUNTERS_READ
-    needs = needs_of(view, columns, counters=counters, mappings=exact, max_rss_kib=request.query.max_rss_kib,
+    # --exact reads each process's frames whole (smem.exact), not through its smaps' mappings (but -M's)
+    needs = needs_of(view, columns, counters=counters, max_rss_kib=request.query.max_rss_kib,
                      also=also)
     return Plan(view, companions, needs, exact)
 
@@ -141,7 +142,7 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
         if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
             sizing = _size(reading, reading.source, request.system, warnings, request.table.abbreviate)
         if exact:
-            accounting, sharing = _account_exactly(reading, view, selection, warnings)
+            accounting, sharing = _account_exactly(reading, view, selection, warnings, query.jobs)
         if view.needs_shared_memory:
             shared = _attribute_shared_memory(reading, reading.source, warnings)
         if view.reads_processes:
@@ -270,12 +271,12 @@ def _attribute_shared_memory(reading, source, warnings):
     return found
 
 
-def _account_exactly(reading, view, selection, warnings):
+def _account_exactly(reading, view, selection, warnings, jobs=None):
     """(ExactAccounting, (selected pids, SharedWith) or None), or (None, None) where the frames
     cannot be read and the view can do without them (a warning says so)."""
     from .exact import ExactUnavailable, account_snapshot, sharing_of_selection  # numpy: only here
     try:
-        accounting = account_snapshot(reading)
+        accounting = account_snapshot(reading, jobs)
     except ExactUnavailable as e:
         if view.requires_exact:
             raise

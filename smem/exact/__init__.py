@@ -73,10 +73,11 @@ __all__ = [
 ]
 
 
-def account_snapshot(snapshot):
-    """Exact accounting of a snapshot's processes (their mappings after -M), or ExactUnavailable."""
-    mappings = {p.pid: p.mappings for p in snapshot.processes if p.mappings}
-    return account(snapshot.source, mappings)
+def account_snapshot(snapshot, jobs=None):
+    """Exact accounting of a snapshot's processes (their mappings after -M, or every mapping where
+    the loader read only the rollup), or ExactUnavailable.  ``jobs``: as smem.collect takes it."""
+    mappings = {p.pid: p.mappings for p in snapshot.processes if p.has_memory}
+    return account(snapshot.source, mappings, jobs=jobs)
 
 
 def sharing_of_selection(snapshot, accounting, selection, exclude=()):
@@ -85,7 +86,7 @@ def sharing_of_selection(snapshot, accounting, selection, exclude=()):
     ``exclude``: pids never selected (smem's own invocation, whose command lines hold the pattern).
     """
     selected = [p.pid for p in snapshot.processes
-                if p.mappings and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user, p.pid)]
+                if p.has_memory and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user, p.pid)]
     if not selected:
         raise SmemError("--shared-with: no process matches the selection")
     return selected, accounting.shared_with(selected)

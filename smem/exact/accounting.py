@@ -4,7 +4,7 @@ import numpy as np
 
 from ..errors import ProcessGone, ProcessUnreadable
 from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _BLOCK_MASK, _BLOCK_SHIFT, _DIRECT_BLOCKS, _UNOWNED,
-                     ExactUnavailable, FrameTable)
+                     DistinctFrames, ExactUnavailable, FrameTable)
 from .members import encode_frames, encode_kpages
 from .readers import PagemapReader, frame_reader
 
@@ -106,21 +106,96 @@ def _runs(sorted_values):
     return starts, np.diff(np.append(starts, len(sorted_values)))
 
 
-def account(source, mappings_by_pid, *, page_size=None, keep_frames=False):
-    """Exact accounting of the processes in ``mappings_by_pid`` ({pid: [Mapping]}).
+#: Frames of a group summed at a time: the temporaries take about 24 bytes a frame.
+_SHARES_AT_ONCE = 1 << 18
+
+
+def _shares(k, inside):
+    """(frames owned, of them mapped only inside the group, the group's share of them in
+    pages) of frames with map counts ``k`` and mappings ``inside`` the group."""
+    owned = k > 0
+    inside = inside[owned]
+    k = np.maximum(k[owned], inside)  # mapped since kpagecount was read
+    return len(k), int(np.count_nonzero(inside >= k)), (float(np.sum(inside / k)) if len(k) else 0.0)
+
+
+def _freed_arrays_returned():
+    """Have glibc's malloc give every array of 64 KiB or more its own mapping, returned to the
+    system when freed.  By default the threshold rises to the largest block freed (up to 32
+    MiB), and the accounting's temporaries (a few MiB each) then stay in the heap, fragmenting it
+    between the per-process arrays: the peak grows by what they leave behind (mallopt(3))."""
+    import ctypes
+    try:
+        ctypes.CDLL(None).mallopt(-3, 64 << 10)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: its own policy
+        pass
+
+
+#: PFNs ranked at a time (_rank_in_place): a window's ranks take 4 bytes a PFN.
+_RANK_WINDOW = 1 << 21
+
+
+def _rank_in_place(procs, top):
+    """Replace each process's sorted distinct PFNs (``procs``: [(pid, DistinctFrames)], every PFN
+    at most ``top``) by their ranks among all of them, in place; return all of them, ascending.
+    A map of PFNs in use, then the ranks a window of PFNs at a time (no array of every PFN's
+    rank), each process's PFNs consumed in order."""
+    mark = np.zeros(top + 1, dtype=bool)
+    for _, f in procs:
+        mark[f.pfns] = True
+    dtype = np.uint32 if top < 1 << 32 else np.uint64
+    cursor = [0] * len(procs)
+    parts, base = [], 0
+    for lo in range(0, top + 1, _RANK_WINDOW):
+        window = mark[lo:lo + _RANK_WINDOW]
+        ranks = np.cumsum(window, dtype=np.uint32)
+        ranks += np.uint32(base)
+        ranks -= np.uint32(1)  # (wraps round before the first frame in use: never read)
+        parts.append(np.flatnonzero(window).astype(dtype))
+        parts[-1] += dtype(lo)
+        base += len(parts[-1])
+        hi = lo + _RANK_WINDOW
+        for i, (_, f) in enumerate(procs):
+            pfns, at = f.pfns, cursor[i]
+            if at == len(pfns) or int(pfns[at]) >= hi:
+                continue
+            stop = at + int(np.searchsorted(pfns[at:], hi))
+            pfns[at:stop] = ranks[(pfns[at:stop] - dtype(lo)).astype(np.intp)]
+            cursor[i] = stop
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def account(source, mappings_by_pid, *, page_size=None, keep_frames=False, jobs=None):
+    """Exact accounting of the processes in ``mappings_by_pid`` ({pid: [Mapping] or None}).
 
     Only the pagemap ranges of the mappings given are read (so a -M filter
-    restricts the accounting to those mappings), then kpagecount/kpageflags
-    for the frames found.  Processes that exit meanwhile, or whose pagemap
-    cannot be read, are left out and listed in ``skipped``.  Raises
-    :class:`ExactUnavailable` without root, or without kernel support.
+    restricts the accounting to those mappings); None stands for every mapping
+    of the process, read whole where it is read (smem.exact.scanned: PAGEMAP_SCAN
+    in worker processes, ``jobs`` of them as smem.collect decides), or all a
+    capture holds of it.  Then kpagecount/kpageflags for the frames found.
+    Processes that exit meanwhile, or whose pagemap cannot be read, are left
+    out and listed in ``skipped``.  Raises :class:`ExactUnavailable` without
+    root, or without kernel support.
     """
     reader = frame_reader(source, page_size)
     reader.check()
     frames, skipped = {}, {}
+    whole = [pid for pid, mappings in mappings_by_pid.items() if mappings is None]
+    if whole and isinstance(reader, PagemapReader) and not keep_frames:
+        from .scanned import collect_distinct_frames, no_hugetlb
+        _freed_arrays_returned()
+        frames, skipped = collect_distinct_frames(source, reader, whole, jobs)
+        # what kpageflags would zero (the zero page, hugetlb) cannot be among frames PAGEMAP_SCAN
+        # found (it leaves the zero page out) while no hugetlb page exists
+        reader.skip_flags = (len(frames) == len(mappings_by_pid) and all(f.scanned for f in frames.values())
+                             and no_hugetlb(source))
     for pid, mappings in mappings_by_pid.items():
+        if pid in frames or pid in skipped:
+            continue
         try:
             frames[pid] = reader.process_frames(pid, mappings)
+            if mappings is None and not keep_frames:  # a process whole: its distinct frames suffice
+                frames[pid] = DistinctFrames.of(pid, frames[pid].pfns, frames[pid].swap)
         except ProcessGone:
             skipped[pid] = "gone"
         except ProcessUnreadable as e:
@@ -131,7 +206,7 @@ def account(source, mappings_by_pid, *, page_size=None, keep_frames=False):
             raise ExactUnavailable(
                 f"{source.description}: pagemap shows no physical frame numbers: since Linux "
                 "4.0 only CAP_SYS_ADMIN sees them (run as root)")
-    acc = ExactAccounting(frames, reader.frame_table, reader.page_size, keep_frames=keep_frames)
+    acc = ExactAccounting(frames, reader, reader.page_size, keep_frames=keep_frames)
     acc.skipped = skipped
     return acc
 
@@ -160,11 +235,18 @@ class ExactAccounting:
         self.skipped = {}
         self.flags_available = None
         self._frames = dict(frames) if keep_frames else None
+        if (frames and not keep_frames and hasattr(table, "owned_counts")
+                and all(isinstance(f, DistinctFrames) for f in frames.values())):
+            self._take_distinct(frames, table)
+            return
         # Fresh memory is costly (page faults): sort in place where we may, and never
         # make whole-array temporaries we can avoid.
+        if not isinstance(table, FrameTable) and hasattr(table, "frame_table"):
+            table = table.frame_table  # a reader
         uniques, blocks = {}, []
         for pid, f in frames.items():
-            u, c = _unique_counts(f.pfns, in_place=not keep_frames)
+            u, c = (f.distinct() if isinstance(f, DistinctFrames)
+                    else _unique_counts(f.pfns, in_place=not keep_frames))
             uniques[pid] = (u, c)
             if len(u):
                 blocks.append(_blocks_of(u))
@@ -197,6 +279,33 @@ class ExactAccounting:
         self._count = np.zeros(size, dtype=np.uint32)
         self._fill_counts(table)
         self._acc = np.zeros(size, dtype=np.uint32)
+
+    def _take_distinct(self, frames, reader):
+        """Build from DistinctFrames (each process's distinct frames, what the workers sent),
+        taking their arrays: every frame's index is its rank among all the frames mapped, written
+        over the process's PFNs in place, and the counts are read into one array (the reader's
+        ``owned_counts``), so memory holds about 4 bytes per process and frame, and 8 per frame."""
+        procs = [(pid, f) for pid, f in frames.items()]
+        entries = sum(len(f.pfns) for _, f in procs)
+        top = max((int(f.pfns[-1]) for _, f in procs if len(f.pfns)), default=-1)
+        if top + 1 <= _SPREAD * entries + _SPREAD_FLOOR:
+            distinct = _rank_in_place(procs, top)
+        else:  # frames too spread for a map of every PFN: ranks found by bisection
+            distinct = np.unique(np.concatenate([f.pfns for _, f in procs])) if entries else np.zeros(0, np.uint32)
+            for _, f in procs:
+                f.pfns = np.searchsorted(distinct, f.pfns).astype(np.uint32)
+        self._blocks, self._shift, self._mask = distinct, 0, 0
+        self._itype = np.uint32
+        self._proc = {}
+        for pid, f in procs:
+            d = f.pfns if f.pfns.dtype == np.uint32 else f.pfns.astype(np.uint32)
+            f.pfns = None
+            self._proc[pid] = (d, f.counts, f.swap)
+        self._count = reader.owned_counts(distinct)
+        self.flags_available = reader.flags_available
+        self.table = None
+        self._blocks = None  # (only the reference's construction looks PFNs up again)
+        self._acc = np.zeros(len(distinct), dtype=np.uint32)
 
     # dense frame index
     def _dense(self, pfns_sorted):
@@ -273,13 +382,10 @@ class ExactAccounting:
             pss = float(np.reciprocal(k, dtype=np.float64).sum()) if pages else 0.0
         else:
             frames, inside, members = self._group_frames(pids)
-            k = self._count[frames]
-            owned = k > 0
-            inside = inside[owned]
-            k = np.maximum(k[owned], inside)  # mapped since kpagecount was read
-            pages = len(k)
-            uss = int(np.count_nonzero(inside >= k))
-            pss = float(np.sum(inside / k)) if pages else 0.0
+            pages, uss, pss = 0, 0, 0.0
+            for lo in range(0, len(frames), _SHARES_AT_ONCE):  # (temporaries of a slice at a time)
+                part = _shares(self._count[frames[lo:lo + _SHARES_AT_ONCE]], inside[lo:lo + _SHARES_AT_ONCE])
+                pages, uss, pss = pages + part[0], uss + part[1], pss + part[2]
         swaps = [s for _, _, s in members if len(s)]
         nswap = len(swaps[0]) if len(swaps) == 1 else (len(np.unique(np.concatenate(swaps)))
                                                       if swaps else 0)

@@ -9,7 +9,7 @@ from ..errors import CaptureError, SmemError
 from ..parsers.kpageflags import FLAGS
 from ..parsers.pagemap import SWAPPED
 
-__all__ = ["ExactUnavailable", "ProcessFrames", "FrameTable", "page_size_of"]
+__all__ = ["ExactUnavailable", "ProcessFrames", "DistinctFrames", "FrameTable", "page_size_of"]
 
 #: The capture member holding kpagecount/kpageflags of the frames the processes map.
 KPAGES_MEMBER = "kpages.sparse"
@@ -80,6 +80,48 @@ class ProcessFrames:
 
     def __repr__(self):
         return f"ProcessFrames({self.pid}, {len(self.pfns)} present, {len(self.swap)} swapped)"
+
+
+class DistinctFrames:
+    """A process's frames as the accounting takes them: ``pfns`` each distinct frame once,
+    ascending (uint32 where every PFN fits, else uint64); ``counts`` how many times the process
+    maps each (uint32), or None where it maps every one once; ``swap`` its distinct swap slots.
+
+    What a worker sends back (smem.exact.scanned): a few bytes a frame, no mapping boundaries.
+    """
+
+    __slots__ = ("pid", "pfns", "counts", "swap", "scanned")
+
+    def __init__(self, pid, pfns, counts, swap, scanned=False):
+        self.pid = pid
+        self.pfns = pfns
+        self.counts = counts
+        self.swap = swap
+        self.scanned = scanned  # found by PAGEMAP_SCAN, which leaves the zero page out
+
+    @classmethod
+    def of(cls, pid, pfns, swap, scanned=False):
+        """From pagemap's frames (``pfns``, any order, repeated where mapped twice; sorted in
+        place) and swap slots."""
+        if len(pfns) and int(pfns.max()) < 1 << 32:
+            pfns = pfns.astype(np.uint32)  # (half the bytes to sort and to send)
+        pfns.sort()
+        counts = None
+        if len(pfns) > 1:
+            first = np.empty(len(pfns), dtype=bool)
+            first[0] = True
+            np.not_equal(pfns[1:], pfns[:-1], out=first[1:])
+            if not first.all():
+                starts = np.flatnonzero(first)
+                counts = np.diff(np.append(starts, len(pfns))).astype(np.uint32)
+                pfns = pfns[starts]
+        return cls(pid, pfns, counts, np.unique(swap) if len(swap) else swap, scanned)
+
+    def distinct(self, in_place=False):
+        return self.pfns, self.counts
+
+    def __repr__(self):
+        return f"DistinctFrames({self.pid}, {len(self.pfns)} frames, {len(self.swap)} swapped)"
 
 
 class FrameTable:

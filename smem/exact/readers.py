@@ -13,8 +13,9 @@ from ..sources.base import PAGEMAP
 from ..parsers import pagemap as pm
 from ..parsers.kpagecount import parse_kpagecount
 from ..parsers.kpageflags import parse_kpageflags
+from ..parsers.smaps import parse_smaps_kept
 from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _KPAGE_CHUNK, _KPAGE_GAP, _PAGEMAP_CHUNK,
-                     _PAGEMAP_GAP, _SWAPPED_ONLY, ExactUnavailable, FrameTable, ProcessFrames, _concat,
+                     _PAGEMAP_GAP, _SWAPPED_ONLY, _UNOWNED, ExactUnavailable, FrameTable, ProcessFrames, _concat,
                      page_size_of)
 from .members import decode_frames, decode_kpages
 
@@ -36,6 +37,15 @@ def _is_empty(mapping):
     return counters["Rss"] == 0 and not counters.get("Swap")
 
 
+def _mappings_of(source, pid):
+    """Every mapping of ``pid`` with the counters _is_empty reads, from its smaps."""
+    raw = source.read_process(pid, "smaps")
+    try:
+        return parse_smaps_kept(raw, COUNTERS_READ)[0]
+    except ValueError:
+        raise ProcessUnreadable(pid, "malformed smaps") from None
+
+
 def _per_span(mask, total, los, his):
     """How many True entries of ``mask`` fall in each [lo, hi) span."""
     if len(los) == 1:
@@ -53,6 +63,7 @@ class PagemapReader:
         known = source.machine().page_size or (mmap.PAGESIZE if source.local else None)
         self.page_size = page_size or page_size_of(known, f"{source.description}: capture-info")
         self.flags_available = None
+        self.skip_flags = False  # (owned_counts: nothing kpageflags would zero can be among the frames)
 
     def check(self):
         """Raise :class:`ExactUnavailable` unless kpagecount can be read."""
@@ -71,9 +82,11 @@ class PagemapReader:
     def process_frames(self, pid, mappings):
         """Read the pagemap ranges of ``mappings`` of ``pid``; a :class:`ProcessFrames`.
 
-        Raises ProcessGone if the process exited, ProcessUnreadable if its
-        pagemap may not be read.
+        ``mappings`` None: every mapping its smaps lists.  Raises ProcessGone if
+        the process exited, ProcessUnreadable if its pagemap may not be read.
         """
+        if mappings is None:
+            mappings = _mappings_of(self.source, pid)
         ps = self.page_size
         spans = sorted((m.start // ps, -(-m.end // ps), m.start)
                        for m in mappings if _ADDRESSES > m.end > m.start and not _is_empty(m))
@@ -137,10 +150,35 @@ class PagemapReader:
         self.flags_available = flags is not None
         return FrameTable(pfns, counts, flags)
 
+    def owned_counts(self, pfns):
+        """kpagecount of ``pfns`` (sorted, distinct) as uint32, 0 where kpageflags says no one
+        owns the frame (the zero page, hugetlb; unless ``skip_flags`` says none can be among
+        them): read in runs straight into the one array."""
+        counts = np.zeros(len(pfns), dtype=np.uint32)
+        top = np.uint64(np.iinfo(np.uint32).max)
+        for a, stop, values in self._kpage_runs("kpagecount", parse_kpagecount, pfns):
+            counts[a:stop] = np.minimum(values, top)
+        if self.skip_flags:
+            return counts
+        try:
+            for a, stop, values in self._kpage_runs("kpageflags", parse_kpageflags, pfns):
+                counts[a:stop][(values & np.uint64(_UNOWNED)) != 0] = 0
+            self.flags_available = True
+        except ExactUnavailable:
+            self.flags_available = False
+        return counts
+
     def _read_kpages(self, name, parse, pfns):
         out = np.zeros(len(pfns), dtype=np.uint64)
+        for a, stop, values in self._kpage_runs(name, parse, pfns):
+            out[a:stop] = values
+        return out
+
+    def _kpage_runs(self, name, parse, pfns):
+        """(first, stop, values of pfns[first:stop]) of ``name`` (kpagecount, kpageflags), read in
+        runs of nearby PFNs; a value past the end of RAM reads as 0."""
         if not len(pfns):
-            return out
+            return
         breaks = np.flatnonzero(np.diff(pfns) > _KPAGE_GAP) + 1
         bounds = np.concatenate(([0], breaks, [len(pfns)]))
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -160,9 +198,10 @@ class PagemapReader:
                 values = parse(data[:len(data) - len(data) % 8])
                 want = (pfns[a:stop] - np.uint64(lo)).astype(np.intp)
                 ok = want < len(values)  # a short read past the end of RAM reads as 0
-                out[a:stop][ok] = values[want[ok]]
+                got = np.zeros(stop - a, dtype=np.uint64)
+                got[ok] = values[want[ok]]
+                yield a, stop, got
                 a = stop
-        return out
 
 
 class CaptureReader:
@@ -191,7 +230,17 @@ class CaptureReader:
         if data is None:
             raise ProcessUnreadable(pid, "no page frame data in capture")
         frames = decode_frames(pid, data)
+        if mappings is None:  # every mapping the capture holds frames of
+            return frames
         return frames.select(m.start for m in mappings if m.start < _ADDRESSES)
+
+    def owned_counts(self, pfns):
+        """What :meth:`PagemapReader.owned_counts` read live: the counts the capture holds."""
+        table = self.frame_table(pfns)
+        counts = np.minimum(table.counts, np.uint64(np.iinfo(np.uint32).max)).astype(np.uint32)
+        if table.flags is not None:
+            counts[(table.flags & np.uint64(_UNOWNED)) != 0] = 0
+        return counts
 
     def frame_table(self, pfns):
         table = self._table

@@ -193,6 +193,12 @@ class Source(abc.ABC):
         ProcessUnreadable if it may not be read (smem.errors.translated)."""
         return derived.read_process(self, pid, name)
 
+    def open_process(self, pid, name):
+        """A descriptor of process ``pid``'s file ``name`` (pagemap) for positioned reads and
+        ioctls, which the caller closes; None where the source has no such file to open.
+        OSError as ``open`` raises it (the caller translates it: smem.errors.translated)."""
+        return None
+
     def read_process_at(self, pid, name, offset, length):
         """Like :meth:`read_process`, ``length`` bytes from ``offset`` (pagemap)."""
         return derived.read_process_at(self, pid, name, offset, length)
@@ -209,7 +215,7 @@ class Source(abc.ABC):
 
 
 #: the optional capabilities :func:`as_source` takes from the object it wraps, where it has them
-_OPTIONAL = ("facts", "user_name", "read_at", "firmware_memmap", "boot_log", "shmem_inventory", "device_fdinfo",
+_OPTIONAL = ("facts", "user_name", "read_at", "open_process", "firmware_memmap", "boot_log", "shmem_inventory", "device_fdinfo",
              "kernel_config", "read_sys", "list_sys", "close", "local", "capabilities", "prefer_rollup", "description")
 
 

@@ -76,6 +76,11 @@ class LiveSource(Source):
         finally:
             os.close(fd)
 
+    def open_process(self, pid, name):
+        if not self.local:
+            return None  # a copied tree's pagemap is a file: nothing to scan
+        return os.open(f"{self.proc}/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+
     def owner(self, pid):
         try:
             if self._proc_fd is not None:

@@ -186,7 +186,7 @@ def _exact(exact_of, field):
 def exact_columns(exact_of):
     """Exact figures of a row's processes as one group, from pagemap (--exact)."""
     def column(key, header, field, help, **kw):
-        return _wide(key, header, _exact(exact_of, field), help, needs={"mappings", "exact"},
+        return _wide(key, header, _exact(exact_of, field), help, needs={"exact"},
                      exact_total=field, **kw)
     return [
         column("guss", "GUSS", "uss_kib",

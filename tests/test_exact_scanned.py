@@ -1,0 +1,186 @@
+"""Whole processes read for --exact (smem.exact.scanned: PAGEMAP_SCAN in the collect workers, or
+the smaps ranges where it is missing) give what the reference reader gives through each mapping
+of smaps, on live processes sharing anonymous memory by fork, a file mapping and shmem; and the
+accounting of whole processes (ranks, counts in one array) equals the reference's on an exact
+capture made here.  Needs root and /proc/kpagecount."""
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+
+import pytest
+
+np = pytest.importorskip("numpy", reason="--exact needs smem[exact]")
+
+from smem import exact
+from smem.exact import scanned
+from smem.exact.accounting import _unique_counts
+from smem.loading import load_reading
+from smem.parsers.smaps import parse_smaps
+from smem.sources import LiveSource
+from test_exact import _capture_with, _kpagecount_readable
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _kpagecount_readable(),
+                                reason="exact accounting needs root and /proc/kpagecount")
+
+_SHARERS = r"""
+import mmap, os, sys
+PS = mmap.PAGESIZE
+path, shm = sys.argv[1], sys.argv[2]
+anon = mmap.mmap(-1, 64 * PS, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+anon.madvise(mmap.MADV_NOHUGEPAGE)
+for i in range(64):
+    anon[i * PS] = 1
+maps = []
+for name, pages in ((path, 32), (shm, 16)):
+    with open(name, "wb") as f:
+        f.write(b"x" * pages * PS)
+    fd = os.open(name, os.O_RDWR)
+    m = mmap.mmap(fd, pages * PS, flags=mmap.MAP_SHARED)
+    os.close(fd)
+    for i in range(pages):
+        m[i * PS] = 2
+    maps.append(m)
+kids = []
+for j in range(2):
+    pid = os.fork()
+    if pid == 0:
+        anon[j * PS] = 3  # one page of its own (copy on write), the rest shared with its parent
+        sys.stdin.read()
+        os._exit(0)
+    kids.append(pid)
+print(" ".join(map(str, [os.getpid()] + kids)), flush=True)
+sys.stdin.read()
+for pid in kids:
+    os.waitpid(pid, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def sharers(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("scanned") / "mapped")
+    shm = f"/dev/shm/smem-scanned-{os.getpid()}"
+    proc = subprocess.Popen([sys.executable, "-c", _SHARERS, path, shm], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline() if ready else b""
+        assert line, "the sharers did not start"
+        yield [int(p) for p in line.split()]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(shm)
+
+
+def _smaps(pid):
+    with open(f"/proc/{pid}/smaps", "rb") as f:
+        return parse_smaps(f.read())
+
+
+def _reference(live, pids):
+    """{pid: (distinct PFNs, their counts, distinct swap slots)} as the reference reader reads them."""
+    reader = exact.frame_reader(live)
+    out = {}
+    for pid in pids:
+        f = reader.process_frames(pid, _smaps(pid))
+        u, c = _unique_counts(f.pfns.copy())
+        out[pid] = (u.tolist(), None if c is None else c.tolist(), np.unique(f.swap).tolist())
+    return out
+
+
+def _zero_page_dropped(frames):
+    """``frames`` without the shared zero page, which no one owns (kpageflags ZERO_PAGE: every
+    figure leaves it out), and which PAGEMAP_SCAN is asked not to return."""
+    from smem.parsers.kpageflags import FLAGS
+    fd = os.open("/proc/kpageflags", os.O_RDONLY)
+    try:
+        def zero(pfn):
+            return int.from_bytes(os.pread(fd, 8, pfn * 8), "little") >> FLAGS["ZERO_PAGE"] & 1
+        out = {}
+        for pid, (pfns, counts, swap) in frames.items():
+            keep = [i for i, p in enumerate(pfns) if not zero(p)]
+            out[pid] = ([pfns[i] for i in keep], None if counts is None else [counts[i] for i in keep], swap)
+        return out
+    finally:
+        os.close(fd)
+
+
+def _whole(live, pids, jobs):
+    frames, skipped = scanned.collect_distinct_frames(live, exact.frame_reader(live), pids, jobs)
+    assert not skipped
+    return ({pid: (f.pfns.tolist(), None if f.counts is None else f.counts.tolist(), f.swap.tolist())
+             for pid, f in frames.items()}, {f.scanned for f in frames.values()})
+
+
+def _stable_comparison(pids, jobs):
+    """(reference, whole, how they were found), retried while the reference itself moved between
+    two reads (a page migrated, a huge page collapsed: the kernel's doing, not ours)."""
+    live = LiveSource()
+    for _ in range(5):
+        before = _reference(live, pids)
+        whole, how = _whole(live, pids, jobs)
+        if _reference(live, pids) == before:
+            return before, whole, how
+    pytest.skip("the processes' frames kept moving")
+
+
+def test_scanned_frames_are_the_reference_frames(sharers):
+    reference, whole, how = _stable_comparison(sharers, jobs=2)
+    if how != {True}:
+        pytest.skip("this kernel has no PAGEMAP_SCAN (Linux 6.7+)")
+    assert whole == _zero_page_dropped(reference)
+    # the fork's shared pages are the same frames in parent and children
+    assert len(set(whole[sharers[0]][0]) & set(whole[sharers[1]][0])) >= 62 + 32 + 16
+
+
+def test_without_pagemap_scan_the_smaps_ranges_give_the_same_frames(sharers, monkeypatch):
+    monkeypatch.setenv("SMEM_PAGEMAP_SCAN", "0")
+    reference, whole, how = _stable_comparison(sharers, jobs=2)
+    assert how == {False}
+    assert whole == reference
+
+
+def test_whole_processes_live_give_the_reference_frames_counted(sharers):
+    live = LiveSource()
+    whole = exact.account(live, {pid: None for pid in sharers}, jobs=2)
+    reference = exact.account(live, {pid: _smaps(pid) for pid in sharers})
+    group = {"sharers": sharers}
+    a, b = whole.groups(group)["sharers"], reference.groups(group)["sharers"]
+    # map counts of library pages move with the machine's other processes: RSS and USS do not
+    assert (a.rss_kib, a.uss_kib, a.swap_kib) == (b.rss_kib, b.uss_kib, b.swap_kib)
+    for pid in sharers:
+        assert whole.process(pid).rss_kib == reference.process(pid).rss_kib
+
+
+@pytest.mark.parametrize("ranked_by", ["map", "bisection"])
+def test_whole_processes_of_an_exact_capture_account_as_the_reference(sharers, monkeypatch, ranked_by):
+    from smem.exact import accounting
+    # the map of PFNs in use, in small windows; or, frames too spread for one, bisection
+    monkeypatch.setattr(accounting, "_SPREAD_FLOOR", 1 << 40 if ranked_by == "map" else 0)
+    monkeypatch.setattr(accounting, "_RANK_WINDOW", 1 << 12)
+    live = LiveSource()
+    maps = {pid: _smaps(pid) for pid in sharers}
+    members = exact.account(live, maps, keep_frames=True).capture_members()
+    source = _capture_with(members)
+    snap = load_reading(source)
+    offline_maps = {p.pid: p.mappings for p in snap.processes if p.pid in maps}
+    reference = exact.account(source, offline_maps)
+    whole = exact.account(source, {pid: None for pid in sharers})
+    assert whole.processes() == reference.processes()
+    grouping = {"all": sharers, "kids": sharers[1:], "parent": sharers[:1]}
+    assert whole.groups(grouping) == reference.groups(grouping)
+    assert whole.total() == reference.total()
+    a, b = whole.shared_with(sharers[:1]), reference.shared_with(sharers[:1])
+    assert (a.shared_kib, a.holders, a.elsewhere_kib) == (b.shared_kib, b.holders, b.elsewhere_kib)
+    kids = whole.groups({"kids": sharers[1:]})["kids"]
+    assert kids.uss_kib >= 2 * exact_page_kib()
+
+
+def exact_page_kib():
+    return os.sysconf("SC_PAGESIZE") // 1024
