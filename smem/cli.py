@@ -22,6 +22,7 @@ from .formats import FORMATS, TABLE_FORMATS
 from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions, WatchOptions
 from .report import parse_columns
 from .units import parse_size
+from .views import chosen_view, view_flags
 
 __all__ = ["cli", "main"]
 
@@ -54,11 +55,6 @@ Exit status: 0 on success, 1 when a source or file cannot be used,
 2 for a wrong option or field.
 """
 
-#: smem 1.5's views in its order, then the newer ones: (option name, view)
-VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", "cgroup"), ("-g", "program"),
-              ("--shm", "shm"))
-
-
 class DefaultGroup(click.Group):
     """A group that runs ``report`` when the first word is not one of its commands."""
 
@@ -88,12 +84,11 @@ def _complete_fields(ctx, param, incomplete):
     from .views import VIEWS
     o = ctx.params
     try:
-        view = _chosen_view(o, o.get("shared_with"))
+        view = chosen_view(o)
     except UsageError:  # two views given: still offer the default's fields
         view = "process"
     watched = (o.get("delta") or "first") if o.get("interval") is not None else None
-    chosen = _fields_of(VIEWS[view].shaped(SystemOptions(breakdown=bool(o.get("breakdown")))),
-                        compared=ctx.command.name == "diff", watched=watched)
+    chosen = _fields_of(VIEWS[view], compared=ctx.command.name == "diff", watched=watched)
     several = param.name == "columns"
     done, last = "", incomplete
     if several:
@@ -132,19 +127,18 @@ timeout_option = click.option(
          "not done after 10 x S (default 60).")
 
 
-#: the views (smem 1.5's -m -u -w, then the newer ones)
-view_options = _bundle(
-    click.option("-m", "--mappings", is_flag=True, help="Show mappings."),
-    click.option("-u", "--users", is_flag=True, help="Show users."),
-    click.option("-w", "--system", is_flag=True, help="Show the whole system."),
-    click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers)."),
-    click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name)."),
-    click.option("--group", type=Choice(["name"]), metavar="KEY",
-                 help="Group processes by KEY, which is name: one row per program name (as -g)."),
-    click.option("--shm", "shared_memory", is_flag=True,
-                 help="Show shared memory: tmpfs mounts and files, SysV segments, memfds; in RAM, in swap, "
-                      "mapped and by whom."),
-)
+def _view_option(flag, compared=False):
+    """The click option of one of a view's flags (smem.views.choice.ViewFlag)."""
+    text = flag.compared_help if compared and flag.compared_help else flag.help
+    if flag.values:
+        return click.option(*flag.decls, flag.dest, type=Choice(list(flag.values)), metavar=flag.metavar, help=text)
+    return click.option(*flag.decls, flag.dest, is_flag=True, help=text)
+
+
+#: the options that choose a view, made from the view registry (smem.views): smem 1.5's -m -u -w,
+#: then the newer ones; smem diff's, those of the views it can compare
+view_options = _bundle(*(_view_option(flag) for flag in view_flags()))
+compared_view_options = _bundle(*(_view_option(flag, compared=True) for flag in view_flags(compared=True)))
 
 #: which processes and mappings are read
 selection_options = _bundle(
@@ -180,27 +174,13 @@ table_options = _bundle(
 )
 
 
-def _chosen_view(o, shared_with=False):
-    chosen = [(flag, name) for (flag, name), on in zip(VIEW_FLAGS, (o["mappings"], o["users"], o["system"],
-                                                                   o["by_cgroup"], o["group"] or o["group_by_name"],
-                                                                   o["shared_memory"]))
-              if on]
-    if len(chosen) > 1:
-        raise UsageError(f"choose one view: -m, -u, -w, --cgroup, -g or --shm "
-                         f"({' and '.join(f for f, _ in chosen)} given)")
-    if shared_with and chosen:
-        raise UsageError(f"--shared-with lists processes: it does not combine with {chosen[0][0]}")
-    return "sharing" if shared_with else chosen[0][1] if chosen else "process"
-
-
-def _asked_field_help(o, view, compared=False, system=SystemOptions(), watched=None):
-    """-c help: print the fields of the view (as -w's options shape it; compared, or watched since
-    ``watched``), with what each is."""
+def _asked_field_help(o, view, compared=False, watched=None):
+    """-c help: print the fields of the view (compared, or watched since ``watched``), with what each is."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
-    chosen = _fields_of(VIEWS[view].shaped(system), compared, watched)
+    chosen = _fields_of(VIEWS[view], compared, watched)
     _write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen))
     return True
 
@@ -210,7 +190,7 @@ def _fields_of(view, compared=False, watched=None):
     if compared:
         from .views.diff import diff_view
         view = diff_view(view)
-    if watched is not None and view.row_key is not None:
+    if watched is not None and view.comparison.row_key is not None:
         from .views.diff import watch_view
         view = watch_view(view, watched)
     return view
@@ -264,16 +244,9 @@ def cli():
               help="Path to the kernel image (vmlinux, bzImage, vmlinuz).")
 @click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
               metavar="[PCT]", help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom.")
-@click.option("--breakdown", is_flag=True,
-              help="With -w: rows that add up to MemTotal (processes' PSS, page cache and shared memory no "
-                   "process maps, the kernel's parts, zram/zswap, free) and an unexplained rest, each with "
-                   "its source.")
 @view_options
 @click.option("--exact", is_flag=True,
               help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals.")
-@click.option("--shared-with", "shared_with", is_flag=True,
-              help="With -P/-U: which other processes share the selection's memory, and how much "
-                   "(implies --exact).")
 @selection_options
 @click.option("--pie", metavar="FIELD", shell_complete=_complete_fields,
               help="Show a pie chart of the sort field, labelled by FIELD.")
@@ -310,17 +283,16 @@ def cli():
               help="With --interval: re-read only the processes that changed (or whose sharers did), and every "
                    "process at least every SECONDS (default 60; 0: every process at every report).")
 @click.version_option(__version__, "--version", prog_name="smem", message=_version_message())
-def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, output, force, source, timeout,
+def report(realmem, kernel, recommend, exact, pie, bar, output, force, source, timeout,
            at, speed, all_frames, interval, count, delta, wss, max_staleness, **o):
     """Report memory usage by process, mapping, user or for the whole system,
     accounting for shared pages (USS, PSS) as well as RSS, VSS and swap.
 
     With --interval, watch: the report again every SECONDS, with what changed.
     """
-    view = _chosen_view(o, shared_with)
+    view = chosen_view(o)
     watch = _watch(interval, count, delta, speed, all_frames, max_staleness)
-    if _asked_field_help(o, view, system=SystemOptions(breakdown=breakdown),
-                         watched=watch.since if watch is not None else None):
+    if _asked_field_help(o, view, watched=watch.since if watch is not None else None):
         return
     validate.report_chart(pie, bar, output, force)
     table = _table(o)._replace(working_set=wss is not None)
@@ -328,12 +300,12 @@ def report(realmem, kernel, recommend, breakdown, exact, shared_with, pie, bar, 
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
                          "pipe one in (smem capture --script | ssh box sh | smem -S -) or name a file")
     request = ReportRequest(
-        query=_query(o, view, source=source, exact=exact or shared_with, wss_seconds=wss, timeout=timeout, at=at),
+        query=_query(o, view, source=source, exact=exact, wss_seconds=wss, timeout=timeout, at=at),
         table=table,
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, output, force)
                if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=parse_size(realmem) if realmem is not None else None,
-                             kernel_path=kernel, recommend=recommend, breakdown=breakdown),
+                             kernel_path=kernel, recommend=recommend),
         watch=watch,
     )
     if watch is not None and watch.replay == float("inf"):
@@ -374,15 +346,14 @@ def _watch_run(request):
 @cli.command(context_settings=CONTEXT)
 @click.argument("old", metavar="OLD", type=PATH)
 @click.argument("new", metavar="[NEW]", required=False, type=PATH)
-@view_options
+@compared_view_options
 @selection_options
 @table_options
-@click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
 @timeout_option
 @click.option("--from", "from_", metavar="TIME", help="The frame of OLD, a recording, to compare (default: its first "
               "when NEW is not given, else its last); TIME as for --at.")
 @click.option("--to", metavar="TIME", help="The frame of NEW (or of OLD alone), a recording (default: its last).")
-def diff(old, new, breakdown, timeout, from_, to, **o):
+def diff(old, new, timeout, from_, to, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
     program, cgroup, mapping, system area or shared memory object (--shm), its memory in OLD, in
     NEW and the change.
@@ -394,17 +365,16 @@ def diff(old, new, breakdown, timeout, from_, to, **o):
     gone. -t totals are NEW's total minus OLD's (--shm: files counted in their mount). Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
-    system = SystemOptions(breakdown=breakdown)
-    if _asked_field_help(o, _chosen_view(o), compared=True, system=system):
+    view = chosen_view(o)
+    if _asked_field_help(o, view, compared=True):
         return
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
             raise UsageError(f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is not one")
         new, from_ = old, from_ or "first"
-    _run(ReportRequest(query=_query(o, _chosen_view(o), source=new, old_source=old, timeout=timeout,
-                                    at=to, old_at=from_),
-                       table=_table(o), system=system))
+    _run(ReportRequest(query=_query(o, view, source=new, old_source=old, timeout=timeout, at=to, old_at=from_),
+                       table=_table(o)))
 
 
 @cli.command(context_settings=CONTEXT)
