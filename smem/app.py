@@ -24,6 +24,7 @@ from .sources import open_source
 from .sources.base import OWN_PID
 from .units import human
 from .views import VIEWS, needs_of
+from .views.columns import Sizing
 
 #: how smem diff names this machine now
 LIVE = "live"
@@ -49,7 +50,7 @@ class Plan(NamedTuple):
 def report_view(request):
     """The view ``request``'s table is made of: its view as -w's options shape it, compared
     (smem diff: OLD given) or watched (watch mode), as smem.validate checked they may be."""
-    view = VIEWS[request.query.view].shaped(request.system)
+    view = VIEWS[request.query.view]
     if request.query.old_source is not None:
         from .views.diff import diff_view  # (a comparison only)
         view = diff_view(view)
@@ -68,7 +69,7 @@ def plan(request, companions=None):
     asks for them.
     """
     view = report_view(request)
-    exact = request.query.exact or view.requires_exact
+    exact = request.query.exact or view.accounting.requires_exact
     table = request.table._replace(exact=exact)
     columns = selected_columns(view, table, request.chart) + [sort_column(view, table)]
     exact = exact or any("exact" in c.needs for c in columns)
@@ -78,19 +79,19 @@ def plan(request, companions=None):
                            for name, options in companions)
     elif FORMATS[table.format].wants_companions:
         companions = tuple((VIEWS[name], _companion_options(view, VIEWS[name], table))
-                           for name in view.metrics_companions)
+                           for name in view.metrics.companions)
     else:
         companions = ()
     also = set()
     if companions or FORMATS[table.format].wants_companions:  # labelled samples (a scrape, OpenMetrics)
-        also |= view.identity_needs
+        also |= view.reads.identity
     for companion, options in companions:
-        also |= companion.needs | companion.identity_needs
+        also |= companion.reads.needs | companion.reads.identity
         for column in selected_columns(companion, options) + [sort_column(companion, options)]:
             counters |= column.counters
             also |= column.needs
     if request.chart is not None:  # a pie sorted by a column that is not an amount shows the view's measure
-        counters |= {c for key in (view.chart_measure, view.chart_measure_without_pss)
+        counters |= {c for key in (view.charting.measure, view.charting.measure_without_pss)
                      for c in view.columns[key].counters}
     if exact:
         require("numpy", "--exact")
@@ -119,7 +120,7 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
         spec, at = query.source, query.at if at is None else at
     selection = Selection(query.process_filter, query.user_filter, query.map_filter, query.pids)
     # the sharing report reads everyone: the holders are outside the selection
-    load_selection = Selection(None, None, query.map_filter) if view.requires_exact else selection
+    load_selection = Selection(None, None, query.map_filter) if view.accounting.requires_exact else selection
     warnings = []
     # -M reads every mapping (load_reading); otherwise an archive may drop what smaps_rollup serves
     # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split; the
@@ -129,23 +130,23 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
     source = open_source(None if spec == LIVE else spec,
                          per_mapping=needs.mappings or needs.split or needs.devices or query.map_filter is not None,
                          streamed=not exact, timeout=query.timeout, at=at)
-    fold = view.fold(needs) if view.fold is not None and not exact else None
+    fold = view.reads.fold(needs) if view.reads.fold is not None and not exact else None
     working_set = None
     if query.wss_seconds is not None and spec is None:
         working_set = _measure_working_set(source, load_selection, query.wss_seconds, warnings)
     try:
-        reading = load(source, load_selection, with_processes=view.reads_processes, needs=needs,
+        reading = load(source, load_selection, with_processes=view.reads.processes, needs=needs,
                        jobs=query.jobs, fold=fold)
         if load_selection is not selection:  # (the sharing view reads everyone, and selects among them)
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None
-        if view.needs_sizing or any(c.needs_sizing for c, _ in the_plan.companions):
+        if any(_sized(v, request.system) for v in (view, *(c for c, _ in the_plan.companions))):
             sizing = _size(reading, reading.source, request.system, warnings, request.table.abbreviate)
         if exact:
             accounting, sharing = _account_exactly(reading, view, selection, warnings, query.jobs)
-        if view.needs_shared_memory:
+        if view.reads.shared_memory:
             shared = _attribute_shared_memory(reading, reading.source, warnings)
-        if view.reads_processes:
+        if view.reads.processes:
             warnings.extend(_estimated(reading.source, exact))
     finally:
         source.close()
@@ -241,7 +242,14 @@ def companion_tables(the_plan, snapshot, system, earlier=None):
 def readings(view, snapshot, earlier=None):
     """The snapshots a table of ``view`` is made of: ``snapshot``, after ``earlier`` where the
     view's rows have rates over an interval (cpu)."""
-    return [earlier, snapshot] if earlier is not None and view.interval_rows else [snapshot]
+    return [earlier, snapshot] if earlier is not None and view.comparison.interval_rows else [snapshot]
+
+
+def _sized(view, system):
+    """Whether ``view`` is shown sized: always (-w), or where -R or -K asks (--breakdown)."""
+    sizing = view.reads.sizing
+    asked = system.realmem_bytes is not None or system.kernel_path is not None
+    return sizing is Sizing.ALWAYS or (sizing is Sizing.ASKED and asked)
 
 
 def _size(reading, source, system, warnings, abbreviate=False):
@@ -278,11 +286,11 @@ def _account_exactly(reading, view, selection, warnings, jobs=None):
     try:
         accounting = account_snapshot(reading, jobs)
     except ExactUnavailable as e:
-        if view.requires_exact:
+        if view.accounting.requires_exact:
             raise
         warnings.append(f"{e}; showing the smaps figures")
         return None, None
-    if not view.requires_exact:
+    if not view.accounting.requires_exact:
         return accounting, None
     own = own_invocation(reading.source, selection)
     selected, sharing = sharing_of_selection(reading, accounting, selection, exclude=own)

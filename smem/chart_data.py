@@ -138,7 +138,7 @@ def _pie_values(table, snapshot):
     if table.sort.is_amount:
         return table.sort, [(sort_value, values[-1], row) for values, sort_value, row in _draw_order(table)]
     # the rows keep their order; the slices show the view's own measure, shown or not
-    column = table.view.columns[table.view.measure_for(snapshot.pss_missing)]
+    column = table.view.columns[table.view.charting.measure_for(snapshot.pss_missing)]
     return column, [(value, values[-1], row)
                     for values, value, row in zip(table.values, table.column_values(column), table.rows)]
 
@@ -179,7 +179,7 @@ def pie_data(table, options, snapshot):
     used = sum(value for value, _ in rows)
     ram = table.ram_kib
     unused = 0
-    if view.disjoint_rows and column.key in RAM_LIKE and ram and ram > used:
+    if view.accounting.disjoint and column.key in RAM_LIKE and ram and ram > used:
         unused = ram - used
         if unused > ram * UNUSED_DRAWN_UP_TO:
             # a lightly loaded machine: a slice of 99% would leave the rows unreadable
@@ -191,7 +191,7 @@ def pie_data(table, options, snapshot):
 
     # Fold the smallest slices, as smem 1.5 does, but never the five -w areas (each is part of
     # the answer to "where does the RAM go").
-    folded = _smallest([value for value, _ in rows], whole) if view.folds_small_slices else set()
+    folded = _smallest([value for value, _ in rows], whole) if view.charting.folds_small_slices else set()
 
     slices = [("unused", unused, "unused")] if unused else []
     slices += [(label, value, "row") for i, (value, label) in enumerate(rows) if i not in folded]
@@ -212,9 +212,9 @@ def _bars_folded(table, rows, snapshot):
     would fold (of the sort field if an amount, else the view's measure), and those beyond the
     largest MAX_BARS.  The -w areas are never folded."""
     view = table.view
-    if not view.folds_small_slices:
+    if not view.charting.folds_small_slices:
         return set()
-    measure = table.sort if table.sort.is_amount else view.columns[view.measure_for(snapshot.pss_missing)]
+    measure = table.sort if table.sort.is_amount else view.columns[view.charting.measure_for(snapshot.pss_missing)]
     sizes = [abs(measure.getter(row) or 0) for _, _, row in rows]
     folded = _smallest(sizes, sum(sizes))
     by_size = sorted((i for i in range(len(rows)) if i not in folded), key=lambda i: sizes[i], reverse=True)

@@ -22,7 +22,8 @@ from .cli_options import table_options as _table_options
 from .cli_output import note, quiet_broken_pipe, silence_stdout, warn, write, write_bytes
 from .cli_words import PATH, Choice, DefaultGroup, command_suggestion, one_line, option_suggestion, usage_message
 from .errors import SmemError, UsageError
-from .options import ReportRequest, SystemOptions
+from .options import ReportRequest
+from .views import chosen_view, view_flags
 
 __all__ = ["cli", "main"]
 
@@ -56,9 +57,6 @@ Exit status: 0 on success, 1 when a source or file cannot be used,
 2 for a wrong option or field.
 """
 
-#: smem 1.5's views in its order, then the newer ones: (option name, view)
-VIEW_FLAGS = (("-m", "mapping"), ("-u", "user"), ("-w", "system"), ("--cgroup", "cgroup"), ("-g", "program"),
-              ("--shm", "shm"))
 
 
 def _complete_fields(ctx, param, incomplete):
@@ -67,12 +65,11 @@ def _complete_fields(ctx, param, incomplete):
     from .views import VIEWS
     o = ctx.params
     try:
-        view = _chosen_view(o, o.get("shared_with"))
+        view = chosen_view(o)
     except UsageError:  # two views given: still offer the default's fields
         view = "process"
     watched = (o.get("delta") or "first") if o.get("interval") is not None else None
-    chosen = _fields_of(VIEWS[view].shaped(SystemOptions(breakdown=bool(o.get("breakdown")))),
-                        compared=ctx.command.name == "diff", watched=watched)
+    chosen = _fields_of(VIEWS[view], compared=ctx.command.name == "diff", watched=watched)
     several = param.name == "columns"
     done, last = "", incomplete
     if several:
@@ -90,45 +87,30 @@ def _version_message():
     return f"%(prog)s %(version)s from {where} (smaps parser: {IMPLEMENTATION})"
 
 
-#: the views (smem 1.5's -m -u -w, then the newer ones)
-view_options = _bundle(
-    click.option("-m", "--mappings", is_flag=True, help="Show mappings."),
-    click.option("-u", "--users", is_flag=True, help="Show users."),
-    click.option("-w", "--system", is_flag=True, help="Show the whole system."),
-    click.option("--cgroup", "by_cgroup", is_flag=True, help="Show memory cgroups (services, containers)."),
-    click.option("-g", "group_by_name", is_flag=True, help="Group processes by program name (--group name)."),
-    click.option("--group", type=Choice(["name"]), metavar="KEY",
-                 help="Group processes by KEY, which is name: one row per program name (as -g)."),
-    click.option("--shm", "shared_memory", is_flag=True,
-                 help="Show shared memory: tmpfs mounts and files, SysV segments, memfds; in RAM, in swap, "
-                      "mapped and by whom."),
-)
+def _view_option(flag, compared=False):
+    """The click option of one of a view's flags (smem.views.choice.ViewFlag)."""
+    text = flag.compared_help if compared and flag.compared_help else flag.help
+    if flag.values:
+        return click.option(*flag.decls, flag.dest, type=Choice(list(flag.values)), metavar=flag.metavar, help=text)
+    return click.option(*flag.decls, flag.dest, is_flag=True, help=text)
+
+
+#: the options that choose a view, made from the view registry (smem.views): smem 1.5's -m -u -w,
+#: then the newer ones; smem diff's, those of the views it can compare
+view_options = _bundle(*(_view_option(flag) for flag in view_flags()))
+compared_view_options = _bundle(*(_view_option(flag, compared=True) for flag in view_flags(compared=True)))
 
 
 table_options = _table_options(_complete_fields)
 
 
-def _chosen_view(o, shared_with=False):
-    chosen = [(flag, name) for (flag, name), on in zip(VIEW_FLAGS, (o["mappings"], o["users"], o["system"],
-                                                                   o["by_cgroup"], o["group"] or o["group_by_name"],
-                                                                   o["shared_memory"]))
-              if on]
-    if len(chosen) > 1:
-        raise UsageError(f"choose one view: -m, -u, -w, --cgroup, -g or --shm "
-                         f"({' and '.join(f for f, _ in chosen)} given)")
-    if shared_with and chosen:
-        raise UsageError(f"--shared-with lists processes: it does not combine with {chosen[0][0]}")
-    return "sharing" if shared_with else chosen[0][1] if chosen else "process"
-
-
-def _asked_field_help(o, view, compared=False, system=SystemOptions(), watched=None):
-    """-c help: print the fields of the view (as -w's options shape it; compared, or watched since
-    ``watched``), with what each is."""
+def _asked_field_help(o, view, compared=False, watched=None):
+    """-c help: print the fields of the view (compared, or watched since ``watched``), with what each is."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
-    chosen = _fields_of(VIEWS[view].shaped(system), compared, watched)
+    chosen = _fields_of(VIEWS[view], compared, watched)
     write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen))
     return True
 
@@ -174,8 +156,8 @@ def report(**o):
 
     With --interval, watch: the report again every SECONDS, with what changed.
     """
-    view = _chosen_view(o, o["shared_with"])
-    if _asked_field_help(o, view, system=SystemOptions(breakdown=o["breakdown"]), watched=watched_since(o)):
+    view = chosen_view(o)
+    if _asked_field_help(o, view, watched=watched_since(o)):
         return
     validate.report(view, **o)
     if o["source"] == "-" and sys.stdin is not None and sys.stdin.isatty():
@@ -207,15 +189,14 @@ def _watch_run(request):
 @cli.command(context_settings=CONTEXT)
 @click.argument("old", metavar="OLD", type=PATH)
 @click.argument("new", metavar="[NEW]", required=False, type=PATH)
-@view_options
+@compared_view_options
 @selection_options
 @table_options
-@click.option("--breakdown", is_flag=True, help="With -w: compare the rows that add up to MemTotal (as smem -w --breakdown).")
 @timeout_option
 @click.option("--from", "from_", metavar="TIME", help="The frame of OLD, a recording, to compare (default: its first "
               "when NEW is not given, else its last); TIME as for --at.")
 @click.option("--to", metavar="TIME", help="The frame of NEW (or of OLD alone), a recording (default: its last).")
-def diff(old, new, breakdown, timeout, from_, to, **o):
+def diff(old, new, timeout, from_, to, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
     program, cgroup, mapping, system area or shared memory object (--shm), its memory in OLD, in
     NEW and the change.
@@ -227,15 +208,15 @@ def diff(old, new, breakdown, timeout, from_, to, **o):
     gone. -t totals are NEW's total minus OLD's (--shm: files counted in their mount). Default columns: old and new PSS and the change of each amount; -c takes the
     base view's fields, old_FIELD and dFIELD.
     """
-    system, view = SystemOptions(breakdown=breakdown), _chosen_view(o)
-    if _asked_field_help(o, view, compared=True, system=system):
+    view = chosen_view(o)
+    if _asked_field_help(o, view, compared=True):
         return
-    validate.diff(view, old=old, new=new, breakdown=breakdown, **o)
+    validate.diff(view, old=old, new=new, **o)
     if new is None:
         new, from_ = old, from_ or "first"
     _run(ReportRequest(query=query_from(o, view, source=new, old_source=old, timeout=timeout,
                                        at=to, old_at=from_),
-                       table=table_from(o), system=system))
+                       table=table_from(o)))
 
 
 @cli.command(context_settings=CONTEXT)

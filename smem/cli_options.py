@@ -78,7 +78,7 @@ def table_options(complete_fields):
     )
 
 
-#: the whole system (-w): installed RAM, the kernel image, the recommendation and the breakdown
+#: the whole system (-w): installed RAM, the kernel image and the recommendation
 system_options = bundle(
     click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB)."),
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
@@ -86,19 +86,12 @@ system_options = bundle(
     click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
                  metavar="[PCT]",
                  help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom."),
-    click.option("--breakdown", is_flag=True,
-                 help="With -w: rows that add up to MemTotal (processes' PSS, page cache and shared memory no "
-                      "process maps, the kernel's parts, zram/zswap, free) and an unexplained rest, each with "
-                      "its source."),
 )
 
 #: page-by-page accounting with pagemap
 exact_options = bundle(
     click.option("--exact", is_flag=True,
                  help="Account page by page with pagemap (root): group USS (guss) and PSS, true totals."),
-    click.option("--shared-with", "shared_with", is_flag=True,
-                 help="With -P/-U: which other processes share the selection's memory, and how much "
-                      "(implies --exact)."),
 )
 
 
@@ -239,7 +232,7 @@ def report_request(o, view):
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, o["output"],
                             o["force"]) if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=parse_size(o["realmem"]) if o["realmem"] is not None else None,
-                             kernel_path=o["kernel"], recommend=o["recommend"], breakdown=o["breakdown"]),
+                             kernel_path=o["kernel"], recommend=o["recommend"]),
         watch=watch_from(o),
     )
 

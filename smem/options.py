@@ -67,12 +67,11 @@ class ChartOptions(NamedTuple):
 
 
 class SystemOptions(NamedTuple):
-    """The whole system (-w): installed RAM, the kernel image, and whether to break MemTotal down."""
+    """The whole system (-w, --breakdown): installed RAM, the kernel image, and --recommend."""
 
     realmem_bytes: Optional[int] = None    # -R
     kernel_path: Optional[str] = None      # -K
     recommend: Optional[float] = None      # --recommend headroom, percent
-    breakdown: bool = False                # --breakdown: every KiB of MemTotal attributed
 
     @property
     def ram_kib(self):

@@ -146,8 +146,9 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
     values = [e[1] for e in entries]
     totals = None
     if options.totals:
-        counted = (values if view.counted_in_totals is None
-                   else [e[1] for e in entries if view.counted_in_totals(e[2])])
+        counted_in_totals = view.accounting.counted
+        counted = (values if counted_in_totals is None
+                   else [e[1] for e in entries if counted_in_totals(e[2])])
         totals = [_total(c, [v[i] for v in counted]) for i, c in enumerate(columns)]
     return Table(view, columns, sort, values, [e[2] for e in entries], [e[0] for e in entries],
                  totals, ram_kib, swap_kib, list(notes))
@@ -164,11 +165,11 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
     if view.summary is not None:
         view_ram, notes = view.summary(snapshot, rows, options, system)
         ram = view_ram if view_ram is not None else ram
-    if chart is not None and view.chart_rows is not None:
-        rows, notes = view.chart_rows(rows, notes)
+    if chart is not None and view.charting.rows is not None:
+        rows, notes = view.charting.rows(rows, notes)
     table = build_table(view, rows, options, ram, snapshot.swap_total, view.sort_for(snapshot.pss_missing), chart,
                         notes)
-    if snapshot.exact is not None and table.totals is not None and view.process_groups:
+    if snapshot.exact is not None and table.totals is not None and view.accounting.process_groups:
         _exact_totals(table, snapshot.exact)
     return table
 

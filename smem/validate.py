@@ -18,34 +18,35 @@ __all__ = ["report", "diff", "capture", "html", "record", "serve"]
 
 
 def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_frames, max_staleness,
-           breakdown, recommend, exact, wss, source, at, fmt, **selection):
+           recommend, exact, wss, source, at, fmt, **selection):
     """The main command: its chart, watch, system, --exact and --wss options against each other
     and against ``view`` (the name the view flags chose)."""
     _chart(pie, bar, output, force)
     watching = _watch(interval, count, delta, speed, all_frames, max_staleness)
-    chosen = _shaped(view, breakdown)
+    chosen = _registered(view)
     _takes_selection(chosen, **selection)
     if watching:
         chosen = _watched(chosen, interval, speed, all_frames, source, at, fmt, exact,
                           charted=pie is not None or bar is not None, since=delta or "first")
-    if chosen.requires_exact and not (selection["processfilter"] or selection["userfilter"] or selection["pids"]):
+    if chosen.accounting.requires_exact and not (selection["processfilter"] or selection["userfilter"] or selection["pids"]):
         raise UsageError("--shared-with needs a selection: -P, -U or --pid")
     if wss is not None:
         _working_set(chosen, wss, source, watching)
-    if recommend is not None and not chosen.needs_sizing:
+    from .views.columns import Sizing
+    if recommend is not None and chosen.reads.sizing is Sizing.NEVER:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
-    if exact and not chosen.process_groups and not chosen.requires_exact:
+    if exact and not chosen.accounting.process_groups and not chosen.accounting.requires_exact:
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
 
 
-def diff(view, *, old, new, breakdown, **selection):
+def diff(view, *, old, new, **selection):
     """smem diff: OLD alone is a recording, and ``view`` (as the view flags chose it) has rows to
     match between two readings."""
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
             raise UsageError(f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is not one")
-    chosen = _shaped(view, breakdown)
+    chosen = _registered(view)
     _comparable(chosen, False, "smem diff")
     from .views.diff import diff_view
     _takes_selection(diff_view(chosen), **selection)
@@ -78,19 +79,15 @@ def _watch(interval, count, delta, speed, all_frames, max_staleness):
     return replaying or interval is not None
 
 
-def _shaped(view, breakdown):
-    """The registered view ``view``, as --breakdown shapes it (which only -w's view takes)."""
-    from .options import SystemOptions
+def _registered(view):
+    """The registered view named ``view`` (the view flags chose it: smem.views.choice)."""
     from .views import VIEWS
-    registered = VIEWS[view]
-    if breakdown and registered.shaped_by_system is None:
-        raise UsageError("--breakdown accounts for all of MemTotal: use it with -w")
-    return registered.shaped(SystemOptions(breakdown=breakdown))
+    return VIEWS[view]
 
 
 def _takes_selection(view, *, processfilter, userfilter, mapfilter, pids, **_):
     """A view that attributes memory to every process takes no -P/-U/-M/--pid."""
-    if not view.takes_selection:
+    if not view.reads.selection:
         given = [o for o, v in (("-P", processfilter), ("-U", userfilter), ("-M", mapfilter), ("--pid", pids)) if v]
         if given:
             raise UsageError(f"the {view.title} view attributes memory to every process: "
@@ -99,9 +96,9 @@ def _takes_selection(view, *, processfilter, userfilter, mapfilter, pids, **_):
 
 def _comparable(view, exact, command):
     """``view`` has rows to match between two readings, and no page-by-page accounting."""
-    if exact or view.requires_exact:
+    if exact or view.accounting.requires_exact:
         raise UsageError(f"{command} does not combine with --exact or --shared-with")
-    if view.row_key is None:
+    if view.comparison.row_key is None:
         raise UsageError(f"{command} compares processes, users, programs, cgroups, mappings, the "
                          f"system or shared memory objects, not the {view.title} view")
 

@@ -114,7 +114,7 @@ class _Frames:
             return table
         kept = [i for i, row in enumerate(table.rows) if row.key not in folded]
         line = f"{len(folded)} more gone since {_clock(self.first.time)}"
-        change = table.view.columns.get(f"d{table.view.chart_measure}")
+        change = table.view.columns.get(f"d{table.view.charting.measure}")
         if change is not None:
             total = sum(change.getter(row) or 0 for row in table.rows if row.key in folded)
             line += f": {change.header} {format_value(change, total, options, table)}"

@@ -170,7 +170,7 @@ def _report(source, token, view_name, jobs):
     options = TableOptions(totals=True)
     columns = [view.columns[k] for k in view.default_columns] + [view.columns[view.default_sort]]
     needs = needs_of(view, columns)
-    fold = view.fold(needs) if view.fold is not None else None
+    fold = view.reads.fold(needs) if view.reads.fold is not None else None
     snapshot = load_reading(source, Selection(process=token), needs=needs, jobs=jobs, fold=fold)
     table = make_table([Snapshot(snapshot)], view, options)
     return [p.pid for p in snapshot.processes], table.values, table.totals

@@ -24,8 +24,8 @@ def test_a_misspelt_need_is_an_error():
 @pytest.mark.parametrize("name", list(VIEWS))
 def test_every_declared_need_is_a_need(name):
     view = VIEWS[name]
-    Need.named(view.needs)
-    Need.named(view.identity_needs)
+    Need.named(view.reads.needs)
+    Need.named(view.reads.identity)
     for column in view.columns.values():
         Need.named(column.needs)
 

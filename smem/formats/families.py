@@ -37,7 +37,7 @@ class Family:
 
 def families(table):
     """A :class:`Family` for each amount or count column of ``table`` (labels and text are not gauges)."""
-    labels = table.view.labels
+    labels = table.view.metrics.labels
     label_names = tuple(k for k, _ in labels)
     row_labels = [tuple(printable(str(get(row))) for _, get in labels) for row in table.rows]
     result = []

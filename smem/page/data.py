@@ -31,7 +31,7 @@ TABLES = {
     "program": ("program", ("name", "count") + _AMOUNTS + ("vss",), "-g"),
     "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",), "--cgroup"),
     "mapping": ("mapping", ("map", "count", "pids") + _AMOUNTS, "-m"),
-    "system": ("system", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
+    "system": ("breakdown", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
 }
 
 #: a compared page's columns: who the row is, new/gone, and each amount old, new and changed
@@ -57,11 +57,11 @@ def _table_options(name, compared):
     return TableOptions(columns=columns, totals=True, format="json", sort=sort)
 
 
-def _views(compared, system):
-    """(name, View) of each table; -w's is the view --breakdown makes of it; compared, each one's diff view."""
+def _views(compared):
+    """(name, View) of each table; compared, each one's diff view."""
     from ..views.diff import diff_view
     for name, (view_name, _, _) in TABLES.items():
-        view = VIEWS[view_name].shaped(system) if name == "system" else VIEWS[view_name]
+        view = VIEWS[view_name]
         yield name, diff_view(view) if compared else view
 
 
@@ -102,15 +102,16 @@ def page_documents(request, at=None):
     query = request.query
     compared = query.old_source is not None
     system = SystemOptions()
-    views = dict(_views(compared, SystemOptions(breakdown=True)))
+    views = dict(_views(compared))
     base = ReportRequest(query=query._replace(view="process", old_source=None),
                          table=_table_options("process", False), system=system)
-    companions = [(VIEWS["system"].shaped(SystemOptions(breakdown=True)) if n == "system" else TABLES[n][0],
-                   _table_options(n, False)) for n in TABLES if n != "process"]
+    companions = [(TABLES[n][0], _table_options(n, False)) for n in TABLES if n != "process"]
     the_plan = plan(base, companions)
     # each process's mappings are folded as it is read (in the worker that read it) and let go
     top, top_sharers = request.top_mappings, request.top_sharers
-    the_plan = the_plan._replace(view=the_plan.view._replace(fold=lambda needs: PageFold(top, top_sharers)))
+    view = the_plan.view
+    the_plan = the_plan._replace(view=view._replace(reads=view.reads._replace(
+        fold=lambda needs: PageFold(top, top_sharers))))
     snapshots, warnings = [], []
     started = time.time()
     for spec in ([query.old_source] if compared else []) + [None]:

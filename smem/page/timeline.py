@@ -36,15 +36,13 @@ def _frame_summaries(request):
     from ..formats import Rendering, render
     from ..options import ReportRequest, SystemOptions, TableOptions
     from ..report import make_table
-    from ..views import VIEWS
-    system, breakdown = SystemOptions(), VIEWS["system"].shaped(SystemOptions(breakdown=True))
+    system = SystemOptions()
     processes = TableOptions(columns=("pid", "name", "command", "pss"), totals=False, format="json")
     areas = TableOptions(columns=("area", "used"), totals=False, format="json")
     request = ReportRequest(query=request.query._replace(view="process", old_source=None),
                             table=processes, system=system)
     # two readings of each frame: the breakdown reads every mapping, the processes' PSS must not
-    breakdown_request = request._replace(query=request.query._replace(view="system"), table=areas,
-                                         system=SystemOptions(breakdown=True))
+    breakdown_request = request._replace(query=request.query._replace(view="breakdown"), table=areas)
     process_plan, breakdown_plan = plan(request), plan(breakdown_request)
     for (when, snapshot), (_, whole) in zip(recording_readings(request, process_plan),
                                             recording_readings(breakdown_request, breakdown_plan)):

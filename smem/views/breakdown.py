@@ -1,4 +1,4 @@
-"""The system view's ``--breakdown``: MemTotal reconciled, each row with the source of its figure.
+"""The breakdown view (``-w --breakdown``): MemTotal reconciled, each row with the source of its figure.
 
 ``free`` says 20 GiB are used and the processes' PSS adds up to 12: the rest is page
 cache nobody maps, tmpfs files and SysV segments nobody attaches, slab, page tables,
@@ -49,9 +49,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..units import human
-from .columns import Column, View, amount, text
+from .columns import Column, Reads, Sizing, View, amount, text
+from .system_areas import AREAS_CHARTED, AREAS_COMPARED, AREAS_LABELLED, recommendation, sizing_notes, sizing_rows
 
-__all__ = ["breakdown_view", "breakdown_areas", "ProcessSums", "process_sums", "BREAKDOWN_COUNTERS"]
+__all__ = ["BREAKDOWN_VIEW", "breakdown_areas", "ProcessSums", "process_sums", "BREAKDOWN_COUNTERS"]
 
 #: what the rows read per process: the kernel's split, or what the per-mapping estimate needs
 BREAKDOWN_COUNTERS = frozenset({"Pss", "Pss_Anon", "Pss_File", "Pss_Shmem", "Anonymous", "Rss"})
@@ -234,12 +235,12 @@ def _buffers(n):
     return f"{n} dma-buf{'' if n == 1 else 's'}"
 
 
-def breakdown_rows(snapshots, options, with_sizing=False):
+def breakdown_rows(snapshots, options):
+    """The rows; with -R or -K (the snapshot is sized only then) the sizing's two first."""
     from .process import process_split
     snapshot = snapshots[-1]
     result = []
-    if with_sizing:
-        from .system_areas import sizing_rows
+    if snapshot.sizing is not None:
         result = [BreakdownRow(order, area, used, cache, source, figure=figure)
                   for order, area, used, cache, source, figure in sizing_rows(snapshot)]
     sums = process_sums(snapshot.processes, process_split)
@@ -259,7 +260,6 @@ def _process_rows(sums):
 
 
 def _summary(snapshot, rows, options, system):
-    from .system_areas import sizing_notes
     ram_figure = rows[0].figure if rows and rows[0].figure is not None else None
     ram = ram_figure.kib if ram_figure else snapshot.mem_total
     notes = sizing_notes(snapshot, rows) if ram_figure else []
@@ -279,7 +279,6 @@ def _summary(snapshot, rows, options, system):
         notes.append(f"unexplained: {_signed(lost)} "
                      f"({100.0 * lost / total:.2f}% of MemTotal {human(total)})")
     if system.recommend is not None:
-        from .system_areas import recommendation
         notes.append(recommendation([r for r in rows if r.noncache is not None], system.recommend))
     from ..memory_pressure import pressure_notes
     return ram, notes + pressure_notes(snapshot.pressure)
@@ -302,15 +301,11 @@ COLUMNS = {c.key: c for c in (
 )}
 
 
-def breakdown_view(system):
-    """The system view under ``--breakdown``; with -R or -K it starts with their two rows."""
-    with_sizing = system.realmem_bytes is not None or system.kernel_path is not None
-    return View(
-        name="system", title="system memory", columns=COLUMNS,
-        default_columns=("area", "used", "cache", "noncache", "saved", "source"), default_sort="order",
-        rows=lambda snapshots, options: breakdown_rows(snapshots, options, with_sizing),
-        summary=_summary, labels=(("area", lambda r: r.area),),
-        needs=frozenset({"rollup", "split", "pools", "devices", "pressure"}),
-        counters=BREAKDOWN_COUNTERS, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
-        folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
-    )
+BREAKDOWN_VIEW = View(
+    name="system", title="system memory", columns=COLUMNS,
+    default_columns=("area", "used", "cache", "noncache", "saved", "source"), default_sort="order",
+    rows=breakdown_rows, summary=_summary,
+    reads=Reads(needs=frozenset({"rollup", "split", "pools", "devices", "pressure"}), counters=BREAKDOWN_COUNTERS,
+                sizing=Sizing.ASKED),
+    charting=AREAS_CHARTED, metrics=AREAS_LABELLED, comparison=AREAS_COMPARED,
+)

@@ -7,14 +7,20 @@ totals (and, under --exact, which exact figure its total is), and a line of
 help for the known-fields list.
 
 A :class:`View` holds its columns and answers every question the layers
-above would otherwise ask by its name: whether it reads processes, needs the
-RAM sizing, what its charts measure, whether its rows are disjoint sets of
-processes, which column flows to the terminal width.
+above would otherwise ask by its name, in a few small records, one per layer that asks:
+:class:`Reads` (what the loader reads for it), :class:`Accounting` (how its rows add up:
+totals, --exact), :class:`Charting` (what a pie or bar draws), :class:`Metrics` (how its
+rows are labelled in OpenMetrics and which tables a scrape carries beside it) and
+:class:`Comparison` (how a row is the same row in two readings).  How the command line
+chooses a view is declared beside it in the registry (smem.views), which must know every
+view's flags without importing the views.
 """
 
+import enum
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
-__all__ = ["Column", "amount", "text", "count", "View"]
+__all__ = ["Column", "amount", "text", "count", "View", "Reads", "Sizing", "Accounting", "Charting", "Metrics",
+           "Comparison"]
 
 
 class Column(NamedTuple):
@@ -58,9 +64,96 @@ def text(key, header, getter, help, width, truncate=False, total=None, align="<"
                   truncate=truncate, total=total, needs=frozenset(needs), total_key=total_key)
 
 
-class View(NamedTuple):
-    """A report shape: its columns (in known-fields order), defaults, row builder and traits."""
+class Sizing(enum.Enum):
+    """Whether a view needs installed RAM and the kernel image sized (smem.sizing)."""
 
+    NEVER = "never"
+    ALWAYS = "always"        # the -w view: its first two rows are the sizing's
+    ASKED = "asked"          # only when -R or -K is given (--breakdown then starts with those rows)
+
+
+class Reads(NamedTuple):
+    """What the loader reads for a view, whatever columns are shown."""
+
+    #: what must be read per process ("mappings", "cgroup"; "pools": zram, KSM)
+    needs: frozenset = frozenset()
+    #: the smaps counters the rows read (the breakdown sums PSS, the shm view's attribution)
+    counters: frozenset = frozenset()
+    #: what reading ``Comparison.row_key`` and ``Metrics.labels`` needs per process beyond the
+    #: columns' needs (the process view's start time and name: "stat"); asked for only where
+    #: they are read (a comparison, a scrape, OpenMetrics)
+    identity: frozenset = frozenset()
+    #: the view reads processes (the -w view reads only system files)
+    processes: bool = True
+    sizing: Sizing = Sizing.NEVER
+    #: the app reads the shared-memory objects (smem.shared_memory) into snapshot.shared_memory
+    shared_memory: bool = False
+    #: -P, -U, -M and --pid apply (a view that attributes to every process refuses them)
+    selection: bool = True
+    #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
+    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
+    fold: Optional[Callable[[Any], Any]] = None
+
+
+class Accounting(NamedTuple):
+    """How a view's rows add up: what -t counts, and whether --exact applies."""
+
+    #: rows are sets of processes (``row.member_pids``): exact accounting applies
+    process_groups: bool = False
+    #: the rows are disjoint sets of processes, so their USS or PSS count each page once
+    #: and RAM minus their sum is memory no row uses (a pie's "unused" slice)
+    disjoint: bool = False
+    #: --exact is refused (rows are not sets of processes) unless the view is built on it
+    requires_exact: bool = False
+    #: rows the -t totals count (None: all); a row that is part of another is left out
+    counted: Optional[Callable[[Any], bool]] = None
+
+
+class Charting(NamedTuple):
+    """What a chart (--pie, --bar) of the view draws."""
+
+    #: what a chart shows when the sort field is not an amount: PSS, or this without PSS
+    measure: str = "pss"
+    measure_without_pss: str = "rss"
+    #: small pie slices may be folded into "other" (never the -w areas)
+    folds_small_slices: bool = True
+    #: what a row is called in chart notes ("processes", "areas"); the title by default
+    noun: str = ""
+    #: (rows, the summary's notes) -> (the rows a chart draws, its notes): where some rows are
+    #: parts of others (a file in its tmpfs mount), rows that count each page once; None: the rows
+    rows: Optional[Callable[[Any, Any], Any]] = None
+
+    def measure_for(self, pss_missing):
+        """The column a chart measures when the sort column is not an amount."""
+        return self.measure_without_pss if pss_missing and self.measure == "pss" else self.measure
+
+
+class Metrics(NamedTuple):
+    """The view as OpenMetrics samples (-F openmetrics, smem serve)."""
+
+    #: the labels that name a row: (label, getter)
+    labels: tuple = ()
+    #: views whose tables an OpenMetrics scrape of this view carries too
+    companions: Tuple[str, ...] = ()
+
+
+class Comparison(NamedTuple):
+    """How the view's rows are matched across two readings (smem diff, watch mode)."""
+
+    #: what names a row across two snapshots: a process is its pid and start time; None: the
+    #: view cannot be compared
+    row_key: Optional[Callable[[Any], Any]] = None
+    #: rows of two snapshots are the later one's, with rates over the interval between them (cpu):
+    #: a comparison and a server's scrapes hand it the earlier one too
+    interval_rows: bool = False
+
+
+class View(NamedTuple):
+    """A report shape: its columns (in known-fields order), defaults, row builder, and a record
+    for each layer that asks something of it."""
+
+    #: what the outputs call it (JSON's "view", metric families, -c help); --breakdown's is
+    #: "system", as it is the system view broken down
     name: str
     title: str
     columns: Dict[str, Column]
@@ -70,66 +163,13 @@ class View(NamedTuple):
     rows: Callable[[Sequence[Any], Any], list]
     #: (snapshot, rows, TableOptions, SystemOptions) -> (RAM KiB for -p or None, lines under the table)
     summary: Optional[Callable] = None
-    #: what must be read per process whatever the columns ("mappings", "cgroup"; "pools": zram, KSM)
-    needs: frozenset = frozenset()
-    #: the smaps counters the rows read whatever the columns (the -w breakdown sums PSS, the shm
-    #: view's attribution)
-    counters: frozenset = frozenset()
-    #: OpenMetrics labels that name a row: (label, getter)
-    labels: tuple = ()
-    #: what reading ``row_key`` and ``labels`` needs per process beyond the columns' needs (the
-    #: process view's start time and name: "stat"); asked for only where they are read (a
-    #: comparison, a scrape, OpenMetrics)
-    identity_needs: frozenset = frozenset()
-    #: rows are sets of processes (``row.member_pids``): exact accounting applies
-    process_groups: bool = False
-    #: the rows are disjoint sets of processes, so their USS or PSS count each page once
-    #: and RAM minus their sum is memory no row uses (a pie's "unused" slice)
-    disjoint_rows: bool = False
-    #: the view reads processes (the -w view reads only system files)
-    reads_processes: bool = True
-    #: the view needs installed RAM and the kernel image sized (smem.sizing)
-    needs_sizing: bool = False
-    #: what a chart shows when the sort field is not an amount: PSS, or this without PSS
-    chart_measure: str = "pss"
-    chart_measure_without_pss: str = "rss"
-    #: small pie slices may be folded into "other" (never the -w areas)
-    folds_small_slices: bool = True
-    #: what a row is called in chart notes ("processes", "areas")
-    noun: str = ""
     #: the column -a fits to what the terminal leaves (the command line, the mapping name)
     flowing_column: Optional[str] = None
-    #: views whose tables an OpenMetrics scrape of this view carries too
-    metrics_companions: Tuple[str, ...] = ()
-    #: --exact is refused (rows are not sets of processes) unless the view is built on it
-    requires_exact: bool = False
-    #: what names a row across two snapshots (smem diff): a process is its pid and start time
-    row_key: Optional[Callable[[Any], Any]] = None
-    #: rows the -t totals count (None: all); a row that is part of another is left out
-    counted_in_totals: Optional[Callable[[Any], bool]] = None
-    #: -P, -U, -M and --pid apply (a view that attributes to every process refuses them)
-    takes_selection: bool = True
-    #: the app reads the shared-memory objects (smem.shared_memory) into snapshot.shared_memory
-    needs_shared_memory: bool = False
-    #: (rows, the summary's notes) -> (the rows a chart draws, its notes): where some rows are
-    #: parts of others (a file in its tmpfs mount), rows that count each page once; None: the rows
-    chart_rows: Optional[Callable[[Any], Any]] = None
-    #: (SystemOptions) -> the view those options make of this one (-w --breakdown), or None where
-    #: they change nothing; a view without it takes no such option
-    shaped_by_system: Optional[Callable[[Any], Optional["View"]]] = None
-
-    #: rows of two snapshots are the later one's, with rates over the interval between them (cpu):
-    #: a comparison (smem diff, watch mode) and a server's scrapes hand it the earlier one too
-    interval_rows: bool = False
-
-    #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
-    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
-    fold: Optional[Callable[[Any], Any]] = None
-
-    def shaped(self, system):
-        """This view as ``system`` (SystemOptions) shapes it."""
-        shaped = self.shaped_by_system(system) if self.shaped_by_system is not None else None
-        return shaped if shaped is not None else self
+    reads: Reads = Reads()
+    accounting: Accounting = Accounting()
+    charting: Charting = Charting()
+    metrics: Metrics = Metrics()
+    comparison: Comparison = Comparison()
 
     def default_columns_for(self, exact, working_set=False):
         """The default columns; under --exact with group USS after USS, under --wss with the
@@ -141,14 +181,10 @@ class View(NamedTuple):
             columns += [k for k in ("wss", "wsspss") if k in self.columns and k not in columns]
         return columns
 
-    def measure_for(self, pss_missing):
-        """The column a chart measures when the sort column is not an amount."""
-        return self.chart_measure_without_pss if pss_missing and self.chart_measure == "pss" else self.chart_measure
-
     def sort_for(self, pss_missing):
         """The default sort: PSS, or RSS where the kernel has no PSS (as smem 1.5)."""
         return "rss" if pss_missing and self.default_sort == "pss" else self.default_sort
 
     @property
     def row_noun(self):
-        return self.noun or self.title
+        return self.charting.noun or self.title

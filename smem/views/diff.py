@@ -17,7 +17,7 @@ with the base view's own columns first, so a watched report looks like the
 report, with the change of its measure (``dpss``) and the marks added.
 """
 
-from .columns import View, amount, text
+from .columns import Metrics, View, amount, text
 
 __all__ = ["diff_view", "watch_view", "DiffRow"]
 
@@ -85,7 +85,7 @@ def _columns(base, old, new):
                                              getter=_delta(column.getter), help=f"change in {column.key}: {new} - {old}",
                                              width=max(column.width, len(column.header) + 1))
     columns["status"] = text("status", "Status", lambda r: r.status, f"new (only in {new}) or gone (only in {old})", 6)
-    measure = base.columns.get(base.chart_measure)
+    measure = base.columns.get(base.charting.measure)
     if measure is not None and measure.is_amount:
         columns["change"] = amount("change", f"|d{measure.header}|", _magnitude(measure.getter),
                                    f"size of the change in {measure.key}, either way (the default order)",
@@ -97,7 +97,7 @@ def _columns(base, old, new):
 def _measure(base):
     """The amount whose change orders a comparison: the chart's measure, else the last default amount."""
     amounts = [k for k in base.default_columns if k in base.columns and base.columns[k].is_amount]
-    return base.chart_measure if base.chart_measure in amounts else (amounts[-1] if amounts else None)
+    return base.charting.measure if base.charting.measure in amounts else (amounts[-1] if amounts else None)
 
 
 def _counted(counted_in_totals):
@@ -111,7 +111,7 @@ def _counted(counted_in_totals):
 def diff_view(base: View, old="OLD", new="NEW") -> View:
     """The comparison view of ``base``; its rows take (OLD, NEW) snapshots.  ``old`` and ``new``
     name the two sides in the fields' help."""
-    if base.row_key is None:
+    if base.comparison.row_key is None:
         raise ValueError(f"the {base.name} view cannot be compared")
     columns = _columns(base, old, new)
     identity = [k for k in base.default_columns if k in columns and not base.columns[k].is_amount]
@@ -124,20 +124,24 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
 
     def rows(snapshots, options):
         old_snapshot, new_snapshot = snapshots[0], snapshots[-1]
-        old = {base.row_key(r): r for r in base.rows([old_snapshot], options)}
-        later = [old_snapshot, new_snapshot] if base.interval_rows else [new_snapshot]
-        new = {base.row_key(r): r for r in base.rows(later, options)}
+        row_key = base.comparison.row_key
+        old = {row_key(r): r for r in base.rows([old_snapshot], options)}
+        later = [old_snapshot, new_snapshot] if base.comparison.interval_rows else [new_snapshot]
+        new = {row_key(r): r for r in base.rows(later, options)}
         return [DiffRow(old.get(key), new.get(key), key) for key in dict.fromkeys([*new, *old])]
 
     return base._replace(
         name=f"{base.name}-diff", title=f"{base.title}: changes", columns=columns,
         default_columns=tuple(defaults), default_sort="change" if "change" in columns else defaults[-1],
-        rows=rows, summary=None, labels=tuple((k, (lambda g: lambda r: g(r.current))(g)) for k, g in base.labels),
-        process_groups=False, disjoint_rows=False, chart_measure=f"d{measure}" if measure else base.chart_measure,
-        chart_measure_without_pss="drss" if "drss" in columns else base.chart_measure_without_pss,
-        metrics_companions=(), row_key=None, shaped_by_system=None,
-        needs=base.needs | base.identity_needs, identity_needs=frozenset(),
-        counted_in_totals=_counted(base.counted_in_totals), chart_rows=None,
+        rows=rows, summary=None,
+        reads=base.reads._replace(needs=base.reads.needs | base.reads.identity, identity=frozenset()),
+        accounting=base.accounting._replace(process_groups=False, disjoint=False,
+                                            counted=_counted(base.accounting.counted)),
+        charting=base.charting._replace(
+            measure=f"d{measure}" if measure else base.charting.measure,
+            measure_without_pss="drss" if "drss" in columns else base.charting.measure_without_pss, rows=None),
+        metrics=Metrics(labels=tuple((k, (lambda g: lambda r: g(r.current))(g)) for k, g in base.metrics.labels)),
+        comparison=base.comparison._replace(row_key=None),
     )
 
 
@@ -161,5 +165,6 @@ def watch_view(base: View, since="first") -> View:
     return compared._replace(
         name=f"{base.name}-watch", title=base.title, default_columns=defaults,
         default_sort=base.default_sort if base.default_sort in compared.columns else compared.default_sort,
-        chart_measure=base.chart_measure, chart_measure_without_pss=base.chart_measure_without_pss,
+        charting=compared.charting._replace(measure=base.charting.measure,
+                                            measure_without_pss=base.charting.measure_without_pss),
     )

@@ -8,7 +8,7 @@ accounting with pagemap is what tells that apart).
 from ..aggregate import Sums
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
-from .columns import Column, View, count, text
+from .columns import Accounting, Column, Comparison, Metrics, Reads, View, count, text
 from .memory_columns import exact_columns, memory_columns
 from ..kernel_pools import SwapRamRatios
 from .cpu import cpu_column, cpu_readings, process_cpu
@@ -127,6 +127,11 @@ def _memory():
         exact_columns(lambda r: r.exact) + [cpu_column(lambda r: r.cpu)]
 
 
+#: every group view's rows are disjoint sets of processes, each the same row by its key in two readings
+_GROUPS = Accounting(process_groups=True, disjoint=True)
+_BY_KEY = Comparison(row_key=lambda r: r.key, interval_rows=True)
+
+
 def user_rows(snapshots, options):
     return group_rows(snapshots, lambda p: p.uid, lambda p: user_label(p, options.numeric))
 
@@ -139,8 +144,8 @@ USER_VIEW = View(
         *_memory(),
     )},
     default_columns=("user", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=user_rows, process_groups=True, disjoint_rows=True, row_key=lambda r: r.key, interval_rows=True,
-    labels=(("user", lambda r: r.label),),
+    default_sort="pss", rows=user_rows, accounting=_GROUPS, comparison=_BY_KEY,
+    metrics=Metrics(labels=(("user", lambda r: r.label),)),
 )
 
 
@@ -157,9 +162,8 @@ PROGRAM_VIEW = View(
         *_memory(),
     )},
     default_columns=("name", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=program_rows, needs=frozenset({"stat"}), process_groups=True, disjoint_rows=True,
-    row_key=lambda r: r.key, interval_rows=True,
-    labels=(("name", lambda r: r.label),),
+    default_sort="pss", rows=program_rows, reads=Reads(needs=frozenset({"stat"})), accounting=_GROUPS,
+    comparison=_BY_KEY, metrics=Metrics(labels=(("name", lambda r: r.label),)),
 )
 
 
@@ -196,7 +200,6 @@ CGROUP_VIEW = View(
         *_pressure_columns(),
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=cgroup_rows, needs=frozenset({"cgroup"}), process_groups=True, disjoint_rows=True,
-    flowing_column="cgroup", row_key=lambda r: r.key, interval_rows=True,
-    labels=(("cgroup", lambda r: r.label),),
+    default_sort="pss", rows=cgroup_rows, flowing_column="cgroup", reads=Reads(needs=frozenset({"cgroup"})),
+    accounting=_GROUPS, comparison=_BY_KEY, metrics=Metrics(labels=(("cgroup", lambda r: r.label),)),
 )

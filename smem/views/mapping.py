@@ -1,7 +1,7 @@
 """The mapping view (-m): one row per mapping name, summed over processes."""
 
 from ..aggregate import anonymous_pss, is_shmem_mapping
-from .columns import View, amount, count, text
+from .columns import Comparison, Metrics, Reads, View, amount, count, text
 from .memory_columns import memory_columns
 
 __all__ = ["MAPPING_VIEW", "MappingSums"]
@@ -130,7 +130,8 @@ COLUMNS = {c.key: c for c in (
 MAPPING_VIEW = View(
     name="mapping", title="mappings", columns=COLUMNS,
     default_columns=("map", "pids", "avgpss", "pss"),
-    default_sort="pss", rows=rows, needs=frozenset({"mappings"}), flowing_column="map", row_key=lambda r: r.name,
-    labels=(("map", lambda r: r.name),),
-    fold=lambda needs: MappingSums(split=needs.split),
+    default_sort="pss", rows=rows, flowing_column="map",
+    reads=Reads(needs=frozenset({"mappings"}), fold=lambda needs: MappingSums(split=needs.split)),
+    metrics=Metrics(labels=(("map", lambda r: r.name),)),
+    comparison=Comparison(row_key=lambda r: r.name),
 )

@@ -4,7 +4,7 @@ from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
-from .columns import View, count, text
+from .columns import Accounting, Comparison, Metrics, Reads, View, count, text
 from ..working_set import working_set_of
 from .cpu import cpu_column, cpu_readings, process_cpu
 from .memory_columns import exact_columns, memory_columns
@@ -111,9 +111,13 @@ COLUMNS = {c.key: c for c in (
 PROCESS_VIEW = View(
     name="process", title="processes", columns=COLUMNS,
     default_columns=("pid", "user", "command", "swap", "uss", "pss", "rss"),
-    default_sort="pss", rows=rows, process_groups=True, disjoint_rows=True, flowing_column="command",
-    metrics_companions=("user", "system"),
-    row_key=lambda r: (r.process.pid, r.process.stat.start_time if r.process.stat is not None else None),
-    labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user), ("name", lambda r: r.process.name)),
-    identity_needs=frozenset({"stat"}), interval_rows=True,
+    default_sort="pss", rows=rows, flowing_column="command",
+    reads=Reads(identity=frozenset({"stat"})),
+    accounting=Accounting(process_groups=True, disjoint=True),
+    metrics=Metrics(labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user),
+                            ("name", lambda r: r.process.name)),
+                    companions=("user", "system")),
+    comparison=Comparison(row_key=lambda r: (r.process.pid, r.process.stat.start_time
+                                             if r.process.stat is not None else None),
+                          interval_rows=True),
 )

@@ -7,7 +7,7 @@ in all, from exact accounting.
 """
 
 from ..units import human
-from .columns import View, amount, count, text
+from .columns import Accounting, Metrics, Reads, View, amount, count, text
 from .process import user_label
 
 __all__ = ["SHARING_VIEW"]
@@ -50,8 +50,8 @@ COLUMNS = {c.key: c for c in (
 SHARING_VIEW = View(
     name="sharing", title="sharing with the selection", columns=COLUMNS,
     default_columns=("pid", "user", "command", "shared"),
-    default_sort="shared", rows=rows, summary=summary, needs=frozenset({"stat"}), requires_exact=True,
-    flowing_column="command",
-    labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user),
-            ("name", lambda r: r.process.name)),
+    default_sort="shared", rows=rows, summary=summary, flowing_column="command",
+    reads=Reads(needs=frozenset({"stat"})), accounting=Accounting(requires_exact=True),
+    metrics=Metrics(labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user),
+                            ("name", lambda r: r.process.name))),
 )

@@ -15,7 +15,7 @@ mount point and device.
 """
 
 from ..units import human
-from .columns import Column, View, count, text
+from .columns import Accounting, Charting, Column, Comparison, Metrics, Reads, View, count, text
 
 __all__ = ["SHM_VIEW"]
 
@@ -105,10 +105,11 @@ COLUMNS = {c.key: c for c in (
 SHM_VIEW = View(
     name="shm", title="shared memory", columns=COLUMNS,
     default_columns=("kind", "name", "size", "rss", "swap", "mapped", "unmapped", "processes"),
-    default_sort="order", rows=rows, summary=summary, needs=frozenset({"mappings", "stat"}),
-    counters=frozenset({"Pss", "Rss", "Swap", "Anonymous"}), noun="objects", flowing_column="processes",
-    chart_measure="rss", chart_measure_without_pss="rss", folds_small_slices=True,
-    labels=(("kind", lambda r: r.kind), ("name", lambda r: r.name), ("id", lambda r: r.identity)),
-    counted_in_totals=lambda r: r.counted, takes_selection=False, needs_shared_memory=True,
-    row_key=lambda r: r.key, chart_rows=chart_rows,
+    default_sort="order", rows=rows, summary=summary, flowing_column="processes",
+    reads=Reads(needs=frozenset({"mappings", "stat"}), counters=frozenset({"Pss", "Rss", "Swap", "Anonymous"}),
+                shared_memory=True, selection=False),
+    accounting=Accounting(counted=lambda r: r.counted),
+    charting=Charting(measure="rss", measure_without_pss="rss", noun="objects", rows=chart_rows),
+    metrics=Metrics(labels=(("kind", lambda r: r.kind), ("name", lambda r: r.name), ("id", lambda r: r.identity))),
+    comparison=Comparison(row_key=lambda r: r.key),
 )

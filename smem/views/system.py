@@ -2,9 +2,9 @@
 (:mod:`.system_areas`, which says how each is reckoned), which add up to RAM exactly.
 """
 
-from .breakdown import breakdown_view
-from .columns import Column, View, amount, text
-from .system_areas import MEMINFO, recommendation, sizing_notes, source_of, system_areas
+from .columns import Column, Reads, Sizing, View, amount, text
+from .system_areas import (AREAS_CHARTED, AREAS_COMPARED, AREAS_LABELLED, MEMINFO, recommendation, sizing_notes,
+                           source_of, system_areas)
 
 __all__ = ["SYSTEM_VIEW", "system_areas"]
 
@@ -57,8 +57,7 @@ COLUMNS = {c.key: c for c in (
 SYSTEM_VIEW = View(
     name="system", title="system memory", columns=COLUMNS,
     default_columns=("area", "used", "cache", "noncache"),
-    default_sort="order", rows=rows, summary=summary, labels=(("area", lambda r: r.area),),
-    needs=frozenset({"pressure"}), reads_processes=False, needs_sizing=True, chart_measure="used", chart_measure_without_pss="used",
-    folds_small_slices=False, noun="areas", row_key=lambda r: r.area,
-    shaped_by_system=lambda system: breakdown_view(system) if system.breakdown else None,
+    default_sort="order", rows=rows, summary=summary,
+    reads=Reads(needs=frozenset({"pressure"}), processes=False, sizing=Sizing.ALWAYS),
+    charting=AREAS_CHARTED, metrics=AREAS_LABELLED, comparison=AREAS_COMPARED,
 )

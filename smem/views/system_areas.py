@@ -1,5 +1,6 @@
-"""The areas of RAM both system views share: smem 1.5's five areas from meminfo, and the
-installed RAM and kernel image rows (sizing) the plain view and ``--breakdown`` start with.
+"""The areas of RAM both system views (-w and --breakdown) share: smem 1.5's five areas from
+meminfo, the installed RAM and kernel image rows (sizing) both start with, --recommend, and how
+both chart, label and compare their rows.  Both views import this; neither imports the other.
 
 The areas, as smem 1.5 defines them (Documentation/filesystems/proc.rst,
 "meminfo", for the fields):
@@ -17,10 +18,18 @@ They add up to RAM exactly.  A meminfo field an old kernel lacks
 """
 
 from ..units import human
+from .columns import Charting, Comparison, Metrics
 
-__all__ = ["system_areas", "sizing_rows", "sizing_notes", "recommendation", "source_of", "MEMINFO"]
+__all__ = ["system_areas", "sizing_rows", "sizing_notes", "recommendation", "source_of", "MEMINFO", "AREAS_CHARTED",
+           "AREAS_LABELLED", "AREAS_COMPARED"]
 
 MEMINFO = "/proc/meminfo"
+
+#: both views chart their rows as areas (a pie of all of RAM: no slice folded into "other"),
+#: label them by area in OpenMetrics, and match them by area in a comparison
+AREAS_CHARTED = Charting(measure="used", measure_without_pss="used", folds_small_slices=False, noun="areas")
+AREAS_LABELLED = Metrics(labels=(("area", lambda r: r.area),))
+AREAS_COMPARED = Comparison(row_key=lambda r: r.area)
 
 
 def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
