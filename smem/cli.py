@@ -120,7 +120,7 @@ def _fields_of(view, compared=False, watched=None):
     if compared:
         from .views.diff import diff_view
         view = diff_view(view)
-    if watched is not None and view.row_key is not None:
+    if watched is not None and view.comparison.row_key is not None:
         from .views.diff import watch_view
         view = watch_view(view, watched)
     return view
