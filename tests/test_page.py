@@ -441,7 +441,8 @@ def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_ea
     command, shown = browser.execute_script("const d = window.smemPage.state.data;"
                                             "return [d.meta.commands.user, d.user];")
     assert "--at 1" in command
-    assert json.loads(run_smem(*shlex.split(command)[1:], check=True).stdout) == shown
+    printed = json.loads(run_smem(*shlex.split(command)[1:], check=True).stdout)
+    assert (printed["rows"], printed["totals"]) == (shown["rows"], shown["totals"])  # (an instant's keeps no pressure)
     _no_requests_and_no_errors(browser)
 
 
