@@ -39,8 +39,10 @@ def timed(argv, cwd=REPO):
     """(wall seconds, CPU seconds: user + system of the command and its workers)."""
     import resource
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # byte-compiled modules, as an installed smem has them (the warm runs write them)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     start = time.monotonic()
-    subprocess.run(argv, check=True, cwd=cwd, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -88,33 +90,39 @@ def main():
         page = os.path.join(tmp, "page.html")
         commands = {"smem -F json": [python, "-m", "smem", "-S", capture, "-F", "json"],
                     "smem html": [python, "-m", "smem", "html", "-S", capture, "-o", page, "--force"],
-                    "smem -m -F json": [python, "-m", "smem", "-S", capture, "-m", "-F", "json"]}
+                    "smem -m -F json": [python, "-m", "smem", "-S", capture, "-m", "-F", "json"],
+                    "smem html -j 1": [python, "-m", "smem", "html", "-j", "1", "-S", capture, "-o", page, "--force"],
+                    "smem -j 1 -F json": [python, "-m", "smem", "-j", "1", "-S", capture, "-F", "json"]}
         for argv in commands.values():
             timed(argv, args.repo)  # warm: page cache, byte-compiled modules
         times = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, argv in commands.items():
                 times[name].append(timed(argv, args.repo))
-        json_s, html_s, mapping_s = (statistics.median(t[0] for t in times[n]) for n in commands)
-        json_cpu, html_cpu, mapping_cpu = (statistics.median(t[1] for t in times[n]) for n in commands)
+        json_s, html_s, mapping_s, serial_s, serial_json_s = (statistics.median(t[0] for t in times[n]) for n in commands)
+        json_cpu, html_cpu, mapping_cpu, serial_cpu, serial_json_cpu = (statistics.median(t[1] for t in times[n])
+                                                                         for n in commands)
         size = os.path.getsize(page)
         ready = browser_ready(page, args.runs) if shutil.which("chromedriver") else []
     print(f"capture: {args.processes} processes of {maps} mappings (copies of one workload process)")
     print(f"{'measure':<34} {'value':>10} {'target':>10} {'ratio':>7}  met")
     rows = [("page size (MiB)", size / 2**20, 8.0),
             ("smem html / smem -F json (time)", html_s / json_s, 2.0),
-            ("smem html / smem -F json (CPU)", html_cpu / json_cpu, None)]
+            ("smem html / smem -F json (CPU)", html_cpu / json_cpu, 2.0)]
     if ready:
         rows.append(("interactive in Chromium (s)", statistics.median(t[1] for t in ready) / 1000, 2.0))
     rows.append(("smem html / smem -m -F json (time)", html_s / mapping_s, None))
+    rows.append(("serial (-j 1): html / json (time)", serial_s / serial_json_s, None))
+    rows.append(("serial (-j 1): html / json (CPU)", serial_cpu / serial_json_cpu, None))
     for name, value, target in rows:
         if target is None:
             print(f"{name:<34} {value:>10.2f} {'(info)':>10} {'':>7}  -")
             continue
         print(f"{name:<34} {value:>10.2f} {target:>10.2f} {value / target:>7.2f}  {'yes' if value <= target else 'NO'}")
     print(f"medians of {args.runs} runs: smem -F json {json_s:.2f} s, smem html {html_s:.2f} s, "
-          f"smem -m -F json {mapping_s:.2f} s; CPU (user + system, workers too) {json_cpu:.2f}, {html_cpu:.2f}, "
-          f"{mapping_cpu:.2f} s"
+          f"smem -m -F json {mapping_s:.2f} s, -j 1: html {serial_s:.2f} s, json {serial_json_s:.2f} s; "
+          f"CPU (user + system, workers too) {json_cpu:.2f}, {html_cpu:.2f}, {mapping_cpu:.2f}, -j 1: {serial_cpu:.2f}, "
+          f"{serial_json_cpu:.2f} s"
           + (f"; interactive {', '.join(f'{t[1] / 1000:.2f}' for t in ready)} s (of which loading the page and "
              f"plotly.js, median {statistics.median(t[0] for t in ready) / 1000:.2f} s)" if ready else "; no chromedriver"))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with it)")

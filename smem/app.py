@@ -124,12 +124,13 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
     warnings = []
     # -M reads every mapping (load_reading); otherwise an archive may drop what smaps_rollup serves
     # (and a PSS split column may need them: a rollup from before Linux 5.9 lacks the split; the
-    # dma-bufs a process maps are found in a capture's smaps)
+    # dma-bufs a process maps are found in a capture's smaps); a recording's frame without smaps
+    # serves the split where its rollups carry it
     # an archive is streamed (each process as it is read, none held) unless the frames of --exact
     # are to be read from it afterwards
-    source = open_source(None if spec == LIVE else spec,
-                         per_mapping=needs.mappings or needs.split or needs.devices or query.map_filter is not None,
-                         streamed=not exact, timeout=query.timeout, at=at)
+    every_mapping = needs.mappings or query.map_filter is not None
+    source = open_source(None if spec == LIVE else spec, per_mapping=every_mapping or needs.split or needs.devices,
+                         every_mapping=every_mapping, streamed=not exact, timeout=query.timeout, at=at)
     fold = view.reads.fold(needs) if view.reads.fold is not None and not exact else None
     working_set = None
     if query.wss_seconds is not None and spec is None:

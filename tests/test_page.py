@@ -369,23 +369,23 @@ def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
     assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
 
 
-#: grows by 40 MiB (touched) at each line on stdin, saying so when done
-GROWER = ("import sys\nheld = [b'\\x01' * (20 << 20)]\nprint('ready', flush=True)\n"
-          "for line in sys.stdin:\n    held.append(b'\\x02' * (40 << 20))\n    print('grown', flush=True)\n")
+#: grows by 100 MiB (touched) at each line on stdin, saying so when done; large enough to be
+#: among the largest processes of a busy machine
+GROWER = ("import sys\nheld = [b'\\x01' * (200 << 20)]\nprint('ready', flush=True)\n"
+          "for line in sys.stdin:\n    held.append(b'\\x02' * (100 << 20))\n    print('grown', flush=True)\n")
 
 
-@pytest.fixture(scope="module")
-def recorded_page(tmp_path_factory):
-    """The page of a three-frame recording of this machine in which a process grew between frames:
-    (path, the grower's pid)."""
+def _recorded_growth(where, smaps_every):
+    """The page of a three-frame recording of this machine in which a process grew by 40 MiB of
+    anonymous memory between frames, smaps kept every ``smaps_every`` frames: (path, the pid,
+    the recording)."""
     from test_recording_playback import wait_frames
     from test_tcp_capture import smem_process
-    where = tmp_path_factory.mktemp("timeline")
     rec = where / "rec"
     grower = subprocess.Popen([sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert grower.stdout.readline() == "ready\n"
-        recorder = smem_process("record", "-o", rec, "--interval", "1", "--count", "3", "--smaps-every", "1")
+        recorder = smem_process("record", "-o", rec, "--interval", "1", "--count", "3", "--smaps-every", str(smaps_every))
         try:
             for frame in (1, 2):  # each growth done before the frame after next begins
                 wait_frames(rec, recorder, frame)
@@ -402,12 +402,24 @@ def recorded_page(tmp_path_factory):
     finally:
         grower.kill()
         grower.wait()
-    return path, grower.pid
+    return path, grower.pid, rec
+
+
+@pytest.fixture(scope="module")
+def recorded_page(tmp_path_factory):
+    """The page of a three-frame recording, every frame's smaps kept, in which a process grew."""
+    return _recorded_growth(tmp_path_factory.mktemp("timeline"), 1)
+
+
+@pytest.fixture(scope="module")
+def rollup_recorded_page(tmp_path_factory):
+    """The same with smaps kept in the first frame only (the others keep smaps_rollup)."""
+    return _recorded_growth(tmp_path_factory.mktemp("timeline-rollups"), 3)
 
 
 def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_earlier_instant(browser, recorded_page):
     from selenium.webdriver.common.by import By
-    path, pid = recorded_page
+    path, pid, _ = recorded_page
     _open(browser, "file://" + path)
     assert browser.find_element(By.ID, "timeline").is_displayed()
     traces = browser.execute_script(
@@ -425,4 +437,37 @@ def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_ea
     assert browser.execute_script(grower_pss) <= last_pss - 35 * 1024
     assert browser.find_element(By.ID, "table").text != last_table
     assert "frame 1 of 3" in browser.find_element(By.ID, "time-label").text
+    # the command printed under the table at that instant prints the same document
+    command, shown = browser.execute_script("const d = window.smemPage.state.data;"
+                                            "return [d.meta.commands.user, d.user];")
+    assert "--at 1" in command
+    printed = json.loads(run_smem(*shlex.split(command)[1:], check=True).stdout)
+    assert (printed["rows"], printed["totals"]) == (shown["rows"], shown["totals"])  # (an instant's keeps no pressure)
     _no_requests_and_no_errors(browser)
+
+
+def test_a_recordings_breakdown_moves_between_key_frames_where_the_rollups_split_pss(browser, rollup_recorded_page):
+    """Frames 2 and 3 kept only smaps_rollup: their breakdown's process areas are theirs (the
+    rollups' Pss_Anon/Pss_File/Pss_Shmem, Linux 5.9+), not the key frame's smaps repeated: at
+    each frame they add up to the processes' PSS as plain smem reads that frame (smaps_rollup),
+    which a process grown by 100 MiB between frames moves."""
+    if not _kernel_splits_rollup():
+        pytest.skip("this kernel's smaps_rollup has no Pss_Anon (before 5.9)")
+    path, _, rec = rollup_recorded_page
+    _open(browser, "file://" + path)
+    areas = browser.execute_script("return document.getElementById('time-areas').data"
+                                   ".filter((t) => t.name.startsWith('process ')).map((t) => t.y)")
+    assert len(areas) == 3 and all(len(y) == 3 for y in areas)  # anon, file, shmem at 3 frames
+    for frame in (1, 2, 3):
+        printed = json.loads(run_smem("-S", rec, "--at", str(frame), "-t", "-F", "json", "-c", "pid pss", check=True).stdout)
+        processes_kib = sum(y[frame - 1] for y in areas) * 1024
+        assert abs(processes_kib - printed["totals"]["pss"]) < 8 * 1024, frame  # (what no process reports)
+    _no_requests_and_no_errors(browser)
+
+
+def _kernel_splits_rollup():
+    try:
+        with open("/proc/self/smaps_rollup", encoding="ascii") as f:
+            return "Pss_Anon:" in f.read()
+    except OSError:
+        return False

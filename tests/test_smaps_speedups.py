@@ -81,6 +81,12 @@ def _summed(result):
     return list(totals.items()), had_pss, count  # (the order too)
 
 
+def _by_name(result):
+    groups, had_pss = result
+    return had_pss, [(name, index, count, list(sums.items()), first._header, first.name, first.counters)
+                     for name, (index, count, sums, first) in groups.items()]  # (the order too)
+
+
 def _kept(result):
     mappings, had_pss = result
     return had_pss, [(m._header, m.name, list(m.counters.items())) for m in mappings]
@@ -109,17 +115,22 @@ def _compare(c_module, data, monkeypatch):
     for keys in (KEY_SETS[0], KEY_SETS[1], KEY_SETS[4]) if big else KEY_SETS:  # summed, no mapping made
         cases.append((f"sum {sorted(keys)}", lambda keys=keys: _summed(smaps.sum_smaps_kept(data, keys))))
     cases.append(("sum without Pss", lambda: _summed(smaps.sum_smaps_kept(data, KEY_SETS[1], {"Rss", "Size"}))))
+    for keys in (KEY_SETS[0], KEY_SETS[1], KEY_SETS[4]) if big else KEY_SETS:  # summed by name, a Mapping a name
+        cases.append((f"by name {sorted(keys)}", lambda keys=keys: _by_name(smaps.sum_smaps_by_name(data, keys))))
+    cases.append(("by name without Pss", lambda: _by_name(smaps.sum_smaps_by_name(data, KEY_SETS[1], {"Rss", "Size"}))))
     for what, call in cases:
         monkeypatch.setattr(smaps, "_parse", smaps._parse_python)
         monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_python)
         monkeypatch.setattr(smaps, "_find_in", smaps._find_python)
         monkeypatch.setattr(smaps, "_sum_kept", smaps._sum_kept_python)
+        monkeypatch.setattr(smaps, "_sum_by_name", smaps._sum_by_name_python)
         want = _outcome(call)
         monkeypatch.setattr(smaps, "_c", c_module)
         monkeypatch.setattr(smaps, "_parse", smaps._parse_c)
         monkeypatch.setattr(smaps, "_parse_kept", smaps._parse_kept_c)
         monkeypatch.setattr(smaps, "_find_in", c_module.find)
         monkeypatch.setattr(smaps, "_sum_kept", smaps._sum_kept_c)
+        monkeypatch.setattr(smaps, "_sum_by_name", smaps._sum_by_name_c)
         got = _outcome(call)
         assert got == want, (what, data[:200])
     return len(first) if isinstance(first, list) else 0

@@ -51,7 +51,7 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
 
     def one(pid):
         try:
-            return read_process_memory(source, pid, selection, own_pid, names, needs)
+            return folded_where_read(read_process_memory(source, pid, selection, own_pid, names, needs, fold), fold)
         except ProcessGone:
             return None
         except (ProcessUnreadable, ProcessSkipped) as e:

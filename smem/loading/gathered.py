@@ -17,7 +17,9 @@ def folded_where_read(result, fold):
     if fold is None or not hasattr(fold, "part") or type(result) is not tuple:
         return result
     process, had_pss = result
-    return process.with_totals_only().replaced(fold_part=fold.part(process)), had_pss
+    if process.fold_part is None and process.mappings is not None:  # (not taken as it was read)
+        process = process.replaced(fold_part=fold.part(process)[0])
+    return process.with_totals_only(), had_pss
 
 
 class Gathered:

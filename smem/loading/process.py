@@ -13,7 +13,7 @@ from ..model import Process, rollup_keys
 from ..parsers.cmdline import parse_cmdline
 from ..parsers.ksm import parse_ksm_value
 from ..parsers.meminfo import parse_meminfo
-from ..parsers.smaps import parse_smaps, parse_smaps_kept, sum_smaps_kept
+from ..parsers.smaps import parse_smaps, parse_smaps_kept, sum_smaps_by_name, sum_smaps_kept
 from ..parsers.stat import parse_stat
 from ..parsers.status import parse_status, status_kib
 from ..sources.base import VANISHING
@@ -72,19 +72,22 @@ def user_name(source, uid, cache):
     return name
 
 
-def read_process_memory(source, pid, selection, own_pid, names, needs):
+def read_process_memory(source, pid, selection, own_pid, names, needs, fold=None):
     """(Process, whether its smaps had Pss) or None if it is not to be reported."""
     process = read_identity(source, pid, selection, own_pid, names, needs.stat)
     if process is None:
         return None
     try:
-        return read_counters(source, process, selection, needs)
+        return read_counters(source, process, selection, needs, fold)
     except ProcessUnreadable as e:
         e.name = name_of(source, process)  # so the warning can say which
         raise
 
 
-def read_counters(source, process, selection, needs):
+def read_counters(source, process, selection, needs, fold=None):
+    """(Process, whether its smaps had Pss): its counters read as ``needs`` says.  A ``fold``
+    that takes its part of a process where it is read (``part``: the page's) takes it here, and
+    the process's totals with it, in one pass over the mappings (smem.loading.gathered)."""
     pid = process.pid
     status = None
     if needs.max_rss_kib is not None or needs.status:
@@ -122,7 +125,13 @@ def read_counters(source, process, selection, needs):
         try:
             raw = source.read_process(pid, "smaps")
             search = selection.mapping.search if selection.mapping is not None else None
-            if needs.counters is not None and not needs.mappings and not needs.split and search is None:
+            if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_sums"):
+                # a fold that reads each name's sums (the page's): one pass, no Mapping of each mapping
+                groups, had_pss = sum_smaps_by_name(raw, needs.counters, needs.counters | {"Rss"})
+                count = sum(group[1] for group in groups.values())
+                process._mapped, process._map_count, mappings = count > 0, count, None
+                process.fold_part, process._totals = fold.part_of_sums(groups)
+            elif needs.counters is not None and not needs.mappings and not needs.split and search is None:
                 # the report shows the process's sums only: no mapping is made (a capture by C
                 # smemcap, a kernel before 4.14); without PSS it sorts by RSS (report.make_table)
                 totals, had_pss, count = sum_smaps_kept(raw, needs.counters, needs.counters | {"Rss"})
@@ -138,6 +147,10 @@ def read_counters(source, process, selection, needs):
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
         process.mappings = mappings
+        if mappings is not None and fold is not None and hasattr(fold, "part"):
+            process.fold_part, totals = fold.part(process)
+            if totals is not None:
+                process._totals = totals
     if source.local:
         process.read_seconds = time.monotonic() - started
         if process.read_seconds > SLOW_READ_SECONDS:

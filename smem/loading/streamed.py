@@ -42,7 +42,7 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
             if selection.user is not None and decided and not selection.wants_user(process.user):
                 continue
             try:
-                result = read_counters(files, process, selection, needs)
+                result = read_counters(files, process, selection, needs, fold)
             except ProcessGone:
                 continue
             except (ProcessUnreadable, ProcessSkipped) as e:

@@ -65,9 +65,11 @@ def _views(compared):
         yield name, diff_view(view) if compared else view
 
 
-def page_command(name, request):
-    """The smem command that prints the ``name`` table's document of ``request``."""
+def page_command(name, request, at=None):
+    """The smem command that prints the ``name`` table's document of ``request`` (at frame ``at``
+    of a recording, or the query's --at)."""
     query = request.query
+    at = query.at if at is None else at
     _, columns, flags = TABLES[name]
     words = ["smem"]
     if query.old_source is not None:
@@ -75,6 +77,8 @@ def page_command(name, request):
         columns = _table_options(name, True).columns
     elif query.source is not None:
         words += ["-S", _quoted(query.source)]
+        if at is not None:
+            words += ["--at", _quoted(str(at))]
     words += [flags] if flags else []
     for option, value in (("-P", query.process_filter), ("-U", query.user_filter), ("-M", query.map_filter)):
         if value is not None:
@@ -136,7 +140,7 @@ def page_documents(request, at=None):
         "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
         "process_areas": process_areas, "top_mappings": request.top_mappings,
         "top_sharers": request.top_sharers, "read_at": started,
-        "commands": {name: page_command(name, request) for name in TABLES},
+        "commands": {name: page_command(name, request, at) for name in TABLES},
     }
     return documents, meta, warnings
 

@@ -68,39 +68,61 @@ class PageFold(MappingSums):
         self.shown, self.mappers = {}, {}
 
     def part(self, process):
-        """(rows by name, the rows shown) of one process: ``(name, first index, mappings,
-        totals, values)`` for the sums, ``[kind, name, mappings, *values]`` shown; None for a
-        process that maps nothing.  Only the counters FIELDS read are summed."""
+        """(part, totals) of one process, its mappings gone over once: the part is (rows by
+        name, the rows shown), ``(name, first index, mappings, totals, values)`` for the sums
+        and ``[kind, name, mappings, *values]`` shown, or None for a process that maps nothing;
+        totals are its counters summed (what :attr:`Process.totals` gives), from the sums by
+        name, or None where its counters are not the kept dicts (then summed as usual)."""
         mappings = process.mappings
         if mappings is None or not process.has_memory:
-            return None
+            return None, {} if mappings is not None else None
         by_name = {}
-        keys = self.keys
+        if type(mappings[0].counters) is not dict:  # (every counter kept, read lazily)
+            keys = self.keys
+            for index, m in enumerate(mappings):
+                counters = m.counters
+                entry = by_name.setdefault(m.name, [index, 0, {}, m])
+                entry[1] += 1
+                sums = entry[2]
+                for key in keys:
+                    value = counters.get(key)
+                    if value is not None:
+                        sums[key] = sums.get(key, 0) + value
+            return self.part_of_sums(by_name)[0], None
         for index, m in enumerate(mappings):
-            counters = m.counters
             entry = by_name.get(m.name)
             if entry is None:  # (most names are one mapping's)
-                by_name[m.name] = [index, 1, {key: value for key in keys if (value := counters.get(key)) is not None}]
+                by_name[m.name] = [index, 1, m.counters.copy(), m]
                 continue
             entry[1] += 1
-            totals = entry[2]
-            for key in keys:
-                value = counters.get(key)
-                if value is not None:
-                    totals[key] = totals.get(key, 0) + value
+            sums = entry[2]
+            for key, value in m.counters.items():  # (kept counters are all present: never None)
+                sums[key] = sums.get(key, 0) + value
+        return self.part_of_sums(by_name)
+
+    def part_of_sums(self, by_name):
+        """(part, totals) as :meth:`part` gives them, of a process's counters summed by name
+        (smem.parsers.smaps.sum_smaps_by_name's groups: the loader makes no Mapping of each
+        mapping for the page); ``by_name`` is not kept."""
         getters = _getters()
-        named, ranked = [], []
+        named, ranked, totals = [], [], {}
         row = MappingRow("", None)
-        for name, (index, count, totals) in by_name.items():
-            row.totals = totals
+        for name, (index, count, sums, first) in by_name.items():
+            for key, value in sums.items():
+                totals[key] = totals.get(key, 0) + value
+            row.totals = sums
             values = [get(row) for get in getters]
-            named.append((name, index, count, totals, values))
-            ranked.append((mapping_kind(mappings[index]), name, count, values))
+            named.append((name, index, count, sums, values))
+            ranked.append((mapping_kind(first), name, count, values))
+        if not named:
+            return None, totals
         ranked.sort(key=lambda r: _by_pss(r[3]), reverse=True)
-        return named, _shown(ranked, self.top)
+        return (named, _shown(ranked, self.top)), totals
 
     def add(self, process):
-        part = process.fold_part if process.mappings is None else self.part(process)
+        part = process.fold_part
+        if part is None and process.mappings is not None:  # (not taken where it was read)
+            part = self.part(process)[0]
         if part is None:
             return
         named, shown = part

@@ -18,8 +18,9 @@ function drawHeader() {
   if (!data.system) { document.getElementById("breakdown").hidden = true; return; }
   const rows = data.system.rows.filter((r) => r.used !== null && r.status !== "gone");
   const whole = meta.memtotal || rows.reduce((s, r) => s + Math.max(0, r.used), 0);
-  rows.forEach((row, i) => {
-    const color = meta.process_areas.includes(row.area) ? PALETTE[i % 3] : areaColor(row, i);
+  const colors = segmentColors(data);
+  rows.forEach((row) => {
+    const color = colors.get(row.area);
     const tip = `${row.area}: ${human(row.used)} (${pct(row.used, whole)} of MemTotal)` +
                 (compared() ? `, ${signed(row.dused)} since OLD` : "") + `\n${row.source}`;
     if (row.used > 0) {
@@ -206,4 +207,15 @@ function showProcess(r) {
   });
   parts.push(shareTable(["mapping", "PSS", "RSS", "others"], table));
   share.replaceChildren(...parts);
+}
+
+/* The header bar's colour of each area (by name) of a page's data: the over-time chart's
+   stacked areas take the same. */
+function segmentColors(data) {
+  const colors = new Map();
+  if (!data.system) return colors;
+  data.system.rows.filter((r) => r.used !== null && r.status !== "gone").forEach((row, i) => {
+    colors.set(row.area, data.meta.process_areas.includes(row.area) ? PALETTE[i % 3] : areaColor(row, i));
+  });
+  return colors;
 }

@@ -6,7 +6,7 @@
 
 function timeAxis(frames) { return frames.map((f) => new Date(f.time * 1000)); }
 
-function drawTimeCharts(summary, at) {
+function drawTimeCharts(summary, at, colors) {
   const x = timeAxis(summary.frames), mib = (v) => (v === null || v === undefined ? null : v / 1024);
   const marker = {type: "line", xref: "x", yref: "paper", x0: x[at], x1: x[at], y0: 0, y1: 1,
                   line: {color: "#c92a2a", width: 1, dash: "dot"}};
@@ -19,7 +19,8 @@ function drawTimeCharts(summary, at) {
   Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest processes"),
                {displayModeBar: false, responsive: true});
   const areas = summary.areas.map((a) => ({
-    type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(mib), name: plotlyText(a.area)}));
+    type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(mib), name: plotlyText(a.area),
+    ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
   Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down"),
                {displayModeBar: false, responsive: true});
 }
@@ -34,7 +35,7 @@ function startTimeline(timeline) {
     const at = stops[stop], frame = summary.frames[at], data = instants[at];
     label.textContent = `frame ${at + 1} of ${summary.frames.length} (${stops.length} with whole tables): ` +
                         new Date(frame.time * 1000).toLocaleString();
-    drawTimeCharts(summary, at);
+    drawTimeCharts(summary, at, segmentColors(data));
     if (state.data !== data) render(data);
   };
   slider.addEventListener("input", () => show(Number(slider.value)));

@@ -18,6 +18,11 @@
  *
  * Mapping None (with keys): no mapping is made; the kept counters are summed instead
  *     -> (totals, had_pss, number of mappings), what smaps._sum_kept_python gives.
+ *
+ * A ninth argument, true (with keys, Mapping given, no select): the kept counters are summed
+ * by mapping name instead, one Mapping made per name (its first, counters not kept)
+ *     -> ({name: [first index, mappings, sums, Mapping]}, had_pss), what
+ *        smaps._sum_by_name_python gives.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  /* memmem */
@@ -378,10 +383,131 @@ static void sums_free(Sums *t)
     Py_CLEAR(t->dict);
 }
 
+/* The name of the mapping at s (a new reference): decoded once for a run of mappings of one
+ * name (a file's come one after another), interned; the anonymous name where it is empty. */
+typedef struct {
+    PyObject *name;
+    Py_ssize_t lo, len;
+} PrevName;
+
+static PyObject *name_at(const char *data, const Span *s, PyObject *anonymous, PrevName *prev)
+{
+    Py_ssize_t name_len = s->name_hi - s->name_lo;
+    if (prev->name != NULL && name_len == prev->len
+            && memcmp(data + s->name_lo, data + prev->lo, (size_t)name_len) == 0) {
+        Py_INCREF(prev->name);
+        return prev->name;
+    }
+    if (name_len == 0) {
+        Py_INCREF(anonymous);
+        return anonymous;
+    }
+    PyObject *name = PyUnicode_DecodeUTF8(data + s->name_lo, name_len, "surrogateescape");
+    if (name == NULL)
+        return NULL;
+    PyUnicode_InternInPlace(&name);
+    Py_INCREF(name);
+    Py_XSETREF(prev->name, name);
+    prev->lo = s->name_lo;
+    prev->len = name_len;
+    return name;
+}
+
+/* The kept counters summed by mapping name: {name: [first index, mappings, sums, Mapping]},
+ * the Mapping the name's first (header and name; its counters not kept). */
+static PyObject *sums_by_name(const char *data, const Span *spans, Py_ssize_t count, const Keys *use,
+                              PyObject *mapping_type, PyObject *anonymous)
+{
+    PyObject *groups = PyDict_New(), *result = NULL;
+    Sums *sums = NULL;
+    Py_ssize_t *counts = NULL, n = 0, cap = 0;
+    PrevName prev = {0};
+    if (groups == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Span *s = &spans[i];
+        PyObject *name = name_at(data, s, anonymous, &prev);
+        if (name == NULL)
+            goto done;
+        PyObject *entry = PyDict_GetItemWithError(groups, name);  /* borrowed */
+        Py_ssize_t j;
+        if (entry == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(name);
+                goto done;
+            }
+            if (n == cap) {
+                Py_ssize_t grown_cap = cap ? cap * 2 : 16;
+                Sums *grown = PyMem_Realloc(sums, (size_t)grown_cap * sizeof(Sums));
+                Py_ssize_t *grown_counts = grown ? PyMem_Realloc(counts, (size_t)grown_cap * sizeof(Py_ssize_t)) : NULL;
+                if (grown)
+                    sums = grown;
+                if (grown_counts)
+                    counts = grown_counts;
+                if (grown == NULL || grown_counts == NULL) {
+                    Py_DECREF(name);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                memset(sums + cap, 0, (size_t)(grown_cap - cap) * sizeof(Sums));
+                cap = grown_cap;
+            }
+            j = n++;
+            counts[j] = 0;
+            if (use->n > MAX_KEYS && (sums[j].dict = PyDict_New()) == NULL) {
+                Py_DECREF(name);
+                goto done;
+            }
+            PyObject *header = PyBytes_FromStringAndSize(data + s->start, s->eol - s->start);
+            PyObject *m = NULL;
+            if (header) {
+                PyObject *argv[3] = {header, name, Py_None};
+                m = PyObject_Vectorcall(mapping_type, argv, 3, NULL);
+                Py_DECREF(header);
+            }
+            entry = m ? Py_BuildValue("[nnON]", i, j, Py_None, m) : NULL;
+            if (entry == NULL || PyDict_SetItem(groups, name, entry) < 0) {
+                Py_XDECREF(entry);
+                Py_DECREF(name);
+                goto done;
+            }
+            Py_DECREF(entry);  /* (the dict holds it) */
+        } else {
+            j = PyLong_AsSsize_t(PyList_GET_ITEM(entry, 1));
+        }
+        Py_DECREF(name);
+        counts[j]++;
+        if (sums_add(&sums[j], data, s, use) < 0)
+            goto done;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *entry;
+    while (PyDict_Next(groups, &pos, &key, &entry)) {
+        Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(entry, 1));
+        PyObject *d = sums_dict(&sums[j], use), *c = d ? PyLong_FromSsize_t(counts[j]) : NULL;
+        if (c == NULL) {
+            Py_XDECREF(d);
+            goto done;
+        }
+        PyList_SetItem(entry, 1, c);  /* (steal) */
+        PyList_SetItem(entry, 2, d);
+    }
+    result = groups;
+    groups = NULL;
+done:
+    for (Py_ssize_t j = 0; j < n; j++)
+        sums_free(&sums[j]);
+    PyMem_Free(sums);
+    PyMem_Free(counts);
+    Py_XDECREF(prev.name);
+    Py_XDECREF(groups);
+    return result;
+}
+
 static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "parse() takes 8 arguments");
+    if (nargs != 8 && nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "parse() takes 8 or 9 arguments");
         return NULL;
     }
     PyObject *bytes = args[0], *keys = args[1], *keys_without_pss = args[2], *select = args[3];
@@ -398,9 +524,11 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t count = 0, cap = 0;
     Keys with = {0}, without = {0};
     int had_pss = 1;
-    PyObject *prev_name = NULL;  /* the last name decoded, and where its bytes are */
-    Py_ssize_t prev_lo = 0, prev_len = 0;
+    PrevName prev = {0};  /* the last name decoded, and where its bytes are */
     int summing = mapping_type == Py_None;
+    int by_name = nargs == 9 ? PyObject_IsTrue(args[8]) : 0;
+    if (by_name < 0)
+        return NULL;
     Sums *sums = NULL;
     Py_ssize_t summed = 0;
 
@@ -460,6 +588,16 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                 use = &without;
         }
     }
+    if (by_name) {
+        if (use == NULL || select != Py_None || summing) {
+            PyErr_SetString(PyExc_TypeError, "summing by name takes keys, a Mapping and no select");
+            goto done;
+        }
+        PyObject *groups = sums_by_name(data, spans, count, use, mapping_type, anonymous);
+        if (groups != NULL)
+            result = Py_BuildValue("(NO)", groups, had_pss ? Py_True : Py_False);
+        goto done;
+    }
     if (summing) {
         if (use == NULL || select != Py_None) {
             PyErr_SetString(PyExc_TypeError, "summing takes keys and no select");
@@ -487,25 +625,9 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         goto done;
     for (Py_ssize_t i = 0; i < count; i++) {
         const Span *s = &spans[i];
-        PyObject *name;
-        Py_ssize_t name_len = s->name_hi - s->name_lo;
-        if (prev_name != NULL && name_len == prev_len
-                && memcmp(data + s->name_lo, data + prev_lo, (size_t)name_len) == 0) {
-            Py_INCREF(prev_name);  /* a file's mappings come one after another: decode it once */
-            name = prev_name;
-        } else if (name_len > 0) {
-            name = PyUnicode_DecodeUTF8(data + s->name_lo, name_len, "surrogateescape");
-            if (name == NULL)
-                goto done;
-            PyUnicode_InternInPlace(&name);
-            Py_INCREF(name);
-            Py_XSETREF(prev_name, name);
-            prev_lo = s->name_lo;
-            prev_len = name_len;
-        } else {
-            Py_INCREF(anonymous);
-            name = anonymous;
-        }
+        PyObject *name = name_at(data, s, anonymous, &prev);
+        if (name == NULL)
+            goto done;
         if (select != Py_None) {
             PyObject *r = PyObject_CallOneArg(select, name);
             int wanted = r ? PyObject_IsTrue(r) : -1;
@@ -541,7 +663,7 @@ done:
         sums_free(sums);
         PyMem_Free(sums);
     }
-    Py_XDECREF(prev_name);
+    Py_XDECREF(prev.name);
     Py_XDECREF(list);
     keys_free(&with);
     keys_free(&without);

@@ -14,14 +14,18 @@ from .live import LiveSource
 __all__ = ["Source", "LiveSource", "open_source"]
 
 
-def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None, at=None):
+def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None, at=None, every_mapping=None):
     """``None`` for the live system, ``-`` for a capture on stdin, ``ssh://...`` for
     a remote host, ``tcp://HOST:PORT`` for a capture pushed there (waiting at most ``timeout``
     seconds for a connected sender), a recording's directory (its frame ``at``, by default the
     last: smem.sources.recorded), else a capture file or directory.
 
     ``per_mapping=False``: the report needs no per-mapping data where smaps_rollup
-    is there, so an archive need not keep those processes' smaps.  ``streamed=True``: an
+    is there, so an archive need not keep those processes' smaps.  ``every_mapping`` (by default
+    ``per_mapping``): the report reads every mapping (-m, -M), so a recording's frame that kept
+    only smaps_rollup is read from the key frame before it; without it such a frame serves a
+    report that wants of smaps only the PSS split, where its rollups carry it (Linux 5.9+).
+    ``streamed=True``: an
     archive is an ArchiveStream, a StreamedSource read once, process by process, by whoever loads
     it (its each_process), else an ArchiveSource read whole as it is opened.
     """
@@ -52,7 +56,8 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
     if stat.S_ISDIR(mode):
         from .recorded import is_recording, open_recording
         if is_recording(spec):
-            return open_recording(spec, at, per_mapping, streamed)
+            return open_recording(spec, at, per_mapping, streamed,
+                                  per_mapping if every_mapping is None else every_mapping)
         if at is not None:
             raise UsageError(f"--at chooses a frame of a recording: {spec} is a capture directory")
         return DirectorySource(spec)

@@ -237,19 +237,47 @@ def decompress(data, name, anchor=None):
     return out
 
 
-def open_recording(path, at=None, per_mapping=True, streamed=False):
+def rollups_carry_split(data):
+    """Whether the first smaps_rollup in a frame's capture tar ``data`` has the PSS split
+    (Pss_Anon, Linux 5.9+): every process of a frame is read from one kernel.  False where the
+    tar holds none, or anything the fast index leaves to tarfile."""
+    from .tar_index import BLOCK, NeedTarfile, data_length, read_header
+    offset = 0
+    try:
+        while offset + BLOCK <= len(data):
+            member = read_header(data[offset:offset + BLOCK])
+            if member is None:
+                return False
+            offset += BLOCK
+            if member.isreg() and member.size and member.name.endswith("/smaps_rollup"):
+                return b"\nPss_Anon:" in data[offset:offset + member.size]
+            offset += data_length(member)
+    except NeedTarfile:
+        return False
+    return False
+
+
+def open_recording(path, at=None, per_mapping=True, streamed=False, every_mapping=None):
     """The frame of the recording at ``path`` that ``at`` names, as a capture source.  A report
-    that reads mappings (-m, -M) reads the last frame at or before it that kept every smaps."""
+    that reads mappings (-m, -M: ``every_mapping``, by default ``per_mapping``) reads the last
+    frame at or before it that kept every smaps; one that wants of them only the PSS split
+    (``per_mapping`` alone) reads the frame itself where its smaps_rollups carry the split."""
     from .archive import ArchiveSource
     from .archive_stream import ArchiveStream
+    every_mapping = per_mapping if every_mapping is None else every_mapping
     with Recording(path) as recording:
         entry = recording.choose(at)
         name = f"recording {path} frame {entry.number}"
+        data = None
         if per_mapping and not entry.smaps:
-            entry = [e for e in recording.frames if e.smaps and e.number <= entry.number][-1:] or [entry]
-            entry = entry[0]
-            name += f" (mappings from frame {entry.number})"
-        data = recording.frame_bytes(entry)
+            data = None if every_mapping else recording.frame_bytes(entry)
+            if data is None or not rollups_carry_split(data):
+                entry = [e for e in recording.frames if e.smaps and e.number <= entry.number][-1:] or [entry]
+                entry = entry[0]
+                name += f" (mappings from frame {entry.number})"
+                data = None
+        if data is None:
+            data = recording.frame_bytes(entry)
     source = (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)
     source.description = f"{name}, {entry.timestamp}"
     return source
