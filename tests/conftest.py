@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import traceback
 from pathlib import Path
 
@@ -158,3 +159,44 @@ def extract_capture(capture, into):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(tar.extractfile(m).read())
     return into
+
+
+# -- processes started with a property that broke smem 1.5 (a name with ")", a non-UTF-8 path, ...)
+
+
+class Child:
+    """A python child running ``body``; it prints READY and lives until we close its stdin."""
+
+    def __init__(self, body, argv0=None, args=()):
+        code = textwrap.dedent(body) + "\nprint('READY', flush=True)\nsys.stdin.read()\n"
+        cmd = [sys.executable, "-c", "import sys, os\n" + code, *args]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self.proc.stdout.readline()
+        assert line.strip() == b"READY", line
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def child():
+    children = []
+
+    def start(body, **kw):
+        c = Child(body, **kw)
+        children.append(c)
+        return c
+
+    yield start
+    for c in children:
+        c.stop()
+
+
+def rows(proc, pid=None):
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if pid is None:
+        return lines
+    return [l for l in lines if l.split() and l.split()[0] == str(pid)]

@@ -632,17 +632,20 @@ def _preload():
     for kind in ("png", "svg"):
         figure.savefig(io.BytesIO(), format=kind)
     plt.close(figure)
+    import importlib
+    import pkgutil
     import numpy  # noqa: F401
     import tarfile  # noqa: F401
-    import smem.app  # noqa: F401
-    import smem.charts  # noqa: F401
-    import smem.cli  # noqa: F401
-    import smem.exact  # noqa: F401
-    import smem.sizing  # noqa: F401
-    import smem.sources.archive  # noqa: F401
-    import smem.sources.archive_stream  # noqa: F401
-    import smem.sources.directory  # noqa: F401
-    import smem.sources.remote  # noqa: F401
+    import smem
+    # every module of smem, not only those the command line imports at once: a module a case
+    # imports lazily would otherwise be imported (and compiled, without bytecode files) again
+    # in each of hundreds of children
+    for module in pkgutil.walk_packages(smem.__path__, "smem."):
+        if not module.name.endswith("__main__"):
+            try:
+                importlib.import_module(module.name)
+            except ImportError:  # an optional extra that is not installed
+                pass
     try:
         import regex  # noqa: F401
     except ImportError:

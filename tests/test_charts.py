@@ -426,3 +426,11 @@ def test_bars_fold_small_rows_and_keep_a_sensible_height(capsys, tmp_path):
     import struct
     width, height = struct.unpack(">II", out.read_bytes()[16:24])
     assert height <= 1700, (width, height)  # 16 inches at 100 dpi, and the margins
+
+
+def test_chart_signatures_say_more_than_the_container(tmp_path):
+    from smem.charts import _holds_chart
+    assert _holds_chart("svg")(b'<?xml version="1.0"?>\n<svg xmlns=...') and not _holds_chart("svg")(b"<?xml?><html>")
+    assert _holds_chart("webp")(b"RIFF\0\0\0\0WEBPVP8 ") and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ")
+    import gzip
+    assert _holds_chart("svgz")(gzip.compress(b"<?xml?><svg>")) and not _holds_chart("svgz")(gzip.compress(b"tar"))

@@ -108,3 +108,11 @@ def test_live_columns_are_the_kernels_rollup_and_status(tmp_path):
             assert row["rss_shmem"] >= 4096
     if os.path.exists(path):
         os.unlink(path)
+
+
+def test_all_columns_start_with_the_defaults_in_their_order():
+    CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+    header = run_smem("-S", CAPTURE, "-c", "all").stdout.decode().splitlines()[0].split()
+    defaults = run_smem("-S", CAPTURE).stdout.decode().splitlines()[0].split()
+    assert header[:len(defaults)] == defaults and header.index("PSS") < header.index("RSS")
+    assert len(header) > len(defaults) + 10

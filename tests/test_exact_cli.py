@@ -162,3 +162,14 @@ def test_shared_with_honours_numeric_and_refuses_other_views(family):
     users = {l.split()[1] for l in proc.stdout.decode().splitlines()[1:-1]}
     assert users and all(u.isdigit() for u in users)
     assert run_smem("-u", "--shared-with", "-P", comm).returncode == 2
+
+
+def test_exact_totals_say_they_are_one_group():
+    pytest.importorskip("numpy", reason="--exact needs smem[exact]")
+    proc = run_smem("--exact", "-u", "-t")
+    if b"showing the smaps figures" in proc.stderr:
+        pytest.skip("exact accounting is not available here (root and /proc/kpagecount)")
+    lines = proc.stdout.decode().splitlines()
+    assert proc.returncode == 0 and lines[-1].startswith("totals: the processes of all rows as one group")
+    plain = run_smem("-u", "-t").stdout.decode().splitlines()
+    assert not plain[-1].startswith("totals:")

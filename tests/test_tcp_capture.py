@@ -94,15 +94,25 @@ def _send_and_close(data):
     return peer
 
 
+def _until_closed(s):
+    """Wait until smem gives up and closes the connection (a hang guard bounds the wait)."""
+    s.settimeout(300)
+    try:
+        while s.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+
+
 def _stall(port):
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(compress("gzip", capture_tar())[:300])
-        time.sleep(4)
+        _until_closed(s)
 
 
 def _silent(port):
-    with socket.create_connection(("127.0.0.1", port)):
-        time.sleep(4)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        _until_closed(s)
 
 
 def _slow(port):

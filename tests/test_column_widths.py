@@ -1,0 +1,97 @@
+"""Columns as wide as their values: wide figures, long pids and user names, the terminal's width."""
+
+import os
+import subprocess
+import sys
+import tarfile
+import uuid
+
+import pytest
+
+from conftest import rows, run_smem
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
+
+
+def test_wide_values_widen_their_column_only_when_needed(child, tmp_path):
+    c = child("""
+        import mmap
+        # 200 GiB of address space, nothing resident: PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        assert libc.mmap(None, 200 << 30, 0, 0x02 | 0x20 | 0x4000, -1, 0) not in (None, ctypes.c_void_p(-1).value)
+    """, args=["wide-" + uuid.uuid4().hex])
+    proc = run_smem("-c", "pid vss pss", "-P", c.proc.args[-1])
+    header, line = rows(proc)[0], rows(proc, c.pid)[0]
+    vss = line.split()[1]
+    assert int(vss) > 200 << 20 and len(vss) > 8
+    assert len(header) == len(line)  # the column grew, the table stays aligned
+    assert header.split()[1] == "VSS" and header.index("VSS") + 3 == line.index(vss) + len(vss)
+    # without such a value the layout is smem 1.5's 8 columns
+    normal = rows(run_smem("-c", "pid vss pss", "-P", "^$^"))
+    assert normal == ["  PID      VSS      PSS "]
+
+
+def test_pid_and_user_columns_widen(tmp_path):
+    cap = tmp_path / "c.tar"
+    run_smem("capture", "--compression", "none", "-o", cap, check=True)
+    big = tmp_path / "big.tar"
+    with tarfile.open(cap) as tin, tarfile.open(big, "w", format=tarfile.GNU_FORMAT) as tout:
+        for m in tin:
+            data = tin.extractfile(m) if m.isreg() else None
+            head, _, rest = m.name.partition("/")
+            if head.isdigit():
+                m.name = str(int(head) + 4000000) + ("/" + rest if rest else "")
+                m.uname = "a-very-long-user-name" if m.isdir() and m.uid == 0 else m.uname
+            tout.addfile(m, data)
+    lines = rows(run_smem("-S", big, "-c", "pid user pss"))
+    assert all(len(l) == len(lines[0]) for l in lines), lines
+    assert lines[0].startswith("    PID User                  ")
+    assert any("a-very-long-user-name " in l for l in lines)
+
+
+def test_columns_with_commas():
+    # a token on no command line but smem's own, which never matches (^$^ matched a process
+    # with an empty name that came and went meanwhile)
+    out = rows(run_smem("-c", "pid,pss", "-P", uuid.uuid4().hex))
+    assert out == ["  PID      PSS "]
+
+
+def _on_a_terminal(args, columns):
+    """smem's output run on a pseudo-terminal ``columns`` wide (stdin not a terminal)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdout=slave, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env=env, cwd=os.path.dirname(os.path.dirname(__file__)))
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(60)
+    os.close(master)
+    return out.decode().replace("\r\n", "\n").splitlines()
+
+
+def test_autosize_uses_the_terminal_of_stdout_and_cuts_nothing_off_a_terminal(child):
+    token = uuid.uuid4().hex
+    c = child("pass", args=[token * 3])
+    args = ["-a", "-c", "pid command", "-P", token]
+    (narrow,) = [l for l in _on_a_terminal(args, 80) if l.split()[:1] == [str(c.pid)]]
+    assert len(narrow) <= 80 and token * 3 not in narrow
+    (sixty,) = rows(run_smem(*args, env={"COLUMNS": "60"}), c.pid)
+    assert len(sixty) <= 60 and token not in sixty
+    (whole,) = rows(run_smem(*args), c.pid)  # off a terminal, -a means the whole command line
+    assert (token * 3) in whole

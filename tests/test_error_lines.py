@@ -1,0 +1,117 @@
+"""Errors and warnings are one line on stderr: bad options, unknown fields, unreadable processes,
+a full disk, a source without meminfo."""
+
+import os
+import re
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from conftest import AS_NOBODY, run_smem
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
+
+
+def test_errors_are_one_line_on_stderr():
+    cases = [
+        (["-S", "/nonexistent/capture.tgz"], 1, "No such file"),
+        (["-P", "("], 2, "invalid regular expression"),
+        (["-M", "[z-a]"], 2, "invalid regular expression"),
+        (["-R", "lots"], 2, "cannot read memory size"),
+        (["--no-such-option"], 2, "no-such-option"),
+    ]
+    for args, code, text in cases:
+        proc = run_smem(*args)
+        err = proc.stderr.decode()
+        assert proc.returncode == code, (args, err)
+        assert proc.stdout == b""
+        assert text in err and "Traceback" not in err
+        assert len(err.splitlines()) == 1, err
+
+
+def test_unknown_field_goes_to_stderr_with_the_known_fields():
+    proc = run_smem("-c", "pid bogus")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and proc.stdout == b""
+    (line,) = err.splitlines()  # one line, naming the known fields
+    assert line.startswith("smem: unknown field for the process view: bogus; known: ")
+    for field in ("pid", "user", "name", "command", "maps", "swap", "uss", "rss", "pss", "vss"):
+        assert f" {field} " in line
+    proc = run_smem("-m", "-s", "nope")
+    assert proc.returncode == 2 and "avguss" in proc.stderr.decode()
+    # -c help says what each is, aligned, on stdout
+    listing = run_smem("-m", "-c", "help")
+    lines = listing.stdout.decode().splitlines()
+    assert listing.returncode == 0 and lines[0].startswith("Fields of the mapping view")
+    helps = {l.split()[0]: l for l in lines[1:]}
+    assert "average PSS per process" in helps["avgpss"]
+    starts = {len(l) - len(l[len(l.split()[0]):].lstrip()) for l in lines[1:]}
+    assert len(starts) == 1  # every help starts in the same column, whatever the field's length
+
+
+@pytest.mark.process
+def test_unreadable_processes_are_one_warning_not_silence():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run smem as another user")
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    # Python itself may live under /root: import smem as root, then become nobody.
+    become_nobody = AS_NOBODY + "smem.cli.main(['-c', 'pid user'])"
+    proc = subprocess.run([sys.executable, "-c", become_nobody], capture_output=True, env=env,
+                          cwd=os.path.dirname(os.path.dirname(__file__)), stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = proc.stderr.decode().splitlines()
+
+    def others_pid(entry):
+        try:
+            return os.stat(f"/proc/{entry}").st_uid != 65534 and open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            return False  # gone meanwhile
+    others = sum(1 for e in os.listdir("/proc") if e.isdigit() and others_pid(e))
+    count = int(warning.split()[2])
+    assert warning.startswith("smem: warning: ") and "could not be read (permission denied): pid " in warning
+    assert "run as root" in warning
+    assert 0 < count <= others + 5  # processes may come and go between the two scans
+    # up to three are named, with their names; the rest counted
+    named = re.findall(r"pid (\d+) \(([^)]*)\)", warning)
+    assert len(named) == min(count, 3)
+    assert (f"and {count - 3} more" in warning) == (count > 3)
+    comms = {}
+    for pid, _ in named:
+        try:
+            comms[pid] = open(f"/proc/{pid}/comm").read().rstrip("\n")
+        except OSError:
+            pass
+    assert all(comms[pid] == name for pid, name in named if pid in comms)
+    assert all(l.split()[1] == "nobody" for l in proc.stdout.decode().splitlines()[1:])
+
+
+@pytest.mark.process
+def test_write_errors_are_one_line():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    for args, what in ((["-c", "pid pss"], "report"), (["capture"], "capture")):
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run([sys.executable, "-m", "smem", *args], stdout=full, stderr=subprocess.PIPE,
+                                  cwd=os.path.dirname(os.path.dirname(__file__)))
+        err = proc.stderr.decode().splitlines()
+        assert proc.returncode == 1 and err[-1] == f"smem: cannot write the {what}: No space left on device"
+        assert "Traceback" not in proc.stderr.decode()
+
+
+def test_a_source_without_meminfo_is_an_error_not_silence(tmp_path):
+    """smem 1.5 swallowed the OSError of a tree without meminfo (the bare smaps of the ARM sets):
+    nothing printed, exit 0, with -p or without."""
+    from conftest import FIXTURES
+    with tarfile.open(FIXTURES / "captures" / "armv7-noswap.tar.gz") as tar:
+        tar.extractall(tmp_path / "proc", filter="tar")
+    os.unlink(tmp_path / "proc" / "meminfo")
+    for args in ([], ["-p"]):
+        ours = run_smem("-S", tmp_path, *args)
+        assert ours.returncode == 1 and ours.stdout == b""
+        assert ours.stderr.decode() == f"smem: {tmp_path}: no meminfo in this directory (not a capture or a proc tree?)\n"
+        if os.path.exists("/usr/bin/smem"):
+            theirs = subprocess.run(["/usr/bin/smem", "-S", tmp_path, *args], capture_output=True,
+                                    stdin=subprocess.DEVNULL, cwd="/tmp")
+            assert (theirs.returncode, theirs.stdout, theirs.stderr) == (0, b"", b"")

@@ -1,0 +1,55 @@
+"""What smem says about itself: -h, --version and the installed man page."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, TESTS, run_smem, run_smem_process
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+
+
+def test_group_help_says_what_it_takes():
+    """`--group [name]` read as an optional argument; the help names the argument and its value."""
+    help_text = " ".join(run_smem("-h").stdout.decode().split())
+    assert "--group KEY Group processes by KEY, which is name" in help_text and "[name]" not in help_text
+    assert run_smem("-S", CAPTURE, "--group", "name").stdout == run_smem("-S", CAPTURE, "-g").stdout
+
+
+def test_help_names_the_capture_script_a_pip_user_has():
+    """The -h examples pointed at scripts/smemcap.sh, a file a pip install does not have."""
+    help_text = run_smem("-h").stdout.decode()
+    assert "smemcap.sh" not in help_text and "smem capture --script | ssh box sh > box.tgz" in help_text
+
+
+def test_version_says_which_smem_and_from_where():
+    """With Debian's smem 1.5 installed, a venv not activated runs 1.5: --version names this smem's
+    version and the package directory it runs from."""
+    import smem
+    said = run_smem_process("--version")
+    assert said.returncode == 0
+    assert said.stdout.decode().startswith(f"smem {smem.__version__} from {os.path.dirname(smem.__file__)} (")
+
+
+def test_man_page_is_installed_where_man_finds_it():
+    import importlib.metadata
+    import json
+    import shutil
+    from pathlib import Path
+    import sysconfig
+    site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    dist = next((d for d in importlib.metadata.distributions(path=site) if d.metadata["Name"] == "smem"), None)
+    if dist is None:
+        pytest.skip("smem is not installed (pip install .)")
+    origin = json.loads(dist.read_text("direct_url.json") or "{}")
+    if origin.get("dir_info", {}).get("editable"):
+        pytest.skip("an editable install does not install data files; CI installs with pip install .")
+    page = Path(sys.prefix) / "share" / "man" / "man1" / "smem.1"
+    assert page.read_text() == (TESTS.parent / "docs" / "smem.1").read_text()
+    if shutil.which("man"):
+        env = dict(os.environ, PATH=f"{sys.prefix}/bin:{os.environ.get('PATH', '')}")
+        env.pop("MANPATH", None)
+        found = subprocess.run(["man", "-w", "smem"], capture_output=True, text=True, env=env)
+        assert found.stdout.strip() == str(page), found

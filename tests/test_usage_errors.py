@@ -1,0 +1,89 @@
+"""Usage errors: conflicting, empty or ignored options, misspellings suggested, click's messages
+in smem's words -- each one line on stderr and exit status 2."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import smem.cli
+
+from conftest import FIXTURES, TESTS, run_smem
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+
+
+def _usage_error(proc):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("smem: ") and proc.stdout == b"", lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("views", [["-w", "-m"], ["-m", "-u"], ["-u", "-g"], ["--cgroup", "-w"]])
+def test_two_views_are_a_usage_error(views):
+    line = _usage_error(run_smem("-S", CAPTURE, *views))
+    assert "choose one view" in line and all(v in line for v in views)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["-c", ""], "-c/--columns is empty"),
+    (["-c", " , "], "-c/--columns is empty"),
+    (["-o", "x.png"], "use it with --pie or --bar"),
+    (["--pie", "name", "--bar", "name", "-o", "x.png"], "choose one chart"),
+])
+def test_empty_or_conflicting_values_are_usage_errors(args, words):
+    assert words in _usage_error(run_smem("-S", CAPTURE, *args))
+
+
+def test_an_unknown_option_suggests_only_a_near_one():
+    assert "did you mean" not in _usage_error(run_smem("--bogus"))
+    assert "did you mean --totals?" in _usage_error(run_smem("--tota"))
+    assert "did you mean --columns?" in _usage_error(run_smem("--column", "pid"))
+    assert "did you mean --compression?" in _usage_error(run_smem("capture", "--compresion", "gz"))
+
+
+def test_reading_a_capture_from_a_terminal_is_refused():
+    import pty
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "smem", "-S", "-"], stdin=slave, capture_output=True,
+                              cwd=TESTS.parent, timeout=30)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert "standard input, which is a terminal" in _usage_error(proc)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["capture", "--script", "-o", "x.sh"], "it takes no -o"),
+    (["capture", "--script", "--compression", "xz"], "it takes no --compression"),
+    (["capture", "--force"], "use it with -o"),
+    (["--force"], "use it with -o"),
+    (["--pie", "", "-o", "x.png"], "unknown field"),
+])
+def test_options_that_would_be_ignored_are_usage_errors(args, words):
+    assert words in _usage_error(run_smem(*args))
+
+
+@pytest.mark.parametrize("args,line", [
+    (["diff"], "smem: missing OLD: smem diff takes OLD [NEW] (see 'smem diff --help')"),
+    (["diff", CAPTURE], f"smem: smem diff compares OLD and NEW, or the first and last frames of a recording: "
+                        f"{CAPTURE} is not one"),
+    (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD [NEW] (see 'smem diff --help')"),
+    (["-t", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
+    (["frobnicate"], "smem: no command 'frobnicate'; the commands: "
+                     f"{', '.join(n for n, c in smem.cli.cli.commands.items() if not c.hidden)} (see 'smem --help')"),
+    (["captur"], "smem: no command 'captur'; did you mean capture? (see 'smem --help')"),
+    (["--group"], "smem: --group takes a value: --group KEY (see 'smem --help')"),
+    (["--group", "user"], "smem: --group takes name, not 'user'"),
+    (["--totals=1"], "smem: --totals takes no value (see 'smem --help')"),
+    (["capture", "-o"], "smem: -o takes a value: -o FILE (see 'smem capture --help')"),
+    (["-F", "jsn"], "smem: -F/--format: no such value 'jsn'; did you mean json? (the values: 'man smem')"),
+    (["--interval", "1", "--count", "0"], "smem: --count: 0 is not in the range x>=1 (see 'smem --help')"),
+])
+def test_click_errors_are_in_smems_words(args, line):
+    """One style: click's own messages (Missing argument 'OLD'., Got unexpected extra argument)
+    reworded as smem's lowercase one-liners, misspelt commands suggested as options are."""
+    assert _usage_error(run_smem(*args)) == line
