@@ -9,6 +9,16 @@ import textwrap
 import traceback
 from pathlib import Path
 
+# smem as the suite runs it keeps compiled modules, as an installed smem does: an environment
+# with PYTHONDONTWRITEBYTECODE (this one sets it) would have every `python -m smem` the tests
+# start, and every xdist worker, compile the package again.  Into a directory of their own
+# under the temporary directory, so the checkout is left as it was.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    import tempfile
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), f"smem-tests-pycache-{os.getuid()}"))
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+
 import click
 import click.formatting
 import click.testing
