@@ -143,6 +143,7 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
         # none used: every bit still as marked
         unused = tracker.measure(workload.pids)
         bitmap.write_bytes(bytes(len(bitmap.read_bytes())))  # every page used
+        before = {pid: _rollup(pid) for pid in workload.pids}
         used = tracker.measure(workload.pids)
         rollups = {pid: _rollup(pid) for pid in workload.pids}
         frames = set().union(*(_frames(pid) for pid in workload.pids))
@@ -159,7 +160,11 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
         print(f"pid {pid}: wss {wss} KiB (Rss {rss}), wsspss {wsspss} KiB (Pss {pss})")
         # a page that is on no LRU list (the zero page, a special mapping) is not tracked
         assert rss - 64 <= wss <= rss
-        assert abs(wsspss - pss) <= 64
+        # the library pages they share with every Python on the machine: their PSS moves as other
+        # processes start and exit (the test suite's own, in parallel) between the reads; a split
+        # not by mapcount would be off by most of the 8 MiB the forks share
+        moving = abs(pss - before[pid]["Pss"]) + rollups[pid].get("Pss_File", 0) // 50
+        assert abs(wsspss - pss) <= 64 + moving
 
 
 @needs_kpageflags
