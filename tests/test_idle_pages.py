@@ -140,17 +140,18 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
         tracker = IdleTracker("/proc", str(bitmap), mmap.PAGESIZE)
         tracker.mark(workload.pids)
         marked = parse_page_idle_bitmap(bitmap.read_bytes())
+        frames = set().union(*(_frames(pid) for pid in workload.pids))
         # none used: every bit still as marked
         unused = tracker.measure(workload.pids)
         bitmap.write_bytes(bytes(len(bitmap.read_bytes())))  # every page used
         before = {pid: _rollup(pid) for pid in workload.pids}
         used = tracker.measure(workload.pids)
         rollups = {pid: _rollup(pid) for pid in workload.pids}
-        frames = set().union(*(_frames(pid) for pid in workload.pids))
     # each frame marked once, whichever processes map it: the frames they map, and no other
     print(f"\nmarked {len(marked)} frames of the {len(frames)} the processes map")
+    # (a page faulted in between the marking and the read here is not marked: a few, on a busy machine)
     assert set(marked.tolist()) <= frames
-    assert len(frames) - 16 <= len(marked)
+    assert len(frames) - 64 <= len(marked)
     for pid in workload.pids:
         # (a page not yet on an LRU list when marked, just faulted in, reads as used: it was)
         print(f"pid {pid}, none used: wss {unused[pid][0]} KiB")
