@@ -149,9 +149,10 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
         rollups = {pid: _rollup(pid) for pid in workload.pids}
     # each frame marked once, whichever processes map it: the frames they map, and no other
     print(f"\nmarked {len(marked)} frames of the {len(frames)} the processes map")
-    # (a page faulted in between the marking and the read here is not marked: a few, on a busy machine)
+    # (a page not yet on an LRU list, just faulted in and still in a per-CPU batch, cannot be marked:
+    # a few, more on a busy machine)
     assert set(marked.tolist()) <= frames
-    assert len(frames) - 64 <= len(marked)
+    assert len(marked) >= 0.98 * len(frames)
     for pid in workload.pids:
         # (a page not yet on an LRU list when marked, just faulted in, reads as used: it was)
         print(f"pid {pid}, none used: wss {unused[pid][0]} KiB")
