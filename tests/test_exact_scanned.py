@@ -5,7 +5,6 @@ accounting of whole processes (ranks, counts in one array) equals the reference'
 capture made here.  Needs root and /proc/kpagecount."""
 
 import contextlib
-import json
 import os
 import select
 import subprocess
@@ -17,7 +16,7 @@ np = pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 
 from smem import exact
 from smem.exact import scanned
-from smem.exact.accounting import _unique_counts
+from smem.exact.frame_arrays import unique_counts
 from smem.loading import load_reading
 from smem.parsers.smaps import parse_smaps
 from smem.sources import LiveSource
@@ -89,7 +88,7 @@ def _reference(live, pids):
     out = {}
     for pid in pids:
         f = reader.process_frames(pid, _smaps(pid))
-        u, c = _unique_counts(f.pfns.copy())
+        u, c = unique_counts(f.pfns.copy())
         out[pid] = (u.tolist(), None if c is None else c.tolist(), np.unique(f.swap).tolist())
     return out
 
@@ -160,10 +159,10 @@ def test_whole_processes_live_give_the_reference_frames_counted(sharers):
 
 @pytest.mark.parametrize("ranked_by", ["map", "bisection"])
 def test_whole_processes_of_an_exact_capture_account_as_the_reference(sharers, monkeypatch, ranked_by):
-    from smem.exact import accounting
+    from smem.exact import accounting, frame_arrays
     # the map of PFNs in use, in small windows; or, frames too spread for one, bisection
     monkeypatch.setattr(accounting, "_SPREAD_FLOOR", 1 << 40 if ranked_by == "map" else 0)
-    monkeypatch.setattr(accounting, "_RANK_WINDOW", 1 << 12)
+    monkeypatch.setattr(frame_arrays, "RANK_WINDOW", 1 << 12)
     live = LiveSource()
     maps = {pid: _smaps(pid) for pid in sharers}
     members = exact.account(live, maps, keep_frames=True).capture_members()

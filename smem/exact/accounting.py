@@ -3,8 +3,10 @@
 import numpy as np
 
 from ..errors import ProcessGone, ProcessUnreadable
-from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _BLOCK_MASK, _BLOCK_SHIFT, _DIRECT_BLOCKS, _UNOWNED,
+from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _BLOCK_MASK, _BLOCK_SHIFT, _UNOWNED,
                      DistinctFrames, ExactUnavailable, FrameTable)
+from .frame_arrays import (SHARES_AT_ONCE, blocks_of, freed_arrays_returned, rank_in_place, shares,
+                           unique_counts)
 from .members import encode_frames, encode_kpages
 from .readers import PagemapReader, frame_reader
 
@@ -63,108 +65,6 @@ class SharedWith:
                 f"elsewhere={self.elsewhere_kib})")
 
 
-
-
-def _unique_counts(values, in_place=False):
-    """Sorted distinct values and how often each occurs (None when all occur once)."""
-    if not len(values):
-        return values, None
-    if in_place:
-        values.sort()
-        s = values
-    else:
-        s = np.sort(values)
-    first = np.empty(len(s), dtype=bool)
-    first[0] = True
-    np.not_equal(s[1:], s[:-1], out=first[1:])
-    if first.all():
-        return s, None
-    starts = np.flatnonzero(first)
-    counts = np.diff(np.append(starts, len(s))).astype(np.uint32)
-    return s[starts], counts
-
-
-def _blocks_of(u):
-    """The distinct blocks (PFN >> _BLOCK_SHIFT) of the sorted PFNs ``u``."""
-    shift = np.uint64(_BLOCK_SHIFT)
-    lo, hi = int(u[0] >> shift), int(u[-1] >> shift)
-    if hi - lo < _DIRECT_BLOCKS:  # bisect for each candidate block: no array as big as u
-        candidates = np.arange(lo, hi + 1, dtype=np.uint64)
-        starts = np.searchsorted(u, candidates << shift)
-        return candidates[np.diff(np.append(starts, len(u))) > 0]
-    b = u >> shift
-    return b[_runs(b)[0]]
-
-
-def _runs(sorted_values):
-    """Start index of each run of equal values in a sorted array, and the run lengths."""
-    first = np.empty(len(sorted_values), dtype=bool)
-    if len(sorted_values):
-        first[0] = True
-        np.not_equal(sorted_values[1:], sorted_values[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    return starts, np.diff(np.append(starts, len(sorted_values)))
-
-
-#: Frames of a group summed at a time: the temporaries take about 24 bytes a frame.
-_SHARES_AT_ONCE = 1 << 18
-
-
-def _shares(k, inside):
-    """(frames owned, of them mapped only inside the group, the group's share of them in
-    pages) of frames with map counts ``k`` and mappings ``inside`` the group."""
-    owned = k > 0
-    inside = inside[owned]
-    k = np.maximum(k[owned], inside)  # mapped since kpagecount was read
-    return len(k), int(np.count_nonzero(inside >= k)), (float(np.sum(inside / k)) if len(k) else 0.0)
-
-
-def _freed_arrays_returned():
-    """Have glibc's malloc give every array of 64 KiB or more its own mapping, returned to the
-    system when freed.  By default the threshold rises to the largest block freed (up to 32
-    MiB), and the accounting's temporaries (a few MiB each) then stay in the heap, fragmenting it
-    between the per-process arrays: the peak grows by what they leave behind (mallopt(3))."""
-    import ctypes
-    try:
-        ctypes.CDLL(None).mallopt(-3, 64 << 10)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):  # not glibc: its own policy
-        pass
-
-
-#: PFNs ranked at a time (_rank_in_place): a window's ranks take 4 bytes a PFN.
-_RANK_WINDOW = 1 << 21
-
-
-def _rank_in_place(procs, top):
-    """Replace each process's sorted distinct PFNs (``procs``: [(pid, DistinctFrames)], every PFN
-    at most ``top``) by their ranks among all of them, in place; return all of them, ascending.
-    A map of PFNs in use, then the ranks a window of PFNs at a time (no array of every PFN's
-    rank), each process's PFNs consumed in order."""
-    mark = np.zeros(top + 1, dtype=bool)
-    for _, f in procs:
-        mark[f.pfns] = True
-    dtype = np.uint32 if top < 1 << 32 else np.uint64
-    cursor = [0] * len(procs)
-    parts, base = [], 0
-    for lo in range(0, top + 1, _RANK_WINDOW):
-        window = mark[lo:lo + _RANK_WINDOW]
-        ranks = np.cumsum(window, dtype=np.uint32)
-        ranks += np.uint32(base)
-        ranks -= np.uint32(1)  # (wraps round before the first frame in use: never read)
-        parts.append(np.flatnonzero(window).astype(dtype))
-        parts[-1] += dtype(lo)
-        base += len(parts[-1])
-        hi = lo + _RANK_WINDOW
-        for i, (_, f) in enumerate(procs):
-            pfns, at = f.pfns, cursor[i]
-            if at == len(pfns) or int(pfns[at]) >= hi:
-                continue
-            stop = at + int(np.searchsorted(pfns[at:], hi))
-            pfns[at:stop] = ranks[(pfns[at:stop] - dtype(lo)).astype(np.intp)]
-            cursor[i] = stop
-    return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
-
 def account(source, mappings_by_pid, *, page_size=None, keep_frames=False, jobs=None):
     """Exact accounting of the processes in ``mappings_by_pid`` ({pid: [Mapping] or None}).
 
@@ -183,7 +83,7 @@ def account(source, mappings_by_pid, *, page_size=None, keep_frames=False, jobs=
     whole = [pid for pid, mappings in mappings_by_pid.items() if mappings is None]
     if whole and isinstance(reader, PagemapReader) and not keep_frames:
         from .scanned import collect_distinct_frames, no_hugetlb
-        _freed_arrays_returned()
+        freed_arrays_returned()
         frames, skipped = collect_distinct_frames(source, reader, whole, jobs)
         # what kpageflags would zero (the zero page, hugetlb) cannot be among frames PAGEMAP_SCAN
         # found (it leaves the zero page out) while no hugetlb page exists
@@ -246,10 +146,10 @@ class ExactAccounting:
         uniques, blocks = {}, []
         for pid, f in frames.items():
             u, c = (f.distinct() if isinstance(f, DistinctFrames)
-                    else _unique_counts(f.pfns, in_place=not keep_frames))
+                    else unique_counts(f.pfns, in_place=not keep_frames))
             uniques[pid] = (u, c)
             if len(u):
-                blocks.append(_blocks_of(u))
+                blocks.append(blocks_of(u))
         self._blocks = np.unique(np.concatenate(blocks)) if blocks else np.zeros(0, np.uint64)
         del blocks
         self._shift, self._mask = _BLOCK_SHIFT, _BLOCK_MASK
@@ -289,7 +189,7 @@ class ExactAccounting:
         entries = sum(len(f.pfns) for _, f in procs)
         top = max((int(f.pfns[-1]) for _, f in procs if len(f.pfns)), default=-1)
         if top + 1 <= _SPREAD * entries + _SPREAD_FLOOR:
-            distinct = _rank_in_place(procs, top)
+            distinct = rank_in_place(procs, top)
         else:  # frames too spread for a map of every PFN: ranks found by bisection
             distinct = np.unique(np.concatenate([f.pfns for _, f in procs])) if entries else np.zeros(0, np.uint32)
             for _, f in procs:
@@ -383,8 +283,8 @@ class ExactAccounting:
         else:
             frames, inside, members = self._group_frames(pids)
             pages, uss, pss = 0, 0, 0.0
-            for lo in range(0, len(frames), _SHARES_AT_ONCE):  # (temporaries of a slice at a time)
-                part = _shares(self._count[frames[lo:lo + _SHARES_AT_ONCE]], inside[lo:lo + _SHARES_AT_ONCE])
+            for lo in range(0, len(frames), SHARES_AT_ONCE):  # (temporaries of a slice at a time)
+                part = shares(self._count[frames[lo:lo + SHARES_AT_ONCE]], inside[lo:lo + SHARES_AT_ONCE])
                 pages, uss, pss = pages + part[0], uss + part[1], pss + part[2]
         swaps = [s for _, _, s in members if len(s)]
         nswap = len(swaps[0]) if len(swaps) == 1 else (len(np.unique(np.concatenate(swaps)))
