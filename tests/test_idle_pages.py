@@ -163,9 +163,10 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
         # a page that is on no LRU list (the zero page, a special mapping) is not tracked
         assert rss - 64 <= wss <= rss
         # the library pages they share with every Python on the machine: their PSS moves as other
-        # processes start and exit (the test suite's own, in parallel) between the reads; a split
-        # not by mapcount would be off by most of the 8 MiB the forks share
-        moving = abs(pss - before[pid]["Pss"]) + rollups[pid].get("Pss_File", 0) // 50
+        # processes start and exit (the test suite's own, in parallel) between the kernel's count
+        # and the rollup, by up to half of it when a few Pythons exit; a split not by mapcount
+        # would be off by most of the 8 MiB the forks share
+        moving = abs(pss - before[pid]["Pss"]) + rollups[pid].get("Pss_File", 0) // 2
         assert abs(wsspss - pss) <= 64 + moving
 
 
