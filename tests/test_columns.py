@@ -116,3 +116,13 @@ def test_all_columns_start_with_the_defaults_in_their_order():
     defaults = run_smem("-S", CAPTURE).stdout.decode().splitlines()[0].split()
     assert header[:len(defaults)] == defaults and header.index("PSS") < header.index("RSS")
     assert len(header) > len(defaults) + 10
+
+
+def test_every_view_charts_and_sorts_by_columns_it_has():
+    """A view's chart measure, its measure without PSS, its default sort and default columns are
+    its own columns (the sharing view, which has no PSS, once charted a PSS it lacks: KeyError)."""
+    from smem.views import VIEWS
+    for name, view in VIEWS.items():
+        named = {view.charting.measure, view.charting.measure_without_pss, view.default_sort,
+                 *view.default_columns}
+        assert named <= set(view.columns), (name, named - set(view.columns))

@@ -7,7 +7,7 @@ in all, from exact accounting.
 """
 
 from ..units import human
-from .columns import Accounting, Metrics, Reads, View, amount, count, text
+from .columns import Accounting, Charting, Metrics, Reads, View, amount, count, text
 from .process import user_label
 
 __all__ = ["SHARING_VIEW"]
@@ -52,6 +52,8 @@ SHARING_VIEW = View(
     default_columns=("pid", "user", "command", "shared"),
     default_sort="shared", rows=rows, summary=summary, flowing_column="command",
     reads=Reads(needs=frozenset({"stat"})), accounting=Accounting(requires_exact=True),
+    # a chart of it measures what each process shares with the selection: the view has no PSS
+    charting=Charting(measure="shared", measure_without_pss="shared", noun="processes"),
     metrics=Metrics(labels=(("pid", lambda r: r.process.pid), ("user", lambda r: r.user),
                             ("name", lambda r: r.process.name))),
 )
