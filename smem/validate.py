@@ -118,9 +118,10 @@ def _watched(view, interval, speed, all_frames, source, at, fmt, exact, charted,
             raise UsageError("--speed and --all-frames play a recording back: use them with -S RECORDING")
         if at is not None:
             raise UsageError("--at chooses one frame: --speed and --all-frames play them all")
+    watched_by = "--interval" if speed is None and not all_frames else "--speed" if speed is not None else "--all-frames"
     if charted:
-        raise UsageError("--interval redraws a report: it does not combine with --pie or --bar")
-    _comparable(view, exact, "--interval")
+        raise UsageError(f"{watched_by} redraws a report: it does not combine with --pie or --bar")
+    _comparable(view, exact, watched_by)
     from .formats import FORMATS
     if FORMATS[fmt].stream is None:
         raise UsageError(f"-F {fmt} is one document, not a stream: watch mode writes json (JSON Lines), csv or a table")

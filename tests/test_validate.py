@@ -69,6 +69,8 @@ def test_report_rules(args, said):
 
 @pytest.mark.parametrize("args, said", [
     (["--all-frames", "--at", "1"], "--at chooses one frame: --speed and --all-frames play them all"),
+    (["--all-frames", "--exact"], "--all-frames does not combine with --exact or --shared-with"),
+    (["--speed", "2", "--pie", "name"], "--speed redraws a report: it does not combine with --pie or --bar"),
     (["--speed", "2", "-F", "openmetrics"],
      "-F openmetrics is one document, not a stream: watch mode writes json (JSON Lines), csv or a table"),
 ])
