@@ -228,7 +228,7 @@ def capture(**o):
         from .sources.remote import capture_script
         write_bytes(capture_script())
         return
-    output = o["output"]
+    output = None if o["output"] == "-" else o["output"]  # -o -: standard output, as smem html's
     if output is None and sys.stdout is None:
         raise SmemError("cannot write the capture: standard output is closed; use -o FILE")
     if output is None and sys.stdout.isatty():

@@ -149,7 +149,7 @@ time_options = bundle(
 #: smem capture's
 capture_options = bundle(
     click.option("-o", "--output", metavar="FILE", type=PATH,
-                 help="Write the capture to FILE (default: standard output)."),
+                 help="Write the capture to FILE (default, or -: standard output)."),
     output_options("capture"),
     click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead."),
     click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default="gz", show_default=True,

@@ -35,3 +35,16 @@ def test_compression_takes_the_names_of_the_programs(name, magic, tmp_path):
     assert run_smem("capture", "--compression", name, "-o", capture).returncode == 0
     assert capture.read_bytes().startswith(magic)
     assert run_smem("-S", capture, "-u").returncode == 0
+
+
+def test_output_dash_is_standard_output_not_a_file_called_dash(tmp_path):
+    """-o - writes the capture to standard output, as smem html's -o - does (it once made a file
+    named "-" in the working directory)."""
+    import os
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(TESTS.parent))
+    done = subprocess.run([sys.executable, "-m", "smem", "capture", "-o", "-"], cwd=tmp_path, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout[:2] == b"\x1f\x8b"
+    assert list(tmp_path.iterdir()) == []
