@@ -180,5 +180,7 @@ def test_serve_keeps_what_did_not_move_and_says_how_old_it_is():
             proc.stdout.close()
     assert idle['smem_collection_reread_processes'] == 0
     assert grown['smem_collection_reread_processes'] == 1
-    assert grown['smem_process_pss_bytes'] >= idle['smem_process_pss_bytes'] + 4000 * 1024  # (its other pages' shares move a little)
+    # re-read, not the old figure: 4 MiB more, less what its shares of library pages lose as other
+    # processes (the parallel suite's) start meanwhile
+    assert grown['smem_process_pss_bytes'] >= idle['smem_process_pss_bytes'] + 3 * 1024 * 1024
     assert 0 <= grown['smem_oldest_figure_age_seconds'] < 3600
