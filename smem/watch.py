@@ -51,7 +51,8 @@ GONE_KEPT = 5
 def run_watch(request, write, warn, screen=None):
     """Watch ``request`` (its ``watch`` set): frames written with ``write`` (text), warnings
     given to ``warn`` once each, or, with ``screen`` (a smem.terminal.Screen) and a table
-    format, drawn on it.  Wrong options are refused before the screen is touched."""
+    format, drawn on it.  Its options are valid together (smem.validate refused the rest before
+    the screen was touched)."""
     if request.query.jobs is None and not os.environ.get("SMEM_JOBS", "").strip():
         request = request._replace(query=request.query._replace(jobs=1))
     the_plan = plan(request)

@@ -35,7 +35,6 @@ TABLES = {
 }
 
 #: a compared page's columns: who the row is, new/gone, and each amount old, new and changed
-_COMPARED = tuple(f"{side}{key}" for key in _AMOUNTS for side in ("old_", "", "d"))
 
 
 class PageRequest(NamedTuple):

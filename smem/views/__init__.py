@@ -14,9 +14,7 @@ from ..model import Need, Needs
 from .choice import ViewFlag as flag, by, choose, flags_of
 from .columns import Column, View
 
-__all__ = ["VIEWS", "View", "Column", "PROCESS_VIEW", "MAPPING_VIEW", "USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW",
-           "SYSTEM_VIEW", "SHARING_VIEW", "SHM_VIEW", "BREAKDOWN_VIEW", "needs_of", "choices", "view_flags",
-           "chosen_view"]
+__all__ = ["VIEWS", "View", "Column", "needs_of", "choices", "view_flags", "chosen_view"]
 
 #: view name -> (module in this package, the View in it, how the command line chooses it), in the
 #: order errors and -h list the flags: smem 1.5's -m -u -w, then the newer ones
@@ -80,13 +78,6 @@ class _Views(Mapping):
 
 VIEWS = _Views()
 
-
-def __getattr__(name):
-    """PROCESS_VIEW and the rest, from the registry (PEP 562)."""
-    for view, (module, attribute, chosen_by) in _WHERE.items():
-        if attribute == name:
-            return VIEWS[view]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib=None, also=frozenset()):
