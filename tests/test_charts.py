@@ -434,3 +434,13 @@ def test_chart_signatures_say_more_than_the_container(tmp_path):
     assert _holds_chart("webp")(b"RIFF\0\0\0\0WEBPVP8 ") and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ")
     import gzip
     assert _holds_chart("svgz")(gzip.compress(b"<?xml?><svg>")) and not _holds_chart("svgz")(gzip.compress(b"tar"))
+
+
+def test_two_sharers_of_one_name_are_told_apart_by_pid():
+    """--shared-with's chart: two processes called bash are "bash (PID)", as the process view's are."""
+    from types import SimpleNamespace
+
+    from smem.chart_data import _labels
+    from smem.views.sharing import HolderRow
+    rows = [HolderRow(SimpleNamespace(pid=pid), "root", 100.0) for pid in (11, 12)]
+    assert _labels([("bash", rows[0]), ("bash", rows[1])], "name") == ["bash (11)", "bash (12)"]

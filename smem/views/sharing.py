@@ -21,6 +21,11 @@ class HolderRow:
         self.user = user
         self.shared = shared
 
+    @property
+    def member_pids(self):
+        """The one process a row is (a chart names two rows of one name by their pids)."""
+        return (self.process.pid,)
+
 
 def rows(snapshots, options):
     selected, sharing = snapshots[0].sharing
