@@ -156,7 +156,8 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
     for pid in workload.pids:
         # (a page not yet on an LRU list when marked, just faulted in, reads as used: it was)
         print(f"pid {pid}, none used: wss {unused[pid][0]} KiB")
-        assert unused[pid][0] <= 64 and unused[pid][1] <= unused[pid][0]
+        # (more of them on a busy machine: at most 2% of what it maps; all of it if marking failed)
+        assert unused[pid][0] <= max(64, before[pid]["Rss"] // 50) and unused[pid][1] <= unused[pid][0]
         wss, wsspss = used[pid]
         rss, pss = rollups[pid]["Rss"], rollups[pid]["Pss"]
         print(f"pid {pid}: wss {wss} KiB (Rss {rss}), wsspss {wsspss} KiB (Pss {pss})")
