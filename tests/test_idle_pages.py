@@ -161,8 +161,9 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
         wss, wsspss = used[pid]
         rss, pss = rollups[pid]["Rss"], rollups[pid]["Pss"]
         print(f"pid {pid}: wss {wss} KiB (Rss {rss}), wsspss {wsspss} KiB (Pss {pss})")
-        # a page that is on no LRU list (the zero page, a special mapping) is not tracked
-        assert rss - 64 <= wss <= rss
+        # a page that is on no LRU list (the zero page, a special mapping, a page still in a
+        # per-CPU batch when marked, more of them on a busy machine) is not tracked: up to 2%
+        assert rss - max(64, rss // 50) <= wss <= rss
         # the library pages they share with every Python on the machine: their PSS moves as other
         # processes start and exit (the test suite's own, in parallel) between the kernel's count
         # and the rollup, by up to half of it when a few Pythons exit; a split not by mapcount
