@@ -1,7 +1,7 @@
 """Watch mode: ``smem --interval SECONDS [--count N]``, any view, the report again and again.
 
 One interpreter, one plan (smem.app.plan: what the view, its columns and the
-sort read, refused before the first frame if wrong), then per frame one
+sort read; smem.validate checked the options before), then per frame one
 snapshot read as that plan says (smem.app.read_snapshot) and the table of the
 watch view (smem.views.diff.watch_view: the comparison of ``smem diff``
 between the first frame, or the previous one with ``--delta previous``, and

@@ -34,8 +34,6 @@ TABLES = {
     "system": ("breakdown", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
 }
 
-#: a compared page's columns: who the row is, new/gone, and each amount old, new and changed
-
 
 class PageRequest(NamedTuple):
     """What ``smem html`` (and ``smem serve``'s page) was asked for."""

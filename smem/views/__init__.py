@@ -79,7 +79,6 @@ class _Views(Mapping):
 VIEWS = _Views()
 
 
-
 def needs_of(view, columns, *, counters=frozenset(), mappings=False, max_rss_kib=None, also=frozenset()):
     """What to read per process for ``columns`` (Column objects, the sort column included),
     plus ``counters``, ``mappings`` and the needs ``also`` others have (a chart's measure, exact
