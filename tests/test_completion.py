@@ -1,22 +1,24 @@
-"""Shell completion, driven through the real entry point with click's protocol (what the bash,
-zsh and fish scripts that `_SMEM_COMPLETE=bash_source smem` prints run at each <Tab>)."""
+"""Shell completion with click's protocol (what the bash, zsh and fish scripts that
+`_SMEM_COMPLETE=bash_source smem` prints run at each <Tab>): through the real entry point once,
+then through smem.cli.main in this process, which is what that entry point calls."""
 
 import pytest
 
-from conftest import run_smem_process
+from conftest import run_smem, run_smem_process
 
 
-def complete(line):
+def complete(line, run=run_smem):
     """What <Tab> at the end of ``line`` offers: (type, value) pairs, as bash_complete answers."""
     words = line.split(" ")
-    proc = run_smem_process(env={"_SMEM_COMPLETE": "bash_complete", "COMP_WORDS": line,
-                                 "COMP_CWORD": str(len(words) - 1)})
+    proc = run(env={"_SMEM_COMPLETE": "bash_complete", "COMP_WORDS": line, "COMP_CWORD": str(len(words) - 1)})
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     return [tuple(item.split(",", 1)) for item in proc.stdout.decode().splitlines()]
 
 
+@pytest.mark.process
 def test_the_first_word_offers_the_commands_not_the_hidden_report():
-    commands = complete("smem ")
+    commands = complete("smem ", run=run_smem_process)
+    assert commands == complete("smem ")
     assert ("plain", "capture") in commands and ("plain", "diff") in commands and ("plain", "report") not in commands
 
 

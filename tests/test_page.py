@@ -358,7 +358,7 @@ def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
     """Each process's mappings are folded where they are read (smem.page.mappings.PageFold) and
     come in any order: names numbered and sharers listed (ties by pid) as one serial read gives."""
     capture = tmp_path / "many.tar"
-    processes = {pid: hc.process_files(pid) for pid in range(2000, 2300)}
+    processes = {pid: hc.process_files(pid) for pid in range(2000, 2100)}  # 7 chunks (collect.CHUNK) for 2 processes
     capture.write_bytes(hc.capture_tar(processes=processes))
     serial = _embedded(_page("-S", capture, "-j", "1", path=str(tmp_path / "serial.html")))
     shared = _embedded(_page("-S", capture, "-j", "2", path=str(tmp_path / "shared.html")))
