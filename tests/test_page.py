@@ -169,6 +169,15 @@ def browser():
         shutil.rmtree(profile, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _blank_when_done(request):
+    """A browser test leaves the browser on a blank page: nothing of its page (the served page's
+    refreshes, a chart's timers) runs on while the module's other tests do."""
+    yield
+    if "browser" in request.fixturenames:
+        request.getfixturevalue("browser").get("about:blank")
+
+
 def _open(browser, url):
     browser.get("about:blank")
     browser.get_log("browser")  # what came before is not this page's
