@@ -1,11 +1,13 @@
-"""Build the optional C parser for smaps (smem/parsers/_smaps.c).
+"""Build the optional C parser for smaps (smem/parsers/_smaps.c) and the optional C step of
+--exact's frame reading (smem/exact/_frames.c).
 
 Everything else is in pyproject.toml.  ``optional=True``: where no compiler
 (or no Python headers) is found, the build goes on without it and smem uses
 its pure-Python parser, which gives the same results (smem.parsers.smaps.IMPLEMENTATION
-says which is in use).
+says which is in use); likewise the numpy code of smem.exact.scanned.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("smem.parsers._smaps", ["smem/parsers/_smaps.c"], optional=True)])
+setup(ext_modules=[Extension("smem.parsers._smaps", ["smem/parsers/_smaps.c"], optional=True),
+                   Extension("smem.exact._frames", ["smem/exact/_frames.c"], optional=True)])

@@ -135,16 +135,21 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
     working_set = None
     if query.wss_seconds is not None and spec is None:
         working_set = _measure_working_set(source, load_selection, query.wss_seconds, warnings)
+    # --exact reads each whole process's frames where the loader reads it (one pass, not two)
+    frames = None
+    if exact and load is load_reading and view.reads.processes and not every_mapping:
+        from .exact import frames_pass  # numpy: only here
+        frames = frames_pass(source)
     try:
         reading = load(source, load_selection, with_processes=view.reads.processes, needs=needs,
-                       jobs=query.jobs, fold=fold)
+                       jobs=query.jobs, fold=fold, **({"beside": frames} if frames is not None else {}))
         if load_selection is not selection:  # (the sharing view reads everyone, and selects among them)
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None
         if any(_sized(v, request.system) for v in (view, *(c for c, _ in the_plan.companions))):
             sizing = _size(reading, reading.source, request.system, warnings, request.table.abbreviate)
         if exact:
-            accounting, sharing = _account_exactly(reading, view, selection, warnings, query.jobs)
+            accounting, sharing = _account_exactly(reading, view, selection, warnings, query.jobs, frames)
         if view.reads.shared_memory:
             shared = _attribute_shared_memory(reading, reading.source, warnings)
         if view.reads.processes:
@@ -280,12 +285,13 @@ def _attribute_shared_memory(reading, source, warnings):
     return found
 
 
-def _account_exactly(reading, view, selection, warnings, jobs=None):
+def _account_exactly(reading, view, selection, warnings, jobs=None, frames=None):
     """(ExactAccounting, (selected pids, SharedWith) or None), or (None, None) where the frames
-    cannot be read and the view can do without them (a warning says so)."""
+    cannot be read and the view can do without them (a warning says so).  ``frames``: those the
+    loader read (smem.exact.frames_pass), or None."""
     from .exact import ExactUnavailable, account_snapshot, sharing_of_selection  # numpy: only here
     try:
-        accounting = account_snapshot(reading, jobs)
+        accounting = account_snapshot(reading, jobs, frames)
     except ExactUnavailable as e:
         if view.accounting.requires_exact:
             raise

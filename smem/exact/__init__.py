@@ -69,15 +69,31 @@ __all__ = [
     "ExactUnavailable", "ProcessFrames", "FrameTable", "ExactFigures", "SharedWith",
     "PagemapReader", "CaptureReader", "ExactAccounting", "account", "frame_reader",
     "exact_capture_members", "encode_frames", "decode_frames", "encode_kpages",
-    "decode_kpages", "KPAGES_MEMBER", "account_snapshot", "sharing_of_selection", "COUNTERS_READ",
+    "decode_kpages", "KPAGES_MEMBER", "account_snapshot", "frames_pass", "sharing_of_selection", "COUNTERS_READ",
 ]
 
 
-def account_snapshot(snapshot, jobs=None):
+def frames_pass(source):
+    """A :class:`~smem.exact.scanned.FramesPass` for the loader to run beside its reading of
+    ``source``'s processes (smem.loading.load_reading's ``beside``), or None where the frames are
+    not read from the source's own pagemap (a capture's members) or cannot be (account says why)."""
+    from .scanned import FramesPass
+    reader = frame_reader(source)
+    if not isinstance(reader, PagemapReader):
+        return None
+    try:
+        reader.check()
+    except ExactUnavailable:
+        return None
+    return FramesPass(source, reader)
+
+
+def account_snapshot(snapshot, jobs=None, read=None):
     """Exact accounting of a snapshot's processes (their mappings after -M, or every mapping where
-    the loader read only the rollup), or ExactUnavailable.  ``jobs``: as smem.collect takes it."""
+    the loader read only the rollup), or ExactUnavailable.  ``jobs``: as smem.collect takes it;
+    ``read``: the frames_pass the loader ran, if any."""
     mappings = {p.pid: p.mappings for p in snapshot.processes if p.has_memory}
-    return account(snapshot.source, mappings, jobs=jobs)
+    return account(snapshot.source, mappings, jobs=jobs, read=read)
 
 
 def sharing_of_selection(snapshot, accounting, selection, exclude=()):

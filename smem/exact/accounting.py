@@ -65,7 +65,7 @@ class SharedWith:
                 f"elsewhere={self.elsewhere_kib})")
 
 
-def account(source, mappings_by_pid, *, page_size=None, keep_frames=False, jobs=None):
+def account(source, mappings_by_pid, *, page_size=None, keep_frames=False, jobs=None, read=None):
     """Exact accounting of the processes in ``mappings_by_pid`` ({pid: [Mapping] or None}).
 
     Only the pagemap ranges of the mappings given are read (so a -M filter
@@ -75,16 +75,26 @@ def account(source, mappings_by_pid, *, page_size=None, keep_frames=False, jobs=
     capture holds of it.  Then kpagecount/kpageflags for the frames found.
     Processes that exit meanwhile, or whose pagemap cannot be read, are left
     out and listed in ``skipped``.  Raises :class:`ExactUnavailable` without
-    root, or without kernel support.
+    root, or without kernel support.  ``read``: a :class:`~smem.exact.scanned.FramesPass` the
+    loader ran (frames_pass), whose frames of whole processes are taken as read; those it lacks
+    are read here.
     """
-    reader = frame_reader(source, page_size)
+    reader = read.reader if read is not None else frame_reader(source, page_size)
     reader.check()
     frames, skipped = {}, {}
     whole = [pid for pid, mappings in mappings_by_pid.items() if mappings is None]
     if whole and isinstance(reader, PagemapReader) and not keep_frames:
         from .scanned import collect_distinct_frames, no_hugetlb
         freed_arrays_returned()
-        frames, skipped = collect_distinct_frames(source, reader, whole, jobs)
+        if read is not None:  # (each taken out of the pass: it holds none once accounted)
+            frames = {pid: read.frames.pop(pid) for pid in whole if pid in read.frames}
+            skipped = {pid: read.skipped[pid] for pid in whole if pid in read.skipped}
+            read.frames.clear()
+        rest = [pid for pid in whole if pid not in frames and pid not in skipped]
+        if rest:
+            more, also = collect_distinct_frames(source, reader, rest, jobs)
+            frames.update(more)
+            skipped.update(also)
         # what kpageflags would zero (the zero page, hugetlb) cannot be among frames PAGEMAP_SCAN
         # found (it leaves the zero page out) while no hugetlb page exists
         reader.skip_flags = (len(frames) == len(mappings_by_pid) and all(f.scanned for f in frames.values())
@@ -134,6 +144,7 @@ class ExactAccounting:
         self.page_kib = page_size // 1024
         self.skipped = {}
         self.flags_available = None
+        self._own = {}  # pid: frames only it maps, not among its frames (DistinctFrames.own)
         self._frames = dict(frames) if keep_frames else None
         if (frames and not keep_frames and hasattr(table, "owned_counts")
                 and all(isinstance(f, DistinctFrames) for f in frames.values())):
@@ -197,6 +208,7 @@ class ExactAccounting:
         self._blocks, self._shift, self._mask = distinct, 0, 0
         self._itype = np.uint32
         self._proc = {}
+        self._own = {pid: f.own for pid, f in procs if f.own}
         for pid, f in procs:
             d = f.pfns if f.pfns.dtype == np.uint32 else f.pfns.astype(np.uint32)
             f.pfns = None
@@ -272,7 +284,8 @@ class ExactAccounting:
         return frames, inside, members
 
     def _figures(self, pids):
-        members = [self._proc[p] for p in dict.fromkeys(pids) if p in self._proc]
+        pids = [p for p in dict.fromkeys(pids) if p in self._proc]
+        members = [self._proc[p] for p in pids]
         if len(members) == 1 and members[0][1] is None:
             # one process, every frame mapped once in it: the common case, made cheap
             k = self._count[members[0][0]]
@@ -286,6 +299,8 @@ class ExactAccounting:
             for lo in range(0, len(frames), SHARES_AT_ONCE):  # (temporaries of a slice at a time)
                 part = shares(self._count[frames[lo:lo + SHARES_AT_ONCE]], inside[lo:lo + SHARES_AT_ONCE])
                 pages, uss, pss = pages + part[0], uss + part[1], pss + part[2]
+        own = sum(self._own.get(p, 0) for p in pids)  # frames no other process maps: its USS
+        pages, uss, pss = pages + own, uss + own, pss + own
         swaps = [s for _, _, s in members if len(s)]
         nswap = len(swaps[0]) if len(swaps) == 1 else (len(np.unique(np.concatenate(swaps)))
                                                       if swaps else 0)

@@ -21,7 +21,7 @@ _KPAGES_MAGIC = b"SMEMKPG1"
 _PAGEMAP_CHUNK = 1 << 18   # pagemap entries per read (2 MiB)
 _PAGEMAP_GAP = 64          # read across holes up to this many pages between mappings
 _KPAGE_CHUNK = 1 << 18     # kpagecount entries per read
-_KPAGE_GAP = 512           # read across this many unneeded PFNs rather than seek
+_KPAGE_GAP = 32            # read across this many unneeded PFNs rather than make another read
 _BLOCK_SHIFT = 12          # the dense frame index maps PFNs in blocks of 4096 frames
 _BLOCK_MASK = (1 << _BLOCK_SHIFT) - 1
 _UNOWNED = (1 << FLAGS["ZERO_PAGE"]) | (1 << FLAGS["HUGE"])
@@ -85,22 +85,29 @@ class ProcessFrames:
 class DistinctFrames:
     """A process's frames as the accounting takes them: ``pfns`` each distinct frame once,
     ascending (uint32 where every PFN fits, else uint64); ``counts`` how many times the process
-    maps each (uint32), or None where it maps every one once; ``swap`` its distinct swap slots.
+    maps each (uint32), or None where it maps every one once; ``swap`` its distinct swap slots;
+    ``own`` how many more frames it maps that no other process maps (pagemap's "exclusively
+    mapped" bit), left out of ``pfns``: each is the process's USS in every group it is in, so
+    neither its map count nor its rank is needed.
 
     What a worker sends back (smem.exact.scanned): a few bytes a frame, no mapping boundaries.
     """
 
-    __slots__ = ("pid", "pfns", "counts", "swap", "scanned")
+    __slots__ = ("pid", "pfns", "counts", "swap", "scanned", "own")
 
-    def __init__(self, pid, pfns, counts, swap, scanned=False):
+    def __init__(self, pid, pfns, counts, swap, scanned=False, own=0):
         self.pid = pid
         self.pfns = pfns
         self.counts = counts
         self.swap = swap
         self.scanned = scanned  # found by PAGEMAP_SCAN, which leaves the zero page out
+        self.own = own
+
+    def __reduce__(self):  # (a worker pickles one for each process: the plain form is quicker)
+        return DistinctFrames, (self.pid, self.pfns, self.counts, self.swap, self.scanned, self.own)
 
     @classmethod
-    def of(cls, pid, pfns, swap, scanned=False):
+    def of(cls, pid, pfns, swap, scanned=False, own=0):
         """From pagemap's frames (``pfns``, any order, repeated where mapped twice; sorted in
         place) and swap slots."""
         if len(pfns) and int(pfns.max()) < 1 << 32:
@@ -115,13 +122,13 @@ class DistinctFrames:
                 starts = np.flatnonzero(first)
                 counts = np.diff(np.append(starts, len(pfns))).astype(np.uint32)
                 pfns = pfns[starts]
-        return cls(pid, pfns, counts, np.unique(swap) if len(swap) else swap, scanned)
+        return cls(pid, pfns, counts, np.unique(swap) if len(swap) else swap, scanned, own)
 
     def distinct(self, in_place=False):
         return self.pfns, self.counts
 
     def __repr__(self):
-        return f"DistinctFrames({self.pid}, {len(self.pfns)} frames, {len(self.swap)} swapped)"
+        return f"DistinctFrames({self.pid}, {len(self.pfns)} frames, {self.own} its own, {len(self.swap)} swapped)"
 
 
 class FrameTable:

@@ -175,33 +175,54 @@ class PagemapReader:
         return out
 
     def _kpage_runs(self, name, parse, pfns):
-        """(first, stop, values of pfns[first:stop]) of ``name`` (kpagecount, kpageflags), read in
-        runs of nearby PFNs; a value past the end of RAM reads as 0."""
+        """(first, stop, values of pfns[first:stop]) of ``name`` (kpagecount, kpageflags): one read
+        for each run of PFNs less than _KPAGE_GAP apart (the kernel's time goes by the entry read,
+        a read's by the call), the values of up to _KPAGE_CHUNK entries read picked out at once;
+        a value past the end of RAM reads as 0."""
         if not len(pfns):
             return
-        breaks = np.flatnonzero(np.diff(pfns) > _KPAGE_GAP) + 1
-        bounds = np.concatenate(([0], breaks, [len(pfns)]))
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            while a < b:
-                lo = int(pfns[a])
-                # the entries of this run that fit into one read
-                stop = a + int(np.searchsorted(pfns[a:b], lo + _KPAGE_CHUNK))
-                hi = int(pfns[stop - 1])
-                try:
-                    data = self.source.read_at(name, lo * 8, (hi - lo + 1) * 8)
-                except FileNotFoundError:
-                    raise ExactUnavailable(f"{self.source.description}: no /proc/{name} "
-                                           "(kernel without CONFIG_PROC_PAGE_MONITOR)") from None
-                except PermissionError:
-                    raise ExactUnavailable(f"{self.source.description}: /proc/{name} is not "
-                                           "readable (exact accounting needs root)") from None
-                values = parse(data[:len(data) - len(data) % 8])
-                want = (pfns[a:stop] - np.uint64(lo)).astype(np.intp)
-                ok = want < len(values)  # a short read past the end of RAM reads as 0
-                got = np.zeros(stop - a, dtype=np.uint64)
-                got[ok] = values[want[ok]]
-                yield a, stop, got
-                a = stop
+        bounds = np.flatnonzero(np.diff(pfns) > _KPAGE_GAP) + 1
+        firsts, stops = np.append(0, bounds), np.append(bounds, len(pfns))
+        los, his = pfns[firsts].tolist(), pfns[stops - 1].tolist()
+        batch, entries = [], 0  # batch: (first, stop, first PFN read, data read) of each read
+        for a, b, lo, hi in zip(firsts.tolist(), stops.tolist(), los, his):
+            while a < b:  # (a run longer than a read is read in pieces)
+                stop = b if hi - lo < _KPAGE_CHUNK else a + int(np.searchsorted(pfns[a:b], lo + _KPAGE_CHUNK))
+                last = hi if stop == b else int(pfns[stop - 1])
+                batch.append((a, stop, lo, self._read_kpages_at(name, lo, last - lo + 1)))
+                entries += last - lo + 1
+                if entries >= _KPAGE_CHUNK:
+                    yield _picked(batch, pfns, parse)
+                    batch, entries = [], 0
+                a, lo = stop, (int(pfns[stop]) if stop < b else lo)
+        if batch:
+            yield _picked(batch, pfns, parse)
+
+    def _read_kpages_at(self, name, first, count):
+        try:
+            data = self.source.read_at(name, first * 8, count * 8)
+        except FileNotFoundError:
+            raise ExactUnavailable(f"{self.source.description}: no /proc/{name} "
+                                   "(kernel without CONFIG_PROC_PAGE_MONITOR)") from None
+        except PermissionError:
+            raise ExactUnavailable(f"{self.source.description}: /proc/{name} is not "
+                                   "readable (exact accounting needs root)") from None
+        return data[:len(data) - len(data) % 8]
+
+
+def _picked(batch, pfns, parse):
+    """(first, stop, values of pfns[first:stop]) from the reads of ``batch`` (first, stop, first
+    PFN read, data), which cover pfns[first:stop] in order; 0 where a read came back short."""
+    first, stop = batch[0][0], batch[-1][1]
+    values = parse(b"".join(data for _, _, _, data in batch))
+    counts = [b - a for a, b, _, _ in batch]
+    sizes = np.array([len(data) // 8 for _, _, _, data in batch], dtype=np.int64)
+    at = (pfns[first:stop] - np.repeat(np.array([lo for _, _, lo, _ in batch], dtype=pfns.dtype), counts)).astype(np.int64)
+    ok = at < np.repeat(sizes, counts)
+    at += np.repeat(np.cumsum(sizes) - sizes, counts)
+    got = np.zeros(stop - first, dtype=np.uint64)
+    got[ok] = values[at[ok]]
+    return first, stop, got
 
 
 class CaptureReader:

@@ -27,7 +27,8 @@ from ..errors import ProcessGone, ProcessUnreadable, translated
 from ..parsers import pagemap as pm
 from .frames import DistinctFrames, _SWAPPED_ONLY
 
-__all__ = ["read_distinct_frames", "collect_distinct_frames", "scan_enabled"]
+__all__ = ["read_distinct_frames", "collect_distinct_frames", "scan_enabled", "FramesPass", "distinct_python",
+           "distinct_c"]
 
 #: _IOWR('f', 16, struct pm_scan_arg): include/uapi/linux/fs.h
 _ARG = struct.Struct("12Q")
@@ -37,7 +38,9 @@ PAGE_IS_SWAPPED = 1 << 4
 PAGE_IS_PFNZERO = 1 << 5
 
 _REGIONS = 1024   # page_region records per ioctl
-_READ_ACROSS = 16  # read across up to this many pages between regions rather than make another read
+_READ_ACROSS = 256  # read across up to this many pages between regions rather than make another read
+#: pagemap's bit 56: the page is mapped exclusively (Documentation/admin-guide/mm/pagemap.rst)
+_EXCLUSIVE = np.uint64(1 << 56)
 
 #: The end of the user address space is the kernel's TASK_SIZE; a scan asked past it fails with
 #: EFAULT, so the first of these that works is taken: 5-level and 4-level x86-64, arm64's
@@ -90,9 +93,10 @@ def _regions(fd, page_size, vec):
     return None
 
 
-def _read_regions(fd, regions, page_size, pid):
+def _read_regions(fd, regions, page_size):
     """The pagemap entries of ``regions``, in address order: one pread for each run of regions
-    less than _READ_ACROSS pages apart, the entries between them then dropped."""
+    less than _READ_ACROSS pages apart, the entries between them then dropped; None where the
+    process exited."""
     first = regions[:, 0] // np.uint64(page_size)
     end = regions[:, 1] // np.uint64(page_size)
     if not len(first):
@@ -106,7 +110,7 @@ def _read_regions(fd, regions, page_size, pid):
     for page, n in zip(run_first.tolist(), lengths.tolist()):
         size = n * pm.ENTRY_SIZE
         if os.preadv(fd, [view[at:at + size]], page * pm.ENTRY_SIZE) != size:
-            raise ProcessGone(pid)  # the mm is gone: the process exited
+            return None  # the mm is gone: the process exited
         at += size
     pages = end - first
     if int(pages.sum()) == len(entries):
@@ -122,9 +126,14 @@ def _read_regions(fd, regions, page_size, pid):
     return entries[np.repeat(keep, lengths)]
 
 
-def read_distinct_frames(source, reader, pid, vec=None):
-    """:class:`DistinctFrames` of every mapping of ``pid`` (ProcessGone, ProcessUnreadable)."""
-    entries = None
+def read_distinct_frames(source, reader, pid, vec=None, exclusive=False):
+    """:class:`DistinctFrames` of every mapping of ``pid`` (ProcessGone, ProcessUnreadable).
+
+    ``exclusive``: the frames pagemap says the process maps exclusively (bit 56: no other
+    process maps them; the kernel's folio_maybe_mapped_shared is false, or before Linux 6.15 its
+    map count is 1) are counted, not listed (DistinctFrames.own).  Only where no hugetlb page
+    exists (no_hugetlb): the accounting leaves those out by their kpageflags."""
+    got = None
     if scan_enabled():
         with translated(pid):
             fd = source.open_process(pid, "pagemap")
@@ -134,23 +143,64 @@ def read_distinct_frames(source, reader, pid, vec=None):
                     regions = _regions(fd, reader.page_size, vec if vec is not None else
                                        np.zeros((_REGIONS, 3), dtype=np.uint64))
                     if regions is not None:
-                        entries = _read_regions(fd, regions, reader.page_size, pid)
+                        got = (distinct_c if distinct_c is not None else distinct_python)(
+                            fd, regions, reader.page_size, exclusive)
+                        if got is None:
+                            raise ProcessGone(pid)  # the mm is gone: the process exited
             finally:
                 os.close(fd)
-    scanned = entries is not None
-    if scanned:
-        if not len(entries):  # nothing mapped, or the process exited since the open
-            source.read_process(pid, "stat")  # ProcessGone if it did
-        signed = entries.view(np.int64)  # bit 63 (present) is the sign bit
-        present = entries[signed < 0]
-        present &= pm.PFN_MASK
-        swap = entries[signed >= _SWAPPED_ONLY]  # bit 62 (swapped) set, bit 63 clear
-        swap &= pm.PFN_MASK
-        del entries, signed
-    else:
+    if got is None:
         frames = reader.process_frames(pid, None)  # the mappings smaps says hold something
-        present, swap = frames.pfns, frames.swap
-    return DistinctFrames.of(pid, present, swap, scanned)
+        return DistinctFrames.of(pid, frames.pfns, frames.swap)
+    pfns, counts, swap, own, entries = got
+    if not entries:  # nothing mapped, or the process exited since the open
+        source.read_process(pid, "stat")  # ProcessGone if it did
+    return DistinctFrames(pid, pfns, counts, swap, True, own)
+
+
+def distinct_python(fd, regions, page_size, exclusive):
+    """(distinct PFNs, their counts or None, distinct swap entries, frames of its own, entries
+    read) of the pagemap entries of ``regions``, or None where the process exited: numpy."""
+    entries = _read_regions(fd, regions, page_size)
+    if entries is None:
+        return None
+    signed = entries.view(np.int64)  # bit 63 (present) is the sign bit
+    present = entries[signed < 0]
+    swap = entries[signed >= _SWAPPED_ONLY]  # bit 62 (swapped) set, bit 63 clear
+    swap &= pm.PFN_MASK
+    own = 0
+    if exclusive:
+        alone = (present & _EXCLUSIVE).astype(bool)
+        if alone.any():
+            mine = present[alone]
+            mine &= pm.PFN_MASK
+            mine.sort()  # (a page of a large folio may be mapped at two addresses of one process)
+            own = 1 + int(np.count_nonzero(mine[1:] != mine[:-1]))
+            present = present[~alone]
+    present &= pm.PFN_MASK
+    f = DistinctFrames.of(0, present, swap)
+    return f.pfns, f.counts, f.swap, own, len(entries)
+
+
+def _distinct_c(fd, regions, page_size, exclusive):
+    """What distinct_python gives, from the C helper (smem/exact/_frames.c): one call."""
+    got = _c.frames(fd, regions, page_size, _READ_ACROSS, exclusive)
+    if got is None:
+        return None
+    pfns, counts, swap, own, entries, wide = got
+    return (np.frombuffer(pfns, np.uint64 if wide else np.uint32),
+            None if counts is None else np.frombuffer(counts, np.uint32),
+            np.frombuffer(swap, np.uint64), own, entries)
+
+
+_c = None
+if not os.environ.get("SMEM_PURE_PYTHON"):
+    try:
+        from . import _frames as _c
+    except ImportError:  # not built (no compiler where it was installed)
+        pass
+#: The C helper's form of distinct_python, or None where it is not built (or SMEM_PURE_PYTHON)
+distinct_c = _distinct_c if _c is not None else None
 
 
 def no_hugetlb(source):
@@ -160,23 +210,39 @@ def no_hugetlb(source):
     return raw is not None and parse_meminfo(raw).kib.get("Hugetlb") == 0
 
 
-def collect_distinct_frames(source, reader, pids, jobs=None):
-    """({pid: DistinctFrames}, {pid: why it was skipped}), read by worker processes (smem.collect)."""
-    from ..collect import each_result, workers_for
-    vec = np.zeros((_REGIONS, 3), dtype=np.uint64)
+class FramesPass:
+    """Each process's frames read where its rollup is read: the loader's worker hook (``beside``
+    of smem.loading.load_reading), so one fork and one walk of the processes serve the report and
+    the accounting.  :meth:`read` runs in the worker right after the process is read, :meth:`take`
+    in this process as its result arrives; ``frames`` and ``skipped`` then hold what
+    :func:`collect_distinct_frames` gives (:func:`smem.exact.account` takes them as ``read``)."""
 
-    def one(pid):
+    def __init__(self, source, reader):
+        self.source, self.reader = source, reader
+        self.vec = np.zeros((_REGIONS, 3), dtype=np.uint64)  # (a worker's own copy once written)
+        self.exclusive = scan_enabled() and no_hugetlb(source)
+        self.frames, self.skipped = {}, {}
+
+    def read(self, pid):
+        """DistinctFrames of ``pid``, or (pid, why it was skipped)."""
         try:
-            return read_distinct_frames(source, reader, pid, vec)
+            return read_distinct_frames(self.source, self.reader, pid, self.vec, self.exclusive)
         except ProcessGone:
             return pid, "gone"
         except ProcessUnreadable as e:
             return pid, e.reason
 
-    frames, skipped = {}, {}
-    for result in each_result(list(pids), one, workers_for(jobs, len(pids))):
+    def take(self, result):
         if isinstance(result, DistinctFrames):
-            frames[result.pid] = result
+            self.frames[result.pid] = result
         else:
-            skipped[result[0]] = result[1]
-    return frames, skipped
+            self.skipped[result[0]] = result[1]
+
+
+def collect_distinct_frames(source, reader, pids, jobs=None):
+    """({pid: DistinctFrames}, {pid: why it was skipped}), read by worker processes (smem.collect)."""
+    from ..collect import each_result, workers_for
+    frames = FramesPass(source, reader)
+    for result in each_result(list(pids), frames.read, workers_for(jobs, len(pids))):
+        frames.take(result)
+    return frames.frames, frames.skipped

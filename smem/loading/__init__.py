@@ -17,7 +17,8 @@ from .process import read_meminfo, read_process_memory
 __all__ = ["load_reading", "selected_pids"]
 
 
-def load_reading(source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None):
+def load_reading(source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None,
+                 beside=None):
     """The :class:`~smem.model.Reading` of every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
@@ -29,7 +30,10 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
     read, after which the process's mappings are let go (the mapping view sums them by
     name): memory then holds the sums, not every mapping of every process.  A source
     that streams (an archive read in one pass) is read so, each process as it comes; where
-    it cannot be, from its held form (the reading's ``source``).
+    it cannot be, from its held form (the reading's ``source``).  ``beside``: more to read of each
+    process that has memory, where it is read (a worker), right after it: ``beside.read(pid)``
+    there, ``beside.take(what it gave)`` here (--exact's frames: smem.exact.frames_pass); not
+    run on a stream.
     """
     selection = selection or Selection()
     needs = needs or Needs()
@@ -57,13 +61,24 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
         except (ProcessUnreadable, ProcessSkipped) as e:
             return e
 
+    def one_and_beside(pid):
+        result = one(pid)
+        return result, (beside.read(pid) if type(result) is tuple and result[0].has_memory else None)
+
     # in worker processes, not threads: parsing holds the GIL, and 2 and 4 threads were
     # measured slower than one (docs/benchmarks.md)
     gathered = Gathered(fold, needs)
     with collector_paused():
         from ..collect import each_result, workers_for
-        for result in each_result(pids, one, workers_for(jobs, len(pids), needs.counters is None)):
-            gathered.add(result)
+        workers = workers_for(jobs, len(pids), needs.counters is None)
+        if beside is None:
+            for result in each_result(pids, one, workers):
+                gathered.add(result)
+        else:
+            for result, more in each_result(pids, one_and_beside, workers):
+                gathered.add(result)
+                if more is not None:
+                    beside.take(more)
     return gathered.reading(source, meminfo, selection.selects)
 
 
