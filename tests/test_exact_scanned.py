@@ -1,6 +1,7 @@
-"""Whole processes read for --exact (smem.exact.scanned: PAGEMAP_SCAN in the collect workers, or
-the smaps ranges where it is missing) give what the reference reader gives through each mapping
-of smaps, on live processes sharing anonymous memory by fork, a file mapping and shmem; and the
+"""Whole processes read for --exact (smem.exact.scanned: PAGEMAP_SCAN in the collect workers or the
+loader's, or the smaps ranges where it is missing; the C step or the numpy one) give what the
+reference reader gives through each mapping of smaps, on live processes sharing anonymous memory
+by fork, a file mapping and shmem (frames mapped exclusively counted apart, or listed); and the
 accounting of whole processes (ranks, counts in one array) equals the reference's on an exact
 capture made here.  Needs root and /proc/kpagecount."""
 
@@ -110,39 +111,115 @@ def _zero_page_dropped(frames):
         os.close(fd)
 
 
-def _whole(live, pids, jobs):
-    frames, skipped = scanned.collect_distinct_frames(live, exact.frame_reader(live), pids, jobs)
+def _whole(live, pids, jobs, exclusive=False):
+    frames, skipped = scanned.collect_distinct_frames(live, exact.frame_reader(live), pids, jobs, exclusive)
     assert not skipped
-    return ({pid: (f.pfns.tolist(), None if f.counts is None else f.counts.tolist(), f.swap.tolist())
+    return ({pid: (f.pfns.tolist(), None if f.counts is None else f.counts.tolist(), f.swap.tolist(), f.own)
              for pid, f in frames.items()}, {f.scanned for f in frames.values()})
 
 
-def _stable_comparison(pids, jobs):
+def _stable_comparison(pids, jobs, exclusive=False):
     """(reference, whole, how they were found), retried while the reference itself moved between
     two reads (a page migrated, a huge page collapsed: the kernel's doing, not ours)."""
     live = LiveSource()
     for _ in range(5):
         before = _reference(live, pids)
-        whole, how = _whole(live, pids, jobs)
+        whole, how = _whole(live, pids, jobs, exclusive)
         if _reference(live, pids) == before:
             return before, whole, how
     pytest.skip("the processes' frames kept moving")
 
 
-def test_scanned_frames_are_the_reference_frames(sharers):
+@pytest.fixture(params=["C", "numpy"])
+def step(request, monkeypatch):
+    """Each process's entries turned into its distinct frames by the C step, or the numpy one."""
+    if request.param == "C":
+        if scanned.distinct_c is None:
+            pytest.skip("the C step (smem/exact/_frames.c) is not built")
+    else:
+        monkeypatch.setattr(scanned, "distinct_c", None)
+    return request.param
+
+
+def test_scanned_frames_are_the_reference_frames(sharers, step):
     reference, whole, how = _stable_comparison(sharers, jobs=2)
     if how != {True}:
         pytest.skip("this kernel has no PAGEMAP_SCAN (Linux 6.7+)")
-    assert whole == _zero_page_dropped(reference)
+    assert whole == {pid: frames + (0,) for pid, frames in _zero_page_dropped(reference).items()}
     # the fork's shared pages are the same frames in parent and children
+    assert len(set(whole[sharers[0]][0]) & set(whole[sharers[1]][0])) >= 62 + 32 + 16
+
+
+def test_frames_mapped_exclusively_are_counted_apart(sharers, step):
+    """Each process's frames no other process maps are its ``own``: left out of its frames, and
+    mapped by none of the others; the rest are the reference's frames and counts."""
+    reference, whole, how = _stable_comparison(sharers, jobs=2, exclusive=True)
+    if how != {True}:
+        pytest.skip("this kernel has no PAGEMAP_SCAN (Linux 6.7+)")
+    reference = _zero_page_dropped(reference)
+    for pid in sharers:
+        pfns, counts, swap, own = whole[pid]
+        ref_pfns, ref_counts, ref_swap = reference[pid]
+        at = {pfn: i for i, pfn in enumerate(ref_pfns)}
+        assert set(pfns) <= set(at) and swap == ref_swap
+        assert (counts or [1] * len(pfns)) == [(ref_counts or [1] * len(ref_pfns))[at[p]] for p in pfns]
+        apart = set(ref_pfns) - set(pfns)
+        assert own == len(apart) >= 1  # (its copied page at least)
+        for other in sharers:
+            if other != pid:
+                assert not apart & set(reference[other][0])
+    # the fork's shared pages are listed in each: no one maps them alone
     assert len(set(whole[sharers[0]][0]) & set(whole[sharers[1]][0])) >= 62 + 32 + 16
 
 
 def test_without_pagemap_scan_the_smaps_ranges_give_the_same_frames(sharers, monkeypatch):
     monkeypatch.setenv("SMEM_PAGEMAP_SCAN", "0")
-    reference, whole, how = _stable_comparison(sharers, jobs=2)
+    reference, whole, how = _stable_comparison(sharers, jobs=2, exclusive=None)
     assert how == {False}
-    assert whole == reference
+    assert whole == {pid: frames + (0,) for pid, frames in reference.items()}
+
+
+def test_frames_read_in_the_loaders_pass_account_as_read_apart(sharers, step):
+    """The frames the loader reads beside each process (frames_pass) are taken as read: the
+    accounting is what reading them afterwards gives."""
+    from smem.selection import Selection
+    live = LiveSource()
+
+    def figures(acc):  # (map counts of library pages move with the machine's other processes)
+        group = acc.groups({"s": sharers})["s"]
+        return ((group.rss_kib, group.uss_kib, group.swap_kib),
+                [(acc.process(pid).rss_kib, acc.process(pid).uss_kib) for pid in sharers])
+
+    for _ in range(5):
+        frames = exact.frames_pass(live)
+        reading = load_reading(live, Selection(pids=frozenset(sharers)), jobs=2, beside=frames)
+        assert sorted(p.pid for p in reading.processes) == sorted(sharers)
+        assert set(frames.frames) == set(sharers) and not frames.skipped
+        whole = exact.account(live, {pid: None for pid in sharers}, read=frames)
+        assert not frames.frames  # (taken out of the pass)
+        apart = exact.account(live, {pid: None for pid in sharers}, jobs=2)
+        if figures(whole) == figures(apart):
+            break
+    assert figures(whole) == figures(apart)
+
+
+@pytest.mark.parametrize("gap, chunk", [(32, 1 << 18), (0, 5), (3, 7)])
+def test_map_counts_read_in_runs_are_each_frames_own(tmp_path, monkeypatch, gap, chunk):
+    """kpagecount read a run of nearby frames at a time (pieces of a run longer than a read, the
+    values of several reads picked out at once) gives each frame its own count; past the end
+    of RAM, 0."""
+    from smem.exact import readers
+    monkeypatch.setattr(readers, "_KPAGE_GAP", gap)
+    monkeypatch.setattr(readers, "_KPAGE_CHUNK", chunk)
+    counts = np.random.default_rng(7).integers(0, 50, 5000).astype(np.uint64)
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "kpagecount").write_bytes(counts.tobytes())
+    reader = readers.PagemapReader(LiveSource(str(tmp_path), local=False), 4096)
+    pfns = np.unique(np.concatenate([np.arange(0, 40), np.arange(100, 5000, 9), [4998, 4999, 5000, 5003, 9999]]))
+    want = np.concatenate([counts, np.zeros(10000, np.uint64)])[pfns]
+    assert reader.frame_table(pfns.astype(np.uint64)).counts.tolist() == want.tolist()
+    reader.skip_flags = True
+    assert reader.owned_counts(pfns.astype(np.uint32)).tolist() == want.tolist()
 
 
 def test_whole_processes_live_give_the_reference_frames_counted(sharers):

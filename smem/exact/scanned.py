@@ -217,10 +217,11 @@ class FramesPass:
     in this process as its result arrives; ``frames`` and ``skipped`` then hold what
     :func:`collect_distinct_frames` gives (:func:`smem.exact.account` takes them as ``read``)."""
 
-    def __init__(self, source, reader):
+    def __init__(self, source, reader, exclusive=None):
         self.source, self.reader = source, reader
         self.vec = np.zeros((_REGIONS, 3), dtype=np.uint64)  # (a worker's own copy once written)
-        self.exclusive = scan_enabled() and no_hugetlb(source)
+        # (read_distinct_frames; None: wherever it may be, PAGEMAP_SCAN found and no hugetlb page)
+        self.exclusive = scan_enabled() and no_hugetlb(source) if exclusive is None else exclusive
         self.frames, self.skipped = {}, {}
 
     def read(self, pid):
@@ -239,10 +240,11 @@ class FramesPass:
             self.skipped[result[0]] = result[1]
 
 
-def collect_distinct_frames(source, reader, pids, jobs=None):
-    """({pid: DistinctFrames}, {pid: why it was skipped}), read by worker processes (smem.collect)."""
+def collect_distinct_frames(source, reader, pids, jobs=None, exclusive=None):
+    """({pid: DistinctFrames}, {pid: why it was skipped}), read by worker processes (smem.collect);
+    ``exclusive`` as FramesPass takes it."""
     from ..collect import each_result, workers_for
-    frames = FramesPass(source, reader)
+    frames = FramesPass(source, reader, exclusive)
     for result in each_result(list(pids), frames.read, workers_for(jobs, len(pids))):
         frames.take(result)
     return frames.frames, frames.skipped
