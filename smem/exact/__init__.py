@@ -53,6 +53,10 @@ Limitations, by design or because the kernel does not say:
   no swap USS or PSS.  Swapped-out shmem pages leave the page tables, so
   pagemap does not show them (smaps' Swap does count them).  A page under
   migration briefly shows as a swap entry.
+* A live process read whole (smem.exact.scanned) lists only the frames others
+  may map too: those pagemap marks exclusively mapped (bit 56) are counted as its
+  own, USS in every group it is in, with no map count read.  Two pids sharing one
+  address space (a vfork child before its exec) would each count them.
 * Only mappings whose smaps Rss or Swap is non-zero are read (huge empty
   reservations cost nothing).  pagemap, kpagecount and smaps are read at
   different instants; a frame whose in-group count exceeds the kpagecount
