@@ -135,12 +135,12 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
     working_set = None
     if query.wss_seconds is not None and spec is None:
         working_set = _measure_working_set(source, load_selection, query.wss_seconds, warnings)
-    # --exact reads each whole process's frames where the loader reads it (one pass, not two)
     frames = None
-    if exact and load is load_reading and view.reads.processes and not every_mapping:
-        from .exact import frames_pass  # numpy: only here
-        frames = frames_pass(source)
     try:
+        # --exact reads each whole process's frames where the loader reads it (one pass, not two)
+        if exact and load is load_reading and view.reads.processes and not every_mapping:
+            from .exact import frames_pass  # numpy: only here
+            frames = frames_pass(source)
         reading = load(source, load_selection, with_processes=view.reads.processes, needs=needs,
                        jobs=query.jobs, fold=fold, **({"beside": frames} if frames is not None else {}))
         if load_selection is not selection:  # (the sharing view reads everyone, and selects among them)
