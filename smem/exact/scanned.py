@@ -184,7 +184,7 @@ def distinct_python(fd, regions, page_size, exclusive):
 
 def _distinct_c(fd, regions, page_size, exclusive):
     """What distinct_python gives, from the C helper (smem/exact/_frames.c): one call."""
-    got = _c.frames(fd, regions, page_size, _READ_ACROSS, exclusive)
+    got = _frames(fd, regions, page_size, _READ_ACROSS, exclusive)
     if got is None:
         return None
     pfns, counts, swap, own, entries, wide = got
@@ -193,14 +193,14 @@ def _distinct_c(fd, regions, page_size, exclusive):
             np.frombuffer(swap, np.uint64), own, entries)
 
 
-_c = None
+_frames = None
 if not os.environ.get("SMEM_PURE_PYTHON"):
     try:
-        from . import _frames as _c
+        from ._frames import frames as _frames
     except ImportError:  # not built (no compiler where it was installed)
         pass
 #: The C helper's form of distinct_python, or None where it is not built (or SMEM_PURE_PYTHON)
-distinct_c = _distinct_c if _c is not None else None
+distinct_c = _distinct_c if _frames is not None else None
 
 
 def no_hugetlb(source):
