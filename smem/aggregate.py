@@ -10,7 +10,7 @@ pages is anonymous PSS; the rest is shmem for a shared memory mapping
 
 from .parsers.smaps import CountersBase
 
-__all__ = ["Sums", "sum_of", "is_shmem_mapping", "pss_split_of_mappings"]
+__all__ = ["Sums", "sum_of", "is_shmem_mapping", "is_shmem_name", "pss_split_of_mappings"]
 
 
 class Sums(CountersBase):
@@ -56,6 +56,11 @@ def sum_of(counters, *keys):
 
 def is_shmem_mapping(mapping):
     return mapping.name.startswith(_SHMEM_PREFIXES) and "s" in mapping.perms  # (the name first: perms parses)
+
+
+def is_shmem_name(name):
+    """Whether a shared mapping of ``name`` is shared memory (is_shmem_mapping, its perms known)."""
+    return name.startswith(_SHMEM_PREFIXES)
 
 
 def anonymous_pss(counters):

@@ -66,13 +66,15 @@ class DeviceHandles(NamedTuple):
     mapped: Tuple = ()
 
 
-def read_device_handles(source, pid) -> Optional[DeviceHandles]:
+def read_device_handles(source, pid, maps_dmabuf=True) -> Optional[DeviceHandles]:
     """The device fds of ``pid`` as the source has them, parsed, and its dma-buf mappings (maps,
     else a capture's smaps); None where neither can be read.  An fdinfo that is neither a DRM
-    client's nor a dma-buf's is left out."""
+    client's nor a dma-buf's is left out.  ``maps_dmabuf`` False: the caller has just read the
+    process's smaps and no mapping in it is named ``/dmabuf:...``, so neither file is read
+    again for them."""
     found = source.device_fdinfo(pid)
-    maps = source.read_optional(f"{pid}/maps")
-    if maps is None:
+    maps = source.read_optional(f"{pid}/maps") if maps_dmabuf else None
+    if maps is None and maps_dmabuf:
         maps = source.read_optional(f"{pid}/smaps")
     mapped = tuple(sorted(dmabuf_mappings(maps).items())) if maps else ()
     if found is None and not mapped:

@@ -24,6 +24,7 @@ import tarfile
 import pytest
 
 from conftest import FIXTURES, REALPROC, TESTS, realproc_files, run_smem, run_smem_process
+from smem.model import uss_of
 from smem.parsers import smaps
 
 KERNEL_KEYS = ("Size", "KernelPageSize", "MMUPageSize", "Rss", "Pss", "Pss_Dirty", "Pss_Anon", "Pss_File",
@@ -82,9 +83,15 @@ def _summed(result):
 
 
 def _by_name(result):
-    groups, had_pss = result
-    return had_pss, [(name, index, count, list(sums.items()), first._header, first.name, first.counters)
-                     for name, (index, count, sums, first) in groups.items()]  # (the order too)
+    rows, totals, count, had_pss = result
+    return had_pss, count, list(totals.items()), [(name, index, mappings, list(sums.items()), values, shared)
+                                                  for name, index, mappings, sums, values, shared in rows]  # (the order too)
+
+
+#: fields worked out by name: the page's (sums of one or two counters), one of a counter no key
+#: set keeps, one of none, one naming a counter twice
+FIELDS = (("Swap",), ("Private_Clean", "Private_Dirty"), ("Pss",), ("Rss",), ("SwapPss",), ("NotKept",), (),
+          ("Rss", "Rss", "Size"))
 
 
 def _kept(result):
@@ -116,9 +123,10 @@ def _compare(c_module, data, monkeypatch):
     for keys in (KEY_SETS[1],) if big else KEY_SETS:  # summed, no mapping made
         cases.append((f"sum {sorted(keys)}", lambda keys=keys: _summed(smaps.sum_smaps_kept(data, keys))))
     cases.append(("sum without Pss", lambda: _summed(smaps.sum_smaps_kept(data, KEY_SETS[1], {"Rss", "Size"}))))
-    for keys in (KEY_SETS[1],) if big else KEY_SETS:  # summed by name, a Mapping a name
-        cases.append((f"by name {sorted(keys)}", lambda keys=keys: _by_name(smaps.sum_smaps_by_name(data, keys))))
-    cases.append(("by name without Pss", lambda: _by_name(smaps.sum_smaps_by_name(data, KEY_SETS[1], {"Rss", "Size"}))))
+    for keys in (KEY_SETS[1],) if big else KEY_SETS:  # summed by name, the page's figures worked out
+        cases.append((f"by name {sorted(keys)}", lambda keys=keys: _by_name(smaps.sum_smaps_by_name(data, keys, None, FIELDS))))
+    cases.append(("by name, no field", lambda: _by_name(smaps.sum_smaps_by_name(data, KEY_SETS[1]))))
+    cases.append(("by name without Pss", lambda: _by_name(smaps.sum_smaps_by_name(data, KEY_SETS[1], {"Rss", "Size"}, FIELDS))))
     python = {"_parse": smaps._parse_python, "_parse_kept": smaps._parse_kept_python, "_find_in": smaps._find_python,
               "_sum_kept": smaps._sum_kept_python, "_sum_by_name": smaps._sum_by_name_python}
     c = {"_c": c_module, "_parse": smaps._parse_c, "_parse_kept": smaps._parse_kept_c, "_find_in": c_module.find,
@@ -168,6 +176,13 @@ def test_c_and_python_agree_on_every_recorded_smaps(c_module, monkeypatch, path)
     data = path.read_bytes()
     found = _compare(c_module, data, monkeypatch)
     assert found or not data.strip()
+    # the sums by name (in whichever parser is in use) add up to the sums over the mappings
+    rows, totals, count, _ = smaps.sum_smaps_by_name(data, KEY_SETS[1], None, FIELDS)
+    assert count == found == sum(row[2] for row in rows)
+    assert totals == smaps.sum_smaps_kept(data, KEY_SETS[1])[0]
+    for name, _, _, sums, values, _ in rows:
+        assert values[1] == uss_of(sums)  # (None where neither counter is there)
+        assert values[2] == sums.get("Pss") and values[5:7] == (None, None)
 
 
 def test_c_and_python_agree_on_every_captured_smaps(c_module, monkeypatch):
@@ -262,7 +277,6 @@ def test_the_implementation_in_use_is_named():
 
 
 def test_version_says_which_smaps_parser_runs():
-    from smem.parsers import smaps
     said = run_smem("--version").stdout.decode()
     assert said.startswith("smem ") and f"(smaps parser: {smaps.IMPLEMENTATION})" in said
     # (a new process: the parser is chosen when smem is imported)

@@ -12,6 +12,7 @@ from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SourceError
 from ..model import Process, rollup_keys
 from ..parsers.cmdline import parse_cmdline
 from ..parsers.ksm import parse_ksm_value
+from ..parsers.maps import DMABUF_PREFIX
 from ..parsers.meminfo import parse_meminfo
 from ..parsers.smaps import parse_smaps, parse_smaps_kept, sum_smaps_by_name, sum_smaps_kept
 from ..parsers.stat import parse_stat
@@ -98,6 +99,7 @@ def read_counters(source, process, selection, needs, fold=None):
             raise ProcessSkipped(pid, name_of(source, process), rss)
     started = time.monotonic()
     had_pss = True
+    maps_dmabuf = True  # (False once its smaps was read and names no dma-buf)
     rollup_totals = not needs.mappings and source.prefer_rollup
     if needs.rollup or rollup_totals:
         raw = source.read_optional(f"{pid}/smaps_rollup")
@@ -125,12 +127,14 @@ def read_counters(source, process, selection, needs, fold=None):
         try:
             raw = source.read_process(pid, "smaps")
             search = selection.mapping.search if selection.mapping is not None else None
-            if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_sums"):
-                # a fold that reads each name's sums (the page's): one pass, no Mapping of each mapping
-                groups, had_pss = sum_smaps_by_name(raw, needs.counters, needs.counters | {"Rss"})
-                count = sum(group[1] for group in groups.values())
+            if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_rows"):
+                # a fold that reads each name's figures (the page's): one pass, no Mapping of each
+                # mapping, the process's totals summed with them
+                rows, process._totals, count, had_pss = sum_smaps_by_name(
+                    raw, needs.counters, needs.counters | {"Rss"}, fold.fields)
                 process._mapped, process._map_count, mappings = count > 0, count, None
-                process.fold_part, process._totals = fold.part_of_sums(groups)
+                process.fold_part = fold.part_of_rows(rows)
+                maps_dmabuf = any(row[0].startswith(DMABUF_PREFIX) for row in rows)
             elif needs.counters is not None and not needs.mappings and not needs.split and search is None:
                 # the report shows the process's sums only: no mapping is made (a capture by C
                 # smemcap, a kernel before 4.14); without PSS it sorts by RSS (report.make_table)
@@ -166,7 +170,7 @@ def read_counters(source, process, selection, needs, fold=None):
         process.ksm_kib = ksm_merging_kib(source, pid)
     if needs.devices:
         from ..device_memory import read_device_handles
-        process.devices = read_device_handles(source, pid)
+        process.devices = read_device_handles(source, pid, maps_dmabuf)
     if needs.cgroup:
         from ..parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
         raw = source.read_optional(f"{pid}/cgroup")

@@ -12,23 +12,28 @@ shared anonymous), ``anon`` (no file: <anonymous>, heap, stacks, [anon:...]), ``
 copy-on-write copies a private file mapping holds).
 """
 
-from ..aggregate import is_shmem_mapping
+from ..aggregate import is_shmem_name
 from ..formats.cells import printable
+from ..parsers.smaps import sum_mappings_by_name
 from ..views.mapping import MAPPING_VIEW, MappingRow, MappingSums
 
-__all__ = ["KINDS", "FIELDS", "PageFold", "mapping_kind"]
+__all__ = ["KINDS", "FIELDS", "FIELD_COUNTERS", "PageFold", "name_kind"]
 
 KINDS = ("anon", "file", "shmem")
 
 #: the amounts given per mapping: the mapping view's columns of these keys
 FIELDS = ("swap", "uss", "pss", "rss", "swappss")
 
+#: each FIELD as the smaps counters it sums (its column's declared counters; each of these
+#: columns reads the sum of those present, None where none is: tests/test_page_fold.py checks),
+#: worked out with the sums by name (smem.parsers.smaps.sum_smaps_by_name's fields)
+FIELD_COUNTERS = tuple(tuple(sorted(MAPPING_VIEW.columns[key].counters)) for key in FIELDS)
 
-def mapping_kind(mapping):
-    """Index in KINDS of a smaps mapping's kind."""
-    if is_shmem_mapping(mapping):
+
+def name_kind(name, shared):
+    """Index in KINDS of the kind of a mapping of ``name``, ``shared`` or not."""
+    if shared and is_shmem_name(name):
         return 2
-    name = mapping.name
     return 0 if not name or name[0] in "[<" else 1  # [heap], [stack], [anon:x]; <anonymous>
 
 
@@ -42,8 +47,16 @@ def _added(rows):
     return sums
 
 
+_PSS = FIELDS.index("pss")
+
+
 def _by_pss(values):
-    pss = values[FIELDS.index("pss")]
+    pss = values[_PSS]
+    return -1 if pss is None else pss
+
+
+def _by_pss_of_row(row):
+    pss = row[4][_PSS]
     return -1 if pss is None else pss
 
 
@@ -60,6 +73,8 @@ class PageFold(MappingSums):
         super().__init__(split=False)
         self.top, self.top_sharers = top, top_sharers
         self.keys = _counters()
+        self.kinds = {}    # (name, shared) -> its kind: names recur in every process
+        self.fields = FIELD_COUNTERS  # what the loader works out per name (part_of_rows)
         self.shown = {}    # pid -> rows [kind, name, mappings, *FIELDS], name None for a kind's rest
         self.mappers = {}  # name -> [[pid, *FIELDS], ...]
 
@@ -68,56 +83,45 @@ class PageFold(MappingSums):
         self.shown, self.mappers = {}, {}
 
     def part(self, process):
-        """(part, totals) of one process, its mappings gone over once: the part is (rows by
-        name, the rows shown), ``(name, first index, mappings, totals, values)`` for the sums
-        and ``[kind, name, mappings, *values]`` shown, or None for a process that maps nothing;
-        totals are its counters summed (what :attr:`Process.totals` gives), from the sums by
-        name, or None where its counters are not the kept dicts (then summed as usual)."""
+        """(part, totals) of one process whose mappings were read, gone over once: see
+        :meth:`part_of_rows`; totals None where its counters are not the kept dicts (then
+        summed as usual), and (None, {}) for a process that maps nothing."""
         mappings = process.mappings
         if mappings is None or not process.has_memory:
             return None, {} if mappings is not None else None
-        by_name = {}
         if type(mappings[0].counters) is not dict:  # (every counter kept, read lazily)
-            keys = self.keys
-            for index, m in enumerate(mappings):
-                counters = m.counters
-                entry = by_name.setdefault(m.name, [index, 0, {}, m])
-                entry[1] += 1
-                sums = entry[2]
-                for key in keys:
-                    value = counters.get(key)
-                    if value is not None:
-                        sums[key] = sums.get(key, 0) + value
-            return self.part_of_sums(by_name)[0], None
-        for index, m in enumerate(mappings):
-            entry = by_name.get(m.name)
-            if entry is None:  # (most names are one mapping's)
-                by_name[m.name] = [index, 1, m.counters.copy(), m]
-                continue
-            entry[1] += 1
-            sums = entry[2]
-            for key, value in m.counters.items():  # (kept counters are all present: never None)
-                sums[key] = sums.get(key, 0) + value
-        return self.part_of_sums(by_name)
+            return self.part_of_rows(sum_mappings_by_name(mappings, FIELD_COUNTERS, self.keys)[0]), None
+        rows, totals = sum_mappings_by_name(mappings, FIELD_COUNTERS)
+        return self.part_of_rows(rows), totals
 
-    def part_of_sums(self, by_name):
-        """(part, totals) as :meth:`part` gives them, of a process's counters summed by name
-        (smem.parsers.smaps.sum_smaps_by_name's groups: the loader makes no Mapping of each
-        mapping for the page); ``by_name`` is not kept."""
-        getters = _getters()
-        named, ranked, totals = [], [], {}
-        row = MappingRow("", None)
-        for name, (index, count, sums, first) in by_name.items():
-            for key, value in sums.items():
-                totals[key] = totals.get(key, 0) + value
-            row.totals = sums
-            values = [get(row) for get in getters]
-            named.append((name, index, count, sums, values))
-            ranked.append((mapping_kind(first), name, count, values))
-        if not named:
-            return None, totals
-        ranked.sort(key=lambda r: _by_pss(r[3]), reverse=True)
-        return (named, _shown(ranked, self.top)), totals
+    def part_of_rows(self, rows):
+        """What a worker sends of a process: (rows by name, the rows shown), or None for a
+        process that maps nothing.  ``rows``: smem.parsers.smaps.sum_smaps_by_name's, its
+        ``(name, first index, mappings, sums, values, shared)`` with the FIELDS' values
+        (FIELD_COUNTERS); shown ``[kind, name, mappings, *values]``, the ``top`` largest by PSS,
+        then a row per kind for the rest, name None.  ``rows`` is kept as it is."""
+        if not rows:
+            return None
+        kinds, top = self.kinds, self.top
+        ranked = sorted(rows, key=_by_pss_of_row, reverse=True)
+        shown, rest = [], {}
+        for n, (name, _, count, _, values, shared) in enumerate(ranked):
+            kind = kinds.get((name, shared))
+            if kind is None:
+                kind = kinds[(name, shared)] = name_kind(name, shared)
+            if n < top:
+                shown.append([kind, name, count, *values])
+                continue
+            into = rest.get(kind)
+            if into is None:
+                rest[kind] = [kind, None, count, *values]
+                continue
+            into[2] += count
+            for i, value in enumerate(values, 3):
+                if value is not None:
+                    into[i] = value if into[i] is None else into[i] + value
+        shown.extend(rest[kind] for kind in sorted(rest))
+        return rows, shown
 
     def add(self, process):
         part = process.fold_part
@@ -128,7 +132,7 @@ class PageFold(MappingSums):
         named, shown = part
         pid = process.pid
         by_name, mappers = self.by_name, self.mappers
-        for name, index, count, totals, values in named:
+        for name, index, count, totals, values, _ in named:
             row = by_name.get(name)
             if row is None:
                 row = by_name[name] = MappingRow(name, (pid, index))
@@ -170,21 +174,7 @@ class PageFold(MappingSums):
 
 def _counters():
     """The smaps counters the mapping view's FIELDS columns read: all the page sums by name."""
-    return tuple(sorted({c for key in FIELDS for c in MAPPING_VIEW.columns[key].counters}))
-
-
-def _getters():
-    return [MAPPING_VIEW.columns[key].getter for key in FIELDS]
-
-
-def _shown(ranked, top):
-    """The ``top`` rows of ``ranked`` (largest first) and one row per kind for the rest."""
-    shown = [[kind, name, count, *values] for kind, name, count, values in ranked[:top]]
-    for kind in range(len(KINDS)):
-        rest = [r for r in ranked[top:] if r[0] == kind]
-        if rest:
-            shown.append([kind, None, sum(r[2] for r in rest), *_added([r[3] for r in rest])])
-    return shown
+    return tuple(sorted({c for key in FIELDS for c in FIELD_COUNTERS[FIELDS.index(key)]}))
 
 
 def _documents(names, per_process, shared, top, top_sharers):

@@ -19,10 +19,10 @@
  * Mapping None (with keys): no mapping is made; the kept counters are summed instead
  *     -> (totals, had_pss, number of mappings), what smaps._sum_kept_python gives.
  *
- * A ninth argument, true (with keys, Mapping given, no select): the kept counters are summed
- * by mapping name instead, one Mapping made per name (its first, counters not kept)
- *     -> ({name: [first index, mappings, sums, Mapping]}, had_pss), what
- *        smaps._sum_by_name_python gives.
+ * A ninth argument, fields (with keys, no select): the kept counters are summed by mapping
+ * name instead, each name's fields worked out (a field: the sum of the counters it names)
+ *     -> ([(name, first index, mappings, sums, values, shared)], totals, mappings, had_pss),
+ *        what smaps._sum_by_name_python gives.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  /* memmem */
@@ -93,10 +93,11 @@ static int check_header(const char *data, Span *s)
     return 1;
 }
 
-/* The value of a "KEY:" line found at hit (the needle "\nKEY:", nlen bytes, ends before hi)
- * if it ends in kB, as Counters._find reads it.
- * Returns a new reference, Py_None (new reference) if it is no counter, NULL on error. */
-static PyObject *value_at(const char *data, Py_ssize_t hi, const char *hit, Py_ssize_t nlen)
+/* Where the value of a "KEY:" line found at hit (the needle "\nKEY:", nlen bytes, ends before hi)
+ * is, as Counters._find reads it: 0 if the line does not end in kB (no counter); 1 with *n set
+ * for the usual "   1234 kB"; 2 with the text int() is to judge in [*v, *ve). */
+static int scan_value(const char *data, Py_ssize_t hi, const char *hit, Py_ssize_t nlen, long long *n,
+                      const char **v_out, const char **ve_out)
 {
     const char *v = hit + nlen, *end = data + hi;
     const char *nl = memchr(v, '\n', (size_t)(end - v));
@@ -104,27 +105,53 @@ static PyObject *value_at(const char *data, Py_ssize_t hi, const char *hit, Py_s
     while (ve > v && is_ws((unsigned char)ve[-1]))
         ve--;
     if (ve - v < 2 || ve[-2] != 'k' || ve[-1] != 'B')
-        Py_RETURN_NONE;
+        return 0;
     ve -= 2;
     /* the usual "   1234 ": the number int() would give; anything else is int()'s to judge */
     const char *c = v;
     while (c < ve && (*c == ' ' || *c == '\t'))
         c++;
     const char *d = c;
-    long long n = 0;
+    long long value = 0;
     while (c < ve && *c >= '0' && *c <= '9' && c - d < 18)
-        n = n * 10 + (*c++ - '0');
+        value = value * 10 + (*c++ - '0');
     const char *digits_end = c;
     while (c < ve && (*c == ' ' || *c == '\t'))
         c++;
-    if (digits_end > d && c == ve && (digits_end == ve || digits_end[0] == ' ' || digits_end[0] == '\t'))
-        return PyLong_FromLongLong(n);
+    if (digits_end > d && c == ve && (digits_end == ve || digits_end[0] == ' ' || digits_end[0] == '\t')) {
+        *n = value;
+        return 1;
+    }
+    *v_out = v;
+    *ve_out = ve;
+    return 2;
+}
+
+/* int() of the text of a value scan_value could not read */
+static PyObject *value_of_text(const char *v, const char *ve)
+{
     PyObject *text = PyBytes_FromStringAndSize(v, ve - v);
     if (text == NULL)
         return NULL;
     PyObject *value = PyObject_CallOneArg((PyObject *)&PyLong_Type, text);
     Py_DECREF(text);
     return value;
+}
+
+/* The value of a "KEY:" line found at hit if it ends in kB, as Counters._find reads it.
+ * Returns a new reference, Py_None (new reference) if it is no counter, NULL on error. */
+static PyObject *value_at(const char *data, Py_ssize_t hi, const char *hit, Py_ssize_t nlen)
+{
+    long long n;
+    const char *v, *ve;
+    switch (scan_value(data, hi, hit, nlen, &n, &v, &ve)) {
+    case 0:
+        Py_RETURN_NONE;
+    case 1:
+        return PyLong_FromLongLong(n);
+    default:
+        return value_of_text(v, ve);
+    }
 }
 
 /* Counters._find: the value of the first "\nKEY:" in data[lo:hi] if it ends in kB. */
@@ -281,6 +308,32 @@ typedef struct {
     PyObject *dict;            /* more keys than MAX_KEYS: a dict summed in Python ints */
 } Sums;
 
+/* Add n, a C integer, to key i of sums kept in C integers (no dict) */
+static int sums_add_ll(Sums *t, Py_ssize_t i, long long n)
+{
+    if (!t->present[i]) {
+        t->present[i] = 1;
+        t->order[t->n_present++] = i;
+    }
+    long long after;
+    if (t->big[i] == NULL) {
+        if (!__builtin_add_overflow(t->sum[i], n, &after)) {
+            t->sum[i] = after;
+            return 0;
+        }
+        t->big[i] = PyLong_FromLongLong(t->sum[i]);  /* (the sum before this value) */
+        if (t->big[i] == NULL)
+            return -1;
+    }
+    PyObject *value = PyLong_FromLongLong(n);
+    PyObject *sum = value ? PyNumber_Add(t->big[i], value) : NULL;
+    Py_XDECREF(value);
+    if (sum == NULL)
+        return -1;
+    Py_SETREF(t->big[i], sum);
+    return 0;
+}
+
 static int sums_add_object(Sums *t, const Keys *k, Py_ssize_t i, PyObject *value)
 {
     if (t->dict) {
@@ -329,10 +382,20 @@ static int sums_add(Sums *t, const char *data, const Span *s, const Keys *k)
         for (Py_ssize_t i = 0; i < k->n; i++) {
             if (hits[i] == NULL)
                 continue;
-            PyObject *value = value_at(data, s->hi, hits[i], k->lens[i]);
+            long long n;
+            const char *v, *ve;
+            int found = scan_value(data, s->hi, hits[i], k->lens[i], &n, &v, &ve);
+            if (found == 1) {
+                if (sums_add_ll(t, i, n) < 0)
+                    return -1;
+                continue;
+            }
+            if (found == 0)
+                continue;
+            PyObject *value = value_of_text(v, ve);
             if (value == NULL)
                 return -1;
-            int rc = value == Py_None ? 0 : sums_add_object(t, k, i, value);
+            int rc = sums_add_object(t, k, i, value);
             Py_DECREF(value);
             if (rc < 0)
                 return -1;
@@ -413,94 +476,268 @@ static PyObject *name_at(const char *data, const Span *s, PyObject *anonymous, P
     return name;
 }
 
-/* The kept counters summed by mapping name: {name: [first index, mappings, sums, Mapping]},
- * the Mapping the name's first (header and name; its counters not kept). */
-static PyObject *sums_by_name(const char *data, const Span *spans, Py_ssize_t count, const Keys *use,
-                              PyObject *mapping_type, PyObject *anonymous)
+/* Add the sums `from` to `into` (one name's sums to a process's totals), keys in from's order. */
+static int sums_merge(Sums *into, const Sums *from, const Keys *k)
 {
-    PyObject *groups = PyDict_New(), *result = NULL;
-    Sums *sums = NULL;
-    Py_ssize_t *counts = NULL, n = 0, cap = 0;
-    PrevName prev = {0};
-    if (groups == NULL)
+    if (from->dict) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(from->dict, &pos, &key, &value)) {
+            PyObject *before = PyDict_GetItemWithError(into->dict, key);
+            if (before == NULL && PyErr_Occurred())
+                return -1;
+            PyObject *after = before ? PyNumber_Add(before, value) : (Py_INCREF(value), value);
+            int rc = after ? PyDict_SetItem(into->dict, key, after) : -1;
+            Py_XDECREF(after);
+            if (rc < 0)
+                return -1;
+        }
+        return 0;
+    }
+    for (Py_ssize_t j = 0; j < from->n_present; j++) {
+        Py_ssize_t i = from->order[j];
+        long long after;
+        if (from->big[i] == NULL && into->big[i] == NULL
+                && !__builtin_add_overflow(into->sum[i], from->sum[i], &after)) {
+            if (!into->present[i]) {
+                into->present[i] = 1;
+                into->order[into->n_present++] = i;
+            }
+            into->sum[i] = after;
+            continue;
+        }
+        PyObject *value = from->big[i] ? (Py_INCREF(from->big[i]), from->big[i]) : PyLong_FromLongLong(from->sum[i]);
+        int rc = value ? sums_add_object(into, k, i, value) : -1;
+        Py_XDECREF(value);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Key i of the sums as a new reference; NULL (no error set) where no mapping has it. */
+static PyObject *sums_value(const Sums *t, const Keys *k, Py_ssize_t i)
+{
+    if (t->dict) {
+        PyObject *value = PyDict_GetItemWithError(t->dict, PyTuple_GET_ITEM(k->keys, i));
+        Py_XINCREF(value);
+        return value;
+    }
+    if (!t->present[i])
         return NULL;
+    return t->big[i] ? (Py_INCREF(t->big[i]), t->big[i]) : PyLong_FromLongLong(t->sum[i]);
+}
+
+/* The fields' values of one name's sums: each field the sum of its counters present, None where
+ * none is (absent is not zero).  fields[f] lists indices into the keys, -1 ending each list. */
+static PyObject *field_values(const Sums *t, const Keys *k, const Py_ssize_t *fields, Py_ssize_t nfields)
+{
+    PyObject *values = PyTuple_New(nfields);
+    if (values == NULL)
+        return NULL;
+    for (Py_ssize_t f = 0; f < nfields; f++, fields++) {
+        PyObject *acc = NULL;
+        for (; *fields >= 0; fields++) {
+            PyObject *value = sums_value(t, k, *fields);
+            if (value == NULL) {
+                if (PyErr_Occurred())
+                    goto fail;
+                continue;
+            }
+            if (acc == NULL) {
+                acc = value;
+                continue;
+            }
+            Py_SETREF(acc, PyNumber_Add(acc, value));
+            Py_DECREF(value);
+            if (acc == NULL)
+                goto fail;
+        }
+        PyTuple_SET_ITEM(values, f, acc ? acc : (Py_INCREF(Py_None), Py_None));
+    }
+    return values;
+fail:
+    Py_DECREF(values);
+    return NULL;
+}
+
+/* The fields as index lists into the keys (a key not kept left out), each ended by -1. */
+static Py_ssize_t *fields_init(PyObject *fields, const Keys *k, Py_ssize_t *nfields)
+{
+    if (!PyTuple_Check(fields)) {
+        PyErr_SetString(PyExc_TypeError, "fields must be a tuple of tuples of str");
+        return NULL;
+    }
+    *nfields = PyTuple_GET_SIZE(fields);
+    Py_ssize_t size = *nfields;
+    for (Py_ssize_t f = 0; f < *nfields; f++) {
+        PyObject *field = PyTuple_GET_ITEM(fields, f);
+        if (!PyTuple_Check(field)) {
+            PyErr_SetString(PyExc_TypeError, "fields must be a tuple of tuples of str");
+            return NULL;
+        }
+        size += PyTuple_GET_SIZE(field);
+    }
+    Py_ssize_t *out = PyMem_Malloc((size_t)(size + 1) * sizeof(Py_ssize_t)), *p = out;
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t f = 0; f < *nfields; f++) {
+        PyObject *field = PyTuple_GET_ITEM(fields, f);
+        for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(field); c++) {
+            for (Py_ssize_t i = 0; i < k->n; i++) {
+                int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(field, c), PyTuple_GET_ITEM(k->keys, i), Py_EQ);
+                if (eq < 0) {
+                    PyMem_Free(out);
+                    return NULL;
+                }
+                if (eq) {
+                    *p++ = i;
+                    break;
+                }
+            }
+        }
+        *p++ = -1;
+    }
+    return out;
+}
+
+/* Whether the mapping at s is shared: an 's' in its permissions (its header's second field). */
+static int is_shared(const char *data, const Span *s)
+{
+    const char *p = data + s->start, *end = data + s->eol;
+    while (p < end && !is_ws((unsigned char)*p))
+        p++;
+    while (p < end && is_ws((unsigned char)*p))
+        p++;
+    for (; p < end && !is_ws((unsigned char)*p); p++)
+        if (*p == 's')
+            return 1;
+    return 0;
+}
+
+/* The kept counters summed by mapping name, and over all mappings:
+ * ([(name, first index, mappings, sums, values, shared)], totals), the names in the order they
+ * first appear, values the fields' (field_values), shared whether its first mapping is. */
+static PyObject *sums_by_name(const char *data, const Span *spans, Py_ssize_t count, const Keys *use,
+                              PyObject *fields, PyObject *anonymous)
+{
+    PyObject *index_of = PyDict_New(), *rows = NULL, *result = NULL;
+    PyObject **names = NULL;
+    Sums *sums = NULL, *totals = NULL;
+    Py_ssize_t *counts = NULL, *firsts = NULL, *field_keys = NULL, n = 0, cap = 0, nfields = 0, last = -1;
+    char *shared = NULL;
+    PrevName prev = {0};
+    if (index_of == NULL || (field_keys = fields_init(fields, use, &nfields)) == NULL)
+        goto done;
     for (Py_ssize_t i = 0; i < count; i++) {
         const Span *s = &spans[i];
         PyObject *name = name_at(data, s, anonymous, &prev);
         if (name == NULL)
             goto done;
-        PyObject *entry = PyDict_GetItemWithError(groups, name);  /* borrowed */
         Py_ssize_t j;
-        if (entry == NULL) {
-            if (PyErr_Occurred()) {
+        if (last >= 0 && names[last] == name) {  /* (a run of one name's mappings) */
+            j = last;
+        } else {
+            PyObject *at = PyDict_GetItemWithError(index_of, name);  /* borrowed */
+            if (at == NULL && PyErr_Occurred()) {
                 Py_DECREF(name);
                 goto done;
             }
-            if (n == cap) {
-                Py_ssize_t grown_cap = cap ? cap * 2 : 16;
-                Sums *grown = PyMem_Realloc(sums, (size_t)grown_cap * sizeof(Sums));
-                Py_ssize_t *grown_counts = grown ? PyMem_Realloc(counts, (size_t)grown_cap * sizeof(Py_ssize_t)) : NULL;
-                if (grown)
-                    sums = grown;
-                if (grown_counts)
-                    counts = grown_counts;
-                if (grown == NULL || grown_counts == NULL) {
+            if (at != NULL) {
+                j = PyLong_AsSsize_t(at);
+            } else {
+                if (n == cap) {
+                    Py_ssize_t grown_cap = cap ? cap * 2 : 16;
+                    Sums *grown = PyMem_Realloc(sums, (size_t)grown_cap * sizeof(Sums));
+                    if (grown)
+                        sums = grown;
+                    Py_ssize_t *c = grown ? PyMem_Realloc(counts, (size_t)grown_cap * sizeof(Py_ssize_t)) : NULL;
+                    if (c)
+                        counts = c;
+                    Py_ssize_t *f = c ? PyMem_Realloc(firsts, (size_t)grown_cap * sizeof(Py_ssize_t)) : NULL;
+                    if (f)
+                        firsts = f;
+                    PyObject **o = f ? PyMem_Realloc(names, (size_t)grown_cap * sizeof(PyObject *)) : NULL;
+                    if (o)
+                        names = o;
+                    char *sh = o ? PyMem_Realloc(shared, (size_t)grown_cap) : NULL;
+                    if (sh)
+                        shared = sh;
+                    if (sh == NULL) {
+                        Py_DECREF(name);
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    memset(sums + cap, 0, (size_t)(grown_cap - cap) * sizeof(Sums));
+                    cap = grown_cap;
+                }
+                j = n;
+                PyObject *number = PyLong_FromSsize_t(j);
+                int rc = number ? PyDict_SetItem(index_of, name, number) : -1;
+                Py_XDECREF(number);
+                if (rc < 0 || (use->n > MAX_KEYS && (sums[j].dict = PyDict_New()) == NULL)) {
                     Py_DECREF(name);
-                    PyErr_NoMemory();
                     goto done;
                 }
-                memset(sums + cap, 0, (size_t)(grown_cap - cap) * sizeof(Sums));
-                cap = grown_cap;
+                n++;
+                counts[j] = 0;
+                firsts[j] = i;
+                shared[j] = (char)is_shared(data, s);
+                Py_INCREF(name);
+                names[j] = name;
             }
-            j = n++;
-            counts[j] = 0;
-            if (use->n > MAX_KEYS && (sums[j].dict = PyDict_New()) == NULL) {
-                Py_DECREF(name);
-                goto done;
-            }
-            PyObject *header = PyBytes_FromStringAndSize(data + s->start, s->eol - s->start);
-            PyObject *m = NULL;
-            if (header) {
-                PyObject *argv[3] = {header, name, Py_None};
-                m = PyObject_Vectorcall(mapping_type, argv, 3, NULL);
-                Py_DECREF(header);
-            }
-            entry = m ? Py_BuildValue("[nnON]", i, j, Py_None, m) : NULL;
-            if (entry == NULL || PyDict_SetItem(groups, name, entry) < 0) {
-                Py_XDECREF(entry);
-                Py_DECREF(name);
-                goto done;
-            }
-            Py_DECREF(entry);  /* (the dict holds it) */
-        } else {
-            j = PyLong_AsSsize_t(PyList_GET_ITEM(entry, 1));
         }
         Py_DECREF(name);
+        last = j;
         counts[j]++;
         if (sums_add(&sums[j], data, s, use) < 0)
             goto done;
     }
-    Py_ssize_t pos = 0;
-    PyObject *key, *entry;
-    while (PyDict_Next(groups, &pos, &key, &entry)) {
-        Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(entry, 1));
-        PyObject *d = sums_dict(&sums[j], use), *c = d ? PyLong_FromSsize_t(counts[j]) : NULL;
-        if (c == NULL) {
-            Py_XDECREF(d);
+    totals = PyMem_Calloc(1, sizeof(Sums));
+    if (totals == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (use->n > MAX_KEYS && (totals->dict = PyDict_New()) == NULL)
+        goto done;
+    if ((rows = PyList_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (sums_merge(totals, &sums[j], use) < 0)
+            goto done;
+        PyObject *d = sums_dict(&sums[j], use), *values = d ? field_values(&sums[j], use, field_keys, nfields) : NULL;
+        PyObject *row = values ? Py_BuildValue("(OnnNNO)", names[j], firsts[j], counts[j], d, values,
+                                               shared[j] ? Py_True : Py_False) : NULL;
+        if (row == NULL) {
+            if (values == NULL)
+                Py_XDECREF(d);
             goto done;
         }
-        PyList_SetItem(entry, 1, c);  /* (steal) */
-        PyList_SetItem(entry, 2, d);
+        PyList_SET_ITEM(rows, j, row);
     }
-    result = groups;
-    groups = NULL;
+    PyObject *total = sums_dict(totals, use);
+    if (total != NULL)
+        result = Py_BuildValue("(ON)", rows, total);
 done:
-    for (Py_ssize_t j = 0; j < n; j++)
+    for (Py_ssize_t j = 0; j < n; j++) {
         sums_free(&sums[j]);
+        Py_DECREF(names[j]);
+    }
+    if (totals) {
+        sums_free(totals);
+        PyMem_Free(totals);
+    }
     PyMem_Free(sums);
     PyMem_Free(counts);
+    PyMem_Free(firsts);
+    PyMem_Free(names);
+    PyMem_Free(shared);
+    PyMem_Free(field_keys);
     Py_XDECREF(prev.name);
-    Py_XDECREF(groups);
+    Py_XDECREF(index_of);
+    Py_XDECREF(rows);
     return result;
 }
 
@@ -526,9 +763,7 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     int had_pss = 1;
     PrevName prev = {0};  /* the last name decoded, and where its bytes are */
     int summing = mapping_type == Py_None;
-    int by_name = nargs == 9 ? PyObject_IsTrue(args[8]) : 0;
-    if (by_name < 0)
-        return NULL;
+    int by_name = nargs == 9;
     Sums *sums = NULL;
     Py_ssize_t summed = 0;
 
@@ -589,13 +824,16 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         }
     }
     if (by_name) {
-        if (use == NULL || select != Py_None || summing) {
-            PyErr_SetString(PyExc_TypeError, "summing by name takes keys, a Mapping and no select");
+        if (use == NULL || select != Py_None) {
+            PyErr_SetString(PyExc_TypeError, "summing by name takes keys and no select");
             goto done;
         }
-        PyObject *groups = sums_by_name(data, spans, count, use, mapping_type, anonymous);
-        if (groups != NULL)
-            result = Py_BuildValue("(NO)", groups, had_pss ? Py_True : Py_False);
+        PyObject *named = sums_by_name(data, spans, count, use, args[8], anonymous);
+        if (named != NULL) {
+            result = Py_BuildValue("(OOnO)", PyTuple_GET_ITEM(named, 0), PyTuple_GET_ITEM(named, 1), count,
+                                   had_pss ? Py_True : Py_False);
+            Py_DECREF(named);
+        }
         goto done;
     }
     if (summing) {

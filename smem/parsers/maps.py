@@ -21,7 +21,13 @@ from typing import Dict
 
 from . import MAX_BYTES
 
-__all__ = ["dmabuf_mappings", "parse_maps_objects", "parse_maps_ranges"]
+__all__ = ["DMABUF_PREFIX", "dmabuf_mappings", "parse_maps_objects", "parse_maps_ranges"]
+
+#: how a mapped dma-buf's pathname starts: a mapping of no other name is one
+DMABUF_PREFIX = "/dmabuf:"
+
+
+_DMABUF = DMABUF_PREFIX.encode("ascii")
 
 
 def dmabuf_mappings(data) -> Dict[int, int]:
@@ -30,7 +36,7 @@ def dmabuf_mappings(data) -> Dict[int, int]:
     found = {}
     start = 0
     while True:
-        at = data.find(b"/dmabuf:", start)
+        at = data.find(_DMABUF, start)
         if at < 0:
             return found
         line_start = data.rfind(b"\n", 0, at) + 1

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Mapping as _ReadOnlyMapping
 
 __all__ = ["Mapping", "Counters", "CountersBase", "parse_smaps", "parse_smaps_kept", "sum_smaps_kept", "sum_smaps_by_name",
+           "sum_mappings_by_name", "field_values",
            "ANONYMOUS",
            "IMPLEMENTATION"]
 
@@ -259,19 +260,43 @@ def _sum_kept_python(data, keep, keep_without_pss=None):
     return totals, had_pss, len(mappings)
 
 
-def _sum_by_name_python(data, keep, keep_without_pss=None):
+def _sum_by_name_python(data, keep, keep_without_pss=None, fields=()):
     mappings, had_pss = _parse_kept_python(data, keep, keep_without_pss)
-    groups = {}
+    return (*sum_mappings_by_name(mappings, fields), len(mappings), had_pss)
+
+
+def sum_mappings_by_name(mappings, fields, keys=None):
+    """``(rows, totals)`` of mappings as :func:`sum_smaps_by_name` gives them, of Mappings already
+    made (their kept dicts; or, given ``keys``, those of any counters)."""
+    groups, totals = {}, {}
     for index, m in enumerate(mappings):
         group = groups.get(m.name)
         if group is None:
-            group = groups[m.name] = [index, 0, {}, Mapping(m._header, m.name)]
+            group = groups[m.name] = [index, 0, {}, "s" in m.perms]
         group[1] += 1
         sums = group[2]
-        for key, value in m.counters.items():
-            before = sums.get(key)
-            sums[key] = value if before is None else before + value
-    return groups, had_pss
+        counters = m.counters
+        for key, value in counters.items() if keys is None else ((k, counters.get(k)) for k in keys):
+            if value is not None:
+                before = sums.get(key)
+                sums[key] = value if before is None else before + value
+    rows = []
+    for name, (index, count, sums, shared) in groups.items():
+        for key, value in sums.items():
+            before = totals.get(key)
+            totals[key] = value if before is None else before + value
+        rows.append((name, index, count, sums, field_values(sums, fields), shared))
+    return rows, totals
+
+
+def field_values(sums, fields):
+    """Each field's value in ``sums``: the sum of the counters it names that are present, None
+    where none is (absent is not zero)."""
+    values = []
+    for field in fields:
+        present = [sums[key] for key in field if key in sums]
+        values.append(sum(present[1:], present[0]) if present else None)
+    return tuple(values)
 
 
 def _parse_c(data):
@@ -290,10 +315,10 @@ def _sum_kept_c(data, keep, keep_without_pss=None):
                     None, None, Counters, _header, ANONYMOUS)
 
 
-def _sum_by_name_c(data, keep, keep_without_pss=None):
+def _sum_by_name_c(data, keep, keep_without_pss=None, fields=()):
     keep = tuple(keep)
     return _c.parse(data, keep, tuple(keep_without_pss) if keep_without_pss is not None else keep,
-                    None, Mapping, Counters, _header, ANONYMOUS, True)
+                    None, None, Counters, _header, ANONYMOUS, tuple(tuple(field) for field in fields))
 
 
 def parse_smaps(data):
@@ -332,16 +357,19 @@ def sum_smaps_kept(data, keep, keep_without_pss=None):
     return _sum_kept(bytes(data), keep, keep_without_pss)
 
 
-def sum_smaps_by_name(data, keep, keep_without_pss=None):
-    """``(groups, had_pss)``: the counters :func:`parse_smaps_kept` keeps, summed by mapping
-    name, ``{name: [index of its first mapping, mappings, sums, its first Mapping]}`` in the
-    order the names first appear (the Mapping with its header, its counters not kept).
+def sum_smaps_by_name(data, keep, keep_without_pss=None, fields=()):
+    """``(rows, totals, mappings, had_pss)``: the counters :func:`parse_smaps_kept` keeps, summed
+    by mapping name, and over every mapping (``totals``, what :func:`sum_smaps_kept` gives).
+    ``rows``: ``(name, index of its first mapping, mappings, sums, values, shared)`` in the order
+    the names first appear, ``values`` one per field of ``fields`` (each a tuple of counter
+    names: the sum of those present in the name's sums, None where none is), ``shared`` whether
+    the name's first mapping is shared ("s" in its permissions).
 
-    For a report that shows each name's sums per process (the page), where making a Mapping of
-    every mapping costs more than the sums: one is made per name.  Raises ``ValueError`` where
+    For a report that shows each name's figures per process (the page), where making a Mapping
+    of every mapping costs more than the sums: none is made.  Raises ``ValueError`` where
     :func:`parse_smaps_kept` would.
     """
-    return _sum_by_name(bytes(data), keep, keep_without_pss)
+    return _sum_by_name(bytes(data), keep, keep_without_pss, fields)
 
 
 _c = None
