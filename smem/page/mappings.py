@@ -12,6 +12,8 @@ shared anonymous), ``anon`` (no file: <anonymous>, heap, stacks, [anon:...]), ``
 copy-on-write copies a private file mapping holds).
 """
 
+from operator import itemgetter
+
 from ..aggregate import is_shmem_name
 from ..formats.cells import printable
 from ..parsers.smaps import sum_mappings_by_name
@@ -37,21 +39,22 @@ def name_kind(name, shared):
     return 0 if not name or name[0] in "[<" else 1  # [heap], [stack], [anon:x]; <anonymous>
 
 
-def _added(rows):
-    """The fields of ``rows`` (lists of values) summed; a field none of them has stays None."""
-    sums = [None] * len(FIELDS)
-    for values in rows:
-        for i, value in enumerate(values):
-            if value is not None:
-                sums[i] = value if sums[i] is None else sums[i] + value
+def _column_sums(rows):
+    """The fields of ``rows`` (``[pid, *FIELDS]``) summed; a field none of them has stays None."""
+    sums = []
+    for column in list(zip(*rows))[1:]:
+        if None in column:
+            column = [value for value in column if value is not None]
+        sums.append(sum(column) if column else None)
     return sums
 
 
 _PSS = FIELDS.index("pss")
+_pid = itemgetter(0)
 
 
-def _by_pss(values):
-    pss = values[_PSS]
+def _pss_of_mapper(row):
+    pss = row[1 + _PSS]
     return -1 if pss is None else pss
 
 
@@ -141,9 +144,8 @@ class PageFold(MappingSums):
             row.count += count
             row.process_count += 1
             into = row.totals
-            for key, value in totals.items():
-                if value is not None:
-                    into[key] = into.get(key, 0) + value
+            for key, value in totals.items():  # (a sum by name holds the counters present only)
+                into[key] = into.get(key, 0) + value
             mappers.setdefault(name, []).append([pid, *values])
         self.shown[pid] = shown
 
@@ -158,16 +160,22 @@ class PageFold(MappingSums):
         processes, the ``top_sharers`` largest by PSS listed (ties in pid order).
         """
         names = {row.name: index for index, row in enumerate(self.rows())}
-        per_process = {pid: [[kind, -1 if name is None else names[name], *rest] for kind, name, *rest in self.shown[pid]]
-                       for pid in sorted(self.shown)}
+        names[None] = -1
+        per_process = {}
+        for pid in sorted(self.shown):
+            boxes = per_process[pid] = [box.copy() for box in self.shown[pid]]
+            for box in boxes:
+                box[1] = names[box[1]]
         shared = {}
+        top = self.top_sharers
         for name, rows in self.mappers.items():
             if len(rows) < 2:
                 continue
-            rows.sort(key=lambda r: (-_by_pss(r[1:]), r[0]))
-            rest = rows[self.top_sharers:]
-            shared[names[name]] = {"rows": rows[:self.top_sharers],
-                                   "more": [len(rest), *_added([r[1:] for r in rest])] if rest else None}
+            rows.sort(key=_pid)  # (then by PSS: ties stay in pid order)
+            rows.sort(key=_pss_of_mapper, reverse=True)
+            rest = rows[top:]
+            shared[names[name]] = {"rows": rows[:top], "more": [len(rest), *_column_sums(rest)] if rest else None}
+        del names[None]
         shared = dict(sorted(shared.items()))
         return _documents(names, per_process, shared, self.top, self.top_sharers)
 
