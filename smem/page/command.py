@@ -17,10 +17,10 @@ def run_html(request, path, stream=None, force=False):
     """Write the page of ``request`` (a data.PageRequest) to ``path``, or to ``stream`` (binary)
     when ``path`` is "-"; the warnings to show."""
     import json
-    plotly_js()  # a missing extra fails before the source is read
+    plotly = plotly_js()  # a missing extra fails before the source is read
     documents, meta, warnings = _documents(request)
     source = json.loads(documents["process"])["source"]
-    page = page_html(documents, meta, page_title(source)).encode("utf-8")
+    page = page_html(documents, meta, page_title(source), plotly).encode("utf-8")
     if path == "-":
         stream.write(page)
         stream.flush()

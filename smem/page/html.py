@@ -91,10 +91,10 @@ def _data_elements(documents, meta):
     return "\n".join(elements)
 
 
-def page_html(documents, meta, title):
+def page_html(documents, meta, title, plotly=None):
     """The whole page: ``documents`` (name -> JSON text, as data.page_documents gives them),
-    ``meta`` (a dict) and the window's ``title`` (text)."""
-    scripts = {"plotly": _script(plotly_js(), "plotly.min.js"), "script": _page_script()}
+    ``meta`` (a dict) and the window's ``title`` (text); ``plotly``: plotly_js() if already read."""
+    scripts = {"plotly": _script(plotly_js() if plotly is None else plotly, "plotly.min.js"), "script": _page_script()}
     slots = {
         "title": html.escape(title, quote=False),
         "style": _own("page.css"),

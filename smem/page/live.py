@@ -51,11 +51,11 @@ class LivePage:
         import json
         path = environ.get("PATH_INFO", "")
         try:
-            plotly_js()
+            plotly = plotly_js()  # (a missing extra: before the reading)
             documents, meta = self._reading()
             if path == "/":
                 source = json.loads(documents["process"])["source"]
-                body, kind = page_html(documents, meta, page_title(source)), "text/html; charset=utf-8"
+                body, kind = page_html(documents, meta, page_title(source), plotly), "text/html; charset=utf-8"
             else:
                 body, kind = data_json(documents, meta), "application/json"
         except SmemError as e:
