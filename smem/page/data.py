@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ..app import plan, read_snapshot
 from ..formats import Rendering, render
+from ..loading.gathered import collector_paused
 from ..options import Query, ReportRequest, SystemOptions, TableOptions
 from ..report import make_table
 from ..views import VIEWS
@@ -98,7 +99,16 @@ def _quoted(word):
 def page_documents(request, at=None):
     """(documents, meta, warnings): name -> the JSON text of each table, ``maps`` and ``sharers``
     (the largest mappings of each process and mappers of each shared mapping, as JSON); ``meta``
-    a dict of what the page says of the reading (of frame ``at`` of a recording, if given)."""
+    a dict of what the page says of the reading (of frame ``at`` of a recording, if given).
+
+    The cyclic garbage collector is paused throughout, as the loader pauses it: the tables and
+    documents are tens of thousands of small lists and dicts, none in a cycle, made while the
+    reading's own objects are held, and each full collection went over all of them."""
+    with collector_paused():
+        return _page_documents(request, at)
+
+
+def _page_documents(request, at):
     import json
     query = request.query
     compared = query.old_source is not None
