@@ -166,11 +166,14 @@ static PyObject *find_value(const char *data, Py_ssize_t lo, Py_ssize_t hi,
     return value_at(data, hi, hit, nlen);
 }
 
+#define MAX_KEYS 64
+
 typedef struct {
     PyObject *keys;       /* tuple of str */
     Py_ssize_t n;
     char **needles;       /* "\nKEY:" */
     Py_ssize_t *lens;
+    unsigned long long by_first[256];  /* at most MAX_KEYS keys: those starting with each byte, a bit each */
 } Keys;
 
 static void keys_free(Keys *k)
@@ -191,6 +194,7 @@ static int keys_init(Keys *k, PyObject *keys)
     k->n = 0;
     k->needles = NULL;
     k->lens = NULL;
+    memset(k->by_first, 0, sizeof k->by_first);
     if (!PyTuple_Check(keys)) {
         PyErr_SetString(PyExc_TypeError, "keys must be a tuple");
         return -1;
@@ -217,12 +221,12 @@ static int keys_init(Keys *k, PyObject *keys)
         memcpy(k->needles[i] + 1, PyBytes_AS_STRING(ascii), (size_t)len);
         k->needles[i][len + 1] = ':';
         k->lens[i] = len + 2;
+        if (i < MAX_KEYS)
+            k->by_first[(unsigned char)k->needles[i][1]] |= 1ULL << i;
         Py_DECREF(ascii);
     }
     return 0;
 }
-
-#define MAX_KEYS 64
 
 /* Counters(...).kept(keys), a search for each key (more keys than kept() walks for at once) */
 static PyObject *kept_by_search(const char *data, const Span *s, const Keys *k)
@@ -253,6 +257,7 @@ static PyObject *kept_by_search(const char *data, const Span *s, const Keys *k)
 static void find_hits(const char *data, const Span *s, const Keys *k, const char **hits)
 {
     Py_ssize_t missing = k->n;
+    unsigned long long found = 0;
     const char *end = data + s->hi;
     for (Py_ssize_t i = 0; i < k->n; i++)
         hits[i] = NULL;
@@ -260,10 +265,13 @@ static void find_hits(const char *data, const Span *s, const Keys *k, const char
         if (*nl != '\n')
             break;  /* (lo at the end of the data) */
         const char *line = nl + 1;
-        for (Py_ssize_t i = 0; i < k->n; i++) {
-            if (hits[i] == NULL && k->needles[i][1] == *line && nl + k->lens[i] <= end
-                    && memcmp(line, k->needles[i] + 1, (size_t)k->lens[i] - 1) == 0) {
+        /* the keys not found yet that start with this line's first byte (line <= end: at worst
+         * the bytes object's closing NUL) */
+        for (unsigned long long maybe = k->by_first[(unsigned char)*line] & ~found; maybe; maybe &= maybe - 1) {
+            Py_ssize_t i = __builtin_ctzll(maybe);
+            if (nl + k->lens[i] <= end && memcmp(line, k->needles[i] + 1, (size_t)k->lens[i] - 1) == 0) {
                 hits[i] = nl;
+                found |= 1ULL << i;
                 missing--;
             }
         }
@@ -301,12 +309,36 @@ fail:
 /* The kept counters' sums over mappings, in C integers while they fit (a key no mapping has
  * stays absent; keys in the order first found, as the Python sum inserts them). */
 typedef struct {
-    long long sum[MAX_KEYS];
-    PyObject *big[MAX_KEYS];   /* the sum as a Python int, once it no longer fits */
-    int present[MAX_KEYS];
-    Py_ssize_t order[MAX_KEYS], n_present;
+    long long *sum;            /* each of n keys (one block, sized by sums_init) */
+    PyObject **big;            /* the sum as a Python int, once it no longer fits */
+    char *present;
+    Py_ssize_t *order, n_present, n;
     PyObject *dict;            /* more keys than MAX_KEYS: a dict summed in Python ints */
 } Sums;
+
+/* Empty sums of the keys k: C integers for each (one block), a dict where they are too many. */
+static int sums_init(Sums *t, const Keys *k)
+{
+    memset(t, 0, sizeof *t);
+    if (k->n > MAX_KEYS) {
+        t->dict = PyDict_New();
+        return t->dict ? 0 : -1;
+    }
+    if (k->n == 0)
+        return 0;
+    size_t n = (size_t)k->n;
+    char *block = PyMem_Calloc(n, sizeof(long long) + sizeof(PyObject *) + sizeof(Py_ssize_t) + 1);
+    if (block == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->n = k->n;
+    t->sum = (long long *)block;
+    t->big = (PyObject **)(block + n * sizeof(long long));
+    t->order = (Py_ssize_t *)(block + n * (sizeof(long long) + sizeof(PyObject *)));
+    t->present = block + n * (sizeof(long long) + sizeof(PyObject *) + sizeof(Py_ssize_t));
+    return 0;
+}
 
 /* Add n, a C integer, to key i of sums kept in C integers (no dict) */
 static int sums_add_ll(Sums *t, Py_ssize_t i, long long n)
@@ -441,8 +473,11 @@ static PyObject *sums_dict(Sums *t, const Keys *k)
 
 static void sums_free(Sums *t)
 {
-    for (Py_ssize_t i = 0; i < MAX_KEYS; i++)
+    for (Py_ssize_t i = 0; i < t->n; i++)
         Py_CLEAR(t->big[i]);
+    PyMem_Free(t->sum);  /* (the block) */
+    t->sum = NULL;
+    t->n = 0;
     Py_CLEAR(t->dict);
 }
 
@@ -677,7 +712,7 @@ static PyObject *sums_by_name(const char *data, const Span *spans, Py_ssize_t co
                 PyObject *number = PyLong_FromSsize_t(j);
                 int rc = number ? PyDict_SetItem(index_of, name, number) : -1;
                 Py_XDECREF(number);
-                if (rc < 0 || (use->n > MAX_KEYS && (sums[j].dict = PyDict_New()) == NULL)) {
+                if (rc < 0 || sums_init(&sums[j], use) < 0) {
                     Py_DECREF(name);
                     goto done;
                 }
@@ -700,7 +735,7 @@ static PyObject *sums_by_name(const char *data, const Span *spans, Py_ssize_t co
         PyErr_NoMemory();
         goto done;
     }
-    if (use->n > MAX_KEYS && (totals->dict = PyDict_New()) == NULL)
+    if (sums_init(totals, use) < 0)
         goto done;
     if ((rows = PyList_New(n)) == NULL)
         goto done;
@@ -846,7 +881,7 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             PyErr_NoMemory();
             goto done;
         }
-        if (use->n > MAX_KEYS && (sums->dict = PyDict_New()) == NULL)
+        if (sums_init(sums, use) < 0)
             goto done;
         for (Py_ssize_t i = 0; i < count; i++)
             if (sums_add(sums, data, &spans[i], use) < 0)
