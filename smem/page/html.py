@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import re
-from importlib import resources
 
 from ..extras import MissingExtra, missing
 
@@ -61,7 +60,10 @@ def _sha256(text):
 
 
 def _own(name):
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    """One of the page's files: package data, read as a file beside this module (smem is installed
+    as files; importlib.resources imported zipfile, tempfile and more at every page's start)."""
+    with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+        return f.read()
 
 
 #: the page's script, in parts (one idea each) joined in this order into one scope
