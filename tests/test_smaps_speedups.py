@@ -1,4 +1,4 @@
-"""The C smaps parser (smem/parsers/_smaps.c) gives what the pure-Python one gives.
+"""The C smaps parser (smem/parsers/_smaps*.c) gives what the pure-Python one gives.
 
 Both run on every smaps and smaps_rollup in tests/fixtures (the captures' members
 included) and ../shared/realproc, on hand-made quirks, and on thousands of

@@ -17,7 +17,7 @@ is simply absent.  Mapping names keep their spaces and a trailing
 
 The split into mappings and the reading of the counters a report keeps
 (:func:`parse_smaps_kept`) have an optional C implementation
-(``smem/parsers/_smaps.c``, built by ``pip install`` where a compiler is
+(``smem/parsers/_smaps*.c``, built by ``pip install`` where a compiler is
 found); :data:`IMPLEMENTATION` says which one is in use ("C" or "Python").
 Both give the same mappings, counters and errors (tests/test_smaps_speedups.py);
 ``SMEM_PURE_PYTHON=1`` in the environment forces the Python one.
