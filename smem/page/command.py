@@ -20,7 +20,7 @@ def run_html(request, path, stream=None, force=False):
     plotly = plotly_js()  # a missing extra fails before the source is read
     documents, meta, warnings = _documents(request)
     source = json.loads(documents["process"])["source"]
-    page = page_html(documents, meta, page_title(source), plotly).encode("utf-8")
+    page = page_html(documents, meta, page_title(source), plotly)
     if path == "-":
         stream.write(page)
         stream.flush()

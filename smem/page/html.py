@@ -19,11 +19,12 @@ from ..extras import MissingExtra, missing
 
 __all__ = ["page_html", "json_in_script", "data_json", "plotly_js"]
 
-#: where the template names what goes in: <!--smem:NAME-->
-_SLOT = re.compile(r"<!--smem:([a-z]+)-->")
+#: where the template names what goes in: <!--smem:NAME--> (in its UTF-8 bytes)
+_SLOT = re.compile(rb"<!--smem:([a-z]+)-->")
 
 #: what ends a script element or switches its parser into an escaped state
 _SCRIPT_END = re.compile(r"</(script)|<!--", re.IGNORECASE)
+_SCRIPT_END_BYTES = re.compile(_SCRIPT_END.pattern.encode("ascii"), re.IGNORECASE)
 
 
 def json_in_script(text):
@@ -33,30 +34,36 @@ def json_in_script(text):
 
 
 def _script(text, what):
-    """Script code to inline as it is; code that could end its element is refused, not mended."""
-    found = _SCRIPT_END.search(text)
+    """Script code (text, or UTF-8 bytes) to inline as it is; code that could end its element is
+    refused, not mended."""
+    found = (_SCRIPT_END_BYTES if isinstance(text, bytes) else _SCRIPT_END).search(text)
     if found:
-        raise ValueError(f"{what} holds {found.group(0)!r}: it cannot be inlined in a script element")
+        end = found.group(0)
+        end = end.decode("ascii") if isinstance(end, bytes) else end
+        raise ValueError(f"{what} holds {end!r}: it cannot be inlined in a script element")
     return text
 
 
 def plotly_js():
-    """plotly.min.js as the plotly package ships it (smem[html]), without importing plotly."""
+    """plotly.min.js as the plotly package ships it (smem[html]), its UTF-8 bytes as they are
+    (4.6 MB: decoded and encoded again, it cost more than the rest of the page), without
+    importing plotly."""
     spec = importlib.util.find_spec("plotly")
     if spec is None or not spec.submodule_search_locations:
         raise MissingExtra(missing("plotly", "smem html"))
     for directory in spec.submodule_search_locations:
         path = os.path.join(directory, "package_data", "plotly.min.js")
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
+            with open(path, "rb") as f:
                 return f.read()
     raise MissingExtra(missing("plotly", "smem html") + " (its plotly.min.js is missing)")
 
 
-def _sha256(text):
+def _sha256(data):
+    """The Content-Security-Policy hash of a script's UTF-8 bytes."""
     import base64
     import hashlib
-    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
 
 
 def _own(name):
@@ -94,15 +101,17 @@ def _data_elements(documents, meta):
 
 
 def page_html(documents, meta, title, plotly=None):
-    """The whole page: ``documents`` (name -> JSON text, as data.page_documents gives them),
-    ``meta`` (a dict) and the window's ``title`` (text); ``plotly``: plotly_js() if already read."""
-    scripts = {"plotly": _script(plotly_js() if plotly is None else plotly, "plotly.min.js"), "script": _page_script()}
+    """The whole page, as UTF-8 bytes: ``documents`` (name -> JSON text, as data.page_documents
+    gives them), ``meta`` (a dict) and the window's ``title`` (text); ``plotly``: plotly_js() if
+    already read.  Put together as bytes: plotly.js goes in as the file holds it."""
+    scripts = {"plotly": _script(plotly_js() if plotly is None else plotly, "plotly.min.js"),
+               "script": _page_script().encode("utf-8")}
     slots = {
-        "title": html.escape(title, quote=False),
-        "style": _own("page.css"),
+        b"title": html.escape(title, quote=False).encode("utf-8"),
+        b"style": _own("page.css").encode("utf-8"),
         # only these two scripts run: the policy names them by hash, so no other inline code could
-        "hashes": " ".join(f"'sha256-{_sha256(text)}'" for text in scripts.values()),
-        "data": _data_elements(documents, meta),
-        **scripts,
+        b"hashes": " ".join(f"'sha256-{_sha256(code)}'" for code in scripts.values()).encode("ascii"),
+        b"data": _data_elements(documents, meta).encode("utf-8"),
+        **{name.encode("ascii"): code for name, code in scripts.items()},
     }
-    return _SLOT.sub(lambda m: slots[m.group(1)], _own("template.html"))
+    return _SLOT.sub(lambda m: slots[m.group(1)], _own("template.html").encode("utf-8"))

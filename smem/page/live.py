@@ -57,10 +57,10 @@ class LivePage:
                 source = json.loads(documents["process"])["source"]
                 body, kind = page_html(documents, meta, page_title(source), plotly), "text/html; charset=utf-8"
             else:
-                body, kind = data_json(documents, meta), "application/json"
+                body, kind = data_json(documents, meta).encode("utf-8"), "application/json"
         except SmemError as e:
             start_response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")])
             return [f"smem: {e}\n".encode("utf-8")]
         start_response("200 OK", [("Content-Type", kind), ("Cache-Control", "no-store"),
                                   ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer")])
-        return [body.encode("utf-8")] if environ.get("REQUEST_METHOD") != "HEAD" else [b""]
+        return [body] if environ.get("REQUEST_METHOD") != "HEAD" else [b""]
