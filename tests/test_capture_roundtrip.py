@@ -29,7 +29,10 @@ def _capture(how, path):
 
 
 def _rows(stdout, pids):
-    return sorted(l for l in stdout.decode("utf-8", "surrogateescape").splitlines()
+    """The workers' rows as their fields: a column widens for the widest value of the whole
+    table, so a process elsewhere on the machine that starts or exits meanwhile moves the padding
+    (the byte-exact layout is the goldens' business, on fixed captures)."""
+    return sorted(l.split() for l in stdout.decode("utf-8", "surrogateescape").splitlines()
                   if l.split() and l.split()[0] in pids)
 
 
