@@ -39,6 +39,7 @@ from .app import plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
 from .report import format_value, make_table
+from .table_memo import RowMemo
 
 __all__ = ["run_watch"]
 
@@ -82,6 +83,7 @@ class _Frames:
         self.count = request.watch.count
         self.refresher = Refresher(request.watch.max_staleness)
         self.gone_at = {}   # row key -> the number of the first report that marked it gone
+        self.memo = RowMemo()  # the cells of the last table's rows (those unchanged are not computed again)
 
     def read(self, number, recorded=None):
         """Read frame ``number``: this machine now (re-reading only what changed), or the
@@ -100,7 +102,8 @@ class _Frames:
         self.first = self.first or self.frame
 
     def table(self, options):
-        table = make_table([self.baseline, self.current], self.plan.view, options, self.request.system)
+        table = make_table([self.baseline, self.current], self.plan.view, options, self.request.system,
+                           memo=self.memo)
         return self._folded(table, options) if self.since_first else table
 
     def _folded(self, table, options):
