@@ -7,8 +7,9 @@ for each row of the last table, what its cells were computed from (``row.memo_in
 name across readings and the objects and figures its getters read) and the cells; the next
 table takes the kept cells of a row whose inputs are the same (``==``: the same Process
 objects, equal figures) and computes the rest.  Sorting, totals and formatting stay
-report.make_table's and the format's: the memo only saves calling the getters, so a table
-made with it is the one made without.
+report.make_table's and the format's: the memo only saves calling the getters, and the
+classic format making the line of a row whose cells are the same list as last time with the
+same template, so a table made with it is the one made without.
 
 A row with no ``memo_inputs`` (or None) is computed each time.  The memo holds one table's
 rows: a change of view, columns or sort column starts it afresh.
@@ -24,6 +25,8 @@ class RowMemo:
         self._shape = None   # (view, column keys, sort key) of the kept cells
         self._kept = {}      # row name -> (inputs, sort value, cells)
         self.computed = 0    # rows of the latest table whose cells were computed (not kept)
+        self._line_shape = None  # what a line is made with beside its cells (the format's template, ...)
+        self._lines = {}         # id(cells) -> (cells, line)
 
     def entries(self, view, rows, columns, sort):
         """(sort value, cells, row) of each row, as report.build_table makes them."""
@@ -48,3 +51,18 @@ class RowMemo:
             entries.append((hit[1], hit[2], row))
         self._shape, self._kept, self.computed = shape, fresh, computed
         return entries
+
+    def lines(self, shape, rows, make):
+        """Each of ``rows`` (a table's cells) as a line: the line made last time for the same cells
+        (the same list: kept by :meth:`entries`) with the same ``shape`` (what else the format
+        makes a line of), else ``make(n, cells)``."""
+        kept = self._lines if shape == self._line_shape else {}
+        fresh, out = {}, []
+        for n, row in enumerate(rows):
+            hit = kept.get(id(row))
+            if hit is None or hit[0] is not row:
+                hit = (row, make(n, row))
+            fresh[id(row)] = hit
+            out.append(hit[1])
+        self._line_shape, self._lines = shape, fresh
+        return out

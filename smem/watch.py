@@ -141,7 +141,8 @@ def _streamed(request, the_plan, options, write, warn):
             if warning not in said:
                 said.add(warning)
                 warn(warning)
-        write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame)))
+        write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame,
+                                   memo=frames.memo)))
 
 
 def _schedule(request, frames):
@@ -258,7 +259,7 @@ def _fitted(table, options, frames, room):
     keep = len(table.values)
     while True:
         shown = _rows_kept(table, keep, options.reverse)
-        lines = render(Rendering(shown, options, frames.current, frame=frames.frame)).splitlines()
+        lines = render(Rendering(shown, options, frames.current, frame=frames.frame, memo=frames.memo)).splitlines()
         if len(lines) <= room or keep == 0:
             return lines, len(table.values) - keep
         keep = max(keep - (len(lines) - room), 0)

@@ -29,7 +29,7 @@ def _request(marker, since, view='process', **table):
 def _both(frames, options):
     """(the frame as watch mode writes it, the same reading's table with every cell computed)."""
     stream = FORMATS[options.format].stream
-    kept = stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame))
+    kept = stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame, memo=frames.memo))
     full = make_table([frames.baseline, frames.current], frames.plan.view, options, frames.request.system)
     return kept, stream(Rendering(full, options, frames.current, frame=frames.frame))
 
@@ -60,7 +60,7 @@ def test_a_watched_frame_is_the_table_of_its_reading(since):
         by_uss = options._replace(sort='uss', reverse=True, format='json')
         frames = _Frames(request, plan(request))
 
-        first = _frame(frames, 1, options, by_uss)
+        first = _frame(frames, 1, options, by_uss, options._replace(abbreviate=True), options)
         assert set(_pids(first)) == {grower.pid, leaver.pid, steady.pid}
         assert _pids(first).index(grower.pid) < _pids(first).index(steady.pid)  # smaller first
 
@@ -75,7 +75,7 @@ def test_a_watched_frame_is_the_table_of_its_reading(since):
             assert status[newcomer.pid] == 'new'
             assert status[leaver.pid] == 'gone'
 
-            third = _frame(frames, 3, options, by_uss)
+            third = _frame(frames, 3, options, options._replace(percent=True), options, by_uss)
             assert set(_pids(third)) == {grower.pid, steady.pid, newcomer.pid} | (
                 {leaver.pid} if since == 'first' else set())
             # nothing of ours changed since: the cells of at least the steady process were kept
