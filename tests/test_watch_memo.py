@@ -36,12 +36,15 @@ def _both(frames, options):
 
 def _frame(frames, number, options, *more):
     """Read frame ``number``; check it, and its tables in the ``more`` options, against every
-    cell computed; the frame's table."""
+    cell computed; (the frame's table, how many of its rows had their cells computed, not kept
+    from the frame before)."""
     frames.read(number)
+    computed = None
     for each in (options, *more):
         kept, full = _both(frames, each)
         assert kept == full
-    return frames.table(options)
+        computed = frames.memo.computed if computed is None else computed
+    return frames.table(options), computed
 
 
 def _pids(table):
@@ -60,7 +63,7 @@ def test_a_watched_frame_is_the_table_of_its_reading(since):
         by_uss = options._replace(sort='uss', reverse=True, format='json')
         frames = _Frames(request, plan(request))
 
-        first = _frame(frames, 1, options, by_uss, options._replace(abbreviate=True), options)
+        first, _ = _frame(frames, 1, options, by_uss, options._replace(abbreviate=True), options)
         assert set(_pids(first)) == {grower.pid, leaver.pid, steady.pid}
         assert _pids(first).index(grower.pid) < _pids(first).index(steady.pid)  # smaller first
 
@@ -68,19 +71,20 @@ def test_a_watched_frame_is_the_table_of_its_reading(since):
         leaver.stop()
         with obedient_process() as newcomer:
             newcomer.retitle(f'{marker} 3'.encode())
-            second = _frame(frames, 2, options, by_uss, options._replace(columns=('pid', 'command', 'pss'), format='csv'))
+            second, _ = _frame(frames, 2, options, by_uss, options._replace(columns=('pid', 'command', 'pss'), format='csv'))
             pids = _pids(second)
             assert pids.index(grower.pid) > pids.index(steady.pid)  # it grew past: the order changed
             status = {row.current.process.pid: row.status for row in second.rows}
             assert status[newcomer.pid] == 'new'
             assert status[leaver.pid] == 'gone'
 
-            third = _frame(frames, 3, options, options._replace(percent=True), options, by_uss)
+            third, _ = _frame(frames, 3, options, options._replace(percent=True), options, by_uss)
             assert set(_pids(third)) == {grower.pid, steady.pid, newcomer.pid} | (
                 {leaver.pid} if since == 'first' else set())
-            # nothing of ours changed since: the cells of at least the steady process were kept
-            frames.table(options)
-            assert frames.memo.computed < len(third.rows)
+            # nothing of ours changed since the frame before, nor (--delta previous compares with
+            # it) between the two before: the cells of at least the steady process were kept
+            fourth, computed = _frame(frames, 4, options)
+            assert computed < len(fourth.rows)
 
 
 def test_the_user_view_watched_is_the_table_of_its_reading():
