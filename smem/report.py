@@ -11,6 +11,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence
 
 from .errors import UsageError
 from .options import ChartOptions, SystemOptions, TableOptions
+from .table_memo import RowMemo
 from .units import human, percent
 from .views.columns import Column, View
 
@@ -123,10 +124,20 @@ def _sort_entries(entries, width, reverse):
         else:
             values = [e[1][index] for e in entries]
         kinds = set(map(type, values))
+        absent = type(None) in kinds and (kinds - {type(None)} <= {int, float} or kinds - {type(None)} <= {str})
         if len(kinds) == 1 and kinds <= {int, str, float}:
             keys = values
         elif kinds and kinds <= {int, float}:
             keys = values
+        elif absent:
+            # None first as _order has it, in their order (a stable sort of equal keys, reversed or
+            # not), the rest by their values: no tuple per value (an amount absent for a few rows)
+            nones = [i for i, v in enumerate(values) if v is None]
+            order = sorted([i for i, v in enumerate(values) if v is not None], key=values.__getitem__,
+                           reverse=reverse)
+            order = order + nones if reverse else nones + order
+            entries[:] = [entries[i] for i in order]
+            continue
         else:
             keys = [_order(v) for v in values]
         order = sorted(range(len(entries)), key=keys.__getitem__, reverse=reverse)
@@ -135,11 +146,16 @@ def _sort_entries(entries, width, reverse):
 
 def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional[int], swap_kib: Optional[int],
                 default_sort: Optional[str] = None, chart: Optional[ChartOptions] = None,
-                notes: Sequence[str] = ()) -> Table:
-    """Sort as smem 1.5 does: by the sort field, ties by the row's shown values in order."""
+                notes: Sequence[str] = (), memo: Optional[RowMemo] = None) -> Table:
+    """Sort as smem 1.5 does: by the sort field, ties by the row's shown values in order.
+    ``memo``: the cells of the last table's rows, kept for rows whose inputs are the same
+    (smem.table_memo: watch mode)."""
     columns = selected_columns(view, options, chart)
     sort = sort_column(view, options, default_sort)
-    entries = [(sort.getter(row), [c.getter(row) for c in columns], row) for row in rows]
+    if memo is not None:
+        entries = memo.entries(view, rows, columns, sort)
+    else:
+        entries = [(sort.getter(row), [c.getter(row) for c in columns], row) for row in rows]
     _sort_entries(entries, len(columns), options.reverse)
     if options.limit is not None:
         entries = entries[:options.limit]
@@ -155,8 +171,9 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
 
 
 def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, system: SystemOptions = SystemOptions(),
-               chart: Optional[ChartOptions] = None) -> Table:
-    """Rows of ``view`` from ``snapshots`` (a sequence; the newest last), selected, sorted, totalled."""
+               chart: Optional[ChartOptions] = None, memo: Optional[RowMemo] = None) -> Table:
+    """Rows of ``view`` from ``snapshots`` (a sequence; the newest last), selected, sorted, totalled;
+    ``memo`` keeps the cells of rows that did not change from one table to the next (watch mode)."""
     snapshots = tuple(snapshots)
     snapshot = snapshots[-1]
     rows = view.rows(snapshots, options)
@@ -168,7 +185,7 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
     if chart is not None and view.charting.rows is not None:
         rows, notes = view.charting.rows(rows, notes)
     table = build_table(view, rows, options, ram, snapshot.swap_total, view.sort_for(snapshot.pss_missing), chart,
-                        notes)
+                        notes, memo)
     if snapshot.exact is not None and table.totals is not None and view.accounting.process_groups:
         _exact_totals(table, snapshot.exact)
     return table

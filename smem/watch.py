@@ -39,6 +39,7 @@ from .app import plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
 from .report import format_value, make_table
+from .table_memo import RowMemo
 
 __all__ = ["run_watch"]
 
@@ -82,6 +83,7 @@ class _Frames:
         self.count = request.watch.count
         self.refresher = Refresher(request.watch.max_staleness)
         self.gone_at = {}   # row key -> the number of the first report that marked it gone
+        self.memo = RowMemo()  # the cells of the last table's rows (those unchanged are not computed again)
 
     def read(self, number, recorded=None):
         """Read frame ``number``: this machine now (re-reading only what changed), or the
@@ -100,7 +102,8 @@ class _Frames:
         self.first = self.first or self.frame
 
     def table(self, options):
-        table = make_table([self.baseline, self.current], self.plan.view, options, self.request.system)
+        table = make_table([self.baseline, self.current], self.plan.view, options, self.request.system,
+                           memo=self.memo)
         return self._folded(table, options) if self.since_first else table
 
     def _folded(self, table, options):
@@ -138,7 +141,8 @@ def _streamed(request, the_plan, options, write, warn):
             if warning not in said:
                 said.add(warning)
                 warn(warning)
-        write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame)))
+        write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame,
+                                   memo=frames.memo)))
 
 
 def _schedule(request, frames):
@@ -255,7 +259,7 @@ def _fitted(table, options, frames, room):
     keep = len(table.values)
     while True:
         shown = _rows_kept(table, keep, options.reverse)
-        lines = render(Rendering(shown, options, frames.current, frame=frames.frame)).splitlines()
+        lines = render(Rendering(shown, options, frames.current, frame=frames.frame, memo=frames.memo)).splitlines()
         if len(lines) <= room or keep == 0:
             return lines, len(table.values) - keep
         keep = max(keep - (len(lines) - room), 0)

@@ -44,6 +44,7 @@ class Rendering(NamedTuple):
     companions: Tuple = ()
     frame: Optional[Frame] = None  # watch mode: which frame this is
     old_snapshot: object = None  # smem diff: OLD's snapshot (``snapshot`` is NEW's)
+    memo: object = None  # watch mode: smem.table_memo.RowMemo, the lines of rows that did not change
 
 
 class Format(NamedTuple):

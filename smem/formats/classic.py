@@ -50,7 +50,7 @@ def render(rendering):
 
     Each line is one ``%`` of a template (``%8s`` right, ``%-8s`` left, ``%-27.27s`` cut to
     27), its control characters replaced once per line (:func:`_printable`).  A column of
-    plain values with none absent is given to it as they are (``%s`` is ``str``); any other is
+    plain values is given to it as they are (``%s`` is ``str``), an absent one as ``-``; any other is
     formatted once and its cells held until the lines are laid out (-k and -p columns: 1,500
     rows of 4 amounts).
     """
@@ -65,8 +65,10 @@ def render(rendering):
     widths, formatted = [], {}
     for i, (column, f) in enumerate(zip(table.columns, formatters)):
         cells = [row[i] for row in table.values]
-        if f is not plain_cell or None in cells:
+        if f is not plain_cell:
             cells = formatted[i] = list(map(f, cells))
+        elif None in cells:  # (``%s`` shows the rest as plain_cell would: _printable replaces controls)
+            cells = formatted[i] = ["-" if c is None else c for c in cells]
         width = sizes.get(column.key, column.width)
         if not column.truncate or (options.autosize and options.terminal_columns is None):
             width = max(width, _widest(cells), len(total_cells[i]) if total_cells is not None else 0)
@@ -82,11 +84,16 @@ def render(rendering):
     lines = [] if options.no_header else [header]
     if formatted:
         columns = [formatted.get(i) for i in range(len(table.columns))]
-        for n, row in enumerate(table.values):
-            cells = tuple(row[i] if held is None else held[n] for i, held in enumerate(columns))
-            lines.append(_printable(template % cells))
+
+        def line(n, row):
+            return _printable(template % tuple(row[i] if held is None else held[n] for i, held in enumerate(columns)))
     else:
-        lines += [_printable(template % tuple(row)) for row in table.values]
+        def line(n, row):
+            return _printable(template % tuple(row))
+    if rendering.memo is not None:  # (watch mode: a row's line is kept while its cells and the template are)
+        lines += rendering.memo.lines((template, options, table.ram_kib, table.swap_kib), table.values, line)
+    else:
+        lines += [line(n, row) for n, row in enumerate(table.values)]
     if total_cells is not None:
         lines.append("-" * len(header))
         lines.append(template % tuple(total_cells))

@@ -35,6 +35,17 @@ class DiffRow:
         return "new" if self.old is None else "gone" if self.new is None else ""
 
     @property
+    def memo_inputs(self):
+        """(its key, its sides' inputs) where each side it has says them (smem.table_memo), else None."""
+        sides = []
+        for side in (self.old, self.new):
+            memo = None if side is None else getattr(side, "memo_inputs", None)
+            if side is not None and memo is None:
+                return None
+            sides.append(None if memo is None else memo[1])
+        return self.key, tuple(sides)
+
+    @property
     def current(self):
         """The row whose identity is shown: NEW's, or OLD's for a row that is gone."""
         return self.new if self.new is not None else self.old

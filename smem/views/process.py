@@ -50,6 +50,12 @@ class ProcessRow:
         return (self.process.pid,)
 
     @property
+    def memo_inputs(self):
+        """(its name, what its cells are computed from): smem.table_memo."""
+        return self.process.pid, (self.process, self.user, self.swap_ratios, self.devices, self.cpu, self.measured,
+                                  self.exact)
+
+    @property
     def split(self):
         if self._split is False:
             self._split = process_split(self.process)
