@@ -110,6 +110,13 @@ def _remapped(before, after):
     return before.moved[2] != after.moved[2]
 
 
+def _holds_devices(handles):
+    """Whether a process held device fds or mapped dma-bufs when last read (one that held none and
+    moved only its anonymous memory has none now: opening a DRM node or a dma-buf and using it
+    maps the buffers, pages of files)."""
+    return handles is None or bool(handles.clients or handles.dmabufs or handles.mapped)
+
+
 class Refresher:
     """Reads processes as :func:`smem.loading.load_reading` does, re-reading only those that changed
     since the last call (see the module's docstring).  Its :meth:`load` takes load_reading's
@@ -159,12 +166,12 @@ class Refresher:
         reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0}
         first = set()
         for pid, stat in seen.items():
-            reason = self._changed(pid, stat, now)
+            reason = self._changed(pid, stat)
             if reason is not None:
                 first.add(pid)
                 reasons[reason] += 1
-        oldest = self._oldest(seen, first, gap)
-        reasons["age"] += len(oldest)
+        oldest = self._oldest(seen, first, gap, now)
+        reasons["age"] = len(oldest)
         first |= oldest
         sharers = self._sharers
         sharers.spread(events)
@@ -216,23 +223,28 @@ class Refresher:
         self._parsed = parsed
         return seen
 
-    def _changed(self, pid, stat, now):
-        """Why ``pid`` is to be read ("new", "moved", "age": as old as max_staleness), or None."""
+    def _changed(self, pid, stat):
+        """Why ``pid`` is to be read ("new", "moved"), or None."""
         known = self._known.get(pid)
         if known is None:
             return "new"
-        if known.moved != _movers(stat):
-            return "moved"
-        return "age" if now - known.read_at >= self.max_staleness else None
+        return "moved" if known.moved != _movers(stat) else None
 
-    def _oldest(self, seen, chosen, gap):
-        """The oldest figures, as many as ``gap`` is a share of max_staleness of them all (the
-        fractions carried over to the next collection)."""
-        self._due = min(self._due + len(seen) * gap / self.max_staleness, len(seen))
-        count = math.floor(self._due)
+    def _oldest(self, seen, chosen, gap, now):
+        """The oldest figures of those not ``chosen``: as many as ``gap`` is a share of
+        max_staleness of them (the fractions carried over to the next collection), and at least
+        every one as old as max_staleness.  Those read for their own changes are left out of the
+        count (they are read anyway), and the ones the age forces are counted in it, so that the
+        re-reads stay even: a figure read at the start is not re-read in a burst a minute on."""
+        rest = [pid for pid in seen if pid not in chosen]
+        self._due = min(self._due + len(rest) * gap / self.max_staleness, len(rest))
+        known = self._known
+        rest.sort(key=lambda pid: known[pid].read_at)
+        count = max(math.floor(self._due), 0)
+        late = now - self.max_staleness
+        while count < len(rest) and known[rest[count]].read_at <= late:
+            count += 1  # (as old as max_staleness: read whatever is due)
         self._due -= count
-        rest = [pid for pid in seen if pid not in chosen and pid in self._known]
-        rest.sort(key=lambda pid: self._known[pid].read_at)
         return set(rest[:count])
 
     def _forget(self, pid):
@@ -324,7 +336,8 @@ class Refresher:
                 from .parsers.cgroup import parse_cgroup
                 raw = source.read_optional(f"{pid}/cgroup")
                 changes["cgroup"] = parse_cgroup(raw) if raw else None
-            if needs.devices and known.moved != _movers(stat):
+            if needs.devices and known.moved != _movers(stat) and (
+                    _holds_devices(process.devices) or known.file_rss is None or resident.get(pid) != known.file_rss):
                 from .device_memory import read_device_handles
                 changes["devices"] = read_device_handles(source, pid)
             again[pid] = process.replaced(**changes)
