@@ -34,9 +34,11 @@ PSS of processes sharing with others can be up to ``max_staleness`` old.
 
 import math
 import time
+from dataclasses import replace
 
 from .loading import load_reading
 from .loading.gathered import make_reading
+from .loading.process import read_meminfo
 from .model import Need, rollup_keys
 from .parsers import MAX_KIB
 from .parsers.cmdline import parse_cmdline
@@ -55,6 +57,9 @@ DEFAULT_MAX_STALENESS = 60.0
 #: the 1% a collection's figures are held to, as the estimate divides a displacement evenly
 #: among the sharers while one may take more (bench/incremental.py measures the error)
 TOLERANCE = 0.005
+
+#: what a reading has of the machine beside its processes: read once, for the collection's reading
+_MACHINE_KINDS = Need.POOLS | Need.PRESSURE | Need.UPTIME
 
 
 class _Known:
@@ -258,13 +263,22 @@ class Refresher:
         needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
         loaded, resident = self._rollups_again(source, needs, seen, pids)
         chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
-        reading = load_reading(source, chosen, with_processes=bool(chosen.pids), needs=needs, jobs=jobs)
+        if not chosen.pids:  # (all read again above: of the rest of a whole read, only meminfo)
+            return read_meminfo(source), self._known_again(source, seen, pids, loaded, resident, {}, {}, now)
+        # the machine's figures (pools, pressure, clock) are the final reading's (_reading), not these
+        reading = load_reading(source, chosen, with_processes=True, jobs=jobs,
+                               needs=replace(needs, kinds=needs.kinds & ~_MACHINE_KINDS))
         self._pss_missing = self._pss_missing or reading.pss_missing
         for process in reading.processes:
             stat = seen[process.pid]
             loaded[process.pid] = process if process.stat is None else process.replaced(stat=stat)
         unreadable = {pid: (reason, name) for reason, listed in reading.unreadable.items() for pid, name in listed}
         skipped = {pid: (name, rss) for pid, name, rss in reading.skipped}
+        return reading.meminfo, self._known_again(source, seen, pids, loaded, resident, unreadable, skipped, now)
+
+    def _known_again(self, source, seen, pids, loaded, resident, unreadable, skipped, now):
+        """Keep what was read of ``pids``: their figures, their keys in the sharer index; the
+        events of those read because their own memory moved."""
         events, sharers = [], self._sharers
         for pid in pids:
             before = self._known.get(pid)
@@ -293,7 +307,7 @@ class Refresher:
             elif before.moved != known.moved:
                 events.append((pid, abs(known.shared - before.shared), {**before_keys, **keys},
                                caps(before.split, known.split)))
-        return reading.meminfo, events
+        return events
 
     def _rollups_again(self, source, needs, seen, pids):
         """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
