@@ -208,21 +208,23 @@ class Refresher:
         """{pid: PidStat} of the processes (not kernel threads) there are now.  A process that
         has not run since the last collection has the same stat, byte for byte: parsed once."""
         seen, before, parsed = {}, self._parsed, {}
+        read, wanted = source.read_optional, selection.pids
         for pid in source.pids():
-            if not selection.wants_pid(pid):
+            if wanted is not None and pid not in wanted:
                 continue
-            raw = source.read_optional(f"{pid}/stat")
+            raw = read(f"{pid}/stat")
             if not raw:
                 continue
             known = before.get(pid)
             if known is not None and known[0] == raw:
                 stat = known[1]
+                parsed[pid] = known
             else:
                 try:
                     stat = parse_stat(raw)
                 except ValueError:
                     continue
-            parsed[pid] = raw, stat
+                parsed[pid] = raw, stat
             if not stat.is_kernel_thread:
                 seen[pid] = stat
         self._parsed = parsed
