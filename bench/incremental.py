@@ -63,7 +63,7 @@ def _get(url):
         return response.read().decode()
 
 
-def _wait_up(url, proc, seconds=60):
+def _wait_up(url, proc, seconds=600):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
