@@ -137,6 +137,7 @@ class Refresher:
         self._sharers = Sharers()
         self._last_at = None
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
+        self._took = 0.0         # seconds the latest collection took: a figure that old less is re-read
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
         self._parsed = {}        # pid -> (its stat, parsed) at the last collection
@@ -192,7 +193,9 @@ class Refresher:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             sharers.settle(again)
         self.reread = len(first) + len(again)
-        return self._reading(source, meminfo, needs, selection.selects, seen)
+        reading = self._reading(source, meminfo, needs, selection.selects, seen)
+        self._took = min(max(self.clock() - now, 0.0), self.max_staleness)
+        return reading
 
     def _limit(self, pid):
         known = self._known.get(pid)
@@ -240,7 +243,8 @@ class Refresher:
     def _oldest(self, seen, chosen, gap, now):
         """The oldest figures of those not ``chosen``: as many as ``gap`` is a share of
         max_staleness of them (the fractions carried over to the next collection), and at least
-        every one as old as max_staleness.  Those read for their own changes are left out of the
+        every one as old as max_staleness less what the latest collection took (a figure kept is
+        served when the collection ends).  Those read for their own changes are left out of the
         count (they are read anyway), and the ones the age forces are counted in it, so that the
         re-reads stay even: a figure read at the start is not re-read in a burst a minute on."""
         rest = [pid for pid in seen if pid not in chosen]
@@ -248,7 +252,7 @@ class Refresher:
         known = self._known
         rest.sort(key=lambda pid: known[pid].read_at)
         count = max(math.floor(self._due), 0)
-        late = now - self.max_staleness
+        late = now - self.max_staleness + self._took
         while count < len(rest) and known[rest[count]].read_at <= late:
             count += 1  # (as old as max_staleness: read whatever is due)
         self._due -= count
