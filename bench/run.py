@@ -543,6 +543,9 @@ def main(argv=None):
                     help='incremental: seconds between two scrapes (default 15)')
     ap.add_argument('--max-staleness', type=float, default=60.0,
                     help='incremental: smem serve --max-staleness (default 60)')
+    ap.add_argument('--oneshot-rounds', type=int, default=0,
+                    help='incremental: also time a one-shot `smem` against cat of every smaps_rollup, '
+                         'alternated this many rounds on the same workload (default 0: not)')
     ap.add_argument('--active-every', type=int, default=9,
                     help='incremental: every n-th worker allocates and frees (default 9: 10%% of the processes)')
     ap.add_argument('--quiet-wait', type=float, default=20.0,
@@ -658,6 +661,8 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
             tables += incremental.section_incremental(
                 wl, tmp, log, ours_argv, ours_env, peer_env, Table, scrapes=args.scrapes,
                 interval=args.scrape_interval, staleness=args.max_staleness)
+            if args.oneshot_rounds:
+                tables += incremental.section_oneshot(tmp, log, ours_argv, ours_env, Table, args.oneshot_rounds)
             if args.watch_frames != 0:
                 tables += incremental.section_watch_incremental(tmp, log, ours_argv, ours_env, Table,
                                                                 staleness=args.max_staleness)

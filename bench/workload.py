@@ -45,10 +45,14 @@ GROUP_KIB = 512          # per group, shared by the group
 PRIV_REGIONS = 12
 PRIV_REGION_KIB = 32     # each process copies PRIV_REGIONS * PRIV_REGION_KIB on write
 OWN_KIB = 128            # each process's own private region
-READY_TIMEOUT = 120.0
+READY_TIMEOUT = 120.0     # seconds for the processes to be ready, or 30 ms each where more (10,000 on a busy machine)
 CHURN_SECONDS = 1.0      # an active worker allocates or frees about this often
 CHURN_KIB = 256
 CHURN_MAX = 4
+
+
+def _ready_timeout(processes):
+    return max(READY_TIMEOUT, 0.03 * processes)
 
 
 def _touch(m, write):
@@ -183,7 +187,7 @@ def leader(groups, per_group, filedir, shm_path, active_every=0):
     os.close(ready_w)
     want = groups * (per_group + 1)
     got = 0
-    deadline = time.monotonic() + READY_TIMEOUT
+    deadline = time.monotonic() + _ready_timeout(want)
     while got < want:
         left = deadline - time.monotonic()
         r, _, _ = select.select([ready_r], [], [], max(left, 0))
@@ -301,7 +305,7 @@ def running(groups=30, per_group=9, python=sys.executable, active_every=0):
              str(groups), str(per_group), filedir, shm_path, str(active_every)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, cwd='/')
-        r, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT + 10)
+        r, _, _ = select.select([proc.stdout], [], [], _ready_timeout(groups * (per_group + 1)) + 10)
         line = proc.stdout.readline().decode() if r else ''
         parts = line.split()
         if len(parts) != 3 or parts[0] != 'ready' or parts[1] != parts[2]:

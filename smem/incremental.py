@@ -34,9 +34,11 @@ PSS of processes sharing with others can be up to ``max_staleness`` old.
 
 import math
 import time
+from dataclasses import replace
 
 from .loading import load_reading
 from .loading.gathered import make_reading
+from .loading.process import read_meminfo
 from .model import Need, rollup_keys
 from .parsers import MAX_KIB
 from .parsers.cmdline import parse_cmdline
@@ -55,6 +57,9 @@ DEFAULT_MAX_STALENESS = 60.0
 #: the 1% a collection's figures are held to, as the estimate divides a displacement evenly
 #: among the sharers while one may take more (bench/incremental.py measures the error)
 TOLERANCE = 0.005
+
+#: what a reading has of the machine beside its processes: read once, for the collection's reading
+_MACHINE_KINDS = Need.POOLS | Need.PRESSURE | Need.UPTIME
 
 
 class _Known:
@@ -110,6 +115,13 @@ def _remapped(before, after):
     return before.moved[2] != after.moved[2]
 
 
+def _holds_devices(handles):
+    """Whether a process held device fds or mapped dma-bufs when last read (one that held none and
+    moved only its anonymous memory has none now: opening a DRM node or a dma-buf and using it
+    maps the buffers, pages of files)."""
+    return handles is None or bool(handles.clients or handles.dmabufs or handles.mapped)
+
+
 class Refresher:
     """Reads processes as :func:`smem.loading.load_reading` does, re-reading only those that changed
     since the last call (see the module's docstring).  Its :meth:`load` takes load_reading's
@@ -125,6 +137,7 @@ class Refresher:
         self._sharers = Sharers()
         self._last_at = None
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
+        self._took = 0.0         # seconds the latest collection took: a figure that old less is re-read
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
         self._parsed = {}        # pid -> (its stat, parsed) at the last collection
@@ -159,12 +172,12 @@ class Refresher:
         reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0}
         first = set()
         for pid, stat in seen.items():
-            reason = self._changed(pid, stat, now)
+            reason = self._changed(pid, stat)
             if reason is not None:
                 first.add(pid)
                 reasons[reason] += 1
-        oldest = self._oldest(seen, first, gap)
-        reasons["age"] += len(oldest)
+        oldest = self._oldest(seen, first, gap, now)
+        reasons["age"] = len(oldest)
         first |= oldest
         sharers = self._sharers
         sharers.spread(events)
@@ -180,7 +193,9 @@ class Refresher:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             sharers.settle(again)
         self.reread = len(first) + len(again)
-        return self._reading(source, meminfo, needs, selection.selects, seen)
+        reading = self._reading(source, meminfo, needs, selection.selects, seen)
+        self._took = min(max(self.clock() - now, 0.0), self.max_staleness)
+        return reading
 
     def _limit(self, pid):
         known = self._known.get(pid)
@@ -196,43 +211,51 @@ class Refresher:
         """{pid: PidStat} of the processes (not kernel threads) there are now.  A process that
         has not run since the last collection has the same stat, byte for byte: parsed once."""
         seen, before, parsed = {}, self._parsed, {}
+        read, wanted = source.read_optional, selection.pids
         for pid in source.pids():
-            if not selection.wants_pid(pid):
+            if wanted is not None and pid not in wanted:
                 continue
-            raw = source.read_optional(f"{pid}/stat")
+            raw = read(f"{pid}/stat")
             if not raw:
                 continue
             known = before.get(pid)
             if known is not None and known[0] == raw:
                 stat = known[1]
+                parsed[pid] = known
             else:
                 try:
                     stat = parse_stat(raw)
                 except ValueError:
                     continue
-            parsed[pid] = raw, stat
+                parsed[pid] = raw, stat
             if not stat.is_kernel_thread:
                 seen[pid] = stat
         self._parsed = parsed
         return seen
 
-    def _changed(self, pid, stat, now):
-        """Why ``pid`` is to be read ("new", "moved", "age": as old as max_staleness), or None."""
+    def _changed(self, pid, stat):
+        """Why ``pid`` is to be read ("new", "moved"), or None."""
         known = self._known.get(pid)
         if known is None:
             return "new"
-        if known.moved != _movers(stat):
-            return "moved"
-        return "age" if now - known.read_at >= self.max_staleness else None
+        return "moved" if known.moved != _movers(stat) else None
 
-    def _oldest(self, seen, chosen, gap):
-        """The oldest figures, as many as ``gap`` is a share of max_staleness of them all (the
-        fractions carried over to the next collection)."""
-        self._due = min(self._due + len(seen) * gap / self.max_staleness, len(seen))
-        count = math.floor(self._due)
+    def _oldest(self, seen, chosen, gap, now):
+        """The oldest figures of those not ``chosen``: as many as ``gap`` is a share of
+        max_staleness of them (the fractions carried over to the next collection), and at least
+        every one as old as max_staleness less what the latest collection took (a figure kept is
+        served when the collection ends).  Those read for their own changes are left out of the
+        count (they are read anyway), and the ones the age forces are counted in it, so that the
+        re-reads stay even: a figure read at the start is not re-read in a burst a minute on."""
+        rest = [pid for pid in seen if pid not in chosen]
+        self._due = min(self._due + len(rest) * gap / self.max_staleness, len(rest))
+        known = self._known
+        rest.sort(key=lambda pid: known[pid].read_at)
+        count = max(math.floor(self._due), 0)
+        late = now - self.max_staleness + self._took
+        while count < len(rest) and known[rest[count]].read_at <= late:
+            count += 1  # (as old as max_staleness: read whatever is due)
         self._due -= count
-        rest = [pid for pid in seen if pid not in chosen and pid in self._known]
-        rest.sort(key=lambda pid: self._known[pid].read_at)
         return set(rest[:count])
 
     def _forget(self, pid):
@@ -246,13 +269,22 @@ class Refresher:
         needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
         loaded, resident = self._rollups_again(source, needs, seen, pids)
         chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
-        reading = load_reading(source, chosen, with_processes=bool(chosen.pids), needs=needs, jobs=jobs)
+        if not chosen.pids:  # (all read again above: of the rest of a whole read, only meminfo)
+            return read_meminfo(source), self._known_again(source, seen, pids, loaded, resident, {}, {}, now)
+        # the machine's figures (pools, pressure, clock) are the final reading's (_reading), not these
+        reading = load_reading(source, chosen, with_processes=True, jobs=jobs,
+                               needs=replace(needs, kinds=needs.kinds & ~_MACHINE_KINDS))
         self._pss_missing = self._pss_missing or reading.pss_missing
         for process in reading.processes:
             stat = seen[process.pid]
             loaded[process.pid] = process if process.stat is None else process.replaced(stat=stat)
         unreadable = {pid: (reason, name) for reason, listed in reading.unreadable.items() for pid, name in listed}
         skipped = {pid: (name, rss) for pid, name, rss in reading.skipped}
+        return reading.meminfo, self._known_again(source, seen, pids, loaded, resident, unreadable, skipped, now)
+
+    def _known_again(self, source, seen, pids, loaded, resident, unreadable, skipped, now):
+        """Keep what was read of ``pids``: their figures, their keys in the sharer index; the
+        events of those read because their own memory moved."""
         events, sharers = [], self._sharers
         for pid in pids:
             before = self._known.get(pid)
@@ -281,7 +313,7 @@ class Refresher:
             elif before.moved != known.moved:
                 events.append((pid, abs(known.shared - before.shared), {**before_keys, **keys},
                                caps(before.split, known.split)))
-        return reading.meminfo, events
+        return events
 
     def _rollups_again(self, source, needs, seen, pids):
         """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
@@ -324,7 +356,8 @@ class Refresher:
                 from .parsers.cgroup import parse_cgroup
                 raw = source.read_optional(f"{pid}/cgroup")
                 changes["cgroup"] = parse_cgroup(raw) if raw else None
-            if needs.devices and known.moved != _movers(stat):
+            if needs.devices and known.moved != _movers(stat) and (
+                    _holds_devices(process.devices) or known.file_rss is None or resident.get(pid) != known.file_rss):
                 from .device_memory import read_device_handles
                 changes["devices"] = read_device_handles(source, pid)
             again[pid] = process.replaced(**changes)

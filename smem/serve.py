@@ -81,6 +81,29 @@ class Collection:
     reasons: dict = field(default_factory=dict)  # how many of them for each reason
 
 
+def _largest(view, snapshot, earlier, top):
+    """(snapshot, earlier) with only the processes that can be among the ``top`` of largest PSS
+    (ties and processes without a PSS kept), for the process view's table sorted by PSS: its rows
+    are made of those alone, not of every process at every scrape."""
+    if view.name != "process" or snapshot.pss_missing:
+        return snapshot, earlier
+    import heapq
+    pss = [p.totals.get("Pss") for p in snapshot.processes]
+    known = [v for v in pss if v is not None]
+    if len(known) <= top:
+        return snapshot, earlier
+    floor = heapq.nlargest(top, known)[-1]
+    kept = tuple(p for p, v in zip(snapshot.processes, pss) if v is None or v >= floor)
+    pids = {p.pid for p in kept}
+    return _only(snapshot, kept), None if earlier is None else _only(
+        earlier, tuple(p for p in earlier.processes if p.pid in pids))
+
+
+def _only(snapshot, processes):
+    import dataclasses
+    return dataclasses.replace(snapshot, reading=dataclasses.replace(snapshot.reading, processes=processes))
+
+
 class SharedCollector:
     """A prometheus_client collector whose scrapes share collections: one at a time, and one
     younger than ``min_interval`` seconds answers again."""
@@ -124,7 +147,8 @@ class SharedCollector:
             earlier, self._previous = self._previous, snapshot
             tables = companion_tables(self.plan, snapshot, self.request.system, earlier)
             if self.top:
-                tables = (make_table(readings(self.plan.view, snapshot, earlier), self.plan.view, self.request.table,
+                largest = _largest(self.plan.view, snapshot, earlier, self.top)
+                tables = (make_table(readings(self.plan.view, *largest), self.plan.view, self.request.table,
                                      self.request.system), *tables)
         except SmemError as e:
             self.errors += 1

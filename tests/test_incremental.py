@@ -148,6 +148,26 @@ def test_a_figure_is_never_older_than_max_staleness():
             assert refresher.oldest_age() <= 10.0
 
 
+def test_re_reads_for_age_are_spread_evenly():
+    """Four idle processes, max-staleness 60 s, a collection every 15 s: one is re-read for its
+    age at each (a quarter of them), never the rest at once when the figures of the first read
+    all come of age together."""
+    with obedient_process() as a, obedient_process() as b, obedient_process() as c, obedient_process() as d:
+        now = [1000.0]
+        refresher = Refresher(60.0, clock=lambda: now[0])
+        request = _request(a.pid, b.pid, c.pid, d.pid)
+        the_plan = plan(request)
+        read_snapshot(request, the_plan, load=refresher.load)
+        ages = []
+        for _ in range(12):
+            now[0] += 15.0
+            read_snapshot(request, the_plan, load=refresher.load)
+            ages.append(refresher.reasons['age'] + refresher.reasons['moved'])
+            assert refresher.oldest_age() < 60.0
+        assert max(ages) <= 1, ages
+        assert sum(ages) >= 11  # (each re-read every minute: none left to grow old)
+
+
 def test_max_staleness_0_reads_everything():
     with obedient_process() as a:
         refresher = Refresher(0)
