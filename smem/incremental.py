@@ -32,6 +32,7 @@ left out of the report (-P, -U) is not read, so its changes move no one: with a 
 PSS of processes sharing with others can be up to ``max_staleness`` old.
 """
 
+import collections
 import math
 import time
 from dataclasses import replace
@@ -137,7 +138,8 @@ class Refresher:
         self._sharers = Sharers()
         self._last_at = None
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
-        self._took = 0.0         # seconds the latest collection took: a figure that old less is re-read
+        self._took = 0.0         # the longest of the latest collections: a figure that old less is re-read
+        self._durations = collections.deque(maxlen=8)  # (one longer than the last must not overshoot)
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
         self._parsed = {}        # pid -> (its stat, parsed) at the last collection
@@ -194,7 +196,8 @@ class Refresher:
             sharers.settle(again)
         self.reread = len(first) + len(again)
         reading = self._reading(source, meminfo, needs, selection.selects, seen)
-        self._took = min(max(self.clock() - now, 0.0), self.max_staleness)
+        self._durations.append(max(self.clock() - now, 0.0))
+        self._took = min(max(self._durations), self.max_staleness)
         return reading
 
     def _limit(self, pid):

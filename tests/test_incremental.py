@@ -148,6 +148,28 @@ def test_a_figure_is_never_older_than_max_staleness():
             assert refresher.oldest_age() <= 10.0
 
 
+def test_a_collection_longer_than_the_last_leaves_no_figure_older_than_max_staleness():
+    """Collections 25 s apart, alternately instant and 8 s long (the clock moves while one
+    reads): a figure just under the cut-off when a long one starts must not be served older."""
+    with obedient_process() as a, obedient_process() as b, obedient_process() as c, obedient_process() as d:
+        now, took = [1000.0], [0.0]
+
+        class Slow(Refresher):
+            def _reading(self, *args):
+                now[0] += took[0]
+                return super()._reading(*args)
+
+        refresher = Slow(60.0, clock=lambda: now[0])
+        request = _request(a.pid, b.pid, c.pid, d.pid)
+        the_plan = plan(request)
+        read_snapshot(request, the_plan, load=refresher.load)
+        for i in range(16):
+            now[0] += 25.0
+            took[0] = 8.0 if i % 2 else 0.0
+            read_snapshot(request, the_plan, load=refresher.load)
+            assert refresher.oldest_age() <= 60.0, i
+
+
 def test_re_reads_for_age_are_spread_evenly():
     """Four idle processes, max-staleness 60 s, a collection every 15 s: one is re-read for its
     age at each (a quarter of them), never the rest at once when the figures of the first read
