@@ -260,3 +260,29 @@ def test_whole_processes_of_an_exact_capture_account_as_the_reference(sharers, m
 
 def exact_page_kib():
     return os.sysconf("SC_PAGESIZE") // 1024
+
+
+def test_a_whole_process_beside_one_by_its_mappings_keeps_its_own_frames(sharers):
+    """Frames a process maps alone, counted not listed, count as much when another process in
+    the same accounting comes by its mappings (the general path) as when it is accounted alone."""
+    from smem.selection import Selection
+    from smem.sources import open_source
+    live = LiveSource()
+    whole, other = sharers[0], sharers[1]
+
+    def passed():
+        frames = scanned.FramesPass(live, exact.frame_reader(live), True)
+        for pid in sharers[:2]:
+            frames.take(frames.read(pid))
+        return frames
+
+    source = open_source(None, per_mapping=True, every_mapping=True, streamed=False)
+    reading = load_reading(source, Selection(pids=frozenset({other})), needs=None)
+    mappings = {p.pid: p.mappings for p in reading.processes}[other]
+    for _ in range(5):
+        alone = exact.account(live, {whole: None}, read=passed()).process(whole)
+        beside = exact.account(live, {whole: None, other: mappings}, read=passed()).process(whole)
+        if (alone.rss_kib, alone.uss_kib) == (beside.rss_kib, beside.uss_kib):
+            break
+    assert (beside.rss_kib, beside.uss_kib) == (alone.rss_kib, alone.uss_kib)
+    assert alone.uss_kib >= os.sysconf("SC_PAGE_SIZE") // 1024  # (its copied page at least)

@@ -144,7 +144,7 @@ class ExactAccounting:
         self.page_kib = page_size // 1024
         self.skipped = {}
         self.flags_available = None
-        self._own = {}  # pid: frames only it maps, not among its frames (DistinctFrames.own)
+        self._own = {pid: f.own for pid, f in frames.items() if isinstance(f, DistinctFrames) and f.own}
         self._frames = dict(frames) if keep_frames else None
         if (frames and not keep_frames and hasattr(table, "owned_counts")
                 and all(isinstance(f, DistinctFrames) for f in frames.values())):

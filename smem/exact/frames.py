@@ -105,7 +105,7 @@ class DistinctFrames:
 
     def __reduce__(self):
         """Pickled as raw bytes: a worker sends one for each process, and numpy's own pickling of
-        its three arrays costs ten times as much (unpickled, they are writable: ranked in place)."""
+        its three arrays costs several times as much (unpickled, they are writable: ranked in place)."""
         return _distinct_frames, (self.pid, _raw(self.pfns), _raw(self.counts), _raw(self.swap), self.scanned,
                                   self.own)
 
