@@ -56,10 +56,10 @@ Limitations, by design or because the kernel does not say:
 * A live process read whole (smem.exact.scanned) lists only the frames others
   may map too: those pagemap marks exclusively mapped (bit 56) are counted as its
   own, USS in every group it is in, with no map count read.  Two pids sharing one
-  address space (a vfork child before its exec) would each count them, and a
-  frame another process maps after this one is read and before that one is is
-  counted twice: as this one's own, and in the other's list with a count of 2
-  (the reference path, which reads every map count at the end, splits it).
+  address space (a vfork child before its exec) would each count them.  A frame
+  another process maps after this one is read and before that one is goes back
+  into the lists (frames.settle_own), split by its map count as the reference
+  path splits it.
 * Only mappings whose smaps Rss or Swap is non-zero are read (huge empty
   reservations cost nothing).  pagemap, kpagecount and smaps are read at
   different instants; a frame whose in-group count exceeds the kpagecount

@@ -19,8 +19,10 @@
  * pfns: bytearray of the distinct PFNs of present pages, ascending, uint32 where the largest
  * fits (wide False) else uint64; counts: bytearray of uint32, how many of the process's pages
  * map each, or None where each is mapped once; swap: bytearray of the distinct swap entries
- * (uint64, ascending); own: with exclusive true, the number of distinct frames whose entry
- * says exclusively mapped, left out of pfns; entries: how many entries the regions held.
+ * (uint64, ascending); own: bytearray of the distinct frames (uint64, ascending) whose entry
+ * says exclusively mapped, left out of pfns (empty unless exclusive is true): the accounting
+ * lists again any that another process maps by the time it is read; entries: how many entries
+ * the regions held.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -196,7 +198,8 @@ static PyObject *frames(PyObject *self, PyObject *args)
     sorted_in_place(&swap, tmp);
     size_t own = mine.n ? 1 : 0, nswap = swap.n ? 1 : 0, distinct = 0;
     for (size_t i = 1; i < mine.n; i++)
-        own += mine.v[i] != mine.v[i - 1];
+        if (mine.v[i] != mine.v[i - 1])
+            mine.v[own++] = mine.v[i];
     for (size_t i = 1; i < swap.n; i++)
         if (swap.v[i] != swap.v[i - 1])
             swap.v[nswap++] = swap.v[i];
@@ -227,12 +230,14 @@ static PyObject *frames(PyObject *self, PyObject *args)
     }
     PyObject *counted = repeated ? bytes_of(counts, distinct * 4) : (Py_INCREF(Py_None), Py_None);
     PyObject *swapped = bytes_of(swap.v, nswap * 8);
-    if (pfns && counted && swapped)
-        result = Py_BuildValue("(OOOnnO)", pfns, counted, swapped, (Py_ssize_t)own, (Py_ssize_t)entries,
+    PyObject *owned = bytes_of(mine.v, own * 8);
+    if (pfns && counted && swapped && owned)
+        result = Py_BuildValue("(OOOOnO)", pfns, counted, swapped, owned, (Py_ssize_t)entries,
                                wide ? Py_True : Py_False);
     Py_XDECREF(pfns);
     Py_XDECREF(counted);
     Py_XDECREF(swapped);
+    Py_XDECREF(owned);
 done:
     free(buf);
     free(tmp);

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..errors import ProcessGone, ProcessUnreadable
 from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _BLOCK_MASK, _BLOCK_SHIFT, _UNOWNED,
-                     DistinctFrames, ExactUnavailable, FrameTable)
+                     DistinctFrames, ExactUnavailable, FrameTable, settle_own)
 from .frame_arrays import (SHARES_AT_ONCE, blocks_of, freed_arrays_returned, rank_in_place, shares,
                            unique_counts)
 from .members import encode_frames, encode_kpages
@@ -144,7 +144,7 @@ class ExactAccounting:
         self.page_kib = page_size // 1024
         self.skipped = {}
         self.flags_available = None
-        self._own = {pid: f.own for pid, f in frames.items() if isinstance(f, DistinctFrames) and f.own}
+        self._own = settle_own(frames)  # pid: frames only it maps, not among its frames
         self._frames = dict(frames) if keep_frames else None
         if (frames and not keep_frames and hasattr(table, "owned_counts")
                 and all(isinstance(f, DistinctFrames) for f in frames.values())):
@@ -208,7 +208,6 @@ class ExactAccounting:
         self._blocks, self._shift, self._mask = distinct, 0, 0
         self._itype = np.uint32
         self._proc = {}
-        self._own = {pid: f.own for pid, f in procs if f.own}
         for pid, f in procs:
             d = f.pfns if f.pfns.dtype == np.uint32 else f.pfns.astype(np.uint32)
             f.pfns = None

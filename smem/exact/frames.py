@@ -86,31 +86,32 @@ class DistinctFrames:
     """A process's frames as the accounting takes them: ``pfns`` each distinct frame once,
     ascending (uint32 where every PFN fits, else uint64); ``counts`` how many times the process
     maps each (uint32), or None where it maps every one once; ``swap`` its distinct swap slots;
-    ``own`` how many more frames it maps that no other process maps (pagemap's "exclusively
-    mapped" bit), left out of ``pfns``: each is the process's USS in every group it is in, so
-    neither its map count nor its rank is needed.
+    ``own`` the frames it maps that no other process mapped when it was read (pagemap's
+    "exclusively mapped" bit), distinct and ascending, left out of ``pfns``: each is the
+    process's USS in every group it is in, so neither its map count nor its rank is needed
+    (:func:`settle_own` lists again those another process maps by the time it is read).
 
     What a worker sends back (smem.exact.scanned): a few bytes a frame, no mapping boundaries.
     """
 
     __slots__ = ("pid", "pfns", "counts", "swap", "scanned", "own")
 
-    def __init__(self, pid, pfns, counts, swap, scanned=False, own=0):
+    def __init__(self, pid, pfns, counts, swap, scanned=False, own=None):
         self.pid = pid
         self.pfns = pfns
         self.counts = counts
         self.swap = swap
         self.scanned = scanned  # found by PAGEMAP_SCAN, which leaves the zero page out
-        self.own = own
+        self.own = np.zeros(0, np.uint32) if own is None else own
 
     def __reduce__(self):
         """Pickled as raw bytes: a worker sends one for each process, and numpy's own pickling of
         its three arrays costs several times as much (unpickled, they are writable: ranked in place)."""
         return _distinct_frames, (self.pid, _raw(self.pfns), _raw(self.counts), _raw(self.swap), self.scanned,
-                                  self.own)
+                                  _raw(self.own))
 
     @classmethod
-    def of(cls, pid, pfns, swap, scanned=False, own=0):
+    def of(cls, pid, pfns, swap, scanned=False, own=None):
         """From pagemap's frames (``pfns``, any order, repeated where mapped twice; sorted in
         place) and swap slots."""
         if len(pfns) and int(pfns.max()) < 1 << 32:
@@ -131,7 +132,7 @@ class DistinctFrames:
         return self.pfns, self.counts
 
     def __repr__(self):
-        return f"DistinctFrames({self.pid}, {len(self.pfns)} frames, {self.own} its own, {len(self.swap)} swapped)"
+        return f"DistinctFrames({self.pid}, {len(self.pfns)} frames, {len(self.own)} its own, {len(self.swap)} swapped)"
 
 
 def _raw(array):
@@ -140,8 +141,41 @@ def _raw(array):
 
 def _distinct_frames(pid, pfns, counts, swap, scanned, own):
     """The DistinctFrames that __reduce__ took apart."""
-    arrays = [None if raw is None else np.frombuffer(raw[1], raw[0]) for raw in (pfns, counts, swap)]
-    return DistinctFrames(pid, *arrays, scanned, own)
+    arrays = [None if raw is None else np.frombuffer(raw[1], raw[0]) for raw in (pfns, counts, swap, own)]
+    return DistinctFrames(pid, *arrays[:3], scanned, arrays[3])
+
+
+def settle_own(frames):
+    """{pid: how many frames it alone maps} for ``frames`` (pid: DistinctFrames or
+    ProcessFrames), having moved back into a process's listed frames (each mapped once) every
+    frame it counted as its own that another process lists or also counts: the processes are
+    read one after another, and a frame one maps alone when it is read can be mapped by another
+    by the time that one is read.  Listed, the frame's map count (read at the end) splits it."""
+    owners = [f for f in frames.values() if isinstance(f, DistinctFrames) and len(f.own)]
+    if not owners:
+        return {}
+    own = np.concatenate([f.own.astype(np.uint64) for f in owners])
+    own.sort()
+    contested = own[1:][own[1:] == own[:-1]]
+    listed = [f.pfns for f in frames.values() if f is not None and f.pfns is not None and len(f.pfns)]
+    if listed:
+        listed = np.unique(np.concatenate([p.astype(np.uint64) for p in listed]))
+        at = np.minimum(np.searchsorted(listed, own), len(listed) - 1)
+        contested = np.union1d(contested, own[listed[at] == own])
+    for f in owners if len(contested) else ():
+        back = np.isin(f.own, contested)
+        if back.any():
+            moved, f.own = f.own[back].astype(np.uint64), f.own[~back]
+            merged = DistinctFrames.of(f.pid, np.concatenate([_repeated(f.pfns, f.counts), moved]),
+                                       np.zeros(0, np.uint64))
+            f.pfns, f.counts = merged.pfns, merged.counts
+    return {f.pid: len(f.own) for f in owners if len(f.own)}
+
+
+def _repeated(pfns, counts):
+    """Each frame as many times as the process maps it (what DistinctFrames.of counts again)."""
+    pfns = pfns.astype(np.uint64)
+    return pfns if counts is None else np.repeat(pfns, counts)
 
 
 class FrameTable:

@@ -153,6 +153,8 @@ def read_distinct_frames(source, reader, pid, vec=None, exclusive=False):
         frames = reader.process_frames(pid, None)  # the mappings smaps says hold something
         return DistinctFrames.of(pid, frames.pfns, frames.swap)
     pfns, counts, swap, own, entries = got
+    if len(own) and int(own[-1]) < 1 << 32:
+        own = own.astype(np.uint32)  # (half the bytes to send)
     if not entries:  # nothing mapped, or the process exited since the open
         source.read_process(pid, "stat")  # ProcessGone if it did
     return DistinctFrames(pid, pfns, counts, swap, True, own)
@@ -168,14 +170,13 @@ def distinct_python(fd, regions, page_size, exclusive):
     present = entries[signed < 0]
     swap = entries[signed >= _SWAPPED_ONLY]  # bit 62 (swapped) set, bit 63 clear
     swap &= pm.PFN_MASK
-    own = 0
+    own = np.zeros(0, np.uint64)
     if exclusive:
         alone = (present & _EXCLUSIVE).astype(bool)
         if alone.any():
             mine = present[alone]
             mine &= pm.PFN_MASK
-            mine.sort()  # (a page of a large folio may be mapped at two addresses of one process)
-            own = 1 + int(np.count_nonzero(mine[1:] != mine[:-1]))
+            own = np.unique(mine)  # (a page of a large folio may be mapped at two addresses of one process)
             present = present[~alone]
     present &= pm.PFN_MASK
     f = DistinctFrames.of(0, present, swap)
@@ -190,7 +191,7 @@ def _distinct_c(fd, regions, page_size, exclusive):
     pfns, counts, swap, own, entries, wide = got
     return (np.frombuffer(pfns, np.uint64 if wide else np.uint32),
             None if counts is None else np.frombuffer(counts, np.uint32),
-            np.frombuffer(swap, np.uint64), own, entries)
+            np.frombuffer(swap, np.uint64), np.frombuffer(own, np.uint64), entries)
 
 
 _frames = None
