@@ -335,3 +335,21 @@ def test_a_frame_mapped_by_a_second_process_during_the_pass_is_counted_once(tmp_
         if counted == listed:
             break
     assert counted == listed
+
+
+@pytest.mark.parametrize("base", [0, 1 << 40], ids=["dense", "spread"])
+def test_settle_own_lists_again_what_another_lists_or_also_counts(base):
+    """settle_own on frames as workers send them, near PFN 0 (a byte a PFN) and far above it (RAM
+    at high physical addresses: sorted): a frame counted as its own by one process goes back
+    into its list where another lists it or counts it too; the rest stay counted."""
+    from smem.exact.frames import DistinctFrames, settle_own
+    u64 = lambda *v: np.array([base + x for x in v], dtype=np.uint64)
+    a = DistinctFrames(1, u64(10, 11), np.array([1, 2], np.uint32), u64(), True, own=u64(20, 21, 22))
+    b = DistinctFrames(2, u64(11, 21), None, u64(), True, own=u64(30, 22))
+    c = DistinctFrames(3, u64(11), None, u64(), True, own=u64(40))
+    assert settle_own({1: a, 2: b, 3: c}) == {1: 1, 2: 1, 3: 1}
+    assert a.own.tolist() == u64(20).tolist() and a.pfns.tolist() == u64(10, 11, 21, 22).tolist()
+    assert a.counts.tolist() == [1, 2, 1, 1]
+    assert b.own.tolist() == u64(30).tolist() and b.pfns.tolist() == u64(11, 21, 22).tolist()
+    assert b.counts is None
+    assert c.own.tolist() == u64(40).tolist() and c.pfns.tolist() == u64(11).tolist()

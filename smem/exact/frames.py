@@ -154,16 +154,27 @@ def settle_own(frames):
     owners = [f for f in frames.values() if isinstance(f, DistinctFrames) and len(f.own)]
     if not owners:
         return {}
-    own = np.concatenate([f.own.astype(np.uint64) for f in owners])
-    own.sort()
-    contested = own[1:][own[1:] == own[:-1]]
     listed = [f.pfns for f in frames.values() if f is not None and f.pfns is not None and len(f.pfns)]
-    if listed:
-        listed = np.unique(np.concatenate([p.astype(np.uint64) for p in listed]))
-        at = np.minimum(np.searchsorted(listed, own), len(listed) - 1)
-        contested = np.union1d(contested, own[listed[at] == own])
+    owned = [f.own for f in owners]
+    top = max(int(p.max()) for p in listed + owned)
+    if top + 1 <= 8 * sum(map(len, listed + owned)) + (1 << 24):
+        # one byte a PFN up to the largest (a few MiB: RAM / page size), cheaper than sorting
+        seen = np.zeros(top + 1, dtype=np.uint8)
+        for pfns in listed:
+            seen[pfns] = 2
+        for own in owned:
+            seen[own] += 1  # (distinct within a process: each frame once)
+        contested = np.flatnonzero(seen >= 2)
+        del seen
+    else:  # frames too spread (RAM at high physical addresses): sorted
+        own = np.sort(np.concatenate([o.astype(np.uint64) for o in owned]))
+        contested = own[1:][own[1:] == own[:-1]]
+        if listed:
+            listed = np.unique(np.concatenate([p.astype(np.uint64) for p in listed]))
+            at = np.minimum(np.searchsorted(listed, own), len(listed) - 1)
+            contested = np.union1d(contested, own[listed[at] == own])
     for f in owners if len(contested) else ():
-        back = np.isin(f.own, contested)
+        back = np.isin(f.own, contested, assume_unique=True)
         if back.any():
             moved, f.own = f.own[back].astype(np.uint64), f.own[~back]
             merged = DistinctFrames.of(f.pid, np.concatenate([_repeated(f.pfns, f.counts), moved]),
