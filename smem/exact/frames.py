@@ -164,17 +164,17 @@ def settle_own(frames):
             seen[pfns] = 2
         for own in owned:
             seen[own] += 1  # (distinct within a process: each frame once)
-        contested = np.flatnonzero(seen >= 2)
-        del seen
+        contested = lambda own: seen[own] >= 2
     else:  # frames too spread (RAM at high physical addresses): sorted
         own = np.sort(np.concatenate([o.astype(np.uint64) for o in owned]))
-        contested = own[1:][own[1:] == own[:-1]]
+        twice = own[1:][own[1:] == own[:-1]]
         if listed:
             listed = np.unique(np.concatenate([p.astype(np.uint64) for p in listed]))
             at = np.minimum(np.searchsorted(listed, own), len(listed) - 1)
-            contested = np.union1d(contested, own[listed[at] == own])
-    for f in owners if len(contested) else ():
-        back = np.isin(f.own, contested, assume_unique=True)
+            twice = np.union1d(twice, own[listed[at] == own])
+        contested = lambda own: np.isin(own, twice, assume_unique=True)
+    for f in owners:
+        back = contested(f.own)
         if back.any():
             moved, f.own = f.own[back].astype(np.uint64), f.own[~back]
             merged = DistinctFrames.of(f.pid, np.concatenate([_repeated(f.pfns, f.counts), moved]),
