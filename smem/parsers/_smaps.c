@@ -126,12 +126,7 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             PyErr_SetString(PyExc_TypeError, "summing takes keys and no select");
             goto done;
         }
-        sums = PyMem_Calloc(1, sizeof(Sums));
-        if (sums == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        if (sums_init(sums, use) < 0)
+        if ((sums = sums_new(use)) == NULL)
             goto done;
         for (Py_ssize_t i = 0; i < count; i++)
             if (sums_add(sums, data, &spans[i], use) < 0)
@@ -182,10 +177,7 @@ static PyObject *parse(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     result = Py_BuildValue("(OO)", list, had_pss ? Py_True : Py_False);
 done:
-    if (sums) {
-        sums_free(sums);
-        PyMem_Free(sums);
-    }
+    sums_delete(sums);
     Py_XDECREF(prev.name);
     Py_XDECREF(list);
     keys_free(&with);

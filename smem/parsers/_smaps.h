@@ -71,6 +71,8 @@ int sums_init(Sums *t, const Keys *k);
 int sums_add(Sums *t, const char *data, const Span *s, const Keys *k);
 PyObject *sums_dict(Sums *t, const Keys *k);
 void sums_free(Sums *t);
+Sums *sums_new(const Keys *k);
+void sums_delete(Sums *t);
 int sums_merge(Sums *into, const Sums *from, const Keys *k);
 PyObject *sums_value(const Sums *t, const Keys *k, Py_ssize_t i);
 PyObject *sums_by_name(const char *data, const Span *spans, Py_ssize_t count, const Keys *use, PyObject *fields, PyObject *anonymous);

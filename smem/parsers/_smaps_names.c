@@ -170,12 +170,7 @@ PyObject *sums_by_name(const char *data, const Span *spans, Py_ssize_t count, co
         if (sums_add(&sums[j], data, s, use) < 0)
             goto done;
     }
-    totals = PyMem_Calloc(1, sizeof(Sums));
-    if (totals == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (sums_init(totals, use) < 0)
+    if ((totals = sums_new(use)) == NULL)
         goto done;
     if ((rows = PyList_New(n)) == NULL)
         goto done;
@@ -200,10 +195,7 @@ done:
         sums_free(&sums[j]);
         Py_DECREF(names[j]);
     }
-    if (totals) {
-        sums_free(totals);
-        PyMem_Free(totals);
-    }
+    sums_delete(totals);
     PyMem_Free(sums);
     PyMem_Free(counts);
     PyMem_Free(firsts);

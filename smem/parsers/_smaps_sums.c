@@ -168,6 +168,29 @@ void sums_free(Sums *t)
     Py_CLEAR(t->dict);
 }
 
+/* Empty sums of the keys k on the heap (NULL with the error set); sums_delete frees them. */
+Sums *sums_new(const Keys *k)
+{
+    Sums *t = PyMem_Calloc(1, sizeof(Sums));
+    if (t == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (sums_init(t, k) < 0) {
+        sums_delete(t);
+        return NULL;
+    }
+    return t;
+}
+
+void sums_delete(Sums *t)
+{
+    if (t) {
+        sums_free(t);
+        PyMem_Free(t);
+    }
+}
+
 /* Add the sums `from` to `into` (one name's sums to a process's totals), keys in from's order. */
 int sums_merge(Sums *into, const Sums *from, const Keys *k)
 {
