@@ -8,6 +8,7 @@ call :func:`run_report` or its steps too.
 """
 
 import dataclasses
+import functools
 import os
 from typing import List, NamedTuple, Optional
 
@@ -162,9 +163,8 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
 
 def _estimated(source, exact):
     """The notes where the kernel's figures are estimates (built without per-page map counts)."""
-    from .parsers.kernel_config import no_page_mapcount, parse_kernel_config
     text = source.kernel_config()
-    if text is None or not no_page_mapcount(parse_kernel_config(text)):
+    if text is None or not _no_page_mapcount(text):
         return []
     notes = ["the kernel keeps no per-page map counts (CONFIG_NO_PAGE_MAPCOUNT, Linux 6.15+): smaps' PSS and "
              "USS of large folios mapped in part are averages over the folio, estimates"]
@@ -172,6 +172,13 @@ def _estimated(source, exact):
         notes.append("--exact: group USS is approximate on this kernel: kpagecount gives each page of a large "
                      "folio the folio's average map count (CONFIG_NO_PAGE_MAPCOUNT)")
     return notes
+
+
+@functools.lru_cache(maxsize=2)
+def _no_page_mapcount(text):
+    """no_page_mapcount of the config ``text``: parsed once, not at every scrape of smem serve."""
+    from .parsers.kernel_config import no_page_mapcount, parse_kernel_config
+    return no_page_mapcount(parse_kernel_config(text))
 
 
 def _measure_working_set(source, selection, seconds, warnings):

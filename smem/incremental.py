@@ -62,6 +62,8 @@ TOLERANCE = 0.005
 #: what a reading has of the machine beside its processes: read once, for the collection's reading
 _MACHINE_KINDS = Need.POOLS | Need.PRESSURE | Need.UPTIME
 
+_UNPARSED = object()
+
 
 class _Known:
     """What the last read of one process found."""
@@ -143,6 +145,7 @@ class Refresher:
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
         self._parsed = {}        # pid -> (its stat, parsed) at the last collection
+        self._cgroups = {}       # the bytes of /proc/PID/cgroup -> parse_cgroup of them
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -346,25 +349,39 @@ class Refresher:
             anonymous = counters.get("Anonymous") if keys is kept else counters.pop("Anonymous", None)
             if anonymous is not None and counters.get("Rss") is not None:
                 resident[pid] = counters["Rss"] - anonymous
-            changes = {"rollup": counters, "_totals": None}
+            changes = {} if counters == process.rollup else {"rollup": counters, "_totals": None}
             raw = source.read_optional(f"{pid}/cmdline")
             cmdline = parse_cmdline(raw) if raw else ""
             if not cmdline:
                 continue  # (gone, or a zombie: load_reading knows what to make of it)
             if cmdline != process.cmdline:
                 changes["cmdline"] = cmdline
-            if process.stat is not None:
-                changes["stat"] = stat
             if needs.cgroup:
-                from .parsers.cgroup import parse_cgroup
                 raw = source.read_optional(f"{pid}/cgroup")
-                changes["cgroup"] = parse_cgroup(raw) if raw else None
+                cgroup = self._cgroup(raw) if raw else None
+                if cgroup != process.cgroup:
+                    changes["cgroup"] = cgroup
             if needs.devices and known.moved != _movers(stat) and (
                     _holds_devices(process.devices) or known.file_rss is None or resident.get(pid) != known.file_rss):
                 from .device_memory import read_device_handles
                 changes["devices"] = read_device_handles(source, pid)
-            again[pid] = process.replaced(**changes)
+            if changes and process.stat is not None:
+                changes["stat"] = stat
+            # (nothing moved, as for most of those re-read for their age: the same Process, its stat
+            # made now's by _reading)
+            again[pid] = process.replaced(**changes) if changes else process
         return again, resident
+
+    def _cgroup(self, raw):
+        """parse_cgroup of ``raw``, parsed once for every process in the same cgroup (a machine has
+        a few hundred cgroups at most; the memo is dropped when it holds more)."""
+        cgroup = self._cgroups.get(raw, _UNPARSED)
+        if cgroup is _UNPARSED:
+            if len(self._cgroups) >= 4096:
+                self._cgroups.clear()
+            from .parsers.cgroup import parse_cgroup
+            cgroup = self._cgroups[raw] = parse_cgroup(raw)
+        return cgroup
 
     def _reading(self, source, meminfo, needs, selected, seen):
         """The Reading of every process known now, as load_reading would make it; each with the
