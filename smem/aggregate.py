@@ -8,6 +8,8 @@ pages is anonymous PSS; the rest is shmem for a shared memory mapping
 (/dev/shm, memfd, SysV, shared anonymous memory) and file otherwise.
 """
 
+from operator import methodcaller
+
 from .parsers.smaps import CountersBase
 
 __all__ = ["Sums", "sum_of", "is_shmem_mapping", "is_shmem_name", "pss_split_of_mappings"]
@@ -32,7 +34,9 @@ class Sums(CountersBase):
         if key in cache:
             value = cache[key]
         else:
-            values = [v for v in (part.get(key) for part in self._parts) if v is not None]
+            values = list(map(methodcaller("get", key), self._parts))  # (in C: a scrape sums ~20 per process)
+            if None in values:
+                values = [v for v in values if v is not None]
             value = cache[key] = sum(values) if values else None
         return default if value is None else value
 

@@ -89,22 +89,22 @@ def group_rows(snapshots, key, label):
     """One row per value of ``key(process)`` among the processes that map memory, of the last of
     ``snapshots`` (an earlier one before it: the cpu column is over the interval between them)."""
     snapshot = snapshots[-1]
+    members = _members(snapshots)
     groups = {}
-    for process in snapshot.processes:
-        if not process.has_memory:
-            continue
+    for process, cpu in zip(members.processes, members.cpu):
         k = key(process)
         row = groups.get(k)
         if row is None:
             row = groups[k] = GroupRow(k, label(process))
-        row.add(process)
-    ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
+            row.cpu = []
+        row.processes.append(process)
+        row.cpu.append(cpu)
+    ratios = members.ratios
     devices = snapshot.devices
-    clock, earlier = snapshot.clock, cpu_readings(snapshots[0]) if len(snapshots) > 1 else None
+    clock = snapshot.clock
     for row in groups.values():
-        if clock is not None:
-            shares = [v for v in (process_cpu(p, clock, earlier) for p in row.processes) if v is not None]
-            row.cpu = round(sum(shares), 1) if shares else None
+        shares = [v for v in row.cpu if v is not None] if clock is not None else None
+        row.cpu = round(sum(shares), 1) if shares else None
         row.close()
         row.swap_ratios = ratios.of_group(row.processes)
         row.measured = snapshot.working_set
@@ -117,6 +117,35 @@ def group_rows(snapshots, key, label):
         for k, row in groups.items():
             row.exact = figures[k]
     return list(groups.values())
+
+
+class _Members:
+    """What every group view takes of a snapshot's processes, the same for the program, user and
+    cgroup views of one collection (smem serve's scrape, a watch frame, a page make the three):
+    those that map memory, the cpu of each over the interval, the swap ratios."""
+
+    __slots__ = ("snapshots", "processes", "cpu", "ratios")
+
+    def __init__(self, snapshots):
+        snapshot = snapshots[-1]
+        self.snapshots = snapshots
+        self.processes = [p for p in snapshot.processes if p.has_memory]
+        clock, earlier = snapshot.clock, cpu_readings(snapshots[0]) if len(snapshots) > 1 else None
+        self.cpu = ([process_cpu(p, clock, earlier) for p in self.processes] if clock is not None
+                    else [None] * len(self.processes))
+        self.ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
+
+
+_latest = [None]  # the _Members made last: the next group view of the same snapshots takes it
+
+
+def _members(snapshots):
+    """_Members of ``snapshots`` (the same objects as the latest call's: that one's)."""
+    latest = _latest[0]
+    if (latest is None or len(latest.snapshots) != len(snapshots)
+            or any(a is not b for a, b in zip(latest.snapshots, snapshots))):
+        latest = _latest[0] = _Members(tuple(snapshots))
+    return latest
 
 
 def _memory():
