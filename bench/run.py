@@ -665,6 +665,7 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
                 tables += incremental.section_oneshot(tmp, log, ours_argv, ours_env, Table, args.oneshot_rounds)
             if args.watch_frames != 0:
                 tables += incremental.section_watch_incremental(tmp, log, ours_argv, ours_env, Table,
+                                                                frames=args.watch_frames or 31,
                                                                 staleness=args.max_staleness)
     if 'startup' in only:
         log('start-up ...')

@@ -34,6 +34,7 @@ PSS of processes sharing with others can be up to ``max_staleness`` old.
 
 import collections
 import math
+import os
 import time
 from dataclasses import replace
 
@@ -48,6 +49,8 @@ from .parsers.smaps import parse_smaps_kept
 from .parsers.stat import parse_stat
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
+from .sources.held_stats import held_stats
+from .sources.live import LiveSource
 
 __all__ = ["Refresher", "DEFAULT_MAX_STALENESS", "TOLERANCE"]
 
@@ -146,6 +149,8 @@ class Refresher:
         self._pss_missing = False
         self._parsed = {}        # pid -> (its stat, parsed) at the last collection
         self._cgroups = {}       # the bytes of /proc/PID/cgroup -> parse_cgroup of them
+        self._held = None        # smem.sources.held_stats.HeldStats: the stat files kept open
+        self._held_whole = False  # whether the collection that last scanned them ended
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -169,14 +174,15 @@ class Refresher:
         now = self.clock()
         gap = now - self._last_at if self._last_at is not None else self.max_staleness
         self._last_at = now
-        seen = self._stats(source, selection)
+        seen, touched = self._stats(source, selection)
         events = []
         for pid in [pid for pid, known in self._known.items()
                     if pid not in seen or seen[pid].start_time != known.start]:
             events.append(self._forget(pid))  # exited, or its pid reused
         reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0}
         first = set()
-        for pid, stat in seen.items():
+        # (a process whose stat did not change has the counters it was last read with)
+        for pid, stat in seen.items() if touched is None else ((p, seen[p]) for p in touched if p in seen):
             reason = self._changed(pid, stat)
             if reason is not None:
                 first.add(pid)
@@ -201,6 +207,7 @@ class Refresher:
         reading = self._reading(source, meminfo, needs, selection.selects, seen)
         self._durations.append(max(self.clock() - now, 0.0))
         self._took = min(max(self._durations), self.max_staleness)
+        self._held_whole = True
         return reading
 
     def _limit(self, pid):
@@ -214,8 +221,12 @@ class Refresher:
                 and (selection is None or selection.mapping is None))
 
     def _stats(self, source, selection):
-        """{pid: PidStat} of the processes (not kernel threads) there are now.  A process that
-        has not run since the last collection has the same stat, byte for byte: parsed once."""
+        """({pid: PidStat} of the processes (not kernel threads) there are now, the pids whose
+        stat changed since the last collection, or None: any may have).  A process that has not
+        run since the last collection has the same stat, byte for byte: parsed once."""
+        held = self._held_for(source, selection)
+        if held is not None:
+            return held.stats()
         seen, before, parsed = {}, self._parsed, {}
         read, wanted = source.read_optional, selection.pids
         for pid in source.pids():
@@ -237,7 +248,19 @@ class Refresher:
             if not stat.is_kernel_thread:
                 seen[pid] = stat
         self._parsed = parsed
-        return seen
+        return seen, None
+
+    def _held_for(self, source, selection):
+        """The HeldStats of this machine's /proc (kept while collections follow one another
+        whole), or None: another tree, a selection of pids, or no C step."""
+        if selection.pids is not None or not isinstance(source, LiveSource) \
+                or os.path.realpath(source.proc) != "/proc":
+            self._held = None
+            return None
+        if self._held is None or not self._known or not self._held_whole:
+            self._held = held_stats(source.proc)  # (what it says changed is since the last collection)
+        self._held_whole = False
+        return self._held
 
     def _changed(self, pid, stat):
         """Why ``pid`` is to be read ("new", "moved"), or None."""

@@ -31,6 +31,7 @@ not need, and cost CPU, which a watch spends every second (docs/benchmarks.md:
 56 ms of CPU a frame with two workers, 43 ms serially, at 390 processes).
 """
 
+import gc
 import itertools
 import os
 import time
@@ -98,6 +99,10 @@ class _Frames:
         elif not self.since_first:
             self.baseline = self.current
         self.current = snapshot
+        if self.first is None:
+            # what the first frame made stays (the baseline, the figures kept): the collector
+            # need not walk it again at every frame (docs/benchmarks.md, issue #26 item 2)
+            gc.freeze()
         self.frame = Frame(started, number, self.count)
         self.first = self.first or self.frame
 

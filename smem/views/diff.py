@@ -133,10 +133,16 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
         defaults += [f"old_{measure}", measure]
     defaults += [f"d{k}" for k in amounts]
 
+    kept = []  # [(snapshot, options, its rows by key)]: the last OLD side, which watch mode compares with again
+
     def rows(snapshots, options):
         old_snapshot, new_snapshot = snapshots[0], snapshots[-1]
         row_key = base.comparison.row_key
-        old = {row_key(r): r for r in base.rows([old_snapshot], options)}
+        if kept and kept[0][0] is old_snapshot and kept[0][1] == options:
+            old = kept[0][2]
+        else:
+            old = {row_key(r): r for r in base.rows([old_snapshot], options)}
+            kept[:] = [(old_snapshot, options, old)]
         later = [old_snapshot, new_snapshot] if base.comparison.interval_rows else [new_snapshot]
         new = {row_key(r): r for r in base.rows(later, options)}
         return [DiffRow(old.get(key), new.get(key), key) for key in dict.fromkeys([*new, *old])]

@@ -1,0 +1,100 @@
+"""Every process's /proc/PID/stat, read through descriptors held from one collection to the next.
+
+A collection that re-reads only what changed (smem.incremental) still reads every process's
+stat to learn what did: opening, reading and closing 1,500 files a frame.  :class:`HeldStats`
+keeps each stat's file open and reads it again at offset 0 (the kernel makes its text anew),
+and hands back only the stats whose bytes changed: most processes have not run since.  The
+loop is the optional C extension smem.sources._stat_fds; without it (or with
+SMEM_PURE_PYTHON=1) :func:`held_stats` gives None and the caller reads each file as before.
+
+A held descriptor stays bound to the process it was opened for: once that one exits, reading
+it fails, whatever process has its number since, and the file is opened again by its path.
+The descriptors are moved to :data:`FLOOR` or over, and the soft limit on open files raised
+for them where the hard one allows (else the rest are read and closed each time); each costs
+the kernel about a page while held.
+"""
+
+import os
+import resource
+
+from ..parsers.stat import parse_stat
+
+__all__ = ["HeldStats", "held_stats", "FLOOR"]
+
+#: held descriptors are numbered from here: the program's own stay below, where select() takes them
+FLOOR = 1024
+
+_c = None
+if not os.environ.get("SMEM_PURE_PYTHON"):
+    try:
+        from . import _stat_fds as _c
+    except ImportError:  # not built (no compiler where it was installed)
+        _c = None
+
+
+class HeldStats:
+    """The stats of the processes under ``proc``, with their files kept open."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self._fds = {}    # pid -> descriptor held
+        self._last = {}   # pid -> its stat as last read
+        self._parsed = {}  # pid -> its stat as last read, parsed
+
+    def stats(self):
+        """({pid: PidStat} of the processes (not kernel threads) there are now, ascending; the
+        pids whose stat changed since the last call, the others' PidStat being the same object)."""
+        pids, changed = self.scan()
+        parsed, touched = self._parsed, set()
+        for pid, raw in changed:
+            touched.add(pid)
+            try:
+                if raw is None:  # (no longer readable)
+                    raise ValueError(pid)
+                parsed[pid] = parse_stat(raw)
+            except ValueError:
+                parsed.pop(pid, None)
+        for pid in [pid for pid in parsed if pid not in self._last]:  # (exited)
+            del parsed[pid]
+        seen = {}
+        for pid in pids:
+            stat = parsed.get(pid)
+            if stat is not None and not stat.is_kernel_thread:
+                seen[pid] = stat
+        return seen, touched
+
+    def scan(self):
+        """(every pid, ascending; [(pid, stat bytes, or None where it is no longer readable)] of
+        those whose stat is not what the last scan read)."""
+        self._room(len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
+        pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR)
+        listed = set(pids)
+        for pid in [pid for pid in self._last if pid not in listed]:  # (exited)
+            del self._last[pid]
+        for pid in [pid for pid in self._fds if pid not in listed]:
+            os.close(self._fds.pop(pid))
+        return pids, changed
+
+    def close(self):
+        fds, self._fds, self._last, self._parsed = self._fds, {}, {}, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def __del__(self):
+        self.close()
+
+    @staticmethod
+    def _room(wanted):
+        """Raise the soft limit on open files to hold ``wanted`` descriptors over FLOOR, where the
+        hard limit allows."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        need = FLOOR + wanted
+        if soft != resource.RLIM_INFINITY and soft < need:
+            new = need if hard == resource.RLIM_INFINITY else min(need, hard)
+            if new > soft:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+def held_stats(proc):
+    """A HeldStats of ``proc``, or None where the C step is not built."""
+    return HeldStats(proc) if _c is not None else None

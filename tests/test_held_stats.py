@@ -1,0 +1,133 @@
+"""Stats read through descriptors held between collections (smem.sources.held_stats), on real
+processes: what changed is handed back, what did not is not, a process that exits is dropped
+and its descriptor closed, and a pid reused by another process gives that process's stat,
+never the one the descriptor was opened for."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from smem.parsers.stat import parse_stat
+from smem.sources import held_stats as module
+from smem.sources.held_stats import FLOOR, HeldStats
+
+pytestmark = pytest.mark.skipif(module._c is None, reason='the C step smem.sources._stat_fds is not built')
+
+SLEEPER = ("import sys\nheld = []\nprint('ready', flush=True)\nfor line in sys.stdin:\n"
+           "    held.append(bytearray(int(line)))\n    print(line.strip(), flush=True)\n")
+
+
+def _sleeper():
+    child = subprocess.Popen([sys.executable, '-c', SLEEPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == 'ready\n'
+    return child
+
+
+def _stop(child):
+    child.stdin.close()
+    child.wait()
+
+
+def _held_paths():
+    """{fd: target} of this process's descriptors at FLOOR or over."""
+    out = {}
+    for name in os.listdir('/proc/self/fd'):
+        if int(name) >= FLOOR:
+            try:
+                out[int(name)] = os.readlink(f'/proc/self/fd/{name}')
+            except FileNotFoundError:
+                pass
+    return out
+
+
+def test_only_what_changed_is_handed_back_and_an_exit_closes_its_descriptor():
+    child = _sleeper()
+    held = HeldStats('/proc')
+    try:
+        pids, changed = held.scan()
+        assert child.pid in pids and pids == sorted(pids)
+        first = dict(changed)
+        assert parse_stat(first[child.pid]).pid == child.pid
+        assert f'/proc/{child.pid}/stat' in _held_paths().values()  # (held, at FLOOR or over)
+        _, changed = held.scan()
+        assert child.pid not in dict(changed)  # (blocked on its stdin: its stat is the same)
+        child.stdin.write(f'{8 << 20}\n')  # (it faults in 8 MiB: its counters move)
+        child.stdin.flush()
+        assert child.stdout.readline() == f'{8 << 20}\n'
+        _, changed = held.scan()
+        now = dict(changed)[child.pid]
+        with open(f'/proc/{child.pid}/stat', 'rb') as f:
+            fresh = parse_stat(f.read())
+        assert parse_stat(now).utime + parse_stat(now).stime <= fresh.utime + fresh.stime
+        assert parse_stat(now).minflt > parse_stat(first[child.pid]).minflt
+        _stop(child)
+        pids, changed = held.scan()
+        assert child.pid not in pids and child.pid not in dict(changed)
+        assert f'/proc/{child.pid}/stat' not in _held_paths().values()
+    finally:
+        if child.returncode is None:
+            _stop(child)
+        held.close()
+    assert not any(re.fullmatch(r'/proc/\d+/stat', t) for t in _held_paths().values())
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.access('/proc/sys/kernel/ns_last_pid', os.W_OK),
+                    reason='placing a pid needs root (ns_last_pid)')
+def test_a_pid_reused_gives_the_new_process_stat_not_the_old_one():
+    """The first process's descriptor stays open while it exits and another takes its pid: the
+    scan after gives the second one's stat (its own start time)."""
+    held = HeldStats('/proc')
+    try:
+        for _ in range(50):
+            first = _sleeper()
+            held.scan()
+            pid = first.pid
+            old = parse_stat(held._last[pid])
+            _stop(first)
+            with open('/proc/sys/kernel/ns_last_pid', 'w') as f:
+                f.write(str(pid - 1))
+            second = _sleeper()
+            if second.pid == pid:
+                break
+            _stop(second)  # (another process forked first: try again)
+        else:
+            pytest.fail('no pid could be reused in 50 tries')
+        try:
+            pids, changed = held.scan()
+            got = dict(changed)
+            assert pid in pids and pid in got, 'the reused pid was not handed back'
+            new = parse_stat(got[pid])
+            with open(f'/proc/{pid}/stat', 'rb') as f:
+                fresh = parse_stat(f.read())
+            assert new.start_time == fresh.start_time > old.start_time
+        finally:
+            _stop(second)
+    finally:
+        held.close()
+
+
+def test_without_room_for_held_descriptors_every_stat_is_still_read():
+    """A soft and hard limit under FLOOR: no descriptor can be held, each stat is read and closed."""
+    code = f"""
+import os, resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+from smem.sources.held_stats import HeldStats
+held = HeldStats('/proc')
+pids, changed = held.scan()
+assert os.getpid() in pids and os.getpid() in dict(changed), 'own stat missing'
+assert not held._fds, held._fds
+assert max(int(n) for n in os.listdir('/proc/self/fd')) < 256
+child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'], stdin=subprocess.PIPE)
+pids, changed = held.scan()
+assert child.pid in dict(changed) and os.getpid() in dict(changed)
+child.stdin.close(); child.wait()
+pids, changed = held.scan()
+assert child.pid not in pids and child.pid not in dict(changed)
+print('ok')
+"""
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.stdout == 'ok\n', out.stderr
