@@ -359,8 +359,9 @@ def serve_http(query, options, announce, warn, page_app=None):
 
 def write_textfiles(query, options, warn):
     """Write options.textfile/smem.prom every options.interval seconds, options.count times
-    (until SIGTERM or Ctrl-C when None); how many of the writes had no figures but smem's own
-    (the source could not be read: the file says so in smem_collection_errors_total)."""
+    (until SIGTERM or Ctrl-C when None); how many of the reads failed.  A failed read writes
+    nothing: the last good file stays (node_exporter's node_textfile_mtime_seconds shows its
+    age) rather than being replaced by one without a figure of the machine's."""
     require("prometheus_client", "smem serve --textfile")
     from prometheus_client import generate_latest
     directory = options.textfile
@@ -377,7 +378,10 @@ def write_textfiles(query, options, warn):
     with _stopped_by_signals():
         next_at = time.monotonic()
         while True:
-            replace_file(path, generate_latest(registry), mode=0o644)
+            failed_before = collector.errors
+            text = generate_latest(registry)
+            if collector.errors == failed_before:  # a failed read leaves the last good file (its mtime ages)
+                replace_file(path, text, mode=0o644)
             written += 1
             if options.count is not None and written >= options.count:
                 break
