@@ -280,6 +280,8 @@ def _routes(metrics_app, page_app=None, host_allowed=lambda header: False):
     def app(environ, start_response):
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
+            if environ.get("REQUEST_METHOD") == "HEAD":  # prometheus_client's app answers it 405
+                return _head(metrics_app, environ, start_response)
             return metrics_app(environ, start_response)
         if page_app is not None and path in page_app.paths:
             if not host_allowed(environ.get("HTTP_HOST", "")):
@@ -297,6 +299,18 @@ def _routes(metrics_app, page_app=None, host_allowed=lambda header: False):
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
         return [b"not found: smem serves /metrics\n"]
     return app
+
+
+def _head(app, environ, start_response):
+    """HEAD: ``app``'s answer to GET, its headers (the length of the body) without the body."""
+    answer = []
+    body = b"".join(app(dict(environ, REQUEST_METHOD="GET"), lambda status, headers, exc_info=None:
+                        answer.extend((status, headers))))
+    status, headers = answer
+    if not any(name.lower() == "content-length" for name, _ in headers):
+        headers = [*headers, ("Content-Length", str(len(body)))]
+    start_response(status, headers)
+    return []
 
 
 def _server(host, port, app):

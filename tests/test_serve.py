@@ -95,6 +95,13 @@ def test_scrapes_share_one_collection_and_match_the_reports():
             from prometheus_client.openmetrics.parser import text_string_to_metric_families
             om = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
         assert om["smem_user_pss_bytes"].unit == "bytes" and om["smem_collections"].type == "counter"
+        # HEAD is GET without the body (a 405 before): the same collection, the same length
+        get = urllib.request.urlopen(base + "/metrics", timeout=60)
+        body = get.read()
+        head = urllib.request.urlopen(urllib.request.Request(base + "/metrics", method="HEAD"), timeout=60)
+        assert (head.status, head.read()) == (200, b"")
+        assert head.headers["Content-Type"] == get.headers["Content-Type"]
+        assert int(head.headers["Content-Length"]) == len(body)
         assert _get(base + "/")[0] == 200
         with pytest.raises(urllib.error.HTTPError) as missing:
             _get(base + "/other")
