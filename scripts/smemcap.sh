@@ -12,7 +12,7 @@ prog=smemcap.sh
 
 usage() {
 	cat <<EOF
-usage: $prog [-h] [FILE]
+usage: $prog [-h] [-f] [FILE]
 
 Capture /proc/meminfo, /proc/version and, for every readable process, its
 smaps, smaps_rollup, cmdline, stat, status and its GPU and dma-buf fds' fdinfo
@@ -21,6 +21,9 @@ memfds, zram, KSM and zswap settings, dma-bufs, /etc/passwd and host details)
 as a gzip-compressed tar
 written to FILE, or to stdout when FILE is omitted or "-".
 Analyse it elsewhere with: smem -S FILE
+
+An existing FILE is rewritten only if it is empty or already holds a capture
+(compressed or tar); -f (--force) rewrites any file.
 
 Run as root to include other users' processes and to record their owners.
 Temporary files go under \${TMPDIR:-/tmp} and are removed on exit.
@@ -32,19 +35,28 @@ die() {
 	exit 1
 }
 
-case ${1-} in
--h | --help)
-	usage
-	exit 0
-	;;
---)
-	shift
-	;;
--?*)
-	printf '%s: unknown option %s (try -h)\n' "$prog" "$1" >&2
-	exit 2
-	;;
-esac
+force=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-h | --help)
+		usage
+		exit 0
+		;;
+	-f | --force)
+		force=1
+		shift
+		;;
+	--)
+		shift
+		break
+		;;
+	-?*)
+		printf '%s: unknown option %s (try -h)\n' "$prog" "$1" >&2
+		exit 2
+		;;
+	*) break ;;
+	esac
+done
 if [ $# -gt 1 ]; then
 	printf '%s: too many arguments (try -h)\n' "$prog" >&2
 	exit 2
@@ -85,9 +97,24 @@ trap 'on_signal INT 130' INT
 trap 'on_signal TERM 143' TERM
 
 # --- output: open it now so an unwritable path fails before any work -------
+# Whether FILE starts as a capture does (as smem capture -o judges it): a gzip, bzip2, xz or
+# zstd stream, or a tar.  A file that does not (a user's document) is not ours to destroy.
+holds_capture() {
+	IFS= read -r head <"$1"
+	case $head in
+	"$(printf '\037\213')"* | BZh* | "$(printf '\3757zXZ')"* | "$(printf '\050\265\057\375')"*)
+		return 0
+		;;
+	esac
+	tar tf "$1" >/dev/null 2>&1
+}
+
 if [ "$out" = - ]; then
 	exec 3>&1
 else
+	if [ -z "$force" ] && [ -f "$out" ] && [ -s "$out" ] && ! holds_capture "$out"; then
+		die "refusing to replace $out: it exists and does not hold a capture; give -f to replace it"
+	fi
 	[ -e "$out" ] || created=1
 	# a new FILE is private (0600, as smem capture -o): command lines and users are in it
 	if ! (umask 077 && : >>"$out") 2>/dev/null; then

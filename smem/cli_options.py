@@ -12,13 +12,12 @@ import sys
 
 import click
 
-from .cli_words import DIRECTORY, PATH, Choice
+from .cli_words import DIRECTORY, PATH, SIZE, Choice
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
 from .formats import FORMATS, TABLE_FORMATS
 from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions, WatchOptions
 from .report import parse_columns
-from .units import parse_size
 
 
 def bundle(*decorators):
@@ -50,7 +49,7 @@ selection_options = bundle(
     click.option("--jobs", "-j", type=click.IntRange(min=0), metavar="N",
                  help="Read processes in N processes (0: one per CPU; default: one per CPU from 200 "
                       "processes up, else 1; a streamed capture: at most 2)."),
-    click.option("--max-rss", metavar="SIZE",
+    click.option("--max-rss", metavar="SIZE", type=SIZE,
                  help="Skip (and list) processes with more than SIZE resident (e.g. 64G): reading a huge "
                       "process's smaps stalls it."),
 )
@@ -80,7 +79,7 @@ def table_options(complete_fields):
 
 #: the whole system (-w): installed RAM, the kernel image and the recommendation
 system_options = bundle(
-    click.option("-R", "--realmem", metavar="SIZE", help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB)."),
+    click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB)."),
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
                  help="Path to the kernel image (vmlinux, bzImage, vmlinuz)."),
     click.option("--recommend", type=click.FloatRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
@@ -231,7 +230,7 @@ def report_request(o, view):
         table=table_from(o)._replace(working_set=o["wss"] is not None),
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, o["output"],
                             o["force"]) if pie is not None or bar is not None else None),
-        system=SystemOptions(realmem_bytes=parse_size(o["realmem"]) if o["realmem"] is not None else None,
+        system=SystemOptions(realmem_bytes=o["realmem"],
                              kernel_path=o["kernel"], recommend=o["recommend"]),
         watch=watch_from(o),
     )
@@ -271,7 +270,7 @@ def query_from(o, view, **more):
     """The selection bundle's values as the Query of ``view`` (``more``: its other fields)."""
     max_rss = o["max_rss"]
     return Query(view=view, process_filter=o["processfilter"], user_filter=o["userfilter"],
-                 map_filter=o["mapfilter"], max_rss_kib=parse_size(max_rss) // 1024 if max_rss is not None else None,
+                 map_filter=o["mapfilter"], max_rss_kib=max_rss // 1024 if max_rss is not None else None,
                  jobs=o["jobs"], pids=_pids(o["pids"]), **more)
 
 

@@ -72,7 +72,7 @@ class Choice(click.Choice):
         if len(self.choices) <= 6:
             raise UsageError(f"{name} takes {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
                              f"not {value!r}{hint}")
-        raise UsageError(f"{name}: no such value {value!r}{hint} (the values: 'man smem')")
+        raise UsageError(f"{name}: no such value {value!r}" + (hint or f"; the values: {', '.join(self.choices)}"))
 
 
 class _Path(click.ParamType):
@@ -92,6 +92,24 @@ PATH = _Path("file")
 DIRECTORY = _Path("dir")
 
 
+class _Size(click.ParamType):
+    """A memory size ("2G"), as bytes; a bad one is refused naming the option it was given to."""
+
+    name = "size"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        from .units import parse_size
+        try:
+            return parse_size(value)
+        except UsageError as e:
+            raise UsageError(f"{_option_names(param)}: {e}") from None
+
+
+SIZE = _Size()
+
+
 def _option_names(param):
     return "/".join(sorted(param.opts, key=lambda o: o.startswith("--"))) if param is not None else "an option"
 
@@ -105,6 +123,9 @@ def usage_message(error):
     if isinstance(error, click.MissingParameter) and isinstance(error.param, click.Argument):
         return (f"missing {error.param.human_readable_name}: "
                 f"{error.ctx.command_path} takes {_arguments(error.ctx.command)}")
+    if isinstance(error, click.MissingParameter) and error.param is not None and error.ctx is not None:
+        what = error.param.metavar or error.param.type.name.upper()
+        return f"{error.ctx.command_path} needs {_option_names(error.param)} {what}"
     if isinstance(error, click.BadOptionUsage) and error.ctx is not None:
         option = next((p for p in error.ctx.command.params if error.option_name in getattr(p, "opts", ())), None)
         if option is not None:

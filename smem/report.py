@@ -31,6 +31,11 @@ class UnknownField(UsageError):
         self.names = names
         plural = "s" if len(names) > 1 else ""
         shown = " ".join(n.translate(CONTROLS)[:40] for n in names[:5])
+        changes = [n for n in names if n.startswith("d") and n[1:] in view.columns]
+        if changes:  # dpss is a column of watch mode and smem diff, not of one reading
+            super().__init__(f"{changes[0]} is the change of {changes[0][1:]} between two readings: "
+                             "use it with --interval SECONDS, or compare two captures with smem diff")
+            return
         super().__init__(f"unknown field{plural} for the {view.name} view: {shown}; known: "
                          f"{' '.join(sorted(view.columns))} (-c help says what each is)")
 

@@ -280,6 +280,8 @@ def _routes(metrics_app, page_app=None, host_allowed=lambda header: False):
     def app(environ, start_response):
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
+            if environ.get("REQUEST_METHOD") == "HEAD":  # prometheus_client's app answers it 405
+                return _head(metrics_app, environ, start_response)
             return metrics_app(environ, start_response)
         if page_app is not None and path in page_app.paths:
             if not host_allowed(environ.get("HTTP_HOST", "")):
@@ -297,6 +299,18 @@ def _routes(metrics_app, page_app=None, host_allowed=lambda header: False):
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
         return [b"not found: smem serves /metrics\n"]
     return app
+
+
+def _head(app, environ, start_response):
+    """HEAD: ``app``'s answer to GET, its headers (the length of the body) without the body."""
+    answer = []
+    body = b"".join(app(dict(environ, REQUEST_METHOD="GET"), lambda status, headers, exc_info=None:
+                        answer.extend((status, headers))))
+    status, headers = answer
+    if not any(name.lower() == "content-length" for name, _ in headers):
+        headers = [*headers, ("Content-Length", str(len(body)))]
+    start_response(status, headers)
+    return []
 
 
 def _server(host, port, app):
@@ -359,8 +373,9 @@ def serve_http(query, options, announce, warn, page_app=None):
 
 def write_textfiles(query, options, warn):
     """Write options.textfile/smem.prom every options.interval seconds, options.count times
-    (until SIGTERM or Ctrl-C when None); how many of the writes had no figures but smem's own
-    (the source could not be read: the file says so in smem_collection_errors_total)."""
+    (until SIGTERM or Ctrl-C when None); how many of the reads failed.  A failed read writes
+    nothing: the last good file stays (node_exporter's node_textfile_mtime_seconds shows its
+    age) rather than being replaced by one without a figure of the machine's."""
     require("prometheus_client", "smem serve --textfile")
     from prometheus_client import generate_latest
     directory = options.textfile
@@ -377,7 +392,10 @@ def write_textfiles(query, options, warn):
     with _stopped_by_signals():
         next_at = time.monotonic()
         while True:
-            replace_file(path, generate_latest(registry), mode=0o644)
+            failed_before = collector.errors
+            text = generate_latest(registry)
+            if collector.errors == failed_before:  # a failed read leaves the last good file (its mtime ages)
+                replace_file(path, text, mode=0o644)
             written += 1
             if options.count is not None and written >= options.count:
                 break

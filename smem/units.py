@@ -67,7 +67,7 @@ def parse_size(text):
     else:
         size = int(number) * scale
     if size <= 0:
-        raise UsageError(f"memory size {_shown(text)} is not more than 0 bytes: give the RAM installed, e.g. 2G")
+        raise UsageError(f"memory size {_shown(text)} is not more than 0 bytes: give a size such as 2G")
     if size >= MAX_SIZE_BYTES:
         raise UsageError(f"memory size {_shown(text)} is past 2**64 bytes (16 EiB): no machine has it")
     return size

@@ -99,6 +99,14 @@ def test_a_capture_gives_a_breakdown_with_what_it_holds():
     assert rows["process anon (PSS)"]["used"] > 0
 
 
+def test_the_source_counts_the_processes_in_words_that_agree():
+    capture = FIXTURES / "captures" / "faithful.tar.gz"
+    one, _ = _breakdown("-S", capture, "--pid", "7811", "-c", "area source")
+    every, _ = _breakdown("-S", capture, "-c", "area source")
+    assert one["process anon (PSS)"]["source"] == "sum of Pss_Anon, 1 process's smaps_rollup"
+    assert every["process anon (PSS)"]["source"] == "sum of Pss_Anon, 24 processes' smaps_rollup"
+
+
 def _meminfos():
     found = realproc_files("meminfo") + sorted(FIXTURES.rglob("meminfo"))
     return [p for p in found if p.is_file() and "MemTotal" in parse_meminfo(p.read_bytes()).kib]

@@ -51,6 +51,17 @@ def test_unknown_field_goes_to_stderr_with_the_known_fields():
     assert len(starts) == 1  # every help starts in the same column, whatever the field's length
 
 
+def test_a_change_column_without_interval_says_what_it_needs():
+    """dpss exists in watch mode and smem diff: alone it is not an unknown field but a missing --interval."""
+    for args in (["-s", "dpss"], ["-c", "pid duss"], ["-u", "-s", "dpss"]):
+        proc = run_smem(*args)
+        assert proc.returncode == 2 and proc.stdout == b""
+        (line,) = proc.stderr.decode().splitlines()
+        field = args[-1].split()[-1]
+        assert line == (f"smem: {field} is the change of {field[1:]} between two readings: "
+                        "use it with --interval SECONDS, or compare two captures with smem diff")
+
+
 @pytest.mark.process
 def test_unreadable_processes_are_one_warning_not_silence():
     if os.geteuid() != 0:

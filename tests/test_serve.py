@@ -1,6 +1,7 @@
 """smem serve: a real server on a free port of 127.0.0.1, scraped while it serves a recorded capture
 (so every value is exact), concurrently, and stopped with SIGTERM; the textfile it writes; its errors."""
 
+import gzip
 import json
 import os
 import select
@@ -94,6 +95,13 @@ def test_scrapes_share_one_collection_and_match_the_reports():
             from prometheus_client.openmetrics.parser import text_string_to_metric_families
             om = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
         assert om["smem_user_pss_bytes"].unit == "bytes" and om["smem_collections"].type == "counter"
+        # HEAD is GET without the body (a 405 before): the same collection, the same length
+        get = urllib.request.urlopen(base + "/metrics", timeout=60)
+        body = get.read()
+        head = urllib.request.urlopen(urllib.request.Request(base + "/metrics", method="HEAD"), timeout=60)
+        assert (head.status, head.read()) == (200, b"")
+        assert head.headers["Content-Type"] == get.headers["Content-Type"]
+        assert int(head.headers["Content-Length"]) == len(body)
         assert _get(base + "/")[0] == 200
         with pytest.raises(urllib.error.HTTPError) as missing:
             _get(base + "/other")
@@ -137,11 +145,14 @@ def test_textfile_is_replaced_whole_and_names_what_openmetrics_names(tmp_path):
     for name in ("smem_user_pss_bytes", "smem_user_uss_bytes", "smem_user_swap_bytes", "smem_system_used_bytes"):
         assert written[name] == openmetrics[name], name
     assert written["smem_process_pss_bytes"].items() <= openmetrics["smem_process_pss_bytes"].items()
-    # a source that cannot be read: the file says so, and cron sees a failure
-    failed = run_smem("serve", "-S", tmp_path / "gone.tgz", "--textfile", out, "--count", "1")
-    assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
-    after = _samples(prom.read_text())
-    assert after["smem_collection_errors_total"] == {(): 1.0} and "smem_user_pss_bytes" not in after
+    # a source that cannot be read, gone or corrupt: cron sees a failure, the good file is kept
+    good = prom.read_bytes()
+    corrupt = tmp_path / "corrupt.tgz"
+    corrupt.write_bytes(gzip.compress(b"not a tar archive" * 100)[:200])
+    for source in (tmp_path / "gone.tgz", corrupt):
+        failed = run_smem("serve", "-S", source, "--textfile", out, "--count", "1")
+        assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+        assert prom.read_bytes() == good and os.listdir(out) == ["smem.prom"]
 
 
 @pytest.mark.parametrize("args,status,says", [

@@ -6,6 +6,7 @@ applets so the mktemp/stat/getconf/hostname fallbacks run) and checks the
 capture against the live /proc, a process the test starts, and smem 1.5.
 """
 
+import gzip
 import io
 import os
 import pwd
@@ -295,6 +296,46 @@ def test_writes_to_a_file_argument(shell, target, tmp_path):
         pid = target[0]
         assert t.getmember(str(pid)).isdir()
         assert t.extractfile("%d/cmdline" % pid).read().split(b"\0")[0] == target[1][0].encode()
+
+
+def test_refuses_to_replace_a_file_that_is_not_a_capture(shell, tmp_path):
+    """A user's document named as FILE by mistake is kept, as smem capture -o keeps it."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    doc = tmp_path / "notes.txt"
+    doc.write_bytes(b"a user's notes\n")
+    res = _run(shell, tmpdir, str(doc))
+    assert res.returncode == 1 and res.stdout == b""
+    assert res.stderr.decode().splitlines() == [
+        f"smemcap.sh: refusing to replace {doc}: it exists and does not hold a capture; give -f to replace it"]
+    assert doc.read_bytes() == b"a user's notes\n"
+    assert list(tmpdir.iterdir()) == []
+
+
+def _run_in_own_pid_namespace(shell, tmpdir, *args):
+    """The script over a /proc of its own (a handful of processes: a whole capture in a moment)."""
+    prefix, path = shell
+    unshare = shutil.which("unshare")
+    probe = subprocess.run([unshare, "-pfm", "--mount-proc", "true"], capture_output=True) if unshare else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("cannot create a pid namespace")
+    return subprocess.run([unshare, "-pfm", "--mount-proc", *prefix, str(SCRIPT), *args],
+                          env=_env(path, tmpdir), capture_output=True)
+
+
+@pytest.mark.parametrize("existing", ["gzip capture", "zstd capture", "empty", "document with -f"])
+def test_rewrites_a_capture_an_empty_file_or_any_file_when_forced(shell, tmp_path, existing):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "cap.tgz"
+    out.write_bytes({"gzip capture": gzip.compress(b"old capture"), "zstd capture": b"\x28\xb5\x2f\xfd old",
+                     "empty": b"", "document with -f": b"a user's notes\n"}[existing])
+    args = ["-f", str(out)] if existing.endswith("-f") else [str(out)]
+    res = _run_in_own_pid_namespace(shell, tmpdir, *args)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+    with tarfile.open(out, mode="r:gz") as t:
+        assert "meminfo" in t.getnames()
+    assert list(tmpdir.iterdir()) == []
 
 
 @pytest.mark.skipif(not SMEM15.exists(), reason="smem 1.5 not installed")

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import smem.cli
+from smem.formats import FORMATS
 
 from conftest import FIXTURES, TESTS, run_smem
 
@@ -80,7 +81,14 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
     (["--group", "user"], "smem: --group takes name, not 'user'"),
     (["--totals=1"], "smem: --totals takes no value (see 'smem --help')"),
     (["capture", "-o"], "smem: -o takes a value: -o FILE (see 'smem capture --help')"),
-    (["-F", "jsn"], "smem: -F/--format: no such value 'jsn'; did you mean json? (the values: 'man smem')"),
+    (["-F", "jsn"], "smem: -F/--format: no such value 'jsn'; did you mean json?"),
+    (["-F", "nosuch"], "smem: -F/--format: no such value 'nosuch'; the values: "
+                       f"{', '.join(FORMATS)}"),
+    (["-R", "2X"], "smem: -R/--realmem: cannot read memory size '2X': use a number with an optional unit, "
+                   "e.g. 2G, 2GiB, 1.5G, 512M, 2097152K or 2147483648 (bytes)"),
+    (["--max-rss", "0"], "smem: --max-rss: memory size '0' is not more than 0 bytes: give a size such as 2G"),
+    (["record"], "smem: smem record needs -o/--output DIR (see 'smem record --help')"),
+    (["html"], "smem: smem html needs -o/--output FILE (see 'smem html --help')"),
     (["--interval", "1", "--count", "0"], "smem: --count: 0 is not in the range x>=1 (see 'smem --help')"),
 ])
 def test_click_errors_are_in_smems_words(args, line):

@@ -153,7 +153,7 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
     page_cache = _less(files, shmem) if shmem is not None else files
     if sums is not None and sums.anon is not None:
         how = "smaps_rollup" if not sums.estimated else f"smaps ({sums.estimated} estimated per mapping)"
-        add("process anon (PSS)", sums.anon, f"sum of Pss_Anon, {sums.count} processes' {how}")
+        add("process anon (PSS)", sums.anon, f"sum of Pss_Anon, {_processes(sums.count, 's')} {how}")
         add("process file (PSS)", sums.file, "sum of Pss_File", cache=True)
         add("process shmem (PSS)", sums.shmem, "sum of Pss_Shmem")
         # with -P, -U or --pid the processes left out are in the rest: the names say so
@@ -169,7 +169,7 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
             add(f"page cache and shmem not mapped{by_them}", _less(files, sums.file, sums.shmem),
                 "meminfo Buffers + Cached - sum of Pss_File and Pss_Shmem", cache=True)
     elif sums is not None and sums.pss is not None:
-        add("process memory (PSS)", sums.pss, f"sum of Pss, {sums.count} processes (the kernel gives no split)")
+        add("process memory (PSS)", sums.pss, f"sum of Pss, {_processes(sums.count)} (the kernel gives no split)")
         by_them = " by those selected" if selected else ""
         rows.append((f"anon, page cache, shmem not mapped{by_them}", _less(_plus(anon, files), sums.pss), None,
                      "meminfo AnonPages + Buffers + Cached - sum of Pss", None))
@@ -229,6 +229,11 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
     counted = sum(used for _, used, _, _, _ in rows if used is not None)
     rows.append(("unexplained", m.get("MemTotal", 0) - counted, 0, "MemTotal - the rows above", None))
     return rows
+
+
+def _processes(n, of=""):
+    """"1 process" or "2 processes"; ``of`` "s": the possessive ("1 process's", "2 processes'")."""
+    return ("1 process'" + of) if of and n == 1 else "1 process" if n == 1 else f"{n} processes" + ("'" if of else "")
 
 
 def _buffers(n):
