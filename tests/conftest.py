@@ -40,11 +40,34 @@ def realproc_files(name):
     return sorted(p for p in REALPROC.rglob(name) if p.is_file())
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The xdist groups first (each runs whole on one worker, seconds of module fixtures and
     copies of /proc), then the single tests, which fill whichever worker is free: the workers
     finish together, not one waiting on a group handed out last."""
+    _keep_groups_whole(config, items)
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
+def _keep_groups_whole(config, items):
+    """Keep each xdist group on one worker (run last, after xdist's own hook).
+
+    Under ``--dist loadgroup`` a worker names a grouped test ``id@group`` by setting
+    ``item._nodeid``; pytest 9.2 keeps the id in ``item._id`` instead, so the name was lost and
+    a group's tests (and its module fixtures: chromium, the corpus) spread over both workers,
+    each paying for the fixtures (pytest-xdist issue #1386).  The id is set here, where pytest
+    reads it; a grouped test whose id still does not name its group stops the run.
+    """
+    if not getattr(config.option, "loadgroup", False):  # set in a worker where --dist is loadgroup
+        return
+    for item in items:
+        named = item.__dict__.get("_nodeid")
+        if isinstance(named, str) and hasattr(item, "_id") and item.nodeid != named:
+            item._id = type(item._id).parse(named)
+        groups = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        if groups and not item.nodeid.endswith("@" + "_".join(sorted(groups))):
+            raise pytest.UsageError(f"{item.nodeid}: in the xdist group {sorted(groups)}, but its id does not "
+                                    "name it, so the group would be spread over the workers")
 
 
 @pytest.fixture
