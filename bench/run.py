@@ -538,7 +538,7 @@ def main(argv=None):
     ap.add_argument('--watch-frames', type=int, default=None,
                     help='frames of each watch-mode run (default 60; 10 with --quick)')
     ap.add_argument('--watch-interval', type=float, default=1.0, help='seconds between frames (default 1)')
-    ap.add_argument('--scrapes', type=int, default=12, help='incremental: timed scrapes (default 12)')
+    ap.add_argument('--scrapes', type=int, default=12, help='incremental: timed scrapes (default 12; 0: no servers)')
     ap.add_argument('--scrape-interval', type=float, default=15.0,
                     help='incremental: seconds between two scrapes (default 15)')
     ap.add_argument('--max-staleness', type=float, default=60.0,
@@ -658,9 +658,10 @@ def run_sections(args, only, runs, groups, base, peers, facts, tmp, log):
         with workload.running(groups, args.per_group, active_every=args.active_every) as wl:
             facts['incremental workload'] = f'{len(wl.pids)} processes'
             facts['processes on the machine (incremental)'] = str(sum(e.isdigit() for e in os.listdir('/proc')))
-            tables += incremental.section_incremental(
-                wl, tmp, log, ours_argv, ours_env, peer_env, Table, scrapes=args.scrapes,
-                interval=args.scrape_interval, staleness=args.max_staleness)
+            if args.scrapes:  # (0: only the one-shot or watch runs)
+                tables += incremental.section_incremental(
+                    wl, tmp, log, ours_argv, ours_env, peer_env, Table, scrapes=args.scrapes,
+                    interval=args.scrape_interval, staleness=args.max_staleness)
             if args.oneshot_rounds:
                 tables += incremental.section_oneshot(tmp, log, ours_argv, ours_env, Table, args.oneshot_rounds)
             if args.watch_frames != 0:
