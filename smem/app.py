@@ -30,7 +30,7 @@ from .views.columns import Sizing
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "recording_readings", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "named_processes", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "recording_readings", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
 
 
 class Result(NamedTuple):
@@ -215,7 +215,7 @@ def run_report(request: ReportRequest) -> Result:
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     if request.query.pids is not None and request.query.old_source is None:
-        warnings.extend(_pids_not_found(request.query, snapshot))
+        warnings.extend(pids_not_found(request.query, snapshot))
     view = the_plan.view
     table_options = request.table._replace(exact=the_plan.exact)
     table = make_table(snapshots, view, table_options, request.system, request.chart)
@@ -228,7 +228,7 @@ def run_report(request: ReportRequest) -> Result:
     return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
 
 
-def _pids_not_found(query, snapshot):
+def pids_not_found(query, snapshot):
     """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none is."""
     found = {p.pid for p in snapshot.processes}
     found.update(pid for processes in snapshot.unreadable.values() for pid, _ in processes)

@@ -16,7 +16,7 @@ from .units import human, percent
 from .views.columns import Column, View
 
 __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_column", "format_value", "cell_formatter",
-           "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell"]
+           "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell", "percent_base"]
 
 
 # Control characters (a newline in a command line) would break the table, as in ps(1).
@@ -221,10 +221,16 @@ def cell_formatter(column: Column, options: TableOptions, table: Table):
         return lambda value: "-" if value is None else value.translate(CONTROLS) if isinstance(value, str) \
             else human(value)
     if column.is_amount and options.percent:
-        of = table.swap_kib if column.percent_of == "swap" else table.ram_kib
+        of = percent_base(column, table)
         return lambda value: "-" if value is None else value.translate(CONTROLS) if isinstance(value, str) \
             else percent(value, of)
     return plain_cell
+
+
+def percent_base(column: Column, table: Table):
+    """What -p takes ``column``'s amounts as a share of (KiB): swap's of SwapTotal, the rest of
+    RAM; None or 0 when unknown or absent (no swap), and then a share is no figure at all."""
+    return table.swap_kib if column.percent_of == "swap" else table.ram_kib
 
 
 def plain_cell(value):

@@ -36,7 +36,7 @@ import itertools
 import os
 import time
 
-from .app import plan, read_snapshot
+from .app import pids_not_found, plan, read_snapshot
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
 from .report import format_value, make_table
@@ -96,6 +96,8 @@ class _Frames:
             snapshot, self.warnings = read_snapshot(self.request, self.plan, at=str(recorded.number))
         if self.current is None:
             self.baseline = snapshot          # the first frame is its own baseline: changes are 0
+            if self.request.query.pids is not None:  # none of them there is an error, as in one report
+                self.warnings = [*self.warnings, *pids_not_found(self.request.query, snapshot)]
         elif not self.since_first:
             self.baseline = self.current
         self.current = snapshot

@@ -141,3 +141,13 @@ def test_json_describes_both_sources(captures):
     report = _classic("-S", old, "-u")
     assert doc["sources"]["old"] == report["source"]  # as a report of OLD describes it
     assert "sources" not in report  # one source, one description
+
+
+@pytest.mark.parametrize("view", [[], ["-u"], ["-m"], ["-w"]], ids=["process", "user", "mapping", "system"])
+def test_openmetrics_of_a_diff_parses_as_openmetrics(view):
+    """The diff views are named "process-diff": their metric names must still be valid ones."""
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    quirks = FIXTURES / "captures" / "quirks.tar.gz"
+    text = run_smem("diff", CAPTURE, quirks, *view, "-F", "openmetrics", check=True).stdout.decode()
+    names = [f.name for f in parser.text_string_to_metric_families(text)]
+    assert names and all(re.fullmatch(r"smem_[a-z]+_diff_[a-z0-9_]+", n) for n in names), names

@@ -207,3 +207,18 @@ def test_a_totals_row_keeps_every_sum_whatever_the_column_order():
     assert only[-1][0] == "total" and only[-1][1] == pss                               # a column for it
     table = run_smem("-S", CAPTURE, "-F", "github", "-t", "-c", "pss uss").stdout.decode().splitlines()
     assert table[-1].split("|")[1].strip() == "total" and table[-1].split("|")[2].strip() == pss
+
+
+def test_percent_of_swap_without_swap_is_absent_not_a_figure():
+    """-p of swap on a machine with no swap (SwapTotal 0) is a share of nothing: JSON's null and
+    CSV's empty cell, as any absent figure, never "-" or 0.00%; the classic table shows "-"."""
+    tree = FIXTURES / "gpu_proc" / "tree"
+    doc = json.loads(run_smem("-S", tree, "-p", "-t", "-F", "json", "-c", "pid swap pss", check=True).stdout)
+    assert doc["rows"] and {r["swap"] for r in doc["rows"]} == {None}
+    assert all(r["pss"].endswith("%") for r in doc["rows"])
+    assert doc["totals"]["swap"] is None
+    rows = list(csv.reader(io.StringIO(run_smem("-S", tree, "-p", "-t", "-F", "csv", "-c", "pid swap pss",
+                                                check=True).stdout.decode())))
+    assert rows[0] == ["pid", "swap", "pss"] and {r[1] for r in rows[1:]} == {""}
+    classic = run_smem("-S", tree, "-p", "-H", "-c", "pid swap", check=True).stdout.decode().split()
+    assert classic[1::2] and set(classic[1::2]) == {"-"}

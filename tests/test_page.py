@@ -7,6 +7,7 @@ or selenium is missing, the browser tests skip; the document tests need plotly o
 
 import html.parser
 import json
+import re
 import shlex
 import shutil
 import signal
@@ -484,3 +485,34 @@ def _kernel_splits_rollup():
             return "Pss_Anon:" in f.read()
     except OSError:
         return False
+
+
+def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
+    """A frame that kept only smaps_rollup is read, for the page's tables, from the key frame
+    before it: the stop is that key frame's (its number and time), never a later frame's label
+    over the key frame's tables and time.  Three captures pushed to smem record over TCP."""
+    import socket
+    from test_recording_playback import wait_frames
+    from test_tcp_capture import listening_port, smem_process
+    rec = tmp_path / "rec"
+    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", "3", "--smaps-every", "3")
+    try:
+        port = listening_port(recorder)
+        for frame in (1, 2, 3):
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+                s.sendall(CAPTURE.read_bytes())
+                s.shutdown(socket.SHUT_WR)
+                s.recv(1)
+            wait_frames(rec, recorder, frame)
+        assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
+    finally:
+        if recorder.poll() is None:
+            recorder.kill()
+            recorder.wait()
+    timeline = _embedded(_page("-S", rec, path=str(tmp_path / "rec.html")))["timeline"][0]
+    frames = timeline["summary"]["frames"]
+    assert [f["number"] for f in frames] == [1, 2, 3]
+    assert list(timeline["instants"]) == ["0"] and [f["full"] for f in frames] == [True, False, False]
+    described = timeline["instants"]["0"]["process"]["source"]["description"]
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
+    assert re.fullmatch(rf"recording {re.escape(str(rec))} frame (1|\d+ \(mappings from frame 1\)), {when}", described)

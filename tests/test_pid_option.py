@@ -61,3 +61,19 @@ def test_pids_not_found_are_named(children):
                                     "(which has no memory of its own)\n")
     filtered = run_smem("--pid", str(a), "-P", "^no-such-name$")
     assert filtered.returncode == 1 and filtered.stderr.decode().endswith(", or left out by -P/-U\n")
+
+
+def test_watching_pids_not_found_is_the_same_error(children):
+    """Watch mode says so at its first frame as one report does, rather than drawing empty frames."""
+    a = children[0]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(30)
+    none = run_smem("--pid", str(gone.pid), "-c", "pid", "--interval", "0.1", "--count", "2")
+    assert none.returncode == 1 and none.stdout == b""
+    assert none.stderr.decode() == (f"smem: --pid {gone.pid}: not found, or a kernel thread or zombie "
+                                    "(which has no memory of its own)\n")
+    some = run_smem("--pid", f"{a},{gone.pid}", "-c", "pid", "-H", "--interval", "0.1", "--count", "1")
+    assert some.returncode == 0 and [int(l.split()[0]) for l in some.stdout.decode().splitlines()
+                                     if not l.startswith("#")] == [a]
+    assert some.stderr.decode().splitlines() == [
+        f"smem: warning: --pid {gone.pid}: not found, or a kernel thread or zombie (which has no memory of its own)"]

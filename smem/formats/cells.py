@@ -9,7 +9,7 @@ JSON escapes control characters itself (``\u001b``), losslessly, so it asks
 for valid Unicode only.
 """
 
-from ..report import format_value
+from ..report import format_value, percent_base
 
 __all__ = ["printable", "raw", "cell", "asked_units", "totals_row", "marker_column"]
 
@@ -31,8 +31,12 @@ def asked_units(options):
 
 
 def cell(column, value, options, table, controls=True):
-    """A machine cell: the raw value, or the table's text for an amount when -k/-p was given."""
+    """A machine cell: the raw value, or the table's text for an amount when -k/-p was given; a
+    share of nothing (-p of swap without swap) is absent (None: JSON's null, CSV's empty cell)."""
     if asked_units(options) and column.is_amount and value is not None and value != "":
+        if options.percent and not options.abbreviate and not isinstance(value, str) \
+                and not percent_base(column, table):
+            return None
         return format_value(column, value, options, table)
     return raw(value, controls)
 

@@ -17,6 +17,7 @@ escaping quotes and backslashes is the writer's job.  A value absent from the
 source is left out, never written as 0.
 """
 
+import re
 from dataclasses import dataclass
 from typing import List, Tuple
 
@@ -50,9 +51,15 @@ def families(table):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 samples.append((values, value * 1024 if column.is_amount else value))
         unit = "bytes" if column.is_amount else ""
-        name = f"smem_{table.view.name}_{column.total_name}" + ("_bytes" if unit else "")
+        name = _metric_name(f"smem_{table.view.name}_{column.total_name}") + ("_bytes" if unit else "")
         result.append(Family(name, f"{column.help} ({table.view.title})", unit, label_names, samples))
     return result
+
+
+def _metric_name(text):
+    """A valid metric name: the diff and watch views are named "process-diff", a metric
+    name is [a-zA-Z_:][a-zA-Z0-9_:]* (smem_process_diff_dpss_bytes)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", text)
 
 
 def pressure_families(pressure):

@@ -8,6 +8,7 @@ whole recording (by their largest PSS in any frame), so one that grew late is am
 """
 
 import json
+import re
 
 from .data import page_documents
 
@@ -50,6 +51,14 @@ def _frame_summaries(request):
                render(Rendering(make_table([whole], breakdown_plan.view, areas, breakdown_request.system), areas, whole)))
 
 
+def _frame_read(documents):
+    """The number of the frame a page's tables were read from: a frame without every smaps is
+    read from the key frame before it (sources.recorded: "frame 3 (mappings from frame 1)")."""
+    description = json.loads(documents["process"])["source"].get("description") or ""
+    found = re.search(r"frame (\d+)(?: \(mappings from frame (\d+)\))?, [^,]*$", description)
+    return int(found.group(2) or found.group(1)) if found else None
+
+
 def timeline_documents(request, entries):
     """(documents, meta, warnings) of the last frame of ``entries`` (the recording's FrameEntry
     list), its documents with one more, ``timeline``: per frame its time and whether it has whole
@@ -71,18 +80,20 @@ def timeline_documents(request, entries):
             used[row["area"]] = row.get("used")
         areas.append(used)
         frames.append({"time": when, "number": entries[index].number})
+    numbers = {entry.number: i for i, entry in enumerate(entries)}
     for index in sorted(full):
         documents, meta, said = page_documents(request, at=str(entries[index].number))
         warnings.extend(w for w in said if w not in warnings)
+        index = numbers.get(_frame_read(documents), index)  # the stop is the frame the tables are of
         instants[index] = (documents, meta)
         last = (documents, meta)
     # the budget keeps the last and the earliest others that fit
     budget, kept = FULL_BUDGET, {}
     for index in sorted(instants):
         text = data_json(*instants[index])
-        if index == len(entries) - 1 or len(text) <= budget:
+        if index == max(instants) or len(text) <= budget:
             kept[index] = text
-            budget -= 0 if index == len(entries) - 1 else len(text)
+            budget -= 0 if index == max(instants) else len(text)
     peak = {}
     for frame in pss:
         for pid, value in frame.items():
