@@ -31,7 +31,7 @@ class UnknownField(UsageError):
         self.names = names
         plural = "s" if len(names) > 1 else ""
         shown = " ".join(n.translate(CONTROLS)[:40] for n in names[:5])
-        changes = [n for n in names if n.startswith("d") and n[1:] in view.columns]
+        changes = [n for n in names if n.startswith("d") and n[1:] in view.columns and view.columns[n[1:]].is_amount]
         if changes:  # dpss is a column of watch mode and smem diff, not of one reading
             super().__init__(f"{changes[0]} is the change of {changes[0][1:]} between two readings: "
                              "use it with --interval SECONDS, or compare two captures with smem diff")

@@ -60,6 +60,9 @@ def test_a_change_column_without_interval_says_what_it_needs():
         field = args[-1].split()[-1]
         assert line == (f"smem: {field} is the change of {field[1:]} between two readings: "
                         "use it with --interval SECONDS, or compare two captures with smem diff")
+    # a "d" before a column that is no amount (the command's name) names no change column
+    proc = run_smem("-s", "dname")
+    assert proc.returncode == 2 and proc.stderr.decode().startswith("smem: unknown field for the process view: dname;")
 
 
 @pytest.mark.process
