@@ -34,7 +34,6 @@ PSS of processes sharing with others can be up to ``max_staleness`` old.
 
 import collections
 import math
-import os
 import time
 from dataclasses import replace
 
@@ -46,11 +45,9 @@ from .parsers import MAX_KIB
 from .parsers.cmdline import parse_cmdline
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
-from .parsers.stat import parse_stat
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
-from .sources.held_stats import held_stats
-from .sources.live import LiveSource
+from .stat_changes import StatChanges
 
 __all__ = ["Refresher", "DEFAULT_MAX_STALENESS", "TOLERANCE"]
 
@@ -147,10 +144,8 @@ class Refresher:
         self._durations = collections.deque(maxlen=8)  # (one longer than the last must not overshoot)
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
-        self._parsed = {}        # pid -> (its stat, parsed) at the last collection
+        self._stats = StatChanges()
         self._cgroups = {}       # the bytes of /proc/PID/cgroup -> parse_cgroup of them
-        self._held = None        # smem.sources.held_stats.HeldStats: the stat files kept open
-        self._held_whole = False  # whether the collection that last scanned them ended
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -174,7 +169,7 @@ class Refresher:
         now = self.clock()
         gap = now - self._last_at if self._last_at is not None else self.max_staleness
         self._last_at = now
-        seen, touched = self._stats(source, selection)
+        seen, touched = self._stats.read(source, selection, fresh=not self._known)
         events = []
         for pid in [pid for pid, known in self._known.items()
                     if pid not in seen or seen[pid].start_time != known.start]:
@@ -207,7 +202,7 @@ class Refresher:
         reading = self._reading(source, meminfo, needs, selection.selects, seen)
         self._durations.append(max(self.clock() - now, 0.0))
         self._took = min(max(self._durations), self.max_staleness)
-        self._held_whole = True
+        self._stats.ended()
         return reading
 
     def _limit(self, pid):
@@ -219,48 +214,6 @@ class Refresher:
         return (with_processes and fold is None and source.local and needs is not None
                 and not needs.mappings and needs.counters is not None
                 and (selection is None or selection.mapping is None))
-
-    def _stats(self, source, selection):
-        """({pid: PidStat} of the processes (not kernel threads) there are now, the pids whose
-        stat changed since the last collection, or None: any may have).  A process that has not
-        run since the last collection has the same stat, byte for byte: parsed once."""
-        held = self._held_for(source, selection)
-        if held is not None:
-            return held.stats()
-        seen, before, parsed = {}, self._parsed, {}
-        read, wanted = source.read_optional, selection.pids
-        for pid in source.pids():
-            if wanted is not None and pid not in wanted:
-                continue
-            raw = read(f"{pid}/stat")
-            if not raw:
-                continue
-            known = before.get(pid)
-            if known is not None and known[0] == raw:
-                stat = known[1]
-                parsed[pid] = known
-            else:
-                try:
-                    stat = parse_stat(raw)
-                except ValueError:
-                    continue
-                parsed[pid] = raw, stat
-            if not stat.is_kernel_thread:
-                seen[pid] = stat
-        self._parsed = parsed
-        return seen, None
-
-    def _held_for(self, source, selection):
-        """The HeldStats of this machine's /proc (kept while collections follow one another
-        whole), or None: another tree, a selection of pids, or no C step."""
-        if selection.pids is not None or not isinstance(source, LiveSource) \
-                or os.path.realpath(source.proc) != "/proc":
-            self._held = None
-            return None
-        if self._held is None or not self._known or not self._held_whole:
-            self._held = held_stats(source.proc)  # (what it says changed is since the last collection)
-        self._held_whole = False
-        return self._held
 
     def _changed(self, pid, stat):
         """Why ``pid`` is to be read ("new", "moved"), or None."""
