@@ -28,8 +28,6 @@ time to a temporary file renamed into place (output.replace_file).
 import contextlib
 import os
 import signal
-import socket
-import socketserver
 import stat
 import threading
 import time
@@ -37,9 +35,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from .app import companion_tables, plan, read_snapshot, readings
-from .errors import OutputError, SmemError, UsageError
+from .errors import OutputError, SmemError
 from .extras import require
 from .formats.families import families, pressure_families
+from .http_app import address_text, allowed_hosts, make_server, routes
 from .incremental import Refresher
 from .options import ReportRequest, TableOptions
 from .report import make_table
@@ -244,104 +243,6 @@ def _stopped_by_signals():
             signal.signal(s, handler)
 
 
-def allowed_hosts(host, port):
-    """The Host headers the page answers: the address served, by the name a browser gives it
-    (localhost for loopback); on a wildcard address any IP literal.  A page from elsewhere that
-    points a name of its own at 127.0.0.1 (DNS rebinding) sends that name, and is refused."""
-    import ipaddress
-    listened = ipaddress.ip_address(host) if _is_ip(host) else None
-    names = {_address(host, port)}
-    if listened is not None and listened.is_loopback:
-        names.add(f"localhost:{port}")
-    wildcard = listened is not None and listened.is_unspecified
-
-    def allowed(header):
-        if header in names:
-            return True
-        if not wildcard:
-            return False
-        name, colon, given = header.rpartition(":")
-        return colon == ":" and given == str(port) and _is_ip(name.strip("[]"))
-    return allowed
-
-
-def _is_ip(text):
-    import ipaddress
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _routes(metrics_app, page_app=None, host_allowed=lambda header: False):
-    """/metrics is prometheus_client's app; / and its data the page's (given ``page_app``, and
-    only to a Host header ``host_allowed`` takes; GET and HEAD only); anything else is not found."""
-    def app(environ, start_response):
-        path = environ.get("PATH_INFO", "")
-        if path == "/metrics":
-            if environ.get("REQUEST_METHOD") == "HEAD":  # prometheus_client's app answers it 405
-                return _head(metrics_app, environ, start_response)
-            return metrics_app(environ, start_response)
-        if page_app is not None and path in page_app.paths:
-            if not host_allowed(environ.get("HTTP_HOST", "")):
-                start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
-                return [b"smem: this page answers only requests to the address smem serve listens on\n"]
-            if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
-                start_response("405 Method Not Allowed", [("Content-Type", "text/plain; charset=utf-8"),
-                                                          ("Allow", "GET, HEAD")])
-                return [b"smem: nothing here changes state: GET only\n"]
-            return page_app(environ, start_response)
-        if path == "/":
-            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
-            return [b'<html><head><title>smem</title></head><body><h1>smem</h1>'
-                    b'<p><a href="/metrics">Metrics</a></p></body></html>\n']
-        start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-        return [b"not found: smem serves /metrics\n"]
-    return app
-
-
-def _head(app, environ, start_response):
-    """HEAD: ``app``'s answer to GET, its headers (the length of the body) without the body."""
-    answer = []
-    body = b"".join(app(dict(environ, REQUEST_METHOD="GET"), lambda status, headers, exc_info=None:
-                        answer.extend((status, headers))))
-    status, headers = answer
-    if not any(name.lower() == "content-length" for name, _ in headers):
-        headers = [*headers, ("Content-Length", str(len(body)))]
-    start_response(status, headers)
-    return []
-
-
-def _server(host, port, app):
-    """A threading WSGI server bound to (host, port); a port in use is one line."""
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
-
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except socket.gaierror as e:
-        raise UsageError(f"--listen {host}: {e.strerror}") from None
-
-    class Server(socketserver.ThreadingMixIn, WSGIServer):
-        address_family = family
-        daemon_threads = True
-
-    class QuietHandler(WSGIRequestHandler):
-        def log_message(self, format, *args):
-            """No line per scrape on stderr."""
-
-    try:
-        server = Server((host, port), QuietHandler)
-    except OSError as e:
-        raise SmemError(f"cannot listen on {_address(host, port)}: {e.strerror or e}") from None
-    server.set_app(app)
-    return server
-
-
-def _address(host, port):
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 def serve_http(query, options, announce, warn, page_app=None):
     """Serve /metrics on options.host:port until SIGTERM or Ctrl-C; and ``page_app`` (a WSGI app
     with the ``paths`` it answers: smem html's live page) where given."""
@@ -349,8 +250,8 @@ def serve_http(query, options, announce, warn, page_app=None):
     from prometheus_client import make_wsgi_app
     collector = SharedCollector(query, options, warn)
     metrics_app = make_wsgi_app(_registry(collector, own_process=True))
-    server = _server(options.host, options.port, _routes(metrics_app))
-    server.set_app(_routes(metrics_app, page_app, allowed_hosts(options.host, server.server_address[1])))
+    server = make_server(options.host, options.port, routes(metrics_app))
+    server.set_app(routes(metrics_app, page_app, allowed_hosts(options.host, server.server_address[1])))
     thread = None
     try:
         first = collector.latest(say=False)  # a source that cannot be read at all is an error now
@@ -360,9 +261,9 @@ def serve_http(query, options, announce, warn, page_app=None):
         with _stopped_by_signals():
             thread = threading.Thread(target=server.serve_forever, name="smem-serve", daemon=True)
             thread.start()
-            announce(f"serving http://{_address(options.host, server.server_address[1])}/metrics")
+            announce(f"serving http://{address_text(options.host, server.server_address[1])}/metrics")
             if page_app is not None:
-                announce(f"the page: http://{_address(options.host, server.server_address[1])}/")
+                announce(f"the page: http://{address_text(options.host, server.server_address[1])}/")
             while True:
                 time.sleep(3600)
     finally:
