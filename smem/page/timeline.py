@@ -53,10 +53,10 @@ def _frame_summaries(request):
 
 def _frame_read(documents):
     """The number of the frame a page's tables were read from: a frame without every smaps is
-    read from the key frame before it (sources.recorded: "frame 3 (mappings from frame 1)")."""
+    read from the key frame before it (sources.recorded: "frame 1 (the key frame for frame 3)")."""
     description = json.loads(documents["process"])["source"].get("description") or ""
-    found = re.search(r"frame (\d+)(?: \(mappings from frame (\d+)\))?, [^,]*$", description)
-    return int(found.group(2) or found.group(1)) if found else None
+    found = re.search(r"frame (\d+)(?: \(the key frame for frame \d+\))?, [^,]*$", description)
+    return int(found.group(1)) if found else None
 
 
 def timeline_documents(request, entries):

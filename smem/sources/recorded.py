@@ -272,9 +272,10 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
         if per_mapping and not entry.smaps:
             data = None if every_mapping else recording.frame_bytes(entry)
             if data is None or not rollups_carry_split(data):
+                asked = entry.number
                 entry = [e for e in recording.frames if e.smaps and e.number <= entry.number][-1:] or [entry]
-                entry = entry[0]
-                name += f" (mappings from frame {entry.number})"
+                entry = entry[0]  # (every figure, the time too, is the key frame's: it names itself)
+                name = f"recording {path} frame {entry.number} (the key frame for frame {asked})"
                 data = None
         if data is None:
             data = recording.frame_bytes(entry)
