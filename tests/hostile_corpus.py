@@ -707,10 +707,17 @@ def _child(case, out, err, address_limit):
         os._exit(code)
 
 
+def _rss_mib():
+    """This process's resident set now, MiB (/proc/self/statm's second field, in pages)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+
+
 def serve(cases, workdir, churn=None):
     """Run every case (a dict: argv, stdin, env, cwd, stdout) in a forked child.
 
-    Returns one dict per case: code, stdout (its start), stderr, peak RSS in MiB,
+    Returns one dict per case: code, stdout (its start), stderr, how far its RSS rose over the
+    runner's at the fork (peak_mib, MiB),
     seconds, and whether it was killed at TIMEOUT.  ``churn`` (seconds, processes):
     run SPAWNER meanwhile.
     """
@@ -733,10 +740,11 @@ def serve(cases, workdir, churn=None):
                 out, err = os.path.join(workdir, f"{i}.out"), os.path.join(workdir, f"{i}.err")
                 sys.stdout.flush()
                 sys.stderr.flush()
+                base = _rss_mib()  # (the child starts with the runner's pages: its growth is its peak less them)
                 pid = os.fork()
                 if pid == 0:
                     _child(cases[i], out, err, address_limit)
-                running[pid] = (i, time.monotonic(), out, err, False)
+                running[pid] = (i, time.monotonic(), out, err, False, base)
             while True:
                 try:
                     pid, status, usage = os.wait4(-1, os.WNOHANG)
@@ -745,7 +753,7 @@ def serve(cases, workdir, churn=None):
                 if pid == 0:
                     break
                 if pid in running:
-                    i, start, out, err, killed = running.pop(pid)
+                    i, start, out, err, killed, base = running.pop(pid)
                     stdout = b""
                     if os.path.exists(out):
                         with open(out, "rb") as f:
@@ -754,18 +762,18 @@ def serve(cases, workdir, churn=None):
                         stderr = f.read(1 << 16)
                     results[i] = {"code": os.waitstatus_to_exitcode(status), "stdout": stdout,
                                   "stderr": stderr.decode("utf-8", "replace"),
-                                  "peak_mib": usage.ru_maxrss / 1024, "seconds": time.monotonic() - start,
+                                  "peak_mib": usage.ru_maxrss / 1024 - base, "seconds": time.monotonic() - start,
                                   "timed_out": killed}
                 elif spawner is not None and pid == spawner.pid:
                     spawner.returncode = os.waitstatus_to_exitcode(status)
             now = time.monotonic()
-            for pid, (i, start, out, err, killed) in list(running.items()):
+            for pid, (i, start, out, err, killed, base) in list(running.items()):
                 if not killed and now - start > TIMEOUT:
                     try:
                         os.killpg(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                    running[pid] = (i, start, out, err, True)
+                    running[pid] = (i, start, out, err, True, base)
             time.sleep(0.002)
     finally:
         if spawner is not None and spawner.returncode is None:

@@ -509,8 +509,9 @@ def test_a_hostile_user_name_is_one_passwd_field_in_a_capture(tmp_path):
 
 # -- the corpus ---------------------------------------------------------------------------
 
-#: Peak memory (RSS) any case may reach, MiB.
-MEMORY_BOUND = 200
+#: How far any case's RSS may rise over the runner's (about 80 MiB with smem, matplotlib and
+#: numpy imported), MiB: a bomb read whole (250 MiB of smaps, 3 GiB members) goes far past it.
+MEMORY_BOUND = 150
 
 #: Cases that fail in files this work does not own, and the fix each needs there.
 def _verdict(result):
@@ -521,7 +522,7 @@ def _verdict(result):
     if "Traceback" in err:
         return "traceback: " + err.strip().splitlines()[-1]
     if result["peak_mib"] > MEMORY_BOUND:
-        return f"peak memory {result['peak_mib']:.0f} MiB"
+        return f"memory rose {result['peak_mib']:.0f} MiB over the runner's"
     lines = err.splitlines()
     if result["code"] == 0:
         bad = [line for line in lines if not line.startswith("smem: warning: ")]
