@@ -70,6 +70,16 @@ def _keep_groups_whole(config, items):
                                     "name it, so the group would be spread over the workers")
 
 
+@pytest.fixture(scope="module")
+def pid_namespace():
+    """A PID namespace of the module's own (tests/pid_namespace.py): a capture made in it copies
+    the processes the tests start there, not the whole machine."""
+    from pid_namespace import PidNamespace
+    namespace = PidNamespace()
+    yield namespace
+    namespace.close()
+
+
 @pytest.fixture
 def realproc():
     if not REALPROC.is_dir():
