@@ -52,12 +52,13 @@ class PidNamespace:
     def isolated(self):
         return self.init is not None
 
-    def argv(self, argv):
-        """``argv`` run in the namespace (its pid 1 the reaper), in the current directory."""
+    def argv(self, argv, cwd=None):
+        """``argv`` run in the namespace (its pid 1 the reaper), in ``cwd`` (the current directory:
+        entering a mount namespace starts at its root).  On the machine, a Popen's own cwd= applies."""
         argv = [str(a) for a in argv]
         if not self.isolated:
             return argv
-        return [self._nsenter, "--target", str(self.init), "--pid", "--mount", f"--wd={os.getcwd()}", *argv]
+        return [self._nsenter, "--target", str(self.init), "--pid", "--mount", f"--wd={cwd or os.getcwd()}", *argv]
 
     def command_pid(self, popen):
         """The machine's pid of the command a Popen of :meth:`argv` started (nsenter forks it)."""

@@ -7,6 +7,7 @@ or selenium is missing, the browser tests skip; the document tests need plotly o
 
 import html.parser
 import json
+import os
 import re
 import shlex
 import shutil
@@ -389,17 +390,22 @@ GROWER = ("import sys\nheld = [b'\\x01' * (200 << 20)]\nprint('ready', flush=Tru
           "for line in sys.stdin:\n    held.append(b'\\x02' * (100 << 20))\n    print('grown', flush=True)\n")
 
 
-def _recorded_growth(where, smaps_every):
-    """The page of a three-frame recording of this machine in which a process grew by 40 MiB of
-    anonymous memory between frames, smaps kept every ``smaps_every`` frames: (path, the pid,
-    the recording)."""
+def _recorded_growth(where, smaps_every, namespace):
+    """The page of a three-frame recording, made in ``namespace`` (tests/pid_namespace.py: the
+    recorder reads only what runs there, not the whole machine), in which a process grew by
+    40 MiB of anonymous memory between frames, smaps kept every ``smaps_every`` frames: (path,
+    the pid, the recording)."""
     from test_recording_playback import wait_frames
-    from test_tcp_capture import smem_process
     rec = where / "rec"
-    grower = subprocess.Popen([sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    grower = subprocess.Popen(namespace.argv([sys.executable, "-c", GROWER]), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    grower_pid = namespace.command_pid(grower)  # (nsenter forwards no signal: it is the one to kill)
     try:
         assert grower.stdout.readline() == "ready\n"
-        recorder = smem_process("record", "-o", rec, "--interval", "1", "--count", "3", "--smaps-every", str(smaps_every))
+        recorder = subprocess.Popen(namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval", "1",
+                                                    "--count", "3", "--smaps-every", smaps_every], cwd=TESTS.parent),
+                                    cwd=TESTS.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
         try:
             for frame in (1, 2):  # each growth done before the frame after next begins
                 wait_frames(rec, recorder, frame)
@@ -413,22 +419,23 @@ def _recorded_growth(where, smaps_every):
                 recorder.wait()
         path = str(where / "recording.html")
         _page("-S", rec, path=path)
+        pid = namespace.pid_in(grower_pid)
     finally:
-        grower.kill()
+        os.kill(grower_pid, signal.SIGKILL)
         grower.wait()
-    return path, grower.pid, rec
+    return path, pid, rec
 
 
 @pytest.fixture(scope="module")
-def recorded_page(tmp_path_factory):
+def recorded_page(tmp_path_factory, pid_namespace):
     """The page of a three-frame recording, every frame's smaps kept, in which a process grew."""
-    return _recorded_growth(tmp_path_factory.mktemp("timeline"), 1)
+    return _recorded_growth(tmp_path_factory.mktemp("timeline"), 1, pid_namespace)
 
 
 @pytest.fixture(scope="module")
-def rollup_recorded_page(tmp_path_factory):
+def rollup_recorded_page(tmp_path_factory, pid_namespace):
     """The same with smaps kept in the first frame only (the others keep smaps_rollup)."""
-    return _recorded_growth(tmp_path_factory.mktemp("timeline-rollups"), 3)
+    return _recorded_growth(tmp_path_factory.mktemp("timeline-rollups"), 3, pid_namespace)
 
 
 def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_earlier_instant(browser, recorded_page):
