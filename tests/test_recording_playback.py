@@ -12,9 +12,8 @@ import time
 
 import pytest
 
-from conftest import run_smem
+from conftest import TESTS, run_smem
 from test_recording import index_lines
-from test_tcp_capture import smem_process
 
 pytest.importorskip("zstandard")
 
@@ -31,27 +30,35 @@ def wait_frames(rec, proc, count):
 
 
 @pytest.fixture(scope="module")
-def grown(tmp_path_factory):
-    """A recording of this machine with a process that touches 100 MiB started half way: (path,
-    the grower's pid, its marker, the first frame it is in)."""
+def grown(tmp_path_factory, pid_namespace):
+    """A recording with a process that touches 100 MiB started half way: (path, the grower's
+    pid, its marker, the first frame it is in).  Made in a PID namespace of the module's own
+    (tests/pid_namespace.py): five frames a second of what runs there, not of every process of
+    the machine."""
     rec = tmp_path_factory.mktemp("playback") / "rec"
     marker = f"smem-grower-{secrets.token_hex(4)}"
-    recorder = smem_process("record", "-o", rec, "--interval", "0.2", "--smaps-every", "1000")
-    grower = None
+    recorder = subprocess.Popen(pid_namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval",
+                                                    "0.2", "--smaps-every", "1000"], cwd=TESTS.parent),
+                                cwd=TESTS.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    recorder_pid = pid_namespace.command_pid(recorder)  # (nsenter forwards no signal)
+    grower = grower_pid = None
     try:
         before = wait_frames(rec, recorder, 3)
-        grower = subprocess.Popen([sys.executable, "-c", GROWER, marker], stdin=subprocess.PIPE,
+        grower = subprocess.Popen(pid_namespace.argv([sys.executable, "-c", GROWER, marker]), stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True)
+        grower_pid = pid_namespace.command_pid(grower)
         assert grower.stdout.readline() == "ready\n"
-        seen = wait_frames(rec, recorder, before + 1)  # a frame begun before it was ready may still come
-        wait_frames(rec, recorder, seen + 3)
+        seen = len(index_lines(rec)[1])
+        wait_frames(rec, recorder, seen + 4)  # the frame being read may have begun before it was ready: 3 after it
+        pid = pid_namespace.pid_in(grower_pid)
     finally:
-        recorder.send_signal(signal.SIGTERM)
+        os.kill(recorder_pid, signal.SIGTERM)
         recorder.communicate(timeout=60)
         if grower is not None:
-            grower.kill()
+            os.kill(grower_pid, signal.SIGKILL)
             grower.wait()
-    yield rec, grower.pid, marker, before
+    yield rec, pid, marker, before
 
 
 def test_diff_of_a_recording_shows_the_grower_new(grown):
