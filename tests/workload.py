@@ -89,11 +89,16 @@ def _libc():
 
 @contextlib.contextmanager
 def _run(role: str, spec: dict, argv: list | None = None, executable=None,
-         user: str | None = None):
-    """Start this file as ``role``; yield its ready message; stop it on exit."""
+         user: str | None = None, launch=None):
+    """Start this file as ``role``; yield its ready message; stop it on exit.
+
+    ``launch``: argv -> the argv that runs it elsewhere (a PID namespace's nsenter), which
+    execs the interpreter itself; ``msg['pid']`` is then the launcher's."""
     # argv[0] 'python3' and a relative script keep smem's 27-character command column telling
     cmd = argv if argv is not None else ['python3', _SCRIPT, role]
     executable = executable or sys.executable
+    if launch is not None:
+        cmd, executable = launch([executable, _THIS, *cmd[2:]]), None
     env = {k: v for k, v in os.environ.items() if k not in ('COLUMNS', 'LINES')}
     env[_SPEC_ENV] = json.dumps(dict(spec, role=role, script=_THIS))
     kwargs = {}
@@ -137,7 +142,7 @@ def _regions(raw: dict) -> dict[int, dict[str, Region]]:
 
 @contextlib.contextmanager
 def forked_workers(shared_kib: int, private_kib: int, nworkers: int,
-                   shared_path: str | None = None, comm: str = 'smem-fw'):
+                   shared_path: str | None = None, comm: str = 'smem-fw', launch=None):
     """A leader and ``nworkers`` forked children sharing one MAP_SHARED region.
 
     The leader maps ``shared_kib`` MAP_SHARED|MAP_ANONYMOUS (shown in smaps as
@@ -153,10 +158,11 @@ def forked_workers(shared_kib: int, private_kib: int, nworkers: int,
                (= shared_kib / (nworkers + 1) when exact), USS = 0
       private: Rss = Pss = USS = private_kib
     Yields a Workload: pids[0] is the leader, regions[pid]['shared'|'private'].
+    ``launch`` as for _run: started in a PID namespace, the pids are the namespace's.
     """
     spec = dict(shared_kib=shared_kib, private_kib=private_kib, nworkers=nworkers,
                 shared_path=shared_path, comm=comm)
-    with _run('forked-workers', spec) as msg:
+    with _run('forked-workers', spec, launch=launch) as msg:
         yield Workload(pids=msg['pids'], regions=_regions(msg['regions']), info=msg)
 
 
