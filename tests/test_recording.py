@@ -1,5 +1,10 @@
 """Recordings (smem record, smem/recording/): frames of this machine or of a target pushing over TCP,
-written so that a kill leaves every earlier frame readable, resumed into the same directory."""
+written so that a kill leaves every earlier frame readable, resumed into the same directory.
+
+What records or pushes captures runs in the module's PID namespace (conftest's pid_namespace),
+with the marker processes the frames must hold: each frame copies every process its /proc
+shows, there a handful, not the whole machine.  Readings of a recording run here.
+"""
 
 import json
 import os
@@ -12,7 +17,7 @@ import time
 import pytest
 
 from conftest import TESTS, run_smem
-from test_tcp_capture import BUSYBOX, SCRIPT, listening_port, needs_busybox, smem_process
+from test_tcp_capture import BUSYBOX, SCRIPT, listening_port, marker_process, needs_busybox, smem_in, smem_process
 
 pytest.importorskip("zstandard")
 
@@ -27,19 +32,16 @@ def pids_of(path, *args):
     return {int(w) for w in proc.stdout.split()}
 
 
-def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path):
+def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path, pid_namespace):
     rec = tmp_path / "rec"
-    with subprocess.Popen(["sleep", "3600"]) as marker:
-        try:
-            run_smem("record", "-o", rec, "--interval", "0.1", "--count", "3", "--smaps-every", "2", check=True)
-        finally:
-            marker.kill()
+    with marker_process(pid_namespace) as marker:
+        smem_in(pid_namespace, "record", "-o", rec, "--interval", "0.1", "--count", "3", "--smaps-every", "2")
     header, frames = index_lines(rec)
     assert header["format"] == "smem-recording" and header["smaps_every"] == 2
     assert [(f["frame"], f["smaps"], f["anchor"]) for f in frames] == [(1, True, 1), (2, False, 1), (3, True, 3)]
-    assert marker.pid in pids_of(rec)
+    assert marker in pids_of(rec)
     # -m of a frame without smaps reads the mappings of the key frame before it
-    assert pids_of(rec, "--at", "2", "-M", "[stack]") >= {marker.pid}
+    assert pids_of(rec, "--at", "2", "-M", "[stack]") >= {marker}
     mappings = run_smem("-S", rec, "--at", "2", "-m", "-P", f"^sleep 3600$", check=True).stdout
     assert b"[stack]" in mappings
     assert os.stat(rec).st_mode & 0o777 == 0o700  # frames hold every command line
@@ -49,9 +51,10 @@ def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path):
         assert proc.returncode == 0 and proc.stderr == b"", (view, proc.stderr)
 
 
-def test_the_index_only_names_whole_frames_and_a_kill_loses_only_the_frame_in_progress(tmp_path):
+def test_the_index_only_names_whole_frames_and_a_kill_loses_only_the_frame_in_progress(tmp_path, pid_namespace):
     rec = tmp_path / "rec"
-    proc = smem_process("record", "-o", rec, "--interval", "0.05", "--smaps-every", "3")
+    proc = smem_process("record", "-o", rec, "--interval", "0.05", "--smaps-every", "3", namespace=pid_namespace)
+    recorder = pid_namespace.command_pid(proc)
     try:
         index = rec / "index.jsonl"
         deadline = time.monotonic() + 120
@@ -65,7 +68,7 @@ def test_the_index_only_names_whole_frames_and_a_kill_loses_only_the_frame_in_pr
         while time.monotonic() < until and not any(n.endswith(".tmp") for n in os.listdir(frames_dir)):
             pass
     finally:
-        proc.send_signal(signal.SIGKILL)
+        os.kill(recorder, signal.SIGKILL)  # (nsenter, if the namespace's, then exits too)
         proc.communicate()
     _, frames = index_lines(rec)
     numbers = [f["frame"] for f in frames]
@@ -76,7 +79,7 @@ def test_the_index_only_names_whole_frames_and_a_kill_loses_only_the_frame_in_pr
     with open(rec / "index.jsonl", "ab") as f:
         f.write(b'{"frame": 99, "ti')
     assert run_smem("-S", rec, "--at", "last", "-u", check=True).returncode == 0
-    run_smem("record", "-o", rec, "--count", "1", check=True)
+    smem_in(pid_namespace, "record", "-o", rec, "--count", "1")
     _, after = index_lines(rec)
     assert [f["frame"] for f in after] == numbers + [numbers[-1] + 1]
     assert after[-1]["smaps"] and after[-1]["anchor"] == numbers[-1] + 1  # a resumed recording starts a key frame
@@ -91,24 +94,25 @@ def test_record_refuses_a_directory_that_is_not_a_recording(tmp_path):
 
 
 @needs_busybox
-def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_one(tmp_path):
+def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_one(tmp_path, pid_namespace):
     rec = tmp_path / "rec"
     proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "3", "--timeout", "600")
     port = listening_port(proc)
     push = f"{BUSYBOX} sh {SCRIPT} | {BUSYBOX} nc 127.0.0.1 {port}"
-    subprocess.run([BUSYBOX, "sh", "-c", push], check=True, timeout=900)
-    with socket.create_connection(("127.0.0.1", port)) as s:  # a bad one between two good ones
-        s.sendall(b"not a capture at all" * 50)
-    # the README's loop, twice round
-    subprocess.run([BUSYBOX, "sh", "-c", f"i=0; while [ $i -lt 2 ]; do {push}; sleep 0.2; i=$((i+1)); done"],
-                   check=True, timeout=900)
-    _, err = proc.communicate(timeout=900)
+    with marker_process(pid_namespace) as marker:
+        subprocess.run(pid_namespace.argv([BUSYBOX, "sh", "-c", push]), check=True, timeout=900)
+        with socket.create_connection(("127.0.0.1", port)) as s:  # a bad one between two good ones
+            s.sendall(b"not a capture at all" * 50)
+        # the README's loop, twice round
+        loop = f"i=0; while [ $i -lt 2 ]; do {push}; sleep 0.2; i=$((i+1)); done"
+        subprocess.run(pid_namespace.argv([BUSYBOX, "sh", "-c", loop]), check=True, timeout=900)
+        _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     warnings = [line for line in err.decode().splitlines() if "warning" in line]
     assert len(warnings) == 1 and "not a readable capture archive" in warnings[0] and "next capture" in warnings[0]
     _, frames = index_lines(rec)
     assert [f["frame"] for f in frames] == [1, 2, 3] and frames[0]["smaps"] and not frames[1]["smaps"]
-    assert os.getpid() in pids_of(rec) and os.getpid() in pids_of(rec, "--at", "1")
+    assert marker in pids_of(rec) and marker in pids_of(rec, "--at", "1")
 
 
 def _damage(kind, rec):
@@ -130,9 +134,9 @@ def _damage(kind, rec):
 
 
 @pytest.fixture(scope="module")
-def small_recording(tmp_path_factory):
+def small_recording(tmp_path_factory, pid_namespace):
     rec = tmp_path_factory.mktemp("small") / "rec"
-    run_smem("record", "-o", rec, "--interval", "0.1", "--count", "2", check=True)
+    smem_in(pid_namespace, "record", "-o", rec, "--interval", "0.1", "--count", "2")
     return rec
 
 

@@ -4,9 +4,15 @@ The sender is what a target without Python runs: Debian's busybox ``sh`` running
 scripts/smemcap.sh, piped into busybox ``nc``.  Hostile peers are real sockets that send
 garbage, a cut gzip stream, a bomb, nothing, or stall; each must get its one line, an exit
 status 1 and no file left behind, within the (short) --timeout.
+
+The senders run in the module's PID namespace (conftest's pid_namespace): smemcap.sh copies
+every process its /proc shows, there a handful, not the whole machine; the listener, which
+only receives, runs on the machine.
 """
 
+import contextlib
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -23,10 +29,36 @@ SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
 needs_busybox = pytest.mark.skipif(BUSYBOX is None, reason="busybox is not installed")
 
 
-def smem_process(*args):
-    """``python -m smem ARGS`` started, stdout and stderr piped."""
-    return subprocess.Popen([sys.executable, "-m", "smem", *map(str, args)], cwd=TESTS.parent,
+def smem_process(*args, namespace=None):
+    """``python -m smem ARGS`` (this checkout's) started, stdout and stderr piped; in ``namespace``
+    (a PidNamespace) if given."""
+    argv = [sys.executable, "-m", "smem", *map(str, args)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS.parent), os.environ.get("PYTHONPATH")])))
+    return subprocess.Popen(namespace.argv(argv) if namespace else argv, cwd=TESTS.parent, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def smem_in(namespace, *args):
+    """The stdout of ``python -m smem ARGS`` run in ``namespace``, which must succeed."""
+    proc = smem_process(*args, namespace=namespace)
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    return out
+
+
+@contextlib.contextmanager
+def marker_process(namespace):
+    """A ``sleep 3600`` running in ``namespace``: yields its pid there (what a capture there names it by)."""
+    proc = subprocess.Popen(namespace.argv(["sleep", "3600"]))
+    try:
+        pid = namespace.command_pid(proc)
+        try:
+            yield namespace.pid_in(pid)
+        finally:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        proc.kill()  # nsenter, if the command never started
+        proc.wait()
 
 
 def listening_port(proc):
@@ -54,34 +86,32 @@ def wait_listening(port, proc):
     raise AssertionError(f"nothing listens on {port}")
 
 
-def busybox_push(port):
-    """What the README tells a target to run: busybox sh smemcap.sh | busybox nc HOST PORT."""
-    subprocess.run([BUSYBOX, "sh", "-c", f"{BUSYBOX} sh {SCRIPT} | {BUSYBOX} nc 127.0.0.1 {port}"],
+def busybox_push(port, namespace):
+    """What the README tells a target to run: busybox sh smemcap.sh | busybox nc HOST PORT (in
+    ``namespace``, a PidNamespace)."""
+    subprocess.run(namespace.argv([BUSYBOX, "sh", "-c", f"{BUSYBOX} sh {SCRIPT} | {BUSYBOX} nc 127.0.0.1 {port}"]),
                    check=True, timeout=900, stdin=subprocess.DEVNULL)
 
 
 @needs_busybox
-def test_capture_listen_keeps_what_busybox_pushes(tmp_path):
+def test_capture_listen_keeps_what_busybox_pushes(tmp_path, pid_namespace):
     out = tmp_path / "box.tgz"
-    with subprocess.Popen(["sleep", "3600"]) as marker:
+    with marker_process(pid_namespace) as marker:
         proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", out, "--timeout", "600")
-        try:
-            busybox_push(listening_port(proc))
-            _, err = proc.communicate(timeout=900)
-        finally:
-            marker.kill()
+        busybox_push(listening_port(proc), pid_namespace)
+        _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     assert out.read_bytes()[:2] == b"\x1f\x8b"  # kept as the target sent it
     report = run_smem("-S", out, "-c", "pid name", "-H", check=True).stdout.decode()
-    assert str(marker.pid) in report.split()
+    assert str(marker) in report.split()
 
 
 @needs_busybox
-def test_report_waits_on_tcp_for_one_capture(tmp_path):
+def test_report_waits_on_tcp_for_one_capture(tmp_path, pid_namespace):
     port = free_port()
     proc = smem_process("-S", f"tcp://127.0.0.1:{port}", "-u", "--timeout", "600")
     wait_listening(port, proc)
-    busybox_push(port)
+    busybox_push(port, pid_namespace)
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     assert out.split()[:2] == [b"User", b"Count"] and b"root" in out
