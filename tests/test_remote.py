@@ -1,7 +1,14 @@
-"""Remote capture: a real OpenSSH server on 127.0.0.1, and captures streamed through pipes."""
+"""Remote capture: a real OpenSSH server on 127.0.0.1, and captures streamed through pipes.
+
+The server, and so the remote side's capture, runs in the module's PID namespace (conftest's
+pid_namespace), as a host in a container would: a capture copies every process its /proc
+shows, there the server's own and a handful besides, not the whole machine.  The script piped
+here runs in it too.
+"""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -22,7 +29,7 @@ def _free_port():
 
 
 @pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
+def sshd(tmp_path_factory, pid_namespace):
     if os.geteuid() != 0:
         pytest.skip("starting sshd for the current user needs root here")
     d = tmp_path_factory.mktemp("sshd")
@@ -46,7 +53,8 @@ PermitRootLogin prohibit-password
 StrictModes no
 UsePAM no
 """)
-    server = subprocess.Popen([SSHD, "-D", "-e", "-f", config], stderr=subprocess.PIPE)
+    server = subprocess.Popen(pid_namespace.argv([SSHD, "-D", "-e", "-f", config]), stderr=subprocess.PIPE)
+    daemon = pid_namespace.command_pid(server)  # (nsenter passes no signal on)
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -56,7 +64,7 @@ UsePAM no
     ssh = (f"ssh -i {d}/user -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no "
            f"-o UserKnownHostsFile={d}/known_hosts -o LogLevel=ERROR")
     yield port, ssh
-    server.terminate()
+    os.kill(daemon, signal.SIGTERM)
     server.wait(timeout=10)
 
 
@@ -95,10 +103,10 @@ def test_failing_ssh_is_one_error_line(sshd):
         assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1, proc.stderr
 
 
-def test_capture_streamed_through_a_pipe(tmp_path):
+def test_capture_streamed_through_a_pipe(tmp_path, pid_namespace):
     script = TESTS.parent / "scripts" / "smemcap.sh"
     shell = shutil.which("dash") or "sh"
-    capture = subprocess.run([shell, script], capture_output=True, check=True).stdout
+    capture = subprocess.run(pid_namespace.argv([shell, script]), capture_output=True, check=True).stdout
     via_pipe = run_smem("-S", "-", "-w", input=capture)
     (tmp_path / "c.tgz").write_bytes(capture)
     assert via_pipe.returncode == 0 and via_pipe.stdout == run_smem("-S", tmp_path / "c.tgz", "-w").stdout
