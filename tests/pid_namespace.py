@@ -13,8 +13,10 @@ are, and pids are the machine's: the tests still pass, only slower.  Kernel thre
 every namespace but the first: a test about them captures the machine itself.
 """
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -86,6 +88,10 @@ class PidNamespace:
 
     def close(self):
         if self._unshare is not None and self._unshare.poll() is None:
+            if self.init is not None:  # the init first, for unshare to reap (an orphan waits for this machine's)
+                os.kill(self.init, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._unshare.wait(timeout=10)
             self._unshare.kill()  # --kill-child: the namespace's init, and so everything in it, goes too
             self._unshare.wait()
         deadline = time.monotonic() + 10
