@@ -24,16 +24,11 @@ SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
 COLUMNS = "pid user name command maps swap rss vss"
 
 
-#: this checkout's smem wherever the namespace's working directory is
-PYTHONPATH = os.pathsep.join(filter(None, [str(TESTS.parent), os.environ.get("PYTHONPATH")]))
-
-
 def _live(namespace, *args):
     """``python -m smem ARGS`` on the live /proc of the namespace."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env["PYTHONPATH"] = PYTHONPATH
-    proc = subprocess.run(namespace.argv([sys.executable, "-m", "smem", *args]), capture_output=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=300)
+    proc = subprocess.run(namespace.argv([sys.executable, "-m", "smem", *args], cwd=TESTS.parent), capture_output=True,
+                          cwd=TESTS.parent, env=env, stdin=subprocess.DEVNULL, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -107,8 +102,8 @@ def test_processes_a_capture_cannot_read_are_named_as_a_report_names_them(worker
         pytest.skip("needs root to become another user")
     code = ("import smem.app, smem.capture_writer, smem.output, smem.sources.live; "  # before the setuid
             + AS_NOBODY + "smem.cli.main(['capture', '--compression', 'none'])")
-    proc = subprocess.run(pid_namespace.argv([sys.executable, "-c", code]), capture_output=True, cwd=TESTS.parent,
-                          env=dict(os.environ, PYTHONPATH=PYTHONPATH), stdin=subprocess.DEVNULL, timeout=300)
+    proc = subprocess.run(pid_namespace.argv([sys.executable, "-c", code], cwd=TESTS.parent), capture_output=True,
+                          cwd=TESTS.parent, stdin=subprocess.DEVNULL, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (warning,) = proc.stderr.decode().splitlines()
     match = re.fullmatch(r"smem: warning: (\d+) process(?:es)? could not be read and (?:was|were) left out: "

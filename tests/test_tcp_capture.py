@@ -33,8 +33,7 @@ def smem_process(*args, namespace=None):
     """``python -m smem ARGS`` (this checkout's) started, stdout and stderr piped; in ``namespace``
     (a PidNamespace) if given."""
     argv = [sys.executable, "-m", "smem", *map(str, args)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS.parent), os.environ.get("PYTHONPATH")])))
-    return subprocess.Popen(namespace.argv(argv) if namespace else argv, cwd=TESTS.parent, env=env,
+    return subprocess.Popen(namespace.argv(argv, cwd=TESTS.parent) if namespace else argv, cwd=TESTS.parent,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
