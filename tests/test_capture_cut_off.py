@@ -5,6 +5,11 @@
 small tmpfs); both say so in one line and exit non-zero, and a file that ``-o`` named is
 not left behind half written.  Reading a capture cut short says so, naming the file as
 the user gave it, whatever its compression.
+
+The captures run in a PID namespace of the module's own (the ``pid_namespace`` fixture): one
+of the whole machine copies every process on it, the suite's workers and browser too, before it
+meets the cut; in the namespace it copies a handful.  Its mounts are its own, so the full
+filesystem is mounted there.
 """
 
 import os
@@ -15,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem, run_smem_process
+from conftest import FIXTURES, TESTS, run_smem
 
 SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
 SMEM = [sys.executable, "-m", "smem"]
+#: smem as this checkout has it, wherever the command's working directory is
+ENV = dict(os.environ, PYTHONPATH=str(TESTS.parent))
 
 
 def _into_closed_pipe(command):
@@ -28,32 +35,42 @@ def _into_closed_pipe(command):
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        proc = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, cwd=TESTS.parent,
+        proc = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, env=ENV,
                               stdin=subprocess.DEVNULL, timeout=120)
     finally:
         os.close(write_end)
     return proc.returncode, proc.stderr.decode()
 
 
+class FullFilesystem:
+    """A tmpfs mounted where the captures run: ``path`` names it to them, ``seen`` to this
+    process (through the namespace's /proc/PID/root: the mount is not in ours)."""
+
+    def __init__(self, path, seen):
+        self.path, self.seen = path, seen
+
+
 @pytest.fixture
-def full_filesystem(tmp_path):
-    """A 32 KiB tmpfs: far smaller than any capture of this machine."""
+def full_filesystem(pid_namespace, tmp_path):
+    """A 4 KiB tmpfs (one page): far smaller than any capture, even of a namespace."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mount = tmp_path / "tiny"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32k", "tmpfs", str(mount)],
+    in_namespace = pid_namespace.argv
+    if subprocess.run(in_namespace(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", mount]),
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
+    seen = Path(f"/proc/{pid_namespace.init}/root{mount}") if pid_namespace.isolated else mount
     try:
-        yield mount
+        yield FullFilesystem(mount, seen)
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        subprocess.run(in_namespace(["umount", "-l", mount]), check=False)
 
 
 @pytest.mark.process
-def test_smem_capture_into_a_closed_pipe_fails():
-    status, err = _into_closed_pipe([*SMEM, "capture"])
+def test_smem_capture_into_a_closed_pipe_fails(pid_namespace):
+    status, err = _into_closed_pipe(pid_namespace.argv([*SMEM, "capture"]))
     assert status == 1
     lines = err.strip().splitlines()
     assert lines[-1].startswith("smem: the capture was cut off") and "Traceback" not in err
@@ -61,37 +78,39 @@ def test_smem_capture_into_a_closed_pipe_fails():
 
 @pytest.mark.process
 @pytest.mark.skipif(shutil.which("dash") is None and shutil.which("busybox") is None, reason="no sh to run")
-def test_smemcap_sh_into_a_closed_pipe_fails():
+def test_smemcap_sh_into_a_closed_pipe_fails(pid_namespace):
     shell = shutil.which("dash") or shutil.which("busybox")
     command = [shell, str(SCRIPT)] if shell.endswith("dash") else [shell, "sh", str(SCRIPT)]
-    status, err = _into_closed_pipe(command)
+    status, err = _into_closed_pipe(pid_namespace.argv(command))
     assert status == 1 and "smemcap.sh: writing the capture failed" in err
 
 
 @pytest.mark.process
-def test_smem_capture_onto_a_full_filesystem_fails_and_leaves_no_file(full_filesystem):
-    target = full_filesystem / "box.tgz"
-    proc = run_smem_process("capture", "-o", target)
+def test_smem_capture_onto_a_full_filesystem_fails_and_leaves_no_file(pid_namespace, full_filesystem):
+    target = full_filesystem.path / "box.tgz"
+    proc = subprocess.run(pid_namespace.argv([*SMEM, "capture", "-o", target]), capture_output=True, env=ENV,
+                          stdin=subprocess.DEVNULL, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.decode() == f"smem: cannot write the capture to {target}: No space left on device\n"
-    assert list(full_filesystem.iterdir()) == []
+    assert list(full_filesystem.seen.iterdir()) == []
 
 
 @pytest.mark.process
-def test_smem_capture_to_stdout_on_a_full_filesystem_fails(full_filesystem):
-    with open(full_filesystem / "box.tgz", "wb") as out:
-        proc = subprocess.run([*SMEM, "capture"], stdout=out, stderr=subprocess.PIPE, cwd=TESTS.parent)
+def test_smem_capture_to_stdout_on_a_full_filesystem_fails(pid_namespace, full_filesystem):
+    with open(full_filesystem.seen / "box.tgz", "wb") as out:
+        proc = subprocess.run(pid_namespace.argv([*SMEM, "capture"]), stdout=out, stderr=subprocess.PIPE,
+                              env=ENV, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.decode() == "smem: cannot write the capture: No space left on device\n"
 
 
 @pytest.mark.process
 @pytest.mark.skipif(shutil.which("dash") is None, reason="no dash")
-def test_smemcap_sh_onto_a_full_filesystem_fails_and_leaves_no_file(full_filesystem):
-    target = full_filesystem / "box.tgz"
-    proc = subprocess.run(["dash", str(SCRIPT), str(target)], capture_output=True)
+def test_smemcap_sh_onto_a_full_filesystem_fails_and_leaves_no_file(pid_namespace, full_filesystem):
+    target = full_filesystem.path / "box.tgz"
+    proc = subprocess.run(pid_namespace.argv(["dash", SCRIPT, target]), capture_output=True, timeout=120)
     assert proc.returncode == 1 and b"writing the capture failed" in proc.stderr
-    assert list(full_filesystem.iterdir()) == []
+    assert list(full_filesystem.seen.iterdir()) == []
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,13 @@ Runs the real script on this live system under dash and busybox sh (also
 with a PATH holding nothing but busybox applets, and with only the minimum
 applets so the mktemp/stat/getconf/hostname fallbacks run) and checks the
 capture against the live /proc, a process the test starts, and smem 1.5.
+
+The captures run in a PID namespace of the module's own (the ``pid_namespace``
+fixture), with the process the tests look for started in it: a capture copies
+every process it sees, so one of the whole machine costs what the machine
+holds (the suite's workers, a browser), one in the namespace a handful.  Kernel
+threads are seen only from the machine's own namespace: one capture of the
+machine, by one shell, checks them.
 """
 
 import gzip
@@ -102,33 +109,48 @@ def _env(path, tmpdir):
     return env
 
 
+class Target:
+    """The process a capture must hold: ``pid`` as the capture (the namespace's /proc) names it,
+    ``host_pid`` as this machine's /proc does."""
+
+    def __init__(self, pid, host_pid, argv, marker):
+        self.pid, self.host_pid, self.argv, self.marker = pid, host_pid, argv, marker
+
+
 @pytest.fixture(scope="module")
-def target(tmp_path_factory):
-    """A process that maps a named memfd; as nobody when we are root."""
+def target(pid_namespace):
+    """A process in the module's namespace that maps a named memfd; as nobody when we are root."""
     marker = "smemcap-sh-test-%d" % os.getpid()
     uid = NOBODY if os.geteuid() == 0 else -1
     argv = [sys.executable, "-c", TARGET_CODE, marker, str(MARKER_SIZE), str(uid)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(pid_namespace.argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    host_pid = None
     try:
         assert proc.stdout.readline() == b"ready\n"
-        yield proc.pid, argv, marker
+        host_pid = pid_namespace.command_pid(proc)
+        yield Target(pid_namespace.pid_in(host_pid), host_pid, argv, marker)
     finally:
+        if host_pid is not None:
+            os.kill(host_pid, signal.SIGKILL)  # nsenter itself waits for it
         proc.kill()
         proc.wait()
 
 
-def _run(shell, tmpdir, *args, **kw):
+def _run(shell, tmpdir, *args, namespace=None, **kw):
+    """The script run by ``shell``, in ``namespace`` if given (else on the machine)."""
     prefix, path = shell
-    return subprocess.run(prefix + [str(SCRIPT), *args], env=_env(path, tmpdir),
+    argv = prefix + [str(SCRIPT), *args]
+    return subprocess.run(namespace.argv(argv) if namespace else argv, env=_env(path, tmpdir),
                           capture_output=True, **kw)
 
 
 @pytest.fixture(scope="module")
-def capture(shell, target, tmp_path_factory):
-    """One capture to stdout: (completed process, TMPDIR, epoch before, epoch after)."""
+def capture(shell, target, pid_namespace, tmp_path_factory):
+    """One capture to stdout, in the module's namespace: (completed process, TMPDIR, epoch
+    before, epoch after)."""
     tmpdir = tmp_path_factory.mktemp("tmpdir")
     before = int(time.time())
-    res = _run(shell, tmpdir)
+    res = _run(shell, tmpdir, namespace=pid_namespace)
     after = int(time.time()) + 1
     return res, tmpdir, before, after
 
@@ -206,8 +228,8 @@ def test_capture_info(capture, tar):
 
 
 def test_started_process_is_captured(tar, target):
-    pid, argv, marker = target
-    st = os.stat("/proc/%d" % pid)
+    pid, argv, marker = target.pid, target.argv, target.marker
+    st = os.stat("/proc/%d" % target.host_pid)
     d = tar.getmember(str(pid))
     assert d.isdir()
     assert (d.uid, d.gid) == (st.st_uid, st.st_gid)
@@ -223,7 +245,7 @@ def test_started_process_is_captured(tar, target):
     assert _kib(rest, "Size") * 1024 == MARKER_SIZE
 
     stat = _read(tar, "%d/stat" % pid).decode()
-    comm = Path("/proc/%d/comm" % pid).read_text().rstrip("\n")
+    comm = Path("/proc/%d/comm" % target.host_pid).read_text().rstrip("\n")
     assert stat.startswith("%d (%s) " % (pid, comm))
     status = _read(tar, "%d/status" % pid).decode()
     assert "\nPid:\t%d\n" % pid in status
@@ -251,8 +273,7 @@ def test_shared_memory_and_sys_members(shell, tar, target):
     shm = os.stat("/dev/shm")
     assert [m for m in inventory.mounts if m.device == (os.major(shm.st_dev), os.minor(shm.st_dev))
             and m.capacity == os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize]
-    pid, _, marker = target
-    held = [h for h in inventory.memfds if h.pid == pid and h.name == marker]
+    held = [h for h in inventory.memfds if h.pid == target.pid and h.name == target.marker]
     assert held and held[0].size == held[0].allocated == MARKER_SIZE
 
 
@@ -270,7 +291,10 @@ def test_every_process_directory_is_complete(tar):
         assert required <= got <= required | {"smaps_rollup", "cgroup"}, pid
 
 
-def test_kernel_threads_are_included(tar):
+@pytest.mark.skipif(DASH is None, reason="no dash")
+def test_kernel_threads_are_included(tmp_path):
+    """A capture of the machine itself (the one of this module: a child namespace has no kernel
+    threads) holds them, with their empty smaps."""
     # kthreadd is pid 2 when we share the kernel's initial pid namespace.
     try:
         name = Path("/proc/2/status").read_text().splitlines()[0]
@@ -278,24 +302,26 @@ def test_kernel_threads_are_included(tar):
         pytest.skip("no pid 2 in this pid namespace")
     if name != "Name:\tkthreadd":
         pytest.skip("pid 2 is not kthreadd here")
+    res = _run(([DASH], os.environ["PATH"]), tmp_path)
+    assert res.returncode == 0, res.stderr
+    tar = tarfile.open(fileobj=io.BytesIO(res.stdout), mode="r:gz")
     assert _read(tar, "2/smaps") == b""
     assert _read(tar, "2/status").splitlines()[0] == b"Name:\tkthreadd"
 
 
 @pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[2]], indirect=True)  # as for vanishing processes
-def test_writes_to_a_file_argument(shell, target, tmp_path):
+def test_writes_to_a_file_argument(shell, target, pid_namespace, tmp_path):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = tmp_path / "cap.tgz"
-    res = _run(shell, tmpdir, str(out), preexec_fn=lambda: os.umask(0o022))
+    res = _run(shell, tmpdir, str(out), namespace=pid_namespace, preexec_fn=lambda: os.umask(0o022))
     assert res.returncode == 0, res.stderr
     assert (res.stdout, res.stderr) == (b"", b"")
     assert out.stat().st_mode & 0o777 == 0o600  # private whatever the umask, as smem capture -o's
     assert list(tmpdir.iterdir()) == []
     with tarfile.open(out, mode="r:gz") as t:
-        pid = target[0]
-        assert t.getmember(str(pid)).isdir()
-        assert t.extractfile("%d/cmdline" % pid).read().split(b"\0")[0] == target[1][0].encode()
+        assert t.getmember(str(target.pid)).isdir()
+        assert t.extractfile("%d/cmdline" % target.pid).read().split(b"\0")[0] == target.argv[0].encode()
 
 
 def test_refuses_to_replace_a_file_that_is_not_a_capture(shell, tmp_path):
@@ -312,26 +338,15 @@ def test_refuses_to_replace_a_file_that_is_not_a_capture(shell, tmp_path):
     assert list(tmpdir.iterdir()) == []
 
 
-def _run_in_own_pid_namespace(shell, tmpdir, *args):
-    """The script over a /proc of its own (a handful of processes: a whole capture in a moment)."""
-    prefix, path = shell
-    unshare = shutil.which("unshare")
-    probe = subprocess.run([unshare, "-pfm", "--mount-proc", "true"], capture_output=True) if unshare else None
-    if probe is None or probe.returncode != 0:
-        pytest.skip("cannot create a pid namespace")
-    return subprocess.run([unshare, "-pfm", "--mount-proc", *prefix, str(SCRIPT), *args],
-                          env=_env(path, tmpdir), capture_output=True)
-
-
 @pytest.mark.parametrize("existing", ["gzip capture", "zstd capture", "empty", "document with -f"])
-def test_rewrites_a_capture_an_empty_file_or_any_file_when_forced(shell, tmp_path, existing):
+def test_rewrites_a_capture_an_empty_file_or_any_file_when_forced(shell, pid_namespace, tmp_path, existing):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = tmp_path / "cap.tgz"
     out.write_bytes({"gzip capture": gzip.compress(b"old capture"), "zstd capture": b"\x28\xb5\x2f\xfd old",
                      "empty": b"", "document with -f": b"a user's notes\n"}[existing])
     args = ["-f", str(out)] if existing.endswith("-f") else [str(out)]
-    res = _run_in_own_pid_namespace(shell, tmpdir, *args)
+    res = _run(shell, tmpdir, *args, namespace=pid_namespace)
     assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
     with tarfile.open(out, mode="r:gz") as t:
         assert "meminfo" in t.getnames()
@@ -340,7 +355,7 @@ def test_rewrites_a_capture_an_empty_file_or_any_file_when_forced(shell, tmp_pat
 
 @pytest.mark.skipif(not SMEM15.exists(), reason="smem 1.5 not installed")
 def test_smem15_reads_the_extracted_capture(tar, target, tmp_path):
-    pid = target[0]
+    pid = target.pid
     (tmp_path / "proc").mkdir()
     kw = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
     tar.extractall(tmp_path / "proc", **kw)
@@ -349,7 +364,7 @@ def test_smem15_reads_the_extracted_capture(tar, target, tmp_path):
     rows = {int(r.split()[0]): r.split()[1:] for r in res.stdout.splitlines()}
     assert pid in rows
     if os.geteuid() == 0:  # extraction kept the owner smemcap.sh recorded
-        assert rows[pid][0] == pwd.getpwuid(os.stat("/proc/%d" % pid).st_uid).pw_name
+        assert rows[pid][0] == pwd.getpwuid(os.stat("/proc/%d" % target.host_pid).st_uid).pw_name
     assert int(rows[pid][1]) > 0
 
 
@@ -409,7 +424,7 @@ WRITING_SIGNAL = {"dash": signal.SIGTERM, "busybox": signal.SIGHUP,
 @pytest.mark.parametrize("phase,sig", [
     ("copying", signal.SIGINT), ("copying", signal.SIGTERM), ("writing", None),
 ], ids=lambda v: getattr(v, "name", v))
-def test_signal_removes_temporary_files(shell, target, tmp_path, phase, sig, request):
+def test_signal_removes_temporary_files(shell, target, pid_namespace, tmp_path, phase, sig, request):
     """Killed while copying /proc or while blocked on a slow sink, nothing is left behind."""
     prefix, path = shell
     sig = sig or WRITING_SIGNAL[request.node.callspec.params["shell"]]
@@ -421,10 +436,11 @@ def test_signal_removes_temporary_files(shell, target, tmp_path, phase, sig, req
         # A one-page pipe nobody reads: the capture cannot complete.
         fcntl = pytest.importorskip("fcntl")
         fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, os.sysconf("SC_PAGE_SIZE"))
-        proc = subprocess.Popen(prefix + [str(SCRIPT)], env=_env(path, tmpdir),
+        proc = subprocess.Popen(pid_namespace.argv(prefix + [str(SCRIPT)]), env=_env(path, tmpdir),
                                 stdout=wfd, stderr=subprocess.PIPE)
         os.close(wfd)
         wfd = None
+        script = pid_namespace.command_pid(proc)  # nsenter passes no signal on: the script gets it
         if phase == "writing":
             # the copy of /proc comes first: a second on a quiet machine, minutes with thousands
             # of processes and the machine busy, so wait for as long as the script is alive
@@ -436,7 +452,7 @@ def test_signal_removes_temporary_files(shell, target, tmp_path, phase, sig, req
             while not any(tmpdir.glob("*/c/*")):
                 assert proc.poll() is None, proc.stderr.read()
                 time.sleep(0.001)
-        proc.send_signal(sig)
+        os.kill(script, sig)
         # Nothing reads the sink yet: the script must stop its tar|gzip itself.
         proc.wait(60)
         _drain_to_eof(rfd)
@@ -456,20 +472,26 @@ def test_signal_removes_temporary_files(shell, target, tmp_path, phase, sig, req
 # dash with the system's cat, and busybox sh with nothing but busybox applets (its cat): the
 # two shells and the two cats whose errors the copy loop meets when a process exits under it
 @pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[2]], indirect=True)
-def test_vanishing_processes_are_tolerated(shell, tmp_path):
+def test_vanishing_processes_are_tolerated(shell, pid_namespace, tmp_path):
     """Processes that exit while being copied are skipped, never fatal."""
     prefix, path = shell
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = tmp_path / "cap.tgz"
-    true = shutil.which("true")
-    proc = subprocess.Popen(prefix + [str(SCRIPT), str(out)], env=_env(path, tmpdir),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    for _ in range(200):
-        if proc.poll() is not None:
-            break
-        subprocess.run([true], check=True)
-    stdout, stderr = proc.communicate()
+    # in the namespace the script copies, for as long as it runs, processes that live a tenth of a
+    # second, a new one every hundredth: the copy finds some gone, and some going as it copies them
+    loop = 'echo started; while :; do "$0" 0.1 & "$0" 0.01; done'
+    churn = subprocess.Popen(pid_namespace.argv(["sh", "-c", loop, shutil.which("sleep")]), stdout=subprocess.PIPE)
+    churner = pid_namespace.command_pid(churn)
+    try:
+        assert churn.stdout.readline() == b"started\n"
+        proc = subprocess.Popen(pid_namespace.argv(prefix + [str(SCRIPT), str(out)]), env=_env(path, tmpdir),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout, stderr = proc.communicate()
+    finally:
+        os.kill(churner, signal.SIGKILL)
+        churn.wait()
+        churn.stdout.close()
     assert (proc.returncode, stdout, stderr) == (0, b"", b"")
     assert list(tmpdir.iterdir()) == []
     with tarfile.open(out, mode="r:gz") as t:
