@@ -130,12 +130,12 @@ class Sharers:
             drift.pop(pid, None)
 
     def drifted(self, limits, exclude):
-        """The processes (but ``exclude``) whose drift passed their limit (``limits(pid)``: KiB,
-        or None for a process not to look at): only those moved since the last look can have."""
+        """The processes (but ``exclude``) whose drift passed their limit (``limits``: {pid: KiB};
+        a process not in it is not looked at): only those moved since the last look can have."""
         self._apply()
-        drift, found = self._drift, set()
+        drift, found, limit_of = self._drift, set(), limits.get
         for pid in self._unseen:
-            limit = limits(pid)
+            limit = limit_of(pid)
             if limit is not None and pid not in exclude and drift.get(pid, 0.0) > limit:
                 found.add(pid)
         self._unseen.clear()
