@@ -23,8 +23,9 @@ move when the process's own memory does).  It re-reads the rollups of:
   and no figure is older than ``max_staleness`` seconds.
 
 A process read before that runs the same program (its name in stat unchanged: no exec) is
-re-read for what moves (its rollup, command line and cgroup; its device fds where its own
-memory moved) and keeps its owner; the rest are read whole.
+re-read for what moves (its rollup, its command line where the report shows it or -P matches
+it, its cgroup; its device fds where its own memory moved) and keeps its owner (and, where the
+command line is not shown, the one first read); the rest are read whole.
 
 Only this machine's processes, for a report of their sums (no per-mapping figure, no -M, no
 view that folds mappings), are read so; anything else is read whole every time. A process
@@ -256,7 +257,7 @@ class Refresher:
         """Read ``pids`` (load_reading, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
         needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
-        loaded, resident = self._rollups_again(source, needs, seen, pids)
+        loaded, resident = self._rollups_again(source, needs, seen, pids, selection.process is not None)
         chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
         if not chosen.pids:  # (all read again above: of the rest of a whole read, only meminfo)
             return read_meminfo(source), self._known_again(source, seen, pids, loaded, resident, {}, {}, now)
@@ -310,12 +311,12 @@ class Refresher:
                                caps(before.split, known.split)))
         return events
 
-    def _rollups_again(self, source, needs, seen, pids):
+    def _rollups_again(self, source, needs, seen, pids, filtered):
         """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
         ``pids`` read before and still running the same program (no exec: its name in stat is
         the same), each its figure before with what moves read again: its smaps_rollup, its
-        command line and cgroup, and where its own memory moved its device fds (its owner is as
-        before).  The others, and any whose files say more than that (gone, a zombie now,
+        command line (where it is shown, or -P matches it) and cgroup, and where its own memory
+        moved its device fds (its owner is as before).  The others, and any whose files say more than that (gone, a zombie now,
         malformed), are read whole by load_reading."""
         if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
             return {}, {}
@@ -339,12 +340,13 @@ class Refresher:
             if anonymous is not None and counters.get("Rss") is not None:
                 resident[pid] = counters["Rss"] - anonymous
             changes = {} if counters == process.rollup else {"rollup": counters, "_totals": None}
-            raw = source.read_optional(f"{pid}/cmdline")
-            cmdline = parse_cmdline(raw) if raw else ""
-            if not cmdline:
-                continue  # (gone, or a zombie: load_reading knows what to make of it)
-            if cmdline != process.cmdline:
-                changes["cmdline"] = cmdline
+            if needs.command or filtered:
+                raw = source.read_optional(f"{pid}/cmdline")
+                cmdline = parse_cmdline(raw) if raw else ""
+                if not cmdline:
+                    continue  # (gone, or a zombie: load_reading knows what to make of it)
+                if cmdline != process.cmdline:
+                    changes["cmdline"] = cmdline
             if needs.cgroup:
                 raw = source.read_optional(f"{pid}/cgroup")
                 cgroup = self._cgroup(raw) if raw else None
