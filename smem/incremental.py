@@ -23,8 +23,9 @@ move when the process's own memory does).  It re-reads the rollups of:
   and no figure is older than ``max_staleness`` seconds.
 
 A process read before that runs the same program (its name in stat unchanged: no exec) is
-re-read for what moves (its rollup, command line and cgroup; its device fds where its own
-memory moved) and keeps its owner; the rest are read whole.
+re-read for what moves (its rollup, its command line where the report shows it or -P matches
+it, its cgroup; its device fds where its own memory moved) and keeps its owner (and, where the
+command line is not shown, the one first read); the rest are read whole.
 
 Only this machine's processes, for a report of their sums (no per-mapping figure, no -M, no
 view that folds mappings), are read so; anything else is read whole every time. A process
@@ -137,6 +138,8 @@ class Refresher:
         self.reread = 0          # rollups the latest collection read
         self.reasons = {}        # of those, how many for each reason: new, moved, age, shared
         self._known = {}         # pid -> _Known
+        self._aged = {}          # pid -> None, the oldest figure first (in the order they were read)
+        self._limits = {}        # pid -> its _Known.limit, for Sharers.drifted
         self._sharers = Sharers()
         self._last_at = None
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
@@ -158,6 +161,8 @@ class Refresher:
         """What load_reading gives for these arguments, from the figures kept and what changed."""
         if self.max_staleness <= 0 or not self._incremental(source, selection, with_processes, needs, fold):
             self._known.clear()
+            self._aged.clear()
+            self._limits.clear()
             self._sharers.clear()
             reading = load_reading(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
                                    fold=fold)
@@ -170,10 +175,11 @@ class Refresher:
         gap = now - self._last_at if self._last_at is not None else self.max_staleness
         self._last_at = now
         seen, touched = self._stats.read(source, selection, fresh=not self._known)
-        events = []
-        for pid in [pid for pid, known in self._known.items()
-                    if pid not in seen or seen[pid].start_time != known.start]:
-            events.append(self._forget(pid))  # exited, or its pid reused
+        known = self._known
+        # exited, or its pid reused (a new process's stat is one that changed)
+        reused = [pid for pid in (seen if touched is None else touched)
+                  if pid in known and pid in seen and seen[pid].start_time != known[pid].start]
+        events = [self._forget(pid) for pid in sorted(known.keys() - seen.keys() | set(reused))]
         reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0}
         first = set()
         # (a process whose stat did not change has the counters it was last read with)
@@ -187,13 +193,13 @@ class Refresher:
         first |= oldest
         sharers = self._sharers
         sharers.spread(events)
-        shared = sharers.drifted(self._limit, first)
+        shared = sharers.drifted(self._limits, first)
         reasons["shared"] += len(shared)
         first |= shared
         meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
         sharers.spread(events)
         sharers.settle(first)  # (what they moved or were moved by is in what was read)
-        again = sharers.drifted(self._limit, first)
+        again = sharers.drifted(self._limits, first)
         reasons["shared"] += len(again)
         if again:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
@@ -204,10 +210,6 @@ class Refresher:
         self._took = min(max(self._durations), self.max_staleness)
         self._stats.ended()
         return reading
-
-    def _limit(self, pid):
-        known = self._known.get(pid)
-        return None if known is None else known.limit
 
     @staticmethod
     def _incremental(source, selection, with_processes, needs, fold):
@@ -229,32 +231,38 @@ class Refresher:
         served when the collection ends).  Those read for their own changes are left out of the
         count (they are read anyway), and the ones the age forces are counted in it, so that the
         re-reads stay even: a figure read at the start is not re-read in a burst a minute on."""
-        rest = [pid for pid in seen if pid not in chosen]
-        self._due = min(self._due + len(rest) * gap / self.max_staleness, len(rest))
-        known = self._known
-        rest.sort(key=lambda pid: known[pid].read_at)
+        known = self._known  # (every process seen and not chosen is known: one not known is new)
+        rest = len(known) - len(known.keys() & chosen)
+        self._due = min(self._due + rest * gap / self.max_staleness, rest)
         count = max(math.floor(self._due), 0)
         late = now - self.max_staleness + self._took
-        while count < len(rest) and known[rest[count]].read_at <= late:
-            count += 1  # (as old as max_staleness: read whatever is due)
-        self._due -= count
-        return set(rest[:count])
+        oldest = []
+        for pid in self._aged:  # (the oldest first: no sort of every process at each collection)
+            if pid in chosen:
+                continue
+            if len(oldest) >= count and known[pid].read_at > late:
+                break  # (as old as max_staleness: read whatever is due)
+            oldest.append(pid)
+        self._due -= len(oldest)
+        return set(oldest)
 
     def _forget(self, pid):
         """Drop ``pid``'s figures: an event, (pid, what its exit displaces, who shared with it)."""
         known = self._known.pop(pid)
+        del self._aged[pid]
+        self._limits.pop(pid, None)
         return pid, known.shared, self._sharers.remove(pid), known.split
 
     def _read(self, source, selection, needs, jobs, seen, pids, now):
         """Read ``pids`` (load_reading, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
         needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
-        loaded, resident = self._rollups_again(source, needs, seen, pids)
+        loaded, resident = self._rollups_again(source, needs, seen, pids, selection.process is not None)
         chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
         if not chosen.pids:  # (all read again above: of the rest of a whole read, only meminfo)
             return read_meminfo(source), self._known_again(source, seen, pids, loaded, resident, {}, {}, now)
         # the machine's figures (pools, pressure, clock) are the final reading's (_reading), not these
-        reading = load_reading(source, chosen, with_processes=True, jobs=jobs,
+        reading = load_reading(source, chosen, with_processes=True, jobs=jobs, listed=sorted(chosen.pids),
                                needs=replace(needs, kinds=needs.kinds & ~_MACHINE_KINDS))
         self._pss_missing = self._pss_missing or reading.pss_missing
         for process in reading.processes:
@@ -267,8 +275,8 @@ class Refresher:
     def _known_again(self, source, seen, pids, loaded, resident, unreadable, skipped, now):
         """Keep what was read of ``pids``: their figures, their keys in the sharer index; the
         events of those read because their own memory moved."""
-        events, sharers = [], self._sharers
-        for pid in pids:
+        events, sharers, aged = [], self._sharers, self._aged
+        for pid in sorted(pids):  # (in pid order: those read together are as old, and aged so)
             before = self._known.get(pid)
             before_keys = sharers.keys(pid)
             known = _Known(seen[pid], now)
@@ -290,6 +298,12 @@ class Refresher:
                     keys = before_keys
             sharers.place(pid, keys)
             self._known[pid] = known
+            aged.pop(pid, None)
+            aged[pid] = None  # (the newest figure now)
+            if known.limit is None:
+                self._limits.pop(pid, None)
+            else:
+                self._limits[pid] = known.limit
             if before is None:
                 events.append((pid, known.shared, keys, known.split))
             elif before.moved != known.moved:
@@ -297,12 +311,12 @@ class Refresher:
                                caps(before.split, known.split)))
         return events
 
-    def _rollups_again(self, source, needs, seen, pids):
+    def _rollups_again(self, source, needs, seen, pids, filtered):
         """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
         ``pids`` read before and still running the same program (no exec: its name in stat is
         the same), each its figure before with what moves read again: its smaps_rollup, its
-        command line and cgroup, and where its own memory moved its device fds (its owner is as
-        before).  The others, and any whose files say more than that (gone, a zombie now,
+        command line (where it is shown, or -P matches it) and cgroup, and where its own memory
+        moved its device fds (its owner is as before).  The others, and any whose files say more than that (gone, a zombie now,
         malformed), are read whole by load_reading."""
         if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
             return {}, {}
@@ -326,12 +340,13 @@ class Refresher:
             if anonymous is not None and counters.get("Rss") is not None:
                 resident[pid] = counters["Rss"] - anonymous
             changes = {} if counters == process.rollup else {"rollup": counters, "_totals": None}
-            raw = source.read_optional(f"{pid}/cmdline")
-            cmdline = parse_cmdline(raw) if raw else ""
-            if not cmdline:
-                continue  # (gone, or a zombie: load_reading knows what to make of it)
-            if cmdline != process.cmdline:
-                changes["cmdline"] = cmdline
+            if needs.command or filtered:
+                raw = source.read_optional(f"{pid}/cmdline")
+                cmdline = parse_cmdline(raw) if raw else ""
+                if not cmdline:
+                    continue  # (gone, or a zombie: load_reading knows what to make of it)
+                if cmdline != process.cmdline:
+                    changes["cmdline"] = cmdline
             if needs.cgroup:
                 raw = source.read_optional(f"{pid}/cgroup")
                 cgroup = self._cgroup(raw) if raw else None

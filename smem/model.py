@@ -179,6 +179,7 @@ class Need(enum.Flag):
     PRESSURE = enum.auto()  # memory pressure, the machine's and its cgroups' (smem.memory_pressure)
     UPTIME = enum.auto()    # /proc/uptime and the clock rate, what CPU time is measured against (cpu)
     WSS = enum.auto()       # the working set: --wss measured it before the reading (smem.working_set)
+    COMMAND = enum.auto()   # the command line is shown: read again with a process's figures (smem.incremental)
 
     @classmethod
     def named(cls, names):
@@ -237,6 +238,7 @@ class Needs:
     devices = property(lambda self: Need.DEVICES in self.kinds)
     pressure = property(lambda self: Need.PRESSURE in self.kinds)
     uptime = property(lambda self: Need.UPTIME in self.kinds)
+    command = property(lambda self: Need.COMMAND in self.kinds)
 
 
 @dataclass(frozen=True, eq=False)

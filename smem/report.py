@@ -120,33 +120,44 @@ def _total(column, values):
 
 def _sort_entries(entries, width, reverse):
     """Sort (sort value, shown values, row) entries by the sort value, ties by the shown values
-    in order: one stable sort per key, the least significant first, each keyed by the values
-    themselves where a column holds one type (else by _order), so no row holds a tuple of
-    tuples at once (1,500 rows of 8 columns: 0.8 MiB of keys, a third of a report's heap)."""
-    for index in range(width - 1, -2, -1):
-        if index < 0:
-            values = [e[0] for e in entries]
-        else:
-            values = [e[1][index] for e in entries]
-        kinds = set(map(type, values))
-        absent = type(None) in kinds and (kinds - {type(None)} <= {int, float} or kinds - {type(None)} <= {str})
-        if len(kinds) == 1 and kinds <= {int, str, float}:
-            keys = values
-        elif kinds and kinds <= {int, float}:
-            keys = values
-        elif absent:
-            # None first as _order has it, in their order (a stable sort of equal keys, reversed or
-            # not), the rest by their values: no tuple per value (an amount absent for a few rows)
-            nones = [i for i, v in enumerate(values) if v is None]
-            order = sorted([i for i, v in enumerate(values) if v is not None], key=values.__getitem__,
-                           reverse=reverse)
-            order = order + nones if reverse else nones + order
-            entries[:] = [entries[i] for i in order]
+    in order, as one stable sort by all of them would: sorted once by the sort value, then only
+    each run of tied values by the next key, and so on (a table has few ties, and sorting every
+    row by every shown column each frame is most of what a watched table costs).  The runs are
+    kept on a stack, not recursed into: a table of rows tied in every column but the last goes
+    as deep as it has columns, and -c takes any number."""
+    runs = [(0, len(entries), -1)] if entries else []
+    while runs:
+        lo, hi, level = runs.pop()
+        part = entries[lo:hi]
+        values = [e[0] for e in part] if level < 0 else [e[1][level] for e in part]
+        order = _sorted_indexes(values, reverse)
+        entries[lo:hi] = [part[i] for i in order]
+        if level + 1 >= width:
             continue
-        else:
-            keys = [_order(v) for v in values]
-        order = sorted(range(len(entries)), key=keys.__getitem__, reverse=reverse)
-        entries[:] = [entries[i] for i in order]
+        start, first = 0, values[order[0]]
+        for n in range(1, len(order) + 1):
+            value = values[order[n]] if n < len(order) else None
+            if n == len(order) or value != first:  # (equal as _order has it: None is only None, 1 is 1.0)
+                if n - start > 1:
+                    runs.append((lo + start, lo + n, level + 1))
+                start, first = n, value
+
+
+def _sorted_indexes(values, reverse):
+    """The indexes of ``values`` in the order _order gives them (a stable sort, reversed or not),
+    keyed by the values themselves where they are of one kind, so that no row holds a tuple."""
+    kinds = set(map(type, values))
+    if kinds <= {int, float} or (len(kinds) == 1 and kinds <= {str}):
+        return sorted(range(len(values)), key=values.__getitem__, reverse=reverse)
+    present = kinds - {type(None)}
+    if type(None) in kinds and (present <= {int, float} or present <= {str}):
+        # None first as _order has it, in their order (a stable sort of equal keys, reversed or
+        # not), the rest by their values: no tuple per value (an amount absent for a few rows)
+        nones = [i for i, v in enumerate(values) if v is None]
+        order = sorted([i for i, v in enumerate(values) if v is not None], key=values.__getitem__, reverse=reverse)
+        return order + nones if reverse else nones + order
+    keys = [_order(v) for v in values]
+    return sorted(range(len(values)), key=keys.__getitem__, reverse=reverse)
 
 
 def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional[int], swap_kib: Optional[int],

@@ -13,6 +13,9 @@ looking only at those whose keys moved since it last looked.
 
 __all__ = ["Sharers", "sharing_keys", "caps"]
 
+#: a key's sharers at least this many: its part is added to theirs with other keys of the same sharers
+_MERGED = 32
+
 
 def sharing_keys(pid, ppid, objects):
     """{what ``pid`` may share pages through: KiB mapped of an object (``objects``, from
@@ -113,10 +116,26 @@ class Sharers:
                     pending[key] = pending.get(key, 0.0) + part
 
     def _apply(self):
-        """Add what the keys moved since the last time to their sharers' drift."""
+        """Add what the keys moved since the last time to their sharers' drift: once for the keys
+        that the same processes share (every process maps the same libraries: one pass over
+        them, not one a library)."""
         who, drift, unseen = self._who, self._drift, self._unseen
+        groups, by_size = [], {}  # [group, part] of the keys' groups; the large ones by their size
         for key, part in self._pending.items():
-            group = who.get(key, ())
+            group = who.get(key)
+            if not group:
+                continue
+            if len(group) < _MERGED:
+                groups.append((group, part))
+                continue
+            alike = by_size.setdefault(len(group), [])
+            for same in alike:
+                if same[0] == group:
+                    same[1] += part
+                    break
+            else:
+                alike.append([group, part])
+        for group, part in [*groups, *(g for alike in by_size.values() for g in alike)]:
             unseen.update(group)
             for pid in group:
                 drift[pid] = drift.get(pid, 0.0) + part
@@ -130,12 +149,12 @@ class Sharers:
             drift.pop(pid, None)
 
     def drifted(self, limits, exclude):
-        """The processes (but ``exclude``) whose drift passed their limit (``limits(pid)``: KiB,
-        or None for a process not to look at): only those moved since the last look can have."""
+        """The processes (but ``exclude``) whose drift passed their limit (``limits``: {pid: KiB};
+        a process not in it is not looked at): only those moved since the last look can have."""
         self._apply()
-        drift, found = self._drift, set()
+        drift, found, limit_of = self._drift, set(), limits.get
         for pid in self._unseen:
-            limit = limits(pid)
+            limit = limit_of(pid)
             if limit is not None and pid not in exclude and drift.get(pid, 0.0) > limit:
                 found.add(pid)
         self._unseen.clear()

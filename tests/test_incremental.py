@@ -61,6 +61,7 @@ def test_a_process_that_moves_shows_its_command_line_now():
     that grows and says so in its title (nginx, postgres) is shown with the new title."""
     with obedient_process() as a:
         request = _request(a.pid)
+        request = request._replace(table=request.table._replace(columns=('pid', 'command', 'pss')))
         the_plan = plan(request)
         refresher = Refresher(HOUR)
         read_snapshot(request, the_plan, load=refresher.load)
@@ -69,6 +70,24 @@ def test_a_process_that_moves_shows_its_command_line_now():
         snapshot = read_snapshot(request, the_plan, load=refresher.load)[0]
         assert refresher.reread == 1
         assert [p.cmdline for p in snapshot.processes] == ['smem-obedient: busy now']
+
+
+def test_a_report_that_shows_no_command_line_reads_it_once():
+    """The user view (and any report without the command column or -P) shows no command line:
+    a process read again for its memory keeps the one first read, and its figures are now's."""
+    with obedient_process() as a:
+        request = ReportRequest(query=Query(view='user', pids=(a.pid,), jobs=1), table=TableOptions())
+        the_plan = plan(request)
+        refresher = Refresher(HOUR)
+        first = read_snapshot(request, the_plan, load=refresher.load)[0]
+        a.retitle(b'smem-obedient: busy now')
+        a.grow(4096)
+        snapshot = read_snapshot(request, the_plan, load=refresher.load)[0]
+        full = read_snapshot(request, the_plan)[0]
+        assert refresher.reread == 1
+        assert [p.cmdline for p in snapshot.processes] == [p.cmdline for p in first.processes]
+        _close(_pss(snapshot), _pss(full))
+        assert _pss(snapshot)[a.pid] > _pss(first)[a.pid]
 
 
 def test_mapping_a_file_another_maps_moves_the_pss_of_both(tmp_path):

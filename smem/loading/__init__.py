@@ -18,7 +18,7 @@ __all__ = ["load_reading", "selected_pids"]
 
 
 def load_reading(source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None,
-                 beside=None):
+                 beside=None, listed=None):
     """The :class:`~smem.model.Reading` of every process of ``source`` that passes ``selection``.
 
     With ``with_processes=False`` only the system files are read (the -w view).
@@ -33,7 +33,9 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
     it cannot be, from its held form (the reading's ``source``).  ``beside``: more to read of each
     process that has memory, where it is read (a worker), right after it: ``beside.read(pid)``
     there, ``beside.take(what it gave)`` here (--exact's frames: smem.exact.frames_pass); not
-    run on a stream.
+    run on a stream.  ``listed``: the source's pids, ascending, where the caller has just listed
+    them (smem.incremental, from the stats it read): a listing of /proc costs as much as reading
+    a few processes.
     """
     selection = selection or Selection()
     needs = needs or Needs()
@@ -51,7 +53,8 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
     meminfo = read_meminfo(source)
     own_pid = own_invocation(source, selection)
     names = {}
-    pids = [pid for pid in source.pids() if selection.wants_pid(pid)] if with_processes else []
+    pids = [pid for pid in (source.pids() if listed is None else listed)
+            if selection.wants_pid(pid)] if with_processes else []
 
     def one(pid):
         try:

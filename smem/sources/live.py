@@ -32,6 +32,9 @@ def file_kind(mode):
     return "not a regular file"
 
 
+_running_config = []  # [the running kernel's config text, or None], once read
+
+
 class LiveSource(Source):
     """The /proc, /sys and /dev/kmsg under ``root``; ``local=False`` for a tree from elsewhere."""
 
@@ -173,6 +176,15 @@ class LiveSource(Source):
         return _fdinfo_read(self, pid, held)
 
     def kernel_config(self):
+        if self.local and self.root == "/" and self.proc == "/proc":
+            # the running kernel's, read and unpacked once: it does not change while smem runs
+            # (a watch or a server would read it at every frame)
+            if not _running_config:
+                _running_config.append(self._kernel_config())
+            return _running_config[0]
+        return self._kernel_config()
+
+    def _kernel_config(self):
         text = super().kernel_config()
         if text is not None or not self.local:
             return text

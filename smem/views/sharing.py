@@ -47,7 +47,8 @@ COLUMNS = {c.key: c for c in (
     count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows", total_key="processes"),
     text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct", total_key="users"),
     text("name", "Name", lambda r: r.process.name, "process name", 24, truncate=True),
-    text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True),
+    text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True,
+         needs={"command"}),
     amount("shared", "Shared", lambda r: int(round(r.shared)),
            "memory this process shares with the selection"),
 )}
