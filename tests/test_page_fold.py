@@ -23,8 +23,8 @@ from smem.views.mapping import MAPPING_VIEW, MappingRow
 SMAPS = [p for p in realproc_files("smaps") if p.stat().st_size] + [FIXTURES / "gpu_proc" / "tree" / "105" / "smaps"]
 
 
-def test_there_are_recorded_smaps():
-    assert len(SMAPS) >= 2
+def test_there_are_recorded_smaps(realproc):
+    assert len(SMAPS) >= 2  # (the fixture's one, and ../shared/realproc's where it is beside the clone)
 
 
 @pytest.mark.parametrize("path", SMAPS, ids=str)
