@@ -5,8 +5,8 @@ import numpy as np
 from ..errors import ProcessGone, ProcessUnreadable
 from .frames import (FRAMES_MEMBER, KPAGES_MEMBER, _BLOCK_MASK, _BLOCK_SHIFT, _UNOWNED,
                      DistinctFrames, ExactUnavailable, FrameTable, settle_own)
-from .frame_arrays import (SHARES_AT_ONCE, blocks_of, freed_arrays_returned, rank_in_place, shares,
-                           unique_counts)
+from .frame_arrays import (SHARES_AT_ONCE, blocks_of, freed_arrays_returned, raise_to_listed, rank_in_place,
+                           shares, unique_counts)
 from .members import encode_frames, encode_kpages
 from .readers import PagemapReader, frame_reader
 
@@ -61,8 +61,7 @@ class SharedWith:
         self.elsewhere_kib = elsewhere_kib
 
     def __repr__(self):
-        return (f"SharedWith(shared={self.shared_kib}, holders={len(self.holders)}, "
-                f"elsewhere={self.elsewhere_kib})")
+        return f"SharedWith(shared={self.shared_kib}, holders={len(self.holders)}, elsewhere={self.elsewhere_kib})"
 
 
 def account(source, mappings_by_pid, *, page_size=None, keep_frames=False, jobs=None, read=None):
@@ -190,6 +189,7 @@ class ExactAccounting:
         self._count = np.zeros(size, dtype=np.uint32)
         self._fill_counts(table)
         self._acc = np.zeros(size, dtype=np.uint32)
+        raise_to_listed(self._count, self._proc.values(), self._acc)
 
     def _take_distinct(self, frames, reader):
         """Build from DistinctFrames (each process's distinct frames, what the workers sent),
@@ -217,6 +217,7 @@ class ExactAccounting:
         self.table = None
         self._blocks = None  # (only the reference's construction looks PFNs up again)
         self._acc = np.zeros(len(distinct), dtype=np.uint32)
+        raise_to_listed(self._count, self._proc.values(), self._acc)
 
     # dense frame index
     def _dense(self, pfns_sorted):

@@ -64,6 +64,18 @@ def shares(k, inside):
     return len(k), int(np.count_nonzero(inside >= k)), (float(np.sum(inside / k)) if len(k) else 0.0)
 
 
+def raise_to_listed(count, procs, scratch):
+    """Each mapped frame's ``count`` raised to the mappings ``procs`` ((dense frames, their
+    mappings or None for one each, swap) a process) list of it, ``scratch`` zeros of its size
+    (left so).  kpagecount, read after every pagemap, misses a mapping gone since (an exit, a
+    page migrated: Documentation/admin-guide/mm/pagemap.rst); counted as listed, a group's share
+    of a frame is the sum of its processes' shares, however they are grouped."""
+    for d, c, _ in procs:
+        scratch[d] += c if c is not None else np.uint32(1)
+    np.maximum(count, scratch, out=count, where=count > 0)
+    scratch[:] = 0
+
+
 def freed_arrays_returned():
     """Have glibc's malloc give every array of 64 KiB or more its own mapping, returned to the
     system when freed.  By default the threshold rises to the largest block freed (up to 32
