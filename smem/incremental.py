@@ -257,7 +257,7 @@ class Refresher:
         """Read ``pids`` (load_reading, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
         needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
-        loaded, resident = self._rollups_again(source, needs, seen, pids, selection.process is not None)
+        loaded, resident = self._rollups_again(source, needs, seen, pids, selection)
         chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
         if not chosen.pids:  # (all read again above: of the rest of a whole read, only meminfo)
             return read_meminfo(source), self._known_again(source, seen, pids, loaded, resident, {}, {}, now)
@@ -311,13 +311,15 @@ class Refresher:
                                caps(before.split, known.split)))
         return events
 
-    def _rollups_again(self, source, needs, seen, pids, filtered):
+    def _rollups_again(self, source, needs, seen, pids, selection):
         """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
         ``pids`` read before and still running the same program (no exec: its name in stat is
         the same), each its figure before with what moves read again: its smaps_rollup, its
         command line (where it is shown, or -P matches it) and cgroup, and where its own memory
-        moved its device fds (its owner is as before).  The others, and any whose files say more than that (gone, a zombie now,
-        malformed), are read whole by load_reading."""
+        moved its device fds (its owner is as before).  The others, any whose files say more
+        than that (gone, a zombie now, malformed) and any whose new command line -P no longer
+        matches, are read whole by load_reading (which leaves the last out)."""
+        filtered = selection.process is not None
         if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
             return {}, {}
         kept = rollup_keys(needs)
@@ -346,6 +348,8 @@ class Refresher:
                 if not cmdline:
                     continue  # (gone, or a zombie: load_reading knows what to make of it)
                 if cmdline != process.cmdline:
+                    if filtered and not selection.wants_process(process.name, cmdline):
+                        continue  # (renamed out of -P: read whole, it is left out)
                     changes["cmdline"] = cmdline
             if needs.cgroup:
                 raw = source.read_optional(f"{pid}/cgroup")

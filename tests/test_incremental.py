@@ -90,6 +90,24 @@ def test_a_report_that_shows_no_command_line_reads_it_once():
         assert _pss(snapshot)[a.pid] > _pss(first)[a.pid]
 
 
+@pytest.mark.parametrize("view, columns", [("process", ("pid", "pss")), ("user", None)])
+def test_a_process_retitled_out_of_the_filter_leaves_the_report(view, columns):
+    """-P matched its command line; it grows and retitles itself so that -P no longer does: it
+    leaves the report at once, as a full read leaves it out (not kept for its unchanged name)."""
+    with obedient_process() as a:
+        request = ReportRequest(query=Query(view=view, pids=(a.pid,), jobs=1, process_filter="workload"),  # (its command line only)
+                                table=TableOptions(columns=columns))
+        the_plan = plan(request)
+        refresher = Refresher(HOUR)
+        first = read_snapshot(request, the_plan, load=refresher.load)[0]
+        a.retitle(b"renamed-worker")
+        a.grow(4096)
+        again = read_snapshot(request, the_plan, load=refresher.load)[0]
+        full = read_snapshot(request, the_plan)[0]
+        assert [p.pid for p in first.processes] == [a.pid]
+        assert [p.pid for p in again.processes] == [p.pid for p in full.processes] == []
+
+
 def test_mapping_a_file_another_maps_moves_the_pss_of_both(tmp_path):
     shared = tmp_path / 'shared.dat'
     shared.write_bytes(os.urandom(8 << 20))

@@ -4,13 +4,17 @@ capture's config.gz; --exact says its group USS is approximate there."""
 
 import gzip
 import io
+import os
 import shutil
+import subprocess
+import sys
 import tarfile
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_smem
+from conftest import FIXTURES, TESTS, run_smem
 from smem.capture_writer import write_capture
 from smem.parsers.kernel_config import gunzip_config, no_page_mapcount, parse_kernel_config
 from smem.sources.directory import DirectorySource
@@ -87,3 +91,25 @@ def test_exact_says_its_group_uss_is_approximate_there(tmp_path):
         assert len(_estimated(source, exact=False)) == 1
     finally:
         source.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not os.path.exists("/proc/config.gz"),
+                    reason="needs root, unshare(1) and /proc/config.gz")
+def test_the_running_config_is_kept_once_found_not_while_missing():
+    """Read once and kept for the run (a watch would unpack it at every frame), but only once
+    found: /proc/config.gz comes with `modprobe configs`, /boot may be mounted after smem
+    starts.  Hidden under /dev/null in a mount namespace of its own, then shown again."""
+    code = textwrap.dedent("""
+        import subprocess
+        from smem.sources.live import LiveSource
+        subprocess.run(["mount", "--bind", "/dev/null", "/proc/config.gz"], check=True)
+        print(LiveSource().kernel_config() is not None)
+        subprocess.run(["umount", "/proc/config.gz"], check=True)
+        print(LiveSource().kernel_config() is not None, LiveSource().kernel_config() is not None)
+    """)
+    res = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", code],
+                         capture_output=True, text=True, cwd=TESTS.parent, timeout=60)
+    if res.returncode != 0 and "unshare" in res.stderr:
+        pytest.skip(f"no mount namespace here: {res.stderr.strip()}")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["False", "True", "True"]

@@ -33,9 +33,9 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
     it cannot be, from its held form (the reading's ``source``).  ``beside``: more to read of each
     process that has memory, where it is read (a worker), right after it: ``beside.read(pid)``
     there, ``beside.take(what it gave)`` here (--exact's frames: smem.exact.frames_pass); not
-    run on a stream.  ``listed``: the source's pids, ascending, where the caller has just listed
-    them (smem.incremental, from the stats it read): a listing of /proc costs as much as reading
-    a few processes.
+    run on a stream.  ``listed``: the pids to read, ascending, where the caller has just listed the
+    source's (smem.incremental: those it chose from the stats it read), instead of a listing of
+    /proc, which costs as much as reading a few processes.
     """
     selection = selection or Selection()
     needs = needs or Needs()

@@ -177,10 +177,14 @@ class LiveSource(Source):
 
     def kernel_config(self):
         if self.local and self.root == "/" and self.proc == "/proc":
-            # the running kernel's, read and unpacked once: it does not change while smem runs
-            # (a watch or a server would read it at every frame)
+            # the running kernel's, read and unpacked once found: it does not change while smem
+            # runs (a watch or a server would read it at every frame); until then it is looked
+            # for again (/proc/config.gz comes with `modprobe configs`, /boot may be mounted later)
             if not _running_config:
-                _running_config.append(self._kernel_config())
+                config = self._kernel_config()
+                if config is None:
+                    return None
+                _running_config.append(config)
             return _running_config[0]
         return self._kernel_config()
 
