@@ -72,18 +72,24 @@ def test_a_process_that_moves_shows_its_command_line_now():
         assert [p.cmdline for p in snapshot.processes] == ['smem-obedient: busy now']
 
 
+def _retitled_and_grown(process, request, title):
+    """(the Refresher, its reading before, its reading after ``process`` retitled itself and
+    grew by 4 MiB, a full read then)."""
+    the_plan = plan(request)
+    refresher = Refresher(HOUR)
+    first = read_snapshot(request, the_plan, load=refresher.load)[0]
+    process.retitle(title)
+    process.grow(4096)
+    again = read_snapshot(request, the_plan, load=refresher.load)[0]
+    return refresher, first, again, read_snapshot(request, the_plan)[0]
+
+
 def test_a_report_that_shows_no_command_line_reads_it_once():
     """The user view (and any report without the command column or -P) shows no command line:
     a process read again for its memory keeps the one first read, and its figures are now's."""
     with obedient_process() as a:
         request = ReportRequest(query=Query(view='user', pids=(a.pid,), jobs=1), table=TableOptions())
-        the_plan = plan(request)
-        refresher = Refresher(HOUR)
-        first = read_snapshot(request, the_plan, load=refresher.load)[0]
-        a.retitle(b'smem-obedient: busy now')
-        a.grow(4096)
-        snapshot = read_snapshot(request, the_plan, load=refresher.load)[0]
-        full = read_snapshot(request, the_plan)[0]
+        refresher, first, snapshot, full = _retitled_and_grown(a, request, b'smem-obedient: busy now')
         assert refresher.reread == 1
         assert [p.cmdline for p in snapshot.processes] == [p.cmdline for p in first.processes]
         _close(_pss(snapshot), _pss(full))
@@ -95,15 +101,9 @@ def test_a_process_retitled_out_of_the_filter_leaves_the_report(view, columns):
     """-P matched its command line; it grows and retitles itself so that -P no longer does: it
     leaves the report at once, as a full read leaves it out (not kept for its unchanged name)."""
     with obedient_process() as a:
-        request = ReportRequest(query=Query(view=view, pids=(a.pid,), jobs=1, process_filter="workload"),  # (its command line only)
-                                table=TableOptions(columns=columns))
-        the_plan = plan(request)
-        refresher = Refresher(HOUR)
-        first = read_snapshot(request, the_plan, load=refresher.load)[0]
-        a.retitle(b"renamed-worker")
-        a.grow(4096)
-        again = read_snapshot(request, the_plan, load=refresher.load)[0]
-        full = read_snapshot(request, the_plan)[0]
+        query = Query(view=view, pids=(a.pid,), jobs=1, process_filter="workload")  # (in its command line only)
+        _, first, again, full = _retitled_and_grown(a, ReportRequest(query=query, table=TableOptions(columns=columns)),
+                                                    b"renamed-worker")
         assert [p.pid for p in first.processes] == [a.pid]
         assert [p.pid for p in again.processes] == [p.pid for p in full.processes] == []
 
