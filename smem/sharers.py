@@ -13,9 +13,6 @@ looking only at those whose keys moved since it last looked.
 
 __all__ = ["Sharers", "sharing_keys", "caps"]
 
-#: a key's sharers at least this many: its part is added to theirs with other keys of the same sharers
-_MERGED = 32
-
 
 def sharing_keys(pid, ppid, objects):
     """{what ``pid`` may share pages through: KiB mapped of an object (``objects``, from
@@ -116,26 +113,10 @@ class Sharers:
                     pending[key] = pending.get(key, 0.0) + part
 
     def _apply(self):
-        """Add what the keys moved since the last time to their sharers' drift: once for the keys
-        that the same processes share (every process maps the same libraries: one pass over
-        them, not one a library)."""
+        """Add what the keys moved since the last time to their sharers' drift."""
         who, drift, unseen = self._who, self._drift, self._unseen
-        groups, by_size = [], {}  # [group, part] of the keys' groups; the large ones by their size
         for key, part in self._pending.items():
-            group = who.get(key)
-            if not group:
-                continue
-            if len(group) < _MERGED:
-                groups.append((group, part))
-                continue
-            alike = by_size.setdefault(len(group), [])
-            for same in alike:
-                if same[0] == group:
-                    same[1] += part
-                    break
-            else:
-                alike.append([group, part])
-        for group, part in [*groups, *(g for alike in by_size.values() for g in alike)]:
+            group = who.get(key, ())
             unseen.update(group)
             for pid in group:
                 drift[pid] = drift.get(pid, 0.0) + part
