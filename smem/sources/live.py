@@ -32,7 +32,7 @@ def file_kind(mode):
     return "not a regular file"
 
 
-_running_config = []  # [the running kernel's config text, or None], once read
+_running_config = []  # [the running kernel's config text], once found
 
 
 class LiveSource(Source):
