@@ -18,6 +18,10 @@ NOBODY = 65534
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")
 #: the tests that write a chart through -o (the file rules are the same as for a capture)
 charts = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="charts need smem[charts]")
+#: the charts written here: the capture's users, a handful of slices (what -o does with the file is
+#: the same for every chart; tests/test_charts.py draws the processes' charts)
+PIE = ("-S", CAPTURE, "-u", "--pie", "user")
+BAR = ("-S", CAPTURE, "-u", "--bar", "user")
 
 
 def _as_nobody(action):
@@ -69,7 +73,7 @@ def test_a_link_planted_by_another_user_is_not_followed(sticky_tmp, secret, comm
     link = sticky_tmp / ("chart.png" if command == "chart" else "box.tgz")
     _as_nobody(lambda: os.symlink(secret, link))
     assert os.lstat(link).st_uid == NOBODY
-    args = (["-S", CAPTURE, "--pie", "name", "-o", link] if command == "chart"
+    args = ([*PIE, "-o", link] if command == "chart"
             else ["capture", "-o", link])
     line = _one_error_line(run_smem(*args))
     assert "symbolic link owned by another user" in line
@@ -87,17 +91,17 @@ def test_a_directory_link_planted_by_another_user_is_not_a_way_out(sticky_tmp, t
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "empty.png").touch()
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", victim / "old.png").returncode == 0
+    assert run_smem(*PIE, "-o", victim / "old.png").returncode == 0
     before = {p.name: p.read_bytes() for p in victim.iterdir()}
     _as_nobody(lambda: os.symlink(victim, sticky_tmp / "d"))
     for name in ("new.png", "empty.png", "old.png"):
         for force in ([], ["--force"]):
-            proc = run_smem("-S", CAPTURE, "--bar", "name", "-o", sticky_tmp / "d" / name, *force)
+            proc = run_smem(*BAR, "-o", sticky_tmp / "d" / name, *force)
             assert "on the way is a symbolic link owned by another user" in _one_error_line(proc)
     assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
     ours = tmp_path / "ours"  # a link on the way that is ours is followed
     ours.symlink_to(victim)
-    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", ours / "new.png").returncode == 0
+    assert run_smem(*BAR, "-o", ours / "new.png").returncode == 0
     assert (victim / "new.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -106,9 +110,9 @@ def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
     real = tmp_path / "real.png"
     link = tmp_path / "link.png"
     link.symlink_to(real)
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", link).returncode == 0
+    assert run_smem(*PIE, "-o", link).returncode == 0
     assert link.is_symlink() and real.read_bytes().startswith(b"\x89PNG")
-    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", link).returncode == 0  # a chart replaces a chart
+    assert run_smem(*BAR, "-o", link).returncode == 0  # a chart replaces a chart
     assert sorted(os.listdir(tmp_path)) == ["link.png", "real.png"]
 
 
@@ -116,28 +120,28 @@ def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
 def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(tmp_path):
     out = tmp_path / "notes.svg"
     out.write_bytes(b"my notes, not a chart\n")
-    line = _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", out))
+    line = _one_error_line(run_smem(*PIE, "-o", out))
     assert "--force" in line and out.read_bytes() == b"my notes, not a chart\n"
     png = tmp_path / "old.png"  # an old chart, written by smem: replaced as smem 1.5 users expect
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", png).returncode == 0
-    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", png).returncode == 0
+    assert run_smem(*PIE, "-o", png).returncode == 0
+    assert run_smem(*BAR, "-o", png).returncode == 0
     wrong = tmp_path / "old.pdf"  # a png named .pdf is not a pdf chart
     wrong.write_bytes(png.read_bytes())
-    assert "does not hold a pdf chart" in _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", wrong))
+    assert "does not hold a pdf chart" in _one_error_line(run_smem(*PIE, "-o", wrong))
     empty = tmp_path / "empty.png"  # made by mktemp or touch: nothing to lose
     empty.touch()
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", empty).returncode == 0
+    assert run_smem(*PIE, "-o", empty).returncode == 0
     assert empty.read_bytes().startswith(b"\x89PNG")
 
 
 @charts
 def test_an_old_chart_is_rewritten_in_place_keeping_owner_and_mode(tmp_path):
     out = tmp_path / "report.png"
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", out).returncode == 0
+    assert run_smem(*PIE, "-o", out).returncode == 0
     os.chown(out, NOBODY, NOBODY)
     out.chmod(0o440)
     before = os.stat(out)
-    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", out).returncode == 0
+    assert run_smem(*BAR, "-o", out).returncode == 0
     after = os.stat(out)
     assert (after.st_ino, after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == \
         (before.st_ino, NOBODY, NOBODY, 0o440)
@@ -151,17 +155,27 @@ def test_force_gives_the_name_to_a_new_file_and_writes_through_no_link(tmp_path)
     out.chmod(0o640)
     other = tmp_path / "hardlink"  # a second name of the same file: it keeps its content
     os.link(out, other)
-    assert "2 hard links" in _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", out))
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", out, "--force").returncode == 0
+    assert "2 hard links" in _one_error_line(run_smem(*PIE, "-o", out))
+    assert run_smem(*PIE, "-o", out, "--force").returncode == 0
     assert out.read_bytes().startswith(b"\x89PNG") and other.read_bytes() == b"hand-made\n"
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o640  # the old permissions
     assert sorted(os.listdir(tmp_path)) == ["hardlink", "report.png"]
 
 
-def test_capture_replaces_a_capture_not_a_file(tmp_path):
+def _capture(namespace, *args):
+    """``python -m smem capture ARGS`` of this checkout in ``namespace``: what is written is a whole
+    capture, of the handful of processes there rather than of the machine (tests/pid_namespace.py)."""
+    env = dict(os.environ, PYTHONPATH=str(TESTS.parent))
+    return subprocess.run(namespace.argv([sys.executable, "-m", "smem", "capture", *args]), env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+
+
+def test_capture_replaces_a_capture_not_a_file(pid_namespace, tmp_path):
     cap = tmp_path / "box.tgz"
     cap.write_bytes(CAPTURE.read_bytes())
-    assert run_smem("capture", "-o", cap).returncode == 0
+    done = _capture(pid_namespace, "-o", cap)
+    assert done.returncode == 0, done.stderr
+    assert cap.read_bytes() != CAPTURE.read_bytes()  # replaced, by a capture:
     assert run_smem("-S", cap, "-w").returncode == 0
     notes = tmp_path / "notes.txt"
     notes.write_bytes(b"keep me\n")
@@ -179,12 +193,12 @@ def test_devices_and_directories_are_refused(tmp_path):
     except PermissionError:
         pytest.skip("cannot make device nodes here")
     for path, kind in ((block, "block device"), (char, "character device")):
-        for args in (["capture", "-o", path], ["-S", CAPTURE, "--pie", "name", "-o", path]):
+        for args in (["capture", "-o", path], [*PIE, "-o", path]):
             line = _one_error_line(run_smem(*args))
             assert kind in line, line
     folder = tmp_path / "folder.png"
     folder.mkdir()
-    assert "directory" in _one_error_line(run_smem("-S", CAPTURE, "--pie", "name", "-o", folder))
+    assert "directory" in _one_error_line(run_smem(*PIE, "-o", folder))
 
 
 def test_a_fifo_without_a_reader_is_an_error_not_a_hang(tmp_path):
@@ -199,7 +213,7 @@ def test_a_fifo_without_a_reader_is_an_error_not_a_hang(tmp_path):
 def test_a_new_file_follows_the_umask(tmp_path):
     out = tmp_path / "new.svg"
     code = ("import os, sys; os.umask(0o027); from smem.cli import main; "
-            f"main(['-S', {str(CAPTURE)!r}, '--pie', 'name', '-o', {str(out)!r}])")
+            f"main(['-S', {str(CAPTURE)!r}, '-u', '--pie', 'user', '-o', {str(out)!r}])")
     assert subprocess.run([sys.executable, "-c", code], cwd=TESTS.parent).returncode == 0
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
 
@@ -237,9 +251,10 @@ def test_another_users_fifo_in_a_sticky_directory_is_not_written(sticky_tmp):
         os.close(reader)
 
 
-def test_a_capture_is_made_readable_by_its_owner_only(tmp_path):
+def test_a_capture_is_made_readable_by_its_owner_only(pid_namespace, tmp_path):
     out = tmp_path / "box.tgz"
-    assert run_smem("capture", "-o", out).returncode == 0
+    done = _capture(pid_namespace, "-o", out)
+    assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
 
 
@@ -261,11 +276,11 @@ def test_a_fifo_reader_that_goes_away_is_an_error(tmp_path):
 def test_a_planted_hard_link_is_not_written_through(tmp_path):
     """A second name for a file elsewhere (a root file that happens to be a chart, or empty)."""
     elsewhere = tmp_path / "precious.png"
-    assert run_smem("-S", CAPTURE, "--pie", "name", "-o", elsewhere).returncode == 0
+    assert run_smem(*PIE, "-o", elsewhere).returncode == 0
     before = elsewhere.read_bytes()
     planted = tmp_path / "chart.png"
     os.link(elsewhere, planted)
-    line = _one_error_line(run_smem("-S", CAPTURE, "--bar", "name", "-o", planted))
+    line = _one_error_line(run_smem(*BAR, "-o", planted))
     assert "hard links" in line and "--force" not in line
-    assert run_smem("-S", CAPTURE, "--bar", "name", "-o", planted, "--force").returncode == 0
+    assert run_smem(*BAR, "-o", planted, "--force").returncode == 0
     assert elsewhere.read_bytes() == before  # --force replaced the name, not the shared file
