@@ -179,6 +179,8 @@ def test_bar_axis_follows_k_and_p(capsys, tmp_path):
 
 
 def test_other_formats_from_the_canvas(capsys, tmp_path):
+    """Each written by matplotlib's canvas, as png, svg and pdf are: the users' pie, a handful of
+    slices, is enough to see the file is of that format."""
     from matplotlib.figure import Figure
     supported = Figure().canvas.get_supported_filetypes()
     magic = {"eps": b"%!PS-Adobe", "ps": b"%!PS-Adobe", "jpg": b"\xff\xd8\xff",
@@ -187,7 +189,7 @@ def test_other_formats_from_the_canvas(capsys, tmp_path):
         if fmt not in supported:
             continue
         out = tmp_path / f"pie.{fmt}"
-        code, _, err = smem(capsys, "--pie", "name", "-o", out)
+        code, _, err = smem(capsys, "-u", "--pie", "user", "-o", out)
         assert code == 0, err
         assert out.read_bytes().startswith(start), fmt
 
