@@ -70,9 +70,17 @@ def _outcome(call):
         return ("raised", type(e), str(e))
 
 
+LOOKED_UP = KERNEL_KEYS + ("Nope", "Pss")
+
+
 def _lazy(mappings):
     # every key looked up first (Counters._find, in C or Python), then everything listed (Counters._all)
-    found = [[_outcome(lambda: m.get(key)) for key in KERNEL_KEYS + ("Nope", "Pss")] for m in mappings]
+    found = []
+    for m in mappings:
+        try:
+            found.append([m.get(key) for key in LOOKED_UP])
+        except Exception:  # noqa: BLE001 - then key by key, each error compared (a found value is kept: the same)
+            found.append([_outcome(lambda: m.get(key)) for key in LOOKED_UP])
     return found, [(m._header, m.name, _outcome(lambda: list(m.counters.items())), m.attributes)
                    for m in mappings]
 
@@ -186,7 +194,9 @@ def test_c_and_python_agree_on_every_recorded_smaps(c_module, monkeypatch, path)
 
 
 def test_c_and_python_agree_on_every_captured_smaps(c_module, monkeypatch):
-    for name, data in _capture_members():
+    # each distinct text once: the captures hold empty smaps (kernel threads) and processes of
+    # one program alike to the byte, in faithful.tar.gz and again in quirks.tar.gz
+    for data in dict.fromkeys(data for _, data in _capture_members()):
         _compare(c_module, data, monkeypatch)
 
 
