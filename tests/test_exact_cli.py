@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 
-from conftest import AS_NOBODY, run_smem, run_smem_process
+from conftest import AS_NOBODY, TESTS, run_smem, run_smem_process
 from workload import PAGE_KIB, forked_workers
 
 SHARED_KIB, PRIVATE_KIB, WORKERS = 4096, 1024, 3
@@ -89,13 +89,26 @@ def test_shared_with_names_the_siblings(family):
     assert named["rows"] and not [r for r in named["rows"] if "--shared-with" in r["command"]]
 
 
+def _smem_in(namespace, *args):
+    """``python -m smem ARGS`` of this checkout in ``namespace``: its /proc shows the processes
+    started there and a handful besides, not the whole machine (tests/pid_namespace.py)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.run(namespace.argv([sys.executable, "-m", "smem", *map(str, args)], cwd=TESTS.parent),
+                          cwd=TESTS.parent, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+
+
 @needs_root
-def test_exact_capture_gives_the_live_figures_offline(family, tmp_path):
-    wl, comm = family
-    capture = tmp_path / "exact.tgz"
-    assert run_smem("capture", "--exact", "-o", capture).returncode == 0
-    args = ["--exact", "-M", "smem|/dev/zero", "-P", f"^{comm}", "-c", "pid guss gpss grss", "-t"]
-    live, offline = run_smem(*args), run_smem("-S", capture, *args)
+def test_exact_capture_gives_the_live_figures_offline(pid_namespace, tmp_path):
+    """A capture --exact holds every process's page frames: made and compared in the module's PID
+    namespace, with a family of its own there, it copies a handful of processes, not the machine."""
+    comm = f"xcap{os.getpid() % 10000}"
+    with forked_workers(SHARED_KIB, PRIVATE_KIB, WORKERS, comm=comm, launch=pid_namespace.argv) as wl:
+        capture = tmp_path / "exact.tgz"
+        done = _smem_in(pid_namespace, "capture", "--exact", "-o", capture)
+        assert done.returncode == 0, done.stderr
+        args = ["--exact", "-M", "smem|/dev/zero", "-P", f"^{comm}", "-c", "pid guss gpss grss", "-t"]
+        live, offline = _smem_in(pid_namespace, *args), run_smem("-S", capture, *args)
+    assert live.returncode == 0, live.stderr
     assert offline.returncode == 0, offline.stderr
     assert offline.stdout == live.stdout
     # asking for an exact column is asking for --exact
