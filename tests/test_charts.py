@@ -234,7 +234,7 @@ def test_text_reports_do_not_import_matplotlib(tmp_path):
     # a fresh interpreter: this one has imported matplotlib already
     text = run_smem_process("-S", CAPTURE, "-c", "pid", env={"PYTHONPROFILEIMPORTTIME": "1"}, check=True)
     assert b"smem.report" in text.stderr and b"matplotlib" not in text.stderr
-    chart = run_smem_process("-S", CAPTURE, "--pie", "name", "-o", tmp_path / "p.png",
+    chart = run_smem_process("-S", CAPTURE, "-u", "--pie", "user", "-o", tmp_path / "p.png",
                      env={"PYTHONPROFILEIMPORTTIME": "1"}, check=True)
     assert b"matplotlib" in chart.stderr  # the check above can see it
 
