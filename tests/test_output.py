@@ -212,9 +212,11 @@ def test_a_fifo_without_a_reader_is_an_error_not_a_hang(tmp_path):
 @charts
 def test_a_new_file_follows_the_umask(tmp_path):
     out = tmp_path / "new.svg"
-    code = ("import os, sys; os.umask(0o027); from smem.cli import main; "
-            f"main(['-S', {str(CAPTURE)!r}, '-u', '--pie', 'user', '-o', {str(out)!r}])")
-    assert subprocess.run([sys.executable, "-c", code], cwd=TESTS.parent).returncode == 0
+    before = os.umask(0o027)  # (this process's: the one smem's command line runs in, put back after)
+    try:
+        assert run_smem(*PIE, "-o", out).returncode == 0
+    finally:
+        os.umask(before)
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
 
 
