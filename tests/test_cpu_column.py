@@ -23,8 +23,8 @@ from smem.parsers.stat import parse_stat
 from smem.parsers.uptime import parse_uptime
 
 BUSY = "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush()\nwhile True: pass\n"
-#: a shell that sleeps: an interpreter's start (a tick or two) over the seconds the window lasts
-#: would be near the 1% of a core an idle process must stay under
+#: a shell that sleeps: next to nothing from its start (an interpreter's start is a tick or two),
+#: where an idle process must stay under 1% of a core
 IDLE = ["sh", "-c", "echo ready; exec sleep 600"]
 #: runs until it has used 0.5 s of CPU, then sleeps: busy since it started, idle from then on
 SPENT = ("import sys, time\nwhile time.process_time() < 0.5: pass\n"
@@ -126,6 +126,7 @@ def window(tmp_path_factory):
         serve = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--textfile", str(textfile), "--interval",
                                   "3", "--count", "2", "--pid", f"{busy},{spent}", "--top", "5"],
                                  stderr=subprocess.PIPE, cwd=TESTS.parent)
+        processes += [watch, serve]
         rows, arrived = [], {}
         reader = threading.Thread(target=_watch_lines, args=(watch, rows, arrived), daemon=True)
         reader.start()
