@@ -1,6 +1,10 @@
 """The cpu column (smem/views/cpu.py): % of one core, since the process started in a report
 (as ps), over the interval between two readings in watch mode, smem diff and smem serve (as
-top).  Real busy and idle processes of this machine; /proc trees whose ticks and uptime are known."""
+top).  Real busy and idle processes of this machine; /proc trees whose ticks and uptime are known.
+
+The real processes are read in one window, by watch mode and smem serve at once and by a report
+after them: one busy loop's few seconds serve all three (a busy loop costs a core while it runs).
+"""
 
 import bisect
 import json
@@ -9,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -18,30 +23,23 @@ from smem.parsers.stat import parse_stat
 from smem.parsers.uptime import parse_uptime
 
 BUSY = "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush()\nwhile True: pass\n"
-#: a shell that sleeps: an interpreter's start (a tick or two) over the second and a half the
-#: report test waits is already 1% of a core, which an idle process must stay under
+#: a shell that sleeps: next to nothing from its start (an interpreter's start is a tick or two),
+#: where an idle process must stay under 1% of a core
 IDLE = ["sh", "-c", "echo ready; exec sleep 600"]
+#: runs until it has used 0.5 s of CPU, then sleeps: busy since it started, idle from then on
+SPENT = ("import sys, time\nwhile time.process_time() < 0.5: pass\n"
+         "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n")
 
 
-def _started(code):
-    """A real process running ``code`` (Python, or an argv), once it says it is ready; killed afterwards."""
-    proc = subprocess.Popen([sys.executable, "-c", code] if isinstance(code, str) else code, stdout=subprocess.PIPE)
-    try:
+def _started(codes, started):
+    """The pids of real processes running each of ``codes`` (Python, or an argv), all started
+    before any is waited for, once each says it is ready; added to ``started``, to be killed."""
+    for code in codes:
+        started.append(subprocess.Popen([sys.executable, "-c", code] if isinstance(code, str) else code,
+                                        stdout=subprocess.PIPE))
+    for proc in started:
         assert proc.stdout.readline() == b"ready\n"
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-@pytest.fixture
-def busy():
-    yield from _started(BUSY)
-
-
-@pytest.fixture
-def idle():
-    yield from _started(IDLE)
+    return [proc.pid for proc in started]
 
 
 def _ticks_and_uptime(pid):
@@ -55,16 +53,6 @@ def _ticks_and_uptime(pid):
                                            (b"1.5.5 2", None), (b"\xff\xfe", None), (b"nan 1", None)])
 def test_uptime_parser(data, seconds):
     assert parse_uptime(data) == seconds
-
-
-def test_a_report_says_since_the_process_started_as_ps_does(busy, idle):
-    time.sleep(1.5)
-    rows = {r["pid"]: r["cpu"] for r in json.loads(run_smem("--pid", f"{busy},{idle}", "-c", "pid cpu", "-F",
-                                                             "json").stdout)["rows"]}
-    ps = subprocess.run(["ps", "-o", "pid=,pcpu=", "-p", f"{busy},{idle}"], capture_output=True, text=True).stdout
-    expected = {int(pid): float(pcpu) for pid, pcpu in (line.split() for line in ps.splitlines())}
-    assert abs(rows[busy] - expected[busy]) <= 5, (rows, expected)
-    assert rows[idle] <= 1.0 and expected[idle] <= 1.0
 
 
 class _TickSampler(threading.Thread):
@@ -85,33 +73,102 @@ class _TickSampler(threading.Thread):
         times = [t for t, _ in self.samples]
         return self.samples[max(bisect.bisect_right(times, uptime) - 1, 0)][1]
 
+    def percent(self, start, end):
+        """% of one core the process ran from uptime ``start`` to ``end``, as its ticks say."""
+        return 100.0 * (self.ticks_at(end) - self.ticks_at(start)) / 100 / (end - start)
+
 
 def _uptime():
     return parse_uptime(Path("/proc/uptime").read_bytes())
 
 
-def test_watch_mode_says_over_the_interval(busy, idle):
+#: the tests of the window: on one worker, which makes it once
+WINDOW = pytest.mark.xdist_group("cpu_window")
+
+
+def _watch_lines(proc, rows, arrived):
+    """Watch mode's JSON Lines: a row a line, each frame's as soon as it is read, and the uptime
+    at which each frame's first row arrived."""
+    for line in proc.stdout:
+        row = json.loads(line)
+        arrived.setdefault(row["frame"], _uptime())
+        rows.append(row)
+
+
+def _served_writes(proc, path):
+    """The text of each write of smem serve's textfile ``path``, polled every 10 ms until it exits."""
+    written = []
+    while True:
+        running = proc.poll() is None
+        text = path.read_text() if path.exists() else None
+        if text is not None and (not written or text != written[-1]):
+            written.append(text)
+        if not running:
+            return written
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="module")
+def window(tmp_path_factory):
+    """A busy loop, an idle shell and a process busy before and idle since, read at once by
+    watch mode (--interval 1, 6 frames: 5 s) and smem serve (--interval 3, 2 collections), then
+    by a report, while the busy loop's ticks are sampled: what each said, and the sampler."""
+    textfile = tmp_path_factory.mktemp("cpu-textfile")
+    processes = []
+    try:
+        busy, idle, spent = _started((BUSY, IDLE, SPENT), processes)
+        clock_offset = time.time() - _uptime()  # wall clock less uptime: the same instant in both
+        sampler = _TickSampler(busy)
+        sampler.start()
+        watch = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "1", "--count", "6", "--pid",
+                                  f"{busy},{idle}", "-c", "pid cpu", "-F", "json"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, cwd=TESTS.parent)
+        serve = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--textfile", str(textfile), "--interval",
+                                  "3", "--count", "2", "--pid", f"{busy},{spent}", "--top", "5"],
+                                 stderr=subprocess.PIPE, cwd=TESTS.parent)
+        processes += [watch, serve]
+        rows, arrived = [], {}
+        reader = threading.Thread(target=_watch_lines, args=(watch, rows, arrived), daemon=True)
+        reader.start()
+        written = _served_writes(serve, textfile / "smem.prom")
+        reader.join(timeout=120)
+        watched = watch.wait(timeout=120), watch.stderr.read()
+        served = serve.wait(timeout=120), serve.stderr.read()
+        sampler.done.set()
+        sampler.join()
+        report = run_smem("--pid", f"{busy},{idle}", "-c", "pid cpu", "-F", "json")
+        ps = subprocess.run(["ps", "-o", "pid=,pcpu=", "-p", f"{busy},{idle}"], capture_output=True, text=True).stdout
+        since_start = process_since_start(spent)
+        return types.SimpleNamespace(busy=busy, idle=idle, spent=spent, sampler=sampler, clock_offset=clock_offset,
+                                     watched=watched, rows=rows, arrived=arrived, served=served, written=written,
+                                     report=report, ps=ps, since_start=since_start)
+    finally:
+        for proc in processes:
+            proc.kill()
+            proc.wait()
+
+
+@WINDOW
+def test_a_report_says_since_the_process_started_as_ps_does(window):
+    busy, idle = window.busy, window.idle
+    assert window.report.returncode == 0, window.report.stderr
+    rows = {r["pid"]: r["cpu"] for r in json.loads(window.report.stdout)["rows"]}
+    expected = {int(pid): float(pcpu) for pid, pcpu in (line.split() for line in window.ps.splitlines())}
+    assert abs(rows[busy] - expected[busy]) <= 5, (rows, expected)
+    assert rows[idle] <= 1.0 and expected[idle] <= 1.0
+
+
+@WINDOW
+def test_watch_mode_says_over_the_interval(window):
     """A busy loop shows what it ran in the interval, 100% of a core where it had one.  The
     machine is shared: the reference is the CPU time the loop got over the same interval
     smem measured (the kernel's ticks, sampled every 10 ms; the interval from when the first
     and the last frame arrived), not what a core would give it."""
-    sampler = _TickSampler(busy)
-    sampler.start()
-    proc = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "1", "--count", "6", "--pid",
-                             f"{busy},{idle}", "-c", "pid cpu", "-F", "json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=TESTS.parent)
-    rows, arrived = [], {}
-    for line in proc.stdout:  # JSON Lines: a row a line, each frame's as soon as it is read
-        row = json.loads(line)
-        arrived.setdefault(row["frame"], _uptime())
-        rows.append(row)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read()
-    sampler.done.set()
-    sampler.join()
-    assert max(r["frame"] for r in rows) == 6
-    last = {r["pid"]: r["cpu"] for r in rows if r["frame"] == 6}
-    first, final = arrived[1], arrived[6]
-    reference = 100.0 * (sampler.ticks_at(final) - sampler.ticks_at(first)) / 100 / (final - first)
+    busy, idle = window.busy, window.idle
+    assert window.watched[0] == 0, window.watched[1]
+    assert max(r["frame"] for r in window.rows) == 6
+    last = {r["pid"]: r["cpu"] for r in window.rows if r["frame"] == 6}
+    reference = window.sampler.percent(window.arrived[1], window.arrived[6])
     print(f"busy loop: watch mode {last[busy]}% (5 s since the first frame), its ticks over the same "
           f"interval {reference:.1f}%")
     # within 5% of what it ran (the issue's 100% +- 5% at a whole core), and a tick or two
@@ -119,6 +176,27 @@ def test_watch_mode_says_over_the_interval(busy, idle):
     if reference >= 97:  # it had its core: the issue's target
         assert 95 <= last[busy] <= 105
     assert last[idle] <= 1.0
+
+
+@WINDOW
+def test_smem_serve_says_over_the_interval_between_its_collections(window):
+    """smem serve's cpu gauge: what each process ran between two collections (the textfile's
+    two writes), as the kernel's ticks sampled over the same interval say (when each collection
+    began: its smem_collection_timestamp_seconds less its duration); a process that was busy
+    before and idle since shows 0, not its average since it started."""
+    busy, spent = window.busy, window.spent
+    assert window.served[0] == 0, window.served[1]
+    assert len(window.written) == 2
+    # each collection read the processes as it began: its end (a wall-clock time) less its duration
+    first, second = (_gauge(text, "smem_collection_timestamp_seconds") - _gauge(text, "smem_collection_duration_seconds")
+                     - window.clock_offset for text in window.written)
+    gauges = {int(line.split('pid="')[1].split('"')[0]): float(line.split()[-1])
+              for line in window.written[-1].splitlines() if line.startswith("smem_process_cpu_percent{")}
+    reference = window.sampler.percent(first, second)
+    print(f"smem serve: busy loop {gauges[busy]}% (its ticks over the interval {reference:.1f}%); "
+          f"busy-then-idle {gauges[spent]}% (since it started {window.since_start:.1f}%)")
+    assert abs(gauges[busy] - reference) <= max(0.05 * reference, 1.5)
+    assert gauges[spent] <= 1.0 < window.since_start
 
 
 def _tree(tmp_path, name, uptime, ticks, start_ticks=50000):
@@ -147,55 +225,6 @@ def test_two_readings_give_the_rate_between_them_and_one_since_start(tmp_path):
 def test_a_capture_without_uptime_shows_a_dash():
     rows = json.loads(run_smem("-S", str(FIXTURES / "gpu_proc" / "tree"), "-c", "pid cpu", "-F", "json").stdout)
     assert rows["rows"] and all(r["cpu"] is None for r in rows["rows"])
-
-
-#: runs until it has used 0.5 s of CPU, then sleeps: busy since it started, idle from then on
-SPENT = ("import sys, time\nwhile time.process_time() < 0.5: pass\n"
-         "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n")
-
-
-@pytest.fixture
-def spent():
-    yield from _started(SPENT)
-
-
-def test_smem_serve_says_over_the_interval_between_its_collections(busy, spent, tmp_path):
-    """smem serve's cpu gauge: what each process ran between two collections (the textfile's
-    two writes), as the kernel's ticks sampled over the same interval say (when each collection
-    began: its smem_collection_timestamp_seconds less its duration); a process that was busy
-    before and idle since shows 0, not its average since it started."""
-    clock_offset = time.time() - _uptime()  # wall clock less uptime: the same instant in both
-    sampler = _TickSampler(busy)
-    sampler.start()
-    proc = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--textfile", str(tmp_path), "--interval", "3",
-                             "--count", "2", "--pid", f"{busy},{spent}", "--top", "5"], stderr=subprocess.PIPE,
-                            cwd=TESTS.parent)
-    written = []  # the text of each write, polled every 10 ms
-    while True:
-        running = proc.poll() is None
-        path = tmp_path / "smem.prom"
-        text = path.read_text() if path.exists() else None
-        if text is not None and (not written or text != written[-1]):
-            written.append(text)
-        if not running:
-            break
-        time.sleep(0.01)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read()
-    sampler.done.set()
-    sampler.join()
-    assert len(written) == 2
-    # each collection read the processes as it began: its end (a wall-clock time) less its duration
-    first, second = (_gauge(text, "smem_collection_timestamp_seconds") - _gauge(text, "smem_collection_duration_seconds")
-                     - clock_offset for text in written)
-    text = written[-1]
-    gauges = {int(line.split('pid="')[1].split('"')[0]): float(line.split()[-1])
-              for line in text.splitlines() if line.startswith("smem_process_cpu_percent{")}
-    reference = 100.0 * (sampler.ticks_at(second) - sampler.ticks_at(first)) / 100 / (second - first)
-    since_start = process_since_start(spent)
-    print(f"smem serve: busy loop {gauges[busy]}% (its ticks over the interval {reference:.1f}%); "
-          f"busy-then-idle {gauges[spent]}% (since it started {since_start:.1f}%)")
-    assert abs(gauges[busy] - reference) <= max(0.05 * reference, 1.5)
-    assert gauges[spent] <= 1.0 < since_start
 
 
 def _gauge(text, name):

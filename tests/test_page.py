@@ -1,8 +1,11 @@
 """smem html's page: the -F json documents it embeds, and the page in a real browser (Debian's
 chromium and chromium-driver through selenium), opened from a file with the network off.
 
-One browser serves the module (its start is most of the cost).  Where chromium, chromedriver
-or selenium is missing, the browser tests skip; the document tests need plotly only.
+One browser serves the module (its start is most of the cost), and it opens every page file from
+one path: V8 keeps the scripts it compiled for the next load of the same source at the same URL
+and line, so plotly.js (most of a load's CPU) is compiled once for the module, not once a page.
+Where chromium, chromedriver or selenium is missing, the browser tests skip; the document tests
+need plotly only.
 """
 
 import html.parser
@@ -157,18 +160,20 @@ def browser():
     from selenium.webdriver.chrome.service import Service
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="smem-chromium-")
+    where = tempfile.mkdtemp(prefix="smem-chromium-")
+    profile = os.path.join(where, "profile")
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1400,1200", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.smem_page_file = os.path.join(where, "page.html")  # where _open_file shows every page
     try:
         yield driver
     finally:
         driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -185,7 +190,8 @@ def _blank_when_done(request):
 
 
 def _open(browser, url):
-    browser.get("about:blank")
+    if browser.current_url != "about:blank":  # (where _blank_when_done leaves it)
+        browser.get("about:blank")
     browser.get_log("browser")  # what came before is not this page's
     # a file opens with the network off; smem serve's page (127.0.0.1) needs it on
     browser.set_network_conditions(offline=url.startswith("file:"), latency=0, download_throughput=-1,
@@ -197,6 +203,13 @@ def _open(browser, url):
         time.sleep(0.05)
     else:
         pytest.fail(f"the page did not start: {browser.get_log('browser')}")
+
+
+def _open_file(browser, path):
+    """Open the page file ``path`` from the module's one page path, where it is copied first
+    (see the module's docstring)."""
+    shutil.copyfile(path, browser.smem_page_file)
+    _open(browser, "file://" + browser.smem_page_file)
 
 
 def _no_requests_and_no_errors(browser):
@@ -217,21 +230,26 @@ def _wait(browser, script, timeout=20):
 def _click_box(browser, label):
     """Click the hierarchy's box whose label starts ``label`` (its text element, as a person would)."""
     from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    for box in browser.find_elements(By.CSS_SELECTOR, "#chart g.slice"):
-        texts = box.find_elements(By.CSS_SELECTOR, "text.slicetext")
-        if texts and texts[0].text.startswith(label):
-            ActionChains(browser).move_to_element(texts[0]).click().perform()
-            return
-    pytest.fail(f"no box labelled {label!r}")
+    text = browser.execute_script("""return [...document.querySelectorAll('#chart g.slice')]
+        .map((box) => box.querySelector('text.slicetext')).find((t) => t && t.textContent.startsWith(arguments[0]))""",
+                                  label)
+    if text is None:
+        pytest.fail(f"no box labelled {label!r}")
+    ActionChains(browser).move_to_element(text).click().perform()
+
+
+def _texts(browser, selector):
+    """The text shown in each element ``selector`` finds (one round trip, not one an element)."""
+    return browser.execute_script("return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText)",
+                                  selector)
 
 
 def test_the_page_draws_offline_zooms_sorts_and_filters(browser, pages):
     from selenium.webdriver.common.by import By
-    _open(browser, "file://" + pages["plain"][0])
+    _open_file(browser, pages["plain"][0])
     assert len(browser.find_elements(By.CSS_SELECTOR, "#chart g.slice")) > 20
     assert len(browser.find_elements(By.CSS_SELECTOR, "#bar .seg")) > 5
-    crumbs = lambda: [b.text.split(" · ")[0] for b in browser.find_elements(By.CSS_SELECTOR, "#crumbs button")]
+    crumbs = lambda: [text.split(" · ")[0] for text in _texts(browser, "#crumbs button")]
     assert crumbs() == ["MemTotal", "processes (PSS)"]
     _click_box(browser, "daemon")
     _wait(browser, "return document.querySelectorAll('#crumbs button').length === 3")
@@ -239,14 +257,14 @@ def test_the_page_draws_offline_zooms_sorts_and_filters(browser, pages):
     browser.find_element(By.CSS_SELECTOR, "#crumbs button").click()  # back to MemTotal
     _wait(browser, "return document.querySelectorAll('#crumbs button').length === 1")
 
-    pids = lambda: [int(td.text) for td in browser.find_elements(By.CSS_SELECTOR, "#table tbody td:first-child")]
+    pids = lambda: [int(text) for text in _texts(browser, "#table tbody td:first-child")]
     header = browser.find_element(By.CSS_SELECTOR, '#table th[data-key="pid"]')
     header.click()
     assert pids() == sorted(pids()) and len(pids()) == 24
     browser.find_element(By.CSS_SELECTOR, '#table th[data-key="pid"]').click()
     assert pids() == sorted(pids(), reverse=True)
     browser.find_element(By.ID, "filter").send_keys("shm-server")
-    commands = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#table tbody td:nth-child(4)")]
+    commands = _texts(browser, "#table tbody td:nth-child(4)")
     assert len(commands) == 5 and all("shm-server" in c for c in commands)
     # a row selected zooms the picture to it, and says what it maps and who shares it
     browser.find_element(By.CSS_SELECTOR, "#table tbody tr").click()
@@ -254,8 +272,8 @@ def test_the_page_draws_offline_zooms_sorts_and_filters(browser, pages):
     assert "how many other processes map each" in browser.find_element(By.ID, "share").text
     # a user selected in its table: the picture goes to that user
     browser.find_element(By.CSS_SELECTOR, '#tabs button[data-table="user"]').click()
-    next(tr for tr in browser.find_elements(By.CSS_SELECTOR, "#table tbody tr")
-         if tr.find_element(By.CSS_SELECTOR, "td").text == "nobody").click()
+    browser.execute_script("""return [...document.querySelectorAll('#table tbody tr')]
+        .find((tr) => tr.cells[0].innerText === 'nobody')""").click()
     assert crumbs() == ["MemTotal", "processes (PSS)", "nobody"]
     _no_requests_and_no_errors(browser)
 
@@ -266,7 +284,7 @@ def test_many_boxes_under_one_parent_fold_into_one_that_adds_up(browser, tmp_pat
     capture.write_bytes(hc.capture_tar(processes={pid: hc.process_files(pid) for pid in range(2000, 2300)}))
     path = str(tmp_path / "many.html")
     _page("-S", capture, path=path)
-    _open(browser, "file://" + path)
+    _open_file(browser, path)
     program = "dbus-daemon"  # 300 processes of one user and one program
     browser.execute_script(f"window.smemPage.zoomTo(window.smemPage.state.index.get('user:alice/program:{program}'))")
     boxes = browser.execute_script("""return [...document.querySelectorAll('#chart g.slice text.slicetext')]
@@ -282,8 +300,8 @@ def test_many_boxes_under_one_parent_fold_into_one_that_adds_up(browser, tmp_pat
 def test_hostile_names_show_as_text_and_run_nothing(browser, pages):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
-    _open(browser, "file://" + pages["hostile"][0])
-    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#table tbody td")]
+    _open_file(browser, pages["hostile"][0])
+    cells = _texts(browser, "#table tbody td")
     assert f"{SCRIPT_END} --x" in cells and IMG in cells and USER in cells
     assert browser.find_elements(By.CSS_SELECTOR, "img, [onerror], [onload], [onmouseover], b[onmouseover]") == []
     labels = browser.execute_script("return [...document.querySelectorAll('#chart text')].map(t => t.textContent)")
@@ -301,7 +319,7 @@ def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
     compared = _embedded(pages["compared"][1])["process"][0]["rows"]
     gone = next(r for r in compared if r["status"] == "gone")
     grew = next(r for r in compared if r["status"] == "" and r["dpss"] > 0)
-    _open(browser, "file://" + pages["compared"][0])
+    _open_file(browser, pages["compared"][0])
     shown = browser.execute_script("""return [...document.querySelectorAll('#table tbody tr')].map(tr => ({
         pid: Number(tr.cells[0].textContent), tags: [...tr.querySelectorAll('.tag')].map(t => t.textContent),
         grow: tr.querySelectorAll('td.grow').length, shrink: tr.querySelectorAll('td.shrink').length}))""")
@@ -313,6 +331,178 @@ def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
     assert [by_pid[r["pid"]] for r in shown] == sorted(by_pid.values(), reverse=True)
     _no_requests_and_no_errors(browser)
 
+
+def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
+    """Each process's mappings are folded where they are read (smem.page.mappings.PageFold) and
+    come in any order: names numbered and sharers listed (ties by pid) as one serial read gives."""
+    capture = tmp_path / "many.tar"
+    processes = {pid: hc.process_files(pid) for pid in range(2000, 2100)}  # 7 chunks (collect.CHUNK) for 2 processes
+    capture.write_bytes(hc.capture_tar(processes=processes))
+    serial = _embedded(_page("-S", capture, "-j", "1", path=str(tmp_path / "serial.html")))
+    shared = _embedded(_page("-S", capture, "-j", "2", path=str(tmp_path / "shared.html")))
+    for data in (serial, shared):
+        data["meta"][0].pop("read_at")
+    assert shared == serial
+    sharers = serial["sharers"][0]["mappings"]
+    assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
+
+
+#: grows by 100 MiB (touched) at each line on stdin, saying so when done; large enough to be
+#: among the largest processes of a busy machine
+GROWER = ("import sys\nheld = [b'\\x01' * (200 << 20)]\nprint('ready', flush=True)\n"
+          "for line in sys.stdin:\n    held.append(b'\\x02' * (100 << 20))\n    print('grown', flush=True)\n")
+
+
+def _recorded_growth(where, namespace):
+    """The pages of two three-frame recordings made at once in ``namespace`` (tests/pid_namespace.py:
+    the recorders read only what runs there, not the whole machine), in which a process grew by
+    100 MiB of anonymous memory after the first frame and after the second: "every" kept every
+    frame's smaps, "rollups" the first frame's only (the others keep smaps_rollup).  Name ->
+    (path, the pid, the recording).  At once: the two wait out the same two intervals."""
+    from test_recording_playback import wait_frames
+    grower = subprocess.Popen(namespace.argv([sys.executable, "-c", GROWER]), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    grower_pid = namespace.command_pid(grower)  # (nsenter forwards no signal: it is the one to kill)
+    recorders = {}
+    try:
+        assert grower.stdout.readline() == "ready\n"
+        for name, smaps_every in (("every", 1), ("rollups", 3)):
+            rec = where / name
+            recorders[name] = rec, subprocess.Popen(
+                namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval", "1", "--count", "3",
+                                "--smaps-every", smaps_every], cwd=TESTS.parent),
+                cwd=TESTS.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for frame in (1, 2):  # each growth done once both have the frame, before the frame after next begins
+            for rec, recorder in recorders.values():
+                wait_frames(rec, recorder, frame)
+            grower.stdin.write("grow\n")
+            grower.stdin.flush()
+            assert grower.stdout.readline() == "grown\n"
+        for rec, recorder in recorders.values():
+            assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
+        pid = namespace.pid_in(grower_pid)
+    finally:
+        for _, recorder in recorders.values():
+            if recorder.poll() is None:
+                recorder.kill()
+                recorder.wait()
+        os.kill(grower_pid, signal.SIGKILL)
+        grower.wait()
+    made = {}
+    for name, (rec, _) in recorders.items():
+        path = str(where / f"{name}.html")
+        _page("-S", rec, path=path)
+        made[name] = path, pid, rec
+    return made
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory, pid_namespace):
+    return _recorded_growth(tmp_path_factory.mktemp("timeline"), pid_namespace)
+
+
+@pytest.fixture(scope="module")
+def recorded_page(recordings):
+    """The page of a three-frame recording, every frame's smaps kept, in which a process grew."""
+    return recordings["every"]
+
+
+@pytest.fixture(scope="module")
+def rollup_recorded_page(recordings):
+    """The same with smaps kept in the first frame only (the others keep smaps_rollup)."""
+    return recordings["rollups"]
+
+
+def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_earlier_instant(browser, recorded_page):
+    from selenium.webdriver.common.by import By
+    path, pid, _ = recorded_page
+    _open_file(browser, path)
+    assert browser.find_element(By.ID, "timeline").is_displayed()
+    traces = browser.execute_script(
+        "return document.getElementById('time-lines').data.map((t) => [t.name, t.y])")
+    line = next(y for name, y in traces if name.startswith(f"{pid} "))
+    assert len(line) == 3 and line[-1] >= line[0] + 35  # MiB: grown at least once between frame 1 and 3
+    areas = browser.execute_script("return document.getElementById('time-areas').data.length")
+    assert areas > 5
+    # the slider at the first instant: the tables and the data shown are the first frame's
+    grower_pss = ("return window.smemPage.state.data.process.rows.filter((r) => r.pid === %d)[0].pss" % pid)
+    last_pss = browser.execute_script(grower_pss)
+    last_table = browser.find_element(By.ID, "table").text
+    browser.execute_script("const s = document.getElementById('time-slider'); s.value = '0';"
+                           "s.dispatchEvent(new Event('input'));")
+    assert browser.execute_script(grower_pss) <= last_pss - 35 * 1024
+    assert browser.find_element(By.ID, "table").text != last_table
+    assert "frame 1 of 3" in browser.find_element(By.ID, "time-label").text
+    # the command printed under the table at that instant prints the same document
+    command, shown = browser.execute_script("const d = window.smemPage.state.data;"
+                                            "return [d.meta.commands.user, d.user];")
+    assert "--at 1" in command
+    printed = json.loads(run_smem(*shlex.split(command)[1:], check=True).stdout)
+    assert (printed["rows"], printed["totals"]) == (shown["rows"], shown["totals"])  # (an instant's keeps no pressure)
+    _no_requests_and_no_errors(browser)
+
+
+def test_a_recordings_breakdown_moves_between_key_frames_where_the_rollups_split_pss(browser, rollup_recorded_page):
+    """Frames 2 and 3 kept only smaps_rollup: their breakdown's process areas are theirs (the
+    rollups' Pss_Anon/Pss_File/Pss_Shmem, Linux 5.9+), not the key frame's smaps repeated: at
+    each frame they add up to the processes' PSS as plain smem reads that frame (smaps_rollup),
+    which a process grown by 100 MiB between frames moves."""
+    if not _kernel_splits_rollup():
+        pytest.skip("this kernel's smaps_rollup has no Pss_Anon (before 5.9)")
+    path, _, rec = rollup_recorded_page
+    _open_file(browser, path)
+    areas = browser.execute_script("return document.getElementById('time-areas').data"
+                                   ".filter((t) => t.name.startsWith('process ')).map((t) => t.y)")
+    assert len(areas) == 3 and all(len(y) == 3 for y in areas)  # anon, file, shmem at 3 frames
+    for frame in (1, 2, 3):
+        printed = json.loads(run_smem("-S", rec, "--at", str(frame), "-t", "-F", "json", "-c", "pid pss", check=True).stdout)
+        processes_kib = sum(y[frame - 1] for y in areas) * 1024
+        assert abs(processes_kib - printed["totals"]["pss"]) < 8 * 1024, frame  # (what no process reports)
+    _no_requests_and_no_errors(browser)
+
+
+def _kernel_splits_rollup():
+    try:
+        with open("/proc/self/smaps_rollup", encoding="ascii") as f:
+            return "Pss_Anon:" in f.read()
+    except OSError:
+        return False
+
+
+def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
+    """A frame that kept only smaps_rollup is read, for the page's tables, from the key frame
+    before it: the stop is that key frame's (its number and time), never a later frame's label
+    over the key frame's tables and time.  Three captures pushed to smem record over TCP."""
+    import socket
+    from test_recording_playback import wait_frames
+    from test_tcp_capture import listening_port, smem_process
+    rec = tmp_path / "rec"
+    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", "3", "--smaps-every", "3")
+    try:
+        port = listening_port(recorder)
+        for frame in (1, 2, 3):
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+                s.sendall(CAPTURE.read_bytes())
+                s.shutdown(socket.SHUT_WR)
+                s.recv(1)
+            wait_frames(rec, recorder, frame)
+        assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
+    finally:
+        if recorder.poll() is None:
+            recorder.kill()
+            recorder.wait()
+    timeline = _embedded(_page("-S", rec, path=str(tmp_path / "rec.html")))["timeline"][0]
+    frames = timeline["summary"]["frames"]
+    assert [f["number"] for f in frames] == [1, 2, 3]
+    assert list(timeline["instants"]) == ["0"] and [f["full"] for f in frames] == [True, False, False]
+    described = timeline["instants"]["0"]["process"]["source"]["description"]
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
+    assert re.fullmatch(rf"recording {re.escape(str(rec))} frame 1( \(the key frame for frame \d+\))?, {when}", described)
+
+
+# ------------------------------------------------------------------ smem serve's page, the browser's last:
+# a page of another site than the files gets a renderer process of its own, and the files' renderer (with the
+# plotly.js it compiled) ends when the tab leaves it
 
 def _serve(*args):
     import select
@@ -367,159 +557,3 @@ def _no_requests_and_no_errors_but_data(browser):
     assert names and all(n.endswith("/data.json") for n in names), names
     messages = [entry["message"] for entry in browser.get_log("browser")]
     assert not messages, messages
-
-
-def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
-    """Each process's mappings are folded where they are read (smem.page.mappings.PageFold) and
-    come in any order: names numbered and sharers listed (ties by pid) as one serial read gives."""
-    capture = tmp_path / "many.tar"
-    processes = {pid: hc.process_files(pid) for pid in range(2000, 2100)}  # 7 chunks (collect.CHUNK) for 2 processes
-    capture.write_bytes(hc.capture_tar(processes=processes))
-    serial = _embedded(_page("-S", capture, "-j", "1", path=str(tmp_path / "serial.html")))
-    shared = _embedded(_page("-S", capture, "-j", "2", path=str(tmp_path / "shared.html")))
-    for data in (serial, shared):
-        data["meta"][0].pop("read_at")
-    assert shared == serial
-    sharers = serial["sharers"][0]["mappings"]
-    assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
-
-
-#: grows by 100 MiB (touched) at each line on stdin, saying so when done; large enough to be
-#: among the largest processes of a busy machine
-GROWER = ("import sys\nheld = [b'\\x01' * (200 << 20)]\nprint('ready', flush=True)\n"
-          "for line in sys.stdin:\n    held.append(b'\\x02' * (100 << 20))\n    print('grown', flush=True)\n")
-
-
-def _recorded_growth(where, smaps_every, namespace):
-    """The page of a three-frame recording, made in ``namespace`` (tests/pid_namespace.py: the
-    recorder reads only what runs there, not the whole machine), in which a process grew by
-    40 MiB of anonymous memory between frames, smaps kept every ``smaps_every`` frames: (path,
-    the pid, the recording)."""
-    from test_recording_playback import wait_frames
-    rec = where / "rec"
-    grower = subprocess.Popen(namespace.argv([sys.executable, "-c", GROWER]), stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    grower_pid = namespace.command_pid(grower)  # (nsenter forwards no signal: it is the one to kill)
-    try:
-        assert grower.stdout.readline() == "ready\n"
-        recorder = subprocess.Popen(namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval", "1",
-                                                    "--count", "3", "--smaps-every", smaps_every], cwd=TESTS.parent),
-                                    cwd=TESTS.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE)
-        try:
-            for frame in (1, 2):  # each growth done before the frame after next begins
-                wait_frames(rec, recorder, frame)
-                grower.stdin.write("grow\n")
-                grower.stdin.flush()
-                assert grower.stdout.readline() == "grown\n"
-            assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
-        finally:
-            if recorder.poll() is None:
-                recorder.kill()
-                recorder.wait()
-        path = str(where / "recording.html")
-        _page("-S", rec, path=path)
-        pid = namespace.pid_in(grower_pid)
-    finally:
-        os.kill(grower_pid, signal.SIGKILL)
-        grower.wait()
-    return path, pid, rec
-
-
-@pytest.fixture(scope="module")
-def recorded_page(tmp_path_factory, pid_namespace):
-    """The page of a three-frame recording, every frame's smaps kept, in which a process grew."""
-    return _recorded_growth(tmp_path_factory.mktemp("timeline"), 1, pid_namespace)
-
-
-@pytest.fixture(scope="module")
-def rollup_recorded_page(tmp_path_factory, pid_namespace):
-    """The same with smaps kept in the first frame only (the others keep smaps_rollup)."""
-    return _recorded_growth(tmp_path_factory.mktemp("timeline-rollups"), 3, pid_namespace)
-
-
-def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_earlier_instant(browser, recorded_page):
-    from selenium.webdriver.common.by import By
-    path, pid, _ = recorded_page
-    _open(browser, "file://" + path)
-    assert browser.find_element(By.ID, "timeline").is_displayed()
-    traces = browser.execute_script(
-        "return document.getElementById('time-lines').data.map((t) => [t.name, t.y])")
-    line = next(y for name, y in traces if name.startswith(f"{pid} "))
-    assert len(line) == 3 and line[-1] >= line[0] + 35  # MiB: grown at least once between frame 1 and 3
-    areas = browser.execute_script("return document.getElementById('time-areas').data.length")
-    assert areas > 5
-    # the slider at the first instant: the tables and the data shown are the first frame's
-    grower_pss = ("return window.smemPage.state.data.process.rows.filter((r) => r.pid === %d)[0].pss" % pid)
-    last_pss = browser.execute_script(grower_pss)
-    last_table = browser.find_element(By.ID, "table").text
-    browser.execute_script("const s = document.getElementById('time-slider'); s.value = '0';"
-                           "s.dispatchEvent(new Event('input'));")
-    assert browser.execute_script(grower_pss) <= last_pss - 35 * 1024
-    assert browser.find_element(By.ID, "table").text != last_table
-    assert "frame 1 of 3" in browser.find_element(By.ID, "time-label").text
-    # the command printed under the table at that instant prints the same document
-    command, shown = browser.execute_script("const d = window.smemPage.state.data;"
-                                            "return [d.meta.commands.user, d.user];")
-    assert "--at 1" in command
-    printed = json.loads(run_smem(*shlex.split(command)[1:], check=True).stdout)
-    assert (printed["rows"], printed["totals"]) == (shown["rows"], shown["totals"])  # (an instant's keeps no pressure)
-    _no_requests_and_no_errors(browser)
-
-
-def test_a_recordings_breakdown_moves_between_key_frames_where_the_rollups_split_pss(browser, rollup_recorded_page):
-    """Frames 2 and 3 kept only smaps_rollup: their breakdown's process areas are theirs (the
-    rollups' Pss_Anon/Pss_File/Pss_Shmem, Linux 5.9+), not the key frame's smaps repeated: at
-    each frame they add up to the processes' PSS as plain smem reads that frame (smaps_rollup),
-    which a process grown by 100 MiB between frames moves."""
-    if not _kernel_splits_rollup():
-        pytest.skip("this kernel's smaps_rollup has no Pss_Anon (before 5.9)")
-    path, _, rec = rollup_recorded_page
-    _open(browser, "file://" + path)
-    areas = browser.execute_script("return document.getElementById('time-areas').data"
-                                   ".filter((t) => t.name.startsWith('process ')).map((t) => t.y)")
-    assert len(areas) == 3 and all(len(y) == 3 for y in areas)  # anon, file, shmem at 3 frames
-    for frame in (1, 2, 3):
-        printed = json.loads(run_smem("-S", rec, "--at", str(frame), "-t", "-F", "json", "-c", "pid pss", check=True).stdout)
-        processes_kib = sum(y[frame - 1] for y in areas) * 1024
-        assert abs(processes_kib - printed["totals"]["pss"]) < 8 * 1024, frame  # (what no process reports)
-    _no_requests_and_no_errors(browser)
-
-
-def _kernel_splits_rollup():
-    try:
-        with open("/proc/self/smaps_rollup", encoding="ascii") as f:
-            return "Pss_Anon:" in f.read()
-    except OSError:
-        return False
-
-
-def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
-    """A frame that kept only smaps_rollup is read, for the page's tables, from the key frame
-    before it: the stop is that key frame's (its number and time), never a later frame's label
-    over the key frame's tables and time.  Three captures pushed to smem record over TCP."""
-    import socket
-    from test_recording_playback import wait_frames
-    from test_tcp_capture import listening_port, smem_process
-    rec = tmp_path / "rec"
-    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", "3", "--smaps-every", "3")
-    try:
-        port = listening_port(recorder)
-        for frame in (1, 2, 3):
-            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-                s.sendall(CAPTURE.read_bytes())
-                s.shutdown(socket.SHUT_WR)
-                s.recv(1)
-            wait_frames(rec, recorder, frame)
-        assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
-    finally:
-        if recorder.poll() is None:
-            recorder.kill()
-            recorder.wait()
-    timeline = _embedded(_page("-S", rec, path=str(tmp_path / "rec.html")))["timeline"][0]
-    frames = timeline["summary"]["frames"]
-    assert [f["number"] for f in frames] == [1, 2, 3]
-    assert list(timeline["instants"]) == ["0"] and [f["full"] for f in frames] == [True, False, False]
-    described = timeline["instants"]["0"]["process"]["source"]["description"]
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
-    assert re.fullmatch(rf"recording {re.escape(str(rec))} frame 1( \(the key frame for frame \d+\))?, {when}", described)
