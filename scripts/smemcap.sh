@@ -3,8 +3,8 @@
 #
 # For embedded targets without Python: needs only a POSIX sh (dash, busybox
 # ash) and the busybox applets cat, mkdir, rm, tar, gzip, date, uname (plus
-# chown when run as root).  mktemp, stat, getconf and hostname are used when
-# present.  Writes a gzip-compressed tar to stdout or to FILE; the layout is
+# chown when run as root).  mktemp, stat, getconf, hostname and dd are used
+# when present.  Writes a gzip-compressed tar to stdout or to FILE; the layout is
 # described in docs/capture-format.md.  Run as root to capture every process.
 
 tool='smemcap.sh 1'
@@ -100,13 +100,21 @@ trap 'on_signal TERM 143' TERM
 # Whether FILE starts as a capture does (as smem capture -o judges it): a gzip, bzip2, xz or
 # zstd stream, or a tar.  A file that does not (a user's document) is not ours to destroy.
 holds_capture() {
-	IFS= read -r head <"$1"
+	# its first bytes: 6 with dd, where there is one (a file of one long line is not read whole
+	# into the shell), else its first line
+	if command -v dd >/dev/null 2>&1; then
+		head=$(dd if="$1" bs=6 count=1 2>/dev/null)
+	else
+		IFS= read -r head <"$1"
+	fi
 	case $head in
 	"$(printf '\037\213')"* | BZh* | "$(printf '\3757zXZ')"* | "$(printf '\050\265\057\375')"*)
 		return 0
 		;;
 	esac
-	tar tf "$1" >/dev/null 2>&1
+	# else a tar that lists a member: to tar, a file of zeros (a disk image, a swap file) is an
+	# empty archive, and it is no capture
+	tar tf "$1" 2>/dev/null | { IFS= read -r member; }
 }
 
 if [ "$out" = - ]; then

@@ -382,12 +382,17 @@ class Refresher:
         """The Reading of every process known now, as load_reading would make it; each with the
         stat read at this collection, so its CPU time (and state, threads) is now's, not when its
         memory was last read."""
-        known = sorted(self._known.items())
-        for pid, k in known:
-            stat = seen.get(pid)
-            if k.process is not None and k.process.stat is not None and stat is not None and k.process.stat is not stat:
-                k.process = k.process.replaced(stat=stat)  # (once: an unchanged stat is the same object)
-        unreadable = [(pid, *k.unreadable) for pid, k in known if k.unreadable is not None]
-        processes = tuple(k.process for pid, k in known if k.process is not None)
-        return make_reading(source, needs, processes, meminfo, unreadable, self._pss_missing,
-                            tuple((pid, *k.skipped) for pid, k in known if k.skipped is not None), None, selected)
+        processes, unreadable, skipped = [], [], []
+        for pid, k in sorted(self._known.items()):
+            process = k.process
+            if process is not None:
+                stat = seen.get(pid)
+                if process.stat is not None and stat is not None and process.stat is not stat:
+                    process = k.process = process.replaced(stat=stat)  # (once: an unchanged stat is the same object)
+                processes.append(process)
+            if k.unreadable is not None:
+                unreadable.append((pid, *k.unreadable))
+            if k.skipped is not None:
+                skipped.append((pid, *k.skipped))
+        return make_reading(source, needs, tuple(processes), meminfo, unreadable, self._pss_missing, tuple(skipped),
+                            None, selected)

@@ -134,10 +134,10 @@ def _sort_entries(entries, width, reverse):
         entries[lo:hi] = [part[i] for i in order]
         if level + 1 >= width:
             continue
-        start, first = 0, values[order[0]]
-        for n in range(1, len(order) + 1):
-            value = values[order[n]] if n < len(order) else None
-            if n == len(order) or value != first:  # (equal as _order has it: None is only None, 1 is 1.0)
+        start, first, size = 0, values[order[0]], len(order)
+        for n in range(1, size + 1):
+            value = values[order[n]] if n < size else None
+            if n == size or value != first:  # (equal as _order has it: None is only None, 1 is 1.0)
                 if n - start > 1:
                     runs.append((lo + start, lo + n, level + 1))
                 start, first = n, value

@@ -338,6 +338,42 @@ def test_refuses_to_replace_a_file_that_is_not_a_capture(shell, tmp_path):
     assert list(tmpdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("content", [bytes(64 << 10), b"\x1f" + bytes(511)], ids=["zeros", "one magic byte"])
+def test_a_file_of_zeros_is_no_capture_and_is_kept(shell, tmp_path, content):
+    """To tar, a file of zeros (a disk image, a swap file) is an empty archive: it is kept."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    doc = tmp_path / "disk.img"
+    doc.write_bytes(content)
+    res = _run(shell, tmpdir, str(doc), timeout=60)
+    assert res.returncode == 1 and res.stdout == b""
+    assert res.stderr.decode().splitlines() == [
+        f"smemcap.sh: refusing to replace {doc}: it exists and does not hold a capture; give -f to replace it"]
+    assert doc.read_bytes() == content
+
+
+def test_a_file_of_one_long_line_is_refused_without_reading_it_whole(shell, tmp_path):
+    """What FILE holds is told from its first bytes: a file with no newline in 64 MiB is not read
+    into the shell a byte at a time (where dd is there to read 6)."""
+    if not any(os.access(os.path.join(d, "dd"), os.X_OK) for d in shell[1].split(os.pathsep)):
+        pytest.skip("no dd on this PATH: the script reads the first line")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    doc = tmp_path / "one-line.bin"
+    with open(doc, "wb") as f:
+        f.truncate(64 << 20)  # zeros: no newline anywhere
+    proc = subprocess.Popen(shell[0] + [str(SCRIPT), str(doc)], env=_env(shell[1], tmpdir),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and out == b""
+    assert err.decode().splitlines() == [
+        f"smemcap.sh: refusing to replace {doc}: it exists and does not hold a capture; give -f to replace it"]
+    assert doc.stat().st_size == 64 << 20
+
+
 @pytest.mark.parametrize("existing", ["gzip capture", "zstd capture", "empty", "document with -f"])
 def test_rewrites_a_capture_an_empty_file_or_any_file_when_forced(shell, pid_namespace, tmp_path, existing):
     tmpdir = tmp_path / "tmp"

@@ -39,29 +39,31 @@ class HeldStats:
         self.proc = proc
         self._fds = {}    # pid -> descriptor held
         self._last = {}   # pid -> its stat as last read
-        self._parsed = {}  # pid -> its stat as last read, parsed
+        self._gone = []   # the pids the last scan found exited
+        self._seen = {}   # pid -> its stat as last read, parsed, where it is no kernel thread's
 
     def stats(self):
-        """({pid: PidStat} of the processes (not kernel threads) there are now, ascending; the
-        pids whose stat changed since the last call, the others' PidStat being the same object)."""
+        """({pid: PidStat} of the processes (not kernel threads) there are now, in the order first
+        seen (ascending, but where a pid was reused out of order); the pids whose stat changed
+        since the last call, the others' PidStat being the same object)."""
         pids, changed = self.scan()
-        parsed, touched = self._parsed, set()
+        seen, touched = self._seen, set()
         for pid, raw in changed:
             touched.add(pid)
             try:
                 if raw is None:  # (no longer readable)
                     raise ValueError(pid)
-                parsed[pid] = parse_stat(raw)
+                stat = parse_stat(raw)
             except ValueError:
-                parsed.pop(pid, None)
-        for pid in [pid for pid in parsed if pid not in self._last]:  # (exited)
-            del parsed[pid]
-        seen = {}
-        for pid in pids:
-            stat = parsed.get(pid)
-            if stat is not None and not stat.is_kernel_thread:
+                seen.pop(pid, None)
+                continue
+            if stat.is_kernel_thread:
+                seen.pop(pid, None)
+            else:
                 seen[pid] = stat
-        return seen, touched
+        for pid in self._gone:
+            seen.pop(pid, None)
+        return dict(seen), touched
 
     def scan(self):
         """(every pid, ascending; [(pid, stat bytes, or None where it is no longer readable)] of
@@ -69,14 +71,15 @@ class HeldStats:
         self._room(len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
         pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR)
         listed = set(pids)
-        for pid in [pid for pid in self._last if pid not in listed]:  # (exited)
+        self._gone = [pid for pid in self._last if pid not in listed]  # (exited)
+        for pid in self._gone:
             del self._last[pid]
         for pid in [pid for pid in self._fds if pid not in listed]:
             os.close(self._fds.pop(pid))
         return pids, changed
 
     def close(self):
-        fds, self._fds, self._last, self._parsed = self._fds, {}, {}, {}
+        fds, self._fds, self._last, self._seen = self._fds, {}, {}, {}
         for fd in fds.values():
             os.close(fd)
 

@@ -37,13 +37,18 @@ class DiffRow:
     @property
     def memo_inputs(self):
         """(its key, its sides' inputs) where each side it has says them (smem.table_memo), else None."""
-        sides = []
-        for side in (self.old, self.new):
-            memo = None if side is None else getattr(side, "memo_inputs", None)
-            if side is not None and memo is None:
+        old, new = self.old, self.new
+        if old is not None:
+            old = getattr(old, "memo_inputs", None)
+            if old is None:
                 return None
-            sides.append(None if memo is None else memo[1])
-        return self.key, tuple(sides)
+            old = old[1]
+        if new is not None:
+            new = getattr(new, "memo_inputs", None)
+            if new is None:
+                return None
+            new = new[1]
+        return self.key, (old, new)
 
     @property
     def current(self):

@@ -32,7 +32,7 @@ def process_status(process, field):
 
 
 class ProcessRow:
-    __slots__ = ("process", "user", "exact", "swap_ratios", "devices", "cpu", "measured", "_split")
+    __slots__ = ("process", "user", "exact", "swap_ratios", "devices", "cpu", "measured", "_split", "_memo")
 
     def __init__(self, process, user, exact=None, swap_ratios=(None, None), devices=None, cpu=None,
                  working_set=None):
@@ -44,6 +44,7 @@ class ProcessRow:
         self.swap_ratios = swap_ratios  # kernel_pools.swap_ram_ratios of the process (its cgroup's)
         self.exact = exact  # ExactFigures under --exact
         self._split = False
+        self._memo = None
 
     @property
     def member_pids(self):
@@ -51,9 +52,12 @@ class ProcessRow:
 
     @property
     def memo_inputs(self):
-        """(its name, what its cells are computed from): smem.table_memo."""
-        return self.process.pid, (self.process, self.user, self.swap_ratios, self.devices, self.cpu, self.measured,
-                                  self.exact)
+        """(its name, what its cells are computed from): smem.table_memo.  Made once, when first
+        asked for (rows() sets every field before): watch mode asks for the kept side's each frame."""
+        if self._memo is None:
+            self._memo = self.process.pid, (self.process, self.user, self.swap_ratios, self.devices, self.cpu,
+                                            self.measured, self.exact)
+        return self._memo
 
     @property
     def split(self):
