@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("zstandard", reason="the corpus has zstd archives: smem[compression]")
 import hostile_corpus as hc  # noqa: E402
+import hostile_runner  # noqa: E402
 from conftest import TESTS, run_smem
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
 from smem.sources import open_source
@@ -517,7 +518,7 @@ MEMORY_BOUND = 150
 def _verdict(result):
     """None if smem behaved (exit 0 with warnings at most, or one error line and exit 1 or 2)."""
     if result["timed_out"]:
-        return f"hung (killed after {hc.TIMEOUT:g} s)"
+        return f"hung (killed after {hostile_runner.TIMEOUT:g} s)"
     err = result["stderr"]
     if "Traceback" in err:
         return "traceback: " + err.strip().splitlines()[-1]
@@ -541,7 +542,7 @@ def _run_runner(cases, workdir, churn=None):
     requests, answers = os.path.join(workdir, "cases.pickle"), os.path.join(workdir, "results.pickle")
     with open(requests, "wb") as f:
         pickle.dump(([case for _, case in cases], str(workdir)), f)
-    command = [sys.executable, str(TESTS / "hostile_corpus.py"), requests, answers]
+    command = [sys.executable, str(TESTS / "hostile_runner.py"), requests, answers]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
     if churn:
         command += [str(c) for c in churn]
