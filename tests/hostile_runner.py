@@ -21,23 +21,19 @@ done
 
 
 def _preload():
-    """Import what the cases use once, in the runner, so each child starts at once."""
-    import io
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    # a chart drawn and saved once: fonts, text layout and the writers are loaded before the
-    # children fork, so a chart case costs its own drawing only
-    figure, axes = plt.subplots()
-    axes.pie([1, 2], labels=["a", "b"])
-    axes.bar(["a"], [1])
-    for kind in ("png", "svg"):
-        figure.savefig(io.BytesIO(), format=kind)
-    plt.close(figure)
+    """Import what the cases use once, in the runner, so each child starts at once.
+
+    Not matplotlib: the runner forks hundreds of children, and each fork and each child's exit
+    costs in proportion to the runner's address space, which matplotlib doubles; the few cases
+    that draw run last, after :func:`_preload_charts`.
+    """
+    import difflib  # noqa: F401  (a usage error's suggestions)
     import importlib
     import pkgutil
-    import numpy  # noqa: F401
+    import resource  # noqa: F401  (and traceback: what _child imports)
     import tarfile  # noqa: F401
+    import traceback  # noqa: F401
+    import numpy  # noqa: F401
     import smem
     # every module of smem, not only those the command line imports at once: a module a case
     # imports lazily would otherwise be imported (and compiled, without bytecode files) again
@@ -48,10 +44,33 @@ def _preload():
                 importlib.import_module(module.name)
             except ImportError:  # an optional extra that is not installed
                 pass
-    try:
-        import regex  # noqa: F401
-    except ImportError:
-        pass
+    # and what smem's modules import only when a case asks (a format's writer, a pattern's
+    # engine, the array masks of exact accounting), extras that may not be installed among them
+    for name in ("csv", "tabulate", "regex", "numpy.ma", "importlib.readers", "importlib.resources.readers"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def _preload_charts():
+    """Import matplotlib, and draw and save a chart once: fonts, text layout and the writers are
+    loaded before the children fork, so a chart case costs its own drawing only."""
+    import io
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, axes = plt.subplots()
+    axes.pie([1, 2], labels=["a", "b"])
+    axes.bar(["a"], [1])
+    for kind in ("png", "svg"):
+        figure.savefig(io.BytesIO(), format=kind)
+    plt.close(figure)
+
+
+def draws(case):
+    """Whether a case asks for a chart (run by the runner once it has imported matplotlib)."""
+    return any(arg in ("--pie", "--bar") for arg in case["argv"])
 
 
 def _vm_size():
@@ -119,64 +138,22 @@ def serve(cases, workdir, churn=None):
     """Run every case (a dict: argv, stdin, env, cwd, stdout) in a forked child.
 
     Returns one dict per case: code, stdout (its start), stderr, how far its RSS rose over the
-    runner's at the fork (peak_mib, MiB),
-    seconds, and whether it was killed at TIMEOUT.  ``churn`` (seconds, processes):
-    run SPAWNER meanwhile.
+    runner's at the fork (peak_mib, MiB), seconds, and whether it was killed at TIMEOUT.
+    ``churn`` (seconds, processes): run SPAWNER meanwhile.  The cases that draw run last, once
+    the runner has imported matplotlib for them.
     """
-    import signal
     import subprocess
-    import sys
-    import time
     _preload()
-    address_limit = _vm_size() + (3 << 29)  # a safety net: the bound asserted is on RSS
     spawner = None
     if churn:
         spawner = subprocess.Popen(["sh", "-c", SPAWNER, "spawner", str(churn[0]), str(churn[1])])
     results = [None] * len(cases)
-    queue = list(range(len(cases)))
-    running = {}
+    charts = [i for i, case in enumerate(cases) if draws(case)]
     try:
-        while queue or running:
-            while queue and len(running) < PARALLEL:
-                i = queue.pop(0)
-                out, err = os.path.join(workdir, f"{i}.out"), os.path.join(workdir, f"{i}.err")
-                sys.stdout.flush()
-                sys.stderr.flush()
-                base = _rss_mib()  # (the child starts with the runner's pages: its growth is its peak less them)
-                pid = os.fork()
-                if pid == 0:
-                    _child(cases[i], out, err, address_limit)
-                running[pid] = (i, time.monotonic(), out, err, False, base)
-            while True:
-                try:
-                    pid, status, usage = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                if pid in running:
-                    i, start, out, err, killed, base = running.pop(pid)
-                    stdout = b""
-                    if os.path.exists(out):
-                        with open(out, "rb") as f:
-                            stdout = f.read(4096)
-                    with open(err, "rb") as f:
-                        stderr = f.read(1 << 16)
-                    results[i] = {"code": os.waitstatus_to_exitcode(status), "stdout": stdout,
-                                  "stderr": stderr.decode("utf-8", "replace"),
-                                  "peak_mib": usage.ru_maxrss / 1024 - base, "seconds": time.monotonic() - start,
-                                  "timed_out": killed}
-                elif spawner is not None and pid == spawner.pid:
-                    spawner.returncode = os.waitstatus_to_exitcode(status)
-            now = time.monotonic()
-            for pid, (i, start, out, err, killed, base) in list(running.items()):
-                if not killed and now - start > TIMEOUT:
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    running[pid] = (i, start, out, err, True, base)
-            time.sleep(0.002)
+        _run(cases, [i for i, case in enumerate(cases) if not draws(case)], results, workdir, spawner)
+        if charts:
+            _preload_charts()
+            _run(cases, charts, results, workdir, spawner)
     finally:
         if spawner is not None and spawner.returncode is None:
             spawner.kill()
@@ -187,8 +164,84 @@ def serve(cases, workdir, churn=None):
     return results
 
 
+def _run(cases, queue, results, workdir, spawner):
+    """Run the cases ``queue`` lists, PARALLEL at a time, into ``results``.
+
+    The runner sleeps until a child exits or the oldest reaches TIMEOUT (a pidfd per child):
+    not woken every few milliseconds while a slow case runs.
+    """
+    import select
+    import signal
+    import sys
+    import time
+    address_limit = _vm_size() + (3 << 29)  # a safety net: the bound asserted is on RSS
+    queue = list(queue)
+    running = {}
+    exits = select.poll()
+    while queue or running:
+        while queue and len(running) < PARALLEL:
+            i = queue.pop(0)
+            out, err = os.path.join(workdir, f"{i}.out"), os.path.join(workdir, f"{i}.err")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            base = _rss_mib()  # (the child starts with the runner's pages: its growth is its peak less them)
+            pid = os.fork()
+            if pid == 0:
+                _child(cases[i], out, err, address_limit)
+            pidfd = _pidfd(pid)
+            if pidfd is not None:
+                exits.register(pidfd, select.POLLIN)
+            running[pid] = [i, time.monotonic(), out, err, False, base, pidfd]
+        waiting = [start + TIMEOUT - time.monotonic() for _, start, _, _, killed, _, _ in running.values()
+                   if not killed]
+        if all(entry[6] is not None for entry in running.values()):
+            exits.poll(max(0, min(waiting, default=TIMEOUT)) * 1000 + 1)
+        else:  # no pidfds here: look every few milliseconds
+            time.sleep(0.002)
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in running:
+                i, start, out, err, killed, base, pidfd = running.pop(pid)
+                if pidfd is not None:
+                    exits.unregister(pidfd)
+                    os.close(pidfd)
+                stdout = b""
+                if os.path.exists(out):
+                    with open(out, "rb") as f:
+                        stdout = f.read(4096)
+                with open(err, "rb") as f:
+                    stderr = f.read(1 << 16)
+                results[i] = {"code": os.waitstatus_to_exitcode(status), "stdout": stdout,
+                              "stderr": stderr.decode("utf-8", "replace"),
+                              "peak_mib": usage.ru_maxrss / 1024 - base, "seconds": time.monotonic() - start,
+                              "timed_out": killed}
+            elif spawner is not None and pid == spawner.pid:
+                spawner.returncode = os.waitstatus_to_exitcode(status)
+        now = time.monotonic()
+        for pid, entry in running.items():
+            if not entry[4] and now - entry[1] > TIMEOUT:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                entry[4] = True
+
+
+def _pidfd(pid):
+    """A file descriptor that polls readable when child ``pid`` exits, or None (before Linux 5.3)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 def main(argv):
-    """``hostile_corpus.py CASES.pickle RESULTS.pickle [SECONDS PROCESSES]``: a runner process."""
+    """``hostile_runner.py CASES.pickle RESULTS.pickle [SECONDS PROCESSES]``: a runner process."""
     import pickle
     with open(argv[0], "rb") as f:
         cases, workdir = pickle.load(f)
