@@ -210,14 +210,8 @@ def _run(cases, queue, results, workdir, spawner):
                 if pidfd is not None:
                     exits.unregister(pidfd)
                     os.close(pidfd)
-                stdout = b""
-                if os.path.exists(out):
-                    with open(out, "rb") as f:
-                        stdout = f.read(4096)
-                with open(err, "rb") as f:
-                    stderr = f.read(1 << 16)
-                results[i] = {"code": os.waitstatus_to_exitcode(status), "stdout": stdout,
-                              "stderr": stderr.decode("utf-8", "replace"),
+                results[i] = {"code": os.waitstatus_to_exitcode(status), "stdout": _head(out, 4096),
+                              "stderr": _head(err, 1 << 16).decode("utf-8", "replace"),
                               "peak_mib": usage.ru_maxrss / 1024 - base, "seconds": time.monotonic() - start,
                               "timed_out": killed}
             elif spawner is not None and pid == spawner.pid:
@@ -230,6 +224,15 @@ def _run(cases, queue, results, workdir, spawner):
                 except ProcessLookupError:
                     pass
                 entry[4] = True
+
+
+def _head(path, size):
+    """The first ``size`` bytes of a file a child wrote (none if it was killed before it opened it)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except FileNotFoundError:
+        return b""
 
 
 def _pidfd(pid):
