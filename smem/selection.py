@@ -70,6 +70,8 @@ MAX_REPEAT = 10000
 
 def _check_repeats(pattern, option):
     """UsageError if ``pattern`` counts a repeat past MAX_REPEAT (an unbounded + or * is fine)."""
+    if "{" not in pattern:
+        return  # (no count without a brace: a long pattern is not parsed twice)
     from re import _parser as parser  # (sre_parse before Python 3.11)
     unbounded = parser.MAXREPEAT
     todo = [parser.parse(pattern)]
