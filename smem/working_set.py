@@ -9,7 +9,9 @@ container needs.  Two ways to measure it, the first the kernel has:
 * clear_refs (Documentation/filesystems/proc.rst, "3.4 /proc/<pid>/clear_refs"): writing ``1``
   clears the referenced bits of all the process's pages; after SECONDS smaps' ``Referenced`` is
   what was touched since (``wss``), and each mapping's referenced pages times its Pss/Rss
-  split shared pages as PSS does (``wsspss``).  Clearing the bits also clears what reclaim
+  split shared pages as PSS does (``wsspss``).  A page's referenced flag is the page's, not the
+  process's: a page it shares that another process touched meanwhile (the interpreter's, libc's)
+  is in its ``wss``, and in ``wsspss`` only by its share.  Clearing the bits also clears what reclaim
   reads to tell recently used pages from old ones, so the pages look idle to it for a while:
   said on stderr once.
 

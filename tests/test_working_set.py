@@ -97,7 +97,10 @@ def test_a_process_touching_64_of_its_512_mib_has_a_64_mib_working_set(toucher, 
     print(f"\n{method}: 512 MiB held, 64 MiB touched: rss {row['rss'] / MIB:.1f} MiB, "
           f"wss {row['wss'] / MIB:.1f} MiB, wsspss {row['wsspss'] / MIB:.1f} MiB")
     assert row["rss"] >= 512 * MIB
-    assert abs(row["wss"] - 64 * MIB) <= 6.4 * MIB
+    # the 64 MiB and at most the pages beside the 512 (the interpreter's: shared with other
+    # processes, whose touches set the same page's flag while the machine is busy), never the
+    # 448 MiB left untouched; its share of them is what wsspss counts
+    assert 64 * MIB - 6.4 * MIB <= row["wss"] <= row["rss"] - 448 * MIB + 6.4 * MIB
     assert abs(row["wsspss"] - 64 * MIB) <= 6.4 * MIB
 
 
