@@ -40,6 +40,13 @@ def realproc_files(name):
     return sorted(p for p in REALPROC.rglob(name) if p.is_file())
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker more than the CPUs this process may run on.  Many tests wait (for
+    a browser, a watch interval, a peer's timeout, a process to be ready): with one worker a CPU,
+    a CPU sits idle meanwhile."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The xdist groups first (each runs whole on one worker, seconds of module fixtures and
