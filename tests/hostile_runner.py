@@ -1,4 +1,5 @@
-"""The hostile corpus's runner: smem in forked children, each with a timeout and its peak memory.
+"""The hostile corpus's runner: smem in forked children (:mod:`hostile_worker`), each running
+case after case, each case with its own timeout and peak memory.
 
 Run as a script by tests/test_hostile.py (``hostile_runner.py CASES.pickle RESULTS.pickle``), so that
 what it imports before it forks is its own, not the test process's.
@@ -23,14 +24,14 @@ done
 def _preload():
     """Import what the cases use once, in the runner, so each child starts at once.
 
-    Not matplotlib: the runner forks hundreds of children, and each fork and each child's exit
-    costs in proportion to the runner's address space, which matplotlib doubles; the few cases
-    that draw run last, after :func:`_preload_charts`.
+    Not matplotlib: each fork and each child's exit costs in proportion to the runner's address
+    space, which matplotlib doubles; the few cases that draw run last, after :func:`_preload_charts`.
     """
     import difflib  # noqa: F401  (a usage error's suggestions)
     import importlib
     import pkgutil
-    import resource  # noqa: F401  (and traceback: what _child imports)
+    import hostile_worker  # noqa: F401  (the children's loop, and resource and traceback with it)
+    import resource  # noqa: F401
     import tarfile  # noqa: F401
     import traceback  # noqa: F401
     import numpy  # noqa: F401
@@ -81,53 +82,6 @@ def _vm_size():
     return 0
 
 
-def _child(case, out, err, address_limit):
-    """In the forked child: run smem as its command line would, and exit as Python would."""
-    import resource
-    import sys
-    import traceback
-    code = 70
-    try:
-        os.setpgid(0, 0)
-        resource.setrlimit(resource.RLIMIT_AS, (address_limit, address_limit))
-        fd = os.open(case.get("stdin") or os.devnull, os.O_RDONLY)
-        os.dup2(fd, 0)
-        os.dup2(os.open(case.get("stdout_path") or out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 1)
-        os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
-        if case.get("cwd"):
-            os.chdir(case["cwd"])
-        for key in ("COLUMNS", "LINES"):
-            os.environ.pop(key, None)
-        os.environ.update(case.get("env") or {})
-        if case.get("stdout") == "closed":
-            os.close(1)
-            sys.stdout = None
-        import smem.cli
-        try:
-            smem.cli.main(case["argv"])
-            code = 0
-        except SystemExit as e:
-            if e.code is None or isinstance(e.code, int):
-                code = e.code or 0
-            else:
-                print(e.code, file=sys.stderr)
-                code = 1
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        try:
-            if sys.stdout is not None:
-                sys.stdout.flush()
-        except BaseException as e:
-            print(f"Exception ignored on flushing sys.stdout:\n{type(e).__name__}: {e}", file=sys.stderr)
-            code = 120
-        sys.stderr.flush()
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        os._exit(code)
-
-
 def _rss_mib():
     """This process's resident set now, MiB (/proc/self/statm's second field, in pages)."""
     with open("/proc/self/statm") as f:
@@ -137,8 +91,9 @@ def _rss_mib():
 def serve(cases, workdir, churn=None):
     """Run every case (a dict: argv, stdin, env, cwd, stdout) in a forked child.
 
-    Returns one dict per case: code, stdout (its start), stderr, how far its RSS rose over the
-    runner's at the fork (peak_mib, MiB), seconds, and whether it was killed at TIMEOUT.
+    Returns one dict per case: code, stdout (its start), stderr, how far the child's RSS rose
+    during the case over the runner's at the fork (peak_mib, MiB), seconds, and whether it was
+    killed at TIMEOUT.
     ``churn`` (seconds, processes): run SPAWNER meanwhile.  The cases that draw run last, once
     the runner has imported matplotlib for them.
     """
@@ -165,39 +120,42 @@ def serve(cases, workdir, churn=None):
 
 
 def _run(cases, queue, results, workdir, spawner):
-    """Run the cases ``queue`` lists, PARALLEL at a time, into ``results``.
+    """Run the cases ``queue`` lists, PARALLEL at a time, into ``results``: each child
+    (:mod:`hostile_worker`) runs case after case, and is killed at a case's TIMEOUT, or replaced
+    when it dies or retires.
 
-    The runner sleeps until a child exits or the oldest reaches TIMEOUT (a pidfd per child):
-    not woken every few milliseconds while a slow case runs.
+    The runner sleeps until a child answers or exits or the oldest case reaches TIMEOUT (a pidfd
+    per child): not woken every few milliseconds while a slow case runs.
     """
     import select
     import signal
-    import sys
     import time
+    import hostile_memo
     address_limit = _vm_size() + (3 << 29)  # a safety net: the bound asserted is on RSS
+    caches = hostile_memo.lru_caches()
     queue = list(queue)
-    running = {}
-    exits = select.poll()
-    while queue or running:
-        while queue and len(running) < PARALLEL:
-            i = queue.pop(0)
-            out, err = os.path.join(workdir, f"{i}.out"), os.path.join(workdir, f"{i}.err")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            base = _rss_mib()  # (the child starts with the runner's pages: its growth is its peak less them)
-            pid = os.fork()
-            if pid == 0:
-                _child(cases[i], out, err, address_limit)
-            pidfd = _pidfd(pid)
-            if pidfd is not None:
-                exits.register(pidfd, select.POLLIN)
-            running[pid] = [i, time.monotonic(), out, err, False, base, pidfd]
-        waiting = [start + TIMEOUT - time.monotonic() for _, start, _, _, killed, _, _ in running.values()
-                   if not killed]
-        if all(entry[6] is not None for entry in running.values()):
-            exits.poll(max(0, min(waiting, default=TIMEOUT)) * 1000 + 1)
+    children = {}  # pid -> _Child
+    watch = select.poll()
+    while queue or any(child.case is not None for child in children.values()):
+        while queue and sum(not child.retiring for child in children.values()) < PARALLEL:
+            child = _Child(cases, workdir, address_limit, caches, children.values())
+            children[child.pid] = child
+            for fd in (child.answers, child.pidfd):
+                if fd is not None:
+                    watch.register(fd, select.POLLIN)
+        for child in children.values():
+            if child.case is None and not child.retiring and queue:
+                child.send(queue.pop(0))
+        waiting = [child.start + TIMEOUT - time.monotonic() for child in children.values()
+                   if child.case is not None and not child.killed]
+        if all(child.pidfd is not None for child in children.values()):
+            ready = {fd for fd, _ in watch.poll(max(0, min(waiting, default=TIMEOUT)) * 1000 + 1)}
         else:  # no pidfds here: look every few milliseconds
-            time.sleep(0.002)
+            ready = {fd for fd, _ in watch.poll(2)}
+        for child in children.values():
+            if child.answers in ready and not child.answer(results):
+                watch.unregister(child.answers)  # (else its end of file wakes the poll until it is reaped)
+                child.silent = True
         while True:
             try:
                 pid, status, usage = os.wait4(-1, os.WNOHANG)
@@ -205,25 +163,97 @@ def _run(cases, queue, results, workdir, spawner):
                 break
             if pid == 0:
                 break
-            if pid in running:
-                i, start, out, err, killed, base, pidfd = running.pop(pid)
-                if pidfd is not None:
-                    exits.unregister(pidfd)
-                    os.close(pidfd)
-                results[i] = {"code": os.waitstatus_to_exitcode(status), "stdout": _head(out, 4096),
-                              "stderr": _head(err, 1 << 16).decode("utf-8", "replace"),
-                              "peak_mib": usage.ru_maxrss / 1024 - base, "seconds": time.monotonic() - start,
-                              "timed_out": killed}
+            if pid in children:
+                child = children.pop(pid)
+                for fd in ([] if child.silent else [child.answers]) + [child.pidfd]:
+                    if fd is not None:
+                        watch.unregister(fd)
+                child.exited(status, usage, results)
             elif spawner is not None and pid == spawner.pid:
                 spawner.returncode = os.waitstatus_to_exitcode(status)
         now = time.monotonic()
-        for pid, entry in running.items():
-            if not entry[4] and now - entry[1] > TIMEOUT:
+        for child in children.values():
+            if child.case is not None and not child.killed and now - child.start > TIMEOUT:
                 try:
-                    os.killpg(pid, signal.SIGKILL)
+                    os.killpg(child.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                entry[4] = True
+                child.killed = True
+    for child in children.values():
+        child.close_requests()  # each reads the end of its requests, and exits
+    for pid, child in children.items():
+        _, status, usage = os.wait4(pid, 0)
+        child.exited(status, usage, results)
+
+
+class _Child:
+    """A forked :mod:`hostile_worker`, the pipes to and from it, and the case it runs (or None)."""
+
+    def __init__(self, cases, workdir, address_limit, caches, others):
+        import sys
+        import hostile_worker
+        self.workdir, self.case, self.killed, self.retiring, self.start = workdir, None, False, False, 0.0
+        self.silent = False
+        inbox, self.requests = os.pipe()
+        self.answers, outbox = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.base = _rss_mib()  # (the child starts with the runner's pages: its growth is its peak less them)
+        self.pid = os.fork()
+        if self.pid == 0:
+            for fd in [self.requests, self.answers] + [fd for o in others for fd in o.fds()]:
+                os.close(fd)
+            hostile_worker.serve(cases, workdir, inbox, outbox, address_limit, caches)
+        os.close(inbox)
+        os.close(outbox)
+        self.pidfd = _pidfd(self.pid)
+
+    def fds(self):
+        return [fd for fd in (self.requests, self.answers, self.pidfd) if fd is not None]
+
+    def close_requests(self):
+        """Tell the child there is no more to run: it exits."""
+        if self.requests is not None:
+            os.close(self.requests)
+            self.requests = None
+
+    def send(self, i):
+        import time
+        import hostile_worker
+        self.case, self.start = i, time.monotonic()
+        os.write(self.requests, hostile_worker.REQUEST.pack(i))
+
+    def answer(self, results):
+        """Read the child's answer for its case; False once it has no more to say (it died or
+        retired: :meth:`exited` tells)."""
+        import time
+        import hostile_worker
+        data = os.read(self.answers, hostile_worker.ANSWER.size)
+        if len(data) < hostile_worker.ANSWER.size:
+            return False
+        i, code, peak_kib, retires = hostile_worker.ANSWER.unpack(data)
+        results[i] = self.result(code, peak_kib / 1024 - self.base, time.monotonic() - self.start, False)
+        self.case, self.retiring = None, retires
+        return True
+
+    def exited(self, status, usage, results):
+        """The child is gone: its case, if it had one, ended with it (killed at TIMEOUT, or crashed)."""
+        import time
+        if self.case is not None:
+            results[self.case] = self.result(os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024 - self.base,
+                                             time.monotonic() - self.start, self.killed)
+            self.case = None
+        self.close_requests()
+        for fd in self.fds():
+            os.close(fd)
+
+    def result(self, code, peak_mib, seconds, timed_out):
+        """Its case's result as the tests read it."""
+        import hostile_worker
+        out, err = hostile_worker.paths(self.workdir, self.case)
+        return {"code": code, "stdout": _head(out, 4096),
+                "stderr": _head(err, 1 << 16).decode("utf-8", "replace"),
+                "peak_mib": peak_mib, "seconds": seconds, "timed_out": timed_out}
 
 
 def _head(path, size):
