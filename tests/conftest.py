@@ -77,6 +77,14 @@ def _keep_groups_whole(config, items):
                                     "name it, so the group would be spread over the workers")
 
 
+def machine_changes():
+    """(processes forked since boot, the pids there are now): a process that started or ended
+    changes the number of processes mapping each page of the libraries it maps."""
+    with open("/proc/stat") as f:
+        forks = next(int(line.split()[1]) for line in f if line.startswith("processes "))
+    return forks, frozenset(name for name in os.listdir("/proc") if name.isdigit())
+
+
 @pytest.fixture(scope="module")
 def pid_namespace():
     """A PID namespace of the module's own (tests/pid_namespace.py): a capture made in it copies

@@ -41,6 +41,7 @@ from smem.parsers.smaps import parse_smaps
 from smem.sources import LiveSource
 from smem.sources.archive import ArchiveSource
 import pagemap_bits as bits
+from conftest import machine_changes
 from workload import PAGE_KIB, PAGE_SIZE, shm_server, swapped_process
 
 
@@ -378,14 +379,6 @@ def test_transparent_huge_pages_partly_copied(family):
     assert acc.process(first).uss_kib == PAGE_KIB
 
 
-def _machine_changes():
-    """(processes forked since boot, the pids there are now): a process that started or ended
-    changes the number of processes mapping each page of the libraries it maps."""
-    with open("/proc/stat") as f:
-        forks = next(int(line.split()[1]) for line in f if line.startswith("processes "))
-    return forks, frozenset(name for name in os.listdir("/proc") if name.isdigit())
-
-
 def test_whole_process_pss_matches_smaps_rollup(family, shm):
     pids = family["pids"] + shm.pids
     # Another process starting or exiting meanwhile changes the counts of shared library
@@ -394,11 +387,11 @@ def test_whole_process_pss_matches_smaps_rollup(family, shm):
     # none was must be within a page of the rollups read around it.
     deadline, off, checked = time.monotonic() + 30, None, False
     while time.monotonic() < deadline:
-        changes = _machine_changes()
+        changes = machine_changes()
         before = {pid: _rollup_pss(pid) for pid in pids}
         acc = exact.account(LiveSource(), {pid: _smaps(pid) for pid in pids})
         after = {pid: _rollup_pss(pid) for pid in pids}
-        if _machine_changes() != changes or before != after:
+        if machine_changes() != changes or before != after:
             time.sleep(0.2)
             continue
         off = {pid: acc.process(pid).pss_kib - after[pid] for pid in pids
