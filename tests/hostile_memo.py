@@ -3,7 +3,7 @@
 Why: a fresh child started each case with the runner's module state; a long-lived child would
 otherwise start a case with what earlier ones cached: a compiled pattern (the 100,000-character
 patterns are compiled once per case, not once per child), a memo of smem's, a global a case
-set.  Nothing here changes a verdict (tests/hostile_compare.py shows it), but a case's time and
+set.  Nothing here changes a verdict (bench/hostile_compare.py shows it), but a case's time and
 peak would no longer be its own.  Put back: smem's module globals and the dicts, lists and sets
 they hold, the pattern caches of re and regex, urllib's; an lru_cache anywhere that was empty is
 emptied again, and one that was not (its old entries cannot be put back) retires the child.

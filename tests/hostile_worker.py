@@ -188,10 +188,16 @@ def serve(cases, workdir, inbox, outbox, address_limit, caches):
             case = cases[i]
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")
+            children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
             with warnings.catch_warnings():  # and a warning shown in one case is shown again in the next
                 warnings.onceregistry.clear()
                 status, spoiled = run_case(case, *paths(workdir, i))
             peak = _status("VmHWM:")
+            # (a process the case started and waited for, a worker of smem.collect: its peak, as
+            # wait4 gave a child's with its descendants' when a child ran one case)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            if after > children:
+                peak = max(peak, after)
             reasons = saved.restore()
             if spoiled or case.get("stdin"):  # input read ahead may sit in sys.stdin's buffer
                 reasons.append("a standard stream's buffer may hold data")

@@ -96,9 +96,12 @@ def _watch_lines(proc, rows, arrived):
 
 
 def _served_writes(proc, path):
-    """The text of each write of smem serve's textfile ``path``, polled every 10 ms until it exits."""
-    written = []
+    """The text of each write of smem serve's textfile ``path``, polled every 10 ms until it exits
+    (killed after 120 s: a serve that does not end fails the tests, not hangs them)."""
+    written, deadline = [], time.monotonic() + 120
     while True:
+        if time.monotonic() > deadline:
+            proc.kill()
         running = proc.poll() is None
         text = path.read_text() if path.exists() else None
         if text is not None and (not written or text != written[-1]):

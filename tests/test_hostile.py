@@ -513,9 +513,8 @@ def test_a_hostile_user_name_is_one_passwd_field_in_a_capture(tmp_path):
 
 # -- the corpus ---------------------------------------------------------------------------
 
-#: How far any case's RSS may rise over the runner's (about 45 MiB with smem and numpy imported,
-#: 80 once matplotlib is, for the charts), MiB: a bomb read whole (250 MiB of smaps, 3 GiB members)
-#: goes far past it.
+#: How far any case's RSS may rise over the runner's, MiB: far above what smem and numpy (and
+#: matplotlib, for the charts) take, far below a bomb read whole (250 MiB of smaps, 3 GiB members).
 MEMORY_BOUND = 150
 
 #: Cases that fail in files this work does not own, and the fix each needs there.

@@ -352,22 +352,29 @@ def test_a_file_of_zeros_is_no_capture_and_is_kept(shell, tmp_path, content):
     assert doc.read_bytes() == content
 
 
+#: A bound on a hang, not a speed: dd reads 6 bytes at once, a shell reading the line of 64 MiB
+#: reads it a byte at a time, for a minute or more
+LINE_SECONDS = 20
+
+
 def test_a_file_of_one_long_line_is_refused_without_reading_it_whole(shell, tmp_path):
-    """What FILE holds is told from its first bytes: a file with no newline in 64 MiB is not read
-    into the shell a byte at a time (where dd is there to read 6)."""
+    """What FILE holds is told from its first bytes: a file of 64 MiB with no newline is not read
+    into the shell (where dd is there to read 6)."""
     if not any(os.access(os.path.join(d, "dd"), os.X_OK) for d in shell[1].split(os.pathsep)):
         pytest.skip("no dd on this PATH: the script reads the first line")
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    doc = tmp_path / "one-line.bin"
-    with open(doc, "wb") as f:
-        f.truncate(64 << 20)  # zeros: no newline anywhere
+    doc = tmp_path / "one-line.txt"
+    doc.write_bytes(b"x" * (64 << 20))
     proc = subprocess.Popen(shell[0] + [str(SCRIPT), str(doc)], env=_env(shell[1], tmpdir),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=LINE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still reading FILE after {LINE_SECONDS} s: the line is read, not its first bytes")
     finally:
         proc.kill()
+        proc.wait()
     assert proc.returncode == 1 and out == b""
     assert err.decode().splitlines() == [
         f"smemcap.sh: refusing to replace {doc}: it exists and does not hold a capture; give -f to replace it"]

@@ -39,12 +39,11 @@ class HeldStats:
         self.proc = proc
         self._fds = {}    # pid -> descriptor held
         self._last = {}   # pid -> its stat as last read
-        self._gone = []   # the pids the last scan found exited
         self._seen = {}   # pid -> its stat as last read, parsed, where it is no kernel thread's
 
     def stats(self):
         """({pid: PidStat} of the processes (not kernel threads) there are now, in the order first
-        seen (ascending, but where a pid was reused out of order); the pids whose stat changed
+        seen (ascending, but where a pid was reused or the numbers wrapped); the pids whose stat changed
         since the last call, the others' PidStat being the same object)."""
         pids, changed = self.scan()
         seen, touched = self._seen, set()
@@ -61,8 +60,6 @@ class HeldStats:
                 seen.pop(pid, None)
             else:
                 seen[pid] = stat
-        for pid in self._gone:
-            seen.pop(pid, None)
         return dict(seen), touched
 
     def scan(self):
@@ -71,9 +68,9 @@ class HeldStats:
         self._room(len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
         pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR)
         listed = set(pids)
-        self._gone = [pid for pid in self._last if pid not in listed]  # (exited)
-        for pid in self._gone:
+        for pid in [pid for pid in self._last if pid not in listed]:  # (exited)
             del self._last[pid]
+            self._seen.pop(pid, None)
         for pid in [pid for pid in self._fds if pid not in listed]:
             os.close(self._fds.pop(pid))
         return pids, changed
