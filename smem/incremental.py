@@ -324,6 +324,8 @@ class Refresher:
             return {}, {}
         kept = rollup_keys(needs)
         keys = kept if "Anonymous" in kept else kept + ("Anonymous",)
+        # (what the needs say, asked once: each is a Flag test, and this runs for every process re-read)
+        command, cgroups, devices = needs.command or filtered, needs.cgroup, needs.devices
         again, resident = {}, {}
         for pid in pids:
             known = self._known.get(pid)
@@ -342,7 +344,7 @@ class Refresher:
             if anonymous is not None and counters.get("Rss") is not None:
                 resident[pid] = counters["Rss"] - anonymous
             changes = {} if counters == process.rollup else {"rollup": counters, "_totals": None}
-            if needs.command or filtered:
+            if command:
                 raw = source.read_optional(f"{pid}/cmdline")
                 cmdline = parse_cmdline(raw) if raw else ""
                 if not cmdline:
@@ -351,12 +353,12 @@ class Refresher:
                     if filtered and not selection.wants_process(process.name, cmdline):
                         continue  # (renamed out of -P: read whole, it is left out)
                     changes["cmdline"] = cmdline
-            if needs.cgroup:
+            if cgroups:
                 raw = source.read_optional(f"{pid}/cgroup")
                 cgroup = self._cgroup(raw) if raw else None
                 if cgroup != process.cgroup:
                     changes["cgroup"] = cgroup
-            if needs.devices and known.moved != _movers(stat) and (
+            if devices and known.moved != _movers(stat) and (
                     _holds_devices(process.devices) or known.file_rss is None or resident.get(pid) != known.file_rss):
                 from .device_memory import read_device_handles
                 changes["devices"] = read_device_handles(source, pid)
