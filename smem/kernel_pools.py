@@ -202,9 +202,11 @@ class SwapRamRatios:
         swap = weighted = 0
         for process in processes:
             swap_pss = process.totals.get("SwapPss") or 0
+            if not swap_pss:
+                continue  # (weighs nothing: its cgroup's ratio is not looked up)
             zswap = self.of(process)[1]
-            if swap_pss and zswap is None:
+            if zswap is None:
                 return zram, None
             swap += swap_pss
-            weighted += swap_pss * (zswap or 0.0)
+            weighted += swap_pss * zswap
         return zram, (weighted / swap if swap else self.machine[1])
