@@ -11,7 +11,8 @@ import time
 import pytest
 
 pytest.importorskip("zstandard", reason="the corpus has zstd archives: smem[compression]")
-import hostile_corpus as hc  # noqa: E402
+import hostile_corpus  # noqa: E402
+import hostile_inputs as hc  # noqa: E402
 import hostile_runner  # noqa: E402
 from conftest import TESTS, run_smem
 from smem.errors import CaptureError, SmemError, SourceError, UsageError
@@ -563,7 +564,7 @@ def _run_runner(cases, workdir, churn=None):
 def corpus(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("corpus")
     start = time.monotonic()
-    cases = hc.make_cases(tmp)
+    cases = hostile_corpus.make_cases(tmp)
     made = time.monotonic() - start
     results = _run_runner(cases, tmp)
     ran = time.monotonic() - start - made

@@ -25,7 +25,7 @@ import urllib.request
 import pytest
 
 from conftest import FIXTURES, TESTS, run_smem
-import hostile_corpus as hc
+import hostile_inputs as hc
 
 pytest.importorskip("plotly")
 pytestmark = pytest.mark.xdist_group("page")

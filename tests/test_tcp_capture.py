@@ -22,7 +22,7 @@ import time
 import pytest
 
 from conftest import TESTS, run_smem
-from hostile_corpus import capture_tar, compress, header, without_end, zeros_stream
+from hostile_inputs import capture_tar, compress, header, without_end, zeros_stream
 
 BUSYBOX = shutil.which("busybox")
 SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
