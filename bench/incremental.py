@@ -281,7 +281,8 @@ def section_watch_incremental(tmp, log, ours_argv, ours_env, Table, frames=31, i
             log(f'  watch {" ".join(view)} ({label}): 1 frame, then {frames} frames ...')
             one, one_sys, _, code1 = _cpu_of_run(argv + ['--count', '1'], env, tmp, 'watch1.out', kernel=True)
             cpu, cpu_sys, _, code = _cpu_of_run(argv + ['--count', str(frames)], env, tmp, 'watch.out', kernel=True)
-            per_frame[label] = None if code or code1 else ((cpu - one) / (frames - 1), (cpu_sys - one_sys) / (frames - 1))
+            per_frame[label] = None if code or code1 else ((cpu - one) / (frames - 1),
+                                                           (cpu_sys - one_sys) / (frames - 1))
         inc, full = per_frame['incremental'], per_frame['everything']
         name = ' '.join(('smem',) + view)
         if inc is None or full is None:

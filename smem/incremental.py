@@ -307,8 +307,8 @@ class Refresher:
             if before is None:
                 events.append((pid, known.shared, keys, known.split))
             elif before.moved != known.moved:
-                events.append((pid, abs(known.shared - before.shared),
-                               keys if keys is before_keys else {**before_keys, **keys}, caps(before.split, known.split)))
+                moved_keys = keys if keys is before_keys else {**before_keys, **keys}
+                events.append((pid, abs(known.shared - before.shared), moved_keys, caps(before.split, known.split)))
         return events
 
     def _rollups_again(self, source, needs, seen, pids, selection):
