@@ -8,21 +8,39 @@ import lzma
 import re
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tarfile
 
 import pytest
 
-from conftest import run_smem
+from conftest import TESTS, run_smem
 
 VIEWS = [[], ["-m"], ["-u"], ["-w"], ["-c", "pid user name maps vss", "-n", "-t"]]
 
 
 @pytest.fixture(scope="module")
-def capture_tar(tmp_path_factory):
-    """A plain tar capture of this machine, made once by `smem capture`."""
+def capture_tar(tmp_path_factory, pid_namespace):
+    """A plain tar capture made once by `smem capture`, of live processes: in a PID namespace of
+    the module's own, a few started there (one of them another user's), not the whole machine,
+    whose size is whatever the other workers run (tests/pid_namespace.py)."""
     path = tmp_path_factory.mktemp("cap") / "live.tar"
-    run_smem("capture", "--compression", "none", "-o", path, check=True)
+    nobody = ([shutil.which("setpriv"), "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+              if shutil.which("setpriv") and os.geteuid() == 0 else [])
+    started = [subprocess.Popen(pid_namespace.argv(argv), stdin=subprocess.DEVNULL)
+               for argv in (["sleep", "300"], ["sh", "-c", "sleep 300; :"], [*nobody, "sleep", "300"])]
+    try:
+        commands = [pid_namespace.command_pid(popen) for popen in started]
+        subprocess.run(pid_namespace.argv([sys.executable, "-m", "smem", "capture", "--compression", "none",
+                                           "-o", path], cwd=TESTS.parent),
+                       cwd=TESTS.parent, stdin=subprocess.DEVNULL, check=True, timeout=120)
+        for pid in commands:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        for popen in started:
+            popen.kill()
+            popen.wait()
     return path
 
 
