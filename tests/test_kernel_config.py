@@ -39,11 +39,12 @@ def test_the_verdict(text, verdict):
     assert no_page_mapcount(parse_kernel_config(text)) is verdict
 
 
-@pytest.mark.parametrize("data", [b"", b"not gzip", gzip.compress(b"x", mtime=0)[:10],
-                                  gzip.compress(bytes(64 << 20), mtime=0)],
+@pytest.mark.parametrize("make", [lambda: b"", lambda: b"not gzip", lambda: gzip.compress(b"x", mtime=0)[:10],
+                                  lambda: gzip.compress(bytes(64 << 20), mtime=0)],
                          ids=["empty", "not gzip", "cut", "64 MiB of zeros"])  # (ids alike on every xdist worker)
-def test_hostile_config_gz_is_none(data):
-    assert gunzip_config(data) is None
+def test_hostile_config_gz_is_none(make):
+    # (made by the test: at collection, every worker would compress the 64 MiB)
+    assert gunzip_config(make()) is None
 
 
 def _tree(tmp_path, config):
