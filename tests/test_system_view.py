@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from conftest import FIXTURES, run_smem
-from test_kernel_image import berkeley_size, extract_vmlinux, real_vmlinuz
+from elf_files import berkeley_size
+from real_kernel import extract_vmlinux, real_vmlinuz
 
 VM = "vm-6.18-x86_64"
 
