@@ -8,7 +8,10 @@ processes.  So, for that region, every process has RSS N, USS M and PSS
 M + (N - M) / (K + 1) pages, while the family as a group owns all
 (K + 1) M + N - M frames it maps: group USS holds the N - M frames the sum of
 per-process USS misses.  Besides, a POSIX shared memory segment mapped by a
-root server and a client running as nobody (tests/workload.py).
+root server and a client running as nobody (tests/workload.py).  The figures
+are checked live and from a capture holding the frames; all in one file because
+the family and the segment are started once for it.  The parsers of the frame
+tables, and who may read them, are test_pagemap_interface.py's.
 
 Needs root and a readable /proc/kpagecount (CONFIG_PROC_PAGE_MONITOR).
 """
@@ -17,9 +20,7 @@ import contextlib
 import gzip
 import io
 import json
-import mmap
 import os
-import pwd
 import select
 import subprocess
 import sys
@@ -32,33 +33,19 @@ np = pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 
 from smem import exact
 from smem.capture_writer import write_capture
-from smem.errors import CaptureError, SmemError
+from smem.errors import CaptureError
 from smem.loading import load_reading
 from smem.parsers import pagemap as pm
-from smem.parsers.kpagecount import parse_kpagecount
-from smem.parsers.kpageflags import FLAGS, parse_kpageflags
 from smem.parsers.smaps import parse_smaps
 from smem.sources import LiveSource
 from smem.sources.archive import ArchiveSource
 import pagemap_bits as bits
 from conftest import machine_changes
-from workload import PAGE_KIB, PAGE_SIZE, shm_server, swapped_process
+from page_frames import has_flag, kpage_words, kpagecount_readable, mapping_at, smaps_of
+from workload import PAGE_KIB, PAGE_SIZE, shm_server
 
 
-def _kpagecount_readable():
-    try:
-        fd = os.open("/proc/kpagecount", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        return len(os.pread(fd, 8, 0)) == 8
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _kpagecount_readable(),
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not kpagecount_readable(),
                                 reason="exact accounting needs root and /proc/kpagecount")
 
 N, M, K = 256, 64, 3          # family: pages mapped, pages each child writes, children
@@ -134,16 +121,6 @@ def _family():
         proc.stdout.close()
 
 
-def _smaps(pid):
-    with open(f"/proc/{pid}/smaps", "rb") as f:
-        return parse_smaps(f.read())
-
-
-def _region(pid, start):
-    (m,) = [m for m in _smaps(pid) if m.start == start]
-    return m
-
-
 def _rollup_pss(pid):
     with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
         return parse_smaps(f.read())[0].counters["Pss"]
@@ -165,102 +142,10 @@ def _pss_pages(m, n, k):
     return m + (n - m) / (k + 1)
 
 
-# ---------------------------------------------------------------- parsers on real bytes
-
-def _own_pagemap(addr, pages):
-    fd = os.open("/proc/self/pagemap", os.O_RDONLY)
-    try:
-        return pm.parse_pagemap(os.pread(fd, pages * 8, addr // PAGE_SIZE * 8))
-    finally:
-        os.close(fd)
-
-
-def _kpage(name, pfns):
-    fd = os.open(f"/proc/{name}", os.O_RDONLY)
-    try:
-        parse = parse_kpagecount if name == "kpagecount" else parse_kpageflags
-        return np.concatenate([parse(os.pread(fd, 8, int(p) * 8)) for p in pfns])
-    finally:
-        os.close(fd)
-
-
-def has_flag(flags, name):
-    """Bool array: kpageflags words ``flags`` have flag ``name`` set (smem itself masks FLAGS' bits)."""
-    return (flags & np.uint64(1 << FLAGS[name])) != 0
-
-
-def flag_names(value):
-    """The names of the documented flags set in one kpageflags word, in bit order."""
-    return [name for name, bit in FLAGS.items() if int(value) >> bit & 1]
-
-
-def test_pagemap_fields_of_pages_we_wrote_and_pages_we_did_not():
-    import ctypes
-    m = mmap.mmap(-1, 8 * PAGE_SIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    m.madvise(mmap.MADV_NOHUGEPAGE)
-    for i in range(0, 8, 2):
-        m[i * PAGE_SIZE] = 1
-    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
-    e = _own_pagemap(addr, 8)
-    assert e.dtype == np.uint64 and len(e) == 8
-    assert bits.present(e).tolist() == [True, False] * 4
-    assert not bits.swapped(e).any()
-    assert not bits.file_shared(e[::2]).any()          # private anonymous
-    assert bits.exclusive(e[::2]).all()                # mapped by us alone (Linux 4.2+)
-    pfns = bits.pfn(e[::2])
-    assert (pfns > 0).all() and len(set(pfns.tolist())) == 4
-    assert (bits.pfn(e[1::2]) == 0).all()
-    assert _kpage("kpagecount", pfns).tolist() == [1] * 4
-    flags = _kpage("kpageflags", pfns)
-    assert has_flag(flags, "ANON").all() and not has_flag(flags, "ZERO_PAGE").any()
-    assert "ANON" in flag_names(flags[0]) and "MMAP" in flag_names(flags[0])
-
-
-def test_parsers_refuse_partial_entries():
-    for parse in (pm.parse_pagemap, parse_kpagecount, parse_kpageflags):
-        with pytest.raises(ValueError):
-            parse(b"\0" * 12)
-        assert len(parse(b"")) == 0
-
-
-def test_kpageflags_table_matches_the_kernel_header_numbers():
-    # include/uapi/linux/kernel-page-flags.h, as pagemap.rst lists them
-    assert (FLAGS["LOCKED"], FLAGS["ANON"], FLAGS["KSM"], FLAGS["THP"],
-            FLAGS["ZERO_PAGE"], FLAGS["IDLE"], FLAGS["PGTABLE"]) == (0, 12, 21, 22, 24, 25, 26)
-    assert sorted(FLAGS.values()) == list(range(27))
-
-
-def test_swap_entries_split_into_type_and_offset():
-    with swapped_process(1024) as wl:
-        if not wl.info["swapped"]:
-            pytest.skip("nothing was paged out (no swap?)")
-        pid = wl.pids[0]
-        region = wl.regions[pid]["anon"]
-        fd = os.open(f"/proc/{pid}/pagemap", os.O_RDONLY)
-        try:
-            e = pm.parse_pagemap(os.pread(fd, (region.end - region.start) // PAGE_SIZE * 8,
-                                          region.start // PAGE_SIZE * 8))
-        finally:
-            os.close(fd)
-        m = _region(pid, region.start)
-        sw = e[bits.swapped(e)]
-        assert len(sw) * PAGE_KIB == m.counters["Swap"]
-        with open("/proc/swaps") as f:
-            areas = len(f.read().splitlines()) - 1
-        assert (bits.swap_type(sw) < areas).all()
-        offsets = bits.swap_offset(sw)
-        assert len(set(offsets.tolist())) == len(sw) and (offsets > 0).all()
-        assert (bits.swap_entry(sw) == (bits.swap_type(sw) | (offsets << np.uint64(5)))).all()
-        # and exact accounting counts the same slots, as smaps does
-        acc = exact.account(LiveSource(), {pid: [m]})
-        assert acc.process(pid).swap_kib == m.counters["Swap"]
-        assert acc.process(pid).rss_kib == m.counters["Rss"]
-
-
 # ---------------------------------------------------------------- the family
 
 def _region_accounting(family, name):
-    maps = {pid: [_region(pid, family[name])] for pid in family["pids"]}
+    maps = {pid: [mapping_at(pid, family[name])] for pid in family["pids"]}
     return exact.account(LiveSource(), maps), maps
 
 
@@ -321,7 +206,7 @@ def test_accounting_from_frames_one_frame_each(family):
     """ExactAccounting built directly: each process keeps one frame of the region read live."""
     pids = family["pids"]
     reader = exact.PagemapReader(LiveSource())
-    full = {pid: reader.process_frames(pid, [_region(pid, family["priv"])]) for pid in pids}
+    full = {pid: reader.process_frames(pid, [mapping_at(pid, family["priv"])]) for pid in pids}
     empty = np.zeros(0, dtype=np.uint64)
 
     def one(pid, index):
@@ -332,7 +217,7 @@ def test_accounting_from_frames_one_frame_each(family):
     for index, shared in ((M, True), (0, False)):
         frames = {pid: one(pid, index) for pid in pids}
         acc = exact.ExactAccounting(frames, reader.frame_table, PAGE_SIZE)
-        count = int(_kpage("kpagecount", frames[pids[0]].pfns)[0])
+        count = int(kpage_words("kpagecount", frames[pids[0]].pfns)[0])
         assert count == (K + 1 if shared else 1)
         for pid in pids:
             f = acc.process(pid)
@@ -355,7 +240,7 @@ def test_zero_page_is_owned_by_no_one(family):
     assert bits.present(e).all()
     pfns = np.unique(bits.pfn(e))
     assert len(pfns) == 1
-    assert has_flag(_kpage("kpageflags", pfns), "ZERO_PAGE").all()
+    assert has_flag(kpage_words("kpageflags", pfns), "ZERO_PAGE").all()
     # the region is not skipped for Rss 0 here: read it whatever smaps says
     region = maps[pid][0]
     region.counters = {k: v for k, v in region.counters.items() if k != "Rss"}
@@ -389,7 +274,7 @@ def test_whole_process_pss_matches_smaps_rollup(family, shm):
     while time.monotonic() < deadline:
         changes = machine_changes()
         before = {pid: _rollup_pss(pid) for pid in pids}
-        acc = exact.account(LiveSource(), {pid: _smaps(pid) for pid in pids})
+        acc = exact.account(LiveSource(), {pid: smaps_of(pid) for pid in pids})
         after = {pid: _rollup_pss(pid) for pid in pids}
         if machine_changes() != changes or before != after:
             time.sleep(0.2)
@@ -411,7 +296,7 @@ def test_whole_process_pss_matches_smaps_rollup(family, shm):
 def test_segment_shared_between_users(shm):
     server, client = shm.pids
     assert shm.users[client] == "nobody"
-    maps = {pid: [_region(pid, shm.regions[pid]["segment"].start)] for pid in shm.pids}
+    maps = {pid: [mapping_at(pid, shm.regions[pid]["segment"].start)] for pid in shm.pids}
     acc = exact.account(LiveSource(), maps)
     by_user = acc.groups({"root": [server], "nobody": [client], "both": shm.pids})
     for user in ("root", "nobody"):
@@ -441,7 +326,7 @@ def _capture_with(members, pids=None):
 def test_capture_gives_the_live_figures(family, shm):
     pids = family["pids"] + shm.pids
     live = LiveSource()
-    maps = {pid: _smaps(pid) for pid in pids}
+    maps = {pid: smaps_of(pid) for pid in pids}
     acc = exact.account(live, maps, keep_frames=True)
     source = _capture_with(acc.capture_members())
     snap = load_reading(source)
@@ -465,7 +350,7 @@ def test_capture_gives_the_live_figures(family, shm):
 def test_exact_capture_members_round_trip(family):
     live = LiveSource()
     pids = family["pids"]
-    maps = {pid: [_region(pid, family["priv"])] for pid in pids}
+    maps = {pid: [mapping_at(pid, family["priv"])] for pid in pids}
     members = exact.exact_capture_members(live, pids, maps)
     assert set(members) == {f"{pid}/frames" for pid in pids} | {exact.KPAGES_MEMBER}
     source = _capture_with(members)
@@ -485,7 +370,7 @@ def test_exact_capture_members_round_trip(family):
 
 def test_corrupt_members_are_capture_errors(family):
     pid = family["pids"][0]
-    maps = {pid: [_region(pid, family["priv"])]}
+    maps = {pid: [mapping_at(pid, family["priv"])]}
     members = exact.exact_capture_members(LiveSource(), [pid], maps)
     frames, kpages = members[f"{pid}/frames"], members[exact.KPAGES_MEMBER]
     for bad in (frames[:-8], frames[:-3], b"junk" * 4, frames[:48] + b"\xff" * 8 + frames[56:]):
@@ -500,32 +385,3 @@ def test_capture_without_frame_data_says_so():
     source = _capture_with({})
     with pytest.raises(exact.ExactUnavailable, match="no page frame data"):
         exact.account(source, {1: []})
-
-
-def test_unprivileged_user_gets_a_clear_error():
-    """A child of this test drops to nobody (as a non-root smem user runs) and tries."""
-    nobody = pwd.getpwnam("nobody")
-    maps = {os.getpid(): _smaps(os.getpid())}
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # never return into pytest from here
-        try:
-            os.close(r)
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            try:
-                exact.account(LiveSource(), maps)
-                message = "no error"
-            except exact.ExactUnavailable as e:
-                message = "ExactUnavailable: " + str(e)
-            os.write(w, message.encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        message = f.read().decode()
-    os.waitpid(pid, 0)
-    assert message.startswith("ExactUnavailable: ")
-    assert "root" in message and "kpagecount" in message
-    assert issubclass(exact.ExactUnavailable, SmemError)

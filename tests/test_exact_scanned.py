@@ -23,9 +23,10 @@ from smem.exact.frame_arrays import unique_counts
 from smem.loading import load_reading
 from smem.parsers.smaps import parse_smaps
 from smem.sources import LiveSource
-from test_exact import _capture_with, _kpagecount_readable
+from page_frames import kpagecount_readable
+from test_exact import _capture_with
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not _kpagecount_readable(),
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not kpagecount_readable(),
                                 reason="exact accounting needs root and /proc/kpagecount")
 
 _SHARERS = r"""
