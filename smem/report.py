@@ -19,8 +19,11 @@ __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_colum
            "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell", "percent_base"]
 
 
-# Control characters (a newline in a command line) would break the table, as in ps(1).
-CONTROLS = {c: "?" for c in list(range(32)) + [127]}
+# Control characters (a newline in a command line) would break the table, as in ps(1).  The C1
+# ones (U+0080-U+009F: CSI and OSC among them) are escape sequences to a terminal that takes 8-bit
+# controls, and so are the same bytes in a name that is not UTF-8 (surrogateescape's U+DC80-U+DC9F;
+# its other bytes, 0xA0-0xFF, are no control in any character set and are kept as they are).
+CONTROLS = {c: "?" for c in [*range(32), *range(127, 160), *range(0xDC80, 0xDCA0)]}
 
 
 class UnknownField(UsageError):

@@ -198,6 +198,39 @@ def test_control_characters_never_reach_programs_raw():
     assert doc["rows"][0]["name"] == "e\x1bb\x07r\r"  # JSON's own escapes, read back whole
 
 
+def test_c1_control_characters_are_controls_too():
+    """CSI and OSC have 8-bit forms, U+009B and U+009D, which a terminal taking 8-bit controls
+    obeys, as it does the bytes 0x9B and 0x9D in a name that is not UTF-8: the tables show ? for
+    them as for ESC (as ps does), CSV and OpenMetrics write \\x9b."""
+    import uuid
+    token = uuid.uuid4().hex[:12]
+    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'c\\xc2\\x9b2J\\x9d0;T', 0, 0, 0); "
+            "print('ready', flush=True); sys.stdin.read()")
+    child = subprocess.Popen([sys.executable.encode(), b"-c", code.encode(), token.encode() + b"\xc2\x9b2J\x9b2J"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        outputs = {fmt: run_smem("-P", token, "-c", "pid name command pss", "-F", fmt).stdout
+                   for fmt in ("classic", "github", "csv", "openmetrics", "json")}
+        wide = run_smem("-P", token, "-c", "pid name command", "-a").stdout
+    finally:
+        child.stdin.close()
+        child.wait(30)
+    c1 = {*range(0x80, 0xA0), *range(0xDC80, 0xDCA0)}  # (as characters, and as bytes not UTF-8)
+    for fmt in ("classic", "github", "wide"):  # (with nothing else in the names, valid UTF-8)
+        (outputs.get(fmt) or wide).decode()
+    for fmt, out in [*outputs.items(), ("wide", wide)]:
+        assert str(child.pid).encode() in out, fmt
+        assert not {ord(c) for c in out.decode("utf-8", "surrogateescape")} & c1, (fmt, out)
+    (line,) = [l for l in wide.decode().splitlines() if l.split()[:1] == [str(child.pid)]]
+    assert "c?2J?0;T" in line and line.rstrip().endswith(token + "?2J?2J")
+    (row,) = list(csv.reader(io.StringIO(outputs["csv"].decode())))[1:]
+    assert row[1] == "c\\x9b2J\\x9d0;T" and row[2].endswith(token + "\\x9b2J\\x9b2J")
+    assert 'name="c\\\\x9b2J\\\\x9d0;T"' in outputs["openmetrics"].decode()
+    # JSON escapes U+009B itself (read back whole); the byte 0x9D, not UTF-8, is written \x9d
+    assert json.loads(outputs["json"])["rows"][0]["name"] == "c\u009b2J\\x9d0;T"
+
+
 def test_a_totals_row_keeps_every_sum_whatever_the_column_order():
     rows = list(csv.reader(io.StringIO(run_smem("-S", CAPTURE, "-F", "csv", "-t", "-c", "pss pid name").stdout.decode())))
     pss = classic_rows("-c", "pss", "-t")[-1].split()[0]

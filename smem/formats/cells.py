@@ -13,7 +13,7 @@ from ..report import format_value, percent_base
 
 __all__ = ["printable", "raw", "cell", "asked_units", "totals_row", "marker_column"]
 
-_CONTROLS = {c: f"\\x{c:02x}" for c in list(range(32)) + [127]}
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(32), *range(127, 160)]}  # (C0, DEL and C1: report.CONTROLS)
 
 
 def printable(text, controls=True):
