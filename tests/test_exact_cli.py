@@ -76,7 +76,7 @@ def test_shared_with_names_the_siblings(family):
     leader = wl.pids[0]
     proc = run_smem("--exact", "--shared-with", "-P", f"^{comm}$", "-c", "pid name shared")
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.decode().splitlines()
+    lines = proc.stdout.decode(errors="surrogateescape").splitlines()  # (a sibling's name may not be UTF-8)
     shares = {int(l.split()[0]): int(l.split()[-1]) for l in lines[1:-1]}
     for pid in wl.pids[1:]:
         assert shares[pid] >= SHARED_KIB - PAGE_KIB, (pid, shares.get(pid))

@@ -67,10 +67,11 @@ def test_kernel_threads_and_zombies_left_out_empty_cmdline_shown(child):
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                stat = open(f"/proc/{entry}/stat").read()
+                with open(f"/proc/{entry}/stat", "rb") as f:  # (bytes: any process's name may not be UTF-8)
+                    stat = f.read()
             except OSError:
                 continue
-            if f") Z {z.pid} " in stat:
+            if f") Z {z.pid} ".encode() in stat:
                 zombie = int(entry)
     assert zombie is not None
     # a live process whose command line is empty: exec python with argc == 0, script on stdin
