@@ -19,6 +19,13 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
     sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
 
+# A suite started in the background (`cmd &`, nohup, some CI runners) starts with SIGINT ignored,
+# and so would every process it starts (an ignored signal stays ignored across exec): smem and
+# smemcap.sh under the tests that press Ctrl-C would never see it.  A handler of our own is
+# reset to the default in what we start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 import click
 import click.formatting
 import click.testing
