@@ -207,6 +207,13 @@ def zram_swap():
                 f.write(number)
 
 
+#: The machine's swap, one test at a time: the zram swap added here takes what any process pages
+#: out meanwhile (test_exact's swapped process: the pool grew between this test's readings), and
+#: its swapoff brings another test's swapped pages back in while that test reads them.
+SWAP = pytest.mark.xdist_group("swap")
+
+
+@SWAP
 def test_zram_pool_row_and_the_swap_its_processes_cost(zram_swap):
     name, sysfs = zram_swap
     with swapped_process(16 * MIB) as wl:
