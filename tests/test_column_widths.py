@@ -29,8 +29,9 @@ def test_wide_values_widen_their_column_only_when_needed(child, tmp_path):
     assert int(vss) > 200 << 20 and len(vss) > 8
     assert len(header) == len(line)  # the column grew, the table stays aligned
     assert header.split()[1] == "VSS" and header.index("VSS") + 3 == line.index(vss) + len(vss)
-    # without such a value the layout is smem 1.5's 8 columns
-    normal = rows(run_smem("-c", "pid vss pss", "-P", "^$^"))
+    # without such a value the layout is smem 1.5's 8 columns (no row: a token on no command
+    # line but smem's own; ^$^ matched another worker's process whose command line is empty)
+    normal = rows(run_smem("-c", "pid vss pss", "-P", uuid.uuid4().hex))
     assert normal == ["  PID      VSS      PSS "]
 
 

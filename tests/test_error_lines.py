@@ -3,6 +3,7 @@ a full disk, a source without meminfo."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -66,38 +67,48 @@ def test_a_change_column_without_interval_says_what_it_needs():
 
 
 @pytest.mark.process
-def test_unreadable_processes_are_one_warning_not_silence():
+def test_unreadable_processes_are_one_warning_not_silence(pid_namespace):
+    """Run in the module's PID namespace with five root processes there (its init and four
+    sleepers): smem sees those, not the machine, whose processes other workers start and end by
+    the dozen between smem's scan and a count made after it."""
     if os.geteuid() != 0:
         pytest.skip("needs root to run smem as another user")
+    if not pid_namespace.isolated:
+        pytest.skip("needs a PID namespace (root and util-linux) to know every process smem sees")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    # Python itself may live under /root: import smem as root, then become nobody.
-    become_nobody = AS_NOBODY + "smem.cli.main(['-c', 'pid user'])"
-    proc = subprocess.run([sys.executable, "-c", become_nobody], capture_output=True, env=env,
-                          cwd=os.path.dirname(os.path.dirname(__file__)), stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    (warning,) = proc.stderr.decode().splitlines()
+    cwd = os.path.dirname(os.path.dirname(__file__))
+    sleepers, inner = [subprocess.Popen(pid_namespace.argv(["sleep", "600"])) for _ in range(4)], []
+    try:
+        for sleeper in sleepers:
+            inner.append(pid_namespace.command_pid(sleeper))  # there before smem looks
+        # Python itself may live under /root: import smem as root, then become nobody.
+        become_nobody = AS_NOBODY + "smem.cli.main(['-c', 'pid user'])"
+        proc = subprocess.run(pid_namespace.argv([sys.executable, "-c", become_nobody], cwd=cwd), capture_output=True,
+                              env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr
+        (warning,) = proc.stderr.decode().splitlines()
+        inside = f"/proc/{pid_namespace.init}/root/proc"  # the namespace's /proc, as smem saw it
 
-    def others_pid(entry):
-        try:
-            return os.stat(f"/proc/{entry}").st_uid != 65534 and open(f"/proc/{entry}/cmdline", "rb").read()
-        except OSError:
-            return False  # gone meanwhile
-    others = sum(1 for e in os.listdir("/proc") if e.isdigit() and others_pid(e))
+        def others_pid(entry):
+            return os.stat(f"{inside}/{entry}").st_uid != 65534 and open(f"{inside}/{entry}/cmdline", "rb").read()
+        others = sum(1 for e in os.listdir(inside) if e.isdigit() and others_pid(e))
+        comms = {pid: open(f"{inside}/{pid}/comm").read().rstrip("\n")
+                 for pid, _ in re.findall(r"pid (\d+) \(([^)]*)\)", warning)}
+    finally:
+        for pid in inner:
+            os.kill(pid, signal.SIGKILL)  # (the namespace's init reaps them)
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
     count = int(warning.split()[2])
     assert warning.startswith("smem: warning: ") and "could not be read (permission denied): pid " in warning
     assert "run as root" in warning
-    assert 0 < count <= others + 5  # processes may come and go between the two scans
+    assert count == others == 5
     # up to three are named, with their names; the rest counted
     named = re.findall(r"pid (\d+) \(([^)]*)\)", warning)
     assert len(named) == min(count, 3)
     assert (f"and {count - 3} more" in warning) == (count > 3)
-    comms = {}
-    for pid, _ in named:
-        try:
-            comms[pid] = open(f"/proc/{pid}/comm").read().rstrip("\n")
-        except OSError:
-            pass
-    assert all(comms[pid] == name for pid, name in named if pid in comms)
+    assert all(comms[pid] == name for pid, name in named)
     assert all(l.split()[1] == "nobody" for l in proc.stdout.decode().splitlines()[1:])
 
 

@@ -5,6 +5,7 @@ never the one the descriptor was opened for."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -74,39 +75,66 @@ def test_only_what_changed_is_handed_back_and_an_exit_closes_its_descriptor():
     assert not any(re.fullmatch(r'/proc/\d+/stat', t) for t in _held_paths().values())
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.access('/proc/sys/kernel/ns_last_pid', os.W_OK),
-                    reason='placing a pid needs root (ns_last_pid)')
+#: The pid-reuse test's body, run in a PID namespace of its own: there ns_last_pid places the
+#: namespace's pids only.  Set on the machine, it handed the next processes of everyone (other
+#: workers' tests) pids just freed: a test that had watched its process exit found that pid alive.
+REUSED = """
+import os, subprocess, sys
+from smem.parsers.stat import parse_stat
+from smem.sources.held_stats import HeldStats
+SLEEPER = {sleeper!r}
+
+def sleeper():
+    child = subprocess.Popen([sys.executable, '-c', SLEEPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout.readline() == 'ready\\n'
+    return child
+
+def stop(child):
+    child.stdin.close()
+    child.wait()
+
+held = HeldStats('/proc')
+try:
+    for _ in range(50):
+        first = sleeper()
+        held.scan()
+        pid = first.pid
+        old = parse_stat(held._last[pid])
+        stop(first)
+        with open('/proc/sys/kernel/ns_last_pid', 'w') as f:
+            f.write(str(pid - 1))
+        second = sleeper()
+        if second.pid == pid:
+            break
+        stop(second)  # (another process forked first: try again)
+    else:
+        sys.exit('no pid could be reused in 50 tries')
+    try:
+        pids, changed = held.scan()
+        got = dict(changed)
+        assert pid in pids and pid in got, 'the reused pid was not handed back'
+        new = parse_stat(got[pid])
+        with open(f'/proc/{{pid}}/stat', 'rb') as f:
+            fresh = parse_stat(f.read())
+        assert new.start_time == fresh.start_time > old.start_time, (new.start_time, fresh.start_time, old.start_time)
+    finally:
+        stop(second)
+finally:
+    held.close()
+print('ok')
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('unshare'),
+                    reason='placing a pid needs root (ns_last_pid) and a PID namespace of its own (unshare)')
 def test_a_pid_reused_gives_the_new_process_stat_not_the_old_one():
     """The first process's descriptor stays open while it exits and another takes its pid: the
     scan after gives the second one's stat (its own start time)."""
-    held = HeldStats('/proc')
-    try:
-        for _ in range(50):
-            first = _sleeper()
-            held.scan()
-            pid = first.pid
-            old = parse_stat(held._last[pid])
-            _stop(first)
-            with open('/proc/sys/kernel/ns_last_pid', 'w') as f:
-                f.write(str(pid - 1))
-            second = _sleeper()
-            if second.pid == pid:
-                break
-            _stop(second)  # (another process forked first: try again)
-        else:
-            pytest.fail('no pid could be reused in 50 tries')
-        try:
-            pids, changed = held.scan()
-            got = dict(changed)
-            assert pid in pids and pid in got, 'the reused pid was not handed back'
-            new = parse_stat(got[pid])
-            with open(f'/proc/{pid}/stat', 'rb') as f:
-                fresh = parse_stat(f.read())
-            assert new.start_time == fresh.start_time > old.start_time
-        finally:
-            _stop(second)
-    finally:
-        held.close()
+    out = subprocess.run(['unshare', '--pid', '--fork', '--mount-proc', sys.executable, '-c',
+                          REUSED.format(sleeper=SLEEPER)], capture_output=True, text=True, timeout=300,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.stdout == 'ok\n', out.stderr
 
 
 def test_without_room_for_held_descriptors_every_stat_is_still_read():

@@ -78,6 +78,7 @@ def test_kpageflags_table_matches_the_kernel_header_numbers():
     assert sorted(FLAGS.values()) == list(range(27))
 
 
+@pytest.mark.xdist_group("swap")  # (with test_breakdown's zram swap, whose swapoff would page ours back in)
 def test_swap_entries_split_into_type_and_offset():
     with swapped_process(1024) as wl:
         if not wl.info["swapped"]:
