@@ -8,7 +8,7 @@ import click.shell_completion
 
 from .errors import UsageError
 
-__all__ = ["SmemCommand", "DefaultGroup", "Choice", "PATH", "DIRECTORY", "usage_message", "one_line", "command_suggestion",
+__all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "PATH", "DIRECTORY", "usage_message", "one_line", "command_suggestion",
            "option_suggestion"]
 
 
@@ -73,6 +73,18 @@ class Choice(click.Choice):
             raise UsageError(f"{name} takes {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
                              f"not {value!r}{hint}")
         raise UsageError(f"{name}: no such value {value!r}" + (hint or f"; the values: {', '.join(self.choices)}"))
+
+
+class FiniteRange(click.FloatRange):
+    """click.FloatRange that refuses nan and inf: click's range checks let nan through (every
+    comparison with it is false), and a timer or a rate given either ends in a traceback."""
+
+    def convert(self, value, param, ctx):
+        import math
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            raise UsageError(f"{_option_names(param)} takes a finite number, not {value!r}")
+        return number
 
 
 class _Path(click.ParamType):

@@ -133,3 +133,26 @@ def test_record_rules(tmp_path, args, said):
 ])
 def test_serve_rules(args, said):
     assert _refused("serve", *args) == f"smem: {said}"
+
+
+@pytest.mark.parametrize("args", [
+    ["--interval", "1", "--max-staleness", "nan"],
+    ["--interval", "1", "--max-staleness", "inf"],
+    ["-w", "--recommend", "nan"],
+    ["record", "-o", "rec", "--interval", "nan", "--count", "1"],
+    ["record", "-o", "rec", "--interval", "inf", "--count", "1"],
+    ["serve", "--max-staleness", "nan"],
+    ["serve", "--min-interval", "inf"],
+    ["serve", "--textfile", ".", "--interval", "inf", "--count", "2"],
+    ["capture", "--listen", "127.0.0.1:0", "--timeout", "nan", "-o", "x"],
+])
+def test_no_nan_or_inf(tmp_path, args):
+    """click's ranges let nan through (every comparison with it is false) and inf past a minimum:
+    given a timer or a rate, either was a traceback once the first collection or sleep used it."""
+    args = [str(tmp_path / a) if a in ("rec", "x") else a for a in args]
+    said = _refused(*args)
+    assert said.startswith("smem: --") and said.endswith(("not 'nan'", "not 'inf'")), said
+
+
+def test_no_nan_speed(recording):
+    assert _refused("-S", recording, "--speed", "nan") == "smem: --speed takes a finite number, not 'nan'"
