@@ -24,8 +24,8 @@ move when the process's own memory does).  It re-reads the rollups of:
 
 A process read before that runs the same program (its name in stat unchanged: no exec) is
 re-read for what moves (its rollup, its command line where the report shows it or -P matches
-it, its cgroup; its device fds where its own memory moved) and keeps its owner (and, where the
-command line is not shown, the one first read); the rest are read whole.
+it, its cgroup; its device fds where its own memory moved), keeping, where the command line is
+not shown, the one first read; the rest, and one whose owner changed (setuid), are read whole.
 
 Only this machine's processes, for a report of their sums (no per-mapping figure, no -M, no
 view that folds mappings), are read so; anything else is read whole every time. A process
@@ -312,13 +312,12 @@ class Refresher:
         return events
 
     def _rollups_again(self, source, needs, seen, pids, selection):
-        """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of
-        ``pids`` read before and still running the same program (no exec: its name in stat is
-        the same), each its figure before with what moves read again: its smaps_rollup, its
-        command line (where it is shown, or -P matches it) and cgroup, and where its own memory
-        moved its device fds (its owner is as before).  The others, any whose files say more
-        than that (gone, a zombie now, malformed) and any whose new command line -P no longer
-        matches, are read whole by load_reading (which leaves the last out)."""
+        """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of ``pids``
+        read before and still running the same program as the same user (no exec: its name in stat is
+        the same; no setuid), each its figure before with what moves read again: its smaps_rollup, its
+        command line (where shown, or -P matches it) and cgroup, its device fds where its own memory
+        moved.  The others, any whose files say more than that (gone, a zombie now, malformed) and any whose
+        new command line -P no longer matches, are read whole by load_reading (which leaves the last out)."""
         filtered = selection.process is not None
         if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
             return {}, {}
@@ -330,7 +329,8 @@ class Refresher:
         for pid in pids:
             known = self._known.get(pid)
             stat = seen[pid]
-            if known is None or known.process is None or known.process.rollup is None or known.comm != stat.comm:
+            if known is None or known.process is None or known.process.rollup is None or known.comm != stat.comm \
+                    or source.owner(pid) != known.process.uid:  # (setuid: its user, -U's verdict, a whole read's)
                 continue
             raw = source.read_optional(f"{pid}/smaps_rollup")
             try:

@@ -57,7 +57,7 @@ def test_a_process_that_grows_is_read_again():
 
 
 def test_a_process_that_moves_shows_its_command_line_now():
-    """A process read again for its memory keeps its owner but not its command line: a server
+    """A process read again for its memory keeps its name but not its command line: a server
     that grows and says so in its title (nginx, postgres) is shown with the new title."""
     with obedient_process() as a:
         request = _request(a.pid)
@@ -70,6 +70,26 @@ def test_a_process_that_moves_shows_its_command_line_now():
         snapshot = read_snapshot(request, the_plan, load=refresher.load)[0]
         assert refresher.reread == 1
         assert [p.cmdline for p in snapshot.processes] == ['smem-obedient: busy now']
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='setuid needs root')
+@pytest.mark.parametrize("columns, user_filter", [(("pid", "user", "pss"), None), (("pid", "pss"), None),
+                                                  (("pid", "pss"), "^root$")])
+def test_a_process_that_drops_root_shows_its_new_user(columns, user_filter):
+    """A server started as root that setuids to a user (its name unchanged) and grows is that
+    user's now, as a full read says, whether or not the command line is shown; -U root leaves it out."""
+    with obedient_process() as a:
+        query = Query(pids=(a.pid,), jobs=1, user_filter=user_filter)
+        request = ReportRequest(query=query, table=TableOptions(columns=columns))
+        the_plan = plan(request)
+        refresher = Refresher(HOUR)
+        assert [p.user for p in read_snapshot(request, the_plan, load=refresher.load)[0].processes] == ['root']
+        a.become(65534)
+        a.grow(1024)
+        again = read_snapshot(request, the_plan, load=refresher.load)[0].processes
+        full = read_snapshot(request, the_plan)[0].processes
+        assert [(p.uid, p.user) for p in again] == [(p.uid, p.user) for p in full]
+        assert [p.uid for p in full] == ([] if user_filter else [65534])
 
 
 def _retitled_and_grown(process, request, title):

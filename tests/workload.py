@@ -314,6 +314,10 @@ class Obedient:
         """Write ``title`` over its command line, as setproctitle(3) does (its name stays)."""
         self._order({'title': title.hex()})
 
+    def become(self, uid: int) -> None:
+        """setgid and setuid to ``uid``, as a server dropping root does (its name stays; root only)."""
+        self._order({'uid': uid})
+
     def stop(self) -> None:
         """Exit (and be reaped) now."""
         _stop(self.proc)

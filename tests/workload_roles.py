@@ -336,7 +336,7 @@ def _hold(spec: dict) -> None:
 def _obedient(spec: dict) -> None:
     """Do what each line of stdin says (JSON: {"grow": KiB} maps and writes that much private
     memory, {"map": hex path} maps a file MAP_SHARED and reads every page, {"title": hex} sets
-    the command line), answering each with a line; exit at end of file."""
+    the command line, {"uid": N} sets its uid and gid), answering each with a line; exit at end of file."""
     _set_comm(spec['comm'])
     keep = []
     _ready(dict(pids=[os.getpid()]))
@@ -344,6 +344,10 @@ def _obedient(spec: dict) -> None:
         order = json.loads(line)
         if 'title' in order:
             _set_proctitle(bytes.fromhex(order['title']))
+            m = None
+        elif 'uid' in order:
+            os.setgid(order['uid'])
+            os.setuid(order['uid'])
             m = None
         elif 'grow' in order:
             m = _anon(order['grow'], shared=False)
