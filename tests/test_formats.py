@@ -231,6 +231,26 @@ def test_c1_control_characters_are_controls_too():
     assert json.loads(outputs["json"])["rows"][0]["name"] == "c\u009b2J\\x9d0;T"
 
 
+def test_a_bar_in_a_name_stays_in_its_markdown_cell():
+    """A process named a|b|c: in the Markdown styles its cell is a\\|b\\|c (rendered a|b|c), so
+    the row keeps as many cells as the header; the other styles show the name as it is."""
+    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a|b|c', 0, 0, 0); print('ready', flush=True); "
+            "sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        outputs = {fmt: run_smem("--pid", str(child.pid), "-c", "pid name pss", "-F", fmt).stdout.decode()
+                   for fmt in ("github", "markdown", "psql")}
+    finally:
+        child.stdin.close()
+        child.wait(30)
+    for fmt in ("github", "markdown"):
+        header, _, row = outputs[fmt].splitlines()
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert cells[:2] == [str(child.pid), "a\\|b\\|c"] and len(cells) == header.count("|") - 1, (fmt, row)
+    assert " a|b|c " in outputs["psql"]
+
+
 def test_a_totals_row_keeps_every_sum_whatever_the_column_order():
     rows = list(csv.reader(io.StringIO(run_smem("-S", CAPTURE, "-F", "csv", "-t", "-c", "pss pid name").stdout.decode())))
     pss = classic_rows("-c", "pss", "-t")[-1].split()[0]

@@ -12,14 +12,21 @@ __all__ = ["render"]
 
 _ALIASES = {"markdown": "pipe"}
 
+#: styles whose rows are Markdown table rows: a "|" in a cell ends it there (a process named a|b
+#: would push every later cell a column right), so it is written "\|", which Markdown renders "|"
+_MARKDOWN = ("pipe", "github")
+
 
 def render(rendering, style):
     import tabulate
     table, options = rendering.table, rendering.options
 
+    markdown = _ALIASES.get(style, style) in _MARKDOWN
+
     def cell(column, value):
         text = format_value(column, value, options, table)
-        return text[:column.width] if column.truncate and not options.autosize else text
+        text = text[:column.width] if column.truncate and not options.autosize else text
+        return text.replace("|", "\\|") if markdown else text
 
     extra = table.totals is not None and marker_column(table) is None
     cells = [[""] * extra + [cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
