@@ -4,6 +4,7 @@ the body (RFC 9110, 9.3.2), which prometheus_client's app refuses with 405."""
 
 import socket
 import socketserver
+import sys
 
 from .errors import SmemError, UsageError
 
@@ -79,6 +80,10 @@ def _head(app, environ, start_response):
     return []
 
 
+#: seconds a connection may send nothing before it is closed
+IDLE_TIMEOUT = 30.0
+
+
 def make_server(host, port, app):
     """A threading WSGI server bound to (host, port); a port in use is one line."""
     from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
@@ -92,7 +97,14 @@ def make_server(host, port, app):
         address_family = family
         daemon_threads = True
 
+        def handle_error(self, request, client_address):
+            """A client that went silent or away is not smem's error: no traceback on stderr."""
+            if not isinstance(sys.exc_info()[1], (TimeoutError, ConnectionError)):
+                super().handle_error(request, client_address)
+
     class QuietHandler(WSGIRequestHandler):
+        timeout = IDLE_TIMEOUT  # (each connection holds a thread: one that never sends is let go)
+
         def log_message(self, format, *args):
             """No line per scrape on stderr."""
 
