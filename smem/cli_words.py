@@ -8,8 +8,8 @@ import click.shell_completion
 
 from .errors import UsageError
 
-__all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "PATH", "DIRECTORY", "usage_message", "one_line", "command_suggestion",
-           "option_suggestion"]
+__all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "PATH", "DIRECTORY", "usage_message",
+           "one_line", "command_suggestion", "option_suggestion"]
 
 
 class SmemCommand(click.Command):
