@@ -82,6 +82,9 @@ def _head(app, environ, start_response):
 
 #: seconds a connection may send nothing before it is closed
 IDLE_TIMEOUT = 30.0
+#: seconds the whole answer may take to be read: a socket's timeout bounds all of one sendall
+#: (socket(2) in Python 3.5+), and the page is megabytes, which a slow link takes minutes over
+SEND_TIMEOUT = 600.0
 
 
 def make_server(host, port, app):
@@ -104,6 +107,13 @@ def make_server(host, port, app):
 
     class QuietHandler(WSGIRequestHandler):
         timeout = IDLE_TIMEOUT  # (each connection holds a thread: one that never sends is let go)
+
+        def parse_request(self):
+            """The request read (within IDLE_TIMEOUT); its answer may take SEND_TIMEOUT to be read."""
+            parsed = super().parse_request()
+            if parsed:
+                self.connection.settimeout(SEND_TIMEOUT)
+            return parsed
 
         def log_message(self, format, *args):
             """No line per scrape on stderr."""
