@@ -67,7 +67,8 @@ def suite_run(out):
                                    stdin=subprocess.DEVNULL)
     lines = [line for line in Path(out).read_text(errors="replace").splitlines() if line.strip()]
     summary = next((line for line in reversed(lines) if re.search(r"\d+ (passed|failed)", line)), "(no summary)")
-    return wall, cpu, status, summary.strip("= ")
+    failed = [line.split(" - ")[0] for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    return wall, cpu, status, "; ".join([summary.strip("= "), *failed])
 
 
 def main(argv=None):
