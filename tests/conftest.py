@@ -102,6 +102,15 @@ def pid_namespace():
     namespace.close()
 
 
+@pytest.fixture(scope="session")
+def pages(tmp_path_factory):
+    """smem html's pages of a capture, a comparison and a hostile capture (tests/page_documents.py),
+    made once for both modules that read them: test_page.py in a browser, test_page_documents.py
+    as documents (both in the page group, so on one worker)."""
+    from page_documents import make_pages
+    return make_pages(tmp_path_factory.mktemp("pages"))
+
+
 @pytest.fixture
 def realproc():
     if not REALPROC.is_dir():

@@ -347,7 +347,7 @@ def make_cases(tmp):
                         "x" * 100000):
             cases.append((f"{option} {pattern[:20]!r}", {"argv": ["-S", base, option, pattern]}))
     # (a pattern that runs away on a long name, and a host that stalls, each take the second
-    # they are allowed: test_hostile's test_a_runaway_match_is_stopped_and_refused and
+    # they are allowed: test_hostile_options' test_a_runaway_match_is_stopped_and_refused and
     # test_a_stalled_host_is_given_up_on run them, not the corpus)
     for value in (",", "", " ", "pid,,name", "pid " * 1000, "nosuch", "\0", "pid\nname", "PID", "name " * 5000):
         cases.append((f"-c {value[:20]!r}", {"argv": ["-S", base, "-c", value]}))

@@ -1,7 +1,7 @@
 """Hostile inputs for smem, made at test time (nothing large is kept in git): the building blocks.
 
 A small valid capture and its files, its compressions, crafted tar headers, compressed bombs,
-kernel image headers and exact-accounting members: what tests/test_hostile.py, the TCP and page
+kernel image headers and exact-accounting members: what the hostile tests (tests/test_hostile*.py), the TCP and page
 tests, and the corpus (hostile_corpus.py) make their damaged and absurd inputs from.
 """
 

@@ -1,17 +1,16 @@
-"""smem html's page: the -F json documents it embeds, and the page in a real browser (Debian's
-chromium and chromium-driver through selenium), opened from a file with the network off.
+"""smem html's page in a real browser (Debian's chromium and chromium-driver through selenium),
+opened from a file with the network off: drawn, zoomed, sorted, filtered, hostile names shown as
+text, a comparison marked, a recording's timeline, and smem serve's page.  What the page embeds,
+without a browser, is test_page_documents.py.
 
 One browser serves the module (its start is most of the cost), and it opens every page file from
 one path: V8 keeps the scripts it compiled for the next load of the same source at the same URL
 and line, so plotly.js (most of a load's CPU) is compiled once for the module, not once a page.
-Where chromium, chromedriver or selenium is missing, the browser tests skip; the document tests
-need plotly only.
+Where chromium, chromedriver or selenium is missing, the browser tests skip.
 """
 
-import html.parser
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -24,130 +23,14 @@ import urllib.request
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem
+from conftest import TESTS, run_smem
+from page_documents import CAPTURE, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
 import hostile_inputs as hc
 
 pytest.importorskip("plotly")
 pytestmark = pytest.mark.xdist_group("page")
 
-CAPTURES = FIXTURES / "captures"
-CAPTURE, OLD_CAPTURE = CAPTURES / "faithful.tar.gz", CAPTURES / "quirks.tar.gz"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
-SCRIPT_END = "</script><script>alert(1)</script>"
-IMG = "<img src=x onerror=alert(2)>"
-SVG_MAP = "/tmp/<svg onload=alert(3)>\u2028lib.so"
-USER = "<b onmouseover=alert(4)>"
-
-
-class _Scripts(html.parser.HTMLParser):
-    """The page's <script type="application/json"> elements: id -> (text, attributes)."""
-
-    def __init__(self):
-        super().__init__()
-        self.found, self._open = {}, None
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "script" and attrs.get("type") == "application/json":
-            self._open = attrs
-            self.found[attrs["id"]] = ["", attrs]
-
-    def handle_data(self, data):
-        if self._open is not None:
-            self.found[self._open["id"]][0] += data
-
-    def handle_endtag(self, tag):
-        self._open = None
-
-
-def _page(*args, path):
-    result = run_smem("html", *args, "-o", path)
-    assert result.returncode == 0, result.stderr
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
-def _embedded(text):
-    parser = _Scripts()
-    parser.feed(text)
-    return {key[len("smem-"):]: (json.loads(value), attrs) for key, (value, attrs) in parser.found.items()}
-
-
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    """The pages the tests read: of a capture, of a comparison, of a hostile capture."""
-    where = tmp_path_factory.mktemp("pages")
-    hostile = where / "hostile.tar"
-    smaps = hc.SMAPS.replace(b"/usr/bin/dbus-daemon", SVG_MAP.encode())
-    processes = {
-        pid: hc.process_files(pid, smaps=smaps, cmdline=f"{SCRIPT_END}\0--x\0".encode(),
-                              stat=hc.STAT.replace(b"1234", str(pid).encode(), 1)
-                              .replace(b"(dbus-daemon)", f"({IMG})".encode()))
-        for pid in (1234, 1235)}
-    members = [(m[0], m[1], {**m[2], "uname": USER}) if len(m) > 2 else m
-               for m in hc.capture_members(processes=processes)]  # the owner's name, as the tar names it
-    hostile.write_bytes(hc.tar_of(members))
-    made = {}
-    for name, args in (("plain", ["-S", CAPTURE]), ("compared", ["--compare", OLD_CAPTURE, "-S", CAPTURE]),
-                       ("hostile", ["-S", hostile])):
-        path = str(where / f"{name}.html")
-        made[name] = (path, _page(*args, path=path))
-    return made
-
-
-def test_the_page_embeds_what_smem_json_prints_for_each_table(pages):
-    for name in ("plain", "compared"):
-        data = _embedded(pages[name][1])
-        tables = [key for key, (_, attrs) in data.items() if "data-command" in attrs]
-        assert sorted(tables) == ["cgroup", "mapping", "process", "program", "system", "user"]
-        for key in tables:
-            document, attrs = data[key]
-            words = shlex.split(attrs["data-command"])
-            assert words[0] == "smem"
-            printed = run_smem(*words[1:], check=True).stdout
-            assert document == json.loads(printed), (name, key)
-
-
-def test_every_level_adds_up_to_the_process(pages):
-    data = _embedded(pages["plain"][1])
-    processes, maps = data["process"][0]["rows"], data["maps"][0]
-    fields = maps["fields"]
-    assert processes
-    for row in processes:
-        boxes = maps["processes"][str(row["pid"])]
-        for amount in ("pss", "uss", "rss", "swappss"):
-            assert sum(b[fields.index(amount)] or 0 for b in boxes) == row[amount], (row["pid"], amount)
-    # the largest mappings kept, the rest of each kind one box saying how many it holds
-    assert max(len([b for b in boxes if b[1] >= 0]) for boxes in maps["processes"].values()) == maps["top"]
-    assert any(b[1] == -1 and b[2] > 1 for boxes in maps["processes"].values() for b in boxes)
-    system = data["system"][0]
-    assert sum(r["used"] for r in system["rows"] if r["used"] is not None) == data["meta"][0]["memtotal"]
-
-
-def test_hostile_text_is_data_in_the_file(pages):
-    text = pages["hostile"][1]
-    for bad in (SCRIPT_END, IMG, "<svg onload", USER):
-        assert bad not in text
-    data = _embedded(text)
-    rows = data["process"][0]["rows"]
-    assert {r["command"] for r in rows} == {f"{SCRIPT_END} --x"} and {r["name"] for r in rows} == {IMG}
-    assert {r["user"] for r in rows} == {USER}
-    assert SVG_MAP in data["maps"][0]["names"]
-
-
-def test_o_dash_writes_the_page_to_stdout_and_o_keeps_a_file_that_is_no_page(pages, tmp_path):
-    result = run_smem("html", "-S", CAPTURE, "-o", "-", check=True)
-    written, printed = _embedded(pages["plain"][1]), _embedded(result.stdout.decode())
-    assert printed["process"] == written["process"] and printed["maps"] == written["maps"]
-    other = tmp_path / "notes.html"
-    other.write_text("<p>mine</p>")
-    refused = run_smem("html", "-S", CAPTURE, "-o", other)
-    assert refused.returncode == 1 and other.read_text() == "<p>mine</p>"
-    assert refused.stderr.decode().startswith("smem: ") and len(refused.stderr.splitlines()) == 1
-    again = tmp_path / "page.html"
-    for _ in range(2):  # a page smem html wrote is replaced without --force
-        assert run_smem("html", "-S", CAPTURE, "-o", again).returncode == 0
 
 
 # ------------------------------------------------------------------ in a browser
@@ -283,7 +166,7 @@ def test_many_boxes_under_one_parent_fold_into_one_that_adds_up(browser, tmp_pat
     capture = tmp_path / "many.tar"
     capture.write_bytes(hc.capture_tar(processes={pid: hc.process_files(pid) for pid in range(2000, 2300)}))
     path = str(tmp_path / "many.html")
-    _page("-S", capture, path=path)
+    write_page("-S", capture, path=path)
     _open_file(browser, path)
     program = "dbus-daemon"  # 300 processes of one user and one program
     browser.execute_script(f"window.smemPage.zoomTo(window.smemPage.state.index.get('user:alice/program:{program}'))")
@@ -316,7 +199,7 @@ def test_hostile_names_show_as_text_and_run_nothing(browser, pages):
 
 def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
     from selenium.webdriver.common.by import By
-    compared = _embedded(pages["compared"][1])["process"][0]["rows"]
+    compared = embedded(pages["compared"][1])["process"][0]["rows"]
     gone = next(r for r in compared if r["status"] == "gone")
     grew = next(r for r in compared if r["status"] == "" and r["dpss"] > 0)
     _open_file(browser, pages["compared"][0])
@@ -330,21 +213,6 @@ def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
     by_pid = {r["pid"]: abs(r["dpss"]) for r in compared}
     assert [by_pid[r["pid"]] for r in shown] == sorted(by_pid.values(), reverse=True)
     _no_requests_and_no_errors(browser)
-
-
-def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
-    """Each process's mappings are folded where they are read (smem.page.mappings.PageFold) and
-    come in any order: names numbered and sharers listed (ties by pid) as one serial read gives."""
-    capture = tmp_path / "many.tar"
-    processes = {pid: hc.process_files(pid) for pid in range(2000, 2100)}  # 7 chunks (collect.CHUNK) for 2 processes
-    capture.write_bytes(hc.capture_tar(processes=processes))
-    serial = _embedded(_page("-S", capture, "-j", "1", path=str(tmp_path / "serial.html")))
-    shared = _embedded(_page("-S", capture, "-j", "2", path=str(tmp_path / "shared.html")))
-    for data in (serial, shared):
-        data["meta"][0].pop("read_at")
-    assert shared == serial
-    sharers = serial["sharers"][0]["mappings"]
-    assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
 
 
 #: grows by 100 MiB (touched) at each line on stdin, saying so when done; large enough to be
@@ -391,7 +259,7 @@ def _recorded_growth(where, namespace):
     made = {}
     for name, (rec, _) in recorders.items():
         path = str(where / f"{name}.html")
-        _page("-S", rec, path=path)
+        write_page("-S", rec, path=path)
         made[name] = path, pid, rec
     return made
 
@@ -467,37 +335,6 @@ def _kernel_splits_rollup():
             return "Pss_Anon:" in f.read()
     except OSError:
         return False
-
-
-def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
-    """A frame that kept only smaps_rollup is read, for the page's tables, from the key frame
-    before it: the stop is that key frame's (its number and time), never a later frame's label
-    over the key frame's tables and time.  Three captures pushed to smem record over TCP."""
-    import socket
-    from test_recording_playback import wait_frames
-    from test_tcp_capture import listening_port, smem_process
-    rec = tmp_path / "rec"
-    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", "3", "--smaps-every", "3")
-    try:
-        port = listening_port(recorder)
-        for frame in (1, 2, 3):
-            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-                s.sendall(CAPTURE.read_bytes())
-                s.shutdown(socket.SHUT_WR)
-                s.recv(1)
-            wait_frames(rec, recorder, frame)
-        assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
-    finally:
-        if recorder.poll() is None:
-            recorder.kill()
-            recorder.wait()
-    timeline = _embedded(_page("-S", rec, path=str(tmp_path / "rec.html")))["timeline"][0]
-    frames = timeline["summary"]["frames"]
-    assert [f["number"] for f in frames] == [1, 2, 3]
-    assert list(timeline["instants"]) == ["0"] and [f["full"] for f in frames] == [True, False, False]
-    described = timeline["instants"]["0"]["process"]["source"]["description"]
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
-    assert re.fullmatch(rf"recording {re.escape(str(rec))} frame 1( \(the key frame for frame \d+\))?, {when}", described)
 
 
 # ------------------------------------------------------------------ smem serve's page, the browser's last:

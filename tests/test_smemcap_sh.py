@@ -1,9 +1,10 @@
-"""scripts/smemcap.sh: the POSIX sh capture tool for targets without Python.
+"""scripts/smemcap.sh: the POSIX sh capture tool for targets without Python: the capture it writes.
 
 Runs the real script on this live system under dash and busybox sh (also
 with a PATH holding nothing but busybox applets, and with only the minimum
-applets so the mktemp/stat/getconf/hostname fallbacks run) and checks the
-capture against the live /proc, a process the test starts, and smem 1.5.
+applets so the mktemp/stat/getconf/hostname fallbacks run: smemcap_shells.py)
+and checks the capture against the live /proc, a process the test starts, and
+smem 1.5.  Where it writes and how it fails are test_smemcap_sh_output.py.
 
 The captures run in a PID namespace of the module's own (the ``pid_namespace``
 fixture), with the process the tests look for started in it: a capture copies
@@ -13,135 +14,20 @@ threads are seen only from the machine's own namespace: one capture of the
 machine, by one shell, checks them.
 """
 
-import gzip
 import io
 import os
 import pwd
-import select
-import shutil
-import signal
 import socket
 import subprocess
-import sys
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "smemcap.sh"
+from smemcap_shells import DASH, MARKER_SIZE, NOBODY, run_script, shell, target  # noqa: F401 (fixtures)
+
 SMEM15 = Path("/usr/bin/smem")
-DASH = shutil.which("dash")
-BUSYBOX = shutil.which("busybox")
-# Everything the script needs when mktemp, stat, getconf and hostname are absent.
-MINIMAL_APPLETS = ("cat", "tar", "gzip", "mkdir", "rm", "chown", "date", "uname")
-
-MARKER_SIZE = 1 << 20  # bytes mapped by the target process
-NOBODY = 65534
-
-TARGET_CODE = r"""
-import ctypes, mmap, os, sys
-marker, size, uid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-fd = os.memfd_create(marker)
-os.ftruncate(fd, size)
-m = mmap.mmap(fd, size)
-for off in range(0, size, mmap.PAGESIZE):
-    m[off] = 1
-if uid >= 0:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    # A uid change clears the dumpable flag, which makes /proc/N root-owned;
-    # restore it so /proc/N is owned by the new uid (PR_SET_DUMPABLE = 4).
-    ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)
-sys.stdout.write("ready\n")
-sys.stdout.flush()
-sys.stdin.read()
-"""
-
-
-def _applet_dir(root, applets):
-    root.mkdir()
-    for name in applets:
-        (root / name).symlink_to(BUSYBOX)
-    return str(root)
-
-
-def _busybox_applets():
-    out = subprocess.run([BUSYBOX, "--list"], capture_output=True, check=True, text=True).stdout
-    return out.split()
-
-
-# Each way of running the script is an xdist group: one worker makes its capture (a copy of
-# /proc, a second or two) once and runs every test of it.
-SHELLS = [
-    pytest.param("dash", id="dash", marks=[pytest.mark.skipif(DASH is None, reason="no dash"),
-                                           pytest.mark.xdist_group("smemcap-dash")]),
-    pytest.param("busybox", id="busybox", marks=[pytest.mark.skipif(BUSYBOX is None, reason="no busybox"),
-                                                 pytest.mark.xdist_group("smemcap-busybox")]),
-    pytest.param("busybox-only", id="busybox-only-path",
-                 marks=[pytest.mark.skipif(BUSYBOX is None, reason="no busybox"),
-                        pytest.mark.xdist_group("smemcap-busybox-only")]),
-    pytest.param("minimal", id="dash-minimal-applets",
-                 marks=[pytest.mark.skipif(DASH is None or BUSYBOX is None, reason="no dash or busybox"),
-                        pytest.mark.xdist_group("smemcap-minimal")]),
-]
-
-
-@pytest.fixture(scope="module", params=SHELLS)
-def shell(request, tmp_path_factory):
-    """(argv prefix, PATH) for one way of running the script."""
-    kind = request.param
-    if kind == "dash":
-        return [DASH], os.environ["PATH"]
-    if kind == "busybox":
-        return [BUSYBOX, "sh"], os.environ["PATH"]
-    if kind == "busybox-only":
-        path = _applet_dir(tmp_path_factory.mktemp("bb") / "bin", _busybox_applets())
-        return [BUSYBOX, "sh"], path
-    path = _applet_dir(tmp_path_factory.mktemp("mini") / "bin", MINIMAL_APPLETS)
-    return [DASH], path
-
-
-def _env(path, tmpdir):
-    env = dict(os.environ, PATH=path, TMPDIR=str(tmpdir))
-    env.pop("POSIXLY_CORRECT", None)
-    return env
-
-
-class Target:
-    """The process a capture must hold: ``pid`` as the capture (the namespace's /proc) names it,
-    ``host_pid`` as this machine's /proc does."""
-
-    def __init__(self, pid, host_pid, argv, marker):
-        self.pid, self.host_pid, self.argv, self.marker = pid, host_pid, argv, marker
-
-
-@pytest.fixture(scope="module")
-def target(pid_namespace):
-    """A process in the module's namespace that maps a named memfd; as nobody when we are root."""
-    marker = "smemcap-sh-test-%d" % os.getpid()
-    uid = NOBODY if os.geteuid() == 0 else -1
-    argv = [sys.executable, "-c", TARGET_CODE, marker, str(MARKER_SIZE), str(uid)]
-    proc = subprocess.Popen(pid_namespace.argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    host_pid = None
-    try:
-        assert proc.stdout.readline() == b"ready\n"
-        host_pid = pid_namespace.command_pid(proc)
-        yield Target(pid_namespace.pid_in(host_pid), host_pid, argv, marker)
-    finally:
-        if host_pid is not None:
-            os.kill(host_pid, signal.SIGKILL)  # nsenter itself waits for it
-        proc.kill()
-        proc.wait()
-
-
-def _run(shell, tmpdir, *args, namespace=None, **kw):
-    """The script run by ``shell``, in ``namespace`` if given (else on the machine)."""
-    prefix, path = shell
-    argv = prefix + [str(SCRIPT), *args]
-    return subprocess.run(namespace.argv(argv) if namespace else argv, env=_env(path, tmpdir),
-                          capture_output=True, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +36,7 @@ def capture(shell, target, pid_namespace, tmp_path_factory):
     before, epoch after)."""
     tmpdir = tmp_path_factory.mktemp("tmpdir")
     before = int(time.time())
-    res = _run(shell, tmpdir, namespace=pid_namespace)
+    res = run_script(shell, tmpdir, namespace=pid_namespace)
     after = int(time.time()) + 1
     return res, tmpdir, before, after
 
@@ -302,99 +188,11 @@ def test_kernel_threads_are_included(tmp_path):
         pytest.skip("no pid 2 in this pid namespace")
     if name != "Name:\tkthreadd":
         pytest.skip("pid 2 is not kthreadd here")
-    res = _run(([DASH], os.environ["PATH"]), tmp_path)
+    res = run_script(([DASH], os.environ["PATH"]), tmp_path)
     assert res.returncode == 0, res.stderr
     tar = tarfile.open(fileobj=io.BytesIO(res.stdout), mode="r:gz")
     assert _read(tar, "2/smaps") == b""
     assert _read(tar, "2/status").splitlines()[0] == b"Name:\tkthreadd"
-
-
-@pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[2]], indirect=True)  # as for vanishing processes
-def test_writes_to_a_file_argument(shell, target, pid_namespace, tmp_path):
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    out = tmp_path / "cap.tgz"
-    res = _run(shell, tmpdir, str(out), namespace=pid_namespace, preexec_fn=lambda: os.umask(0o022))
-    assert res.returncode == 0, res.stderr
-    assert (res.stdout, res.stderr) == (b"", b"")
-    assert out.stat().st_mode & 0o777 == 0o600  # private whatever the umask, as smem capture -o's
-    assert list(tmpdir.iterdir()) == []
-    with tarfile.open(out, mode="r:gz") as t:
-        assert t.getmember(str(target.pid)).isdir()
-        assert t.extractfile("%d/cmdline" % target.pid).read().split(b"\0")[0] == target.argv[0].encode()
-
-
-def test_refuses_to_replace_a_file_that_is_not_a_capture(shell, tmp_path):
-    """A user's document named as FILE by mistake is kept, as smem capture -o keeps it."""
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    doc = tmp_path / "notes.txt"
-    doc.write_bytes(b"a user's notes\n")
-    res = _run(shell, tmpdir, str(doc))
-    assert res.returncode == 1 and res.stdout == b""
-    assert res.stderr.decode().splitlines() == [
-        f"smemcap.sh: refusing to replace {doc}: it exists and does not hold a capture; give -f to replace it"]
-    assert doc.read_bytes() == b"a user's notes\n"
-    assert list(tmpdir.iterdir()) == []
-
-
-@pytest.mark.parametrize("content", [bytes(64 << 10), b"\x1f" + bytes(511)], ids=["zeros", "one magic byte"])
-def test_a_file_of_zeros_is_no_capture_and_is_kept(shell, tmp_path, content):
-    """To tar, a file of zeros (a disk image, a swap file) is an empty archive: it is kept."""
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    doc = tmp_path / "disk.img"
-    doc.write_bytes(content)
-    res = _run(shell, tmpdir, str(doc), timeout=60)
-    assert res.returncode == 1 and res.stdout == b""
-    assert res.stderr.decode().splitlines() == [
-        f"smemcap.sh: refusing to replace {doc}: it exists and does not hold a capture; give -f to replace it"]
-    assert doc.read_bytes() == content
-
-
-#: A bound on a hang, not a speed: dd reads 6 bytes at once, a shell reading the line of 64 MiB
-#: reads it a byte at a time, for a minute or more
-LINE_SECONDS = 20
-
-
-def test_a_file_of_one_long_line_is_refused_without_reading_it_whole(shell, tmp_path):
-    """What FILE holds is told from its first bytes: a file of 64 MiB with no newline is not read
-    into the shell (where dd is there to read 6)."""
-    if not any(os.access(os.path.join(d, "dd"), os.X_OK) for d in shell[1].split(os.pathsep)):
-        pytest.skip("no dd on this PATH: the script reads the first line")
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    doc = tmp_path / "one-line.txt"
-    doc.write_bytes(b"x" * (64 << 20))
-    proc = subprocess.Popen(shell[0] + [str(SCRIPT), str(doc)], env=_env(shell[1], tmpdir),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=LINE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"still reading FILE after {LINE_SECONDS} s: the line is read, not its first bytes")
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 1 and out == b""
-    assert err.decode().splitlines() == [
-        f"smemcap.sh: refusing to replace {doc}: it exists and does not hold a capture; give -f to replace it"]
-    assert doc.stat().st_size == 64 << 20
-
-
-@pytest.mark.parametrize("existing", ["gzip capture", "zstd capture", "empty", "document with -f"])
-def test_rewrites_a_capture_an_empty_file_or_any_file_when_forced(shell, pid_namespace, tmp_path, existing):
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    out = tmp_path / "cap.tgz"
-    out.write_bytes({"gzip capture": gzip.compress(b"old capture"), "zstd capture": b"\x28\xb5\x2f\xfd old",
-                     "empty": b"", "document with -f": b"a user's notes\n"}[existing])
-    args = ["-f", str(out)] if existing.endswith("-f") else [str(out)]
-    res = _run(shell, tmpdir, *args, namespace=pid_namespace)
-    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
-    with tarfile.open(out, mode="r:gz") as t:
-        assert "meminfo" in t.getnames()
-    assert list(tmpdir.iterdir()) == []
-
 
 @pytest.mark.skipif(not SMEM15.exists(), reason="smem 1.5 not installed")
 def test_smem15_reads_the_extracted_capture(tar, target, tmp_path):
@@ -409,143 +207,3 @@ def test_smem15_reads_the_extracted_capture(tar, target, tmp_path):
     if os.geteuid() == 0:  # extraction kept the owner smemcap.sh recorded
         assert rows[pid][0] == pwd.getpwuid(os.stat("/proc/%d" % target.host_pid).st_uid).pw_name
     assert int(rows[pid][1]) > 0
-
-
-@pytest.mark.parametrize("where", ["missing-dir", "a-directory"])
-def test_unwritable_output_fails_with_one_line(shell, tmp_path, where):
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    out = tmp_path / "nonexistent" / "cap.tgz" if where == "missing-dir" else tmp_path
-    res = _run(shell, tmpdir, str(out))
-    assert res.returncode != 0
-    lines = res.stderr.decode().splitlines()
-    assert len(lines) == 1 and str(out) in lines[0]
-    assert res.stdout == b""
-    assert list(tmpdir.iterdir()) == []
-    assert not (tmp_path / "nonexistent").exists()
-
-
-def test_help_and_bad_usage(shell, tmp_path):
-    res = _run(shell, tmp_path, "-h")
-    assert res.returncode == 0 and res.stdout.startswith(b"usage: smemcap.sh")
-    res = _run(shell, tmp_path, "--bogus")
-    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_fails_without_proc(shell, tmp_path):
-    """Over an empty /proc (private mount namespace), a clear error."""
-    prefix, path = shell
-    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True) if shutil.which("unshare") else None
-    if probe is None or probe.returncode != 0:
-        pytest.skip("cannot create a mount namespace")
-    cmd = 'mount -t tmpfs none /proc && exec "$@"'
-    res = subprocess.run(["unshare", "-m", "sh", "-c", cmd, "sh", *prefix, str(SCRIPT)],
-                         env=_env(path + ":" + os.environ["PATH"], tmp_path), capture_output=True)
-    assert res.returncode != 0
-    assert res.stderr.decode().splitlines() == [
-        "smemcap.sh: /proc is not mounted (cannot read /proc/meminfo)"]
-    assert res.stdout == b""
-    assert list(tmp_path.iterdir()) == []
-
-
-def _drain_to_eof(fd):
-    """Reads fd until every writer (the script, tar's gzip) has gone."""
-    while True:
-        ready, _, _ = select.select([fd], [], [], 60)
-        assert ready, "a writer of the capture pipe is still alive"
-        if not os.read(fd, 65536):
-            return
-
-
-# The script's traps are the same for every signal; a signal while writing (after a whole
-# copy of /proc, a second each) is sent once per shell, each signal to some shell.
-WRITING_SIGNAL = {"dash": signal.SIGTERM, "busybox": signal.SIGHUP,
-                  "busybox-only": signal.SIGINT, "minimal": signal.SIGHUP}
-
-
-@pytest.mark.parametrize("phase,sig", [
-    ("copying", signal.SIGINT), ("copying", signal.SIGTERM), ("writing", None),
-], ids=lambda v: getattr(v, "name", v))
-def test_signal_removes_temporary_files(shell, target, pid_namespace, tmp_path, phase, sig, request):
-    """Killed while copying /proc or while blocked on a slow sink, nothing is left behind."""
-    prefix, path = shell
-    sig = sig or WRITING_SIGNAL[request.node.callspec.params["shell"]]
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    rfd, wfd = os.pipe()
-    proc = None
-    try:
-        # A one-page pipe nobody reads: the capture cannot complete.
-        fcntl = pytest.importorskip("fcntl")
-        fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, os.sysconf("SC_PAGE_SIZE"))
-        proc = subprocess.Popen(pid_namespace.argv(prefix + [str(SCRIPT)]), env=_env(path, tmpdir),
-                                stdout=wfd, stderr=subprocess.PIPE)
-        os.close(wfd)
-        wfd = None
-        script = pid_namespace.command_pid(proc)  # nsenter passes no signal on: the script gets it
-        if phase == "writing":
-            # the copy of /proc comes first: a second on a quiet machine, minutes with thousands
-            # of processes and the machine busy, so wait for as long as the script is alive
-            deadline = time.monotonic() + 900
-            while not select.select([rfd], [], [], 1)[0]:
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline, "no output"
-        else:
-            while not any(tmpdir.glob("*/c/*")):
-                assert proc.poll() is None, proc.stderr.read()
-                time.sleep(0.001)
-        os.kill(script, sig)
-        # Nothing reads the sink yet: the script must stop its tar|gzip itself.
-        proc.wait(60)
-        _drain_to_eof(rfd)
-        assert proc.returncode == -sig  # re-raised, so callers see the signal
-        assert proc.stderr.read() == b""
-        proc.stderr.close()
-    finally:
-        os.close(rfd)
-        if wfd is not None:
-            os.close(wfd)
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert list(tmpdir.iterdir()) == []
-
-
-# dash with the system's cat, and busybox sh with nothing but busybox applets (its cat): the
-# two shells and the two cats whose errors the copy loop meets when a process exits under it
-@pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[2]], indirect=True)
-def test_vanishing_processes_are_tolerated(shell, pid_namespace, tmp_path):
-    """Processes that exit while being copied are skipped, never fatal."""
-    prefix, path = shell
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    out = tmp_path / "cap.tgz"
-    # in the namespace the script copies, for as long as it runs, processes that live a tenth of a
-    # second, a new one every hundredth: the copy finds some gone, and some going as it copies them
-    loop = 'echo started; while :; do "$0" 0.1 & "$0" 0.01; done'
-    churn = subprocess.Popen(pid_namespace.argv(["sh", "-c", loop, shutil.which("sleep")]), stdout=subprocess.PIPE)
-    churner = pid_namespace.command_pid(churn)
-    try:
-        assert churn.stdout.readline() == b"started\n"
-        proc = subprocess.Popen(pid_namespace.argv(prefix + [str(SCRIPT), str(out)]), env=_env(path, tmpdir),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        stdout, stderr = proc.communicate()
-    finally:
-        os.kill(churner, signal.SIGKILL)
-        churn.wait()
-        churn.stdout.close()
-    assert (proc.returncode, stdout, stderr) == (0, b"", b"")
-    assert list(tmpdir.iterdir()) == []
-    with tarfile.open(out, mode="r:gz") as t:
-        assert "meminfo" in t.getnames()
-        for m in t.getmembers():
-            if m.isdir() and m.name.isdigit():
-                for f in ("smaps", "cmdline", "stat", "status"):
-                    t.getmember("%s/%s" % (m.name, f))
-
-
-@pytest.mark.skipif(shutil.which("checkbashisms") is None, reason="checkbashisms (devscripts) not installed")
-def test_no_bashisms():
-    res = subprocess.run(["checkbashisms", "-p", "-x", str(SCRIPT)], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr

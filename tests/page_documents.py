@@ -1,0 +1,74 @@
+"""smem html's page files as the page tests read them: the captures they are made of, the hostile
+text planted in one, the -F json documents a page embeds, and the pages both test_page.py (in a
+browser) and test_page_documents.py (the documents) read, made once (the ``pages`` fixture,
+tests/conftest.py).
+"""
+
+import html.parser
+import json
+
+from conftest import FIXTURES, run_smem
+import hostile_inputs as hc
+
+
+CAPTURES = FIXTURES / "captures"
+CAPTURE, OLD_CAPTURE = CAPTURES / "faithful.tar.gz", CAPTURES / "quirks.tar.gz"
+
+SCRIPT_END = "</script><script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(2)>"
+SVG_MAP = "/tmp/<svg onload=alert(3)>\u2028lib.so"
+USER = "<b onmouseover=alert(4)>"
+
+
+class _Scripts(html.parser.HTMLParser):
+    """The page's <script type="application/json"> elements: id -> (text, attributes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found, self._open = {}, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "script" and attrs.get("type") == "application/json":
+            self._open = attrs
+            self.found[attrs["id"]] = ["", attrs]
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self.found[self._open["id"]][0] += data
+
+    def handle_endtag(self, tag):
+        self._open = None
+
+
+def write_page(*args, path):
+    result = run_smem("html", *args, "-o", path)
+    assert result.returncode == 0, result.stderr
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def embedded(text):
+    parser = _Scripts()
+    parser.feed(text)
+    return {key[len("smem-"):]: (json.loads(value), attrs) for key, (value, attrs) in parser.found.items()}
+
+
+def make_pages(where):
+    """The pages the tests read: of a capture, of a comparison, of a hostile capture."""
+    hostile = where / "hostile.tar"
+    smaps = hc.SMAPS.replace(b"/usr/bin/dbus-daemon", SVG_MAP.encode())
+    processes = {
+        pid: hc.process_files(pid, smaps=smaps, cmdline=f"{SCRIPT_END}\0--x\0".encode(),
+                              stat=hc.STAT.replace(b"1234", str(pid).encode(), 1)
+                              .replace(b"(dbus-daemon)", f"({IMG})".encode()))
+        for pid in (1234, 1235)}
+    members = [(m[0], m[1], {**m[2], "uname": USER}) if len(m) > 2 else m
+               for m in hc.capture_members(processes=processes)]  # the owner's name, as the tar names it
+    hostile.write_bytes(hc.tar_of(members))
+    made = {}
+    for name, args in (("plain", ["-S", CAPTURE]), ("compared", ["--compare", OLD_CAPTURE, "-S", CAPTURE]),
+                       ("hostile", ["-S", hostile])):
+        path = str(where / f"{name}.html")
+        made[name] = (path, write_page(*args, path=path))
+    return made

@@ -1,0 +1,119 @@
+"""smem html's page as a document: the -F json documents it embeds are what smem prints for each
+table, add up, hold hostile text as data, and come out the same read by one process or by
+workers; a recording's timeline stops at the frames its tables are of; -o - and -o's refusals.
+No browser here (test_page.py opens the pages); the pages both read are made once for the two
+(the ``pages`` fixture, tests/conftest.py), so these stay in the page group, on one worker.
+"""
+
+import json
+import re
+import shlex
+import time
+
+import pytest
+
+from conftest import run_smem
+from page_documents import CAPTURE, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
+import hostile_inputs as hc
+
+pytest.importorskip("plotly")
+pytestmark = pytest.mark.xdist_group("page")
+
+
+def test_the_page_embeds_what_smem_json_prints_for_each_table(pages):
+    for name in ("plain", "compared"):
+        data = embedded(pages[name][1])
+        tables = [key for key, (_, attrs) in data.items() if "data-command" in attrs]
+        assert sorted(tables) == ["cgroup", "mapping", "process", "program", "system", "user"]
+        for key in tables:
+            document, attrs = data[key]
+            words = shlex.split(attrs["data-command"])
+            assert words[0] == "smem"
+            printed = run_smem(*words[1:], check=True).stdout
+            assert document == json.loads(printed), (name, key)
+
+
+def test_every_level_adds_up_to_the_process(pages):
+    data = embedded(pages["plain"][1])
+    processes, maps = data["process"][0]["rows"], data["maps"][0]
+    fields = maps["fields"]
+    assert processes
+    for row in processes:
+        boxes = maps["processes"][str(row["pid"])]
+        for amount in ("pss", "uss", "rss", "swappss"):
+            assert sum(b[fields.index(amount)] or 0 for b in boxes) == row[amount], (row["pid"], amount)
+    # the largest mappings kept, the rest of each kind one box saying how many it holds
+    assert max(len([b for b in boxes if b[1] >= 0]) for boxes in maps["processes"].values()) == maps["top"]
+    assert any(b[1] == -1 and b[2] > 1 for boxes in maps["processes"].values() for b in boxes)
+    system = data["system"][0]
+    assert sum(r["used"] for r in system["rows"] if r["used"] is not None) == data["meta"][0]["memtotal"]
+
+
+def test_hostile_text_is_data_in_the_file(pages):
+    text = pages["hostile"][1]
+    for bad in (SCRIPT_END, IMG, "<svg onload", USER):
+        assert bad not in text
+    data = embedded(text)
+    rows = data["process"][0]["rows"]
+    assert {r["command"] for r in rows} == {f"{SCRIPT_END} --x"} and {r["name"] for r in rows} == {IMG}
+    assert {r["user"] for r in rows} == {USER}
+    assert SVG_MAP in data["maps"][0]["names"]
+
+
+def test_o_dash_writes_the_page_to_stdout_and_o_keeps_a_file_that_is_no_page(pages, tmp_path):
+    result = run_smem("html", "-S", CAPTURE, "-o", "-", check=True)
+    written, printed = embedded(pages["plain"][1]), embedded(result.stdout.decode())
+    assert printed["process"] == written["process"] and printed["maps"] == written["maps"]
+    other = tmp_path / "notes.html"
+    other.write_text("<p>mine</p>")
+    refused = run_smem("html", "-S", CAPTURE, "-o", other)
+    assert refused.returncode == 1 and other.read_text() == "<p>mine</p>"
+    assert refused.stderr.decode().startswith("smem: ") and len(refused.stderr.splitlines()) == 1
+    again = tmp_path / "page.html"
+    for _ in range(2):  # a page smem html wrote is replaced without --force
+        assert run_smem("html", "-S", CAPTURE, "-o", again).returncode == 0
+
+def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
+    """Each process's mappings are folded where they are read (smem.page.mappings.PageFold) and
+    come in any order: names numbered and sharers listed (ties by pid) as one serial read gives."""
+    capture = tmp_path / "many.tar"
+    processes = {pid: hc.process_files(pid) for pid in range(2000, 2100)}  # 7 chunks (collect.CHUNK) for 2 processes
+    capture.write_bytes(hc.capture_tar(processes=processes))
+    serial = embedded(write_page("-S", capture, "-j", "1", path=str(tmp_path / "serial.html")))
+    shared = embedded(write_page("-S", capture, "-j", "2", path=str(tmp_path / "shared.html")))
+    for data in (serial, shared):
+        data["meta"][0].pop("read_at")
+    assert shared == serial
+    sharers = serial["sharers"][0]["mappings"]
+    assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
+
+
+def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
+    """A frame that kept only smaps_rollup is read, for the page's tables, from the key frame
+    before it: the stop is that key frame's (its number and time), never a later frame's label
+    over the key frame's tables and time.  Three captures pushed to smem record over TCP."""
+    import socket
+    from test_recording_playback import wait_frames
+    from test_tcp_capture import listening_port, smem_process
+    rec = tmp_path / "rec"
+    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", "3", "--smaps-every", "3")
+    try:
+        port = listening_port(recorder)
+        for frame in (1, 2, 3):
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+                s.sendall(CAPTURE.read_bytes())
+                s.shutdown(socket.SHUT_WR)
+                s.recv(1)
+            wait_frames(rec, recorder, frame)
+        assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
+    finally:
+        if recorder.poll() is None:
+            recorder.kill()
+            recorder.wait()
+    timeline = embedded(write_page("-S", rec, path=str(tmp_path / "rec.html")))["timeline"][0]
+    frames = timeline["summary"]["frames"]
+    assert [f["number"] for f in frames] == [1, 2, 3]
+    assert list(timeline["instants"]) == ["0"] and [f["full"] for f in frames] == [True, False, False]
+    described = timeline["instants"]["0"]["process"]["source"]["description"]
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
+    assert re.fullmatch(rf"recording {re.escape(str(rec))} frame 1( \(the key frame for frame \d+\))?, {when}", described)
