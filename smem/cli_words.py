@@ -3,6 +3,8 @@ and click's usage errors reworded as smem's one-liners (lowercase, what was expe
 ones suggested), so that every wrong word on the command line reads alike.
 """
 
+import math
+
 import click
 import click.shell_completion
 
@@ -80,7 +82,6 @@ class FiniteRange(click.FloatRange):
     comparison with it is false), and a timer or a rate given either ends in a traceback."""
 
     def convert(self, value, param, ctx):
-        import math
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             raise UsageError(f"{_option_names(param)} takes a finite number, not {value!r}")

@@ -9,11 +9,13 @@ JSON escapes control characters itself (``\u001b``), losslessly, so it asks
 for valid Unicode only.
 """
 
-from ..report import format_value, percent_base
+from ..report import CONTROLS, format_value, percent_base
 
 __all__ = ["printable", "raw", "cell", "asked_units", "totals_row", "marker_column"]
 
-_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(32), *range(127, 160)]}  # (C0, DEL and C1: report.CONTROLS)
+#: the tables' control characters (report.CONTROLS: C0, DEL, C1), escaped; the bytes that are not
+#: UTF-8 among them are already \xNN here (printable decodes them so)
+_CONTROLS = {c: f"\\x{c:02x}" for c in CONTROLS if c < 0x100}
 
 
 def printable(text, controls=True):
