@@ -89,7 +89,7 @@ SEND_TIMEOUT = 600.0
 
 def make_server(host, port, app):
     """A threading WSGI server bound to (host, port); a port in use is one line."""
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+    from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
@@ -105,8 +105,31 @@ def make_server(host, port, app):
             if not isinstance(sys.exc_info()[1], (TimeoutError, ConnectionError)):
                 super().handle_error(request, client_address)
 
+    class Answer(ServerHandler):
+        def log_exception(self, exc_info):
+            """A reader that stalled past SEND_TIMEOUT or went away is not smem's error: nothing on
+            stderr.  Anything else is one line (wsgiref prints a traceback; the client gets a 500)."""
+            error = exc_info[1]
+            if not isinstance(error, (TimeoutError, ConnectionError)):
+                path = self.environ.get("PATH_INFO", "") if self.environ else ""
+                print(f"smem: serve: answering {path!r}: {type(error).__name__}: {error}", file=sys.stderr,
+                      flush=True)
+
     class QuietHandler(WSGIRequestHandler):
         timeout = IDLE_TIMEOUT  # (each connection holds a thread: one that never sends is let go)
+
+        def handle(self):
+            """One request, as wsgiref's handler takes it, answered by :class:`Answer`."""
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(414)
+                return
+            if not self.parse_request():  # (an error answer is sent)
+                return
+            answer = Answer(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=False)
+            answer.request_handler = self  # (wsgiref's back-pointer: it logs the request through it)
+            answer.run(self.server.get_app())
 
         def parse_request(self):
             """The request read (within IDLE_TIMEOUT); its answer may take SEND_TIMEOUT to be read."""
