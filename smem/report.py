@@ -16,7 +16,7 @@ from .units import human, percent
 from .views.columns import Column, View
 
 __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_column", "format_value", "cell_formatter",
-           "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell", "percent_base"]
+           "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell", "percent_base", "cut_to"]
 
 
 # Control characters (a newline in a command line) would break the table, as in ps(1).  The C1
@@ -245,6 +245,23 @@ def percent_base(column: Column, table: Table):
     """What -p takes ``column``'s amounts as a share of (KiB): swap's of SwapTotal, the rest of
     RAM; None or 0 when unknown or absent (no swap), and then a share is no figure at all."""
     return table.swap_kib if column.percent_of == "swap" else table.ram_kib
+
+
+#: where a value cut to its column's width lost its start (a column that keeps the end)
+CUT_MARK = "..."
+
+
+def cut_to(column: Column, text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: its start, as smem 1.5 cuts a command or a map; its
+    end after :data:`CUT_MARK` where ``column`` keeps the end (a cgroup's last part names it: cut at
+    the end, a service's cgroup and the cgroups under it would look the same)."""
+    if len(text) <= width:
+        return text
+    if not column.keep_end:
+        return text[:width]
+    if width <= len(CUT_MARK):
+        return text[len(text) - width:]
+    return CUT_MARK + text[len(text) - width + len(CUT_MARK):]
 
 
 def plain_cell(value):

@@ -1,6 +1,8 @@
 """Columns as wide as their values: wide figures, long pids and user names, the terminal's width."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -8,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import rows, run_smem
+from conftest import FIXTURES, rows, run_smem
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
 
@@ -96,3 +98,25 @@ def test_autosize_uses_the_terminal_of_stdout_and_cuts_nothing_off_a_terminal(ch
     assert len(sixty) <= 60 and token not in sixty
     (whole,) = rows(run_smem(*args), c.pid)  # off a terminal, -a means the whole command line
     assert (token * 3) in whole
+
+
+def test_a_cut_cgroup_keeps_its_last_part(tmp_path):
+    """A cgroup's path is told by its end: cut to its 40 characters at the end, a service's
+    cgroup and the one under it would read the same.  The cgroup column keeps the end after
+    "..." in the table and in the tabulate styles; -a to a pipe and JSON keep the whole path."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "cgroup2_zswap" / "capture", tree)
+    parent = "/machine.slice/libpod-conmon-web-frontend.scope/supervisor"
+    (tree / "13337" / "cgroup").write_text(f"0::{parent}\n")
+    (tree / "13423" / "cgroup").write_text(f"0::{parent}/payload\n")
+    cut = {"...-conmon-web-frontend.scope/supervisor", "...web-frontend.scope/supervisor/payload"}
+    for args in (["--cgroup"], ["-c", "pid cgroup pss"]):
+        table = run_smem("-S", tree, *args, check=True).stdout.decode().splitlines()
+        assert {line.split()[1 if args[0] == "-c" else 0] for line in table[1:]} == cut, table
+    github = run_smem("-S", tree, "--cgroup", "-F", "github", check=True).stdout.decode()
+    assert {line.split("|")[1].strip() for line in github.splitlines()[2:]} == cut, github
+    whole = {parent, f"{parent}/payload"}
+    autosized = run_smem("-S", tree, "--cgroup", "-a", check=True).stdout.decode().splitlines()
+    assert {line.split()[0] for line in autosized[1:]} == whole
+    rows_of = json.loads(run_smem("-S", tree, "--cgroup", "-F", "json", check=True).stdout)["rows"]
+    assert {row["cgroup"] for row in rows_of} == whole

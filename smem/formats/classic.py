@@ -5,7 +5,7 @@ alignment, and ``-a`` counts the totals row too.  Each cell is followed by a
 space; a totals row comes under a line of dashes as wide as the header.
 """
 
-from ..report import CONTROLS, cell_formatter, plain_cell
+from ..report import CONTROLS, cell_formatter, cut_to, plain_cell
 
 __all__ = ["render"]
 
@@ -63,6 +63,7 @@ def render(rendering):
     if options.autosize:
         sizes = _autosize(table, options, options.terminal_columns)
     widths, formatted = [], {}
+    uncut = options.autosize and options.terminal_columns is None  # (-a to a file or a pipe: nothing is cut)
     for i, (column, f) in enumerate(zip(table.columns, formatters)):
         cells = [row[i] for row in table.values]
         if f is not plain_cell:
@@ -70,10 +71,14 @@ def render(rendering):
         elif None in cells:  # (``%s`` shows the rest as plain_cell would: _printable replaces controls)
             cells = formatted[i] = ["-" if c is None else c for c in cells]
         width = sizes.get(column.key, column.width)
-        if not column.truncate or (options.autosize and options.terminal_columns is None):
+        if not column.truncate or uncut:
             width = max(width, _widest(cells), len(total_cells[i]) if total_cells is not None else 0)
         widths.append(width)
     _flow(table, options, widths)
+    for i, column in enumerate(table.columns):
+        if column.truncate and column.keep_end and not uncut:  # (the rest are cut by their ``%.Ns``)
+            cells = formatted.get(i) or [row[i] for row in table.values]
+            formatted[i] = [cut_to(column, str(c), widths[i]) for c in cells]
     specs = []
     for column, width in zip(table.columns, widths):
         align = "" if column.align == ">" else "-"

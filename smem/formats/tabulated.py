@@ -5,7 +5,7 @@ lines cut as in the classic table unless ``-a``).  The style names are
 listed in the format registry (smem.formats.TABLE_FORMATS).
 """
 
-from ..report import format_value
+from ..report import cut_to, format_value
 from .cells import marker_column, totals_row
 
 __all__ = ["render"]
@@ -25,7 +25,7 @@ def render(rendering, style):
 
     def cell(column, value):
         text = format_value(column, value, options, table)
-        text = text[:column.width] if column.truncate and not options.autosize else text
+        text = cut_to(column, text, column.width) if column.truncate and not options.autosize else text
         return text.replace("|", "\\|") if markdown else text
 
     extra = table.totals is not None and marker_column(table) is None

@@ -33,6 +33,7 @@ class Column(NamedTuple):
     width: int = 8
     align: str = ">"            # ">" right, "<" left
     truncate: bool = False      # cut values to width (command, name, map)
+    keep_end: bool = False      # cut, keep the end, not the start: a cgroup's path is told by its last part
     is_amount: bool = False     # KiB: formatted by -k / -p
     percent_of: str = "ram"     # "ram" or "swap", for -p
     total: Optional[str] = None  # "sum", "rows", "distinct" or None (blank)
@@ -59,9 +60,10 @@ def count(key, header, getter, help, width=5, total="sum", needs=(), total_key=N
     return Column(key, header, getter, help, width=width, total=total, needs=frozenset(needs), total_key=total_key)
 
 
-def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=(), total_key=None):
-    return Column(key, header, getter, help, width=width, align=align,
-                  truncate=truncate, total=total, needs=frozenset(needs), total_key=total_key)
+def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=(), total_key=None,
+         keep_end=False):
+    return Column(key, header, getter, help, width=width, align=align, truncate=truncate, keep_end=keep_end,
+                  total=total, needs=frozenset(needs), total_key=total_key)
 
 
 class Sizing(enum.Enum):

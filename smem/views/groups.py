@@ -223,7 +223,7 @@ CGROUP_VIEW = View(
     name="cgroup", title="cgroups",
     columns={c.key: c for c in (
         text("cgroup", "Cgroup", lambda r: r.label, "memory cgroup: a service, a container, a session",
-             40, truncate=True, total="rows", total_key="cgroups"),
+             40, truncate=True, keep_end=True, total="rows", total_key="cgroups"),
         count("count", "Count", lambda r: r.count, "number of processes", total_key="processes"),
         *_memory(),
         *_pressure_columns(),

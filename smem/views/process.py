@@ -105,7 +105,7 @@ COLUMNS = {c.key: c for c in (
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True,
          needs={"command"}),
     text("cgroup", "Cgroup", lambda r: cgroup_label(r.process.cgroup), "memory cgroup of the process", 40,
-         truncate=True, needs={"cgroup"}),
+         truncate=True, keep_end=True, needs={"cgroup"}),
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
     *memory_columns(lambda r: r.process.totals, lambda r: r.split,
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"},
