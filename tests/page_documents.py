@@ -18,6 +18,15 @@ SCRIPT_END = "</script><script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(2)>"
 SVG_MAP = "/tmp/<svg onload=alert(3)>\u2028lib.so"
 USER = "<b onmouseover=alert(4)>"
+#: a cgroup (pid 1234's) longer than the table's cell, with pid 1235's under it: each cell must show its end
+CGROUP = "/user.slice/user-1000.slice/user@1000.service/app.slice/<i onclick=alert(5)>app</i>.scope"
+#: script: [its text, whether its last character is inside the cell, whether its first is] of each
+#: cell of the shown table that keeps its end when cut (the cgroup's), sorted
+CGROUP_CELLS = """return [...document.querySelectorAll('#table tbody td.keep-end')].map(td => {
+    const text = td.firstChild.firstChild, box = td.getBoundingClientRect(), range = document.createRange();
+    const inside = (i) => { range.setStart(text, i); range.setEnd(text, i + 1); const r = range.getBoundingClientRect();
+                            return r.left >= box.left - 0.5 && r.right <= box.right + 0.5; };
+    return [td.textContent, inside(text.length - 1), inside(0)]; }).sort()"""
 
 
 class _Scripts(html.parser.HTMLParser):
@@ -61,7 +70,8 @@ def make_pages(where):
     processes = {
         pid: hc.process_files(pid, smaps=smaps, cmdline=f"{SCRIPT_END}\0--x\0".encode(),
                               stat=hc.STAT.replace(b"1234", str(pid).encode(), 1)
-                              .replace(b"(dbus-daemon)", f"({IMG})".encode()))
+                              .replace(b"(dbus-daemon)", f"({IMG})".encode()),
+                              cgroup=f"0::{CGROUP}{'/payload' if pid == 1235 else ''}\n".encode())
         for pid in (1234, 1235)}
     members = [(m[0], m[1], {**m[2], "uname": USER}) if len(m) > 2 else m
                for m in hc.capture_members(processes=processes)]  # the owner's name, as the tar names it

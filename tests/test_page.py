@@ -24,7 +24,7 @@ import urllib.request
 import pytest
 
 from conftest import TESTS, run_smem
-from page_documents import CAPTURE, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
+from page_documents import CAPTURE, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
 import hostile_inputs as hc
 
 pytest.importorskip("plotly")
@@ -192,6 +192,8 @@ def test_hostile_names_show_as_text_and_run_nothing(browser, pages):
     browser.execute_script("window.smemPage.zoomTo(window.smemPage.state.index.get('process:1234'))")
     labels = browser.execute_script("return [...document.querySelectorAll('#chart text')].map(t => t.textContent)")
     assert any(SVG_MAP.replace("\u2028", "") in label.replace("\u2028", "") for label in labels), labels
+    browser.find_element(By.CSS_SELECTOR, "button[data-table=cgroup]").click()  # (long paths: cut, their ends show)
+    assert browser.execute_script(CGROUP_CELLS) == [[CGROUP, True, False], [f"{CGROUP}/payload", True, False]]
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text
     _no_requests_and_no_errors(browser)

@@ -131,8 +131,14 @@ function tableRow(columns, r) {
     } else if (c.key === "status") {
       if (v) td.append(el("span", {class: "tag " + v, text: v}));
     } else {
-      td.textContent = v === null || v === undefined ? "-" : String(v);
-      td.title = td.textContent;
+      const text = v === null || v === undefined ? "-" : String(v);
+      if (c.keep_end) {  // (a cgroup path: cut, its last part shows, which tells it from its parent)
+        td.classList.add("keep-end");
+        td.append(el("bdi", {text: text}));
+      } else {
+        td.textContent = text;
+      }
+      td.title = text;
     }
     tr.append(td);
   }
