@@ -7,26 +7,23 @@ listed in the format registry (smem.formats.TABLE_FORMATS).
 
 from ..report import cut_to, format_value
 from .cells import marker_column, totals_row
+from .markup import escaper
 
 __all__ = ["render"]
 
 _ALIASES = {"markdown": "pipe"}
 
-#: styles whose rows are Markdown table rows: a "|" in a cell ends it there (a process named a|b
-#: would push every later cell a column right), so it is written "\|", which Markdown renders "|"
-_MARKDOWN = ("pipe", "github")
-
 
 def render(rendering, style):
     import tabulate
     table, options = rendering.table, rendering.options
-
-    markdown = _ALIASES.get(style, style) in _MARKDOWN
+    style = _ALIASES.get(style, style)
+    literal = escaper(style)  # (a markup style: a name is its characters, never markup or a cell's end)
 
     def cell(column, value):
         text = format_value(column, value, options, table)
         text = cut_to(column, text, column.width) if column.truncate and not options.autosize else text
-        return text.replace("|", "\\|") if markdown else text
+        return literal(text) if literal is not None else text
 
     extra = table.totals is not None and marker_column(table) is None
     cells = [[""] * extra + [cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
@@ -34,6 +31,6 @@ def render(rendering, style):
         cells.append(totals_row(table, cell))
     headers = () if options.no_header else [""] * extra + [c.header for c in table.columns]
     aligns = ["left"] * extra + ["right" if c.align == ">" else "left" for c in table.columns]
-    text = tabulate.tabulate(cells, headers=headers, tablefmt=_ALIASES.get(style, style), disable_numparse=True,
+    text = tabulate.tabulate(cells, headers=headers, tablefmt=style, disable_numparse=True,
                              colalign=aligns)
     return text + "\n" + "".join(n + "\n" for n in table.notes)
