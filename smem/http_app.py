@@ -112,7 +112,7 @@ def make_server(host, port, app):
             error = exc_info[1]
             if not isinstance(error, (TimeoutError, ConnectionError)):
                 path = self.environ.get("PATH_INFO", "") if self.environ else ""
-                print(f"smem: serve: answering {path!r}: {type(error).__name__}: {error}", file=sys.stderr,
+                print(f"smem: serve: answering {path!r}: {type(error).__name__}: {str(error)!r}", file=sys.stderr,
                       flush=True)
 
     class QuietHandler(WSGIRequestHandler):

@@ -23,7 +23,8 @@ __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_colum
 # ones (U+0080-U+009F: CSI and OSC among them) are escape sequences to a terminal that takes 8-bit
 # controls, and so are the same bytes in a name that is not UTF-8 (surrogateescape's U+DC80-U+DC9F;
 # its other bytes, 0xA0-0xFF, are no control in any character set and are kept as they are).
-CONTROLS = {c: "?" for c in [*range(32), *range(127, 160), *range(0xDC80, 0xDCA0)]}
+# U+2028 and U+2029 end a line for Python's splitlines (and docutils'), and for some terminals.
+CONTROLS = {c: "?" for c in [*range(32), *range(127, 160), 0x2028, 0x2029, *range(0xDC80, 0xDCA0)]}
 
 
 class UnknownField(UsageError):

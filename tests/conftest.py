@@ -19,12 +19,14 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
     sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
 
-# A suite started in the background (`cmd &`, nohup, some CI runners) starts with SIGINT ignored,
-# and so would every process it starts (an ignored signal stays ignored across exec): smem and
-# smemcap.sh under the tests that press Ctrl-C would never see it.  A handler of our own is
-# reset to the default in what we start.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+# A suite started in the background (`cmd &`, nohup, some CI runners) starts with SIGINT (and
+# under nohup SIGHUP) ignored, and so would every process it starts (an ignored signal stays
+# ignored across exec, and a shell cannot trap one ignored on entry): smem and smemcap.sh under
+# the tests that send them would never see them.  A handler of our own is reset to the default
+# in what we start; here SIGINT is Python's KeyboardInterrupt, the others stay without effect.
+for _ignored in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGQUIT):
+    if signal.getsignal(_ignored) is signal.SIG_IGN:
+        signal.signal(_ignored, signal.default_int_handler if _ignored == signal.SIGINT else lambda *_: None)
 
 import click
 import click.formatting

@@ -63,10 +63,11 @@ def test_an_answer_that_fails_is_a_500_and_one_line(capfd):
     the path (wsgiref's own handler prints a traceback)."""
     def broken(environ, start_response):
         raise RuntimeError("no figures")
+    status = None
     with _serving(broken) as address:
         try:
             urllib.request.urlopen(f"http://{address[0]}:{address[1]}/metrics", timeout=60)
         except urllib.error.HTTPError as e:
             status = e.code
     assert status == 500
-    assert capfd.readouterr().err.splitlines() == ["smem: serve: answering '/metrics': RuntimeError: no figures"]
+    assert capfd.readouterr().err.splitlines() == ["smem: serve: answering '/metrics': RuntimeError: 'no figures'"]

@@ -18,7 +18,11 @@ NAMES = [
     "a|b||c <img src=x onerror=alert(1)> *em* _u_ [l](http://x) `c` &amp; {{t}} [[w]] ~~s~~ ![i](y)",
     ".. raw:: html <script>alert(2)</script> @@html:<b>x</b>@@ \\ \\| {{{m}}} 'q' !!",
     "-bash +x+ ^s^ ?c? %p% @c@ \"l\":http://x #h =e= /usr/bin/x",
+    "1. foo(((hidden))) (C) ... C:\\windows\\system32\\services.exe",
+    "iv) A. Einstein",
 ]
+#: a name with a line separator (U+2028): every table shows it as "?", as any control character
+SEPARATED = "a\u2028b"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +75,7 @@ def test_markdown_renders_each_name_as_its_text(capture, style):
     markdown_it = pytest.importorskip("markdown_it")
     page = markdown_it.MarkdownIt("commonmark").enable("table").render(_table(capture, style))
     cells, tags = _rendered_cells(page)
-    assert cells == ["1000", NAMES[0], "1001", NAMES[1], "1002", NAMES[2]]
+    assert cells == [c for i, name in enumerate(NAMES) for c in (str(1000 + i), name)]
     assert tags == []  # (no <img>, <a>, <em>, <code>, <script> made of a name)
 
 
@@ -81,7 +85,7 @@ def test_restructuredtext_renders_each_name_as_its_text(capture):
     page = core.publish_parts(_table(capture, "rst"), writer=Writer(),
                               settings_overrides={"report_level": 5, "raw_enabled": True})["body"]
     cells, tags = _rendered_cells(page)
-    assert cells == ["1000", NAMES[0], "1001", NAMES[1], "1002", NAMES[2]]
+    assert cells == [c for i, name in enumerate(NAMES) for c in (str(1000 + i), name)]
     assert set(tags) <= {"p"}  # (docutils puts a cell's text in a paragraph; nothing else)
 
 
@@ -93,14 +97,14 @@ def test_mediawiki_parses_each_name_as_text(capture):
         kinds |= {type(node).__name__ for node in td.contents.nodes}
         cells.append("".join(node.normalize() if hasattr(node, "normalize") else str(node)
                              for node in td.contents.nodes).strip())
-    assert cells == ["1000", NAMES[0], "1001", NAMES[1], "1002", NAMES[2]]
+    assert cells == [c for i, name in enumerate(NAMES) for c in (str(1000 + i), name)]
     assert kinds <= {"Text", "HTMLEntity"}  # (no link, template, tag or external link)
 
 
 #: the others: (how a row splits into cells, how a cell's text is read back)
 OTHERS = {
-    "jira": (r"(?<!\\)\|", lambda c: re.sub(r"\\(.)", r"\1", c)),
-    "youtrack": (r"(?<!\\)\|", lambda c: re.sub(r"\\(.)", r"\1", c)),
+    "jira": (r"(?<!\\)\|", lambda c: re.sub(r"\\(.)|&#92;", lambda m: m.group(1) or "\\", c)),
+    "youtrack": (r"(?<!\\)\|", lambda c: re.sub(r"\\(.)|&#92;", lambda m: m.group(1) or "\\", c)),
     "asciidoc": (r"\|", html.unescape),
     "textile": (r"\|", lambda c: html.unescape(re.sub(r"^[<>]\. ", "", c))),  # (|>. a cell aligned right)
     "moinmoin": (r"\|\|", lambda c: html.unescape(re.sub(r"^<[^>]*>", "", c))),  # (||<style=...> its style)
@@ -112,11 +116,19 @@ OTHERS = {
 def test_the_other_markup_styles_keep_each_name_in_its_cell(capture, style):
     separator, read_back = OTHERS[style]
     lines = _table(capture, style).splitlines()
-    rows = [line for line in lines if re.search(r"\b100[0-2]\b", line)]
-    assert len(rows) == 3, lines
-    for row, pid, name in zip(rows, (1000, 1001, 1002), NAMES):
+    rows = [line for line in lines if re.search(r"\b100\d\b", line)]
+    assert len(rows) == len(NAMES), lines
+    for row, pid, name in zip(rows, range(1000, 1000 + len(NAMES)), NAMES):
         cells = [c.strip() for c in re.split(separator, row.strip()) if c.strip()]
         assert [read_back(c).strip() for c in cells] == [str(pid), name], (style, row)
+
+
+def test_a_line_separator_in_a_name_is_shown_as_a_control_character(tmp_path):
+    """docutils splits its lines where Python does, at U+2028 too: kept, it would break the table."""
+    path = tmp_path / "separated.tar"
+    path.write_bytes(hc.capture_tar(processes={1000: hc.process_files(1000, cmdline=SEPARATED.encode() + b"\0")}))
+    for style in ("rst", "github", "classic"):
+        assert "a?b" in _table(path, style).splitlines()[-2 if style == "rst" else -1], style
 
 
 def test_latex_raw_and_unsafehtml_are_not_offered(capture):

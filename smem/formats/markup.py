@@ -9,16 +9,19 @@ styles drawn for people to read as they are (plain, simple, grid, psql, ...) nee
 Each style's own escape, applied to every character that can begin markup there:
 
 * Markdown (pipe, github): a backslash before ASCII punctuation (CommonMark 0.31, 2.4), ``:``
-  among it, which keeps a URL from being made a link (GitHub's autolinks).
+  among it, which keeps a URL with a scheme from being made a link (GitHub still links a bare
+  ``www.`` name and an e-mail address: the same text, a link).
 * reStructuredText (rst): a backslash before inline-markup characters, ``:`` and ``@`` (a
   standalone URI or e-mail address is made a link), and before a cell's first character where
   it is punctuation (an explicit markup start such as ``..``; docutils' reStructuredText Markup
   Specification, "Escaping Mechanism").
 * MediaWiki, MoinMoin, Textile, AsciiDoc: a numeric character reference (``&#124;``), which each
   renders as the character and never parses as markup.
-* Jira and YouTrack wiki markup: a backslash before the special character.
+* Jira and YouTrack wiki markup: a backslash before the special character; a backslash itself
+  as a character reference (two are a line break there).
 * Org (orgtbl): ``\\vert{}`` for ``|`` (an Org entity), and a zero-width space inside ``[[``, ``@@``
-  and ``{{{``, which would begin a link, an export snippet or a macro (Org manual, "Escape Character").
+  and ``{{{``, which would begin a link, an export snippet or a macro (Org manual, "Escape
+  Character"); emphasis, subscripts and entities are left to Org, which has no escape for them.
 """
 
 import re
@@ -31,9 +34,12 @@ _ACTIVE = "!\"#$%&'*+-;<=>?@[\\]^_`{|}~"
 
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>|~&!#:])")
 _RST = re.compile(r"([\\`*_|:@])")
-_RST_FIRST = re.compile(r"^([!-/:-@\[-`{-~])")
-_REFERENCE = re.compile("[" + re.escape(_ACTIVE + ":") + "]")  # (":" too: a bare URL is made a link)
-_BACKSLASH = re.compile("([" + re.escape(_ACTIVE) + "])")
+#: what starts a body element at the start of a cell: punctuation (not "/": a path), an enumerator
+_RST_FIRST = re.compile(r"^([!-.:-@\[-`{-~]|(\d+|[A-Za-z]|[ivxlcdmIVXLCDM]+)[.)](\s|$))")
+#: with ":" (a bare URL is made a link), "(" and ")" (AsciiDoc's index terms, (C) and (TM) made
+#: symbols) and a dot beside another (an ellipsis made one character)
+_REFERENCE = re.compile("[" + re.escape(_ACTIVE + ":()") + r"]|\.(?=\.)|(?<=\.)\.")
+_BACKSLASH = re.compile("[" + re.escape(_ACTIVE) + "]")
 _ORG = re.compile(r"(\[\[|@@|\{\{\{)")
 
 
@@ -51,7 +57,7 @@ def _reference(text):
 
 
 def _backslash(text):
-    return _BACKSLASH.sub(r"\\\1", text)
+    return _BACKSLASH.sub(lambda m: "&#92;" if m.group() == "\\" else "\\" + m.group(), text)  # ("\\\\": a line break)
 
 
 def _org(text):

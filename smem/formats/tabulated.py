@@ -23,7 +23,7 @@ def render(rendering, style):
     def cell(column, value):
         text = format_value(column, value, options, table)
         text = cut_to(column, text, column.width) if column.truncate and not options.autosize else text
-        return literal(text) if literal is not None else text
+        return literal(text) if literal is not None and isinstance(value, str) else text  # (a name, not a figure)
 
     extra = table.totals is not None and marker_column(table) is None
     cells = [[""] * extra + [cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
