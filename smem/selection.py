@@ -23,6 +23,10 @@ __all__ = ["Selection", "own_invocation", "MATCH_SECONDS", "MAX_REPEAT"]
 MATCH_SECONDS = 1.0
 
 
+#: how many texts a filter keeps its verdict on (-M: a machine's distinct mapping names)
+MATCHES_KEPT = 65536
+
+
 class _Pattern:
     """A compiled filter each of whose matches is bounded in time.
 
@@ -30,7 +34,7 @@ class _Pattern:
     backtracks) does the matching; without it, ``re``, unbounded.
     """
 
-    __slots__ = ("pattern", "option", "_compiled", "_timed")
+    __slots__ = ("pattern", "option", "_compiled", "_timed", "_found")
 
     def __init__(self, pattern, option):
         self.pattern = pattern
@@ -52,6 +56,18 @@ class _Pattern:
                 why = "nested too deeply"
             raise UsageError(f"invalid regular expression for {option} {_shown(pattern)}: {why}") from None
         self._timed = regex is not None
+        self._found = {}  # text -> whether it matches (matches())
+
+    def matches(self, text):
+        """Whether the pattern is found in ``text``, each distinct text searched once: -M's
+        mapping names repeat in process after process (libc's in all of them), and a search
+        bounded in time costs far more than a dict lookup.  At most :data:`MATCHES_KEPT` kept."""
+        found = self._found.get(text)
+        if found is None:
+            if len(self._found) >= MATCHES_KEPT:
+                self._found.clear()
+            found = self._found[text] = self.search(text) is not None
+        return found
 
     def search(self, text):
         if not self._timed:

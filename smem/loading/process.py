@@ -126,7 +126,7 @@ def read_counters(source, process, selection, needs, fold=None):
     if not rollup_totals or process.rollup is None:
         try:
             raw = source.read_process(pid, "smaps")
-            search = selection.mapping.search if selection.mapping is not None else None
+            search = selection.mapping.matches if selection.mapping is not None else None
             if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_rows"):
                 # a fold that reads each name's figures (the page's): one pass, no Mapping of each
                 # mapping, the process's totals summed with them

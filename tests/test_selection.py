@@ -1,0 +1,34 @@
+"""The -P/-U/-M filters (smem/selection.py): -M's verdict on a mapping name is kept, so a name
+that every process maps is searched once, and what is kept stays bounded."""
+
+import re
+
+from smem import selection
+from smem.selection import Selection
+
+
+def test_a_kept_verdict_is_the_searchs(monkeypatch):
+    monkeypatch.setattr(selection, "MATCHES_KEPT", 4)
+    pattern = Selection(mapping=r"lib|heap|\(deleted\)$").mapping
+    names = ["/usr/lib/x86_64-linux-gnu/libc.so.6", "[heap]", "[stack]", "/memfd:x (deleted)", "", "[vdso]",
+             "/opt/app/bin/app", "/dev/shm/lib (deleted) x"] * 3
+    want = [re.search(r"lib|heap|\(deleted\)$", name) is not None for name in names]
+    assert [pattern.matches(name) for name in names] == want
+    assert len(pattern._found) <= 4  # (dropped when full: the rest searched again, as the first time)
+
+
+def test_mapping_filter_gives_what_a_search_of_each_mapping_gives():
+    """-M over a capture: the mappings kept are those whose name the pattern is found in."""
+    from conftest import FIXTURES
+    from smem.loading import load_reading
+    from smem.model import Need, Needs
+    from smem.sources import open_source
+    source = open_source(str(FIXTURES / "captures" / "faithful.tar.gz"))
+    try:
+        every = load_reading(source, Selection(), needs=Needs(Need.MAPPINGS, None))
+        kept = load_reading(source, Selection(mapping="lib|heap"), needs=Needs(Need.MAPPINGS, None))
+    finally:
+        source.close()
+    want = {p.pid: [m.name for m in p.mappings if re.search("lib|heap", m.name)] for p in every.processes}
+    got = {p.pid: [m.name for m in p.mappings] for p in kept.processes}
+    assert got == {pid: names for pid, names in want.items() if pid in got} and sum(map(len, got.values())) > 50
