@@ -35,8 +35,8 @@ def capture(tmp_path_factory):
     return path
 
 
-def _table(capture, style):
-    result = run_smem("-S", capture, "-F", style, "-a", "-c", "pid command", "-s", "pid")
+def _table(capture, style, columns="pid command"):
+    result = run_smem("-S", capture, "-F", style, "-a", "-c", columns, "-s", "pid")
     assert result.returncode == 0, result.stderr
     return result.stdout.decode()
 
@@ -87,6 +87,10 @@ def test_restructuredtext_renders_each_name_as_its_text(capture):
     cells, tags = _rendered_cells(page)
     assert cells == [c for i, name in enumerate(NAMES) for c in (str(1000 + i), name)]
     assert set(tags) <= {"p"}  # (docutils puts a cell's text in a paragraph; nothing else)
+    # an absent figure's "-" alone in a cell would be an empty bullet list
+    page = core.publish_parts(_table(capture, "rst", "pid ksm"), writer=Writer(), settings_overrides={"report_level": 5})
+    cells, tags = _rendered_cells(page["body"])
+    assert cells == [c for i in range(len(NAMES)) for c in (str(1000 + i), "-")] and set(tags) <= {"p"}
 
 
 def test_mediawiki_parses_each_name_as_text(capture):

@@ -23,7 +23,8 @@ def render(rendering, style):
     def cell(column, value):
         text = format_value(column, value, options, table)
         text = cut_to(column, text, column.width) if column.truncate and not options.autosize else text
-        return literal(text) if literal is not None and isinstance(value, str) else text  # (a name, not a figure)
+        # a name, and the "-" of an absent figure (a list item in rst), not a figure
+        return literal(text) if literal is not None and (value is None or isinstance(value, str)) else text
 
     extra = table.totals is not None and marker_column(table) is None
     cells = [[""] * extra + [cell(c, v) for c, v in zip(table.columns, row)] for row in table.values]
