@@ -74,8 +74,11 @@ class RecordingWriter:
             self._index = os.open(INDEX, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self._dir)
             _cut_partial_line(self._index)
             for sub in ("frames", "anchors"):
-                os.makedirs(os.path.join(self.path, sub), mode=0o700, exist_ok=True)
-                _remove_temporaries(self._dir, sub)
+                try:  # (a file or link where the directory should be: a damaged recording)
+                    os.makedirs(os.path.join(self.path, sub), mode=0o700, exist_ok=True)
+                    _remove_temporaries(self._dir, sub)
+                except OSError as e:
+                    raise OutputError(f"cannot resume {self.path}: {sub}: {e.strerror}") from None
             return True
         if names:
             raise OutputError(f"refusing to record into {self.path}: it is not empty and not a recording "
@@ -155,7 +158,10 @@ def _open_directory(path):
 def _write_whole(directory, sub, leaf, data):
     """``sub/leaf`` under ``directory`` written under a temporary name, synced, renamed into place;
     ``data`` returned."""
-    where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+    try:  # (the recording's directory removed or moved while recording)
+        where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+    except OSError as e:
+        raise OutputError(f"cannot write a frame ({sub}/{leaf}): {e.strerror}") from None
     scratch = f".{leaf}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=where)
