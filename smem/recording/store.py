@@ -9,6 +9,8 @@ one is written only if it is ours (or root's) and is a recording already (then i
 numbering goes on, and the next frame is a key frame) or empty.
 """
 
+import errno
+import fcntl
 import json
 import os
 import secrets
@@ -39,6 +41,12 @@ class RecordingWriter:
         self.smaps_every = smaps_every
         self._dir = _open_directory(path)
         self._index = None
+        try:  # two recorders would number the same frames, and the index would be refused whole
+            fcntl.flock(self._dir, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                self.close()
+                raise OutputError(f"refusing to record into {path}: another smem record is writing it") from None
         try:
             self.resumed = self._start()
         except BaseException:
