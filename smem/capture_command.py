@@ -62,7 +62,9 @@ def run_receive(address, path, stream=None, *, timeout=None, force=False, said=N
                 chunk = spool.read(1 << 20)
                 if not chunk:
                     break
-                out.write(chunk)
+                view = memoryview(chunk)
+                while view:  # a pipe whose reader left mid-write takes part of it, and says so only at the next
+                    view = view[out.write(view) or len(view):]
         if path is None:
             stream.flush()
     except BrokenPipeError:

@@ -19,7 +19,7 @@ from .cli_options import (bundle as _bundle, capture_options, chart_options, exa
                           record_options, report_request, selection_options, serve_from, serve_options, source_options,
                           system_options, table_from, time_options, timeout_option, watched_since)
 from .cli_options import table_options as _table_options
-from .cli_output import note, quiet_broken_pipe, silence_stdout, warn, write, write_bytes
+from .cli_output import note, printable, quiet_broken_pipe, silence_stdout, warn, write, write_bytes
 from .cli_words import PATH, Choice, DefaultGroup, command_suggestion, one_line, option_suggestion, usage_message
 from .errors import SmemError, UsageError
 from .options import ReportRequest
@@ -317,7 +317,7 @@ def serve(**o):
 
 def _fail(message, code):
     if sys.stderr is not None:
-        click.echo(f"smem: {message}", err=True)
+        click.echo(f"smem: {printable(message)}", err=True)
     sys.exit(code)
 
 

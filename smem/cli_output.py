@@ -12,12 +12,18 @@ import click
 from .errors import SmemError
 
 
+def printable(message):
+    """``message`` with each control character (a newline, an escape sequence's ESC) as '?': an error
+    or warning quotes names a capture or a peer chose, which must not forge a line or drive the terminal."""
+    return "".join(c if c.isprintable() else "?" for c in message)
+
+
 def note(message):
-    click.echo(f"smem: {message}", err=True)
+    click.echo(f"smem: {printable(message)}", err=True)
 
 
 def warn(message):
-    click.echo(f"smem: warning: {message}", err=True)
+    click.echo(f"smem: warning: {printable(message)}", err=True)
 
 
 def write(text):

@@ -9,6 +9,8 @@ one is written only if it is ours (or root's) and is a recording already (then i
 numbering goes on, and the next frame is a key frame) or empty.
 """
 
+import errno
+import fcntl
 import json
 import os
 import secrets
@@ -39,6 +41,12 @@ class RecordingWriter:
         self.smaps_every = smaps_every
         self._dir = _open_directory(path)
         self._index = None
+        try:  # two recorders would number the same frames, and the index would be refused whole
+            fcntl.flock(self._dir, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                self.close()
+                raise OutputError(f"refusing to record into {path}: another smem record is writing it") from None
         try:
             self.resumed = self._start()
         except BaseException:
@@ -74,8 +82,11 @@ class RecordingWriter:
             self._index = os.open(INDEX, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self._dir)
             _cut_partial_line(self._index)
             for sub in ("frames", "anchors"):
-                os.makedirs(os.path.join(self.path, sub), mode=0o700, exist_ok=True)
-                _remove_temporaries(self._dir, sub)
+                try:  # (a file or link where the directory should be: a damaged recording)
+                    os.makedirs(os.path.join(self.path, sub), mode=0o700, exist_ok=True)
+                    _remove_temporaries(self._dir, sub)
+                except OSError as e:
+                    raise OutputError(f"cannot resume {self.path}: {sub}: {e.strerror}") from None
             return True
         if names:
             raise OutputError(f"refusing to record into {self.path}: it is not empty and not a recording "
@@ -155,7 +166,10 @@ def _open_directory(path):
 def _write_whole(directory, sub, leaf, data):
     """``sub/leaf`` under ``directory`` written under a temporary name, synced, renamed into place;
     ``data`` returned."""
-    where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+    try:  # (the recording's directory removed or moved while recording)
+        where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+    except OSError as e:
+        raise OutputError(f"cannot write a frame ({sub}/{leaf}): {e.strerror}") from None
     scratch = f".{leaf}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=where)

@@ -186,7 +186,8 @@ class Recording:
             return (self.frames[0].time + seconds if text[0] == "+" else self.frames[-1].time - seconds), 0.0
         clock = re.search(r"\d{1,2}:\d{2}(:\d{2}(\.\d*)?)?", text)
         within = 0.0 if clock is None or clock[2] else 1.0 if clock[1] else 60.0
-        if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?", text):
+        clock_only = re.fullmatch(r"\d{1,2}:\d{2}(:\d{2})?", text)
+        if clock_only:
             day = datetime.datetime.fromtimestamp(self.frames[-1].time).date().isoformat()
             text = f"{day}T{text}"
         try:
@@ -194,6 +195,10 @@ class Recording:
         except ValueError:
             raise UsageError(f"--at takes a frame number, first, last, a time (2026-12-04T16:05:00, 16:05, "
                              f"+10m after the first frame, -10m before the last), not {at[:40]!r}") from None
+        if clock_only and moment.timestamp() > self.frames[-1].time:  # 23:00 in a night that ended at 06:00:
+            before = moment - datetime.timedelta(days=1)              # the day before, if the recording has it
+            if before.timestamp() + within > self.frames[0].time:
+                moment = before
         return moment.timestamp(), within
 
 

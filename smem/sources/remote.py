@@ -58,7 +58,10 @@ def ssh_command(spec):
     host = parts.hostname
     if host.startswith("-") or (parts.username or "").startswith("-"):
         raise UsageError(f"bad host in {spec!r}")
-    argv = shlex.split(os.environ.get("SMEM_SSH", "ssh"))
+    try:
+        argv = shlex.split(os.environ.get("SMEM_SSH", "ssh"))
+    except ValueError as e:  # an unclosed quote
+        raise UsageError(f"SMEM_SSH={os.environ.get('SMEM_SSH', '')[:60]!r}: {e}") from None
     if port is not None:
         argv += ["-p", str(port)]
     if parts.username:
