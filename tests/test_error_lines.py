@@ -32,6 +32,16 @@ def test_errors_are_one_line_on_stderr():
         assert len(err.splitlines()) == 1, err
 
 
+def test_a_name_in_an_error_cannot_forge_a_line_or_drive_the_terminal():
+    """An error, warning or note quotes what the user, a capture or a peer named: its control
+    characters (a newline, the ESC of an OSC 52 clipboard write) are written as '?'."""
+    named = "/nonexistent/x\nsmem: all is well\x1b]52;c;cm0gLXJm\x07"
+    proc = run_smem("-S", named)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err, err
+    assert err.startswith("smem: cannot read /nonexistent/x?smem: all is well?]52;c;cm0gLXJm?"), err
+
+
 def test_unknown_field_goes_to_stderr_with_the_known_fields():
     proc = run_smem("-c", "pid bogus")
     err = proc.stderr.decode()

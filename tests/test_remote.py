@@ -103,6 +103,12 @@ def test_failing_ssh_is_one_error_line(sshd):
         assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1, proc.stderr
 
 
+def test_an_smem_ssh_that_does_not_parse_is_one_usage_line():
+    proc = run_smem("-S", "ssh://127.0.0.1", env={"SMEM_SSH": 'ssh "-p 22'})  # (an unclosed quote)
+    assert proc.returncode == 2 and proc.stderr.decode().startswith("smem: SMEM_SSH='ssh \"-p 22'") \
+        and proc.stderr.count(b"\n") == 1, proc.stderr
+
+
 def test_capture_streamed_through_a_pipe(tmp_path, pid_namespace):
     script = TESTS.parent / "scripts" / "smemcap.sh"
     shell = shutil.which("dash") or "sh"

@@ -18,15 +18,15 @@ import copy
 import io
 import tarfile
 
+from ..compression import compression_of
 from ..errors import CaptureError
-from ..sources.decompressed import MAX_ZSTD_WINDOW
+from ..sources.decompressed import READERS
 from ..sources.base import is_pid_name
 
 __all__ = ["repack", "compress", "LEVEL"]
 
 #: zstd's level for frames and anchors (19 saves a tenth more for three times the CPU)
 LEVEL = 12
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 def _zstd():
@@ -38,15 +38,14 @@ def _members(capture):
     """(TarInfo, bytes or None) of each directory and regular file of a capture (a file object
     at its start, gzip, bzip2, xz, zstd or plain), read once: a received capture was read whole
     by smem.sources.archive first, with its limits, so its size and form are known good."""
-    head = capture.read(4)
+    head = capture.read(8)
     capture.seek(0)
     try:
-        if head == _ZSTD_MAGIC:
-            reader = _zstd().ZstdDecompressor(max_window_size=MAX_ZSTD_WINDOW).stream_reader(
-                capture, read_across_frames=True)
-            tar = tarfile.open(fileobj=reader, mode="r|")
-        else:
-            tar = tarfile.open(fileobj=capture, mode="r|*")
+        # the readers that read it first (sources.decompressed): tarfile's own stream mode stops
+        # at the end of a gzip, bzip2 or xz stream's first part (pigz and pbzip2 write several)
+        found = compression_of(head)
+        reader = READERS[found.name](capture) if found is not None else capture
+        tar = tarfile.open(fileobj=reader, mode="r|")
         with tar:
             for member in tar:
                 if member.isdir():

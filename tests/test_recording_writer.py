@@ -1,0 +1,73 @@
+"""What a recording's directory may not do to smem record (smem/recording/store.py, record.py): hold a
+second recorder, be damaged when a recording is resumed, or receive a capture that smem reads but
+cannot repack as a frame.  Recorders run in the module's PID namespace (conftest's pid_namespace)."""
+
+import gzip
+import io
+import os
+import signal
+import socket
+import tarfile
+import time
+
+import pytest
+
+from conftest import run_smem
+from hostile_inputs import capture_tar, process_files
+from test_recording import index_lines
+from test_tcp_capture import listening_port, smem_in, smem_process
+
+pytest.importorskip("zstandard")
+
+
+def test_a_second_recorder_into_the_same_directory_is_refused(tmp_path, pid_namespace):
+    """Both would number the same frames, and the reader then refuses the whole index."""
+    rec = tmp_path / "rec"
+    first = smem_process("record", "-o", rec, "--interval", "0.2", "--count", "300", namespace=pid_namespace)
+    try:
+        deadline = time.monotonic() + 120
+        while not (rec / "index.jsonl").exists() or len(index_lines(rec)[1]) < 1:
+            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read()
+            time.sleep(0.05)
+        second = run_smem("record", "-o", rec, "--count", "1")
+        assert second.returncode == 1 and second.stderr.decode().splitlines() == [
+            f"smem: refusing to record into {rec}: another smem record is writing it"], second.stderr
+    finally:
+        os.kill(pid_namespace.command_pid(first), signal.SIGINT)  # (nsenter passes no signal on)
+        first.communicate(timeout=120)
+    frames = [f["frame"] for f in index_lines(rec)[1]]
+    assert frames == list(range(1, len(frames) + 1))
+    assert run_smem("-S", rec, "--all-frames", "-F", "csv").returncode == 0
+
+
+@pytest.mark.parametrize("what", ["frames", "anchors"])
+def test_resuming_a_recording_whose_directories_are_files_is_one_line(tmp_path, pid_namespace, what):
+    rec = tmp_path / "rec"
+    smem_in(pid_namespace, "record", "-o", rec, "--count", "1")
+    for child in (rec / what).iterdir():
+        child.unlink()
+    (rec / what).rmdir()
+    (rec / what).write_bytes(b"not a directory")
+    proc = run_smem("record", "-o", rec, "--count", "1")
+    assert proc.returncode == 1 and proc.stderr.decode().splitlines() == [
+        f"smem: cannot resume {rec}: {what}: File exists"], proc.stderr
+
+
+@pytest.mark.parametrize("at", ["a member's end", "inside a member"])
+def test_record_listen_keeps_a_capture_of_several_gzip_streams_whole(tmp_path, at):
+    """pigz and pbzip2 write several streams one after the other, which -S reads whole; tarfile's
+    own stream mode stopped at the first one's end: half the processes recorded without a word,
+    or the recording ended (a cut inside a member)."""
+    tar = capture_tar(processes={pid: process_files(pid) for pid in range(2000, 2060)})
+    with tarfile.open(fileobj=io.BytesIO(tar)) as whole:  # (where a member's header starts, or 100 bytes in)
+        cut = next(m.offset for m in whole if m.name.startswith("2030")) + (0 if at == "a member's end" else 100)
+    several = gzip.compress(tar[:cut]) + gzip.compress(tar[cut:])
+    rec = tmp_path / "rec"
+    proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "1", "--timeout", "600")
+    port = listening_port(proc)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(several)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b"", err  # (its "listening on" line read above: nothing more)
+    assert run_smem("-S", rec, "-c", "pid", "-H", check=True).stdout.split() == \
+        run_smem("-S", "-", "-c", "pid", "-H", input=gzip.compress(tar), check=True).stdout.split()
