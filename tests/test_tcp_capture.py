@@ -198,3 +198,22 @@ def test_the_host_is_required():
 def test_timeout_only_with_tcp():
     proc = run_smem("capture", "--timeout", "3")
     assert proc.returncode == 2 and b"use it with --listen" in proc.stderr
+
+
+def test_a_reader_that_leaves_mid_capture_is_the_cut_off_error():
+    """``smem capture --listen -o - | head -c 10``: what the pipe did not take is lost, and
+    smem says so with exit 1, as ``smem capture -o -`` does (not exit 0 with a capture cut short)."""
+    import random
+    noise = random.Random(5).randbytes(1 << 19)  # (incompressible: more than a pipe holds, one write of it)
+    data = capture_tar(processes={1234: {"cmdline": b"x\0", "stat": b"1234 (x) S 1 1 1 0", "smaps": b"",
+                                         "environ": noise}})
+    proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", "-", "--timeout", "60")
+    port = listening_port(proc)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(data)
+    assert len(proc.stdout.read(10)) == 10
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(120) == 1 and err.splitlines() == [
+        "smem: the capture was cut off: standard output was closed before the end (broken pipe); "
+        "what was written is not a whole capture"], err
