@@ -115,3 +115,22 @@ def test_speed_replays_at_the_recorded_pace(grown):
     proc = run_smem("-S", rec, "--speed", "1000", "-F", "json", "-c", "pid pss", "-P", marker, check=True)
     assert {json.loads(line)["pid"] for line in proc.stdout.splitlines()} == {pid}
     assert run_smem("-S", rec, "--speed", "2", "--interval", "1").returncode == 2
+
+
+def test_at_a_clock_time_in_a_recording_across_midnight_names_the_evening(grown, tmp_path):
+    """A night's recording, 22:00 to 05:0x: --at 23:00 is the evening's 23:00 (its first frame),
+    not the next evening's, which is after the last frame (that one was taken, without a word)."""
+    import datetime
+    import shutil
+    rec, pid, marker, before = grown
+    night = tmp_path / "night"
+    shutil.copytree(rec, night)
+    head, frames = index_lines(night)
+    evening = datetime.datetime.combine(datetime.date(2026, 12, 4), datetime.time(22, 0))
+    times = [evening.timestamp()] + [(evening + datetime.timedelta(hours=7, minutes=k)).timestamp()
+                                     for k in range(1, len(frames))]
+    lines = [json.dumps(head)] + [json.dumps(dict(frame, time=t)) for frame, t in zip(frames, times)]
+    (night / "index.jsonl").write_text("\n".join(lines) + "\n")
+    at = lambda moment: {int(w) for w in run_smem("-S", night, "-c", "pid", "-H", "-P", marker, "--at", moment,
+                                                  check=True).stdout.split()}
+    assert at("23:00") == set() == at("first") and at("05:59") == {pid} == at("last")
