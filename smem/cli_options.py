@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange
+from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, seconds
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
 from .formats import FORMATS, TABLE_FORMATS
@@ -36,7 +36,7 @@ def output_options(what):
 
 #: how long a sender pushing a capture over TCP may be silent
 timeout_option = click.option(
-    "--timeout", type=FiniteRange(min=0, min_open=True), metavar="S",
+    "--timeout", type=seconds(min_open=True), metavar="S",
     help="Over TCP (--listen, -S tcp://): give up on a connected sender silent for S seconds, or "
          "not done after 10 x S (default 60).")
 
@@ -121,7 +121,7 @@ source_options = bundle(
 
 #: reports over time: watching this machine, playing a recording back, and --wss's wait
 time_options = bundle(
-    click.option("--speed", type=FiniteRange(min=0, min_open=True), metavar="X",
+    click.option("--speed", type=FiniteRange(min=0.001, max=1e6), metavar="X",
                  help="With -S RECORDING: play it back as watch mode, at X times its pace."),
     click.option("--all-frames", is_flag=True,
                  help="With -S RECORDING: every frame at once, as watch mode writes them (-F json: JSON Lines, "
@@ -140,7 +140,7 @@ time_options = bundle(
     click.option("--delta", type=Choice(["first", "previous"]), metavar="first|previous",
                  help="With --interval (or --speed, --all-frames): changes since the first report (default) or "
                       "the previous one."),
-    click.option("--max-staleness", "max_staleness", type=FiniteRange(min=0), metavar="SECONDS",
+    click.option("--max-staleness", "max_staleness", type=seconds(), metavar="SECONDS",
                  help="With --interval: re-read only the processes that changed (or whose sharers did), and every "
                       "process at least every SECONDS (default 60; 0: every process at every report)."),
 )
@@ -184,7 +184,7 @@ html_options = bundle(
 record_options = bundle(
     click.option("-o", "--output", metavar="DIR", type=DIRECTORY, required=True,
                  help="The recording's directory: made if absent, resumed if it holds a recording."),
-    click.option("--interval", type=FiniteRange(min=0, min_open=True), metavar="S",
+    click.option("--interval", type=seconds(min_open=True), metavar="S",
                  help="Seconds between two frames of this machine (default 10)."),
     click.option("--count", type=click.IntRange(min=1), metavar="N", help="Stop after N frames."),
     click.option("--duration", metavar="T", help="Stop after T (seconds, or 90s, 10m, 24h, 2d)."),
@@ -204,16 +204,16 @@ serve_options = bundle(
                       "free port, named on stderr)."),
     click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
                  help="Per-process metrics for the N processes with the most PSS (0: none)."),
-    click.option("--min-interval", type=FiniteRange(min=0), default=5.0, show_default=True, metavar="S",
+    click.option("--min-interval", type=seconds(), default=5.0, show_default=True, metavar="S",
                  help="A collection younger than S seconds answers a scrape again, so scrapers share it."),
     click.option("--textfile", metavar="DIR", type=DIRECTORY,
                  help="Write DIR/smem.prom for node_exporter's textfile collector instead of serving HTTP "
                       "(a temporary file renamed into place)."),
-    click.option("--interval", type=FiniteRange(min=0.1), metavar="S",
+    click.option("--interval", type=seconds(min=0.1), metavar="S",
                  help="With --textfile: seconds between two writes (default 60)."),
     click.option("--count", type=click.IntRange(min=1), metavar="N",
                  help="With --textfile: stop after N writes (--count 1 from cron; default: until stopped)."),
-    click.option("--max-staleness", "max_staleness", type=FiniteRange(min=0), default=60.0, show_default=True,
+    click.option("--max-staleness", "max_staleness", type=seconds(), default=60.0, show_default=True,
                  metavar="S", help="Re-read only the processes that changed (or whose sharers did) since the last "
                                    "collection, and every process at least every S seconds (0: every process at "
                                    "every collection)."),

@@ -9,8 +9,9 @@ import click
 import click.shell_completion
 
 from .errors import UsageError
+from .options import MAX_SECONDS
 
-__all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "PATH", "DIRECTORY", "usage_message",
+__all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "seconds", "PATH", "DIRECTORY", "usage_message",
            "one_line", "command_suggestion", "option_suggestion"]
 
 
@@ -82,10 +83,15 @@ class FiniteRange(click.FloatRange):
     comparison with it is false), and a timer or a rate given either ends in a traceback."""
 
     def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
+        number = click.FLOAT.convert(value, param, ctx)  # (finite first: inf past a maximum says so too)
         if not math.isfinite(number):
             raise UsageError(f"{_option_names(param)} takes a finite number, not {value!r}")
-        return number
+        return super().convert(number, param, ctx)
+
+
+def seconds(min=0.0, min_open=False):
+    """A time in seconds from ``min`` to options.MAX_SECONDS: a timer given 1e12 overflows."""
+    return FiniteRange(min=min, min_open=min_open, max=MAX_SECONDS)
 
 
 class _Path(click.ParamType):

@@ -14,7 +14,11 @@ writes, and how often it reads.
 from typing import NamedTuple, Optional, Tuple
 
 __all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "WatchOptions", "ReportRequest",
-           "ServeOptions"]
+           "ServeOptions", "MAX_SECONDS"]
+
+#: the longest time an option may give (an interval, a timeout, a staleness), seconds: 115 days;
+#: the timers it goes to overflow past about 9.2e9 (sleep, select, a socket's timeout)
+MAX_SECONDS = 10_000_000
 
 
 class Query(NamedTuple):

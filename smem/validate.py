@@ -8,11 +8,11 @@ are parsed into smem.options; a rule that depends on the chosen view reads its t
 view registry (imported here, not at the command line's start: --help and completion stay light).
 """
 
-import math
 import os
 
 from . import working_set
 from .errors import UsageError
+from .options import MAX_SECONDS
 
 __all__ = ["report", "diff", "capture", "html", "record", "serve"]
 
@@ -107,8 +107,8 @@ def _watched(view, interval, speed, all_frames, source, at, fmt, exact, charted,
     """Watch mode over ``view``: this machine every --interval, or a recording played back; the
     view it shows."""
     if speed is None and not all_frames:
-        if not 0 < interval < math.inf:
-            raise UsageError(f"--interval takes a number of seconds above 0 (not {interval:g})")
+        if not 0 < interval <= MAX_SECONDS:
+            raise UsageError(f"--interval takes a number of seconds above 0, at most {MAX_SECONDS} (not {interval:g})")
         if source is not None:
             raise UsageError("--interval watches this machine: a capture (-S) is one instant (a recording is "
                              "played back with --speed or --all-frames); on a remote host run smem --interval there")
@@ -133,8 +133,8 @@ def _working_set(view, seconds, source, watching):
     """--wss: this machine's processes, as root, once, in a view with a wss column."""
     if source is not None:
         raise UsageError("--wss measures this machine's processes over time: not a capture or another host")
-    if not 0 < seconds < math.inf:
-        raise UsageError(f"--wss takes a number of seconds above 0 (not {seconds:g})")
+    if not 0 < seconds <= MAX_SECONDS:
+        raise UsageError(f"--wss takes a number of seconds above 0, at most {MAX_SECONDS} (not {seconds:g})")
     working_set.asked_method()
     if os.geteuid() != 0:
         raise UsageError("--wss marks each process's pages (idle page tracking, or /proc/PID/clear_refs): "

@@ -44,8 +44,8 @@ def _refused(*args):
     (["--breakdown", "-u"], "--breakdown accounts for all of MemTotal: use it with -w"),
     (["--shm", "-M", "x"], "the shared memory view attributes memory to every process: it takes no -M"),
     (["--shm", "-P", "x", "--pid", "1"], "the shared memory view attributes memory to every process: it takes no -P or --pid"),
-    (["--interval", "0"], "--interval takes a number of seconds above 0 (not 0)"),
-    (["--interval", "inf"], "--interval takes a number of seconds above 0 (not inf)"),
+    (["--interval", "0"], "--interval takes a number of seconds above 0, at most 10000000 (not 0)"),
+    (["--interval", "inf"], "--interval takes a number of seconds above 0, at most 10000000 (not inf)"),
     (["--interval", "1", "-S", CAPTURE], "--interval watches this machine: a capture (-S) is one instant (a recording "
      "is played back with --speed or --all-frames); on a remote host run smem --interval there"),
     (["--speed", "2", "-S", CAPTURE], "--speed and --all-frames play a recording back: use them with -S RECORDING"),
@@ -55,7 +55,7 @@ def _refused(*args):
      "-F openmetrics is one document, not a stream: watch mode writes json (JSON Lines), csv or a table"),
     (["--shared-with"], "--shared-with needs a selection: -P, -U or --pid"),
     (["--wss", "1", "-S", CAPTURE], "--wss measures this machine's processes over time: not a capture or another host"),
-    (["--wss", "nan"], "--wss takes a number of seconds above 0 (not nan)"),
+    (["--wss", "nan"], "--wss takes a number of seconds above 0, at most 10000000 (not nan)"),
     (["--wss", "1", "-m"], "--wss measures processes' working set: the mappings view has no wss column"),
     (["--wss", "1", "--interval", "1"], "--wss measures once: it does not combine with --interval"),
     (["--recommend", "5", "-u"], "--recommend sizes RAM for the whole system: use it with -w"),
@@ -152,6 +152,26 @@ def test_no_nan_or_inf(tmp_path, args):
     args = [str(tmp_path / a) if a in ("rec", "x") else a for a in args]
     said = _refused(*args)
     assert said.startswith("smem: --") and said.endswith(("not 'nan'", "not 'inf'")), said
+
+
+@pytest.mark.parametrize("args", [
+    ["--interval", "1e12", "--count", "2"],
+    ["record", "-o", "rec", "--interval", "1e12", "--count", "2"],
+    ["capture", "--listen", "127.0.0.1:0", "--timeout", "1e12", "-o", "x"],
+    ["serve", "--max-staleness", "1e20"],
+    ["serve", "--textfile", ".", "--interval", "1e10", "--count", "2"],
+])
+def test_no_time_past_what_a_timer_takes(tmp_path, args):
+    """A sleep, a select or a socket's timeout overflows past about 9.2e9 s: a time option over
+    options.MAX_SECONDS is refused in one line, not a traceback once the first sleep used it."""
+    args = [str(tmp_path / a) if a in ("rec", "x") else a for a in args]
+    said = _refused(*args)
+    assert said.startswith("smem: --") and "10000000" in said, said
+
+
+def test_no_speed_that_stops_the_clock(recording):
+    said = _refused("-S", recording, "--speed", "1e-308")
+    assert said.startswith("smem: --speed: 1e-308 is not in the range 0.001<=x<=1000000"), said
 
 
 def test_no_nan_speed(recording):
