@@ -229,14 +229,24 @@ class _Target:
         return looks_like(head)
 
     def rewrite_from(self, scratch_fd):
-        """Copy the finished scratch file over the existing file's content, in place."""
+        """Copy the finished scratch file over the existing file's content, in place: the room for
+        it taken first (posix_fallocate), so that a disk that fills leaves the old content whole
+        and an error, not the old content cut short."""
         fd = self.existing
         try:
             os.set_blocking(fd, True)
-            os.ftruncate(fd, 0)
+            size = os.fstat(scratch_fd).st_size
+            if size:
+                try:
+                    os.posix_fallocate(fd, 0, size)
+                except OSError as e:  # (a file system without it: written as before)
+                    if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                        raise
             os.lseek(scratch_fd, 0, os.SEEK_SET)
+            os.lseek(fd, 0, os.SEEK_SET)
             with open(scratch_fd, "rb", closefd=False) as src, open(fd, "wb", closefd=False) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
+            os.ftruncate(fd, size)  # (what is left of a longer old content)
             os.fsync(fd)
         except OSError as e:
             raise write_error(self.path, e) from None

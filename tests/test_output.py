@@ -292,3 +292,38 @@ def test_a_planted_hard_link_is_not_written_through(tmp_path):
     assert "hard links" in line and "--force" not in line
     assert run_smem(*BAR, "-o", planted, "--force").returncode == 0
     assert elsewhere.read_bytes() == before  # --force replaced the name, not the shared file
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB tmpfs of its own (mount(8)), unmounted after."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(where)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)])
+
+
+def test_a_disk_that_fills_keeps_the_old_page_whole(small_disk, tmp_path):
+    """An old page rewritten in place (its name, owner and links kept) on a disk without room for
+    the longer new one: the old page stays as it was, and the error is one line (it was cut to
+    what fitted: its old length and the little room left)."""
+    old, new = FIXTURES / "captures" / "faithful.tar.gz", FIXTURES / "captures" / "quirks.tar.gz"
+    run_smem("html", "-S", new, "-o", tmp_path / "new.html", check=True)
+    page = small_disk / "page.html"
+    run_smem("html", "-S", old, "-o", page, check=True)
+    before = page.read_bytes()
+    grows = (tmp_path / "new.html").stat().st_size - len(before)
+    assert grows > 3 * 4096  # (the quirks page is the longer: the rewrite needs room the disk lacks)
+    free = os.statvfs(small_disk)  # (the scratch copy is an unnamed file elsewhere: room for half the growth)
+    (small_disk / "filler").write_bytes(bytes(free.f_bavail * free.f_frsize - grows // 2))
+    proc = run_smem("html", "-S", new, "-o", page)
+    assert proc.returncode == 1 and proc.stderr.count(b"\n") == 1 and b"No space left" in proc.stderr, proc.stderr
+    assert page.read_bytes() == before
+    (small_disk / "filler").unlink()
+    run_smem("html", "-S", new, "-o", page, check=True)  # (with room: rewritten whole, as long as a new one)
+    rewritten = page.read_bytes()
+    assert rewritten.endswith(b"</html>\n") and abs(len(rewritten) - (tmp_path / "new.html").stat().st_size) < 64
