@@ -71,3 +71,15 @@ def test_record_listen_keeps_a_capture_of_several_gzip_streams_whole(tmp_path, a
     assert proc.returncode == 0 and err == b"", err  # (its "listening on" line read above: nothing more)
     assert run_smem("-S", rec, "-c", "pid", "-H", check=True).stdout.split() == \
         run_smem("-S", "-", "-c", "pid", "-H", input=gzip.compress(tar), check=True).stdout.split()
+
+
+def test_a_capture_larger_than_a_frame_may_be_is_refused_before_it_is_held(monkeypatch):
+    """A capture may inflate to 4 GiB, a frame to 1 GiB (what the reader takes): a push of zeros
+    past that was held whole, several times over, and written as a frame no reader would read."""
+    from smem.errors import CaptureError
+    from smem.recording import frames
+    tar = capture_tar(processes={pid: process_files(pid) for pid in range(2000, 2010)})
+    assert frames.repack(io.BytesIO(gzip.compress(tar)), True)[2] == 10
+    monkeypatch.setattr(frames, "MAX_FRAME_BYTES", len(tar) // 2)
+    with pytest.raises(CaptureError, match="the most a frame holds"):
+        frames.repack(io.BytesIO(gzip.compress(tar)), True)

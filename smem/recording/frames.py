@@ -21,6 +21,7 @@ import tarfile
 from ..compression import compression_of
 from ..errors import CaptureError
 from ..sources.decompressed import READERS
+from ..sources.recorded import MAX_FRAME_BYTES
 from ..sources.base import is_pid_name
 
 __all__ = ["repack", "compress", "LEVEL"]
@@ -37,7 +38,9 @@ def _zstd():
 def _members(capture):
     """(TarInfo, bytes or None) of each directory and regular file of a capture (a file object
     at its start, gzip, bzip2, xz, zstd or plain), read once: a received capture was read whole
-    by smem.sources.archive first, with its limits, so its size and form are known good."""
+    by smem.sources.archive first, with its limits, so its form is known good; one that inflates
+    past what a frame may hold (MAX_FRAME_BYTES, less than a capture may) is refused here, before
+    it is held (a push of a few MiB of zeros inflates to gigabytes)."""
     head = capture.read(8)
     capture.seek(0)
     try:
@@ -46,8 +49,13 @@ def _members(capture):
         found = compression_of(head)
         reader = READERS[found.name](capture) if found is not None else capture
         tar = tarfile.open(fileobj=reader, mode="r|")
+        held = 1024  # (the tar's end)
         with tar:
             for member in tar:
+                held += 512 + -(-member.size // 512) * 512 if member.isreg() else 512
+                if held > MAX_FRAME_BYTES:  # (a reader refuses it: it is not held, nor written)
+                    raise CaptureError(f"the capture inflates past {MAX_FRAME_BYTES >> 20} MiB, the most a frame "
+                                       f"holds (member {member.name[:80]!r})")
                 if member.isdir():
                     yield member, None
                 elif member.isreg():

@@ -89,7 +89,7 @@ def record_pushed(path, address, timeout=None, count=None, duration=None, smaps_
             source, spool = received
             source.close()
             with spool:
-                try:  # a capture smem reads but cannot repack (a multi-stream gzip, bzip2, xz) costs only itself
+                try:  # a capture smem reads but will not keep as a frame (larger than one may be) costs only itself
                     writer.add(spool, time.time())
                 except CaptureError as e:
                     if warn is not None:
