@@ -134,3 +134,17 @@ def test_at_a_clock_time_in_a_recording_across_midnight_names_the_evening(grown,
     at = lambda moment: {int(w) for w in run_smem("-S", night, "-c", "pid", "-H", "-P", marker, "--at", moment,
                                                   check=True).stdout.split()}
     assert at("23:00") == set() == at("first") and at("05:59") == {pid} == at("last")
+
+
+def test_all_frames_parse_the_index_once(grown, monkeypatch):
+    """Each frame opens the recording again: its index was parsed again each time, every line of
+    it, so that playing a day of frames took hours; it is parsed once while the file is the same."""
+    from smem.sources import recorded
+    rec = grown[0]
+    frames = len(index_lines(rec)[1])
+    parsed = []
+    monkeypatch.setattr(recorded, "_entry", lambda line, where, entry=recorded._entry: parsed.append(line) or
+                        entry(line, where))
+    monkeypatch.setattr(recorded, "_LAST_INDEX", [None, None], raising=False)  # (nothing kept from before)
+    run_smem("-S", rec, "--all-frames", "-F", "csv", "-c", "pid pss", check=True)
+    assert frames >= 3 and len(parsed) == frames

@@ -76,6 +76,10 @@ def _entry(line, where):
     return FrameEntry(number, float(when), smaps, anchor, processes)
 
 
+#: (identity of the index file last parsed, what it parsed to): Recording._index
+_LAST_INDEX = [None, None]
+
+
 class Recording:
     """A recording's index, read once; :meth:`frame_bytes` inflates a frame."""
 
@@ -86,8 +90,7 @@ class Recording:
         except OSError as e:
             raise SourceError(f"cannot read {path}: {e.strerror}") from None
         try:
-            text = self._read(INDEX, MAX_INDEX_BYTES)
-            self.header, self.frames = self._parse(text)
+            self.header, self.frames = self._index()
         except BaseException:
             os.close(self._dir)
             raise
@@ -120,6 +123,22 @@ class Recording:
                 return f.read(limit + 1)
         finally:
             os.close(fd)
+
+    def _index(self):
+        """(header, frames) of the index, parsed once while its file is the same (device, inode,
+        size, time): a recording played back opens it at every frame, and parsing each line
+        every time made --all-frames take time as the square of the frames."""
+        try:
+            info = os.stat(INDEX, dir_fd=self._dir, follow_symlinks=False)
+            key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
+        except OSError:
+            key = None  # (_read says what is wrong)
+        if key is not None and _LAST_INDEX[0] == key:
+            return _LAST_INDEX[1]
+        parsed = self._parse(self._read(INDEX, MAX_INDEX_BYTES))
+        if key is not None:
+            _LAST_INDEX[:] = [key, parsed]
+        return parsed
 
     def _parse(self, text):
         lines = text.split(b"\n")
