@@ -51,28 +51,35 @@ def run_receive(address, path, stream=None, *, timeout=None, force=False, said=N
     must be), then write it as it came to ``path`` (or ``stream``).  ``said``: the listening line."""
     from .output import output_file
     from .sources.tcp import DEFAULT_TIMEOUT, Listener
-    with Listener(address, timeout or DEFAULT_TIMEOUT, said) as listener:
-        source, spool = listener.capture()
-    source.close()
+    # -o is checked (and where it is written made) before the wait: a capture that took its target
+    # minutes to send is not lost to a directory that is not there
     target = (output_file(path, force=force, what="capture", private=True) if path is not None
               else contextlib.nullcontext(stream))
+    with target as out:
+        with Listener(address, timeout or DEFAULT_TIMEOUT, said) as listener:
+            source, spool = listener.capture()
+        source.close()
+        with spool:
+            _copy(spool, out, path)
+    return []
+
+
+def _copy(spool, out, path):
+    """The received capture, as it came, to ``out`` (``path``, or standard output where None)."""
     try:
-        with spool, target as out:
-            while True:
-                chunk = spool.read(1 << 20)
-                if not chunk:
-                    break
-                view = memoryview(chunk)
-                while view:  # a pipe whose reader left mid-write takes part of it, and says so only at the next
-                    view = view[out.write(view) or len(view):]
-        if path is None:
-            stream.flush()
+        while True:
+            chunk = spool.read(1 << 20)
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while view:  # a pipe whose reader left mid-write takes part of it, and says so only at the next
+                view = view[out.write(view) or len(view):]
+        out.flush()
     except BrokenPipeError:
         raise
     except OSError as e:
         where = f" to {path}" if path is not None else ""
         raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
-    return []
 
 
 @contextlib.contextmanager

@@ -217,3 +217,12 @@ def test_a_reader_that_leaves_mid_capture_is_the_cut_off_error():
     assert proc.wait(120) == 1 and err.splitlines() == [
         "smem: the capture was cut off: standard output was closed before the end (broken pipe); "
         "what was written is not a whole capture"], err
+
+
+def test_an_output_that_cannot_be_written_is_said_before_the_wait(tmp_path):
+    """-o in a directory that is not there: one line at once, not after a target's capture came
+    (minutes later, and then lost)."""
+    proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", tmp_path / "missing" / "x.tgz")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and err.decode().splitlines() == [
+        f"smem: cannot write {tmp_path / 'missing' / 'x.tgz'}: No such file or directory"], err
