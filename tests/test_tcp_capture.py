@@ -193,6 +193,8 @@ def test_the_host_is_required():
     assert proc.returncode == 2 and b"the host is required" in proc.stderr
     proc = run_smem("-S", "tcp://5555")
     assert proc.returncode == 2 and b"HOST:PORT" in proc.stderr
+    proc = run_smem("-S", "tcp://127.0.0.1:0")  # (any free port, named nowhere: it waited for ever)
+    assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"needs the port" in proc.stderr
 
 
 def test_timeout_only_with_tcp():

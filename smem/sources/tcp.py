@@ -168,7 +168,10 @@ def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=Fal
     from .archive import ArchiveSource
     from .archive_stream import ArchiveStream
     from .capture_file import CaptureFile
-    address = spec[len("tcp://"):].rstrip("/")
-    with Listener(parse_address(address, "-S tcp://"), timeout) as listener:
+    address = parse_address(spec[len("tcp://"):].rstrip("/"), "-S tcp://")
+    if address[1] == 0:  # (any free port, which a report names nowhere: no target could find it)
+        raise UsageError("-S tcp:// needs the port the target sends to (0 is any free port, named nowhere); "
+                         "smem capture --listen HOST:0 says the one it takes")
+    with Listener(address, timeout) as listener:
         spool, name = listener.receive()
     return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping)
