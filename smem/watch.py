@@ -37,6 +37,7 @@ import os
 import time
 
 from .app import pids_not_found, plan, read_snapshot
+from .errors import CaptureError
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
 from .report import format_value, make_table
@@ -141,15 +142,43 @@ def _streamed(request, the_plan, options, write, warn):
     frames = _Frames(request, the_plan)
     fmt = FORMATS[options.format]
     said = set()
+    damaged = _Damaged()
     for number, recorded, due in _schedule(request, frames):
         time.sleep(max(due - time.monotonic(), 0.0))
-        frames.read(number, recorded)
+        if not damaged.read(frames, number, recorded):
+            continue
         for warning in frames.warnings:
             if warning not in said:
                 said.add(warning)
                 warn(warning)
         write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame,
                                    memo=frames.memo)))
+    damaged.said()
+
+
+class _Damaged:
+    """The frames of a recording that could not be read: each costs only itself (the others are
+    played), and the playback then ends with one error line naming the first and how many."""
+
+    def __init__(self):
+        self.errors = []
+
+    def read(self, frames, number, recorded):
+        """frames.read(number, recorded); False where it is a recording's frame that is damaged."""
+        try:
+            frames.read(number, recorded)
+        except CaptureError as e:
+            if recorded is None:
+                raise
+            self.errors.append(e)
+            return False
+        return True
+
+    def said(self):
+        if self.errors:
+            more = len(self.errors) - 1
+            raise CaptureError(f"{self.errors[0]}" + (f" (and {more} more frame{'s' * (more > 1)})" if more else "")
+                               + ": skipped, the other frames played")
 
 
 def _schedule(request, frames):
@@ -173,7 +202,6 @@ def _replayed(request, frames):
         entries = recording.frames
     entries = entries[:request.watch.count] if request.watch.count is not None else entries
     if not entries:
-        from .errors import CaptureError
         raise CaptureError(f"{request.query.source}: the recording has no frame yet")
     frames.count = len(entries)
     started, first = time.monotonic(), entries[0].time if entries else 0.0
@@ -188,14 +216,19 @@ def _on_screen(request, the_plan, options, screen):
     upcoming = _schedule(request, frames)
     number, recorded, next_at = next(upcoming)
     drawn_at = None  # the terminal's size at the last drawing
+    damaged = _Damaged()
     while True:
         if not state["paused"] and time.monotonic() >= next_at:
-            frames.read(number, recorded)
-            drawn_at = _draw(screen, frames, options, state, watch)
+            if damaged.read(frames, number, recorded):
+                drawn_at = _draw(screen, frames, options, state, watch)
             following = next(upcoming, None)
             if following is None:
+                damaged.said()
                 return  # the last frame stays on the screen
             number, recorded, next_at = following
+        if frames.current is None:  # (the first frames damaged: nothing to sort or draw yet)
+            time.sleep(max(min(1.0, next_at - time.monotonic()), 0.0))
+            continue
         # at least every second: a resized terminal is drawn again at its new size, paused or not
         keys = screen.keys(min(1.0, 3600.0 if state["paused"] else next_at - time.monotonic()))
         stale = screen.size() != drawn_at

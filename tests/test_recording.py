@@ -152,3 +152,6 @@ def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
         proc = run_smem(*args)
         lines = proc.stderr.decode().splitlines()
         assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"smem: {rec}"), (args, lines)
+        if "--all-frames" in args and kind.startswith("a frame"):  # (frame 2 damaged: frame 1 is played)
+            assert lines[0].endswith(": skipped, the other frames played"), lines
+            assert {row.split(",")[1] for row in proc.stdout.decode().splitlines()[1:]} == {"1"}, proc.stdout
