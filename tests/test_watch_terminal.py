@@ -236,3 +236,24 @@ def test_a_wide_terminal_shows_whole_names_and_lines_and_folds_gone_rows():
             if child.poll() is None:
                 child.stdin.close()
                 child.wait()
+
+
+def test_a_recording_whose_first_frame_is_damaged_plays_the_rest_on_a_terminal(tmp_path, pid_namespace):
+    """The others drawn, the terminal restored, then the one error line and exit 1."""
+    pytest.importorskip("zstandard")
+    rec = tmp_path / "rec"
+    recorder = subprocess.run(pid_namespace.argv([sys.executable, "-m", "smem", "record", "-o", str(rec),
+                                                  "--interval", "0.1", "--count", "3"], cwd=TESTS.parent),
+                              cwd=TESTS.parent, capture_output=True, timeout=600)
+    assert recorder.returncode == 0, recorder.stderr
+    (rec / "frames" / "000001.zst").write_bytes(b"damaged")
+    proc, screen, slave, modes = _on_a_terminal("-S", rec, "--speed", "1000")
+    try:
+        screen.wait_for(rb"frame 3/3 ")
+        assert screen.finish(proc) == 1
+        assert termios.tcgetattr(slave) == modes
+    finally:
+        _close(proc, screen, slave)
+    assert b"frame 2/3 " in screen.seen and b"frame 1/3 " not in screen.seen
+    assert screen.seen.rstrip().endswith(b"frames/000001.zst: damaged or cut short: not a zstd frame: "
+                                         b"skipped, the other frames played")
