@@ -30,7 +30,7 @@ from .views.columns import Sizing
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "recording_readings", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
 
 
 class Result(NamedTuple):
@@ -189,19 +189,6 @@ def _measure_working_set(source, selection, seconds, warnings):
     working_set, notes = measure(source, selected_pids(source, selection), seconds)
     warnings.extend(notes)
     return working_set
-
-
-def recording_readings(request, the_plan=None):
-    """(time, Snapshot) of each frame of the recording ``request.query.source``, in order, read as
-    ``the_plan`` (by default ``plan(request)``) says: a recording over time, for a page or a chart.
-    ``time`` is seconds since the epoch when the frame was taken (or received)."""
-    from .sources.recorded import Recording
-    the_plan = plan(request) if the_plan is None else the_plan
-    with Recording(request.query.source) as recording:
-        entries = list(recording.frames)
-    for entry in entries:
-        snapshot, _ = read_snapshot(request, the_plan, at=str(entry.number))
-        yield entry.time, snapshot
 
 
 def run_report(request: ReportRequest) -> Result:

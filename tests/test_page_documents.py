@@ -117,3 +117,10 @@ def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
     described = timeline["instants"]["0"]["process"]["source"]["description"]
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
     assert re.fullmatch(rf"recording {re.escape(str(rec))} frame 1( \(the key frame for frame \d+\))?, {when}", described)
+    # a damaged frame costs only itself: the page is of the others, with one warning
+    (rec / "frames" / "000002.zst").write_bytes(b"damaged")
+    made = run_smem("html", "-S", rec, "-o", tmp_path / "damaged.html")
+    assert made.returncode == 0 and made.stderr.decode().splitlines() == [
+        f"smem: warning: {rec}: frames/000002.zst: damaged or cut short: not a zstd frame: left out of the page"]
+    timeline = embedded((tmp_path / "damaged.html").read_text())["timeline"][0]
+    assert [f["number"] for f in timeline["summary"]["frames"]] == [1, 3]

@@ -30,10 +30,13 @@ def _spread(count, wanted):
     return sorted({round(i * step) for i in range(wanted)} | {count - 1})
 
 
-def _frame_summaries(request):
-    """(time, process JSON, breakdown JSON) of each frame: the processes' PSS as plain ``smem``
-    reads it (smaps_rollup, so a frame without smaps still has each process's own figure)."""
-    from ..app import plan, recording_readings
+def _frame_summaries(request, entries, damaged):
+    """(entry, process JSON, breakdown JSON) of each frame of ``entries`` that can be read: the
+    processes' PSS as plain ``smem`` reads it (smaps_rollup, so a frame without smaps still has
+    each process's own figure); the error of each that cannot is added to ``damaged`` (one
+    damaged frame costs only itself, docs/capture-format.md)."""
+    from ..app import plan, read_snapshot
+    from ..errors import CaptureError
     from ..formats import Rendering, render
     from ..options import ReportRequest, SystemOptions, TableOptions
     from ..report import make_table
@@ -45,9 +48,14 @@ def _frame_summaries(request):
     # two readings of each frame: the breakdown reads every mapping, the processes' PSS must not
     breakdown_request = request._replace(query=request.query._replace(view="breakdown"), table=areas)
     process_plan, breakdown_plan = plan(request), plan(breakdown_request)
-    for (when, snapshot), (_, whole) in zip(recording_readings(request, process_plan),
-                                            recording_readings(breakdown_request, breakdown_plan)):
-        yield (when, render(Rendering(make_table([snapshot], process_plan.view, processes, system), processes, snapshot)),
+    for entry in entries:
+        try:
+            snapshot, _ = read_snapshot(request, process_plan, at=str(entry.number))
+            whole, _ = read_snapshot(breakdown_request, breakdown_plan, at=str(entry.number))
+        except CaptureError as e:
+            damaged.append(e)
+            continue
+        yield (entry, render(Rendering(make_table([snapshot], process_plan.view, processes, system), processes, snapshot)),
                render(Rendering(make_table([whole], breakdown_plan.view, areas, breakdown_request.system), areas, whole)))
 
 
@@ -65,10 +73,10 @@ def timeline_documents(request, entries):
     documents; the top processes' PSS and the areas' used KiB per frame; and the whole documents
     (``data.json``'s shape) of the frames the slider stops at."""
     from .html import data_json
-    full = set(_spread(len(entries), FULL_FRAMES))
-    frames, pss, areas, instants, warnings = [], [], [], {}, []
+    frames, pss, areas, instants, warnings, damaged, read = [], [], [], {}, [], [], []
     names, area_names = {}, []
-    for index, (when, process_doc, system_doc) in enumerate(_frame_summaries(request)):
+    for entry, process_doc, system_doc in _frame_summaries(request, entries, damaged):
+        read.append(entry)
         rows = json.loads(process_doc)["rows"]
         pss.append({row["pid"]: row["pss"] for row in rows if row.get("pss") is not None})
         for row in rows:
@@ -79,7 +87,15 @@ def timeline_documents(request, entries):
                 area_names.append(row["area"])
             used[row["area"]] = row.get("used")
         areas.append(used)
-        frames.append({"time": when, "number": entries[index].number})
+        frames.append({"time": entry.time, "number": entry.number})
+    if damaged:  # (the page is of the frames that could be read)
+        more = len(damaged) - 1
+        warnings.append(f"{damaged[0]}" + (f" (and {more} more frame{'s' * (more > 1)})" if more else "")
+                        + ": left out of the page")
+    if not read:
+        raise damaged[0]
+    entries = read
+    full = set(_spread(len(entries), FULL_FRAMES))
     numbers = {entry.number: i for i, entry in enumerate(entries)}
     for index in sorted(full):
         documents, meta, said = page_documents(request, at=str(entries[index].number))
