@@ -7,8 +7,9 @@ The ssh command is an argument vector; set ``SMEM_SSH`` (split like a shell
 would, as git's GIT_SSH_COMMAND) to use another client or add options.
 
 What the host sends is bounded: at most MAX_REMOTE_BYTES, and a host that sends
-nothing for SMEM_SSH_TIMEOUT seconds (default DEFAULT_TIMEOUT) is given up on, so
-a stalled host or a runaway remote command cannot hang smem or fill its memory.
+nothing for SMEM_SSH_TIMEOUT seconds (default DEFAULT_TIMEOUT), or is not done after ten
+times that, is given up on (as a TCP sender is), so a stalled host, one that trickles a
+byte a minute, or a runaway remote command cannot hang smem or fill its memory.
 """
 
 import os
@@ -101,9 +102,14 @@ def _run(argv, script, spec):
             sel.register(proc.stderr, selectors.EVENT_READ)
             reading = 2
             last = time.monotonic()
+            done_by = last + 10 * timeout
             while reading:
-                events = sel.select(timeout=max(0.0, last + timeout - time.monotonic()))
-                if not events:
+                now = time.monotonic()
+                if now >= done_by:
+                    raise SourceError(f"{spec}: the host was not done after {10 * timeout:g} s: given up "
+                                      "(set SMEM_SSH_TIMEOUT to wait longer)")
+                events = sel.select(timeout=max(0.0, min(last + timeout, done_by) - now))
+                if not events and time.monotonic() < done_by:
                     raise SourceError(f"{spec}: nothing from the host for {timeout:g} s: given up "
                                       "(set SMEM_SSH_TIMEOUT to wait longer)")
                 last = time.monotonic()
