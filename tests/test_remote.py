@@ -103,6 +103,14 @@ def test_failing_ssh_is_one_error_line(sshd):
         assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1, proc.stderr
 
 
+def test_an_empty_smem_ssh_is_ssh(monkeypatch):
+    """SMEM_SSH set but empty (or blank) runs ssh, as unset does; it ran '--'."""
+    from smem.sources.remote import ssh_command
+    for empty in ("", "  "):
+        monkeypatch.setenv("SMEM_SSH", empty)
+        assert ssh_command("ssh://example.org")[0] == "ssh"
+
+
 def test_an_smem_ssh_that_does_not_parse_is_one_usage_line():
     proc = run_smem("-S", "ssh://127.0.0.1", env={"SMEM_SSH": 'ssh "-p 22'})  # (an unclosed quote)
     assert proc.returncode == 2 and proc.stderr.decode().startswith("smem: SMEM_SSH='ssh \"-p 22'") \

@@ -60,7 +60,7 @@ def ssh_command(spec):
     if host.startswith("-") or (parts.username or "").startswith("-"):
         raise UsageError(f"bad host in {spec!r}")
     try:
-        argv = shlex.split(os.environ.get("SMEM_SSH", "ssh"))
+        argv = shlex.split(os.environ.get("SMEM_SSH") or "ssh") or ["ssh"]  # (set but empty or blank: ssh)
     except ValueError as e:  # an unclosed quote
         raise UsageError(f"SMEM_SSH={os.environ.get('SMEM_SSH', '')[:60]!r}: {e}") from None
     if port is not None:
