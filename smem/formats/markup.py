@@ -29,7 +29,8 @@ import re
 __all__ = ["escaper"]
 
 #: ASCII punctuation that may begin markup in the styles escaped with references or backslashes;
-#: / . , : ( ) and space are left as they are, so paths and command lines stay readable
+#: / . , : ( ) and space are not in it, so paths and command lines stay readable (the reference
+#: styles add ":", "(", ")" and dots beside dots: _REFERENCE)
 _ACTIVE = "!\"#$%&'*+-;<=>?@[\\]^_`{|}~"
 
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>|~&!#:])")
