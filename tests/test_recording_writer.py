@@ -83,3 +83,45 @@ def test_a_capture_larger_than_a_frame_may_be_is_refused_before_it_is_held(monke
     monkeypatch.setattr(frames, "MAX_FRAME_BYTES", len(tar) // 2)
     with pytest.raises(CaptureError, match="the most a frame holds"):
         frames.repack(io.BytesIO(gzip.compress(tar)), True)
+
+
+_CUT_INDEX_LINE = """
+import gzip, io, os, resource, sys
+from hostile_inputs import capture_tar, process_files
+from smem.errors import OutputError
+from smem.recording.store import RecordingWriter
+capture = gzip.compress(capture_tar(processes={pid: process_files(pid) for pid in range(2000, 2003)}))
+index = os.path.join(sys.argv[1], "index.jsonl")
+with RecordingWriter(sys.argv[1]) as writer:
+    for _ in range(3):
+        writer.add(io.BytesIO(capture))
+    before = os.path.getsize(index)
+    # room for the next frame (a few bytes against its anchor), not for the index line after it
+    resource.setrlimit(resource.RLIMIT_FSIZE, (before + 20, resource.RLIM_INFINITY))
+    try:
+        writer.add(io.BytesIO(capture))
+    except OutputError as e:
+        print(e)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    print(os.path.getsize(index) - before)
+    writer.add(io.BytesIO(capture))
+"""
+
+
+def test_an_index_line_the_disk_cuts_short_is_taken_back(tmp_path):
+    """A line appended in part (the disk full, or the file size limit, in the middle of it) was
+    left there, and the next frame's line ran on from it: one line the reader refused, and with
+    it the recording.  Python ignores SIGXFSZ, so the write past RLIMIT_FSIZE is cut short."""
+    import subprocess
+    import sys
+    from conftest import TESTS
+    rec = tmp_path / "rec"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]))
+    out = subprocess.run([sys.executable, "-c", _CUT_INDEX_LINE, str(rec)], env=env, capture_output=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stderr == b"", out.stderr
+    error, grown = out.stdout.decode().splitlines()
+    assert error == f"cannot write {rec}/index.jsonl: File too large" and grown == "0"
+    assert [f["frame"] for f in index_lines(rec)[1]] == [1, 2, 3, 4]
+    listed = run_smem("-S", rec, "--all-frames", "-c", "pid", "-H", check=True).stdout.split()
+    assert [listed.count(pid) for pid in (b"2000", b"2001", b"2002")] == [4, 4, 4], listed  # (each frame's)

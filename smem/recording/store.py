@@ -134,8 +134,7 @@ class RecordingWriter:
         line = json.dumps({"frame": number, "time": entry.time, "smaps": key, "anchor": entry.anchor,
                            "processes": processes}) + "\n"
         try:
-            os.write(self._index, line.encode())
-            os.fsync(self._index)
+            _append_line(self._index, line.encode())
         except OSError as e:
             raise OutputError(f"cannot write {self.path}/{INDEX}: {e.strerror}") from None
         self.next_number = number + 1
@@ -193,6 +192,24 @@ def _write_whole(directory, sub, leaf, data):
             except OSError:
                 pass
         os.close(where)
+
+
+def _append_line(fd, line):
+    """Append ``line`` to the index whole, synced, or not at all: a write the disk's end (or the
+    file size limit) cuts short is taken back, where the next line would have run on from it
+    and made the index one the reader refuses."""
+    start = os.fstat(fd).st_size
+    view = memoryview(line)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError:
+        try:
+            os.ftruncate(fd, start)
+        except OSError:
+            pass  # (what the resumed recording's _cut_partial_line drops)
+        raise
 
 
 def _cut_partial_line(fd):
