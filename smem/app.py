@@ -110,15 +110,18 @@ def _companion_options(view, companion, options):
     return options._replace(columns=keys or None, sort=None)
 
 
-def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
+def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_option=None):
     """(Snapshot, warnings): the source ``spec`` (the query's by default, and its frame ``at`` of a
-    recording) read as ``the_plan`` says, sized and accounted as asked.  ``load``: what reads the
+    recording, given by ``at_option``: by default --at, smem diff's --to) read as ``the_plan`` says,
+    sized and accounted as asked.  ``load``: what reads the
     processes, load_reading's signature (smem.incremental's Refresher.load re-reads only the
     processes that changed)."""
     view, needs, exact = the_plan.view, the_plan.needs, the_plan.exact
     query = request.query
     if spec is None:
         spec, at = query.source, query.at if at is None else at
+    if at_option is None:
+        at_option = "--at" if query.old_source is None else "--to"
     selection = Selection(query.process_filter, query.user_filter, query.map_filter, query.pids)
     # the sharing report reads everyone: the holders are outside the selection
     load_selection = Selection(None, None, query.map_filter) if view.accounting.requires_exact else selection
@@ -131,7 +134,8 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading):
     # are to be read from it afterwards
     every_mapping = needs.mappings or query.map_filter is not None
     source = open_source(None if spec == LIVE else spec, per_mapping=every_mapping or needs.split or needs.devices,
-                         every_mapping=every_mapping, streamed=not exact, timeout=query.timeout, at=at)
+                         every_mapping=every_mapping, streamed=not exact, timeout=query.timeout, at=at,
+                         at_option=at_option)
     fold = view.reads.fold(needs) if view.reads.fold is not None and not exact else None
     working_set = None
     if query.wss_seconds is not None and spec is None:
@@ -197,8 +201,9 @@ def run_report(request: ReportRequest) -> Result:
     the_plan = plan(request)
     snapshots, warnings = [], []
     query = request.query
-    for spec, at in ([(query.old_source, query.old_at)] if query.old_source is not None else []) + [(None, None)]:
-        snapshot, said = read_snapshot(request, the_plan, spec, at)
+    for spec, at, option in ([(query.old_source, query.old_at, "--from")] if query.old_source is not None else []) \
+            + [(None, None, None)]:
+        snapshot, said = read_snapshot(request, the_plan, spec, at, at_option=option)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     if request.query.pids is not None and request.query.old_source is None:

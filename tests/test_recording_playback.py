@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import TESTS, run_smem
+from conftest import FIXTURES, TESTS, run_smem
 from test_recording import index_lines
 
 pytest.importorskip("zstandard")
@@ -107,6 +107,23 @@ def test_at_reads_the_frame_asked_for(grown):
     assert pids("--at", last) == {pid}
     proc = run_smem("-S", rec, "--at", "yesterday")
     assert proc.returncode == 2 and b"--at takes a frame number" in proc.stderr
+
+
+@pytest.mark.parametrize("option", ["--from", "--to"])
+def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
+    """smem diff's --from and --to take --at's words; an error named --at, which diff has not."""
+    rec = grown[0]
+    last = index_lines(rec)[1][-1]["frame"]
+    for value, says in (("yesterday", f"{option} takes a frame number"),
+                        (str(last + 1), f"{option} {last + 1}: the recording has no frame {last + 1}"),
+                        ("2001-01-01T00:00", f"{option} 2001-01-01T00:00: before the recording's first frame"),
+                        ("+1x", f"{option} takes a duration above 0")):
+        proc = run_smem("diff", rec, option, value)
+        lines = proc.stderr.decode().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"smem: {says}"), lines
+    proc = run_smem("diff", FIXTURES / "captures" / "faithful.tar.gz", rec, "--from", "1")
+    assert proc.stderr.decode().splitlines() == [
+        f"smem: --from chooses a frame of a recording: {FIXTURES / 'captures' / 'faithful.tar.gz'} is a capture"]
 
 
 def test_speed_replays_at_the_recorded_pace(grown):

@@ -14,7 +14,8 @@ from .live import LiveSource
 __all__ = ["Source", "LiveSource", "open_source"]
 
 
-def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None, at=None, every_mapping=None):
+def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None, at=None, every_mapping=None,
+                at_option="--at"):
     """``None`` for the live system, ``-`` for a capture on stdin, ``ssh://...`` for
     a remote host, ``tcp://HOST:PORT`` for a capture pushed there (waiting at most ``timeout``
     seconds for a connected sender), a recording's directory (its frame ``at``, by default the
@@ -27,10 +28,12 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
     report that wants of smaps only the PSS split, where its rollups carry it (Linux 5.9+).
     ``streamed=True``: an
     archive is an ArchiveStream, a StreamedSource read once, process by process, by whoever loads
-    it (its each_process), else an ArchiveSource read whole as it is opened.
+    it (its each_process), else an ArchiveSource read whole as it is opened.  ``at_option``: the
+    option that gave ``at`` (--at; smem diff's --from, --to), which an error names.
     """
     if at is not None and (spec is None or spec == "" or spec in ("-",) or "://" in spec):
-        raise UsageError("--at chooses a frame of a recording: use it with -S RECORDING")
+        raise UsageError(f"{at_option} chooses a frame of a recording: use it with "
+                         + ("-S RECORDING" if at_option == "--at" else "a recording"))
     if spec is None or spec == "":
         return LiveSource()
     from .archive import ArchiveSource  # decompressors: only for captures
@@ -57,12 +60,12 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
         from .recorded import is_recording, open_recording
         if is_recording(spec):
             return open_recording(spec, at, per_mapping, streamed,
-                                  per_mapping if every_mapping is None else every_mapping)
+                                  per_mapping if every_mapping is None else every_mapping, at_option)
         if at is not None:
-            raise UsageError(f"--at chooses a frame of a recording: {spec} is a capture directory")
+            raise UsageError(f"{at_option} chooses a frame of a recording: {spec} is a capture directory")
         return DirectorySource(spec)
     if at is not None:
-        raise UsageError(f"--at chooses a frame of a recording: {spec} is a capture")
+        raise UsageError(f"{at_option} chooses a frame of a recording: {spec} is a capture")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # refused unopened: opening may block or act
         raise SourceError(f"{spec}: not a capture file (a device or socket)")
     name = spec  # errors name the file as the user gave it

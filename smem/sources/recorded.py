@@ -174,10 +174,11 @@ class Recording:
         name = frame_path(entry.number)
         return decompress(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}", anchor)
 
-    def choose(self, at=None):
+    def choose(self, at=None, option="--at"):
         """The frame ``--at`` names (a frame number, ``first``, ``last``, a date and time, ``HH:MM``,
         ``+DURATION`` after the first frame or ``-DURATION`` before the last): the last frame taken at
-        or before that time; the last frame without ``at``."""
+        or before that time; the last frame without ``at``.  ``option``: the option that gave ``at``
+        (smem diff's --from and --to take the same words), which an error names."""
         if not self.frames:
             raise CaptureError(f"{self.path}: the recording has no frame yet")
         if at is None or at == "last":
@@ -189,19 +190,19 @@ class Recording:
             for entry in self.frames:
                 if entry.number == int(text):
                     return entry
-            raise UsageError(f"--at {at}: the recording has no frame {int(text)} (frames "
+            raise UsageError(f"{option} {at}: the recording has no frame {int(text)} (frames "
                              f"{self.frames[0].number} to {self.frames[-1].number})")
-        when, within = self._time_of(text, at)
+        when, within = self._time_of(text, at, option)
         chosen = [e for e in self.frames if (e.time < when + within if within else e.time <= when)]
         if not chosen:
-            raise UsageError(f"--at {at}: before the recording's first frame ({self.frames[0].timestamp})")
+            raise UsageError(f"{option} {at}: before the recording's first frame ({self.frames[0].timestamp})")
         return chosen[-1]
 
-    def _time_of(self, text, at):
+    def _time_of(self, text, at, option):
         """(seconds since the epoch, the span it names): a time to the minute names that minute, so
         16:05 takes a frame of 16:05:40."""
         if text[:1] in "+-" and len(text) > 1:
-            seconds = parse_duration(text[1:], "--at")
+            seconds = parse_duration(text[1:], option)
             return (self.frames[0].time + seconds if text[0] == "+" else self.frames[-1].time - seconds), 0.0
         clock = re.search(r"\d{1,2}:\d{2}(:\d{2}(\.\d*)?)?", text)
         within = 0.0 if clock is None or clock[2] else 1.0 if clock[1] else 60.0
@@ -212,7 +213,7 @@ class Recording:
         try:
             moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            raise UsageError(f"--at takes a frame number, first, last, a time (2026-12-04T16:05:00, 16:05, "
+            raise UsageError(f"{option} takes a frame number, first, last, a time (2026-12-04T16:05:00, 16:05, "
                              f"+10m after the first frame, -10m before the last), not {at[:40]!r}") from None
         if clock_only and moment.timestamp() > self.frames[-1].time:  # 23:00 in a night that ended at 06:00:
             before = moment - datetime.timedelta(days=1)              # the day before, if the recording has it
@@ -281,7 +282,7 @@ def rollups_carry_split(data):
     return False
 
 
-def open_recording(path, at=None, per_mapping=True, streamed=False, every_mapping=None):
+def open_recording(path, at=None, per_mapping=True, streamed=False, every_mapping=None, option="--at"):
     """The frame of the recording at ``path`` that ``at`` names, as a capture source.  A report
     that reads mappings (-m, -M: ``every_mapping``, by default ``per_mapping``) reads the last
     frame at or before it that kept every smaps; one that wants of them only the PSS split
@@ -290,7 +291,7 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
     from .archive_stream import ArchiveStream
     every_mapping = per_mapping if every_mapping is None else every_mapping
     with Recording(path) as recording:
-        entry = recording.choose(at)
+        entry = recording.choose(at, option)
         name = f"recording {path} frame {entry.number}"
         data = None
         if per_mapping and not entry.smaps:
