@@ -445,12 +445,25 @@ copy_pid() {
 	src=/proc/$1
 	dst=$cap/$1
 	cat "$src/smaps" >"$dst/smaps" 2>/dev/null || return 1
-	# Kernel threads have no mm: empty smaps, and smaps_rollup fails (ESRCH).
+	# Kernel threads have no mm: empty smaps, and smaps_rollup fails (ESRCH).  So has a process
+	# whose first thread exited while others run on (ps says "Zl"): its address space (smaps,
+	# smaps_rollup, cmdline) is read through another of its threads.
+	mm=$src
+	if [ ! -s "$dst/smaps" ]; then
+		for t in "$src"/task/[0-9]*; do
+			[ "$t" = "$src/task/$1" ] && continue
+			if cat "$t/smaps" >"$dst/smaps" 2>/dev/null && [ -s "$dst/smaps" ]; then
+				mm=$t
+				break
+			fi
+			: >"$dst/smaps"
+		done
+	fi
 	if [ -n "$have_rollup" ]; then
-		cat "$src/smaps_rollup" >"$dst/smaps_rollup" 2>/dev/null ||
+		cat "$mm/smaps_rollup" >"$dst/smaps_rollup" 2>/dev/null ||
 			rm -f -- "$dst/smaps_rollup"
 	fi
-	cat "$src/cmdline" >"$dst/cmdline" 2>/dev/null || return 1
+	cat "$mm/cmdline" >"$dst/cmdline" 2>/dev/null || return 1
 	cat "$src/stat" >"$dst/stat" 2>/dev/null || return 1
 	cat "$src/status" >"$dst/status" 2>/dev/null || return 1
 	# the memory cgroup, for smem --cgroup (absent on kernels without cgroups)

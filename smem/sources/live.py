@@ -65,7 +65,14 @@ class LiveSource(Source):
 
     def read(self, path):
         if self.local:
-            return _read_whole(self.proc + "/" + path)
+            try:
+                data = _read_whole(self.proc + "/" + path)
+            except ProcessLookupError:
+                data = _through_a_thread(self.proc, path)
+                if data is None:
+                    raise
+                return data
+            return data or _through_a_thread(self.proc, path) or data
         fd = self._open(path)
         try:
             return _read_bounded(fd, f"{self.root}: {path}", member_limit(path))
@@ -73,7 +80,7 @@ class LiveSource(Source):
             os.close(fd)
 
     def read_at(self, path, offset, length):
-        fd = os.open(os.path.join(self.proc, path), os.O_RDONLY) if self.local else self._open(path)
+        fd = _open_live(self.proc, path) if self.local else self._open(path)
         try:
             return os.pread(fd, min(length, MAX_FRAME_MEMBER_BYTES), offset)
         finally:
@@ -82,7 +89,7 @@ class LiveSource(Source):
     def open_process(self, pid, name):
         if not self.local:
             return None  # a copied tree's pagemap is a file: nothing to scan
-        return os.open(f"{self.proc}/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+        return _open_live(self.proc, f"{pid}/{name}")
 
     def owner(self, pid):
         try:
@@ -300,6 +307,53 @@ def _fdinfo_read(source, pid, names):
         except (OSError, CaptureError):
             continue
     return found
+
+
+#: A process's files of its address space, which its threads share: where the thread that started
+#: it (the thread group's leader, whose id is the pid) has exited and others run on (ps says "Zl"),
+#: the leader's are empty or fail (ESRCH) and a live thread's say what the process holds.
+#: (/proc/PID/task/TID/: Documentation/filesystems/proc.rst, "Process-Specific Subdirectories".)
+ADDRESS_SPACE_FILES = frozenset({"smaps", "smaps_rollup", "cmdline", "maps", "pagemap"})
+
+
+def _other_threads(proc, path):
+    """The same file of each thread of the process but its leader (``path`` is PID/NAME, NAME one of
+    ADDRESS_SPACE_FILES; none else).  A kernel thread or a zombie has no other: one listing of its
+    task directory."""
+    pid, _, name = path.partition("/")
+    if name not in ADDRESS_SPACE_FILES:
+        return []
+    try:
+        threads = os.listdir(f"{proc}/{pid}/task")
+    except OSError:
+        return []
+    return [f"{proc}/{pid}/task/{tid}/{name}" for tid in threads if tid != pid]
+
+
+def _through_a_thread(proc, path):
+    """``path`` read through a thread of the process other than its leader that is alive and says
+    something, else None."""
+    for other in _other_threads(proc, path):
+        try:
+            data = _read_whole(other)
+        except OSError:
+            continue  # (that thread ended meanwhile)
+        if data:
+            return data
+    return None
+
+
+def _open_live(proc, path):
+    """A descriptor of ``path``, opened through another thread where the leader's fails (ESRCH)."""
+    try:
+        return os.open(f"{proc}/{path}", os.O_RDONLY | os.O_CLOEXEC)
+    except ProcessLookupError:
+        for other in _other_threads(proc, path):
+            try:
+                return os.open(other, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+        raise
 
 
 def _check_relative(path):

@@ -1,0 +1,116 @@
+"""A process whose first thread has exited while its other threads run on (ps says "Zl").
+
+The thread group's leader, whose id is the pid, is a zombie: /proc/PID/smaps and cmdline are
+empty and smaps_rollup and pagemap fail (ESRCH), while the process holds all its memory through
+the threads left.  smem 1.5, ps and top show it with nothing; smem reads its address space
+through a live thread (/proc/PID/task/TID/), live, under --exact and in both capture writers.
+The process is a real one: Python whose main thread calls pthread_exit after another thread
+filled 64 MiB.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from conftest import run_smem
+from smemcap_shells import BUSYBOX, SCRIPT, script_env
+from test_tcp_capture import smem_in
+
+HELD_MIB = 64
+LEADER_EXITS = f"""
+import ctypes, os, sys, threading
+held, ready = [], threading.Event()
+def hold():
+    held.append(bytearray(b"\\x01" * ({HELD_MIB} << 20)))
+    ready.set()
+    sys.stdin.read()
+    os._exit(0)
+threading.Thread(target=hold).start()
+ready.wait()
+print("ready", flush=True)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/PID/task is Linux's")
+
+
+@pytest.fixture(scope="module")
+def exited(pid_namespace):
+    """(this machine's pid, the namespace's pid, a word its command line holds) of a process whose
+    leader has exited, in the module's PID namespace."""
+    marker = f"leader-exited-{os.getpid()}"
+    proc = subprocess.Popen(pid_namespace.argv([sys.executable, "-c", LEADER_EXITS, marker]),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        pid = pid_namespace.command_pid(proc)
+        for _ in range(1000):  # (pthread_exit returns nothing to wait on: the state says when)
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if fields[0] == "Z":
+                break
+            os.sched_yield()
+        assert fields[0] == "Z" and fields[17] == "2", fields
+        with open(f"/proc/{pid}/smaps", "rb") as f:
+            assert f.read() == b""  # (what every reader of the leader's files sees)
+        yield pid, pid_namespace.pid_in(pid), marker
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def _rows(*args):
+    proc = run_smem(*args, "-F", "json", check=True)
+    return json.loads(proc.stdout)["rows"]
+
+
+def _holds_its_memory(row):
+    return row["pss"] >= HELD_MIB << 10 and row["uss"] >= HELD_MIB << 10 and row["rss"] >= row["pss"]
+
+
+def test_a_report_shows_what_it_holds_through_a_live_thread(exited):
+    pid, _, marker = exited
+    (row,) = _rows("--pid", pid, "-c", "pid state threads command uss pss rss")
+    assert row["pid"] == pid and row["state"] == "Z" and row["threads"] == 2 and marker in row["command"]
+    assert _holds_its_memory(row), row
+    mappings = _rows("-m", "--pid", pid, "-c", "map pss")
+    # (read a moment later, and each mapping's PSS rounded down on its own)
+    assert abs(sum(m["pss"] for m in mappings) - row["pss"]) <= row["pss"] / 200
+
+
+def test_exact_accounting_reads_its_pagemap_through_a_live_thread(exited):
+    pytest.importorskip("numpy")
+    if os.geteuid() != 0:
+        pytest.skip("--exact reads /proc/kpagecount: root")
+    pid, _, _ = exited
+    (row,) = _rows("--exact", "--pid", pid, "-c", "pid uss pss rss")
+    assert row["pid"] == pid and _holds_its_memory(row), row
+
+
+def _captured(capture, pid, marker):
+    with tarfile.open(capture) as tar:
+        smaps = tar.extractfile(f"{pid}/smaps").read()
+        assert smaps and marker.encode() in tar.extractfile(f"{pid}/cmdline").read()
+    (row,) = _rows("-S", capture, "--pid", pid, "-c", "pid state uss pss rss")
+    assert row["pid"] == pid and row["state"] == "Z" and _holds_its_memory(row), row
+
+
+def test_smem_capture_copies_its_address_space(exited, pid_namespace, tmp_path):
+    _, pid, marker = exited
+    capture = tmp_path / "capture.tgz"
+    smem_in(pid_namespace, "capture", "-o", capture)
+    _captured(capture, pid, marker)
+
+
+@pytest.mark.skipif(BUSYBOX is None, reason="no busybox")
+def test_smemcap_sh_copies_its_address_space(exited, pid_namespace, tmp_path):
+    _, pid, marker = exited
+    capture = tmp_path / "capture.tgz"
+    with open(capture, "wb") as out:
+        subprocess.run(pid_namespace.argv([BUSYBOX, "sh", str(SCRIPT)]), env=script_env(os.environ["PATH"], tmp_path),
+                       stdout=out, check=True, timeout=300)
+    _captured(capture, pid, marker)
