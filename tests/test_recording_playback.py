@@ -1,6 +1,7 @@
 """Playing a recording back (smem/sources/recorded.py, watch.py's replay): --at, smem diff REC,
 --all-frames as one stream pandas reads, --speed; a 100 MiB grower started half way shows in each."""
 
+import datetime
 import io
 import json
 import os
@@ -12,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem
+from conftest import FIXTURES, TESTS, run_smem, run_smem_process
 from test_recording import index_lines
 
 pytest.importorskip("zstandard")
@@ -107,6 +108,13 @@ def test_at_reads_the_frame_asked_for(grown):
     assert pids("--at", last) == {pid}
     proc = run_smem("-S", rec, "--at", "yesterday")
     assert proc.returncode == 2 and b"--at takes a frame number" in proc.stderr
+    # --at reads a time as local; the frame it is before is shown so too, beside its UTC
+    proc = run_smem_process("-S", rec, "--at", "2001-01-01T00:00", env={"TZ": "IST-5:30"})  # (POSIX: no tzdata needed)
+    first = datetime.datetime.fromtimestamp(index_lines(rec)[1][0]["time"], datetime.timezone.utc)
+    local = first.astimezone(datetime.timezone(datetime.timedelta(hours=5, minutes=30)))
+    assert proc.stderr.decode().splitlines() == [
+        f"smem: --at 2001-01-01T00:00: before the recording's first frame "
+        f"({local.isoformat(timespec='seconds')}, {first.strftime('%Y-%m-%dT%H:%M:%SZ')})"]
 
 
 @pytest.mark.parametrize("option", ["--from", "--to"])

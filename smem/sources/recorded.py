@@ -60,6 +60,15 @@ class FrameEntry:
     def timestamp(self):
         return datetime.datetime.fromtimestamp(self.time, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
+    @property
+    def local_and_utc(self):
+        """Its time as --at reads a time (this machine's local time, with its offset), and in UTC
+        where that differs: what an error about --at shows."""
+        local = datetime.datetime.fromtimestamp(self.time).astimezone()
+        if local.utcoffset() == datetime.timedelta(0):
+            return self.timestamp
+        return f"{local.isoformat(timespec='seconds')}, {self.timestamp}"
+
 
 def _entry(line, where):
     """A FrameEntry of one index line, or a CaptureError saying what is wrong."""
@@ -195,7 +204,7 @@ class Recording:
         when, within = self._time_of(text, at, option)
         chosen = [e for e in self.frames if (e.time < when + within if within else e.time <= when)]
         if not chosen:
-            raise UsageError(f"{option} {at}: before the recording's first frame ({self.frames[0].timestamp})")
+            raise UsageError(f"{option} {at}: before the recording's first frame ({self.frames[0].local_and_utc})")
         return chosen[-1]
 
     def _time_of(self, text, at, option):
