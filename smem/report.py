@@ -24,7 +24,11 @@ __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_colum
 # controls, and so are the same bytes in a name that is not UTF-8 (surrogateescape's U+DC80-U+DC9F;
 # its other bytes, 0xA0-0xFF, are no control in any character set and are kept as they are).
 # U+2028 and U+2029 end a line for Python's splitlines (and docutils'), and for some terminals.
-CONTROLS = {c: "?" for c in [*range(32), *range(127, 160), 0x2028, 0x2029, *range(0xDC80, 0xDCA0)]}
+# The bidirectional controls (Unicode's Bidi_Control: embeddings, overrides, isolates and marks)
+# reorder what follows them on the line in a terminal that lays text out both ways: a name ending
+# in U+202E would show the row's figures reversed.
+BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+CONTROLS = {c: "?" for c in [*range(32), *range(127, 160), 0x2028, 0x2029, *BIDI_CONTROLS, *range(0xDC80, 0xDCA0)]}
 
 
 class UnknownField(UsageError):

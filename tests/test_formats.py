@@ -231,6 +231,36 @@ def test_c1_control_characters_are_controls_too():
     assert json.loads(outputs["json"])["rows"][0]["name"] == "c\u009b2J\\x9d0;T"
 
 
+def test_bidirectional_controls_in_a_name_do_not_reorder_a_tables_line():
+    """A name holding U+202E (right-to-left override) showed the rest of its row reversed in a
+    terminal that lays text out both ways (its figures read backwards); the tables show ? for each
+    bidirectional control, as for a control character.  CSV and JSON hold the name as it is."""
+    import uuid
+    token = uuid.uuid4().hex[:12]
+    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, 'r\u202eevil'.encode(), 0, 0, 0); "
+            "print('ready', flush=True); sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", code, token + "\u2067x\u200f"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        outputs = {fmt: run_smem("-P", token, "-c", "pid name command pss", "-F", fmt).stdout.decode()
+                   for fmt in ("classic", "github", "csv", "json")}
+        wide = run_smem("-P", token, "-c", "pid name command", "-a").stdout.decode()
+    finally:
+        child.stdin.close()
+        child.wait(30)
+    for fmt, out in [*outputs.items(), ("wide", wide)]:
+        assert str(child.pid) in out, fmt
+    for out in (outputs["classic"], outputs["github"], wide):
+        assert not set(out) & {"\u202e", "\u2067", "\u200f"}, out
+        assert "r?evil" in out
+    (line,) = [l for l in wide.splitlines() if l.split()[:1] == [str(child.pid)]]
+    assert line.rstrip().endswith(token + "?x?")
+    (row,) = list(csv.reader(io.StringIO(outputs["csv"])))[1:]
+    assert row[1] == "r\u202eevil" and row[2].endswith(token + "\u2067x\u200f")
+    assert json.loads(outputs["json"])["rows"][0]["name"] == "r\u202eevil"
+
+
 def test_a_bar_in_a_name_stays_in_its_markdown_cell():
     """A process named a|b|c: in the Markdown styles its cell is a\\|b\\|c (rendered a|b|c), so
     the row keeps as many cells as the header; the other styles show the name as it is."""
