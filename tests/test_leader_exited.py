@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 
@@ -48,19 +49,25 @@ def exited(pid_namespace):
     try:
         assert proc.stdout.readline() == b"ready\n"
         pid = pid_namespace.command_pid(proc)
-        for _ in range(1000):  # (pthread_exit returns nothing to wait on: the state says when)
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if fields[0] == "Z":
-                break
-            os.sched_yield()
-        assert fields[0] == "Z" and fields[17] == "2", fields
+        _leader_has_exited(pid)
         with open(f"/proc/{pid}/smaps", "rb") as f:
             assert f.read() == b""  # (what every reader of the leader's files sees)
         yield pid, pid_namespace.pid_in(pid), marker
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+
+
+def _leader_has_exited(pid):
+    """Wait until ``pid``'s first thread is a zombie and one other runs on (pthread_exit returns
+    nothing to wait on: the state says when; a loaded machine may take a while to run it)."""
+    for _ in range(6000):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            break
+        time.sleep(0.01)
+    assert fields[0] == "Z" and fields[17] == "2", fields
 
 
 def _rows(*args):
