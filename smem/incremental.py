@@ -149,6 +149,7 @@ class Refresher:
         self._pss_missing = False
         self._stats = StatChanges()
         self._cgroups = {}       # the bytes of /proc/PID/cgroup -> parse_cgroup of them
+        self._leaderless = set()  # pids whose first thread exited (ps: Zl): their stat has no size
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -184,10 +185,15 @@ class Refresher:
         first = set()
         # (a process whose stat did not change has the counters it was last read with)
         for pid, stat in seen.items() if touched is None else ((p, seen[p]) for p in touched if p in seen):
+            (self._leaderless.add if stat.is_zombie and (stat.num_threads or 0) > 1 else self._leaderless.discard)(pid)
             reason = self._changed(pid, stat)
             if reason is not None:
                 first.add(pid)
                 reasons[reason] += 1
+        # (a Zl's stat says vsize and rss 0 whatever its threads map or free: it is read each time)
+        self._leaderless.intersection_update(seen)
+        reasons["moved"] += len(self._leaderless - first)
+        first |= self._leaderless
         oldest = self._oldest(seen, first, gap, now)
         reasons["age"] = len(oldest)
         first |= oldest

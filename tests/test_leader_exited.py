@@ -121,3 +121,46 @@ def test_smemcap_sh_copies_its_address_space(exited, pid_namespace, tmp_path):
         subprocess.run(pid_namespace.argv([BUSYBOX, "sh", str(SCRIPT)]), env=script_env(os.environ["PATH"], tmp_path),
                        stdout=out, check=True, timeout=300)
     _captured(capture, pid, marker)
+
+
+_FREES = """
+import ctypes, os, threading
+held, ready = [bytearray(b"\\x01" * (64 << 20))], threading.Event()
+def hold():
+    ready.set()
+    while os.read(0, 1):
+        held.clear()  # (munmap: no fault; nor does reading or writing a byte fault)
+        os.write(1, b"f")
+threading.Thread(target=hold).start()
+ready.wait()
+print("ready", flush=True)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_an_incremental_collection_re_reads_it_each_time():
+    """A Zl's stat says vsize and rss 0 (the leader has no mm), and a thread that frees memory
+    moves no fault counter: smem watch, serve and record kept its figure from before."""
+    from smem.app import plan, read_snapshot
+    from smem.incremental import Refresher
+    from smem.options import Query, ReportRequest, TableOptions
+    proc = subprocess.Popen([sys.executable, "-c", _FREES], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        _leader_has_exited(proc.pid)
+        request = ReportRequest(query=Query(pids=(proc.pid,), jobs=1), table=TableOptions(columns=("pid", "pss")))
+        the_plan, refresher = plan(request), Refresher(3600.0)
+
+        def pss(load=None):
+            (process,) = read_snapshot(request, the_plan, **({"load": load} if load else {}))[0].processes
+            return process.totals["Pss"]
+
+        assert pss(refresher.load) >= HELD_MIB << 10
+        proc.stdin.write(b"f")
+        proc.stdin.flush()
+        assert proc.stdout.read(1) == b"f"
+        kept, full = pss(refresher.load), pss()
+        assert full < (HELD_MIB << 10) // 2 and abs(kept - full) <= full / 100, (kept, full)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
