@@ -27,6 +27,7 @@ from .parsers.kpageflags import FLAGS, parse_kpageflags
 from .parsers.maps import parse_maps_ranges
 from .parsers.page_idle_bitmap import PAGES_PER_WORD, WORD_SIZE, idle_among, idle_bitmap_words
 from .parsers import pagemap as pm
+from .sources.live import address_space_dir
 
 __all__ = ["IdleTracker", "folio_heads", "working_set_figures"]
 
@@ -120,10 +121,11 @@ class IdleTracker:
 
     def _present(self, pid):
         """The PFNs of ``pid``'s present pages, one per address; None if it is gone or unreadable."""
+        where = address_space_dir(self.proc, pid)  # (a Zl's leader maps nothing)
         try:
-            with open(f"{self.proc}/{pid}/maps", "rb") as f:
+            with open(f"{where}/maps", "rb") as f:
                 ranges = parse_maps_ranges(f.read())
-            fd = os.open(f"{self.proc}/{pid}/pagemap", os.O_RDONLY)
+            fd = os.open(f"{where}/pagemap", os.O_RDONLY)
         except OSError:
             return None
         parts = []

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Optional
 
 from .errors import SmemError, UsageError
+from .sources.live import address_space_dir
 
 __all__ = ["WorkingSet", "measure", "working_set_of", "summed_working_sets", "referenced_pss",
            "CLEAR_REFS_NOTE", "asked_method", "METHODS", "METHOD_VARIABLE"]
@@ -123,11 +124,12 @@ def _idle_tracker(source, required):
 
 def clear_referenced(proc, pids):
     """Clear the referenced bits of every page of each of ``pids`` (under the /proc ``proc``);
-    the pids whose bits were cleared (a process gone meanwhile, or a kernel thread, is not)."""
+    the pids whose bits were cleared (a process gone meanwhile, or a kernel thread, is not).  A
+    process whose first thread exited (Zl) is cleared through a live thread (address_space_dir)."""
     cleared = []
     for pid in pids:
         try:
-            fd = os.open(f"{proc}/{pid}/clear_refs", os.O_WRONLY)
+            fd = os.open(f"{address_space_dir(proc, pid)}/clear_refs", os.O_WRONLY)
         except OSError:
             continue
         try:

@@ -20,6 +20,7 @@ import pytest
 from conftest import run_smem
 from smemcap_shells import BUSYBOX, SCRIPT, script_env
 from test_tcp_capture import smem_in
+from test_working_set import METHODS
 
 HELD_MIB = 64
 LEADER_EXITS = f"""
@@ -70,8 +71,8 @@ def _leader_has_exited(pid):
     assert fields[0] == "Z" and fields[17] == "2", fields
 
 
-def _rows(*args):
-    proc = run_smem(*args, "-F", "json", check=True)
+def _rows(*args, env=None):
+    proc = run_smem(*args, "-F", "json", env=env, check=True)
     return json.loads(proc.stdout)["rows"]
 
 
@@ -121,6 +122,19 @@ def test_smemcap_sh_copies_its_address_space(exited, pid_namespace, tmp_path):
         subprocess.run(pid_namespace.argv([BUSYBOX, "sh", str(SCRIPT)]), env=script_env(os.environ["PATH"], tmp_path),
                        stdout=out, check=True, timeout=300)
     _captured(capture, pid, marker)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_its_working_set_is_what_it_referenced_through_a_live_thread(exited, method):
+    """The leader's clear_refs takes a write and clears nothing, and its maps is empty: the working
+    set was its whole RSS (clear_refs) or nothing (idle page tracking).  Its threads touch nothing
+    meanwhile (one waits on stdin)."""
+    if os.geteuid() != 0:
+        pytest.skip("--wss: root")
+    pid, _, _ = exited
+    (row,) = _rows("--wss", "1", "--pid", pid, "-c", "pid rss wss", env={"SMEM_WSS_METHOD": method})
+    assert row["pid"] == pid and row["rss"] >= HELD_MIB << 10 and row["wss"] is not None, row
+    assert row["wss"] < (HELD_MIB << 10) // 2, row
 
 
 _FREES = """

@@ -19,7 +19,7 @@ from ..errors import CaptureError, SourceError
 from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name,
                    member_limit, size_text)
 
-__all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
+__all__ = ["LiveSource", "address_space_dir", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
 
 
 def file_kind(mode):
@@ -354,6 +354,27 @@ def _open_live(proc, path):
             except OSError:
                 continue
         raise
+
+
+def address_space_dir(proc, pid):
+    """The directory whose files are ``pid``'s address space's: ``proc/PID``, or where its first
+    thread exited while others run on (ps: Zl), ``proc/PID/task/TID`` of a live one (the leader's
+    maps is empty, and its clear_refs takes a write and clears nothing).  Only a process whose
+    statm says no memory (a kernel thread, a zombie) has its task directory listed."""
+    leader = f"{proc}/{pid}"
+    try:
+        if not _read_whole(f"{leader}/statm").startswith(b"0 "):
+            return leader
+        threads = os.listdir(f"{leader}/task")
+    except OSError:
+        return leader
+    for tid in threads:
+        try:
+            if tid != str(pid) and not _read_whole(f"{leader}/task/{tid}/statm").startswith(b"0 "):
+                return f"{leader}/task/{tid}"
+        except OSError:
+            continue  # (that thread ended meanwhile)
+    return leader
 
 
 def _check_relative(path):
