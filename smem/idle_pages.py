@@ -27,7 +27,7 @@ from .parsers.kpageflags import FLAGS, parse_kpageflags
 from .parsers.maps import parse_maps_ranges
 from .parsers.page_idle_bitmap import PAGES_PER_WORD, WORD_SIZE, idle_among, idle_bitmap_words
 from .parsers import pagemap as pm
-from .sources.live import address_space_dir
+from .sources.proc_files import address_space_dir
 
 __all__ = ["IdleTracker", "folio_heads", "working_set_figures"]
 

@@ -1,26 +1,25 @@
 """Collections that re-read only the processes that changed: smem serve, watch mode, a recorder.
 
-Between two collections most processes have not changed, and reading a
-process's smaps_rollup is what a collection costs (the kernel walks its page
-tables for it).  A :class:`Refresher` keeps the figures of the last collection
-and each time reads, for every process, only what is cheap: /proc/PID/stat (the
-start time, which with the pid names a process for good, so a reused pid is a
-new process; the fault counters, the virtual size and the resident pages, which
-move when the process's own memory does).  It re-reads the rollups of:
+Between two collections most processes have not changed, and reading a process's smaps_rollup
+is what a collection costs (the kernel walks its page tables for it).  A :class:`Refresher` keeps
+the figures of the last collection and each time reads, for every process, only what is cheap:
+/proc/PID/stat (the start time, which with the pid names a process for good, so a reused pid is
+a new process; the fault counters, the virtual size and the resident pages, which move when the
+process's own memory does).  It re-reads the rollups of:
 
 * the processes it has not seen (started, or a pid reused);
-* the processes whose counters moved;
-* the processes whose figure others may have moved.  A shared page's PSS is its
-  size over the number of processes mapping it: when a process starts, exits, or
-  changes how much of its memory is shared (its PSS less its USS), its sharers'
-  PSS moves by as much in all, the other way: divided (smem.sharers.Sharers)
-  among those mapping one of its objects (device and inode, /proc/PID/maps) and,
-  for what a fork shares, its parent and the parent's children.  One is re-read,
-  in the same collection, once what may have reached it passes :data:`TOLERANCE`
-  of its PSS;
-* the oldest figures, a few at every collection (as many as the time since the
-  last one is a share of ``max_staleness``), so that the re-reads are spread out
-  and no figure is older than ``max_staleness`` seconds.
+* the processes whose counters moved, and at every collection those whose first thread exited
+  while others run on (ps says "Zl"), whose stat says no size whatever their threads do;
+* the processes whose figure others may have moved.  A shared page's PSS is its size over the
+  number of processes mapping it: when a process starts, exits, or changes how much of its
+  memory is shared (its PSS less its USS), its sharers' PSS moves by as much in all, the other
+  way: divided (smem.sharers.Sharers) among those mapping one of its objects (device and inode,
+  /proc/PID/maps) and, for what a fork shares, its parent and the parent's children.  One is
+  re-read, in the same collection, once what may have reached it passes :data:`TOLERANCE` of
+  its PSS;
+* the oldest figures, a few at every collection (as many as the time since the last one is a
+  share of ``max_staleness``), so that the re-reads are spread out and no figure is older than
+  ``max_staleness`` seconds.
 
 A process read before that runs the same program (its name in stat unchanged: no exec) is
 re-read for what moves (its rollup, its command line where the report shows it or -P matches
@@ -34,6 +33,7 @@ PSS of processes sharing with others can be up to ``max_staleness`` old.
 """
 
 import collections
+import functools
 import math
 import time
 from dataclasses import replace
@@ -63,7 +63,9 @@ TOLERANCE = 0.005
 #: what a reading has of the machine beside its processes: read once, for the collection's reading
 _MACHINE_KINDS = Need.POOLS | Need.PRESSURE | Need.UPTIME
 
-_UNPARSED = object()
+def _parse_cgroup(raw):
+    from .parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
+    return parse_cgroup(raw)
 
 
 class _Known:
@@ -148,7 +150,8 @@ class Refresher:
         self._full_at = None     # when the latest collection that read everything ended
         self._pss_missing = False
         self._stats = StatChanges()
-        self._cgroups = {}       # the bytes of /proc/PID/cgroup -> parse_cgroup of them
+        # parse_cgroup of the bytes of /proc/PID/cgroup: once for all the processes in one cgroup
+        self._cgroup = functools.lru_cache(maxsize=4096)(_parse_cgroup)
         self._leaderless = set()  # pids whose first thread exited (ps: Zl): their stat has no size
 
     def oldest_age(self, now=None):
@@ -185,12 +188,11 @@ class Refresher:
         first = set()
         # (a process whose stat did not change has the counters it was last read with)
         for pid, stat in seen.items() if touched is None else ((p, seen[p]) for p in touched if p in seen):
-            (self._leaderless.add if stat.is_zombie and (stat.num_threads or 0) > 1 else self._leaderless.discard)(pid)
+            self._leaderless.add(pid) if stat.leader_exited else self._leaderless.discard(pid)
             reason = self._changed(pid, stat)
             if reason is not None:
                 first.add(pid)
                 reasons[reason] += 1
-        # (a Zl's stat says vsize and rss 0 whatever its threads map or free: it is read each time)
         self._leaderless.intersection_update(seen)
         reasons["moved"] += len(self._leaderless - first)
         first |= self._leaderless
@@ -374,17 +376,6 @@ class Refresher:
             # made now's by _reading)
             again[pid] = process.replaced(**changes) if changes else process
         return again, resident
-
-    def _cgroup(self, raw):
-        """parse_cgroup of ``raw``, parsed once for every process in the same cgroup (a machine has
-        a few hundred cgroups at most; the memo is dropped when it holds more)."""
-        cgroup = self._cgroups.get(raw, _UNPARSED)
-        if cgroup is _UNPARSED:
-            if len(self._cgroups) >= 4096:
-                self._cgroups.clear()
-            from .parsers.cgroup import parse_cgroup
-            cgroup = self._cgroups[raw] = parse_cgroup(raw)
-        return cgroup
 
     def _reading(self, source, meminfo, needs, selected, seen):
         """The Reading of every process known now, as load_reading would make it; each with the

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Optional
 
 from .errors import SmemError, UsageError
-from .sources.live import address_space_dir
+from .sources.proc_files import address_space_dir
 
 __all__ = ["WorkingSet", "measure", "working_set_of", "summed_working_sets", "referenced_pss",
            "CLEAR_REFS_NOTE", "asked_method", "METHODS", "METHOD_VARIABLE"]

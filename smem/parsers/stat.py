@@ -43,6 +43,12 @@ class PidStat(NamedTuple):
     def is_zombie(self):
         return self.state in ("Z", "X", "x")
 
+    @property
+    def leader_exited(self):
+        """Whether the process's first thread exited while others run on (ps says "Zl"): its
+        memory is its live threads' (smem.sources.proc_files)."""
+        return self.state == "Z" and (self.num_threads or 0) > 1
+
 
 def _int(fields, index):
     """The field as an int in [0, 2**64), else None (absent, garbage or absurd)."""

@@ -18,8 +18,9 @@ import stat
 from ..errors import CaptureError, SourceError
 from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name,
                    member_limit, size_text)
+from .proc_files import address_space_dir, open_live, read_whole, through_a_thread
 
-__all__ = ["LiveSource", "address_space_dir", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
+__all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
 
 
 def file_kind(mode):
@@ -66,13 +67,13 @@ class LiveSource(Source):
     def read(self, path):
         if self.local:
             try:
-                data = _read_whole(self.proc + "/" + path)
+                data = read_whole(self.proc + "/" + path)
             except ProcessLookupError:
-                data = _through_a_thread(self.proc, path)
+                data = through_a_thread(self.proc, path)
                 if data is None:
                     raise
                 return data
-            return data or _through_a_thread(self.proc, path) or data
+            return data or through_a_thread(self.proc, path) or data
         fd = self._open(path)
         try:
             return _read_bounded(fd, f"{self.root}: {path}", member_limit(path))
@@ -80,7 +81,7 @@ class LiveSource(Source):
             os.close(fd)
 
     def read_at(self, path, offset, length):
-        fd = _open_live(self.proc, path) if self.local else self._open(path)
+        fd = open_live(self.proc, path) if self.local else self._open(path)
         try:
             return os.pread(fd, min(length, MAX_FRAME_MEMBER_BYTES), offset)
         finally:
@@ -89,7 +90,9 @@ class LiveSource(Source):
     def open_process(self, pid, name):
         if not self.local:
             return None  # a copied tree's pagemap is a file: nothing to scan
-        return _open_live(self.proc, f"{pid}/{name}")
+        # (a Zl's through a live thread: where the leader's pagemap opens and reads nothing, as on
+        # kernels whose proc_mem_open gives no mm without an error, as well as where it fails)
+        return os.open(f"{address_space_dir(self.proc, pid)}/{name}", os.O_RDONLY | os.O_CLOEXEC)
 
     def owner(self, pid):
         try:
@@ -309,95 +312,9 @@ def _fdinfo_read(source, pid, names):
     return found
 
 
-#: A process's files of its address space, which its threads share: where the thread that started
-#: it (the thread group's leader, whose id is the pid) has exited and others run on (ps says "Zl"),
-#: the leader's are empty or fail (ESRCH) and a live thread's say what the process holds.
-#: (/proc/PID/task/TID/: Documentation/filesystems/proc.rst, "Process-Specific Subdirectories".)
-ADDRESS_SPACE_FILES = frozenset({"smaps", "smaps_rollup", "cmdline", "maps", "pagemap"})
-
-
-def _other_threads(proc, path):
-    """The same file of each thread of the process but its leader (``path`` is PID/NAME, NAME one of
-    ADDRESS_SPACE_FILES; none else).  A kernel thread or a zombie has no other: one listing of its
-    task directory."""
-    pid, _, name = path.partition("/")
-    if name not in ADDRESS_SPACE_FILES:
-        return []
-    try:
-        threads = os.listdir(f"{proc}/{pid}/task")
-    except OSError:
-        return []
-    return [f"{proc}/{pid}/task/{tid}/{name}" for tid in threads if tid != pid]
-
-
-def _through_a_thread(proc, path):
-    """``path`` read through a thread of the process other than its leader that is alive and says
-    something, else None."""
-    for other in _other_threads(proc, path):
-        try:
-            data = _read_whole(other)
-        except OSError:
-            continue  # (that thread ended meanwhile)
-        if data:
-            return data
-    return None
-
-
-def _open_live(proc, path):
-    """A descriptor of ``path``, opened through another thread where the leader's fails (ESRCH)."""
-    try:
-        return os.open(f"{proc}/{path}", os.O_RDONLY | os.O_CLOEXEC)
-    except ProcessLookupError:
-        for other in _other_threads(proc, path):
-            try:
-                return os.open(other, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue
-        raise
-
-
-def address_space_dir(proc, pid):
-    """The directory whose files are ``pid``'s address space's: ``proc/PID``, or where its first
-    thread exited while others run on (ps: Zl), ``proc/PID/task/TID`` of a live one (the leader's
-    maps is empty, and its clear_refs takes a write and clears nothing).  Only a process whose
-    statm says no memory (a kernel thread, a zombie) has its task directory listed."""
-    leader = f"{proc}/{pid}"
-    try:
-        if not _read_whole(f"{leader}/statm").startswith(b"0 "):
-            return leader
-        threads = os.listdir(f"{leader}/task")
-    except OSError:
-        return leader
-    for tid in threads:
-        try:
-            if tid != str(pid) and not _read_whole(f"{leader}/task/{tid}/statm").startswith(b"0 "):
-                return f"{leader}/task/{tid}"
-        except OSError:
-            continue  # (that thread ended meanwhile)
-    return leader
-
-
 def _check_relative(path):
     if any(p in ("", ".", "..") for p in path.split("/")):
         raise FileNotFoundError(errno.ENOENT, "not a path inside the tree", path)
-
-
-def _read_whole(path):
-    """The file's bytes: open, read to an empty read, close (three or four system calls, where
-    open().read() adds two fstat and an lseek; /proc files say size 0 and may come in pieces)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        data = os.read(fd, 1 << 16)
-        if not data:
-            return data
-        chunks = [data]
-        while True:
-            chunk = os.read(fd, 1 << 18)
-            if not chunk:
-                return data if len(chunks) == 1 else b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
 
 
 def _read_bounded(fd, name, limit):
