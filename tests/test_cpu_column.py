@@ -26,8 +26,8 @@ BUSY = "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush()\nwhile True
 #: a shell that sleeps: next to nothing from its start (an interpreter's start is a tick or two),
 #: where an idle process must stay under 1% of a core
 IDLE = ["sh", "-c", "echo ready; exec sleep 600"]
-#: runs until it has used 0.5 s of CPU, then sleeps: busy since it started, idle from then on
-SPENT = ("import sys, time\nwhile time.process_time() < 0.5: pass\n"
+#: runs until it has used 0.2 s of CPU, then sleeps: busy since it started, idle from then on
+SPENT = ("import sys, time\nwhile time.process_time() < 0.2: pass\n"
          "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n")
 
 
@@ -114,7 +114,7 @@ def _served_writes(proc, path):
 @pytest.fixture(scope="module")
 def window(tmp_path_factory):
     """A busy loop, an idle shell and a process busy before and idle since, read at once by
-    watch mode (--interval 1, 4 frames: 3 s, serve's interval) and smem serve (--interval 3, 2
+    watch mode (--interval 0.5, 4 frames: 1.5 s, serve's interval) and smem serve (--interval 1.5, 2
     collections), then by a report, while the busy loop's ticks are sampled: what each said, and
     the sampler."""
     textfile = tmp_path_factory.mktemp("cpu-textfile")
@@ -124,11 +124,11 @@ def window(tmp_path_factory):
         clock_offset = time.time() - _uptime()  # wall clock less uptime: the same instant in both
         sampler = _TickSampler(busy)
         sampler.start()
-        watch = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "1", "--count", "4", "--pid",
+        watch = subprocess.Popen([sys.executable, "-m", "smem", "--interval", "0.5", "--count", "4", "--pid",
                                   f"{busy},{idle}", "-c", "pid cpu", "-F", "json"], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, cwd=TESTS.parent)
         serve = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--textfile", str(textfile), "--interval",
-                                  "3", "--count", "2", "--pid", f"{busy},{spent}", "--top", "5"],
+                                  "1.5", "--count", "2", "--pid", f"{busy},{spent}", "--top", "5"],
                                  stderr=subprocess.PIPE, cwd=TESTS.parent)
         processes += [watch, serve]
         rows, arrived = [], {}
@@ -173,7 +173,7 @@ def test_watch_mode_says_over_the_interval(window):
     assert max(r["frame"] for r in window.rows) == 4
     last = {r["pid"]: r["cpu"] for r in window.rows if r["frame"] == 4}
     reference = window.sampler.percent(window.arrived[1], window.arrived[4])
-    print(f"busy loop: watch mode {last[busy]}% (3 s since the first frame), its ticks over the same "
+    print(f"busy loop: watch mode {last[busy]}% (1.5 s since the first frame), its ticks over the same "
           f"interval {reference:.1f}%")
     # within 5% of what it ran (the issue's 100% +- 5% at a whole core), and a tick or two
     assert abs(last[busy] - reference) <= max(0.05 * reference, 1.0)
