@@ -9,11 +9,14 @@ capture or the same error as before.
 
 import gzip
 import io
+import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 
@@ -91,26 +94,57 @@ def _left_to_tarfile(raw, monkeypatch):
 
 # -- captures as the tools write them -----------------------------------------------------
 
+#: In the PID namespace, beside its init: a process and a zombie it never reaps, whose cmdline and
+#: smaps are empty (as a kernel thread's are on the machine): members of no data
+ZOMBIE_PARENT = ["sh", "-c", "true & exec sleep 600"]
+
+
 @pytest.fixture(scope="module")
-def captures(tmp_path_factory):
-    """name -> uncompressed tar, made once: the fixtures and this machine by every tool."""
+def captures(tmp_path_factory, pid_namespace):
+    """name -> uncompressed tar, made once: the fixtures and this machine by every tool.
+
+    smemcap.sh (a cat for each of hundreds of files: a second of CPU a copy of this machine)
+    captures the module's PID namespace, a process and its zombie there; smem capture and the C
+    smemcap, which cost a few hundredths, the machine."""
     tmp = tmp_path_factory.mktemp("captures")
     tars = {p.name: gzip.decompress(p.read_bytes()) for p in sorted((FIXTURES / "captures").glob("*.tar.gz"))}
     run_smem("capture", "--compression", "none", "-o", tmp / "smem.tar", check=True)
     tars["smem capture"] = (tmp / "smem.tar").read_bytes()
-    subprocess.run(["sh", SCRIPT, tmp / "sh.tgz"], check=True, stderr=subprocess.DEVNULL)
-    tars["smemcap.sh"] = gzip.decompress((tmp / "sh.tgz").read_bytes())
-    busybox = shutil.which("busybox")
-    if busybox:  # its own tar writes the headers
-        (tmp / "bin").mkdir()
-        for applet in BUSYBOX_APPLETS:
-            (tmp / "bin" / applet).symlink_to(busybox)
-        subprocess.run([busybox, "sh", SCRIPT, tmp / "bb.tgz"], check=True, stderr=subprocess.DEVNULL,
-                       env={"PATH": str(tmp / "bin"), "TMPDIR": str(tmp)})
-        tars["smemcap.sh, busybox"] = gzip.decompress((tmp / "bb.tgz").read_bytes())
+    parent, inside = subprocess.Popen(pid_namespace.argv(ZOMBIE_PARENT)), None
+    try:
+        inside = pid_namespace.command_pid(parent)
+        _wait_for_a_zombie(inside)
+        subprocess.run(pid_namespace.argv(["sh", SCRIPT, tmp / "sh.tgz"]), check=True, stderr=subprocess.DEVNULL)
+        tars["smemcap.sh"] = gzip.decompress((tmp / "sh.tgz").read_bytes())
+        busybox = shutil.which("busybox")
+        if busybox:  # its own tar writes the headers
+            (tmp / "bin").mkdir()
+            for applet in BUSYBOX_APPLETS:
+                (tmp / "bin" / applet).symlink_to(busybox)
+            subprocess.run(pid_namespace.argv([busybox, "sh", SCRIPT, tmp / "bb.tgz"]), check=True,
+                           stderr=subprocess.DEVNULL, env={"PATH": str(tmp / "bin"), "TMPDIR": str(tmp)})
+            tars["smemcap.sh, busybox"] = gzip.decompress((tmp / "bb.tgz").read_bytes())
+    finally:
+        if inside is not None and inside != parent.pid:
+            os.kill(inside, signal.SIGKILL)  # (nsenter waits for it)
+        parent.kill()
+        parent.wait()
     if shutil.which("smemcap"):
         tars["C smemcap"] = subprocess.run(["smemcap"], capture_output=True, check=True).stdout
     return tars
+
+
+def _wait_for_a_zombie(pid):
+    """Until the child of ``pid`` (this machine's pid) has exited, unreaped."""
+    for _ in range(1000):
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+        for child in children:
+            with open(f"/proc/{child}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    return
+        time.sleep(0.005)
+    raise AssertionError(f"{ZOMBIE_PARENT}: no zombie")
 
 
 @pytest.mark.parametrize("name", ["faithful.tar.gz", "quirks.tar.gz", "smem capture", "smemcap.sh",
@@ -121,6 +155,8 @@ def test_every_capture_is_indexed_as_tarfile_does(captures, name, monkeypatch):
     raw = captures[name]
     pids, files, _, _ = _same_as_tarfile(raw, monkeypatch)
     assert "meminfo" in files and len(pids) > 1
+    # members of no data among them (a kernel thread's or a zombie's smaps and cmdline)
+    assert any(size == 0 and kind == tarfile.REGTYPE for _, kind, _, _, _, size in _by_index(raw)[0])
 
 
 def test_damaged_captures_give_the_same_error(captures, monkeypatch):
