@@ -84,6 +84,15 @@ def captures(tmp_path_factory):
     return made, directory.parent
 
 
+@pytest.fixture(scope="module")
+def serial(captures):
+    """{(kind, capture, args): what smem -S capture args gives, read serially (SMEM_JOBS=1)}: each
+    capture both ways (in one pass, and its members apart: held), run once for both tests below."""
+    made, _ = captures
+    return {(kind, capture, tuple(args)): run_smem("-S", capture, *args, env={"SMEM_JOBS": "1"}, check=True)
+            for kind, pair in made.items() for capture in pair for args in ARGS}
+
+
 def _pure_python_serial(paths):
     """{(path, args): (stdout, stderr)} from one interpreter with the pure-Python parser, serial."""
     code = ("import json, sys; sys.path.insert(0, sys.argv[2]); from conftest import run_smem\n"
@@ -102,7 +111,7 @@ def _pure_python_serial(paths):
             for k, v in json.loads(proc.stdout).items()}
 
 
-def test_streamed_held_directory_and_pure_python_give_the_same_bytes(captures):
+def test_streamed_held_directory_and_pure_python_give_the_same_bytes(captures, serial):
     made, directory = captures
     for streamed, apart in made.values():  # what each capture exercises: one pass, or the held fallback
         one_pass, held = open_source(str(streamed), streamed=True), open_source(str(apart), streamed=True)
@@ -116,8 +125,7 @@ def test_streamed_held_directory_and_pure_python_give_the_same_bytes(captures):
     reference = _pure_python_serial([apart for _, apart in made.values()])
     for kind, (streamed, apart) in made.items():
         for args in ARGS:
-            held = run_smem("-S", apart, *args, check=True)
-            one_pass = run_smem("-S", streamed, *args, check=True)
+            held, one_pass = serial[kind, apart, tuple(args)], serial[kind, streamed, tuple(args)]
             assert one_pass.stdout == held.stdout, (kind, args)
             assert one_pass.stderr == held.stderr, (kind, args)
             assert held.stdout.decode("latin-1") == reference[(str(apart), tuple(args))][0], (kind, args)
@@ -138,7 +146,7 @@ def _note_fork():
 os.register_at_fork(after_in_child=_note_fork)
 
 
-def test_workers_walk_a_streamed_capture_each_and_give_the_same_bytes(captures, tmp_path):
+def test_workers_walk_a_streamed_capture_each_and_give_the_same_bytes(captures, serial, tmp_path):
     """SMEM_JOBS=3: one worker (MAX_WALKERS), walking the archive from its start and loading
     every other process (passwd last in the smemcap-like one: -U waits for it in both walkers);
     none where the report keeps mappings (-m, -M); a capture read whole (its members apart)
@@ -148,14 +156,14 @@ def test_workers_walk_a_streamed_capture_each_and_give_the_same_bytes(captures, 
     for kind, (streamed, apart) in made.items():
         for capture in (streamed, apart):
             for args in ARGS:
-                serial = run_smem("-S", capture, *args, env={"SMEM_JOBS": "1"}, check=True)
+                one = serial[kind, capture, tuple(args)]
                 _FORKED[:] = ["listening", forks]
                 try:
                     parallel = run_smem("-S", capture, *args, env={"SMEM_JOBS": "3"}, check=True)
                 finally:
                     _FORKED[:] = []
-                assert parallel.stdout == serial.stdout, (kind, capture, args)
-                assert parallel.stderr == serial.stderr, (kind, capture, args)
+                assert parallel.stdout == one.stdout, (kind, capture, args)
+                assert parallel.stderr == one.stderr, (kind, capture, args)
                 if capture == streamed:
                     walkers = 0 if {"-m", "-M"} & set(args) else 1
                     assert (len(forks.read_text().split()) if forks.exists() else 0) == walkers, (kind, args)
