@@ -5,7 +5,7 @@ kernel at all.
 Every compressed stream is made by the real command-line tool with the flags
 the kernel's build uses (scripts/Makefile.lib), and the real-kernel test
 extracts the vmlinux the way scripts/extract-vmlinux does (real_kernel.py).
-The 17 MiB vmlinux and its compressed forms are made once for this file.
+The 9 MiB vmlinux and its compressed forms are made once for this file.
 How the ELF file inside is sized is test_elf.py's.
 """
 
@@ -40,7 +40,7 @@ COMPRESSORS = {
 }
 
 
-#: (kind, data) -> what compress() gave: the same 17 MiB vmlinux is compressed by several tests
+#: (kind, data) -> what compress() gave: the same 9 MiB vmlinux is compressed by several tests
 #: (gzip by five), and the tool gives the same bytes each time
 _COMPRESSED: dict[tuple[str, bytes], bytes] = {}
 
@@ -74,8 +74,9 @@ def fake_bzimage(payload: bytes, setup_sects: int = 3, version: int = 0x020F) ->
 
 @pytest.fixture(scope="module")
 def vmlinux() -> bytes:
-    """A kernel-like ELF with > 8 MiB of data, so lz4's legacy format needs several blocks."""
-    sections = KERNEL_LIKE_SECTIONS + ((".data.big", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, 17 * 1024 * 1024),)
+    """A kernel-like ELF with > 8 MiB of data, so lz4's legacy format needs several blocks (a
+    whole one of 8 MiB, then the last, shorter)."""
+    sections = KERNEL_LIKE_SECTIONS + ((".data.big", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, 9 * 1024 * 1024),)
     return hand_elf(64, "little", sections)
 
 
