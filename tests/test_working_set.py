@@ -49,7 +49,7 @@ if not shared or child:
 where = ctypes.c_void_p(address(hot))
 while True:
     libc.memset(where, 2, touched)
-    time.sleep(0.05)
+    time.sleep(0.2)
 """
 
 
