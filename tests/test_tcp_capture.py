@@ -157,6 +157,13 @@ def _slow(port):
             time.sleep(0.02)
 
 
+def _zip_bomb(port):
+    """A member claiming 3 GiB, then 256 MiB of zeros: made when sent, not when every xdist
+    worker collects this file."""
+    _send_and_close(zeros_stream("gzip", 256 << 20, prefix=without_end(capture_tar())
+                                 + header(b"1234/smaps", 3 << 30)))(port)
+
+
 #: kind: (the peer, what smem's one line says, --timeout): 1 s for the peers that send at once (a
 #: busy machine's pause is no stall), 0.3 s for those given up only when it runs out (once, or
 #: 10 times for the slow one), so that they wait seconds, not tens of them.
@@ -165,9 +172,7 @@ HOSTILE = {
                                 .replace(b"\xfd", b"x").replace(b"\x28", b"x")),
                 "not a readable capture archive", 1),
     "truncated gzip": (_send_and_close(compress("gzip", capture_tar())[:400]), "gzip data is truncated or corrupt", 1),
-    "zip bomb": (_send_and_close(zeros_stream("gzip", 256 << 20, prefix=without_end(capture_tar())
-                                              + header(b"1234/smaps", 3 << 30))),
-                 "inflates past the limit", 1),
+    "zip bomb": (_zip_bomb, "inflates past the limit", 1),
     "nothing at all": (_send_and_close(b""), "closed the connection without sending a capture", 1),
     "stall half way": (_stall, "sent 300 bytes, then nothing for 0.3 s: given up", 0.3),
     "silent": (_silent, "sent nothing for 0.3 s: given up", 0.3),
