@@ -172,24 +172,35 @@ def test_text_reports_import_neither_matplotlib_nor_numpy_nor_tabulate():
         assert not {"matplotlib", "numpy", "tabulate"} & imported, args
 
 
-def test_control_characters_never_reach_programs_raw():
-    """ESC, BEL and CR in a process name or command line are escaped in CSV and OpenMetrics
-    (JSON escapes them itself; the tables show ?)."""
+def _named_process_outputs(name, arg, formats, by_pid=False, wide=False):
+    """(pid, {format: smem's bytes}) of a process named ``name`` (bytes: prctl PR_SET_NAME) whose
+    command line ends in ``arg`` (bytes, or None for none), picked out by a token in its command
+    line (or ``by_pid``); ``wide`` adds "wide": -a of pid, name and command."""
     import uuid
     token = uuid.uuid4().hex[:12]
-    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'e\\x1bb\\x07r\\r', 0, 0, 0); "
+    code = (f"import ctypes, sys; ctypes.CDLL(None).prctl(15, {name!r}, 0, 0, 0); "
             "print('ready', flush=True); sys.stdin.read()")
-    child = subprocess.Popen([sys.executable, "-c", code, token + "\x1b[31m\x07\r"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE)
+    argv = [sys.executable.encode(), b"-c", code.encode()] + ([token.encode() + arg] if arg is not None else [])
+    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    which = ("--pid", str(child.pid)) if by_pid else ("-P", token)
     try:
         assert child.stdout.readline() == b"ready\n"
-        outputs = {fmt: run_smem("-P", token, "-c", "pid name command pss", "-F", fmt).stdout
-                   for fmt in ("csv", "openmetrics", "json", "classic", "github")}
+        outputs = {fmt: run_smem(*which, "-c", "pid name command pss", "-F", fmt).stdout for fmt in formats}
+        if wide:
+            outputs["wide"] = run_smem(*which, "-c", "pid name command", "-a").stdout
     finally:
         child.stdin.close()
         child.wait(30)
+    return child.pid, token, outputs
+
+
+def test_control_characters_never_reach_programs_raw():
+    """ESC, BEL and CR in a process name or command line are escaped in CSV and OpenMetrics
+    (JSON escapes them itself; the tables show ?)."""
+    pid, token, outputs = _named_process_outputs(b"e\x1bb\x07r\r", b"\x1b[31m\x07\r",
+                                                 ("csv", "openmetrics", "json", "classic", "github"))
     for fmt, out in outputs.items():
-        assert str(child.pid).encode() in out, fmt
+        assert str(pid).encode() in out, fmt
         assert not set(out) & {0x1b, 0x07, 0x0d} - ({0x0d} if fmt == "csv" else set()), fmt
     (row,) = list(csv.reader(io.StringIO(outputs["csv"].decode())))[1:]
     assert row[1] == "e\\x1bb\\x07r\\x0d" and row[2].endswith(token + "\\x1b[31m\\x07\\x0d")
@@ -202,27 +213,16 @@ def test_c1_control_characters_are_controls_too():
     """CSI and OSC have 8-bit forms, U+009B and U+009D, which a terminal taking 8-bit controls
     obeys, as it does the bytes 0x9B and 0x9D in a name that is not UTF-8: the tables show ? for
     them as for ESC (as ps does), CSV and OpenMetrics write \\x9b."""
-    import uuid
-    token = uuid.uuid4().hex[:12]
-    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'c\\xc2\\x9b2J\\x9d0;T', 0, 0, 0); "
-            "print('ready', flush=True); sys.stdin.read()")
-    child = subprocess.Popen([sys.executable.encode(), b"-c", code.encode(), token.encode() + b"\xc2\x9b2J\x9b2J"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert child.stdout.readline() == b"ready\n"
-        outputs = {fmt: run_smem("-P", token, "-c", "pid name command pss", "-F", fmt).stdout
-                   for fmt in ("classic", "github", "csv", "openmetrics", "json")}
-        wide = run_smem("-P", token, "-c", "pid name command", "-a").stdout
-    finally:
-        child.stdin.close()
-        child.wait(30)
+    pid, token, outputs = _named_process_outputs(b"c\xc2\x9b2J\x9d0;T", b"\xc2\x9b2J\x9b2J",
+                                                 ("classic", "github", "csv", "openmetrics", "json"), wide=True)
+    wide = outputs.pop("wide")
     c1 = {*range(0x80, 0xA0), *range(0xDC80, 0xDCA0)}  # (as characters, and as bytes not UTF-8)
     for fmt in ("classic", "github", "wide"):  # (with nothing else in the names, valid UTF-8)
         (outputs.get(fmt) or wide).decode()
     for fmt, out in [*outputs.items(), ("wide", wide)]:
-        assert str(child.pid).encode() in out, fmt
+        assert str(pid).encode() in out, fmt
         assert not {ord(c) for c in out.decode("utf-8", "surrogateescape")} & c1, (fmt, out)
-    (line,) = [l for l in wide.decode().splitlines() if l.split()[:1] == [str(child.pid)]]
+    (line,) = [l for l in wide.decode().splitlines() if l.split()[:1] == [str(pid)]]
     assert "c?2J?0;T" in line and line.rstrip().endswith(token + "?2J?2J")
     (row,) = list(csv.reader(io.StringIO(outputs["csv"].decode())))[1:]
     assert row[1] == "c\\x9b2J\\x9d0;T" and row[2].endswith(token + "\\x9b2J\\x9b2J")
@@ -235,26 +235,16 @@ def test_bidirectional_controls_in_a_name_do_not_reorder_a_tables_line():
     """A name holding U+202E (right-to-left override) showed the rest of its row reversed in a
     terminal that lays text out both ways (its figures read backwards); the tables show ? for each
     bidirectional control, as for a control character.  CSV and JSON hold the name as it is."""
-    import uuid
-    token = uuid.uuid4().hex[:12]
-    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, 'r\u202eevil'.encode(), 0, 0, 0); "
-            "print('ready', flush=True); sys.stdin.read()")
-    child = subprocess.Popen([sys.executable, "-c", code, token + "\u2067x\u200f"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE)
-    try:
-        assert child.stdout.readline() == b"ready\n"
-        outputs = {fmt: run_smem("-P", token, "-c", "pid name command pss", "-F", fmt).stdout.decode()
-                   for fmt in ("classic", "github", "csv", "json")}
-        wide = run_smem("-P", token, "-c", "pid name command", "-a").stdout.decode()
-    finally:
-        child.stdin.close()
-        child.wait(30)
+    pid, token, outputs = _named_process_outputs("r\u202eevil".encode(), "\u2067x\u200f".encode(),
+                                                 ("classic", "github", "csv", "json"), wide=True)
+    outputs = {fmt: out.decode() for fmt, out in outputs.items()}
+    wide = outputs.pop("wide")
     for fmt, out in [*outputs.items(), ("wide", wide)]:
-        assert str(child.pid) in out, fmt
+        assert str(pid) in out, fmt
     for out in (outputs["classic"], outputs["github"], wide):
         assert not set(out) & {"\u202e", "\u2067", "\u200f"}, out
         assert "r?evil" in out
-    (line,) = [l for l in wide.splitlines() if l.split()[:1] == [str(child.pid)]]
+    (line,) = [l for l in wide.splitlines() if l.split()[:1] == [str(pid)]]
     assert line.rstrip().endswith(token + "?x?")
     (row,) = list(csv.reader(io.StringIO(outputs["csv"])))[1:]
     assert row[1] == "r\u202eevil" and row[2].endswith(token + "\u2067x\u200f")
@@ -264,20 +254,12 @@ def test_bidirectional_controls_in_a_name_do_not_reorder_a_tables_line():
 def test_a_bar_in_a_name_stays_in_its_markdown_cell():
     """A process named a|b|c: in the Markdown styles its cell is a\\|b\\|c (rendered a|b|c), so
     the row keeps as many cells as the header; the other styles show the name as it is."""
-    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a|b|c', 0, 0, 0); print('ready', flush=True); "
-            "sys.stdin.read()")
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert child.stdout.readline() == b"ready\n"
-        outputs = {fmt: run_smem("--pid", str(child.pid), "-c", "pid name pss", "-F", fmt).stdout.decode()
-                   for fmt in ("github", "markdown", "psql")}
-    finally:
-        child.stdin.close()
-        child.wait(30)
+    pid, _, outputs = _named_process_outputs(b"a|b|c", None, ("github", "markdown", "psql"), by_pid=True)
+    outputs = {fmt: out.decode() for fmt, out in outputs.items()}
     for fmt in ("github", "markdown"):
         header, _, row = outputs[fmt].splitlines()
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
-        assert cells[:2] == [str(child.pid), "a\\|b\\|c"] and len(cells) == header.count("|") - 1, (fmt, row)
+        assert cells[:2] == [str(pid), "a\\|b\\|c"] and len(cells) == header.count("|") - 1, (fmt, row)
     assert " a|b|c " in outputs["psql"]
 
 
