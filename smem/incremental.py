@@ -63,6 +63,7 @@ TOLERANCE = 0.005
 #: what a reading has of the machine beside its processes: read once, for the collection's reading
 _MACHINE_KINDS = Need.POOLS | Need.PRESSURE | Need.UPTIME
 
+
 def _parse_cgroup(raw):
     from .parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
     return parse_cgroup(raw)

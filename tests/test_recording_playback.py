@@ -101,7 +101,6 @@ def test_at_reads_the_frame_asked_for(grown):
     pids = lambda *at: {int(w) for w in run_smem("-S", rec, "-c", "pid", "-H", "-P", marker, *at, check=True).stdout.split()}
     assert pids() == {pid} and pids("--at", "last") == {pid}
     assert pids("--at", "1") == set() and pids("--at", "first") == set()
-    import datetime
     stamp = datetime.datetime.fromtimestamp(frames[0]["time"]).isoformat()  # to the microsecond: frame 1
     assert pids("--at", stamp) == set()
     last = datetime.datetime.fromtimestamp(frames[-1]["time"]).isoformat()
@@ -136,7 +135,6 @@ def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
 
 def test_speed_replays_at_the_recorded_pace(grown):
     rec, pid, marker, _ = grown
-    frames = index_lines(rec)[1]
     proc = run_smem("-S", rec, "--speed", "1000", "-F", "json", "-c", "pid pss", "-P", marker, check=True)
     assert {json.loads(line)["pid"] for line in proc.stdout.splitlines()} == {pid}
     assert run_smem("-S", rec, "--speed", "2", "--interval", "1").returncode == 2
@@ -145,7 +143,6 @@ def test_speed_replays_at_the_recorded_pace(grown):
 def test_at_a_clock_time_in_a_recording_across_midnight_names_the_evening(grown, tmp_path):
     """A night's recording, 22:00 to 05:0x: --at 23:00 is the evening's 23:00 (its first frame),
     not the next evening's, which is after the last frame (that one was taken, without a word)."""
-    import datetime
     import shutil
     rec, pid, marker, before = grown
     night = tmp_path / "night"
