@@ -152,12 +152,24 @@ def test_every_recorded_meminfo_gives_a_breakdown_with_the_rows_its_kernel_allow
             assert (rows["secondary page tables"][0] is None) == ("SecPageTables" not in m), path
             assert (rows["percpu"][0] is None) == ("Percpu" not in m), path
             assert (rows["zswap pool"][0] is None) == ("Zswap" not in m), path
-            # before 4.4 (no Percpu before 4.2) VmallocUsed is address space, not RAM: no row
-            assert (rows["vmalloc"][0] is None) == ("Percpu" not in m or "VmallocUsed" not in m), path
+            # before 4.4 (no Percpu before 4.2) VmallocUsed is address space, not RAM, and from
+            # 4.4 to 5.2 always 0: no row
+            assert (rows["vmalloc"][0] is None) == ("Percpu" not in m or not m.get("VmallocUsed")), path
             if "SReclaimable" in m and "SUnreclaim" in m:
                 assert rows["slab reclaimable"] == (m["SReclaimable"], "meminfo SReclaimable")
             else:
                 assert rows["slab"][0] == m.get("Slab"), path
+
+
+def test_vmalloc_used_of_linux_4_4_to_5_2_is_absent_not_0(realproc):
+    """Those kernels print VmallocUsed as 0 whatever vmalloc holds (sysstat's Fedora, ~5.1)."""
+    rows, _ = _breakdown("-S", realproc / "sysstat-root1-fedora")
+    assert rows["vmalloc"]["used"] is None
+    assert rows["vmalloc"]["source"] == "meminfo VmallocUsed: 0 from Linux 4.4 to 5.2, not counted"
+    meminfo = parse_meminfo(b"MemTotal: 1000 kB\nVmallocUsed: 0 kB\nKernelStack: 10 kB\nPercpu: 5 kB\n")
+    for kernel, used in (("4.19.0", None), ("5.2.9", None), ("5.3.0", 0), (None, None)):
+        rows = {a: u for a, u, _, _, _ in breakdown_areas(meminfo, None, kernel=kernel)}
+        assert rows["vmalloc"] == used, kernel
 
 
 def test_the_split_merges_when_the_kernel_gives_none():
