@@ -172,6 +172,15 @@ def test_vmalloc_used_of_linux_4_4_to_5_2_is_absent_not_0(realproc):
         assert rows["vmalloc"] == used, kernel
 
 
+def test_a_mapping_filter_says_the_rest_is_of_what_it_left_out(realproc):
+    """-M sums only the matching mappings' PSS: the rest is not of processes "not read" (pixel3's one
+    process was read)."""
+    rows, _ = _breakdown("-S", realproc / "android-pixel3-4.9-systemui", "-M", "libc")
+    assert "anon of processes not read or not selected" in rows
+    assert "page cache not mapped by those selected" in rows
+    assert "anon of processes not read" not in rows
+
+
 def test_the_split_merges_when_the_kernel_gives_none():
     meminfo = parse_meminfo(b"MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 10 kB\nCached: 300 kB\n"
                             b"AnonPages: 400 kB\nShmem: 20 kB\n")
