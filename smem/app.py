@@ -206,7 +206,8 @@ def run_report(request: ReportRequest) -> Result:
         snapshot, said = read_snapshot(request, the_plan, spec, at, at_option=option)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
-    if request.query.pids is not None and request.query.old_source is None:
+    # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
+    if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
         warnings.extend(pids_not_found(request.query, snapshot))
     view = the_plan.view
     table_options = request.table._replace(exact=the_plan.exact)

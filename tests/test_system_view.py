@@ -219,3 +219,15 @@ def test_absurd_inputs_are_errors_not_hangs(tmp_path):
         proc = run_smem("-S", tree, "-w", *args)
         err = proc.stderr.decode()
         assert proc.returncode == code and text in err and err.count("\n") == 1, (args, err)
+
+
+def test_pid_with_plain_system_view_is_not_looked_for(realproc):
+    """Plain -w reads no process: --pid (of a process the tree holds) was 'not found', exit 1,
+    while -P and -U are taken and select nothing."""
+    tree = realproc / "android-pixel3-4.9-systemui"
+    plain = run_smem("-S", tree, "-w")
+    with_pid = run_smem("-S", tree, "-w", "--pid", "2084")
+    assert with_pid.returncode == 0, with_pid.stderr
+    assert with_pid.stdout == plain.stdout
+    # --breakdown reads the processes: a pid it lacks is still an error
+    assert run_smem("-S", tree, "-w", "--breakdown", "--pid", "999").returncode == 1
