@@ -181,6 +181,18 @@ def test_a_mapping_filter_says_the_rest_is_of_what_it_left_out(realproc):
     assert "anon of processes not read" not in rows
 
 
+def test_a_rollup_without_the_split_or_smaps_still_counts_its_process(realproc, tmp_path):
+    """Oracle's 4.14 smaps_rollup (ps_mem issue 64) alone, no smaps: the split cannot be estimated,
+    but the process's PSS is known; it vanished from -w --breakdown and from -c pss_anon."""
+    tree = tmp_path / "tree"
+    shutil.copytree(realproc / "issue-snippets-rollups" / "psmem-64-oracle-uek-hugetlb" / "proc", tree / "proc")
+    shutil.copy(realproc / "android-pixel3-4.9-systemui" / "proc" / "meminfo", tree / "proc" / "meminfo")
+    rows, _ = _breakdown("-S", tree)
+    assert rows["process memory (PSS)"]["used"] == 4446
+    table = run_smem("-S", tree, "-c", "pid pss pss_anon", "-H")
+    assert table.stdout.split() == [b"16299", b"4446", b"-"]
+
+
 def test_the_split_merges_when_the_kernel_gives_none():
     meminfo = parse_meminfo(b"MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 10 kB\nCached: 300 kB\n"
                             b"AnonPages: 400 kB\nShmem: 20 kB\n")
