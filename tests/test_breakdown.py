@@ -402,3 +402,17 @@ def test_a_row_below_zero_is_explained(tmp_path):
     assert any(n.startswith("below zero: anon of processes not read: ") for n in document["notes"])
     assert sum(r["used"] for r in rows.values() if r["used"] is not None) == parse_meminfo(
         meminfo.read_bytes()).kib["MemTotal"]
+
+
+def test_diff_totals_of_changes_are_new_total_minus_old_across_kernels(realproc):
+    """2.6.29 has no KernelStack, Pixel 3's 4.9 has: the row's change is '-' (absent is not zero),
+    but the total of changes must still be NEW's total minus OLD's (it was 33328 KiB short)."""
+    old = realproc / "meminfo-zoo" / "chromeos-arc-2.6.29"
+    new = realproc / "android-pixel3-4.9-systemui"
+    result = run_smem("diff", old, new, "-w", "--breakdown", "-t", "-F", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    rows = {row["area"]: row for row in document["rows"]}
+    assert rows["kernel stacks"]["dused"] is None
+    totals = document["totals"]
+    assert totals["dused"] == totals["used"] - totals["old_used"] == 3665332 - 516144
