@@ -27,7 +27,7 @@ The accounting (Documentation/filesystems/proc.rst, "meminfo", and fs/proc/memin
   CONFIG_VMAP_STACK (the default of 64-bit kernels) the kernel stacks are vmalloc'd, so
   KernelStack is part of VmallocUsed: where VmallocUsed holds it and the machine is
   64-bit, the vmalloc row is VmallocUsed - KernelStack.
-- hugetlb pool: Hugetlb (5.16+: every page size), else HugePages_Total x Hugepagesize.
+- hugetlb pool: Hugetlb (4.16+: every page size), else HugePages_Total x Hugepagesize.
 - compressed swap: the zram devices' pools (/sys/block/zramN/mm_stat mem_used_total),
   in no meminfo field; zswap's pool (Zswap, 5.19+).
 - free: MemFree, and the free pages in the per-CPU lists (/proc/zoneinfo pagesets),
