@@ -154,7 +154,8 @@ def test_every_recorded_meminfo_gives_a_breakdown_with_the_rows_its_kernel_allow
             assert (rows["zswap pool"][0] is None) == ("Zswap" not in m), path
             # before 4.4 (no Percpu before 4.2) VmallocUsed is address space, not RAM, and from
             # 4.4 to 5.2 always 0: no row
-            assert (rows["vmalloc"][0] is None) == ("Percpu" not in m or not m.get("VmallocUsed")), path
+            assert (rows["vmalloc"][0] is None) == ("Percpu" not in m or not m.get("VmallocUsed")
+                                                    or m.get("VmallocChunk", 0) > 0), path
             if "SReclaimable" in m and "SUnreclaim" in m:
                 assert rows["slab reclaimable"] == (m["SReclaimable"], "meminfo SReclaimable")
             else:
@@ -170,6 +171,14 @@ def test_vmalloc_used_of_linux_4_4_to_5_2_is_absent_not_0(realproc):
     for kernel, used in (("4.19.0", None), ("5.2.9", None), ("5.3.0", 0), (None, None)):
         rows = {a: u for a, u, _, _, _ in breakdown_areas(meminfo, None, kernel=kernel)}
         assert rows["vmalloc"] == used, kernel
+
+
+def test_vmalloc_chunk_of_a_kernel_before_4_4_says_vmalloc_used_is_address_space(realproc):
+    """prometheus' meminfo has Percpu (4.2+) and a VmallocChunk of 32 TiB: 4.2 or 4.3, whose
+    VmallocUsed counts address space; it was taken for RAM (VmallocUsed - KernelStack)."""
+    rows, _ = _breakdown("-S", realproc / "prometheus-procfs-fixtures")
+    assert rows["vmalloc"]["used"] is None
+    assert rows["vmalloc"]["source"] == "meminfo VmallocUsed: address space before Linux 4.4, not RAM"
 
 
 def test_a_mapping_filter_says_the_rest_is_of_what_it_left_out(realproc):

@@ -128,9 +128,10 @@ def _release(kernel):
 
 def _vmalloc_is_address_space(m, kernel):
     """Before 4.4 VmallocUsed summed the vmalloc areas' sizes (ioremaps too), not pages; a
-    meminfo without Percpu (before 4.2) is that old when the kernel's version is unknown."""
+    meminfo without Percpu (before 4.2), or with a VmallocChunk (the largest free area, 0 from
+    4.4 on), is that old when the kernel's version is unknown."""
     release = _release(kernel)
-    return release < (4, 4) if release is not None else "Percpu" not in m
+    return release < (4, 4) if release is not None else "Percpu" not in m or m.get("VmallocChunk", 0) > 0
 
 
 def _vmalloc_not_counted(vmalloc, kernel):
