@@ -36,6 +36,7 @@ __all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_t
 class Result(NamedTuple):
     text: Optional[str]             # the report, or None when a chart was shown or saved
     warnings: List[str]
+    notes: tuple = ()               # the table's notes the format cannot hold (for standard error)
 
 
 class Plan(NamedTuple):
@@ -206,7 +207,8 @@ def run_report(request: ReportRequest) -> Result:
         snapshot, said = read_snapshot(request, the_plan, spec, at, at_option=option)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
-    if request.query.pids is not None and request.query.old_source is None:
+    # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
+    if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
         warnings.extend(pids_not_found(request.query, snapshot))
     view = the_plan.view
     table_options = request.table._replace(exact=the_plan.exact)
@@ -217,7 +219,8 @@ def run_report(request: ReportRequest) -> Result:
         return Result(None, warnings)
     companions = companion_tables(the_plan, snapshot, request.system)
     old = snapshots[0] if len(snapshots) > 1 else None
-    return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
+    notes = () if FORMATS[table_options.format].carries_notes else tuple(table.notes)
+    return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings, notes)
 
 
 def pids_not_found(query, snapshot):

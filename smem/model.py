@@ -253,7 +253,7 @@ class Reading:
     skipped: tuple = ()       # ((pid, name, VmRSS KiB), ...) left out by --max-rss
     pools: object = None      # kernel_pools.KernelPools (zram, KSM), when asked for
     folded: object = None     # the view's sums, where the loader folded processes into them
-    selected: bool = False    # -P, -U or --pid left processes out of what was read
+    selected: bool = False    # -P, -U, --pid or -M left processes (mappings) out of what was read
     devices: object = None    # device_memory.DeviceMemory, when asked for
     pressure: object = None   # memory_pressure.MemoryPressure, when asked for
     clock: tuple = None       # (seconds since boot, clock ticks a second), when asked for (cpu)

@@ -126,8 +126,9 @@ class Selection:
 
     @property
     def selects(self):
-        """Whether --pid, -P or -U leaves processes out (-M selects mappings, not processes)."""
-        return self.process is not None or self.user is not None or self.pids is not None
+        """Whether --pid, -P, -U or -M leaves processes, or their mappings, out of what is read
+        (the breakdown's rows then say the rest is of those not selected)."""
+        return self.process is not None or self.user is not None or self.pids is not None or self.mapping is not None
 
     def without_user(self):
         """This selection but -U (decided later, where the user's name comes late)."""

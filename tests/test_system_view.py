@@ -219,3 +219,26 @@ def test_absurd_inputs_are_errors_not_hangs(tmp_path):
         proc = run_smem("-S", tree, "-w", *args)
         err = proc.stderr.decode()
         assert proc.returncode == code and text in err and err.count("\n") == 1, (args, err)
+
+
+def test_pid_with_plain_system_view_is_not_looked_for(realproc):
+    """Plain -w reads no process: --pid (of a process the tree holds) was 'not found', exit 1,
+    while -P and -U are taken and select nothing."""
+    tree = realproc / "android-pixel3-4.9-systemui"
+    plain = run_smem("-S", tree, "-w")
+    with_pid = run_smem("-S", tree, "-w", "--pid", "2084")
+    assert with_pid.returncode == 0, with_pid.stderr
+    assert with_pid.stdout == plain.stdout
+    # --breakdown reads the processes: a pid it lacks is still an error
+    assert run_smem("-S", tree, "-w", "--breakdown", "--pid", "999").returncode == 1
+
+
+def test_recommend_with_csv_says_its_size_on_stderr(realproc):
+    """CSV rows cannot hold the table's notes: --recommend's only answer was dropped, exit 0."""
+    tree = realproc / "android-pixel3-4.9-systemui"
+    result = run_smem("-S", tree, "-w", "--recommend", "50", "-F", "csv")
+    assert result.returncode == 0, result.stderr
+    assert b"fits in" not in result.stdout
+    assert b"smem: needs 1.2G non-reclaimable (+50% headroom: 1.7G); fits in 2.0G" in result.stderr
+    # JSON holds them itself
+    assert b"fits in" not in run_smem("-S", tree, "-w", "--recommend", "-F", "json").stderr

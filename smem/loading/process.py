@@ -121,11 +121,16 @@ def read_counters(source, process, selection, needs, fold=None):
             except ValueError:
                 parsed = []
         process.rollup = parsed[0].counters if parsed else None
+    raw = None
     if rollup_totals and process.rollup is not None and needs.split and "Pss_Anon" not in process.rollup:
         rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
+        if not source.local:
+            raw = source.read_optional(f"{pid}/smaps")
+            # a tree or capture holding the rollup alone: its sums, without the split (not no process)
+            rollup_totals = raw is None
     if not rollup_totals or process.rollup is None:
         try:
-            raw = source.read_process(pid, "smaps")
+            raw = raw if raw is not None else source.read_process(pid, "smaps")
             search = selection.mapping.matches if selection.mapping is not None else None
             if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_rows"):
                 # a fold that reads each name's figures (the page's): one pass, no Mapping of each

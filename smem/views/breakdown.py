@@ -22,12 +22,12 @@ The accounting (Documentation/filesystems/proc.rst, "meminfo", and fs/proc/memin
 - the kernel: slab (SReclaimable, SUnreclaim; Slab before 2.6.19), other reclaimable
   kernel memory (KReclaimable - SReclaimable, 4.20+), KernelStack, PageTables,
   SecPageTables (6.0+), VmallocUsed (the pages vmalloc took since 5.3; 0 from 4.4 to
-  5.2; before 4.4 the address space of the areas, ioremaps too, so no row),
+  5.2, so no row; before 4.4 the address space of the areas, ioremaps too, so no row),
   Percpu (4.2+), Bounce, WritebackTmp (FUSE), HardwareCorrupted.  With
   CONFIG_VMAP_STACK (the default of 64-bit kernels) the kernel stacks are vmalloc'd, so
   KernelStack is part of VmallocUsed: where VmallocUsed holds it and the machine is
   64-bit, the vmalloc row is VmallocUsed - KernelStack.
-- hugetlb pool: Hugetlb (5.16+: every page size), else HugePages_Total x Hugepagesize.
+- hugetlb pool: Hugetlb (4.16+: every page size), else HugePages_Total x Hugepagesize.
 - compressed swap: the zram devices' pools (/sys/block/zramN/mm_stat mem_used_total),
   in no meminfo field; zswap's pool (Zswap, 5.19+).
 - free: MemFree, and the free pages in the per-CPU lists (/proc/zoneinfo pagesets),
@@ -128,9 +128,17 @@ def _release(kernel):
 
 def _vmalloc_is_address_space(m, kernel):
     """Before 4.4 VmallocUsed summed the vmalloc areas' sizes (ioremaps too), not pages; a
-    meminfo without Percpu (before 4.2) is that old when the kernel's version is unknown."""
+    meminfo without Percpu (before 4.2), or with a VmallocChunk (the largest free area, 0 from
+    4.4 on), is that old when the kernel's version is unknown."""
     release = _release(kernel)
-    return release < (4, 4) if release is not None else "Percpu" not in m
+    return release < (4, 4) if release is not None else "Percpu" not in m or m.get("VmallocChunk", 0) > 0
+
+
+def _vmalloc_not_counted(vmalloc, kernel):
+    """From 4.4 to 5.2 the kernel printed VmallocUsed as 0 whatever vmalloc held: a 0 there (or
+    of an unknown kernel: vmalloc always holds something) is not a figure."""
+    release = _release(kernel)
+    return vmalloc == 0 and (release is None or (4, 4) <= release < (5, 3))
 
 
 def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, selected=False, devices=None):
@@ -194,6 +202,8 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
     add("secondary page tables", m.get("SecPageTables"), "meminfo SecPageTables")
     if vmalloc is not None and _vmalloc_is_address_space(m, kernel):
         add("vmalloc", None, "meminfo VmallocUsed: address space before Linux 4.4, not RAM")
+    elif vmalloc is not None and _vmalloc_not_counted(vmalloc, kernel):
+        add("vmalloc", None, "meminfo VmallocUsed: 0 from Linux 4.4 to 5.2, not counted")
     elif vmalloc is not None and stacks is not None and vmalloc >= stacks and (arch is None or arch in _64BIT):
         assumed = " (64-bit: stacks taken as vmalloc'd)" if arch is None else ""
         add("vmalloc", vmalloc - stacks, "meminfo VmallocUsed - KernelStack" + assumed)

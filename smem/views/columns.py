@@ -45,6 +45,9 @@ class Column(NamedTuple):
     #: what the -t total of this column is called where a name is needed (JSON's totals object):
     #: "processes" for a count of pid rows, "users" for distinct users; the key by default
     total_key: Optional[str] = None
+    #: the figure of a row its -t sum adds, where it is not the one shown (a change whose side lacks
+    #: the figure shows "-", but the total of changes is still NEW's total minus OLD's)
+    total_getter: Optional[Callable[[Any], Any]] = None
 
     @property
     def total_name(self):

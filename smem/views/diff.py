@@ -75,6 +75,16 @@ def _delta(getter):
     return get
 
 
+def _change_in_totals(getter):
+    """A row's part of the -t total of changes: an absent side counts 0 here, so that the total is
+    NEW's total minus OLD's (each of which sums the figures present)."""
+    def get(row):
+        old = getter(row.old) if row.old is not None else None
+        new = getter(row.new) if row.new is not None else None
+        return None if old is None and new is None else (new or 0) - (old or 0)
+    return get
+
+
 def _magnitude(getter):
     delta = _delta(getter)
 
@@ -98,7 +108,8 @@ def _columns(base, old, new):
                                                 width=max(column.width, len(column.header) + 3))
         columns[key] = column._replace(getter=_side(column.getter, "new"), help=f"{column.help}, in {new}")
         columns[f"d{key}"] = column._replace(key=f"d{key}", header=f"d{column.header}",
-                                             getter=_delta(column.getter), help=f"change in {column.key}: {new} - {old}",
+                                             getter=_delta(column.getter), total_getter=_change_in_totals(column.getter),
+                                             help=f"change in {column.key}: {new} - {old}",
                                              width=max(column.width, len(column.header) + 1))
     columns["status"] = text("status", "Status", lambda r: r.status, f"new (only in {new}) or gone (only in {old})", 6)
     measure = base.columns.get(base.charting.measure)
