@@ -6,6 +6,7 @@ without pyplot (no GUI backend is touched); pyplot is used only to open a
 window, and only when there is a display.
 """
 
+import math
 import os
 
 from .chart_data import bar_data, literal, pie_data
@@ -19,6 +20,8 @@ __all__ = ["show_chart", "draw_pie", "draw_bar", "slice_colours", "supported_for
 MAX_BAR_HEIGHT = 16
 #: where the pie sits in the figure (left, bottom, width, height); the legend is to its right
 PIE_BOX = (0.04, 0.06, 0.54, 0.76)
+#: the size of the slices' names, in points
+LABEL_POINTS = 9
 UNUSED_COLOUR = "#d9d9d9"
 OTHER_COLOUR = "#8c8c8c"
 
@@ -66,20 +69,42 @@ def draw_pie(figure, data):
     for kind in data.kinds:
         colours.append(UNUSED_COLOUR if kind == "unused" else OTHER_COLOUR if kind == "other" else rows.pop(0))
     whole = sum(data.values)
-    # Name the slices big enough to hold a name; the legend names them all.
+    # Name the slices big enough to hold a name, apart from each other; the legend names them all.
     shown = [label if value >= whole * 0.02 or kind != "row" else ""
              for label, value, kind in zip(data.labels, data.values, data.kinds)]
     explode = [0.05 if kind == "unused" else 0 for kind in data.kinds]
     figure.set_size_inches(11, 7)
+    width, height = figure.get_size_inches() * PIE_BOX[2:]
+    line = LABEL_POINTS * 1.3 / 72 / (min(width, height) / 2.5)  # (in radii: ax.pie spans 1.25 each way)
+    shown = _names_apart(shown, data.values, explode, line)
     ax = figure.add_axes(PIE_BOX)
     wedges, _, _ = ax.pie(
         data.values, labels=shown, colors=colours, explode=explode, startangle=90,
         counterclock=False, autopct=lambda p: f"{p:.1f}%" if p >= 3 else "", pctdistance=0.75,
-        wedgeprops=dict(linewidth=0.8, edgecolor="white"), textprops=dict(fontsize=9))
+        wedgeprops=dict(linewidth=0.8, edgecolor="white"), textprops=dict(fontsize=LABEL_POINTS))
     ax.set_aspect("equal")
     figure.legend(wedges, data.legend, loc="center left", bbox_to_anchor=(0.6, 0.47),
                   fontsize=8, frameon=False, title=None)
     _titles(figure, data, centre=PIE_BOX[0] + PIE_BOX[2] / 2)  # over the pie, not pie and legend
+
+
+def _names_apart(shown, values, explode, line):
+    """``shown`` less the names that would be drawn over a bigger slice's.  ax.pie puts a slice's
+    name 1.1 radii out at the middle of its arc (clockwise from the top here), starting there on
+    the right half of the pie and ending there on the left: two names on one side meet where their
+    heights differ by less than a ``line`` (in radii)."""
+    whole = sum(values) or 1
+    places, done = [], 0
+    for value, out in zip(values, explode):
+        middle = math.radians(90 - 360 * (done + value / 2) / whole)
+        done += value
+        places.append((math.cos(middle) > 0, (1.1 + out) * math.sin(middle)))
+    kept = []
+    for i in sorted(range(len(values)), key=lambda i: -values[i]):  # (the bigger slice first)
+        side, y = places[i]
+        if shown[i] and all(places[j][0] != side or abs(places[j][1] - y) >= line for j in kept):
+            kept.append(i)
+    return [label if i in kept else "" for i, label in enumerate(shown)]
 
 
 def draw_bar(figure, data):

@@ -77,8 +77,13 @@ def test_pie_in_every_format(view, capsys, tmp_path):
         assert out.stat().st_size > 1000
     _check_files(tmp_path, "pie", view)
     texts = svg_texts(tmp_path / "pie.svg")
-    for name in big:  # (a name shown twice carries the pid: "postgres (1234)")
-        assert name in texts or any(t.startswith(name + " (") for t in texts), (name, sorted(texts))
+    # every big slice is in the legend ("NAME  SIZE"), and named on the pie but where its name would
+    # be drawn over a bigger one's (test_pie_slice_names_never_overlap): a few at most
+    legend = {t.rsplit("  ", 1)[0] for t in texts if "  " in t}
+    on_pie = [name for name in big  # (a name shown twice carries the pid: "postgres (1234)")
+              if name in texts or any(t.startswith(name + " (") for t in texts)]
+    assert all(name in legend or any(n.startswith(name + " (") for n in legend) for name in big), (big, legend)
+    assert len(on_pie) >= len(big) * 2 / 3, (big, sorted(texts))
     # unused only where RAM minus the rows means something; -w areas are never folded.
     assert ("unused" in texts) == (view in PROCESS_ROWS)
     if view != "system" and len(small) >= 2:
@@ -248,3 +253,29 @@ def test_chart_signatures_say_more_than_the_container(tmp_path):
     assert _holds_chart("webp")(b"RIFF\0\0\0\0WEBPVP8 ") and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ")
     import gzip
     assert _holds_chart("svgz")(gzip.compress(b"<?xml?><svg>")) and not _holds_chart("svgz")(gzip.compress(b"tar"))
+
+
+def test_pie_slice_names_never_overlap():
+    """Two slices big enough to be named, side by side near the bottom of the pie, had their names
+    drawn over each other (a breakdown's "slab reclaimable" and "slab unreclaimable"); of two that
+    would meet, the bigger slice keeps its name (the legend names every slice)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from smem.chart_data import PieData
+    from smem.charts import draw_pie
+    labels = ["process anon (PSS)", "process file (PSS)", "process shmem (PSS)", "anon of processes not read",
+              "page cache not mapped", "slab reclaimable", "slab unreclaimable", "kernel stacks", "page tables",
+              "free", "unexplained"]
+    mib = [18.9, 8.2, 50.0, 532.6, 1018.6, 95.2, 158.6, 32.5, 48.8, 1272.2, 389.4]
+    values = [round(m * 1024) for m in mib]
+    data = PieData("System memory", "capture", labels, values, ["row"] * len(values), labels, [])
+    figure = Figure()
+    canvas = FigureCanvasAgg(figure)
+    draw_pie(figure, data)
+    renderer = canvas.get_renderer()
+    named = [t for t in figure.axes[0].texts if t.get_text() in labels]
+    assert {"free", "page cache not mapped", "slab unreclaimable"} <= {t.get_text() for t in named}
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in named]
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            assert not box_a.overlaps(box_b), (a, b)
