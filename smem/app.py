@@ -36,7 +36,6 @@ __all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_t
 class Result(NamedTuple):
     text: Optional[str]             # the report, or None when a chart was shown or saved
     warnings: List[str]
-    notes: tuple = ()               # the table's notes the format cannot hold (for standard error)
 
 
 class Plan(NamedTuple):
@@ -219,8 +218,7 @@ def run_report(request: ReportRequest) -> Result:
         return Result(None, warnings)
     companions = companion_tables(the_plan, snapshot, request.system)
     old = snapshots[0] if len(snapshots) > 1 else None
-    notes = () if FORMATS[table_options.format].carries_notes else tuple(table.notes)
-    return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings, notes)
+    return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
 
 
 def pids_not_found(query, snapshot):

@@ -231,14 +231,3 @@ def test_pid_with_plain_system_view_is_not_looked_for(realproc):
     assert with_pid.stdout == plain.stdout
     # --breakdown reads the processes: a pid it lacks is still an error
     assert run_smem("-S", tree, "-w", "--breakdown", "--pid", "999").returncode == 1
-
-
-def test_recommend_with_csv_says_its_size_on_stderr(realproc):
-    """CSV rows cannot hold the table's notes: --recommend's only answer was dropped, exit 0."""
-    tree = realproc / "android-pixel3-4.9-systemui"
-    result = run_smem("-S", tree, "-w", "--recommend", "50", "-F", "csv")
-    assert result.returncode == 0, result.stderr
-    assert b"fits in" not in result.stdout
-    assert b"smem: needs 1.2G non-reclaimable (+50% headroom: 1.7G); fits in 2.0G" in result.stderr
-    # JSON holds them itself
-    assert b"fits in" not in run_smem("-S", tree, "-w", "--recommend", "-F", "json").stderr

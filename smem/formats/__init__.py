@@ -61,9 +61,6 @@ class Format(NamedTuple):
     streamer: Optional[str] = None
     #: a table for people: watch mode redraws it in place on a terminal (others stream there too)
     redraws: bool = False
-    #: the document holds the table's notes (--recommend's size, the breakdown's unexplained);
-    #: where it cannot (CSV rows, OpenMetrics samples) they go to standard error
-    carries_notes: bool = True
 
     @property
     def render(self):
@@ -100,10 +97,10 @@ FORMATS = {f.name: f for f in (
            "NEW's), columns, rows (raw KiB), totals; in watch mode JSON Lines, an object per row per frame",
            streamer="json_lines_frame"),
     Format("csv", "csv_rows:render", "RFC 4180 rows of raw KiB, a header of column keys; in watch mode "
-           "timestamp and frame columns first", streamer="csv_frame", carries_notes=False),
+           "timestamp and frame columns first", streamer="csv_frame"),
     Format("openmetrics", "openmetrics:render",
            "Prometheus text exposition in bytes, for node_exporter's textfile collector",
-           wants_companions=True, carries_notes=False),
+           wants_companions=True),
     *(Format(style, f"tabulated:render:{style}", f"tabulate's {style!r} table", streamer="table", redraws=True)
       for style in TABLE_FORMATS),
 )}
