@@ -156,6 +156,8 @@ def read_counters(source, process, selection, needs, fold=None):
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
         process.mappings = mappings
+        if search is not None:
+            process.rollup = None  # the whole process's: its PSS split is not of the mappings -M chose
         if mappings is not None and fold is not None and hasattr(fold, "part"):
             process.fold_part, totals = fold.part(process)
             if totals is not None:
