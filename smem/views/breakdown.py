@@ -164,7 +164,7 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
         add("process anon (PSS)", sums.anon, f"sum of Pss_Anon, {_processes(sums.count, 's')} {how}")
         add("process file (PSS)", sums.file, "sum of Pss_File", cache=True)
         add("process shmem (PSS)", sums.shmem, "sum of Pss_Shmem")
-        # with -P, -U or --pid the processes left out are in the rest: the names say so
+        # with -P, -U, --pid or -M what was left out (processes, mappings) is in the rest: the names say so
         others = " or not selected" if selected else ""
         by_them = " by those selected" if selected else ""
         add(f"anon of processes not read{others}", _less(anon, sums.anon), "meminfo AnonPages - sum of Pss_Anon")
