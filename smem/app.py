@@ -113,9 +113,8 @@ def _companion_options(view, companion, options):
 def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_option=None):
     """(Snapshot, warnings): the source ``spec`` (the query's by default, and its frame ``at`` of a
     recording, given by ``at_option``: by default --at, smem diff's --to) read as ``the_plan`` says,
-    sized and accounted as asked.  ``load``: what reads the
-    processes, load_reading's signature (smem.incremental's Refresher.load re-reads only the
-    processes that changed)."""
+    sized and accounted as asked.  ``load``: what reads the processes, load_reading's signature
+    (smem.incremental's Refresher.load re-reads only the processes that changed)."""
     view, needs, exact = the_plan.view, the_plan.needs, the_plan.exact
     query = request.query
     if spec is None:

@@ -187,11 +187,9 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
     totals = None
     if options.totals:
         counted_in_totals = view.accounting.counted
-        counted = (values if counted_in_totals is None
-                   else [e[1] for e in entries if counted_in_totals(e[2])])
-        counted_rows = [e[2] for e in entries if counted_in_totals is None or counted_in_totals(e[2])]
-        totals = [_total(c, [c.total_getter(r) for r in counted_rows] if c.total_getter is not None
-                         else [v[i] for v in counted]) for i, c in enumerate(columns)]
+        summed = entries if counted_in_totals is None else [e for e in entries if counted_in_totals(e[2])]
+        totals = [_total(c, [c.total_getter(e[2]) for e in summed] if c.total_getter is not None
+                         else [e[1][i] for e in summed]) for i, c in enumerate(columns)]
     return Table(view, columns, sort, values, [e[2] for e in entries], [e[0] for e in entries],
                  totals, ram_kib, swap_kib, list(notes))
 
