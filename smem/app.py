@@ -10,7 +10,7 @@ call :func:`run_report` or its steps too.
 import dataclasses
 import functools
 import os
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 from .errors import SmemError
 from .extras import require
@@ -36,6 +36,7 @@ __all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_t
 class Result(NamedTuple):
     text: Optional[str]             # the report, or None when a chart was shown or saved
     warnings: List[str]
+    notes: Tuple[str, ...] = ()     # what the report asked for and its format cannot hold (for standard error)
 
 
 class Plan(NamedTuple):
@@ -217,7 +218,9 @@ def run_report(request: ReportRequest) -> Result:
         return Result(None, warnings)
     companions = companion_tables(the_plan, snapshot, request.system)
     old = snapshots[0] if len(snapshots) > 1 else None
-    return Result(render(Rendering(table, table_options, snapshot, companions, old_snapshot=old)), warnings)
+    text = render(Rendering(table, table_options, snapshot, companions, old_snapshot=old))
+    said = table.recommendation is not None and not FORMATS[table_options.format].carries_recommendation
+    return Result(text, warnings, (str(table.recommendation),) if said else ())
 
 
 def pids_not_found(query, snapshot):

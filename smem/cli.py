@@ -133,6 +133,8 @@ def _run(request):
         warn(warning)
     if result.text is not None:
         write(result.text)
+    for line in result.notes:
+        note(line)
 
 
 @click.group(cls=DefaultGroup, context_settings=CONTEXT, invoke_without_command=False)

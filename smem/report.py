@@ -11,6 +11,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence
 
 from .errors import UsageError
 from .options import ChartOptions, SystemOptions, TableOptions
+from .recommendation import Recommendation
 from .table_memo import RowMemo
 from .units import human, percent
 from .views.columns import Column, View
@@ -72,6 +73,9 @@ class Table(NamedTuple):
     ram_kib: Optional[int]   # what -p takes amounts as a share of
     swap_kib: Optional[int]  # what -p takes swap as a share of
     notes: List[str]         # lines printed under the table
+    #: --recommend's answer (a recommendation.Recommendation; its line is among the notes), for the
+    #: formats that carry figures rather than lines
+    recommendation: Any = None
 
     def column_values(self, column):
         """``column``'s raw value for each row, in the table's order (shown or not)."""
@@ -208,8 +212,11 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
         ram = view_ram if view_ram is not None else ram
     if chart is not None and view.charting.rows is not None:
         rows, notes = view.charting.rows(rows, notes)
+    recommendation = next((n for n in notes if isinstance(n, Recommendation)), None)
     table = build_table(view, rows, options, ram, snapshot.swap_total, view.sort_for(snapshot.pss_missing), chart,
-                        notes, memo)
+                        [str(n) for n in notes], memo)
+    if recommendation is not None:
+        table = table._replace(recommendation=recommendation)
     if snapshot.exact is not None and table.totals is not None and view.accounting.process_groups:
         _exact_totals(table, snapshot.exact)
     return table

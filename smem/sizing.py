@@ -28,7 +28,7 @@ from .parsers.iomem import kernel_image_bytes, parse_iomem, system_ram_bytes
 from .parsers.kernel_image import kernel_image_size
 from .parsers.memmap import parse_memmap
 
-__all__ = ["Figure", "installed_ram", "kernel_image", "size_system", "standard_ram_size"]
+__all__ = ["Figure", "installed_ram", "kernel_image", "size_system"]
 
 
 @dataclass(frozen=True)
@@ -136,14 +136,3 @@ def size_system(source, mem_total_kib, realmem_bytes=None, kernel_path=None):
     return (installed_ram(source, realmem_bytes, mem_total_kib, iomem or []),
             kernel_image(source, kernel_path, iomem or []))
 
-
-def standard_ram_size(kib):
-    """The smallest usual RAM size (2^n or 3·2^n MiB, from 16M) holding ``kib``."""
-    if not 0 <= kib < 1 << 60:
-        raise UsageError(f"no RAM size holds {kib} KiB")
-    size = 16 << 10
-    while True:
-        for candidate in (size, size * 3 // 2):
-            if candidate >= kib and (candidate == size or candidate >= 48 << 10):
-                return candidate
-        size *= 2

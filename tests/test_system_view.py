@@ -160,6 +160,39 @@ def test_recommendation(tmp_path):
     assert bad.returncode == 2 and b"-w" in bad.stderr
 
 
+def test_the_recommendation_is_in_every_format(tmp_path):
+    """--recommend's answer is the last line under the table, JSON's ``recommend`` object and two
+    OpenMetrics gauges with the same figures; CSV, whose rows are the areas, keeps them as they are
+    without it and says it on standard error (it printed the rows and nothing else, exit 0)."""
+    import json
+    tree = _tree(tmp_path)
+    line = run_smem("-S", tree, "-w", "--recommend", "10").stdout.decode().splitlines()[-1]
+    m = re.fullmatch(r"needs (\S+) non-reclaimable \(\+10% headroom: (\S+)\); fits in (\S+)", line)
+    assert m, line
+    document = json.loads(run_smem("-S", tree, "-w", "--recommend", "10", "-F", "json").stdout)
+    figures = document["recommend"]
+    needs = sum(row["noncache"] for row in document["rows"])
+    assert figures == {"needs_kib": needs, "headroom_percent": 10.0, "with_headroom_kib": needs + needs // 10,
+                       "fits_in_kib": figures["fits_in_kib"]}
+    assert figures["with_headroom_kib"] <= figures["fits_in_kib"] < 2 * figures["with_headroom_kib"]
+    assert document["notes"][-1] == line
+    shown = run_smem("-S", tree, "-w", "--recommend", "10", "-H", "-F", "json").stdout
+    assert [json.loads(shown)["recommend"][k] for k in ("needs_kib", "with_headroom_kib", "fits_in_kib")] == \
+        [figures[k] for k in ("needs_kib", "with_headroom_kib", "fits_in_kib")]  # figures, whatever -H shows
+    metrics = run_smem("-S", tree, "-w", "--recommend", "10", "-F", "openmetrics").stdout.decode().splitlines()
+    assert f"smem_non_reclaimable_bytes {needs * 1024}" in metrics
+    assert f"smem_recommended_ram_bytes {figures['fits_in_kib'] * 1024}" in metrics
+    plain = run_smem("-S", tree, "-w", "-F", "csv")
+    assert "smem_recommended_ram_bytes" not in run_smem("-S", tree, "-w", "-F", "openmetrics").stdout.decode()
+    csv = run_smem("-S", tree, "-w", "--recommend", "10", "-F", "csv")
+    assert csv.returncode == 0 and csv.stdout == plain.stdout
+    assert csv.stderr.decode() == f"smem: {line}\n"
+    assert plain.stderr == b""
+    watched = run_smem("-w", "--recommend", "--interval", "1", "--count", "2")  # (a watched table has no notes)
+    assert (watched.returncode, watched.stdout) == (2, b"")
+    assert watched.stderr.decode() == "smem: --recommend sizes RAM from one reading: not with --interval\n"
+
+
 def test_kernel_file_errors_are_one_line(tmp_path):
     junk = tmp_path / "junk"
     junk.write_bytes(os.urandom(10000))

@@ -61,6 +61,9 @@ class Format(NamedTuple):
     streamer: Optional[str] = None
     #: a table for people: watch mode redraws it in place on a terminal (others stream there too)
     redraws: bool = False
+    #: the document holds --recommend's answer (a note, JSON's object, OpenMetrics' gauges); where
+    #: it cannot (CSV is rows of areas), smem says it on standard error, not nowhere
+    carries_recommendation: bool = True
 
     @property
     def render(self):
@@ -97,7 +100,7 @@ FORMATS = {f.name: f for f in (
            "NEW's), columns, rows (raw KiB), totals; in watch mode JSON Lines, an object per row per frame",
            streamer="json_lines_frame"),
     Format("csv", "csv_rows:render", "RFC 4180 rows of raw KiB, a header of column keys; in watch mode "
-           "timestamp and frame columns first", streamer="csv_frame"),
+           "timestamp and frame columns first", streamer="csv_frame", carries_recommendation=False),
     Format("openmetrics", "openmetrics:render",
            "Prometheus text exposition in bytes, for node_exporter's textfile collector",
            wants_companions=True),

@@ -23,7 +23,7 @@ from typing import List, Tuple
 
 from .cells import printable
 
-__all__ = ["Family", "families", "pressure_families"]
+__all__ = ["Family", "families", "pressure_families", "recommendation_families"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,17 @@ def pressure_families(pressure):
                    ("kind", "window"), ratios),
             Family("smem_memory_pressure_stall_seconds", "time tasks stalled on memory since boot "
                    "(/proc/pressure/memory total)", "seconds", ("kind",), stalls)]
+
+
+def recommendation_families(recommendation):
+    """--recommend's answer (recommendation.Recommendation) as two unlabelled families:
+    ``smem_non_reclaimable_bytes`` (what the device needs) and ``smem_recommended_ram_bytes``
+    (the usual RAM size that holds it and the headroom); none without --recommend."""
+    if recommendation is None:
+        return []
+    return [Family("smem_non_reclaimable_bytes", "memory that cannot be reclaimed, --recommend's need "
+                   "(the noncache of the system view's areas)", "bytes", (),
+                   [((), recommendation.needs_kib * 1024)]),
+            Family("smem_recommended_ram_bytes", "the smallest usual RAM size holding what cannot be "
+                   f"reclaimed plus {recommendation.headroom_percent:g}% headroom (--recommend)", "bytes", (),
+                   [((), recommendation.fits_in_kib * 1024)])]

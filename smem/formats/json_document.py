@@ -47,6 +47,8 @@ def render(rendering):
                               for c, v in zip(columns, table.totals) if c.total is not None}
     if table.notes:
         document["notes"] = table.notes
+    if table.recommendation is not None:  # --recommend's figures, as its note says them
+        document["recommend"] = table.recommendation._asdict()
     working_set = getattr(snapshot, "working_set", None)
     if working_set is not None:  # --wss: how it was measured
         document["working_set"] = {"method": working_set.method, "seconds": working_set.seconds}

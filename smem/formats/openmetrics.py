@@ -9,7 +9,7 @@ only writes them as text (without prometheus_client, which a text-only
 install lacks).
 """
 
-from .families import families, pressure_families
+from .families import families, pressure_families, recommendation_families
 
 __all__ = ["render"]
 
@@ -21,6 +21,7 @@ def _label_value(text):
 def render(rendering):
     lines = []
     every = [f for table in (rendering.table, *rendering.companions) for f in families(table)]
+    every += recommendation_families(rendering.table.recommendation)
     for family in every + pressure_families(getattr(rendering.snapshot, "pressure", None)):
         name = family.name
         lines.append(f"# TYPE {name} gauge")
@@ -29,6 +30,6 @@ def render(rendering):
         lines.append(f"# HELP {name} {family.help}")
         for values, value in family.samples:
             label = ",".join(f'{k}="{_label_value(v)}"' for k, v in zip(family.label_names, values))
-            lines.append(f"{name}{{{label}}} {value}")
+            lines.append(f"{name}{{{label}}} {value}" if label else f"{name} {value}")
     lines.append("# EOF")
     return "\n".join(lines) + "\n"

@@ -88,9 +88,7 @@ def sizing_notes(snapshot, rows):
 
 
 def recommendation(rows, headroom_percent):
-    """--recommend: the RAM size that holds the rows' non-reclaimable memory plus the headroom."""
-    from ..sizing import standard_ram_size
-    need = sum(r.noncache for r in rows)
-    with_headroom = need + need * headroom_percent // 100
-    headroom = f" (+{headroom_percent:g}% headroom: {human(with_headroom)})" if headroom_percent else ""
-    return f"needs {human(need)} non-reclaimable{headroom}; fits in {human(standard_ram_size(with_headroom))}"
+    """--recommend: the RAM size that holds the rows' non-reclaimable memory plus the headroom, as a
+    note (a recommendation.Recommendation: make_table keeps its figures for JSON and OpenMetrics)."""
+    from ..recommendation import recommend
+    return recommend(sum(r.noncache for r in rows), headroom_percent)
