@@ -468,7 +468,7 @@ copy_pid() {
 	cat "$src/status" >"$dst/status" 2>/dev/null || return 1
 	# the memory cgroup, for smem --cgroup (absent on kernels without cgroups)
 	cat "$src/cgroup" >"$dst/cgroup" 2>/dev/null || rm -f -- "$dst/cgroup"
-	[ -n "$have_readlink" ] && copy_device_fds "$src" "$dst"
+	[ -n "$have_readlink" ] && copy_device_fds "$mm" "$dst"
 	if [ "$myuid" = 0 ]; then
 		o=$(owner "$1" "$dst") || return 1
 		chown -R "$o" "$dst" 2>/dev/null || return 1

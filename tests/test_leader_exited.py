@@ -4,8 +4,10 @@ The thread group's leader, whose id is the pid, is a zombie: /proc/PID/smaps and
 empty and smaps_rollup and pagemap fail (ESRCH), while the process holds all its memory through
 the threads left.  smem 1.5, ps and top show it with nothing; smem reads its address space
 through a live thread (/proc/PID/task/TID/), live, under --exact and in both capture writers.
-The process is a real one: Python whose main thread calls pthread_exit after another thread
-filled 64 MiB.
+Its open files went with the leader too (/proc/PID/fd is empty): a memfd, a GPU or dma-buf fd
+are looked for in a live thread's fd/ as well.  The process is a real one: Python whose main
+thread calls pthread_exit after another thread filled 64 MiB and wrote 1 MiB to a memfd it holds
+by its fd only (no mapping names it).
 """
 
 import json
@@ -28,6 +30,9 @@ import ctypes, os, sys, threading
 held, ready = [], threading.Event()
 def hold():
     held.append(bytearray(b"\\x01" * ({HELD_MIB} << 20)))
+    memfd = os.memfd_create(sys.argv[1])
+    os.write(memfd, bytes(1 << 20))
+    held.append(memfd)
     ready.set()
     sys.stdin.read()
     os._exit(0)
@@ -99,6 +104,31 @@ def test_exact_accounting_reads_its_pagemap_through_a_live_thread(exited):
     assert row["pid"] == pid and _holds_its_memory(row), row
 
 
+def _its_memfd(pid, marker, *source):
+    """--shm's row of the memfd the process holds by its fd only."""
+    (row,) = [r for r in json.loads(run_smem(*source, "--shm", "-F", "json", check=True).stdout)["rows"]
+              if r["kind"] == "memfd" and r["name"] == marker]
+    return row
+
+
+def test_the_memfd_it_holds_is_found_in_a_live_threads_fds(exited):
+    pid, _, marker = exited
+    assert os.listdir(f"/proc/{pid}/fd") == []
+    row = _its_memfd(pid, marker)
+    assert row["processes"].endswith(f"[{pid}](fd)"), row  # (held by its fd, no mapping)
+    assert row["size"] == row["unmapped"] == 1024 and row["mapped"] == 0, row
+
+
+def test_its_descriptors_are_a_live_threads(exited):
+    """The fd/ and fdinfo/ that smem's GPU and dma-buf columns and --shm read."""
+    from smem.sources.proc_files import descriptors
+    pid, _, _ = exited
+    where, names = descriptors("/proc", pid)
+    assert where.startswith(f"/proc/{pid}/task/") and where != f"/proc/{pid}/task/{pid}"
+    assert any(os.readlink(f"{where}/fd/{n}").startswith("/memfd:") for n in names)
+    assert all(os.path.exists(f"{where}/fdinfo/{n}") for n in names)
+
+
 def _captured(capture, pid, marker):
     with tarfile.open(capture) as tar:
         smaps = tar.extractfile(f"{pid}/smaps").read()
@@ -112,6 +142,7 @@ def test_smem_capture_copies_its_address_space(exited, pid_namespace, tmp_path):
     capture = tmp_path / "capture.tgz"
     smem_in(pid_namespace, "capture", "-o", capture)
     _captured(capture, pid, marker)
+    assert _its_memfd(pid, marker, "-S", capture)["processes"].endswith(f"[{pid}](fd)")
 
 
 @pytest.mark.skipif(BUSYBOX is None, reason="no busybox")

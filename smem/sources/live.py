@@ -18,7 +18,7 @@ import stat
 from ..errors import CaptureError, SourceError
 from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name,
                    member_limit, size_text)
-from .proc_files import address_space_dir, open_live, read_whole, through_a_thread
+from .proc_files import address_space_dir, descriptors, open_live, read_whole, through_a_thread
 
 __all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
 
@@ -170,20 +170,19 @@ class LiveSource(Source):
                 names = os.listdir(fd)
             finally:
                 os.close(fd)
-            return _fdinfo_read(self, pid, names)
-        fd_dir = f"{self.proc}/{pid}/fd"
+            return _fdinfo_read(lambda name: self.read(f"{pid}/fdinfo/{name}"), names)
         try:
-            names = os.listdir(fd_dir)
+            where, names = descriptors(self.proc, pid)  # (a Zl process's are a live thread's)
         except OSError:
             return None
         held = []
         for name in names:
             try:
-                if is_device_memory_link(os.readlink(f"{fd_dir}/{name}")):
+                if is_device_memory_link(os.readlink(f"{where}/fd/{name}")):
                     held.append(name)
             except OSError:
                 continue  # closed meanwhile
-        return _fdinfo_read(self, pid, held)
+        return _fdinfo_read(lambda name: read_whole(f"{where}/fdinfo/{name}"), held)
 
     def kernel_config(self):
         if self.local and self.root == "/" and self.proc == "/proc":
@@ -301,12 +300,13 @@ def is_device_memory_link(link):
     return link.startswith(DEVICE_MEMORY_LINKS)
 
 
-def _fdinfo_read(source, pid, names):
-    """[(fd, fdinfo bytes)] of the fds ``names`` of ``pid`` still open and readable."""
+def _fdinfo_read(read, names):
+    """[(fd, fdinfo bytes)] of the fds ``names`` still open and readable (``read``: an fd's name to
+    its fdinfo's bytes)."""
     found = []
     for name in sorted((n for n in names if n.isascii() and n.isdigit() and len(n) <= 10), key=int):
         try:
-            found.append((int(name), source.read(f"{pid}/fdinfo/{name}")))
+            found.append((int(name), read(name)))
         except (OSError, CaptureError):
             continue
     return found

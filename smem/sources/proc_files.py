@@ -11,7 +11,7 @@ memory.  /proc/PID/task/TID/ of a live thread has the same files of the same add
 
 import os
 
-__all__ = ["read_whole", "through_a_thread", "open_live", "address_space_dir", "ADDRESS_SPACE_FILES"]
+__all__ = ["read_whole", "through_a_thread", "open_live", "address_space_dir", "descriptors", "ADDRESS_SPACE_FILES"]
 
 
 def read_whole(path):
@@ -98,3 +98,29 @@ def address_space_dir(proc, pid):
         except OSError:
             continue  # (that thread ended meanwhile)
     return leader
+
+
+def descriptors(proc, pid):
+    """(directory, names): the directory whose ``fd/`` and ``fdinfo/`` hold ``pid``'s open files, and
+    the names in its ``fd/``.  Its threads share one table of them (CLONE_FILES), which the leader
+    lets go when it exits (exit_files): where it has and others run on (ps: Zl), its ``fd/`` is
+    empty and a live thread's has them.  Only an empty ``fd/`` (a kernel thread's, a zombie's, a
+    daemon's that closed all) has the task directory listed.  OSError where ``fd/`` cannot be read."""
+    leader = f"{proc}/{pid}"
+    names = os.listdir(f"{leader}/fd")
+    if names:
+        return leader, names
+    try:
+        threads = os.listdir(f"{leader}/task")
+    except OSError:
+        return leader, names
+    for tid in threads:
+        if tid == str(pid):
+            continue
+        try:
+            held = os.listdir(f"{leader}/task/{tid}/fd")
+        except OSError:
+            continue  # (that thread ended meanwhile)
+        if held:
+            return f"{leader}/task/{tid}", held
+    return leader, names

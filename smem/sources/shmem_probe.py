@@ -44,6 +44,7 @@ import stat
 
 from ..parsers.mountinfo import parse_mountinfo
 from ..parsers.shmem_inventory import HEADER, escape
+from .proc_files import descriptors
 
 __all__ = ["probe_shmem", "resident_bytes", "mincore_resident_bytes", "SHMEM_FSTYPES", "WALK_LIMIT", "KEPT_FILES",
            "RESIDENCY_METHODS", "MINCORE_WINDOW"]
@@ -265,11 +266,11 @@ def _memfd_lines(proc, pids, page_size, method):
     lines = []
     resident_of = {}
     for pid in pids:
-        fd_dir = os.path.join(proc, str(pid), "fd")
         try:
-            fds = os.listdir(fd_dir)
+            where, fds = descriptors(proc, pid)  # (a Zl process's are a live thread's)
         except OSError:
             continue  # gone, or not ours to read
+        fd_dir = f"{where}/fd"
         for fd in fds:
             path = os.path.join(fd_dir, fd)
             try:
