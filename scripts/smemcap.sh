@@ -220,9 +220,12 @@ fi
 copy_sys() { # copy_sys DIR FILE...: /sys/DIR/FILE into sys/DIR/FILE, where readable
 	dir=$1
 	shift
+	made=
 	for f in "$@"; do
 		[ -f "/sys/$dir/$f" ] && [ -r "/sys/$dir/$f" ] || continue
-		mkdir -p "$cap/sys/$dir" || die "cannot write to $tmp"
+		# (the directory once, not once a file: each mkdir is a fork and an exec)
+		[ -n "$made" ] || mkdir -p "$cap/sys/$dir" || die "cannot write to $tmp"
+		made=1
 		cat "/sys/$dir/$f" >"$cap/sys/$dir/$f" 2>/dev/null || rm -f -- "$cap/sys/$dir/$f"
 	done
 }
