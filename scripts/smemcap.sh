@@ -3,8 +3,8 @@
 #
 # For embedded targets without Python: needs only a POSIX sh (dash, busybox
 # ash) and the busybox applets cat, mkdir, rm, tar, gzip, date, uname (plus
-# chown when run as root).  mktemp, stat, getconf, hostname and dd are used
-# when present.  Writes a gzip-compressed tar to stdout or to FILE; the layout is
+# chown when run as root).  mktemp, stat, getconf, hostname, dd, ls, grep and
+# readlink are used when present.  Writes a gzip-compressed tar to stdout or to FILE; the layout is
 # described in docs/capture-format.md.  Run as root to capture every process.
 
 tool='smemcap.sh 1'
@@ -405,6 +405,8 @@ have_rollup=
 [ -e /proc/self/smaps_rollup ] && have_rollup=1
 have_readlink=
 command -v readlink >/dev/null 2>&1 && have_readlink=1
+have_ls=
+command -v ls >/dev/null 2>&1 && have_ls=1
 
 # /proc/N is owned by the task's effective uid/gid (as smem's os.stat sees
 # it); status's second Uid:/Gid: field is the effective id.
@@ -428,19 +430,36 @@ owner() {
 }
 
 # The fdinfo of the process's DRM/accel clients and dma-bufs (GPU and dma-buf memory),
-# as N/fdinfo/FD; fds closed meanwhile, or unreadable, are left out.
+# as N/fdinfo/FD; fds closed meanwhile, or unreadable, are left out.  The links are read by one
+# ls -l of the fd directory where there is ls (a phone's processes hold hundreds of fds: a
+# readlink each is a fork and an exec each), else by a readlink a descriptor.  (Its own ls
+# lines are all a process can shape, through names it opens: at worst another of its own fds.)
 copy_device_fds() {
-	for f in "$1"/fd/[0-9]*; do
-		[ -e "$f" ] || [ -L "$f" ] || continue
-		case $(readlink "$f" 2>/dev/null) in
-		/dev/dri/* | /dev/accel/* | /dmabuf:* | anon_inode:dmabuf) ;;
-		*) continue ;;
-		esac
-		fd=${f##*/}
-		[ -d "$2/fdinfo" ] || mkdir "$2/fdinfo" || return 0
-		cat "$1/fdinfo/$fd" >"$2/fdinfo/$fd" 2>/dev/null || rm -f -- "$2/fdinfo/$fd"
-	done
+	set -- "$1" "$2" "$1"/fd/[0-9]*
+	[ -e "$3" ] || [ -L "$3" ] || return 0 # none open (a kernel thread's, a zombie's)
+	if [ -n "$have_ls" ]; then
+		ls -l "$1/fd" 2>/dev/null | while IFS= read -r line; do
+			case $line in *' -> '*) ;; *) continue ;; esac
+			left=${line%% -> *}
+			device_fd "$1" "$2" "${left##* }" "${line#* -> }"
+		done
+	elif [ -n "$have_readlink" ]; then
+		for f in "$1"/fd/[0-9]*; do
+			[ -e "$f" ] || [ -L "$f" ] || continue
+			device_fd "$1" "$2" "${f##*/}" "$(readlink "$f" 2>/dev/null)"
+		done
+	fi
 	return 0
+}
+
+device_fd() { # device_fd SRC DST FD LINK: FD's fdinfo into DST/fdinfo/FD where LINK is device memory
+	case $3 in '' | *[!0-9]*) return 0 ;; esac
+	case $4 in
+	/dev/dri/* | /dev/accel/* | /dmabuf:* | anon_inode:dmabuf) ;;
+	*) return 0 ;;
+	esac
+	[ -d "$2/fdinfo" ] || mkdir "$2/fdinfo" || return 0
+	cat "$1/fdinfo/$3" >"$2/fdinfo/$3" 2>/dev/null || rm -f -- "$2/fdinfo/$3"
 }
 
 # Copies one process; fails if it vanished or is unreadable.
@@ -471,7 +490,7 @@ copy_pid() {
 	cat "$src/status" >"$dst/status" 2>/dev/null || return 1
 	# the memory cgroup, for smem --cgroup (absent on kernels without cgroups)
 	cat "$src/cgroup" >"$dst/cgroup" 2>/dev/null || rm -f -- "$dst/cgroup"
-	[ -n "$have_readlink" ] && copy_device_fds "$mm" "$dst"
+	copy_device_fds "$mm" "$dst"
 	if [ "$myuid" = 0 ]; then
 		o=$(owner "$1" "$dst") || return 1
 		chown -R "$o" "$dst" 2>/dev/null || return 1

@@ -162,7 +162,7 @@ exec "$@"
 
 #: The holder: a DRM fd (37) and an ordinary one (38) open, then both capture writers run.
 _HOLDER = r"""
-import io, json, os, subprocess, sys, tarfile
+import io, json, os, shutil, subprocess, sys, tarfile, tempfile
 for path, at in (("/dev/dri/renderD128", 37), ("/proc/version", 38)):
     fd = os.open(path, os.O_RDONLY)
     os.dup2(fd, at)
@@ -170,8 +170,14 @@ for path, at in (("/dev/dri/renderD128", 37), ("/proc/version", 38)):
 expected = open("/proc/self/fdinfo/37", "rb").read()
 smem = subprocess.run([sys.executable, "-m", "smem", "capture", "--compression", "none"], capture_output=True)
 script = subprocess.run(["dash", "scripts/smemcap.sh"], capture_output=True)
+# and where there is no ls: a readlink a descriptor
+no_ls = tempfile.mkdtemp()
+for tool in ("cat", "tar", "gzip", "mkdir", "rm", "chown", "date", "uname", "readlink", "stat", "mktemp", "grep"):
+    os.symlink(shutil.which(tool), os.path.join(no_ls, tool))
+by_readlink = subprocess.run([shutil.which("dash"), "scripts/smemcap.sh"], env=dict(os.environ, PATH=no_ls),
+                             capture_output=True)
 found = {}
-for name, run in (("smem capture", smem), ("smemcap.sh", script)):
+for name, run in (("smem capture", smem), ("smemcap.sh", script), ("smemcap.sh without ls", by_readlink)):
     assert run.returncode == 0, run.stderr
     with tarfile.open(fileobj=io.BytesIO(run.stdout)) as tar:
         found[name] = {m.name.rpartition("/")[2]: tar.extractfile(m).read().decode()
@@ -184,11 +190,12 @@ print(json.dumps({"expected": expected.decode(), "found": found}))
                     reason="a /dev of its own needs root, unshare and dash")
 def test_both_capture_writers_carry_the_fdinfo_of_a_live_processs_drm_fds_and_no_other():
     """This machine has no GPU: a /dev of its own (in a mount namespace) gives a process an fd
-    whose link is /dev/dri/renderD128, as a GPU client's is; smem capture and smemcap.sh pick
-    the fds by that link and carry their fdinfo as N/fdinfo/FD, laid out as in /proc."""
+    whose link is /dev/dri/renderD128, as a GPU client's is; smem capture and smemcap.sh (its
+    links read by ls, or by readlink where there is no ls) pick the fds by that link and carry
+    their fdinfo as N/fdinfo/FD, laid out as in /proc."""
     res = subprocess.run(["unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", _OWN_DEV, "sh",
                           sys.executable, "-c", _HOLDER], capture_output=True, cwd=FIXTURES.parents[1], timeout=300)
     assert res.returncode == 0, res.stderr.decode()
     result = json.loads(res.stdout)
-    for writer in ("smem capture", "smemcap.sh"):
+    for writer in ("smem capture", "smemcap.sh", "smemcap.sh without ls"):
         assert result["found"][writer] == {"37": result["expected"]}, writer
