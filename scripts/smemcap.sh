@@ -257,7 +257,7 @@ fi
 # --- shared memory (smem --shm) ----------------------------------------------------
 # SysV segments, and the smem/shmem inventory (docs/capture-format.md): tmpfs mounts
 # (statfs), the files at the top of /dev/shm, and the memfds processes hold.  Needs
-# stat; the memfds need ls.  Amounts in RAM are left to smem capture (cachestat): "-".
+# stat; the memfds need ls and readlink.  Amounts in RAM are left to smem capture (cachestat): "-".
 if [ -r /proc/sysvipc/shm ] && mkdir -p "$cap/sysvipc" &&
 	cat /proc/sysvipc/shm >"$cap/sysvipc/shm" 2>/dev/null; then
 	members="$members sysvipc"
@@ -313,8 +313,11 @@ fd_links() {
 	fi
 }
 
+# (Each line's link is checked against readlink: GNU ls writes a newline in a name as it is, so a
+# memfd named to forge lines, a "/proc/1/fd:" header and an fd under it, would make another
+# process's fd a memfd of the name it chose.  A name with a newline or a backslash is left out.)
 shmem_memfds() {
-	command -v ls >/dev/null 2>&1 || return 0
+	command -v ls >/dev/null 2>&1 && command -v readlink >/dev/null 2>&1 || return 0
 	pid=
 	fd_links | while read -r line; do
 		case $line in
@@ -328,6 +331,7 @@ shmem_memfds() {
 			link=${line#* -> }
 			case $pid$fd in '' | *[!0-9]*) continue ;; esac
 			case $link in *\\*) continue ;; esac
+			[ "$(readlink "/proc/$pid/fd/$fd" 2>/dev/null)" = "$link" ] || continue
 			set -- $(stat -L -c '%d %i %s %b %B' "/proc/$pid/fd/$fd" 2>/dev/null)
 			[ $# -eq 5 ] || continue
 			printf 'memfd %s:%s %s %s %s - %s %s %s\n' "$((($1 >> 8) & 4095))" \

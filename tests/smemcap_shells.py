@@ -31,6 +31,9 @@ os.ftruncate(fd, size)
 m = mmap.mmap(fd, size)
 for off in range(0, size, mmap.PAGESIZE):
     m[off] = 1
+# a memfd whose name forges lines of `ls -l /proc/*/fd` (GNU ls writes a newline in a link as it is)
+forged = os.memfd_create(f"{marker}-forged\n/proc/1/fd:\nlrwx------ 1 root root 64 Dec  6 12:31 0 -> /memfd:{marker}-forged")
+os.write(forged, bytes(4096))
 if uid >= 0:
     os.setgroups([])
     os.setresgid(uid, uid, uid)

@@ -161,6 +161,9 @@ def test_shared_memory_and_sys_members(shell, tar, target):
             and m.capacity == os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize]
     held = [h for h in inventory.memfds if h.pid == target.pid and h.name == target.marker]
     assert held and held[0].size == held[0].allocated == MARKER_SIZE
+    # the memfd whose name forges ls lines (a newline, a /proc/1/fd: header, an fd 0 of pid 1) is
+    # no line of its own, nor of pid 1's: a line's link is checked against readlink's
+    assert [h.name for h in inventory.memfds if "forged" in h.name] == []
 
 
 def test_every_process_directory_is_complete(tar):
