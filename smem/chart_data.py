@@ -171,6 +171,10 @@ def pie_data(table, options, snapshot):
     missing = sum(1 for value, _, _ in pairs if value is None)
     if missing:
         notes.append(f"{missing} of {len(pairs)} without {column.header} (absent) left out")
+    below = [(label, value) for value, label, _ in pairs if value is not None and value < 0]
+    if below:  # (a breakdown's remainder: the table's note says why; a slice cannot be below zero)
+        notes.append("below zero, not drawn: " + ", ".join(
+            f"{label} ({'-' + _amount_text(-value, column, table, options)})" for label, value in below))
     drawn = [(value, label, row) for value, label, row in pairs if value is not None and value > 0]
     if not drawn:
         why = "absent from this source" if missing == len(pairs) else "0 for all of them"

@@ -68,9 +68,9 @@ def expected_slices(capsys, view):
     return ram, big, small
 
 
-def chart_table(view="process", pie=None, bar=None, ram_kib=None, **options):
-    """(Table, TableOptions, Snapshot) of a chart, read and built as the command line does."""
-    request = ReportRequest(Query(view=view, source=str(CAPTURE)), TableOptions(**options),
+def chart_table(view="process", pie=None, bar=None, ram_kib=None, source=CAPTURE, **options):
+    """(Table, TableOptions, Snapshot) of a chart of ``source``, read and built as the command line does."""
+    request = ReportRequest(Query(view=view, source=str(source)), TableOptions(**options),
                             ChartOptions("pie" if pie else "bar", pie or bar),
                             SystemOptions(realmem_bytes=ram_kib * 1024 if ram_kib else None))
     snapshot, _ = read_snapshot(request, plan(request))

@@ -53,6 +53,26 @@ def test_system_pie_is_the_areas_and_adds_up_to_ram():
     assert sum(pie.values) == sum(v for v in used.values() if v > 0)
 
 
+def test_a_slice_below_zero_is_named_as_left_out(tmp_path):
+    """A breakdown row below zero (meminfo read before processes that then grew) is no slice: the
+    pie's notes name it and its amount, beside the table's note that says why."""
+    import tarfile
+    from chart_capture import CAPTURE
+    from smem.units import human
+    with tarfile.open(CAPTURE) as tar:
+        tar.extractall(tmp_path, filter="data")
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_bytes(b"\n".join(b"AnonPages:             0 kB" if line.startswith(b"AnonPages:") else line
+                                   for line in meminfo.read_bytes().split(b"\n")))
+    table, options, snapshot = chart_table("breakdown", pie="area", source=tmp_path)
+    pie = pie_data(table, options, snapshot)
+    used = table.view.columns["used"]
+    below = {row.area: used.getter(row) for row in table.rows if (used.getter(row) or 0) < 0}
+    assert below and not set(below) & set(pie.labels)
+    assert [n for n in pie.notes if n.startswith("below zero, not drawn: ")] == [
+        "below zero, not drawn: " + ", ".join(f"{area} (-{human(-kib)})" for area, kib in below.items())], pie.notes
+
+
 def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
     table, options, snapshot = chart_table(pie="name", sort="name", columns=("pid", "name"))
     pie = pie_data(table, options, snapshot)
