@@ -36,6 +36,15 @@ def test_vmalloc_chunk_of_a_kernel_before_4_4_says_vmalloc_used_is_address_space
     assert rows["vmalloc"]["source"] == "meminfo VmallocUsed: address space before Linux 4.4, not RAM"
 
 
+def test_a_vmalloc_chunk_of_0_says_4_4_or_later_whatever_else_lacks(realproc):
+    """pixel3's meminfo (Android, 4.9, no version file) lacks Percpu, which alone read as before
+    4.2, and says VmallocChunk 0, as 4.4+ do: its VmallocUsed (73,336 KiB, counted pages, as
+    Android's kernels backport) is RAM, not the address space it was taken for."""
+    rows, _ = _breakdown("-S", realproc / "android-pixel3-4.9-systemui")
+    assert rows["vmalloc"]["used"] == 73336 - 33328  # (less the stacks, vmalloc'd on 64-bit)
+    assert rows["vmalloc"]["source"].startswith("meminfo VmallocUsed - KernelStack")
+
+
 def test_a_mapping_filter_says_the_rest_is_of_what_it_left_out(realproc):
     """-M sums only the matching mappings' PSS: the rest is not of processes "not read" (pixel3's one
     process was read)."""

@@ -127,11 +127,15 @@ def _release(kernel):
 
 
 def _vmalloc_is_address_space(m, kernel):
-    """Before 4.4 VmallocUsed summed the vmalloc areas' sizes (ioremaps too), not pages; a
-    meminfo without Percpu (before 4.2), or with a VmallocChunk (the largest free area, 0 from
-    4.4 on), is that old when the kernel's version is unknown."""
+    """Before 4.4 VmallocUsed summed the vmalloc areas' sizes (ioremaps too), not pages.  Where the
+    kernel's version is unknown, VmallocChunk says it: the largest free area before 4.4, 0 from
+    4.4 on (a meminfo that lacks Percpu, of 4.2+, and says 0 there is of 4.4+: Android's 4.9
+    trees); without it, a meminfo without Percpu is taken to be that old."""
     release = _release(kernel)
-    return release < (4, 4) if release is not None else "Percpu" not in m or m.get("VmallocChunk", 0) > 0
+    if release is not None:
+        return release < (4, 4)
+    chunk = m.get("VmallocChunk")
+    return chunk > 0 if chunk is not None else "Percpu" not in m
 
 
 def _vmalloc_not_counted(vmalloc, kernel):
