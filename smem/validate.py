@@ -21,7 +21,7 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
            recommend, exact, wss, source, at, fmt, **selection):
     """The main command: its chart, watch, system, --exact and --wss options against each other
     and against ``view`` (the name the view flags chose)."""
-    _chart(pie, bar, output, force)
+    _chart(pie, bar, output, force, fmt)
     watching = _watch(interval, count, delta, speed, all_frames, max_staleness)
     chosen = _registered(view)
     _takes_selection(chosen, **selection)
@@ -54,10 +54,13 @@ def diff(view, *, old, new, **selection):
     _takes_selection(diff_view(chosen), **selection)
 
 
-def _chart(pie, bar, output, force):
-    """One chart, and -o/--force only with one."""
+def _chart(pie, bar, output, force, fmt="classic"):
+    """One chart, and -o/--force only with one; -F (a table's format) not with one."""
     if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
+    if (pie is not None or bar is not None) and fmt != "classic":
+        raise UsageError(f"-F {fmt} formats a table, and --pie and --bar draw a chart: choose one "
+                         "(-o FILE.png, .svg or .pdf chooses the chart's format)")
     if output is not None and pie is None and bar is None:
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
     if force and output is None:

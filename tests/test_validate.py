@@ -59,6 +59,11 @@ def _refused(*args):
     (["--wss", "1", "-m"], "--wss measures processes' working set: the mappings view has no wss column"),
     (["--wss", "1", "--interval", "1"], "--wss measures once: it does not combine with --interval"),
     (["--recommend", "5", "-u"], "--recommend sizes RAM for the whole system: use it with -w"),
+    (["--recommend", "5", "-w", "--interval", "1"], "--recommend sizes RAM from one reading: not with --interval"),
+    (["--pie", "name", "-F", "json"], "-F json formats a table, and --pie and --bar draw a chart: choose one "
+     "(-o FILE.png, .svg or .pdf chooses the chart's format)"),
+    (["--bar", "pid", "-F", "csv", "-o", "x.png"], "-F csv formats a table, and --pie and --bar draw a chart: "
+     "choose one (-o FILE.png, .svg or .pdf chooses the chart's format)"),
     (["-m", "--exact"], "--exact accounts processes: use it with the process, -u, -g or --cgroup views"),
 ])
 def test_report_rules(args, said):
