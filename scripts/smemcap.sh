@@ -9,6 +9,11 @@
 
 tool='smemcap.sh 1'
 prog=smemcap.sh
+# The script parses ls -l's lines (memfds, GPU and dma-buf fds): names as they are, whatever
+# quoting a user's QUOTING_STYLE asks GNU ls for (shell-escape, its style on a terminal, quotes
+# '/memfd:x (deleted)'; c quotes every name).  Busybox ls quotes none.
+QUOTING_STYLE=literal
+export QUOTING_STYLE
 
 usage() {
 	cat <<EOF

@@ -44,4 +44,3 @@ def standard_ram_size(kib):
             if candidate >= kib and (candidate == size or candidate >= 48 << 10):
                 return candidate
         size *= 2
-

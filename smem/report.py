@@ -75,7 +75,7 @@ class Table(NamedTuple):
     notes: List[str]         # lines printed under the table
     #: --recommend's answer (a recommendation.Recommendation; its line is among the notes), for the
     #: formats that carry figures rather than lines
-    recommendation: Any = None
+    recommendation: Optional[Recommendation] = None
 
     def column_values(self, column):
         """``column``'s raw value for each row, in the table's order (shown or not)."""

@@ -135,4 +135,3 @@ def size_system(source, mem_total_kib, realmem_bytes=None, kernel_path=None):
     iomem = _iomem(source) if realmem_bytes is None or kernel_path is None else None
     return (installed_ram(source, realmem_bytes, mem_total_kib, iomem or []),
             kernel_image(source, kernel_path, iomem or []))
-

@@ -36,7 +36,8 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
     if recommend is not None and chosen.reads.sizing is Sizing.NEVER:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
     if recommend is not None and watching:  # (a watched table compares frames: it has no notes)
-        raise UsageError("--recommend sizes RAM from one reading: not with --interval")
+        watched_by = "--interval" if interval is not None else "--speed" if speed is not None else "--all-frames"
+        raise UsageError(f"--recommend sizes RAM from one reading: not with {watched_by}")
     if exact and not chosen.accounting.process_groups and not chosen.accounting.requires_exact:
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
 

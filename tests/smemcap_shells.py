@@ -91,7 +91,10 @@ def shell(request, tmp_path_factory):
 
 
 def script_env(path, tmpdir):
-    env = dict(os.environ, PATH=path, TMPDIR=str(tmpdir))
+    """The script's environment: a user's may ask GNU ls to quote names (shell-escape is its style
+    on a terminal; the memfds' links '/memfd:NAME (deleted)' need it), which the capture must not
+    heed."""
+    env = dict(os.environ, PATH=path, TMPDIR=str(tmpdir), QUOTING_STYLE="shell-escape")
     env.pop("POSIXLY_CORRECT", None)
     return env
 

@@ -160,29 +160,58 @@ mount --bind "$dev" /dev
 exec "$@"
 """
 
-#: The holder: a DRM fd (37) and an ordinary one (38) open, then both capture writers run.
+#: A process whose first thread has exited (ps: Zl) and whose other holds a DRM fd (37): its
+#: /proc/PID/fd is empty (the leader let go of the table), its thread's fd/ and fdinfo/ have it.
+_LEADER_EXITS = r"""
+import ctypes, os, threading
+def hold():
+    fd = os.open("/dev/dri/renderD128", os.O_RDONLY)
+    os.dup2(fd, 37)
+    os.close(fd)
+    print("ready", flush=True)
+    os.read(0, 1)
+    os._exit(0)
+threading.Thread(target=hold).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+#: The holder: a DRM fd (37) and an ordinary one (38) open, and a Zl process holding a DRM fd
+#: (37), then both capture writers run (smemcap.sh also where there is no ls, and with GNU ls
+#: asked by QUOTING_STYLE to quote every name).
 _HOLDER = r"""
-import io, json, os, shutil, subprocess, sys, tarfile, tempfile
+import io, json, os, shutil, subprocess, sys, tarfile, tempfile, time
 for path, at in (("/dev/dri/renderD128", 37), ("/proc/version", 38)):
     fd = os.open(path, os.O_RDONLY)
     os.dup2(fd, at)
     os.close(fd)
-expected = open("/proc/self/fdinfo/37", "rb").read()
+zl = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+assert zl.stdout.readline() == b"ready\n"
+while open(f"/proc/{zl.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+    time.sleep(0.01)
+assert os.listdir(f"/proc/{zl.pid}/fd") == []
+(thread,) = [t for t in os.listdir(f"/proc/{zl.pid}/task") if t != str(zl.pid)]
+expected = {os.getpid(): open("/proc/self/fdinfo/37", "rb").read().decode(),
+            zl.pid: open(f"/proc/{zl.pid}/task/{thread}/fdinfo/37", "rb").read().decode()}
 smem = subprocess.run([sys.executable, "-m", "smem", "capture", "--compression", "none"], capture_output=True)
 script = subprocess.run(["dash", "scripts/smemcap.sh"], capture_output=True)
+quoted = subprocess.run(["dash", "scripts/smemcap.sh"], env=dict(os.environ, QUOTING_STYLE="c"), capture_output=True)
 # and where there is no ls: a readlink a descriptor
 no_ls = tempfile.mkdtemp()
 for tool in ("cat", "tar", "gzip", "mkdir", "rm", "chown", "date", "uname", "readlink", "stat", "mktemp", "grep"):
     os.symlink(shutil.which(tool), os.path.join(no_ls, tool))
 by_readlink = subprocess.run([shutil.which("dash"), "scripts/smemcap.sh"], env=dict(os.environ, PATH=no_ls),
                              capture_output=True)
+zl.stdin.close()
+zl.wait()
 found = {}
-for name, run in (("smem capture", smem), ("smemcap.sh", script), ("smemcap.sh without ls", by_readlink)):
+for name, run in (("smem capture", smem), ("smemcap.sh", script), ("smemcap.sh with QUOTING_STYLE=c", quoted),
+                  ("smemcap.sh without ls", by_readlink)):
     assert run.returncode == 0, run.stderr
     with tarfile.open(fileobj=io.BytesIO(run.stdout)) as tar:
-        found[name] = {m.name.rpartition("/")[2]: tar.extractfile(m).read().decode()
-                       for m in tar.getmembers() if m.isfile() and m.name.startswith(f"{os.getpid()}/fdinfo/")}
-print(json.dumps({"expected": expected.decode(), "found": found}))
+        found[name] = {pid: {m.name.rpartition("/")[2]: tar.extractfile(m).read().decode()
+                             for m in tar.getmembers() if m.isfile() and m.name.startswith(f"{pid}/fdinfo/")}
+                       for pid in expected}
+print(json.dumps({"expected": {pid: {"37": text} for pid, text in expected.items()}, "found": found}))
 """
 
 
@@ -191,11 +220,13 @@ print(json.dumps({"expected": expected.decode(), "found": found}))
 def test_both_capture_writers_carry_the_fdinfo_of_a_live_processs_drm_fds_and_no_other():
     """This machine has no GPU: a /dev of its own (in a mount namespace) gives a process an fd
     whose link is /dev/dri/renderD128, as a GPU client's is; smem capture and smemcap.sh (its
-    links read by ls, or by readlink where there is no ls) pick the fds by that link and carry
-    their fdinfo as N/fdinfo/FD, laid out as in /proc."""
+    links read by ls, whatever QUOTING_STYLE says, or by readlink where there is no ls) pick the
+    fds by that link and carry their fdinfo as N/fdinfo/FD, laid out as in /proc; a Zl
+    process's through the thread that holds them."""
     res = subprocess.run(["unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", _OWN_DEV, "sh",
-                          sys.executable, "-c", _HOLDER], capture_output=True, cwd=FIXTURES.parents[1], timeout=300)
+                          sys.executable, "-c", _HOLDER, _LEADER_EXITS], capture_output=True,
+                         cwd=FIXTURES.parents[1], timeout=300)
     assert res.returncode == 0, res.stderr.decode()
     result = json.loads(res.stdout)
-    for writer in ("smem capture", "smemcap.sh", "smemcap.sh without ls"):
-        assert result["found"][writer] == {"37": result["expected"]}, writer
+    for writer in ("smem capture", "smemcap.sh", "smemcap.sh with QUOTING_STYLE=c", "smemcap.sh without ls"):
+        assert result["found"][writer] == result["expected"], writer

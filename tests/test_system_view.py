@@ -191,6 +191,13 @@ def test_the_recommendation_is_in_every_format(tmp_path):
     watched = run_smem("-w", "--recommend", "--interval", "1", "--count", "2")  # (a watched table has no notes)
     assert (watched.returncode, watched.stdout) == (2, b"")
     assert watched.stderr.decode() == "smem: --recommend sizes RAM from one reading: not with --interval\n"
+    recording = tmp_path / "recording"  # (what makes a directory a recording to play back)
+    recording.mkdir()
+    (recording / "index.jsonl").touch()
+    for playback in (["--all-frames"], ["--speed", "2"]):  # the message names what the user asked for
+        played = run_smem("-S", recording, *playback, "-w", "--recommend")
+        assert (played.returncode, played.stdout) == (2, b"")
+        assert played.stderr.decode() == f"smem: --recommend sizes RAM from one reading: not with {playback[0]}\n"
 
 
 def test_kernel_file_errors_are_one_line(tmp_path):
