@@ -71,7 +71,7 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
 @pytest.mark.parametrize("args,line", [
     (["diff"], "smem: missing OLD: smem diff takes OLD [NEW] (see 'smem diff --help')"),
     (["diff", CAPTURE], f"smem: smem diff compares OLD and NEW, or the first and last frames of a recording: "
-                        f"{CAPTURE} is not one"),
+                        f"{CAPTURE} is not a recording; against this machine now: smem diff {CAPTURE} live"),
     (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD [NEW] (see 'smem diff --help')"),
     (["-t", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
     (["frobnicate"], "smem: no command 'frobnicate'; the commands: "

@@ -84,7 +84,8 @@ def test_playback_rules(recording, args, said):
 
 
 @pytest.mark.parametrize("args, said", [
-    ([CAPTURE], f"smem diff compares OLD and NEW, or the first and last frames of a recording: {CAPTURE} is not one"),
+    ([CAPTURE], f"smem diff compares OLD and NEW, or the first and last frames of a recording: {CAPTURE} is not "
+                f"a recording; against this machine now: smem diff {CAPTURE} live"),
     ([CAPTURE, CAPTURE, "--breakdown"], "--breakdown accounts for all of MemTotal: use it with -w"),
     ([CAPTURE, CAPTURE, "--shm", "-U", "x"],
      "the shared memory: changes view attributes memory to every process: it takes no -U"),
