@@ -4,6 +4,7 @@ ones suggested), so that every wrong word on the command line reads alike.
 """
 
 import math
+import re
 
 import click
 import click.shell_completion
@@ -152,9 +153,33 @@ def usage_message(error):
                 return f"{error.option_name} takes no value"
             what = option.metavar or option.type.name.upper()
             return f"{error.option_name} takes a value: {error.option_name} {what}"
+    if isinstance(error, click.BadParameter) and isinstance(getattr(error.param, "type", None),
+                                                            (click.IntRange, click.FloatRange)):
+        out_of_range = re.match(r"(\S+) is not in the range", error.message)
+        if out_of_range:
+            return _range_message(error.param, out_of_range.group(1))
     if isinstance(error, click.BadParameter) and error.param is not None:
         return f"{_option_names(error.param)}: {one_line(error.message)}"
     return one_line(error.format_message())
+
+
+def _range_message(param, value):
+    """A number out of its option's range, in words (click says "0.0 is not in the range 0.0<x<=1e7")."""
+    kind, bounds = "a whole number" if isinstance(param.type, click.IntRange) else "a number", []
+    if param.type.min is not None:
+        bounds.append(f"{'above' if param.type.min_open else 'at least'} {_number(param.type.min)}")
+    if param.type.max is not None:
+        bounds.append(f"{'below' if param.type.max_open else 'at most'} {_number(param.type.max)}")
+    return f"{_option_names(param)} takes {kind} {', '.join(bounds)} (not {_number(value)})"
+
+
+def _number(value):
+    """10000000 and 0.001 as written, not 1e+07 and 0.0."""
+    try:
+        number = float(value)
+    except ValueError:
+        return str(value)
+    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else f"{number:g}"
 
 
 def one_line(message):

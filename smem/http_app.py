@@ -64,7 +64,12 @@ def routes(metrics_app, page_app=None, host_allowed=lambda header: False):
             return [b'<html><head><title>smem</title></head><body><h1>smem</h1>'
                     b'<p><a href="/metrics">Metrics</a></p></body></html>\n']
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-        return [b"not found: smem serves /metrics\n"]
+        return [not_found]
+    # every path served named, so that a mistyped one says where to go
+    pages = getattr(page_app, "paths", ())
+    served = ["/metrics"] + [path + " (the page)" if path == "/" else path for path in pages]
+    listed = served[0] if len(served) == 1 else ", ".join(served[:-1]) + " and " + served[-1]
+    not_found = f"not found: smem serves {listed}\n".encode()
     return app
 
 

@@ -90,8 +90,8 @@ def manpage():
         "\\fBsmem\\fR [\\fIOPTIONS\\fR]",
         *[line for name in sorted(cli.commands) if cli.commands[name] is not report
           for line in (".br", f"\\fBsmem {name}\\fR [\\fIOPTIONS\\fR]" + "".join(
-              f" \\fI{p.name.upper()}\\fR" for p in cli.commands[name].params
-              if isinstance(p, click.Argument)))],
+              f" \\fI{p.name.upper()}\\fR" if p.required else f" [\\fI{p.name.upper()}\\fR]"
+              for p in cli.commands[name].params if isinstance(p, click.Argument)))],
         ".SH DESCRIPTION",
         description,
         ".PP",

@@ -48,7 +48,9 @@ def diff(view, *, old, new, **selection):
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
-            raise UsageError(f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is not one")
+            import shlex  # the command to type, for the usual case: a capture against now
+            raise UsageError(f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is "
+                             f"not a recording; against this machine now: smem diff {shlex.quote(str(old))} live")
     chosen = _registered(view)
     _comparable(chosen, False, "smem diff")
     from .views.diff import diff_view

@@ -70,3 +70,14 @@ def test_a_missing_extra_is_one_line_naming_it(text_only, args, extra):
     assert proc.returncode == 1 and len(lines) == 1, lines
     package = {"charts": "matplotlib", "exact": "numpy", "metrics": "prometheus_client", "html": "plotly"}[extra]
     assert f"pip install {package} (smem's '{extra}' extra" in lines[0] and lines[0].startswith("smem: ")
+
+
+def test_record_without_zstandard_says_so_before_making_its_directory(text_only, tmp_path):
+    # the line comes before anything is written: no "recording ..." line, no empty recording
+    # left behind for the next run to resume
+    target = tmp_path / "night"
+    proc = _run(text_only, "record", "-o", target, "--count", "1")
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, lines
+    assert "pip install zstandard (smem's 'compression' extra" in lines[0]
+    assert not target.exists()

@@ -149,6 +149,13 @@ def test_man_page_is_generated_from_the_cli():
     assert fresh == committed, "docs/smem.1 is stale: python -m smem.manpage > docs/smem.1"
     for option in ("--no-header", "--format", "--recommend", "--pie", "--group", "--source"):
         assert option.replace("-", "\\-") in committed
+    # its SYNOPSIS says what each command's --help says: an optional argument in brackets
+    synopsis = committed.split(".SH SYNOPSIS\n")[1].split(".SH")[0]
+    lines = [re.sub(r"\\f[BIR]", "", line) for line in synopsis.splitlines() if line != ".br"]
+    for line in lines[1:]:
+        command = line.split()[1]
+        usage = run_smem(command, "--help").stdout.decode().splitlines()[0]
+        assert usage == "Usage: " + line, (usage, line)
 
 
 def test_help_has_examples_and_exit_codes():

@@ -5,12 +5,13 @@ its own cell in the others."""
 
 import html
 import html.parser
+import io
 import re
 
 import pytest
 
 import hostile_inputs as hc
-from conftest import run_smem
+from conftest import FIXTURES, run_smem
 
 #: what a process may name itself: a cell boundary of every style, raw HTML, links, emphasis,
 #: code, entities, templates, Org's export snippets and links
@@ -140,3 +141,45 @@ def test_latex_raw_and_unsafehtml_are_not_offered(capture):
     for style in ("latex_raw", "unsafehtml"):
         result = run_smem("-S", capture, "-F", style)
         assert result.returncode == 2 and result.stderr.decode().count("\n") == 1, result.stderr
+
+
+#: a report whose notes hold % (a LaTeX comment), + and : (the breakdown's, --recommend's)
+NOTED = ("-S", FIXTURES / "captures" / "faithful.tar.gz", "-w", "--breakdown", "--recommend", "20")
+
+
+def _notes():
+    import json
+    notes = json.loads(run_smem(*NOTED, "-F", "json").stdout)["notes"]
+    assert any("%" in note for note in notes) and len(notes) > 1
+    return notes
+
+
+def _paragraphs(page):
+    return [html.unescape(re.sub(r"<[^>]*>", "", p)).strip() for p in re.findall(r"<p>(.*?)</p>", page, re.S)]
+
+
+def test_notes_under_a_markdown_table_are_paragraphs_not_rows():
+    """GitHub Markdown takes every line after a table, up to a blank one, for another row."""
+    markdown_it = pytest.importorskip("markdown_it")
+    page = markdown_it.MarkdownIt("commonmark").enable("table").render(run_smem(*NOTED, "-F", "github").stdout.decode())
+    cells, _ = _rendered_cells(page)
+    assert "unexplained" in cells and not any(":" in cell and "%" in cell for cell in cells)
+    assert _paragraphs(page) == _notes()
+
+
+def test_notes_under_a_restructuredtext_table_are_paragraphs_without_a_warning():
+    core = pytest.importorskip("docutils.core")
+    from docutils.writers.html5_polyglot import Writer
+    warnings = io.StringIO()
+    page = core.publish_parts(run_smem(*NOTED, "-F", "rst").stdout.decode(), writer=Writer(),
+                              settings_overrides={"report_level": 1, "warning_stream": warnings})["body"]
+    assert warnings.getvalue() == ""  # ("Blank line required after table.")
+    assert _paragraphs(page)[-len(_notes()):] == _notes()
+
+
+def test_notes_under_html_and_latex_tables_are_escaped_text():
+    assert _paragraphs(run_smem(*NOTED, "-F", "html").stdout.decode()) == _notes()
+    for style in ("latex", "latex_booktabs", "latex_longtable"):
+        after = re.split(r"\\end\{(?:tabular|longtable)\}", run_smem(*NOTED, "-F", style).stdout.decode())[-1]
+        assert not re.search(r"(?<!\\)[%_&#$]", after), after  # (% would comment the rest of the line out)
+        assert [re.sub(r"\\(.)", r"\1", line) for line in after.splitlines() if line] == _notes()

@@ -107,6 +107,8 @@ def test_scrapes_share_one_collection_and_match_the_reports():
         with pytest.raises(urllib.error.HTTPError) as missing:
             _get(base + "/other")
         assert missing.value.code == 404
+        # the answer names every path served, the page's too
+        assert missing.value.read() == b"not found: smem serves /metrics, / (the page) and /data.json\n"
         # a later scrape within --min-interval is the same collection
         assert _samples(_get(base + "/metrics")[1])["smem_collections_total"] == {(): 1.0}
     finally:

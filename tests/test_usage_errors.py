@@ -71,7 +71,7 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
 @pytest.mark.parametrize("args,line", [
     (["diff"], "smem: missing OLD: smem diff takes OLD [NEW] (see 'smem diff --help')"),
     (["diff", CAPTURE], f"smem: smem diff compares OLD and NEW, or the first and last frames of a recording: "
-                        f"{CAPTURE} is not one"),
+                        f"{CAPTURE} is not a recording; against this machine now: smem diff {CAPTURE} live"),
     (["diff", CAPTURE, CAPTURE, "x"], "smem: unexpected argument 'x': smem diff takes OLD [NEW] (see 'smem diff --help')"),
     (["-t", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
     (["frobnicate"], "smem: no command 'frobnicate'; the commands: "
@@ -89,7 +89,12 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
     (["--max-rss", "0"], "smem: --max-rss: memory size '0' is not more than 0 bytes: give a size such as 2G"),
     (["record"], "smem: smem record needs -o/--output DIR (see 'smem record --help')"),
     (["html"], "smem: smem html needs -o/--output FILE (see 'smem html --help')"),
-    (["--interval", "1", "--count", "0"], "smem: --count: 0 is not in the range x>=1 (see 'smem --help')"),
+    (["--interval", "1", "--count", "0"], "smem: --count takes a whole number at least 1 (not 0) (see 'smem --help')"),
+    # a number out of range in words, its bounds as written (click: "0.0 is not in the range 0.0<x<=10000000")
+    (["-S", "x", "--timeout", "0"], "smem: --timeout takes a number above 0, at most 10000000 (not 0) (see 'smem --help')"),
+    (["-w", "--recommend", "2000"], "smem: --recommend takes a number at least 0, at most 1000 (not 2000) "
+                                    "(see 'smem --help')"),
+    (["-j", "-1"], "smem: -j/--jobs takes a whole number at least 0 (not -1) (see 'smem --help')"),
 ])
 def test_click_errors_are_in_smems_words(args, line):
     """One style: click's own messages (Missing argument 'OLD'., Got unexpected extra argument)

@@ -84,7 +84,8 @@ def test_playback_rules(recording, args, said):
 
 
 @pytest.mark.parametrize("args, said", [
-    ([CAPTURE], f"smem diff compares OLD and NEW, or the first and last frames of a recording: {CAPTURE} is not one"),
+    ([CAPTURE], f"smem diff compares OLD and NEW, or the first and last frames of a recording: {CAPTURE} is not "
+                f"a recording; against this machine now: smem diff {CAPTURE} live"),
     ([CAPTURE, CAPTURE, "--breakdown"], "--breakdown accounts for all of MemTotal: use it with -w"),
     ([CAPTURE, CAPTURE, "--shm", "-U", "x"],
      "the shared memory: changes view attributes memory to every process: it takes no -U"),
@@ -176,7 +177,7 @@ def test_no_time_past_what_a_timer_takes(tmp_path, args):
 
 def test_no_speed_that_stops_the_clock(recording):
     said = _refused("-S", recording, "--speed", "1e-308")
-    assert said.startswith("smem: --speed: 1e-308 is not in the range 0.001<=x<=1000000"), said
+    assert said.startswith("smem: --speed takes a number at least 0.001, at most 1000000 (not 1e-308)"), said
 
 
 def test_no_nan_speed(recording):

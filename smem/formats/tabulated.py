@@ -34,4 +34,21 @@ def render(rendering, style):
     aligns = ["left"] * extra + ["right" if c.align == ">" else "left" for c in table.columns]
     text = tabulate.tabulate(cells, headers=headers, tablefmt=style, disable_numparse=True,
                              colalign=aligns)
-    return text + "\n" + "".join(n + "\n" for n in table.notes)
+    return text + "\n" + _notes(table.notes, style, literal)
+
+
+def _notes(notes, style, literal):
+    """The lines under the table: as they are in the styles read as they are; in a markup style
+    each a paragraph of its own after a blank line, escaped as a name is, so that none is read as
+    the table's next row (GitHub Markdown goes on with a table until a blank line; reStructuredText
+    wants one) or as markup (LaTeX's ``%`` begins a comment, its ``_`` is an error)."""
+    import html
+    import tabulate
+    if style == "html":
+        return "".join(f"<p>{html.escape(note)}</p>\n" for note in notes)
+    if style.startswith("latex"):
+        def literal(note):
+            return "".join(tabulate.LATEX_ESCAPE_RULES.get(c, c) for c in note)
+    if literal is None:
+        return "".join(note + "\n" for note in notes)
+    return "".join("\n" + literal(note) + "\n" for note in notes)

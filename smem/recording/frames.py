@@ -24,13 +24,14 @@ from ..sources.decompressed import READERS
 from ..sources.recorded import MAX_FRAME_BYTES
 from ..sources.base import is_pid_name
 
-__all__ = ["repack", "compress", "LEVEL"]
+__all__ = ["repack", "compress", "zstd", "LEVEL"]
 
 #: zstd's level for frames and anchors (19 saves a tenth more for three times the CPU)
 LEVEL = 12
 
 
-def _zstd():
+def zstd():
+    """zstandard, or the one line saying which extra brings it."""
     from ..extras import require
     return require("zstandard", "a recording (smem record, -S RECORDING)")
 
@@ -101,7 +102,7 @@ def _tar(members):
 
 def compress(data, anchor=None):
     """``data`` as one zstd frame, with the anchor's bytes as its dictionary where given."""
-    zstandard = _zstd()
+    zstandard = zstd()
     dictionary = (zstandard.ZstdCompressionDict(anchor, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
                   if anchor is not None else None)
     return zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary).compress(data)

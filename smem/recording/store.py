@@ -20,7 +20,7 @@ import time
 from .. import __version__
 from ..errors import CaptureError, OutputError, SourceError
 from ..sources.recorded import FORMAT, INDEX, VERSION, FrameEntry, Recording, anchor_path, frame_path
-from .frames import compress, repack
+from .frames import compress, repack, zstd
 
 __all__ = ["RecordingWriter", "DEFAULT_SMAPS_EVERY"]
 
@@ -39,6 +39,7 @@ class RecordingWriter:
     def __init__(self, path, smaps_every=DEFAULT_SMAPS_EVERY):
         self.path = path
         self.smaps_every = smaps_every
+        zstd()  # missing, it is one line before the directory is made, not an empty recording after
         self._dir = _open_directory(path)
         self._index = None
         try:  # two recorders would number the same frames, and the index would be refused whole
