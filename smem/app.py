@@ -254,9 +254,10 @@ def readings(view, snapshot, earlier=None):
 
 
 def _sized(view, system):
-    """Whether ``view`` is shown sized: always (-w), or where -R or -K asks (--breakdown)."""
+    """Whether ``view`` is shown sized: always (-w), or where -R, -K or --recommend asks
+    (--breakdown: a device needs its firmware's and kernel image's RAM too)."""
     sizing = view.reads.sizing
-    asked = system.realmem_bytes is not None or system.kernel_path is not None
+    asked = system.realmem_bytes is not None or system.kernel_path is not None or system.recommend is not None
     return sizing is Sizing.ALWAYS or (sizing is Sizing.ASKED and asked)
 
 

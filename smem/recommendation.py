@@ -6,7 +6,7 @@ the headroom is the user's percent on top; the answer is the smallest RAM size s
 figures carry them (JSON's ``recommend`` object, OpenMetrics' ``smem_recommended_ram_bytes``).
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from .errors import UsageError
 from .units import human
@@ -21,17 +21,25 @@ class Recommendation(NamedTuple):
     headroom_percent: float
     with_headroom_kib: int    # needs_kib plus the headroom
     fits_in_kib: int          # the smallest usual RAM size holding with_headroom_kib
+    #: free pages the rows count as not reclaimable (smem 1.5's kernel dynamic memory holds the
+    #: per-CPU lists' free pages), left out of needs_kib; None where not known or not so counted
+    free_not_counted_kib: Optional[int] = None
 
     def __str__(self):
         headroom = (f" (+{self.headroom_percent:g}% headroom: {human(self.with_headroom_kib)})"
                     if self.headroom_percent else "")
-        return f"needs {human(self.needs_kib)} non-reclaimable{headroom}; fits in {human(self.fits_in_kib)}"
+        free = (f" (free pages in per-CPU lists, {human(self.free_not_counted_kib)}, not counted)"
+                if self.free_not_counted_kib else "")
+        return f"needs {human(self.needs_kib)} non-reclaimable{free}{headroom}; fits in {human(self.fits_in_kib)}"
 
 
-def recommend(needs_kib, headroom_percent):
-    """The RAM size that holds ``needs_kib`` plus ``headroom_percent`` of it."""
-    with_headroom = int(needs_kib + needs_kib * headroom_percent // 100)
-    return Recommendation(needs_kib, headroom_percent, with_headroom, standard_ram_size(with_headroom))
+def recommend(noncache_kib, headroom_percent, free_not_counted_kib=None):
+    """The RAM size that holds ``noncache_kib`` (less ``free_not_counted_kib``: free pages it
+    counts) plus ``headroom_percent`` of it."""
+    needs = max(noncache_kib - (free_not_counted_kib or 0), 0)
+    with_headroom = int(needs + needs * headroom_percent // 100)
+    return Recommendation(needs, headroom_percent, with_headroom, standard_ram_size(with_headroom),
+                          free_not_counted_kib)
 
 
 def standard_ram_size(kib):

@@ -40,7 +40,10 @@ def summary(snapshot, rows, options, system):
     ram = ram_figure.kib if ram_figure else sum(r.used for r in rows)
     notes = sizing_notes(snapshot, rows)
     if system.recommend is not None:
-        notes.append(recommendation(rows, system.recommend))
+        # kernel dynamic memory is MemTotal - MemFree - userspace: the free pages the per-CPU lists
+        # hold (zoneinfo's pagesets) are in it as not reclaimable, and they are free
+        pools = snapshot.pools
+        notes.append(recommendation(rows, system.recommend, pools.per_cpu_free_kib if pools is not None else None))
     from ..memory_pressure import pressure_notes
     return ram, notes + pressure_notes(snapshot.pressure)
 
@@ -58,6 +61,6 @@ SYSTEM_VIEW = View(
     name="system", title="system memory", columns=COLUMNS,
     default_columns=("area", "used", "cache", "noncache"),
     default_sort="order", rows=rows, summary=summary,
-    reads=Reads(needs=frozenset({"pressure"}), processes=False, sizing=Sizing.ALWAYS),
+    reads=Reads(needs=frozenset({"pressure", "pools"}), processes=False, sizing=Sizing.ALWAYS),
     charting=AREAS_CHARTED, metrics=AREAS_LABELLED, comparison=AREAS_COMPARED,
 )

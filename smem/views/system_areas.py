@@ -87,8 +87,9 @@ def sizing_notes(snapshot, rows):
     return notes
 
 
-def recommendation(rows, headroom_percent):
-    """--recommend: the RAM size that holds the rows' non-reclaimable memory plus the headroom, as a
+def recommendation(rows, headroom_percent, free_not_counted_kib=None):
+    """--recommend: the RAM size that holds the rows' non-reclaimable memory (less the free pages
+    they count so: -w's kernel dynamic memory holds the per-CPU lists') plus the headroom, as a
     note (a recommendation.Recommendation: make_table keeps its figures for JSON and OpenMetrics)."""
     from ..recommendation import recommend
-    return recommend(sum(r.noncache for r in rows), headroom_percent)
+    return recommend(sum(r.noncache for r in rows), headroom_percent, free_not_counted_kib)
