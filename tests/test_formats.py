@@ -92,6 +92,23 @@ def test_table_formats_hold_the_classic_cells(fmt):
     assert [c for c in cells if c and c[0] == "total"] == [["total", total[-1]]], fmt  # labelled, sums only
 
 
+def test_tsv_is_the_classic_cells_a_tab_apart_and_nothing_else():
+    """For programs: no cell padded to its column's width (tabulate's tsv wrote " 361" and
+    "head   "), and no line under the rows (the notes, read as rows): --recommend's answer goes to
+    standard error, as CSV's does."""
+    out = run_smem("-S", CAPTURE, "-F", "tsv", "-c", "pid user name pss", "-k", "-t").stdout.decode()
+    lines = [line.split("\t") for line in out.splitlines()]
+    assert lines[0] == ["PID", "User", "Name", "PSS"]
+    assert all(len(cells) == 4 and all(c == c.strip() for c in cells) for cells in lines)
+    assert [" ".join(cells) for cells in lines[1:-1]] == [" ".join(r.split()) for r in classic_rows("-c", "pid user name pss", "-k")]
+    total = classic_rows("-c", "pid user name pss", "-k", "-t")[-1].split()
+    assert lines[-1] == ["total", "", "", total[-1]]
+    system = run_smem("-S", CAPTURE, "-w", "--recommend", "-F", "tsv")
+    assert [line.split("\t")[0] for line in system.stdout.decode().splitlines()] == [
+        "Area", "firmware/hardware", "kernel image", "kernel dynamic memory", "userspace memory", "free memory"]
+    assert system.stderr.decode().startswith("smem: needs ") and system.stderr.count(b"\n") == 1
+
+
 def test_html_is_a_table():
     out = run_smem("-S", CAPTURE, "-F", "html", "-c", "pid pss").stdout.decode()
     assert out.startswith("<table>") and out.count("<tr>") == len(classic_rows("-c", "pid pss")) + 1

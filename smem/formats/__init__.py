@@ -104,7 +104,8 @@ FORMATS = {f.name: f for f in (
     Format("openmetrics", "openmetrics:render",
            "Prometheus text exposition in bytes, for node_exporter's textfile collector",
            wants_companions=True),
-    *(Format(style, f"tabulated:render:{style}", f"tabulate's {style!r} table", streamer="table", redraws=True)
+    *(Format(style, f"tabulated:render:{style}", f"tabulate's {style!r} table", streamer="table", redraws=True,
+             carries_recommendation=style != "tsv")  # (tsv: cells for programs, no lines under them)
       for style in TABLE_FORMATS),
 )}
 

@@ -32,6 +32,11 @@ def render(rendering, style):
         cells.append(totals_row(table, cell))
     headers = () if options.no_header else [""] * extra + [c.header for c in table.columns]
     aligns = ["left"] * extra + ["right" if c.align == ">" else "left" for c in table.columns]
+    if style == "tsv":
+        # for programs: tabulate pads each cell to its column's width (" 361", "head   "), which a
+        # reader of tab-separated values keeps; and lines under the rows would be read as rows
+        # (--recommend's answer goes to standard error, as CSV's)
+        return "".join("\t".join(line) + "\n" for line in ([headers] if headers else []) + cells)
     text = tabulate.tabulate(cells, headers=headers, tablefmt=style, disable_numparse=True,
                              colalign=aligns)
     return text + "\n" + _notes(table.notes, style, literal)
