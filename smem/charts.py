@@ -22,6 +22,8 @@ MAX_BAR_HEIGHT = 16
 PIE_BOX = (0.04, 0.06, 0.54, 0.76)
 #: the size of the slices' names, in points
 LABEL_POINTS = 9
+#: points between two lines of notes at a chart's foot
+NOTE_POINTS = 10
 UNUSED_COLOUR = "#d9d9d9"
 OTHER_COLOUR = "#8c8c8c"
 
@@ -73,18 +75,21 @@ def draw_pie(figure, data):
     shown = [label if value >= whole * 0.02 or kind != "row" else ""
              for label, value, kind in zip(data.labels, data.values, data.kinds)]
     explode = [0.05 if kind == "unused" else 0 for kind in data.kinds]
-    figure.set_size_inches(11, 7)
-    width, height = figure.get_size_inches() * PIE_BOX[2:]
+    # 11 x 7 inches, taller by what the notes' lines need under the pie's box beyond its margin
+    left, bottom, width, height = PIE_BOX[0] * 11, PIE_BOX[1] * 7, PIE_BOX[2] * 11, PIE_BOX[3] * 7
+    taller = max((NOTE_POINTS * len(data.notes) + 8) / 72 - bottom, 0) if data.notes else 0
+    figure.set_size_inches(11, 7 + taller)
+    box = (PIE_BOX[0], (bottom + taller) / (7 + taller), PIE_BOX[2], height / (7 + taller))
     line = LABEL_POINTS * 1.3 / 72 / (min(width, height) / 2.5)  # (in radii: ax.pie spans 1.25 each way)
     shown = _names_apart(shown, data.values, explode, line)
-    ax = figure.add_axes(PIE_BOX)
+    ax = figure.add_axes(box)
     wedges, _, _ = ax.pie(
         data.values, labels=shown, colors=colours, explode=explode, startangle=90,
         counterclock=False, autopct=lambda p: f"{p:.1f}%" if p >= 3 else "", pctdistance=0.75,
         wedgeprops=dict(linewidth=0.8, edgecolor="white"), textprops=dict(fontsize=LABEL_POINTS))
     ax.set_aspect("equal")
-    figure.legend(wedges, data.legend, loc="center left", bbox_to_anchor=(0.6, 0.47),
-                  fontsize=8, frameon=False, title=None)
+    figure.legend(wedges, data.legend, loc="center left", bbox_to_anchor=(0.6, box[1] + box[3] * 0.54),
+                  fontsize=8, frameon=False, title=None)  # (level with the pie's middle)
     _titles(figure, data, centre=PIE_BOX[0] + PIE_BOX[2] / 2)  # over the pie, not pie and legend
 
 
@@ -131,7 +136,9 @@ def draw_bar(figure, data):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     _titles(figure, data)
     inches = figure.get_size_inches()[1]
-    figure.tight_layout(rect=(0, (0.3 if data.notes else 0.05) / inches, 1, 1 - 0.75 / inches))
+    # the notes' lines (_titles puts them 10 points apart from 4 up) under the axis and its label
+    foot = (NOTE_POINTS * len(data.notes) + 8) / 72 if data.notes else 0.05
+    figure.tight_layout(rect=(0, foot / inches, 1, 1 - 0.75 / inches))
 
 
 def _titles(figure, data, centre=0.5):
@@ -143,7 +150,7 @@ def _titles(figure, data, centre=0.5):
                 transform=offset_copy(figure.transFigure, fig=figure, y=-30, units="points"))
     for n, note in enumerate(reversed(data.notes)):
         figure.text(0.01, 0, literal(note), ha="left", va="bottom", fontsize=7, color="#555555",
-                    transform=offset_copy(figure.transFigure, fig=figure, y=4 + 10 * n, units="points"))
+                    transform=offset_copy(figure.transFigure, fig=figure, y=4 + NOTE_POINTS * n, units="points"))
 
 
 def _has_display():

@@ -279,3 +279,52 @@ def test_pie_slice_names_never_overlap():
     for i, (a, box_a) in enumerate(boxes):
         for b, box_b in boxes[i + 1:]:
             assert not box_a.overlaps(box_b), (a, b)
+
+
+@pytest.mark.parametrize("rows", [3, 28])
+def test_a_bars_notes_stay_under_its_axis(rows):
+    """The foot of a bar chart kept room for two lines of notes whatever their number: a breakdown's
+    seven (sources, KSM, unexplained, --recommend, pressure) were drawn over the axis's figures and
+    its label."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from smem.chart_data import BarData
+    from smem.charts import draw_bar
+    notes = [f"note {n}: where a figure came from, and what was left out" for n in range(7)]
+    data = BarData("System memory", "capture", [f"area {n}" for n in range(rows)], ["Used", "Cache"],
+                   [[float(n) for n in range(rows)], [None] * rows], "memory (MiB)", notes)
+    figure = Figure()
+    canvas = FigureCanvasAgg(figure)
+    draw_bar(figure, data)
+    canvas.draw()  # (the axis label is placed when drawn)
+    renderer = canvas.get_renderer()
+    axis = figure.axes[0]
+    lowest = min(box.y0 for box in [axis.xaxis.label.get_window_extent(renderer),
+                                    *(t.get_window_extent(renderer) for t in axis.get_xticklabels())])
+    drawn = [t for t in figure.texts if t.get_text() in notes]
+    assert len(drawn) == len(notes)
+    assert max(t.get_window_extent(renderer).y1 for t in drawn) < lowest
+
+
+@pytest.mark.parametrize("count", [0, 2, 7])
+def test_a_pies_notes_stay_under_it_and_its_names(count):
+    """A breakdown's seven notes were drawn over the pie's bottom and the name of its slice there
+    ("free"): the figure grows by what they need under the pie."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from smem.chart_data import PieData
+    from smem.charts import draw_pie
+    notes = [f"note {n}: where a figure came from, and what was left out" for n in range(count)]
+    labels, values = ["page cache", "slab", "free"], [900, 700, 21000]
+    figure = Figure()
+    canvas = FigureCanvasAgg(figure)
+    draw_pie(figure, PieData("System memory", "capture", labels, values, ["row"] * 3, labels, notes))
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    names = [t.get_window_extent(renderer) for t in figure.axes[0].texts if t.get_text() in labels]
+    wedges = [p.get_window_extent(renderer) for p in figure.axes[0].patches]
+    drawn = [t.get_window_extent(renderer) for t in figure.texts if t.get_text() in notes]
+    assert len(drawn) == count and "free" in [t.get_text() for t in figure.axes[0].texts]
+    if drawn:
+        assert max(box.y1 for box in drawn) < min(box.y0 for box in names + wedges)
+    assert figure.get_size_inches()[1] >= 7
