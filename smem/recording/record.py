@@ -34,8 +34,10 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
     with RecordingWriter(path, smaps_every) as writer:
         if said is not None:
             said(f"recording this machine into {path} every {interval:g} s{_resumed_line(writer)}")
-        for _ in _schedule(interval, count, duration):
-            key = writer.wants_smaps()
+        for last in _schedule(interval, count, duration):
+            # (the last of a --count or --duration run keeps its smaps too: the page and -m of
+            # the recording's end are then of its end, not of the key frame up to an hour before)
+            key = writer.wants_smaps() or last
             buffer = io.BytesIO()
             taken = time.time()
             source = open_source(None)
@@ -51,14 +53,15 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
 
 def _schedule(interval, count, duration):
     """Yield at each frame's time: now, then every ``interval`` seconds (a slow frame delays the
-    next), ``count`` times or until ``duration`` seconds have passed."""
+    next), ``count`` times or until ``duration`` seconds have passed; whether it is the last frame
+    (as far as a schedule knows: a signal may end it sooner)."""
     start = next_at = time.monotonic()
     for number in itertools.count(1) if count is None else range(1, count + 1):
         if number > 1:
             time.sleep(max(next_at - time.monotonic(), 0.0))
             if duration is not None and time.monotonic() - start >= duration:
                 return
-        yield number
+        yield number == count or (duration is not None and next_at + interval - start >= duration)
         next_at = max(next_at + interval, time.monotonic())
 
 
