@@ -12,6 +12,8 @@ function drawTimeCharts(summary, at, colors) {
                   line: {color: "#c92a2a", width: 1, dash: "dot"}};
   const layout = (title) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
                                height: 260, shapes: [marker], yaxis: {title: {text: "MiB"}},
+                               // (few ticks, and room for them: a recording of seconds crowded and cut them)
+                               xaxis: {nticks: 6, automargin: true},
                                legend: {font: {size: 11}}, hovermode: "x unified"});
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(mib),
