@@ -24,6 +24,8 @@ PIE_BOX = (0.04, 0.06, 0.54, 0.76)
 LABEL_POINTS = 9
 #: points between two lines of notes at a chart's foot
 NOTE_POINTS = 10
+#: the longest line of a note, in characters (the 11 in of a chart hold about 180 at 7 points)
+NOTE_CHARS = 150
 UNUSED_COLOUR = "#d9d9d9"
 OTHER_COLOUR = "#8c8c8c"
 
@@ -76,8 +78,9 @@ def draw_pie(figure, data):
              for label, value, kind in zip(data.labels, data.values, data.kinds)]
     explode = [0.05 if kind == "unused" else 0 for kind in data.kinds]
     # 11 x 7 inches, taller by what the notes' lines need under the pie's box beyond its margin
+    notes = _note_lines(data.notes)
     left, bottom, width, height = PIE_BOX[0] * 11, PIE_BOX[1] * 7, PIE_BOX[2] * 11, PIE_BOX[3] * 7
-    taller = max((NOTE_POINTS * len(data.notes) + 8) / 72 - bottom, 0) if data.notes else 0
+    taller = max((NOTE_POINTS * len(notes) + 8) / 72 - bottom, 0) if notes else 0
     figure.set_size_inches(11, 7 + taller)
     box = (PIE_BOX[0], (bottom + taller) / (7 + taller), PIE_BOX[2], height / (7 + taller))
     line = LABEL_POINTS * 1.3 / 72 / (min(width, height) / 2.5)  # (in radii: ax.pie spans 1.25 each way)
@@ -90,7 +93,7 @@ def draw_pie(figure, data):
     ax.set_aspect("equal")
     figure.legend(wedges, data.legend, loc="center left", bbox_to_anchor=(0.6, box[1] + box[3] * 0.54),
                   fontsize=8, frameon=False, title=None)  # (level with the pie's middle)
-    _titles(figure, data, centre=PIE_BOX[0] + PIE_BOX[2] / 2)  # over the pie, not pie and legend
+    _titles(figure, data, notes, centre=PIE_BOX[0] + PIE_BOX[2] / 2)  # over the pie, not pie and legend
 
 
 def _names_apart(shown, values, explode, line):
@@ -134,21 +137,30 @@ def draw_bar(figure, data):
     ax.grid(axis="x", color="#e0e0e0", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-    _titles(figure, data)
+    notes = _note_lines(data.notes)
+    _titles(figure, data, notes)
     inches = figure.get_size_inches()[1]
     # the notes' lines (_titles puts them 10 points apart from 4 up) under the axis and its label
-    foot = (NOTE_POINTS * len(data.notes) + 8) / 72 if data.notes else 0.05
+    foot = (NOTE_POINTS * len(notes) + 8) / 72 if notes else 0.05
     figure.tight_layout(rect=(0, foot / inches, 1, 1 - 0.75 / inches))
 
 
-def _titles(figure, data, centre=0.5):
-    """Title, source line under it, notes at the foot: placed in points, whatever the height."""
+def _note_lines(notes):
+    """The notes' lines: a long one (a list of areas below zero, of processes left out) wrapped,
+    not cut off at the chart's right edge."""
+    import textwrap
+    return [line for note in notes for line in textwrap.wrap(note, NOTE_CHARS, subsequent_indent="  ") or [""]]
+
+
+def _titles(figure, data, notes, centre=0.5):
+    """Title, source line under it, ``notes`` (_note_lines) at the foot: placed in points, whatever
+    the height."""
     from matplotlib.transforms import offset_copy
     figure.text(centre, 1, data.title, ha="center", va="top", fontsize=13,
                 transform=offset_copy(figure.transFigure, fig=figure, y=-8, units="points"))
     figure.text(centre, 1, data.subtitle, ha="center", va="top", fontsize=9, color="#444444",
                 transform=offset_copy(figure.transFigure, fig=figure, y=-30, units="points"))
-    for n, note in enumerate(reversed(data.notes)):
+    for n, note in enumerate(reversed(notes)):
         figure.text(0.01, 0, literal(note), ha="left", va="bottom", fontsize=7, color="#555555",
                     transform=offset_copy(figure.transFigure, fig=figure, y=4 + NOTE_POINTS * n, units="points"))
 

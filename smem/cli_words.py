@@ -157,29 +157,34 @@ def usage_message(error):
                                                             (click.IntRange, click.FloatRange)):
         out_of_range = re.match(r"(\S+) is not in the range", error.message)
         if out_of_range:
-            return _range_message(error.param, out_of_range.group(1))
+            return _range_message(error.param, _number(out_of_range.group(1)))
+        not_a_number = re.match(r"('.*') is not a valid", error.message)  # ("'2.5' is not a valid integer range")
+        if not_a_number:
+            return _range_message(error.param, not_a_number.group(1))
     if isinstance(error, click.BadParameter) and error.param is not None:
         return f"{_option_names(error.param)}: {one_line(error.message)}"
     return one_line(error.format_message())
 
 
-def _range_message(param, value):
-    """A number out of its option's range, in words (click says "0.0 is not in the range 0.0<x<=1e7")."""
+def _range_message(param, given):
+    """A number out of its option's range, or not a number, in words (click says "0.0 is not in
+    the range 0.0<x<=1e7", "'x' is not a valid integer range")."""
     kind, bounds = "a whole number" if isinstance(param.type, click.IntRange) else "a number", []
     if param.type.min is not None:
         bounds.append(f"{'above' if param.type.min_open else 'at least'} {_number(param.type.min)}")
     if param.type.max is not None:
         bounds.append(f"{'below' if param.type.max_open else 'at most'} {_number(param.type.max)}")
-    return f"{_option_names(param)} takes {kind} {', '.join(bounds)} (not {_number(value)})"
+    return f"{_option_names(param)} takes {kind} {', '.join(bounds)} (not {given})"
 
 
 def _number(value):
-    """10000000 and 0.001 as written, not 1e+07 and 0.0."""
+    """10000000 and 0.001 as written, not 1e+07 and 0.0; 1000000.5 whole, not rounded to 1e+06
+    (the bound it passed)."""
     try:
         number = float(value)
     except ValueError:
         return str(value)
-    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else f"{number:g}"
+    return str(int(number)) if number.is_integer() and abs(number) < 1e16 else repr(number)
 
 
 def one_line(message):

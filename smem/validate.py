@@ -48,13 +48,28 @@ def diff(view, *, old, new, **selection):
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
-            import shlex  # the command to type, for the usual case: a capture against now
-            raise UsageError(f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is "
-                             f"not a recording; against this machine now: smem diff {shlex.quote(str(old))} live")
+            raise UsageError(_not_a_recording(str(old)))
     chosen = _registered(view)
     _comparable(chosen, False, "smem diff")
     from .views.diff import diff_view
     _takes_selection(diff_view(chosen), **selection)
+
+
+def _not_a_recording(old):
+    """OLD alone, not a recording: the command that compares it with now where that is the usual
+    meaning (a capture), not where it would fail too (a path not there) or mean nothing (live)."""
+    import shlex
+    from .errors import SourceError
+    said = f"smem diff compares OLD and NEW, or the first and last frames of a recording: {old} is not a recording"
+    if old == "live":
+        return said + ": it is this machine now; give a capture or recording to compare with it, then live"
+    if "://" in old:
+        return said
+    try:
+        os.stat(old)
+    except OSError as e:
+        raise SourceError(f"cannot read {old}: {e.strerror}") from None
+    return said + f"; against this machine now: smem diff {shlex.quote(old)} live"
 
 
 def _chart(pie, bar, output, force, fmt="classic"):

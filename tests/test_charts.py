@@ -328,3 +328,31 @@ def test_a_pies_notes_stay_under_it_and_its_names(count):
     if drawn:
         assert max(box.y1 for box in drawn) < min(box.y0 for box in names + wedges)
     assert figure.get_size_inches()[1] >= 7
+
+
+@pytest.mark.parametrize("chart", ["pie", "bar"])
+def test_a_long_note_is_wrapped_inside_the_chart(chart):
+    """A note longer than the chart is wide (a list of areas below zero, say) ran off its right
+    edge: it is wrapped, its lines under the pie or the axis, all of it drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from smem.chart_data import BarData, PieData
+    from smem.charts import draw_bar, draw_pie
+    long = "below zero, not drawn: " + ", ".join(f"area number {n} (-{n}.5M)" for n in range(30))
+    notes = ["first note", long, "last note"]
+    labels, values = ["page cache", "slab", "free"], [900, 700, 21000]
+    figure = Figure()
+    canvas = FigureCanvasAgg(figure)
+    if chart == "pie":
+        draw_pie(figure, PieData("System memory", "capture", labels, values, ["row"] * 3, labels, notes))
+    else:
+        draw_bar(figure, BarData("System memory", "capture", labels, ["Used"], [values], "memory (MiB)", notes))
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    axis = figure.axes[0]
+    drawn = [t for t in figure.texts if t.get_position()[1] == 0]  # (the notes: at the foot)
+    assert " ".join(t.get_text().strip() for t in reversed(drawn)) == " ".join(notes)
+    assert len(drawn) > len(notes)
+    assert all(t.get_window_extent(renderer).x1 <= figure.bbox.x1 for t in drawn)
+    above = [*axis.texts, *axis.patches] if chart == "pie" else [axis.xaxis.label, *axis.get_xticklabels()]
+    assert max(t.get_window_extent(renderer).y1 for t in drawn) < min(a.get_window_extent(renderer).y0 for a in above)

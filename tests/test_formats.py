@@ -109,6 +109,20 @@ def test_tsv_is_the_classic_cells_a_tab_apart_and_nothing_else():
     assert system.stderr.decode().startswith("smem: needs ") and system.stderr.count(b"\n") == 1
 
 
+def test_tsv_in_watch_mode_is_one_header_then_rows_led_by_their_frame():
+    """Watched, tsv was the table under a '# TIME frame N' line per frame, a blank line between
+    frames, the header again each time: all read as rows by a program.  As CSV: one header, the
+    frame's time and number first in each row."""
+    res = run_smem("--pid", str(os.getpid()), "-c", "pid pss dpss", "-k", "-t", "-F", "tsv",
+                   "--interval", "0.1", "--count", "2")
+    assert res.returncode == 0, res.stderr
+    lines = [line.split("\t") for line in res.stdout.decode().splitlines()]
+    assert lines[0] == ["Timestamp", "Frame", "PID", "PSS", "dPSS"]
+    assert [cells[1:3] for cells in lines[1:]] == [["1", str(os.getpid())], ["1", "total"],
+                                                     ["2", str(os.getpid())], ["2", "total"]]
+    assert all(len(cells) == 5 and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]+Z", cells[0]) for cells in lines[1:])
+
+
 def test_html_is_a_table():
     out = run_smem("-S", CAPTURE, "-F", "html", "-c", "pid pss").stdout.decode()
     assert out.startswith("<table>") and out.count("<tr>") == len(classic_rows("-c", "pid pss")) + 1

@@ -221,6 +221,26 @@ def test_the_recommendation_leaves_out_the_free_pages_of_the_per_cpu_lists(tmp_p
                                                                           + line.rsplit(" ", 1)[1]), line
 
 
+def test_the_free_pages_left_out_are_at_most_kernel_dynamic_memorys_noncache(tmp_path):
+    """zoneinfo is read at another moment than meminfo: where its per-CPU lists hold more than
+    kernel dynamic memory's noncache, the rest did not come off that row, and taking it off the
+    sum took it off firmware's, the kernel image's and userspace's need."""
+    import json
+    import re
+    tree = _tree(tmp_path)
+    (tree / "proc" / "capture-info").write_bytes(b"pagesize=4096\n")
+    rows = {r["area"]: r for r in json.loads(run_smem("-S", tree, "-w", "-F", "json").stdout)["rows"]}
+    kernel = rows["kernel dynamic memory"]["noncache"]
+    # this machine's zoneinfo, each per-CPU count set so that they hold 100 MiB more than that row
+    zoneinfo = open("/proc/zoneinfo", "rb").read()
+    counts = len(re.findall(rb"^\s+count:", zoneinfo, re.M))
+    each = (kernel + 102400) // 4 // counts + 1
+    (tree / "proc" / "zoneinfo").write_bytes(re.sub(rb"(?m)^(\s+count:)\s*\d+", rb"\g<1> %d" % each, zoneinfo))
+    figures = json.loads(run_smem("-S", tree, "-w", "--recommend", "-F", "json").stdout)["recommend"]
+    assert figures["free_not_counted_kib"] == kernel
+    assert figures["needs_kib"] == sum(r["noncache"] for r in rows.values()) - kernel > 0
+
+
 def test_the_breakdown_recommends_with_the_firmwares_and_kernel_images_ram(tmp_path):
     """--breakdown's rows add up to MemTotal, which leaves out what firmware keeps and the kernel
     image: with --recommend they are its first rows, as -R or -K make them, and in its need (its

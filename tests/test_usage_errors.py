@@ -95,6 +95,14 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
     (["-w", "--recommend", "2000"], "smem: --recommend takes a number at least 0, at most 1000 (not 2000) "
                                     "(see 'smem --help')"),
     (["-j", "-1"], "smem: -j/--jobs takes a whole number at least 0 (not -1) (see 'smem --help')"),
+    # a value just past a bound said whole (click's "1000000.5" is not the bound "1e+06"), and a value
+    # not a number at all in the same words (click: "'2.5' is not a valid integer range")
+    (["-S", "x", "--speed", "1000000.5"], "smem: --speed takes a number at least 0.001, at most 1000000 "
+                                          "(not 1000000.5) (see 'smem --help')"),
+    (["--interval", "1", "--count", "2.5"], "smem: --count takes a whole number at least 1 (not '2.5') "
+                                            "(see 'smem --help')"),
+    (["-w", "--recommend", "abc"], "smem: --recommend takes a number at least 0, at most 1000 (not 'abc') "
+                                   "(see 'smem --help')"),
 ])
 def test_click_errors_are_in_smems_words(args, line):
     """One style: click's own messages (Missing argument 'OLD'., Got unexpected extra argument)

@@ -94,6 +94,19 @@ def test_diff_rules(args, said):
     assert _refused("diff", *args) == f"smem: {said}"
 
 
+def test_diff_of_one_not_a_recording_suggests_no_command_that_fails(tmp_path):
+    """OLD alone, not a recording, was told 'smem diff OLD live' whatever it was: for a path not
+    there (which fails too: it should say so), for live (live against live), for ssh://box."""
+    missing = tmp_path / "box.tgz"
+    proc = run_smem("diff", missing)
+    assert (proc.returncode, proc.stderr.decode()) == (1, f"smem: cannot read {missing}: No such file or directory\n")
+    assert run_smem("diff", missing, "live").stderr == proc.stderr  # (as with NEW given)
+    said = "smem diff compares OLD and NEW, or the first and last frames of a recording: "
+    assert _refused("diff", "live") == (f"smem: {said}live is not a recording: it is this machine now; give a "
+                                        "capture or recording to compare with it, then live")
+    assert _refused("diff", "ssh://box") == f"smem: {said}ssh://box is not a recording"
+
+
 @pytest.mark.parametrize("args, said", [
     (["--listen", "127.0.0.1:0", "--exact", "--script", "--compression", "xz"],
      "--listen writes the capture as the target sent it: it takes no --exact or --script or --compression"),

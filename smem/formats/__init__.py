@@ -104,8 +104,11 @@ FORMATS = {f.name: f for f in (
     Format("openmetrics", "openmetrics:render",
            "Prometheus text exposition in bytes, for node_exporter's textfile collector",
            wants_companions=True),
-    *(Format(style, f"tabulated:render:{style}", f"tabulate's {style!r} table", streamer="table", redraws=True,
-             carries_recommendation=style != "tsv")  # (tsv: cells for programs, no lines under them)
+    # tsv: cells for programs, so no lines under them, and in watch mode no time lines between
+    # frames: the frame's time and number lead its rows, as in CSV
+    *(Format(style, f"tabulated:render:{style}", f"tabulate's {style!r} table",
+             streamer="tsv_frame" if style == "tsv" else "table", redraws=True,
+             carries_recommendation=style != "tsv")
       for style in TABLE_FORMATS),
 )}
 

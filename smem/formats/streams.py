@@ -9,13 +9,14 @@ line that says when it was read (``# 2026-12-03T21:00:05Z frame 2 of 12``), so
 process per frame, ``timestamp`` parsed as a date) ready to pivot by pid; an
 object per frame holding a list of rows would be one cell per frame.
 ``-F csv`` is one header, then every frame's rows with the same two leading
-columns.  With ``-t`` each frame ends with its totals, marked (``"total": true``,
+columns; ``-F tsv`` alike, its cells the table's.  With ``-t`` each frame ends with its totals, marked (``"total": true``,
 or ``total`` in CSV's marker column as in a report).
 """
 
 from .cells import cell, marker_column, totals_row
+from .tabulated import tsv_frame
 
-__all__ = ["table_frame", "json_lines_frame", "csv_frame"]
+__all__ = ["table_frame", "json_lines_frame", "csv_frame", "tsv_frame"]
 
 
 def table_frame(render):

@@ -9,16 +9,39 @@ from ..report import cut_to, format_value
 from .cells import marker_column, totals_row
 from .markup import escaper
 
-__all__ = ["render"]
+__all__ = ["render", "tsv_frame"]
 
 _ALIASES = {"markdown": "pipe"}
 
 
 def render(rendering, style):
     import tabulate
-    table, options = rendering.table, rendering.options
     style = _ALIASES.get(style, style)
     literal = escaper(style)  # (a markup style: a name is its characters, never markup or a cell's end)
+    headers, cells, aligns = _cells(rendering, literal)
+    if style == "tsv":
+        # for programs: tabulate pads each cell to its column's width (" 361", "head   "), which a
+        # reader of tab-separated values keeps; and lines under the rows would be read as rows
+        # (--recommend's answer goes to standard error, as CSV's)
+        return "".join("\t".join(line) + "\n" for line in ([headers] if headers else []) + cells)
+    text = tabulate.tabulate(cells, headers=headers, tablefmt=style, disable_numparse=True,
+                             colalign=aligns)
+    return text + "\n" + _notes(rendering.table.notes, style, literal)
+
+
+def tsv_frame(rendering):
+    """Watch mode's tsv: one header, then every frame's rows with its time and number first, as
+    CSV's (a time line and a blank line between frames would be read as rows)."""
+    headers, cells, _ = _cells(rendering, None)
+    info = rendering.frame
+    lines = [["Timestamp", "Frame", *headers]] if headers and info.number == 1 else []
+    lines += [[info.timestamp, str(info.number), *line] for line in cells]
+    return "".join("\t".join(line) + "\n" for line in lines)
+
+
+def _cells(rendering, literal):
+    """(headers, or () with --no-header; the rows' and totals' cells; each column's alignment)."""
+    table, options = rendering.table, rendering.options
 
     def cell(column, value):
         text = format_value(column, value, options, table)
@@ -32,14 +55,7 @@ def render(rendering, style):
         cells.append(totals_row(table, cell))
     headers = () if options.no_header else [""] * extra + [c.header for c in table.columns]
     aligns = ["left"] * extra + ["right" if c.align == ">" else "left" for c in table.columns]
-    if style == "tsv":
-        # for programs: tabulate pads each cell to its column's width (" 361", "head   "), which a
-        # reader of tab-separated values keeps; and lines under the rows would be read as rows
-        # (--recommend's answer goes to standard error, as CSV's)
-        return "".join("\t".join(line) + "\n" for line in ([headers] if headers else []) + cells)
-    text = tabulate.tabulate(cells, headers=headers, tablefmt=style, disable_numparse=True,
-                             colalign=aligns)
-    return text + "\n" + _notes(table.notes, style, literal)
+    return headers, cells, aligns
 
 
 def _notes(notes, style, literal):

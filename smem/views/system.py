@@ -40,12 +40,19 @@ def summary(snapshot, rows, options, system):
     ram = ram_figure.kib if ram_figure else sum(r.used for r in rows)
     notes = sizing_notes(snapshot, rows)
     if system.recommend is not None:
-        # kernel dynamic memory is MemTotal - MemFree - userspace: the free pages the per-CPU lists
-        # hold (zoneinfo's pagesets) are in it as not reclaimable, and they are free
-        pools = snapshot.pools
-        notes.append(recommendation(rows, system.recommend, pools.per_cpu_free_kib if pools is not None else None))
+        notes.append(recommendation(rows, system.recommend, _free_in_kernel_dynamic(snapshot, rows)))
     from ..memory_pressure import pressure_notes
     return ram, notes + pressure_notes(snapshot.pressure)
+
+
+def _free_in_kernel_dynamic(snapshot, rows):
+    """The free pages the per-CPU lists hold (zoneinfo's pagesets), which kernel dynamic memory
+    (MemTotal - MemFree - userspace) counts as not reclaimable; at most that row's noncache, as
+    zoneinfo is read at another moment than meminfo (more would come off the other areas' need)."""
+    pools = snapshot.pools
+    free = pools.per_cpu_free_kib if pools is not None else None
+    kernel = next((r for r in rows if r.order == 2), None)
+    return free if free is None or kernel is None else min(free, max(kernel.noncache, 0))
 
 
 COLUMNS = {c.key: c for c in (
