@@ -103,6 +103,13 @@ def test_tsv_is_the_classic_cells_a_tab_apart_and_nothing_else():
     assert [" ".join(cells) for cells in lines[1:-1]] == [" ".join(r.split()) for r in classic_rows("-c", "pid user name pss", "-k")]
     total = classic_rows("-c", "pid user name pss", "-k", "-t")[-1].split()
     assert lines[-1] == ["total", "", "", total[-1]]
+    # and every value whole, as CSV's (the classic table cuts a command line at 27 without -a)
+    tsv = [line.split("\t") for line in run_smem("-S", CAPTURE, "-F", "tsv", "-c", "pid command").stdout.decode().splitlines()]
+    whole = {row["pid"]: row["command"] for row in csv.DictReader(io.StringIO(
+        run_smem("-S", CAPTURE, "-F", "csv", "-c", "pid command").stdout.decode()))}
+    printable = {pid: command for pid, command in whole.items() if command.isprintable() and "\\x" not in command}
+    assert max(map(len, printable.values())) > 27
+    assert {pid: command for pid, command in tsv[1:] if pid in printable} == printable
     system = run_smem("-S", CAPTURE, "-w", "--recommend", "-F", "tsv")
     assert [line.split("\t")[0] for line in system.stdout.decode().splitlines()] == [
         "Area", "firmware/hardware", "kernel image", "kernel dynamic memory", "userspace memory", "free memory"]

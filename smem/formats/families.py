@@ -89,7 +89,7 @@ def recommendation_families(recommendation):
     if recommendation is None:
         return []
     return [Family("smem_non_reclaimable_bytes", "memory that cannot be reclaimed, --recommend's need "
-                   "(the areas' noncache, less the free pages -w's count there)", "bytes", (),
+                   "(the areas' noncache, less the free pages of the per-CPU lists that -w counts in it)", "bytes", (),
                    [((), recommendation.needs_kib * 1024)]),
             Family("smem_recommended_ram_bytes", "the smallest usual RAM size holding what cannot be "
                    f"reclaimed plus {recommendation.headroom_percent:g}% headroom (--recommend)", "bytes", (),

@@ -18,7 +18,7 @@ def render(rendering, style):
     import tabulate
     style = _ALIASES.get(style, style)
     literal = escaper(style)  # (a markup style: a name is its characters, never markup or a cell's end)
-    headers, cells, aligns = _cells(rendering, literal)
+    headers, cells, aligns = _cells(rendering, literal, whole=style == "tsv")
     if style == "tsv":
         # for programs: tabulate pads each cell to its column's width (" 361", "head   "), which a
         # reader of tab-separated values keeps; and lines under the rows would be read as rows
@@ -32,20 +32,22 @@ def render(rendering, style):
 def tsv_frame(rendering):
     """Watch mode's tsv: one header, then every frame's rows with its time and number first, as
     CSV's (a time line and a blank line between frames would be read as rows)."""
-    headers, cells, _ = _cells(rendering, None)
+    headers, cells, _ = _cells(rendering, None, whole=True)
     info = rendering.frame
     lines = [["Timestamp", "Frame", *headers]] if headers and info.number == 1 else []
     lines += [[info.timestamp, str(info.number), *line] for line in cells]
     return "".join("\t".join(line) + "\n" for line in lines)
 
 
-def _cells(rendering, literal):
-    """(headers, or () with --no-header; the rows' and totals' cells; each column's alignment)."""
+def _cells(rendering, literal, whole=False):
+    """(headers, or () with --no-header; the rows' and totals' cells; each column's alignment);
+    ``whole``: no value cut to its column's width (tsv, for programs, as CSV)."""
     table, options = rendering.table, rendering.options
+    cut = not (whole or options.autosize)
 
     def cell(column, value):
         text = format_value(column, value, options, table)
-        text = cut_to(column, text, column.width) if column.truncate and not options.autosize else text
+        text = cut_to(column, text, column.width) if column.truncate and cut else text
         # a name, and the "-" of an absent figure (a list item in rst), not a figure
         return literal(text) if literal is not None and (value is None or isinstance(value, str)) else text
 
