@@ -206,11 +206,13 @@ def option_suggestion(error):
     click's own guess is difflib's at a low cutoff, which offers --columns for --bogus.
     """
     import difflib
+    typed = error.option_name
+    if re.fullmatch(r"-[0-9][0-9.]*", typed or ""):  # (--recommend -5: a value, read as options)
+        return ": a negative number is no option, and no option takes one"
     if error.ctx is None:
         return ""
     known = [o for p in error.ctx.command.get_params(error.ctx) for o in p.opts + p.secondary_opts
              if o.startswith("--")]
-    typed = error.option_name
     close = [o for o in known if o.startswith(typed)] if typed.startswith("--") else []
     if not close:
         names = {o.lstrip("-"): o for o in known}
