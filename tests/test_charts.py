@@ -356,3 +356,24 @@ def test_a_long_note_is_wrapped_inside_the_chart(chart):
     assert all(t.get_window_extent(renderer).x1 <= figure.bbox.x1 for t in drawn)
     above = [*axis.texts, *axis.patches] if chart == "pie" else [axis.xaxis.label, *axis.get_xticklabels()]
     assert max(t.get_window_extent(renderer).y1 for t in drawn) < min(a.get_window_extent(renderer).y0 for a in above)
+
+
+def test_a_row_with_no_figure_is_marked_na_once():
+    """A breakdown row none of whose columns has a figure (dma-buf without a dma-buf, hardware
+    corrupted) was marked "n/a" once a bar, four marks stacked on one row; a bar absent beside
+    others present keeps its own mark."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from smem.chart_data import BarData
+    from smem.charts import draw_bar
+    values = [[1.0, None, 3.0], [1.0, None, None], [None, None, 2.0], [None, None, None]]
+    data = BarData("System memory", "capture", ["a", "b", "c"], ["Used", "Cache", "Noncache", "Saved"],
+                   values, "memory (MiB)", [])
+    figure = Figure()
+    FigureCanvasAgg(figure)
+    draw_bar(figure, data)
+    marks = sorted(round(t.get_position()[1], 2) for t in figure.axes[0].texts if t.get_text().strip() == "n/a")
+    # (values are per series, then per row) row b (1): once, in its middle; row a (0): Noncache's
+    # and Saved's bars; row c (2): Cache's and Saved's
+    assert marks.count(1.0) == 1 and len([m for m in marks if 0.5 < m < 1.5]) == 1
+    assert len([m for m in marks if m < 0.5]) == 2 and len([m for m in marks if m > 1.5]) == 2
