@@ -16,7 +16,8 @@ from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, seconds
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
 from .formats import FORMATS, TABLE_FORMATS
-from .options import ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions, WatchOptions
+from .options import (DEFAULT_FORMAT, ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions,
+                      WatchOptions)
 from .report import parse_columns
 
 
@@ -64,7 +65,7 @@ def table_options(complete_fields):
                      help='Columns to show, e.g. "pid user pss" or pid,user,pss; "all"; "help" lists them.'),
         click.option("-t", "--totals", is_flag=True, help="Show totals."),
         click.option("-a", "--autosize", is_flag=True, help="Size columns to fit the terminal."),
-        click.option("-F", "--format", "fmt", type=Choice(list(FORMATS)), default="classic", metavar="FORMAT",
+        click.option("-F", "--format", "fmt", type=Choice(list(FORMATS)), default=DEFAULT_FORMAT, metavar="FORMAT",
                      help=f"Output format: {', '.join(k for k in FORMATS if k not in TABLE_FORMATS)}, or a table "
                           f"style of tabulate ({', '.join(TABLE_FORMATS[:5])}, ...; all in man smem). json and csv "
                           "carry raw KiB (-k/-p only if given); openmetrics always bytes."),

@@ -14,7 +14,10 @@ writes, and how often it reads.
 from typing import NamedTuple, Optional, Tuple
 
 __all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "WatchOptions", "ReportRequest",
-           "ServeOptions", "MAX_SECONDS"]
+           "ServeOptions", "MAX_SECONDS", "DEFAULT_FORMAT"]
+
+#: -F when not given: smem 1.5's table (a key of smem.formats.FORMATS)
+DEFAULT_FORMAT = "classic"
 
 #: the longest time an option may give (an interval, a timeout, a staleness), seconds: 115 days;
 #: the timers it goes to overflow past about 9.2e9 (sleep, select, a socket's timeout)
@@ -56,7 +59,7 @@ class TableOptions(NamedTuple):
     terminal_columns: Optional[int] = None  # the terminal's width: -a fits every column to it, a
     #                                           watch screen's name column flows to it; None: not cut
     exact: bool = False                # default columns and totals under --exact
-    format: str = "classic"            # a key of smem.formats.FORMATS
+    format: str = DEFAULT_FORMAT       # a key of smem.formats.FORMATS
     limit: Optional[int] = None        # only the first N rows once sorted (smem serve --top N)
     working_set: bool = False          # --wss: the working-set columns are among the defaults
 

@@ -12,7 +12,7 @@ import os
 
 from . import working_set
 from .errors import UsageError
-from .options import MAX_SECONDS
+from .options import DEFAULT_FORMAT, MAX_SECONDS
 
 __all__ = ["report", "diff", "capture", "html", "record", "serve"]
 
@@ -72,11 +72,11 @@ def _not_a_recording(old):
     return said + f"; against this machine now: smem diff {shlex.quote(old)} live"
 
 
-def _chart(pie, bar, output, force, fmt="classic"):
+def _chart(pie, bar, output, force, fmt=DEFAULT_FORMAT):
     """One chart, and -o/--force only with one; -F (a table's format) not with one."""
     if pie is not None and bar is not None:
         raise UsageError("choose one chart: --pie or --bar")
-    if (pie is not None or bar is not None) and fmt != "classic":
+    if (pie is not None or bar is not None) and fmt != DEFAULT_FORMAT:
         raise UsageError(f"-F {fmt} formats a table, and --pie and --bar draw a chart: choose one "
                          "(-o FILE.png, .svg or .pdf chooses the chart's format)")
     if output is not None and pie is None and bar is None:
