@@ -334,16 +334,32 @@ shmem_memfds() {
 			left=${line%% -> *}
 			fd=${left##* }
 			link=${line#* -> }
-			case $pid$fd in '' | *[!0-9]*) continue ;; esac
-			case $link in *\\*) continue ;; esac
-			[ "$(readlink "/proc/$pid/fd/$fd" 2>/dev/null)" = "$link" ] || continue
-			set -- $(stat -L -c '%d %i %s %b %B' "/proc/$pid/fd/$fd" 2>/dev/null)
-			[ $# -eq 5 ] || continue
-			printf 'memfd %s:%s %s %s %s - %s %s %s\n' "$((($1 >> 8) & 4095))" \
-				"$((($1 & 255) | (($1 >> 12) & 1048320)))" "$2" "$3" "$(($4 * $5))" "$pid" "$fd" "$link"
+			memfd_line "$pid" "$fd" "$link" "/proc/$pid/fd"
 			;;
 		esac
 	done
+}
+
+memfd_line() { # memfd_line PID FD LINK DIR: the inventory's line of memfd DIR/FD (LINK, as ls said it)
+	case $1$2 in '' | *[!0-9]*) return 0 ;; esac
+	case $3 in *\\*) return 0 ;; esac
+	[ "$(readlink "$4/$2" 2>/dev/null)" = "$3" ] || return 0
+	set -- "$1" "$2" "$3" $(stat -L -c '%d %i %s %b %B' "$4/$2" 2>/dev/null)
+	[ $# -eq 8 ] || return 0
+	printf 'memfd %s:%s %s %s %s - %s %s %s\n' "$((($4 >> 8) & 4095))" \
+		"$((($4 & 255) | (($4 >> 12) & 1048320)))" "$5" "$6" "$(($7 * $8))" "$1" "$2" "$3"
+}
+
+# A process whose first thread exited (ps: Zl) has an empty /proc/N/fd (the leader let go of the
+# table its threads share): its memfds are listed from the live thread copy_pid read it through,
+# into a file added to the inventory once every process is copied.
+zl_memfds() { # zl_memfds PID DIR: the memfds of fd directory DIR, held by PID
+	[ -f "$cap/smem/shmem" ] && command -v ls >/dev/null 2>&1 && command -v readlink >/dev/null 2>&1 || return 0
+	ls -l "$2" 2>/dev/null | while IFS= read -r line; do
+		case $line in *' -> /memfd:'*) ;; *) continue ;; esac
+		left=${line%% -> *}
+		memfd_line "$1" "${left##* }" "${line#* -> }" "$2"
+	done >>"$tmp/zl-memfds"
 }
 
 if command -v stat >/dev/null 2>&1 && [ -r /proc/self/mountinfo ]; then
@@ -500,6 +516,7 @@ copy_pid() {
 	# the memory cgroup, for smem --cgroup (absent on kernels without cgroups)
 	cat "$src/cgroup" >"$dst/cgroup" 2>/dev/null || rm -f -- "$dst/cgroup"
 	copy_device_fds "$mm" "$dst"
+	[ "$mm" = "$src" ] || zl_memfds "$1" "$mm/fd"
 	if [ "$myuid" = 0 ]; then
 		o=$(owner "$1" "$dst") || return 1
 		chown -R "$o" "$dst" 2>/dev/null || return 1
@@ -523,6 +540,9 @@ for p in /proc/[0-9]*; do
 	fi
 done
 [ "$npids" -gt 0 ] || die "no process could be read (is /proc mounted?)"
+if [ -s "$tmp/zl-memfds" ]; then
+	cat "$tmp/zl-memfds" >>"$cap/smem/shmem" || die "cannot write to $tmp"
+fi
 
 # The cgroup v2 memory.stat and memory.pressure of each process's cgroup (its 0:: line), for
 # the zswap column's per-cgroup compression and the cgroup view's pressure (absent is fine:

@@ -153,6 +153,8 @@ def test_smemcap_sh_copies_its_address_space(exited, pid_namespace, tmp_path):
         subprocess.run(pid_namespace.argv([BUSYBOX, "sh", str(SCRIPT)]), env=script_env(os.environ["PATH"], tmp_path),
                        stdout=out, check=True, timeout=300)
     _captured(capture, pid, marker)
+    # the memfd it holds by its fd only, listed from the thread the script read it through
+    assert _its_memfd(pid, marker, "-S", capture)["processes"].endswith(f"[{pid}](fd)")
 
 
 @pytest.mark.parametrize("method", METHODS)
