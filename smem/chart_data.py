@@ -31,7 +31,7 @@ from .report import CONTROLS
 from .units import human
 
 __all__ = ["pie_data", "bar_data", "PieData", "BarData", "FOLD_TOGETHER", "FOLD_EACH", "MAX_BARS", "drawable",
-           "literal"]
+           "literal", "sparse_series", "absent_marks"]
 
 #: smem 1.5's folding rule: the smallest slices go into "other" while together
 #: they are under 2% of the pie, or each is under 0.5% of it.
@@ -237,6 +237,28 @@ class BarData:
     notes: List[str]
 
 
+def sparse_series(values):
+    """The series (indexes into ``values``: per series, per row) that have a figure on fewer than
+    half the rows that have any: a column most rows have no part in (-w's Saved, on KSM's row
+    only), whose absence is no news on each row.  None where every series would be."""
+    rows = [i for i in range(len(values[0]) if values else 0) if any(v[i] is not None for v in values)]
+    sparse = {n for n, v in enumerate(values) if len(values) > 1 and sum(v[i] is not None for i in rows) < len(rows) / 2
+              and any(x is not None for x in v)}
+    return sparse if len(sparse) < len(values) else set()
+
+
+def absent_marks(values):
+    """Where a bar chart says n/a: ``(rows, bars)``, the rows marked once (no series but the sparse
+    ones has a figure there: every bar but theirs absent) and the (series, row) of each other
+    absent bar; a sparse series's absences are not marked (:func:`sparse_series`)."""
+    sparse = sparse_series(values)
+    kept = [n for n in range(len(values)) if n not in sparse]
+    count = len(values[0]) if values else 0
+    rows = {i for i in range(count) if len(values) > 1 and all(values[n][i] is None for n in kept)}
+    bars = {(n, i) for n in kept for i in range(count) if values[n][i] is None and i not in rows}
+    return rows, bars
+
+
 _UNITS = (("KiB", 1), ("MiB", 1024), ("GiB", 1024 ** 2), ("TiB", 1024 ** 3), ("PiB", 1024 ** 4))
 
 
@@ -268,7 +290,12 @@ def bar_data(table, options, snapshot):
             column_values.append(sum(known) if known and column.total == "sum" else None)
         notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each or {FOLD_TOGETHER:.0%} "
                      f"together, or beyond the largest {MAX_BARS}")
-    absent = sum(1 for values in raw for v in values if v is None)
+    sparse = sparse_series(raw)
+    for n in sorted(sparse):
+        rows_with = [label for label, v in zip(labels, raw[n]) if v is not None]
+        only = ", ".join(rows_with) if len(rows_with) <= 3 else f"{len(rows_with)} of {len(labels)} rows"
+        notes.append(f"{list(series.values())[n][1].header}: drawn only for {only}")
+    absent = sum(1 for n, values in enumerate(raw) if n not in sparse for v in values if v is None)
     if absent:
         notes.append(f"{absent} absent value{'s' if absent > 1 else ''} not drawn (n/a)")
     headers = [column.header for _, column in series.values()]

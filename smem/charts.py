@@ -9,7 +9,7 @@ window, and only when there is a display.
 import math
 import os
 
-from .chart_data import bar_data, literal, pie_data
+from .chart_data import absent_marks, bar_data, literal, pie_data
 from .errors import SmemError, UsageError
 from .extras import require
 from .output import output_file
@@ -123,16 +123,16 @@ def draw_bar(figure, data):
     figure.set_size_inches(11, min(max(2.2 + rows * max(0.32, 0.16 * count), 4.5), MAX_BAR_HEIGHT))
     ax = figure.add_subplot(1, 1, 1)
     positions = numpy.arange(rows)
-    # a row none of whose series has a figure is marked n/a once, in its middle, not once a bar
-    empty = {i for i in range(rows) if count > 1 and all(values[i] is None for values in data.values)}
-    for i in empty:
+    # a row with no figure (but a sparse series's) is marked n/a once, in its middle, not once a bar
+    marked_rows, marked_bars = absent_marks(data.values)
+    for i in marked_rows:
         ax.text(0, i, " n/a", va="center", ha="left", fontsize=7, color="#555555")
     for n, (header, values, colour) in enumerate(zip(data.series, data.values, _colours("tab10", count))):
         offsets = positions - 0.4 + height * (n + 0.5)
         widths = [numpy.nan if v is None else v for v in values]
         ax.barh(offsets, widths, height, color=colour, label=header)
-        for i, (y, v) in enumerate(zip(offsets, values)):
-            if v is None and i not in empty:
+        for i, y in enumerate(offsets):
+            if (n, i) in marked_bars:
                 ax.text(0, y, " n/a", va="center", ha="left", fontsize=7, color="#555555")
     ax.set_yticks(positions)
     ax.set_yticklabels(data.labels, fontsize=8)

@@ -8,9 +8,12 @@ run ``python -m smem`` as a user would, to see the exit status and stderr.
 What the charts are drawn from (slices, bars, folding) is test_chart_data.py's.
 """
 
+import csv
+import io
 import re
 import shutil
 import tarfile
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -377,3 +380,33 @@ def test_a_row_with_no_figure_is_marked_na_once():
     # and Saved's bars; row c (2): Cache's and Saved's
     assert marks.count(1.0) == 1 and len([m for m in marks if 0.5 < m < 1.5]) == 1
     assert len([m for m in marks if m < 0.5]) == 2 and len([m for m in marks if m > 1.5]) == 2
+
+
+def test_a_column_few_rows_have_is_not_marked_na_on_the_others(capsys, tmp_path):
+    """-w --breakdown's Saved has a figure on KSM's row alone: it marked n/a on the 27 others, and
+    KSM's row (in no sum: no Used, Cache, Noncache) three times; a note says where Saved is drawn,
+    and each row that has no figure of the other columns is marked once."""
+    ksm = tmp_path / "ksm.tar.gz"
+    with tarfile.open(CAPTURE) as src, tarfile.open(ksm, "w:gz") as out:
+        for member in src:
+            out.addfile(member, src.extractfile(member) if member.isfile() else None)
+        for name, value in (("pages_sharing", b"1000\n"), ("pages_shared", b"100\n")):
+            info = tarfile.TarInfo(f"sys/kernel/mm/ksm/{name}")
+            info.size = len(value)
+            out.addfile(info, io.BytesIO(value))
+    out = tmp_path / "bar.svg"
+    code, table, err = smem(capsys, "-w", "--breakdown", "--bar", "area", "-o", out, source=ksm)
+    assert code == 0, err
+    texts = svg_texts(out)
+    assert "Saved: drawn only for KSM saved (not in sum)" in texts
+    root = ET.parse(out).getroot()
+    marks = sum("".join(e.itertext()).strip() == "n/a" for e in root.iter() if e.tag.endswith("}text"))
+    code, table, _ = smem(capsys, "-w", "--breakdown", "-F", "csv", source=ksm)
+    # a row whose used, cache and noncache are all absent is marked once; otherwise each absent one
+    expected = values = 0
+    for row in csv.DictReader(io.StringIO(table)):
+        absent = [row[key] for key in ("used", "cache", "noncache")].count("")
+        expected += 1 if absent == 3 else absent
+        values += absent
+    assert 0 < marks == expected < values, (marks, expected)
+    assert f"{values} absent values not drawn (n/a)" in texts  # (the values: Saved's are not counted)
