@@ -17,19 +17,36 @@ __all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "seconds", "P
 
 
 class SmemCommand(click.Command):
-    """A command whose stray arguments are refused in smem's words, not click's."""
+    """A command whose stray arguments are refused in smem's words, not click's -- with --help or
+    --version too: click runs those (eager) before it looks at what is left, so "smem --version x"
+    printed the version and exit 0, while "smem --help --bogus" was refused."""
 
     def parse_args(self, ctx, args):
         ctx.allow_extra_args = True
         try:
+            if not ctx.resilient_parsing:
+                self._refuse_stray_beside_eager(ctx, args)
             rest = super().parse_args(ctx, args)
         except click.UsageError as e:  # the parser's own errors (an option's missing value) lack it
             e.ctx = e.ctx or ctx
             raise
         if ctx.args and not ctx.resilient_parsing:
-            raise click.UsageError(f"unexpected argument {ctx.args[0]!r}: {ctx.command_path} takes "
-                                   f"{_arguments(self) or 'options only'}", ctx)
+            self._refuse_stray(ctx, ctx.args)
         return rest
+
+    def _refuse_stray_beside_eager(self, ctx, args):
+        """A dry parse (values unconverted, no callback run): a stray argument beside an eager
+        option is refused before that option prints anything."""
+        if not any(a.startswith("-") for a in args):
+            return  # (no option, so no eager one)
+        eager = {p.name for p in self.get_params(ctx) if p.is_eager}
+        given, stray, _ = self.make_parser(ctx).parse_args(args=list(args))
+        if stray and eager & given.keys():
+            self._refuse_stray(ctx, stray)
+
+    def _refuse_stray(self, ctx, stray):
+        raise click.UsageError(f"unexpected argument {stray[0]!r}: {ctx.command_path} takes "
+                               f"{_arguments(self) or 'options only'}", ctx)
 
 
 class DefaultGroup(click.Group):

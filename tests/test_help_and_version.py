@@ -53,3 +53,26 @@ def test_man_page_is_installed_where_man_finds_it():
         env.pop("MANPATH", None)
         found = subprocess.run(["man", "-w", "smem"], capture_output=True, text=True, env=env)
         assert found.stdout.strip() == str(page), found
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--version", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
+    (["--help", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
+    (["-h", "--", "x"], "smem: unexpected argument 'x': smem takes options only (see 'smem --help')"),
+    (["capture", "x", "--help"], "smem: unexpected argument 'x': smem capture takes options only "
+                                 "(see 'smem capture --help')"),
+    (["diff", "--help", "a", "b", "c"], "smem: unexpected argument 'c': smem diff takes OLD [NEW] "
+                                        "(see 'smem diff --help')"),
+])
+def test_help_and_version_refuse_a_stray_argument(args, line):
+    """click ran --help and --version before it looked at the rest: "smem --version x" printed the
+    version and exit 0, while "smem --help --bogus" was refused; now a stray word is refused with
+    either, as without them (one line on stderr, exit 2, nothing on stdout)."""
+    proc = run_smem(*args)
+    assert (proc.returncode, proc.stdout, proc.stderr.decode().splitlines()) == (2, b"", [line])
+
+
+def test_help_takes_a_commands_arguments():
+    """What the command takes is no stray argument: smem diff --help OLD NEW is its help."""
+    proc = run_smem("diff", "--help", "a", "b")
+    assert proc.returncode == 0 and proc.stdout.startswith(b"Usage: smem diff [OPTIONS] OLD [NEW]")
