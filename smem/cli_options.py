@@ -224,11 +224,13 @@ serve_options = bundle(
 def report_request(o, view):
     """The main command's values (``o``, as click names them; valid together) as a ReportRequest
     of ``view``."""
+    from .views import VIEWS
     pie, bar = o["pie"], o["bar"]
     return ReportRequest(
         query=query_from(o, view, source=o["source"], exact=o["exact"] or o["shared_with"], wss_seconds=o["wss"],
                          timeout=o["timeout"], at=o["at"]),
-        table=table_from(o)._replace(working_set=o["wss"] is not None),
+        table=table_from(o, wraps=any(c.wraps for c in VIEWS[view].columns.values()))._replace(
+            working_set=o["wss"] is not None),
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, o["output"],
                             o["force"]) if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=o["realmem"],
@@ -256,15 +258,16 @@ def watch_from(o):
     return WatchOptions(interval=o["interval"], count=o["count"], since=since, **more)
 
 
-def table_from(o):
-    """The table bundle's values as TableOptions."""
+def table_from(o, wraps=False):
+    """The table bundle's values as TableOptions; ``wraps``: the view has a column that wraps to
+    the terminal (so its width is wanted without -a)."""
     if o["columns"] is not None and not parse_columns(o["columns"]):
         raise UsageError("-c/--columns is empty: name the fields to show, e.g. -c 'pid name pss'")
     return TableOptions(columns=parse_columns(o["columns"]) if o["columns"] else None, sort=o["sort"],
                         reverse=o["reverse"], totals=o["totals"], no_header=o["no_header"],
                         autosize=o["autosize"], abbreviate=o["abbreviate"], percent=o["percent"],
                         numeric=o["numeric"], format=o["fmt"],
-                        terminal_columns=_terminal_columns() if o["autosize"] else None)
+                        terminal_columns=_terminal_columns() if o["autosize"] or wraps else None)
 
 
 def query_from(o, view, **more):
