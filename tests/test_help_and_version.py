@@ -76,3 +76,44 @@ def test_help_takes_a_commands_arguments():
     """What the command takes is no stray argument: smem diff --help OLD NEW is its help."""
     proc = run_smem("diff", "--help", "a", "b")
     assert proc.returncode == 0 and proc.stdout.startswith(b"Usage: smem diff [OPTIONS] OLD [NEW]")
+
+
+COMMANDS = ["", "capture", "diff", "html", "record", "serve"]
+
+
+def _help(command, columns):
+    proc = run_smem(*([command] if command else []), "--help", env={"COLUMNS": str(columns)})
+    assert proc.returncode == 0
+    return proc.stdout.decode()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_fits_an_80_column_terminal(command):
+    """The examples and other commands under smem --help ran to 106 columns."""
+    assert [line for line in _help(command, 80).splitlines() if len(line) > 80] == []
+
+
+@pytest.mark.parametrize("columns", [50, 60, 70, 80, 90, 100])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_never_breaks_an_option_at_its_hyphen(command, columns):
+    """click wraps at hyphens: smem record --help on 80 columns read "--all-" and "frames"."""
+    text = _help(command, columns)
+    assert [line for line in text.splitlines() if line[-2:-1].isalpha() and line.endswith("-")] == []
+    assert "\u2011" not in text
+
+
+def test_help_ranges_are_written_as_typed():
+    """click wrote --timeout's range [0.0<x<=10000000] and --speed's 1000000.0; the man page
+    dropped the open bound ([0.0<=x<=...]: 0 is refused)."""
+    text = " ".join(_help("", 100).split())
+    assert "[0<x<=10000000]" in text and "[0.001<=x<=1000000]" in text and ".0<" not in text
+    page = (TESTS.parent / "docs" / "smem.1").read_text()
+    assert "[0<x<=10000000]" in page and "0.0<" not in page and "1000000.0" not in page
+
+
+@pytest.mark.parametrize("command,way", [("", "-S tcp://HOST:PORT"), ("diff", "OLD or NEW tcp://HOST:PORT"),
+                                         ("capture", "--listen"), ("record", "--listen")])
+def test_timeout_help_names_what_the_command_takes(command, way):
+    """Every --timeout said "Over TCP (--listen, -S tcp://)": smem has no --listen, capture no -S."""
+    text = " ".join(_help(command, 100).split())
+    assert f"--timeout S With {way}: give up" in text
