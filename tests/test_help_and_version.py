@@ -117,3 +117,20 @@ def test_timeout_help_names_what_the_command_takes(command, way):
     """Every --timeout said "Over TCP (--listen, -S tcp://)": smem has no --listen, capture no -S."""
     text = " ".join(_help(command, 100).split())
     assert f"--timeout S With {way}: give up" in text
+
+
+@pytest.mark.parametrize("args,default", [([], "-c 'pid user command swap uss pss rss' -s pss"),
+                                          (["--shm"], "-s order"), (["diff", CAPTURE], "-s change")])
+def test_field_help_names_the_views_defaults(args, default):
+    """-s's help said "default pss; order for -w": --shm sorts by order too and smem diff by the
+    change; -c help names the view's own defaults, which -s's help points to."""
+    lines = run_smem(*args, "-c", "help").stdout.decode().splitlines()
+    assert lines[-1].startswith("By default: -c '") and default in lines[-1]
+    assert "-c help names it" in " ".join(_help("", 100).split())
+
+
+def test_shared_with_help_names_every_selection_it_takes():
+    """--shared-with's help said "With -P/-U"; --pid is a selection it takes too."""
+    assert "--shared-with With -P, -U or --pid:" in " ".join(_help("", 100).split())
+    proc = run_smem("-S", CAPTURE, "--shared-with", "--pid", "1")
+    assert "needs a selection" not in proc.stderr.decode()
