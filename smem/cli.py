@@ -30,27 +30,29 @@ __all__ = ["cli", "main"]
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
 
-EPILOG = """\b
+EPILOG = """\
+\b
 Examples:
   smem -t -k                 processes, with totals and unit suffixes
   smem -u -p                 memory per user, as a share of RAM
   smem -m -P firefox         the mappings of processes matching "firefox"
   smem -w -R 2G -K vmlinux   the whole system of a device with 2 GiB of RAM
-  smem -w --breakdown        where all of MemTotal goes, each figure with its source
-  smem --shm -t              shared memory (tmpfs, SysV, memfd): in RAM, in swap, who maps it
-  smem -S box.tgz            a capture, made with smem capture -o box.tgz, or on a host
-                             without Python: smem capture --script | ssh box sh > box.tgz
+  smem -w --breakdown        where all of MemTotal goes, with sources
+  smem --shm -t              shared memory (tmpfs, SysV, memfd), who maps it
+  smem -S box.tgz            a capture: made by smem capture -o box.tgz or,
+                             on a host without Python, by
+                             smem capture --script | ssh box sh > box.tgz
   smem -c "pid name pss" -s name -r
-  smem --interval 2 -s dpss  every 2 s, redrawn; the growth since the start last
+  smem --interval 2 -s dpss  every 2 s, redrawn; the largest growth last
   smem -u --interval 5 --count 12 -F csv > log.csv
 
 \b
-Other commands:
-  smem diff OLD NEW          what changed between two captures, or a capture and live (smem diff --help)
-  smem capture               write a capture of /proc for smem -S (smem capture --help)
-  smem record -o DIR         record this machine (or a target over TCP) over time, for -S DIR --at TIME
-  smem serve                 metrics for Prometheus over HTTP, or for node_exporter (smem serve --help)
-  smem html -o FILE          one offline interactive page of where the memory went (smem html --help)
+Other commands (each with its --help: smem diff --help, ...):
+  smem diff OLD NEW          what changed between two captures (or live)
+  smem capture               write a capture of /proc, for smem -S
+  smem record -o DIR         record this machine over time, for -S DIR
+  smem serve                 metrics for Prometheus or node_exporter
+  smem html -o FILE          an offline interactive page of the memory
 
 \b
 Exit status: 0 on success, 1 when a source or file cannot be used,
@@ -105,13 +107,16 @@ table_options = _table_options(_complete_fields)
 
 
 def _asked_field_help(o, view, compared=False, watched=None):
-    """-c help: print the fields of the view (compared, or watched since ``watched``), with what each is."""
+    """-c help: print the fields of the view (compared, or watched since ``watched``), with what each is,
+    and the view's default columns and sort (which -s's help cannot name for every view)."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
     chosen = _fields_of(VIEWS[view], compared, watched)
-    write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen))
+    columns = " ".join(chosen.default_columns_for(o.get("exact") or False, o.get("wss") is not None))
+    write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen)
+          + f"By default: -c '{columns}' -s {chosen.default_sort}\n")
     return True
 
 
@@ -194,9 +199,10 @@ def _watch_run(request):
 @compared_view_options
 @selection_options
 @table_options
-@timeout_option
+@timeout_option("OLD or NEW tcp://HOST:PORT")
 @click.option("--from", "from_", metavar="TIME", help="The frame of OLD, a recording, to compare (default: its first "
-              "when NEW is not given, else its last); TIME as for --at.")
+              "when NEW is not given, else its last); TIME as smem --at takes it: 2026-12-04T16:05, 16:05, "
+              "+10m after the first, -10m before the last, or a frame number.")
 @click.option("--to", metavar="TIME", help="The frame of NEW (or of OLD alone), a recording (default: its last).")
 def diff(old, new, timeout, from_, to, **o):
     """Compare two captures (or directories; 'live' is this machine now): for each process, user,
@@ -213,7 +219,7 @@ def diff(old, new, timeout, from_, to, **o):
     view = chosen_view(o)
     if _asked_field_help(o, view, compared=True):
         return
-    validate.diff(view, old=old, new=new, **o)
+    validate.diff(view, old=old, new=new, timeout=timeout, **o)
     if new is None:
         new, from_ = old, from_ or "first"
     _run(ReportRequest(query=query_from(o, view, source=new, old_source=old, timeout=timeout,

@@ -35,11 +35,13 @@ def output_options(what):
     return click.option("--force", is_flag=True, help=f"Let -o replace an existing file that does not hold a {what}.")
 
 
-#: how long a sender pushing a capture over TCP may be silent
-timeout_option = click.option(
-    "--timeout", type=seconds(min_open=True), metavar="S",
-    help="Over TCP (--listen, -S tcp://): give up on a connected sender silent for S seconds, or "
-         "not done after 10 x S (default 60).")
+def timeout_option(where):
+    """--timeout: how long a sender pushing a capture over TCP may be silent (``where``: the
+    command's own way of taking one, which its help names)."""
+    return click.option(
+        "--timeout", type=seconds(min_open=True), metavar="S",
+        help=f"With {where}: give up on a connected sender silent for S seconds, or not done after 10 x S "
+             "(default 60).")
 
 #: which processes and mappings are read
 selection_options = bundle(
@@ -71,7 +73,7 @@ def table_options(complete_fields):
                           "carry raw KiB (-k/-p only if given); openmetrics always bytes."),
         click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names."),
         click.option("-s", "--sort", metavar="FIELD", shell_complete=complete_fields,
-                     help="Field to sort on (default pss; order for -w)."),
+                     help="Field to sort on (default: the view's, pss for processes; -c help names it)."),
         click.option("-r", "--reverse", is_flag=True, help="Reverse the sort."),
         click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap)."),
         click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes."),
@@ -115,7 +117,7 @@ source_options = bundle(
                  help="Data source: a capture (.tar, .tgz, ...), a directory, - for stdin, ssh://[user@]host[:port], "
                       "or tcp://HOST:PORT (wait there for one capture a target pushes with nc: smem capture "
                       "--script), or a recording (smem record): its last frame."),
-    timeout_option,
+    timeout_option("-S tcp://HOST:PORT"),
     click.option("--at", metavar="TIME", help="With -S RECORDING: the frame taken at TIME (2026-12-04T16:05, 16:05, "
                  "+10m after the first, -10m before the last) or frame number N."),
 )
@@ -149,7 +151,8 @@ time_options = bundle(
 #: smem capture's
 capture_options = bundle(
     click.option("-o", "--output", metavar="FILE", type=PATH,
-                 help="Write the capture to FILE (default, or -: standard output)."),
+                 help="Write the capture to FILE (by default, or with -o -, to standard output, which must not be "
+                      "a terminal)."),
     output_options("capture"),
     click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead."),
     click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default="gz", show_default=True,
@@ -165,7 +168,7 @@ capture_options = bundle(
                  help="Wait on HOST:PORT for one capture a target pushes (the script of --script, piped into nc "
                       "HOST PORT), check it is one, and write it (port 0: any free port, named on stderr). Not "
                       "authenticated or encrypted."),
-    timeout_option,
+    timeout_option("--listen"),
 )
 
 #: smem html's (then the selection)
@@ -193,9 +196,10 @@ record_options = bundle(
                  help="Keep every process's smaps (for -m, -M) in the first frame and every Nth; the others keep "
                       "its smaps_rollup (1: every frame)."),
     click.option("--listen", metavar="HOST:PORT",
-                 help="Record a target instead: each capture it pushes to HOST:PORT is a frame "
-                      "(while :; do sh smemcap.sh | nc HOST PORT; sleep 10; done). Not authenticated or encrypted."),
-    timeout_option,
+                 help="Record a target instead: each capture it pushes to HOST:PORT is a frame (on the "
+                      "target, with smemcap.sh from smem capture --script > smemcap.sh: while :; do sh smemcap.sh | "
+                      "nc HOST PORT; sleep 10; done). Not authenticated or encrypted."),
+    timeout_option("--listen"),
 )
 
 #: smem serve's: where and how often (then the selection and -S)
@@ -205,7 +209,7 @@ serve_options = bundle(
                       "free port, named on stderr)."),
     click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
                  help="Per-process metrics for the N processes with the most PSS (0: none)."),
-    click.option("--min-interval", type=seconds(), default=5.0, show_default=True, metavar="S",
+    click.option("--min-interval", type=seconds(), default=5, show_default=True, metavar="S",
                  help="A collection younger than S seconds answers a scrape again, so scrapers share it."),
     click.option("--textfile", metavar="DIR", type=DIRECTORY,
                  help="Write DIR/smem.prom for node_exporter's textfile collector instead of serving HTTP "
@@ -214,7 +218,7 @@ serve_options = bundle(
                  help="With --textfile: seconds between two writes (default 60)."),
     click.option("--count", type=click.IntRange(min=1), metavar="N",
                  help="With --textfile: stop after N writes (--count 1 from cron; default: until stopped)."),
-    click.option("--max-staleness", "max_staleness", type=seconds(), default=60.0, show_default=True,
+    click.option("--max-staleness", "max_staleness", type=seconds(), default=60, show_default=True,
                  metavar="S", help="Re-read only the processes that changed (or whose sharers did) since the last "
                                    "collection, and every process at least every S seconds (0: every process at "
                                    "every collection)."),
@@ -224,11 +228,13 @@ serve_options = bundle(
 def report_request(o, view):
     """The main command's values (``o``, as click names them; valid together) as a ReportRequest
     of ``view``."""
+    from .views import VIEWS
     pie, bar = o["pie"], o["bar"]
     return ReportRequest(
         query=query_from(o, view, source=o["source"], exact=o["exact"] or o["shared_with"], wss_seconds=o["wss"],
                          timeout=o["timeout"], at=o["at"]),
-        table=table_from(o)._replace(working_set=o["wss"] is not None),
+        table=table_from(o, wraps=any(c.wraps for c in VIEWS[view].columns.values()))._replace(
+            working_set=o["wss"] is not None),
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, o["output"],
                             o["force"]) if pie is not None or bar is not None else None),
         system=SystemOptions(realmem_bytes=o["realmem"],
@@ -256,15 +262,16 @@ def watch_from(o):
     return WatchOptions(interval=o["interval"], count=o["count"], since=since, **more)
 
 
-def table_from(o):
-    """The table bundle's values as TableOptions."""
+def table_from(o, wraps=False):
+    """The table bundle's values as TableOptions; ``wraps``: the view has a column that wraps to
+    the terminal (so its width is wanted without -a)."""
     if o["columns"] is not None and not parse_columns(o["columns"]):
         raise UsageError("-c/--columns is empty: name the fields to show, e.g. -c 'pid name pss'")
     return TableOptions(columns=parse_columns(o["columns"]) if o["columns"] else None, sort=o["sort"],
                         reverse=o["reverse"], totals=o["totals"], no_header=o["no_header"],
                         autosize=o["autosize"], abbreviate=o["abbreviate"], percent=o["percent"],
                         numeric=o["numeric"], format=o["fmt"],
-                        terminal_columns=_terminal_columns() if o["autosize"] else None)
+                        terminal_columns=_terminal_columns() if o["autosize"] or wraps else None)
 
 
 def query_from(o, view, **more):

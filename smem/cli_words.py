@@ -12,30 +12,74 @@ import click.shell_completion
 from .errors import UsageError
 from .options import MAX_SECONDS
 
-__all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "seconds", "PATH", "DIRECTORY", "usage_message",
+__all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "range_text", "seconds", "PATH", "DIRECTORY", "usage_message",
            "one_line", "command_suggestion", "option_suggestion"]
 
 
+_UNBROKEN = "\u2011"  # a non-breaking hyphen, which textwrap does not break a line at
+
+
+class _HelpFormatter(click.HelpFormatter):
+    """click's help, its lines never broken at a hyphen: "--all-frames" wrapped as "--all-" and
+    "frames" reads as another option."""
+
+    def write_text(self, text):
+        self._unbroken(super().write_text, text.replace("-", _UNBROKEN))
+
+    def write_dl(self, rows, col_max=30, col_spacing=2):
+        rows = [tuple(cell.replace("-", _UNBROKEN) for cell in row) for row in rows]
+        self._unbroken(super().write_dl, rows, col_max, col_spacing)
+
+    def _unbroken(self, write, *args):
+        start = len(self.buffer)
+        write(*args)
+        self.buffer[start:] = [part.replace(_UNBROKEN, "-") for part in self.buffer[start:]]
+
+
+class _Context(click.Context):
+    formatter_class = _HelpFormatter
+
+
 class SmemCommand(click.Command):
-    """A command whose stray arguments are refused in smem's words, not click's."""
+    """A command whose stray arguments are refused in smem's words, not click's -- with --help or
+    --version too: click runs those (eager) before it looks at what is left, so "smem --version x"
+    printed the version and exit 0, while "smem --help --bogus" was refused."""
+
+    context_class = _Context
 
     def parse_args(self, ctx, args):
         ctx.allow_extra_args = True
         try:
+            if not ctx.resilient_parsing:
+                self._refuse_stray_beside_eager(ctx, args)
             rest = super().parse_args(ctx, args)
         except click.UsageError as e:  # the parser's own errors (an option's missing value) lack it
             e.ctx = e.ctx or ctx
             raise
         if ctx.args and not ctx.resilient_parsing:
-            raise click.UsageError(f"unexpected argument {ctx.args[0]!r}: {ctx.command_path} takes "
-                                   f"{_arguments(self) or 'options only'}", ctx)
+            self._refuse_stray(ctx, ctx.args)
         return rest
+
+    def _refuse_stray_beside_eager(self, ctx, args):
+        """A dry parse (values unconverted, no callback run): a stray argument beside an eager
+        option is refused before that option prints anything."""
+        if not any(a.startswith("-") for a in args):
+            return  # (no option, so no eager one)
+        eager = {p.name for p in self.get_params(ctx) if p.is_eager}
+        given, stray, _ = self.make_parser(ctx).parse_args(args=list(args))
+        if stray and eager & given.keys():
+            self._refuse_stray(ctx, stray)
+
+    def _refuse_stray(self, ctx, stray):
+        raise click.UsageError(f"unexpected argument {stray[0]!r}: {ctx.command_path} takes "
+                               f"{_arguments(self) or 'options only'}", ctx)
 
 
 class DefaultGroup(click.Group):
     """A group that runs ``report`` when the first word is not one of its commands."""
 
     command_class = SmemCommand
+    context_class = _Context
     default_command = "report"
 
     def parse_args(self, ctx, args):
@@ -88,6 +132,18 @@ class FiniteRange(click.FloatRange):
         if not math.isfinite(number):
             raise UsageError(f"{_option_names(param)} takes a finite number, not {value!r}")
         return super().convert(number, param, ctx)
+
+    def _describe_range(self):  # (--help's "[0<x<=10000000]": click's own says 0.0 and 1000000.0)
+        return range_text(self)
+
+
+def range_text(kind):
+    """A range type's bounds as --help and the man page show them: "0<x<=10000000", "x>=1"."""
+    low = f"{_number(kind.min)}{'<' if kind.min_open else '<='}" if kind.min is not None else ""
+    high = f"{'<' if kind.max_open else '<='}{_number(kind.max)}" if kind.max is not None else ""
+    if low and not high:
+        return f"x{'>' if kind.min_open else '>='}{_number(kind.min)}"
+    return f"{low}x{high}"
 
 
 def seconds(min=0.0, min_open=False):

@@ -10,6 +10,7 @@ import click
 
 from . import __version__
 from .cli import EPILOG, cli, report
+from .cli_words import range_text
 from .formats import FORMATS
 from .formats import TABLE_FORMATS as STYLES
 from .sources.remote import DEFAULT_TIMEOUT
@@ -53,13 +54,7 @@ def _extra(option):
     if option.show_default and option.default is not None and not option.is_flag:
         extra.append(f"default: {option.default}")
     if isinstance(option.type, (click.IntRange, click.FloatRange)):
-        low, high = option.type.min, option.type.max
-        if low is not None and high is not None:
-            extra.append(f"{low}<=x<={high}")
-        elif low is not None:
-            extra.append(f"x>={low}")
-        elif high is not None:
-            extra.append(f"x<={high}")
+        extra.append(range_text(option.type))  # (an open bound too: --timeout 0 is refused)
     return f"  [{'; '.join(extra)}]" if extra else ""
 
 
@@ -69,7 +64,7 @@ def manpage():
     paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(report.help).split("\n\n")]
     description = "\n.PP\n".join(_roff(p) for p in paragraphs)
     examples, _, exits = EPILOG.replace("\b\n", "").partition("Exit status:")
-    examples = examples.partition("Other commands:")[0]
+    examples = examples.partition("Other commands")[0]
     commands = []
     for name, command in sorted(cli.commands.items()):
         if command is report:
@@ -110,7 +105,9 @@ def manpage():
         ".SH EXIT STATUS",
         _roff(" ".join(exits.split())),
         ".SH ENVIRONMENT",
-        ".TP", "\\fBCOLUMNS\\fR", "Terminal width for \\fB\\-a\\fR (else the terminal's, else 80).",
+        ".TP", "\\fBCOLUMNS\\fR", "Terminal width for \\fB\\-a\\fR, and for the Source column of "
+        "\\fB\\-w \\-\\-breakdown\\fR, which wraps to it (else standard output's terminal's; not a terminal: "
+        "nothing is cut or wrapped).",
         ".TP", "\\fBSMEM_SSH\\fR", "The ssh command for \\fBssh://\\fR sources (default \\fBssh\\fR).",
         ".TP", "\\fBSMEM_SSH_TIMEOUT\\fR",
         f"Seconds an \\fBssh://\\fR host may send nothing before it is given up on (default {DEFAULT_TIMEOUT:g}).",

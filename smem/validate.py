@@ -18,10 +18,11 @@ __all__ = ["report", "diff", "capture", "html", "record", "serve"]
 
 
 def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_frames, max_staleness,
-           recommend, exact, wss, source, at, fmt, **selection):
+           recommend, exact, wss, source, at, fmt, timeout=None, **selection):
     """The main command: its chart, watch, system, --exact and --wss options against each other
     and against ``view`` (the name the view flags chose)."""
     _chart(pie, bar, output, force, fmt)
+    _over_tcp(timeout, (source,), "-S tcp://HOST:PORT")
     watching = _watch(interval, count, delta, speed, all_frames, max_staleness)
     chosen = _registered(view)
     _takes_selection(chosen, **selection)
@@ -42,9 +43,10 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
 
 
-def diff(view, *, old, new, **selection):
+def diff(view, *, old, new, timeout=None, **selection):
     """smem diff: OLD alone is a recording, and ``view`` (as the view flags chose it) has rows to
     match between two readings."""
+    _over_tcp(timeout, (old, new), "OLD or NEW tcp://HOST:PORT")
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
@@ -53,6 +55,12 @@ def diff(view, *, old, new, **selection):
     _comparable(chosen, False, "smem diff")
     from .views.diff import diff_view
     _takes_selection(diff_view(chosen), **selection)
+
+
+def _over_tcp(timeout, sources, how):
+    """--timeout only where a source is received over TCP (it bounds nothing else)."""
+    if timeout is not None and not any(str(s).startswith("tcp://") for s in sources if s is not None):
+        raise UsageError(f"--timeout bounds a sender over TCP: use it with {how}")
 
 
 def _not_a_recording(old):

@@ -56,9 +56,10 @@ def test_unknown_field_goes_to_stderr_with_the_known_fields():
     listing = run_smem("-m", "-c", "help")
     lines = listing.stdout.decode().splitlines()
     assert listing.returncode == 0 and lines[0].startswith("Fields of the mapping view")
-    helps = {l.split()[0]: l for l in lines[1:]}
+    assert lines[-1].startswith("By default: ")  # (the view's default -c and -s, under the fields)
+    helps = {l.split()[0]: l for l in lines[1:-1]}
     assert "average PSS per process" in helps["avgpss"]
-    starts = {len(l) - len(l[len(l.split()[0]):].lstrip()) for l in lines[1:]}
+    starts = {len(l) - len(l[len(l.split()[0]):].lstrip()) for l in lines[1:-1]}
     assert len(starts) == 1  # every help starts in the same column, whatever the field's length
 
 

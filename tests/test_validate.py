@@ -58,6 +58,11 @@ def _refused(*args):
     (["--wss", "nan"], "--wss takes a number of seconds above 0, at most 10000000 (not nan)"),
     (["--wss", "1", "-m"], "--wss measures processes' working set: the mappings view has no wss column"),
     (["--wss", "1", "--interval", "1"], "--wss measures once: it does not combine with --interval"),
+    # --timeout bounds only a capture received over TCP: it was ignored without -S tcp://
+    (["--timeout", "3"], "--timeout bounds a sender over TCP: use it with -S tcp://HOST:PORT"),
+    (["-S", CAPTURE, "--timeout", "3"], "--timeout bounds a sender over TCP: use it with -S tcp://HOST:PORT"),
+    (["diff", CAPTURE, "live", "--timeout", "3"],
+     "--timeout bounds a sender over TCP: use it with OLD or NEW tcp://HOST:PORT"),
     (["--recommend", "5", "-u"], "--recommend sizes RAM for the whole system: use it with -w"),
     (["--recommend", "5", "-w", "--interval", "1"], "--recommend sizes RAM from one reading: not with --interval"),
     (["--pie", "name", "-F", "json"], "-F json formats a table, and --pie and --bar draw a chart: choose one "

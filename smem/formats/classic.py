@@ -3,6 +3,12 @@
 A value wider than its column widens the column instead of breaking the
 alignment, and ``-a`` counts the totals row too.  Each cell is followed by a
 space; a totals row comes under a line of dashes as wide as the header.
+
+The views smem 1.5 lacked, and a table ending in a Source column (which it
+lacked), end their lines with no whitespace: a left-aligned last column is not
+padded, and no space follows it.  A Source column last wraps at words under
+itself on a terminal too narrow for the table (where -a cuts a command to fit):
+its long explanations are the point of it; a pipe gets whole lines.
 """
 
 from ..report import CONTROLS, cell_formatter, cut_to, plain_cell
@@ -62,7 +68,7 @@ def render(rendering):
     sizes = {}
     if options.autosize:
         sizes = _autosize(table, options, options.terminal_columns)
-    widths, formatted = [], {}
+    shown, formatted = [], {}
     uncut = options.autosize and options.terminal_columns is None  # (-a to a file or a pipe: nothing is cut)
     for i, (column, f) in enumerate(zip(table.columns, formatters)):
         cells = [row[i] for row in table.values]
@@ -70,10 +76,11 @@ def render(rendering):
             cells = formatted[i] = list(map(f, cells))
         elif None in cells:  # (``%s`` shows the rest as plain_cell would: _printable replaces controls)
             cells = formatted[i] = ["-" if c is None else c for c in cells]
-        width = sizes.get(column.key, column.width)
-        if not column.truncate or uncut:
-            width = max(width, _widest(cells), len(total_cells[i]) if total_cells is not None else 0)
-        widths.append(width)
+        shown.append(cells)
+    widths = _widths(table.columns, shown, total_cells, sizes, uncut)
+    if not options.autosize and _wrap_room(table.columns[-1], options, widths) is not None:
+        # too wide for the terminal: the others fit their values as with -a, the wrapping column has the rest
+        widths = _widths(table.columns, shown, total_cells, _autosize(table, options, None), uncut)
     _flow(table, options, widths)
     for i, column in enumerate(table.columns):
         if column.truncate and column.keep_end and not uncut:  # (the rest are cut by their ``%.Ns``)
@@ -84,8 +91,13 @@ def render(rendering):
         align = "" if column.align == ">" else "-"
         specs.append(f"%{align}{width}.{width}s" if column.truncate else f"%{align}{width}s")
     template = " ".join(specs) + " "
+    last = table.columns[-1]
+    padded = table.view.smem15_table and not last.wraps
+    room = _wrap_room(last, options, widths)
 
     header = template % tuple(c.header for c in table.columns)
+    if not padded:
+        header = header.rstrip()
     lines = [] if options.no_header else [header]
     if formatted:
         columns = [formatted.get(i) for i in range(len(table.columns))]
@@ -95,16 +107,56 @@ def render(rendering):
     else:
         def line(n, row):
             return _printable(template % tuple(row))
+    if not padded:
+        line = _unpadded(line, sum(widths) - widths[-1] + len(widths) - 1, room)
     if rendering.memo is not None:  # (watch mode: a row's line is kept while its cells and the template are)
         lines += rendering.memo.lines((template, options, table.ram_kib, table.swap_kib), table.values, line)
     else:
         lines += [line(n, row) for n, row in enumerate(table.values)]
     if total_cells is not None:
-        lines.append("-" * len(header))
-        lines.append(template % tuple(total_cells))
+        lines.append("-" * (len(header) if padded else _table_width(widths, room)))
+        lines.append(template % tuple(total_cells) if padded else (template % tuple(total_cells)).rstrip())
     lines.extend(table.notes)
     lines.append("")
     return "\n".join(lines)
+
+
+def _widths(columns, shown, total_cells, sizes, uncut):
+    """The columns' widths: ``sizes`` (-a's) or their own, widened to what they show unless cut."""
+    widths = []
+    for i, (column, cells) in enumerate(zip(columns, shown)):
+        width = sizes.get(column.key, column.width)
+        if not column.truncate or uncut:
+            width = max(width, _widest(cells), len(total_cells[i]) if total_cells is not None else 0)
+        widths.append(width)
+    return widths
+
+
+def _wrap_room(last, options, widths):
+    """The width a wrapping last column wraps at: what the terminal leaves it (at least 10, as
+    -a leaves a command), or None where it fits (or no terminal: a pipe gets whole lines)."""
+    if not last.wraps or options.terminal_columns is None:
+        return None
+    room = max(options.terminal_columns - (sum(widths) - widths[-1]) - len(widths), 10)
+    return room if widths[-1] > room else None
+
+
+def _unpadded(line, indent, room):
+    """``line`` with no whitespace at its end, its last cell (from ``indent``) wrapped at words
+    under itself where it is wider than ``room`` (not None)."""
+    def unpadded(n, row):
+        text = line(n, row).rstrip()
+        if room is None or len(text) - indent <= room:
+            return text
+        import textwrap
+        parts = textwrap.wrap(text[indent:], room, break_on_hyphens=False) or [""]
+        return "\n".join([text[:indent] + parts[0]] + [" " * indent + p for p in parts[1:]])
+    return unpadded
+
+
+def _table_width(widths, room):
+    """The width of the lines of a table whose last column is not padded (its dashes)."""
+    return sum(widths[:-1]) + len(widths) - 1 + (widths[-1] if room is None else room)
 
 
 def _printable(line):

@@ -34,7 +34,8 @@ _WHERE = {
         "Show shared memory: tmpfs mounts and files, SysV segments, memfds; in RAM, in swap, mapped and by whom."))),
     "sharing": ("sharing", "SHARING_VIEW", by(flag(
         ("--shared-with",), "shared_with",
-        "With -P/-U: which other processes share the selection's memory, and how much (implies --exact)."),
+        "With -P, -U or --pid: which other processes share the selection's memory, and how much (implies "
+        "--exact)."),
         alone=True, why="lists processes", compared=False)),
     "breakdown": ("breakdown", "BREAKDOWN_VIEW", by(flag(
         ("--breakdown",), "breakdown",

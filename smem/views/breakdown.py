@@ -316,7 +316,7 @@ COLUMNS = {c.key: c for c in (
     amount("noncache", "Noncache", lambda r: r.noncache, "part of the area that is not reclaimable", width=10),
     amount("saved", "Saved", lambda r: r.saved, "memory not used thanks to the area (KSM's merged pages)",
            width=10),
-    text("source", "Source", lambda r: r.source, "where the figure comes from", 24),
+    text("source", "Source", lambda r: r.source, "where the figure comes from", 24, wraps=True),
 )}
 
 

@@ -48,6 +48,9 @@ class Column(NamedTuple):
     #: the figure of a row its -t sum adds, where it is not the one shown (a change whose side lacks
     #: the figure shows "-", but the total of changes is still NEW's total minus OLD's)
     total_getter: Optional[Callable[[Any], Any]] = None
+    #: last in a classic table on a terminal too narrow for it, the column wraps (at words) under
+    #: itself rather than run past the edge; it is never padded (a breakdown's Source)
+    wraps: bool = False
 
     @property
     def total_name(self):
@@ -64,9 +67,9 @@ def count(key, header, getter, help, width=5, total="sum", needs=(), total_key=N
 
 
 def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=(), total_key=None,
-         keep_end=False):
+         keep_end=False, wraps=False):
     return Column(key, header, getter, help, width=width, align=align, truncate=truncate, keep_end=keep_end,
-                  total=total, needs=frozenset(needs), total_key=total_key)
+                  total=total, needs=frozenset(needs), total_key=total_key, wraps=wraps)
 
 
 class Sizing(enum.Enum):
@@ -175,6 +178,9 @@ class View(NamedTuple):
     charting: Charting = Charting()
     metrics: Metrics = Metrics()
     comparison: Comparison = Comparison()
+    #: the classic table as smem 1.5 printed this view: every cell padded to its width and followed
+    #: by a space, the last one too; a view smem 1.5 lacked ends its lines with no whitespace
+    smem15_table: bool = False
 
     def default_columns_for(self, exact, working_set=False):
         """The default columns; under --exact with group USS after USS, under --wss with the

@@ -175,6 +175,7 @@ USER_VIEW = View(
     default_columns=("user", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=user_rows, accounting=_GROUPS, comparison=_BY_KEY,
     metrics=Metrics(labels=(("user", lambda r: r.label),)),
+    smem15_table=True,
 )
 
 

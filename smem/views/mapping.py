@@ -134,4 +134,5 @@ MAPPING_VIEW = View(
     reads=Reads(needs=frozenset({"mappings"}), fold=lambda needs: MappingSums(split=needs.split)),
     metrics=Metrics(labels=(("map", lambda r: r.name),)),
     comparison=Comparison(row_key=lambda r: r.name),
+    smem15_table=True,
 )

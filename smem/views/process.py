@@ -135,4 +135,5 @@ PROCESS_VIEW = View(
     comparison=Comparison(row_key=lambda r: (r.process.pid, r.process.stat.start_time
                                              if r.process.stat is not None else None),
                           interval_rows=True),
+    smem15_table=True,
 )

@@ -61,7 +61,7 @@ COLUMNS = {c.key: c for c in (
     amount("used", "Used", lambda r: r.used, "area in use", width=10),
     amount("cache", "Cache", lambda r: r.cache, "part of the area that is reclaimable cache", width=10),
     amount("noncache", "Noncache", lambda r: r.noncache, "part of the area that is not reclaimable", width=10),
-    text("source", "Source", lambda r: r.source, "where the figure comes from", 24),
+    text("source", "Source", lambda r: r.source, "where the figure comes from", 24, wraps=True),
 )}
 
 SYSTEM_VIEW = View(
@@ -70,4 +70,5 @@ SYSTEM_VIEW = View(
     default_sort="order", rows=rows, summary=summary,
     reads=Reads(needs=frozenset({"pressure", "pools"}), processes=False, sizing=Sizing.ALWAYS),
     charting=AREAS_CHARTED, metrics=AREAS_LABELLED, comparison=AREAS_COMPARED,
+    smem15_table=True,
 )
