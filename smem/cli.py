@@ -286,13 +286,17 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
     validate.record(count=count, duration=duration, listen=listen, interval=interval, timeout=timeout)
     seconds = parse_duration(duration, "--duration") if duration is not None else None
     from .recording.record import DEFAULT_INTERVAL, record_pushed, record_this_machine
+    from .recording.stopping import Stopped
     try:
         if listen is not None:
             record_pushed(output, listen, timeout, count, seconds, smaps_every, said=note, warn=warn)
         else:
             record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every, said=note)
     except KeyboardInterrupt:
-        pass  # Ctrl-C ends a recording; every frame written is whole
+        pass  # Ctrl-C ends a recording of pushed captures; every frame written is whole
+    except Stopped as e:  # this machine's, after its last key frame
+        if e.exit_status:
+            sys.exit(e.exit_status)
 
 
 @cli.command(context_settings=CONTEXT)
