@@ -280,7 +280,8 @@ def html(**o):
 def record(output, interval, count, duration, smaps_every, listen, timeout):
     """Record this machine's memory over time into a directory of frames (or a target's, pushed over
     TCP), for -S DIR [--at TIME], smem diff DIR and --all-frames. Until --count, --duration, SIGTERM
-    or Ctrl-C; every frame written is kept whole. Needs smem[compression] (zstandard).
+    or Ctrl-C, which take one last frame with every smaps of this machine (a second signal stops
+    at once); every frame written is kept whole. Needs smem[compression] (zstandard).
     """
     from .sources.recorded import parse_duration
     validate.record(count=count, duration=duration, listen=listen, interval=interval, timeout=timeout)
