@@ -51,7 +51,7 @@ def _reads_back(rec):
     return numbers
 
 
-@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 0), (signal.SIGTERM, 128 + signal.SIGTERM)])
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 0), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_recording_stopped_by_a_signal_ends_on_a_key_frame_taken_then(tmp_path, pid_namespace, signum, status):
     rec = tmp_path / "rec"
     proc, recorder = _recorder(rec, pid_namespace)
