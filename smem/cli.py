@@ -280,19 +280,24 @@ def html(**o):
 def record(output, interval, count, duration, smaps_every, listen, timeout):
     """Record this machine's memory over time into a directory of frames (or a target's, pushed over
     TCP), for -S DIR [--at TIME], smem diff DIR and --all-frames. Until --count, --duration, SIGTERM
-    or Ctrl-C; every frame written is kept whole. Needs smem[compression] (zstandard).
+    or Ctrl-C, which take one last frame with every smaps of this machine (a second signal stops
+    at once); every frame written is kept whole. Needs smem[compression] (zstandard).
     """
     from .sources.recorded import parse_duration
     validate.record(count=count, duration=duration, listen=listen, interval=interval, timeout=timeout)
     seconds = parse_duration(duration, "--duration") if duration is not None else None
     from .recording.record import DEFAULT_INTERVAL, record_pushed, record_this_machine
+    from .recording.stopping import Stopped
     try:
         if listen is not None:
             record_pushed(output, listen, timeout, count, seconds, smaps_every, said=note, warn=warn)
         else:
             record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every, said=note)
     except KeyboardInterrupt:
-        pass  # Ctrl-C ends a recording; every frame written is whole
+        pass  # Ctrl-C ends a recording of pushed captures; every frame written is whole
+    except Stopped as e:  # this machine's, after its last key frame
+        if e.exit_status:
+            sys.exit(e.exit_status)
 
 
 @cli.command(context_settings=CONTEXT)

@@ -5,7 +5,8 @@ capture.  Three things make it small (the figures are in docs/benchmarks.md):
 
 * most frames keep a process's ``smaps_rollup`` and not its ``smaps`` (the kernel's sums of the
   same mappings: every view but ``-m`` and ``-M`` reads only those); a frame every
-  ``smaps_every``, the first, and the first after a resume keep every smaps (a *key frame*);
+  ``smaps_every``, the first, the first after a resume, and the last (of a ``--count`` or
+  ``--duration``, or after a stopping signal) keep every smaps (a *key frame*);
 * every member's time is 0, so a member that did not change is the same bytes in every frame;
 * each frame is zstd-compressed with a dictionary: the *anchor*, an earlier frame without the
   smaps (its key frame, or a later frame once the frames have drifted far from it: processes

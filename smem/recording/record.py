@@ -1,10 +1,13 @@
 """``smem record``: frames of this machine on a schedule, or of a target that pushes captures.
 
 This machine: a capture every ``interval`` seconds (the smaps read only for a key frame, the
-smaps_rollup otherwise), made a frame (smem.recording.frames) and added to the recording.
+smaps_rollup otherwise), made a frame (smem.recording.frames) and added to the recording; a
+signal that stops it takes one last key frame first (smem.recording.stopping).
 A target: each capture pushed to the listener (smem.sources.tcp) is read whole (so a bad one
 is refused with its line, and the next one is still taken), then made a frame; the frame's time
-is when it arrived (a target's clock is often wrong).
+is when it arrived (a target's clock is often wrong).  A signal stops it at once:
+there is no capture of the target to take, and the last one received was written already
+without its smaps (written again as a key frame, it would be a second frame of one instant).
 """
 
 import io
@@ -12,6 +15,7 @@ import itertools
 import time
 
 from ..errors import CaptureError
+from .stopping import Stopped, StopSignals
 from .store import DEFAULT_SMAPS_EVERY, RecordingWriter
 
 __all__ = ["record_this_machine", "record_pushed", "DEFAULT_INTERVAL"]
@@ -26,29 +30,63 @@ def _resumed_line(writer):
 
 def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=None,
                         smaps_every=DEFAULT_SMAPS_EVERY, said=None):
-    """Record this machine into ``path``: ``count`` frames, or for ``duration`` seconds, or until
-    stopped (SIGTERM, Ctrl-C); the frames written."""
+    """Record this machine into ``path``: ``count`` frames, or for ``duration`` seconds (the frames
+    written), or until stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP: then, after one last key
+    frame, Stopped is raised (smem.cli exits with its status)."""
+    written = 0
+    with StopSignals() as stop, RecordingWriter(path, smaps_every, hold=stop.held) as writer:
+        try:
+            if said is not None:
+                said(f"recording this machine into {path} every {interval:g} s{_resumed_line(writer)}")
+            for last in _schedule(interval, count, duration):
+                # (the last of a --count or --duration run keeps its smaps too: the page and -m of
+                # the recording's end are then of its end, not of the key frame up to an hour before)
+                _add_frame(writer, writer.wants_smaps() or last)
+                written += 1
+        except Stopped as first:  # (the frame under way, if any, is dropped: never named in the index)
+            _last_key_frame(writer, stop, first, said)
+            raise first from None
+    return written
+
+
+def _add_frame(writer, key):
+    """A capture of this machine now added to the recording (with every smaps if ``key``)."""
     from ..capture_writer import write_capture
     from ..sources import open_source
-    written = 0
-    with RecordingWriter(path, smaps_every) as writer:
+    buffer = io.BytesIO()
+    taken = time.time()
+    source = open_source(None)
+    try:
+        write_capture(source, buffer, compression=None, with_smaps=key)
+    finally:
+        source.close()
+    buffer.seek(0)
+    writer.add(buffer, taken, key)
+
+
+def _last_key_frame(writer, stop, first, said):
+    """After the ``first`` stopping signal: a key frame of the machine now, so that the recording's
+    end (where a page of it opens, what -m of it reads) is the machine's when it was stopped, not
+    the key frame before; a second signal drops it.  Each step said."""
+    def say(message):  # (best effort: SIGHUP is often the terminal gone, and stderr with it)
         if said is not None:
-            said(f"recording this machine into {path} every {interval:g} s{_resumed_line(writer)}")
-        for last in _schedule(interval, count, duration):
-            # (the last of a --count or --duration run keeps its smaps too: the page and -m of
-            # the recording's end are then of its end, not of the key frame up to an hour before)
-            key = writer.wants_smaps() or last
-            buffer = io.BytesIO()
-            taken = time.time()
-            source = open_source(None)
             try:
-                write_capture(source, buffer, compression=None, with_smaps=key)
-            finally:
-                source.close()
-            buffer.seek(0)
-            writer.add(buffer, taken, key)
-            written += 1
-    return written
+                said(message)
+            except OSError:
+                pass
+    number = writer.next_number
+    try:
+        stop.resume()  # (a second signal received since the first is raised here)
+        say(f"{first.name}: taking a last frame with every smaps before stopping (a second signal stops at once)")
+        _add_frame(writer, True)
+        stop.pause()
+    except Stopped as second:
+        if writer.next_number == number:  # (else it came as the frame was named in the index: it is whole)
+            again = f"{second.name} again" if second.signum == first.signum else f"{second.name} after {first.name}"
+            say(f"{again}: stopped without the last frame; the recording ends at frame {number - 1}"
+                if number > 1 else f"{again}: stopped before any frame was written")
+            return
+    say(f"stopped by {first.name}: frame {number}, the recording's last, keeps every smaps")
 
 
 def _schedule(interval, count, duration):

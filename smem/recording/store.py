@@ -9,6 +9,7 @@ one is written only if it is ours (or root's) and is a recording already (then i
 numbering goes on, and the next frame is a key frame) or empty.
 """
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -36,9 +37,13 @@ RENEW_MIN_BYTES = 4096
 class RecordingWriter:
     """A recording open for new frames (a context manager): :meth:`add` one capture at a time."""
 
-    def __init__(self, path, smaps_every=DEFAULT_SMAPS_EVERY):
+    def __init__(self, path, smaps_every=DEFAULT_SMAPS_EVERY, hold=contextlib.nullcontext):
+        """``hold``: what a frame is named in the index and counted inside (smem.recording.stopping's
+        StopSignals.held: a signal raised there would leave the index a line cut short, or the next
+        frame numbered the same, before the lines after it)."""
         self.path = path
         self.smaps_every = smaps_every
+        self._hold = hold
         zstd()  # missing, it is one line before the directory is made, not an empty recording after
         self._dir = _open_directory(path)
         self._index = None
@@ -134,12 +139,13 @@ class RecordingWriter:
         entry = FrameEntry(number, round(taken, 3), key, self._anchor[0], processes)
         line = json.dumps({"frame": number, "time": entry.time, "smaps": key, "anchor": entry.anchor,
                            "processes": processes}) + "\n"
-        try:
-            _append_line(self._index, line.encode())
-        except OSError as e:
-            raise OutputError(f"cannot write {self.path}/{INDEX}: {e.strerror}") from None
-        self.next_number = number + 1
-        self._since_key += 1
+        with self._hold():
+            try:
+                _append_line(self._index, line.encode())
+            except OSError as e:
+                raise OutputError(f"cannot write {self.path}/{INDEX}: {e.strerror}") from None
+            self.next_number = number + 1
+            self._since_key += 1
         return entry
 
 

@@ -1,0 +1,104 @@
+"""How a signal stops ``smem record`` of this machine: at once, then after one last key frame.
+
+A recording is read at its end (a page of it opens there, ``-m`` of it reads it), and only a
+key frame has every smaps: without a last one, a recording stopped by a signal opened on the
+key frame before, up to an hour older.  So SIGINT (Ctrl-C), SIGTERM and SIGHUP raise
+:class:`Stopped` wherever the recorder is (waiting, reading a capture, writing a frame's files
+under temporary names: nothing the index names is touched), the frame under way is dropped,
+and the recorder takes one last key frame of the machine now.  A second signal raises Stopped
+again: that frame is dropped too, and what the index names is still whole.  Later ones are
+ignored (the exit is under way).
+
+Two places hold a signal instead of raising it: :meth:`StopSignals.held`, while a frame is
+named in the index and counted (raised there, it could leave a line cut short, or a frame
+numbered but not counted, before the last frame's line: an index the reader refuses), raised
+as soon as that is done; and the stretch from one Stopped raised to :meth:`StopSignals.resume`
+(the last frame begun), so that a second signal cannot land in the handling of the first.
+"""
+
+import contextlib
+import signal
+
+__all__ = ["Stopped", "StopSignals"]
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(BaseException):
+    """A signal that stops the recording (a BaseException: no reader's ``except Exception`` keeps it)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self):
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_status(self):
+        """0 for Ctrl-C (the usual end of an open-ended recording, not a failure), else 128 + the
+        signal's number, as smem.cli exits on SIGTERM and SIGHUP."""
+        return 0 if self.signum == signal.SIGINT else 128 + self.signum
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP made :class:`Stopped` while in this context (one left ignored,
+    by nohup or a script's ``&``, stays ignored); the handlers before restored after."""
+
+    def __init__(self):
+        self._received_count = 0
+        self._holding = False
+        self._paused = False
+        self._pending = None
+        self._before = {}
+
+    def __enter__(self):
+        for signum in SIGNALS:
+            before = signal.getsignal(signum)
+            if before == signal.SIG_IGN:
+                continue
+            self._before[signum] = signal.SIG_DFL if before is None else before
+            signal.signal(signum, self._received)
+        return self
+
+    def __exit__(self, *exc):
+        for signum, before in self._before.items():
+            signal.signal(signum, before)
+
+    def _received(self, signum, frame):
+        self._received_count += 1
+        if self._received_count > 2:
+            return
+        if self._holding or self._paused:
+            self._pending = signum
+        else:
+            self._raise(signum)
+
+    def _raise(self, signum):
+        self._paused = True
+        raise Stopped(signum)
+
+    def _release(self):
+        if self._pending is not None and not self._paused:
+            pending, self._pending = self._pending, None
+            self._raise(pending)
+
+    @contextlib.contextmanager
+    def held(self):
+        """A signal received inside is raised once the body is done (not if it raised)."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        self._release()
+
+    def resume(self):
+        """Signals raised again: one received since the last was raised, now."""
+        self._paused = False
+        self._release()
+
+    def pause(self):
+        """Signals held until :meth:`resume` (none comes: the exit is under way)."""
+        self._paused = True

@@ -1,0 +1,108 @@
+"""A recording of this machine stopped by a signal (smem/recording/stopping.py): the usual end of
+an open-ended ``smem record DIR``.  It ends on a key frame of the machine when it was stopped,
+where a page of it opens and what -m of it reads, not on the key frame before (up to an hour
+older); a second signal stops without that frame, and what was written still reads back.
+Recorders run in the module's PID namespace (conftest's pid_namespace) and are signalled there."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import run_smem
+from test_recording import index_lines, pids_of
+from test_tcp_capture import marker_process, smem_in, smem_process
+
+pytest.importorskip("zstandard")
+
+
+def _recorder(rec, namespace):
+    """``smem record`` of the namespace every 0.05 s, key frames only the first (and the last):
+    its Popen, and its pid (the one to signal: nsenter passes no signal on)."""
+    proc = smem_process("record", "-o", rec, "--interval", "0.05", "--smaps-every", "100000", namespace=namespace)
+    return proc, namespace.command_pid(proc)
+
+
+def _wait_frames(rec, proc, count):
+    deadline = time.monotonic() + 120
+    while not ((rec / "index.jsonl").exists() and len(index_lines(rec)[1]) >= count):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.01)
+    return len(index_lines(rec)[1])
+
+
+def _stopped(proc):
+    """The recorder's exit status and stderr lines, once it has stopped (it must, promptly)."""
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err.decode().splitlines()
+
+
+def _reads_back(rec):
+    """Every frame the index names, numbered from 1 without a gap; each read back, and no temporary
+    file left; the frame numbers."""
+    numbers = [f["frame"] for f in index_lines(rec)[1]]
+    assert numbers == list(range(1, len(numbers) + 1))
+    for number in numbers:
+        assert run_smem("-S", rec, "--at", number, "-u", check=True).stdout.startswith(b"User")
+    assert run_smem("-S", rec, "--all-frames", "-F", "csv").returncode == 0
+    for sub in ("frames", "anchors"):
+        assert not [n for n in os.listdir(rec / sub) if n.endswith(".tmp")], sub
+    return numbers
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 0), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_recording_stopped_by_a_signal_ends_on_a_key_frame_taken_then(tmp_path, pid_namespace, signum, status):
+    rec = tmp_path / "rec"
+    proc, recorder = _recorder(rec, pid_namespace)
+    try:
+        _wait_frames(rec, proc, 1)
+        # a process started after the first key frame: only a key frame taken at the end has its mappings
+        with marker_process(pid_namespace) as marker:
+            before = _wait_frames(rec, proc, 1)
+            _wait_frames(rec, proc, before + 2)
+            os.kill(recorder, signum)
+            code, lines = _stopped(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    name = signal.Signals(signum).name
+    _, frames = index_lines(rec)
+    last = frames[-1]["frame"]
+    assert code == status, lines  # (what smem record exited with on this signal before it took a last frame)
+    assert lines[-2:] == [
+        f"smem: {name}: taking a last frame with every smaps before stopping (a second signal stops at once)",
+        f"smem: stopped by {name}: frame {last}, the recording's last, keeps every smaps"], lines
+    assert [f["smaps"] for f in frames] == [True] + [False] * (len(frames) - 2) + [True]
+    assert frames[-1]["anchor"] == last
+    assert _reads_back(rec)[-1] == last
+    # -m and -M of the recording's end read its last frame, where the marker is; not frame 1's smaps
+    assert marker in pids_of(rec, "-M", "[stack]") and marker not in pids_of(rec, "--at", "1")
+    mappings = run_smem("-S", rec, "-m", "-P", "^sleep 3600$")
+    assert mappings.returncode == 0 and b"[stack]" in mappings.stdout and b"key frame for" not in mappings.stderr
+
+
+def test_a_second_signal_stops_without_the_last_frame_and_leaves_the_recording_whole(tmp_path, pid_namespace):
+    """Stopped (SIGSTOP) with both signals sent, the recorder is sure to take the second before its
+    last frame is whole: SIGINT first (the kernel delivers the lower number first), SIGTERM then."""
+    rec = tmp_path / "rec"
+    proc, recorder = _recorder(rec, pid_namespace)
+    try:
+        _wait_frames(rec, proc, 3)
+        os.kill(recorder, signal.SIGSTOP)
+        os.kill(recorder, signal.SIGINT)
+        os.kill(recorder, signal.SIGTERM)
+        os.kill(recorder, signal.SIGCONT)
+        code, lines = _stopped(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    numbers = _reads_back(rec)  # (the frame under way when it was stopped is dropped: never named)
+    assert code == 0, lines  # the status of the first signal, Ctrl-C's
+    assert lines[-1] == (f"smem: SIGTERM after SIGINT: stopped without the last frame; "
+                         f"the recording ends at frame {numbers[-1]}"), lines
+    assert not index_lines(rec)[1][-1]["smaps"]
+    # and it goes on: a resumed recording starts with a key frame after the last
+    smem_in(pid_namespace, "record", "-o", rec, "--count", "1")
+    _, after = index_lines(rec)
+    assert [f["frame"] for f in after] == numbers + [numbers[-1] + 1] and after[-1]["smaps"]
