@@ -54,13 +54,14 @@ def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path, pid_namesp
 def test_the_last_frame_of_a_count_or_a_duration_keeps_its_smaps(tmp_path, pid_namespace):
     """A recording's end is where a page of it opens and what -m of it reads: with the default
     --smaps-every 360 those were the key frame's, up to an hour before the end."""
-    for name, until, least in (("count", ["--count", "3"], 3), ("duration", ["--duration", "0.45"], 2)):
+    for name, until, least in (("count", ["--count", "3"], 3), ("duration", ["--duration", "0.45"], 1)):
         rec = tmp_path / name
         smem_in(pid_namespace, "record", "-o", rec, "--interval", "0.1", "--smaps-every", "100", *until)
         _, frames = index_lines(rec)
-        # (a loaded machine takes fewer frames in the duration: the last is still known as such)
-        assert len(frames) >= least and [f["smaps"] for f in frames] == [True] + [False] * (len(frames) - 2) + [True], \
-            (name, frames)
+        # (a loaded machine takes fewer frames in the duration, one where its first takes all of it:
+        # the last is still known as such)
+        keys = [f["smaps"] for f in frames]
+        assert len(frames) >= least and keys[0] and keys[-1] and not any(keys[1:-1]), (name, frames)
 
 
 def test_the_index_only_names_whole_frames_and_a_kill_loses_only_the_frame_in_progress(tmp_path, pid_namespace):
