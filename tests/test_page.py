@@ -115,6 +115,32 @@ def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
     _no_requests_and_no_errors(browser)
 
 
+#: script: per segment of the header's bar, [its pixels beyond its share of the bar's, its label, whether the label
+#: fits, the contrast of its text on its colour (WCAG)]
+BAR_SEGMENTS = """const bar = document.getElementById('bar').getBoundingClientRect(), whole = window.smemPage.state.data.meta.memtotal;
+    const luminance = (css) => { const [r, g, b] = css.match(/[0-9.]+/g).slice(0, 3).map((v) => v / 255)
+        .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+    const rows = window.smemPage.state.data.system.rows.filter((r) => r.used > 0 && r.status !== 'gone');
+    return [...document.querySelectorAll('#bar .seg')].map((seg, i) => {
+        const style = getComputedStyle(seg), [a, b] = [luminance(style.color), luminance(style.backgroundColor)].sort();
+        return [seg.getBoundingClientRect().width - bar.width * rows[i].used / whole, seg.textContent,
+                seg.scrollWidth <= seg.clientWidth, (b + 0.05) / (a + 0.05)]; })"""
+
+
+def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and_readable(browser, pages):
+    """A segment of 0.1% of MemTotal was 11 pixels wide (its padding and border), a label too long
+    for its segment was cut ("page cache n"), and white text on the light green of free memory
+    was hard to read."""
+    _open_file(browser, pages["plain"][0])
+    segments = browser.execute_script(BAR_SEGMENTS)
+    assert len(segments) > 5
+    assert all(extra < 1.5 for extra, *_ in segments), segments  # (the large give the smallest their pixel)
+    labelled = [s for s in segments if s[1]]
+    assert any(s[1].startswith("free ") for s in labelled), labelled
+    assert all(fits and contrast >= 3 for _, _, fits, contrast in labelled), labelled
+    _no_requests_and_no_errors(browser)
+
+
 #: grows by 100 MiB (touched) at each line on stdin, saying so when done; large enough to be
 #: among the largest processes of a busy machine
 GROWER = ("import sys\nheld = [b'\\x01' * (200 << 20)]\nprint('ready', flush=True)\n"

@@ -24,9 +24,9 @@ function drawHeader() {
     const tip = `${row.area}: ${human(row.used)} (${pct(row.used, whole)} of MemTotal)` +
                 (compared() ? `, ${signed(row.dused)} since OLD` : "") + `\n${row.source}`;
     if (row.used > 0) {
-      const seg = el("div", {class: "seg", title: tip, style: `width:${100 * row.used / whole}%;background:${color}`,
-                             onclick: () => selectArea(row)});
-      if (row.used / whole > 0.06) seg.textContent = `${row.area} ${human(row.used)}`;
+      const seg = el("div", {class: "seg" + (light(color) ? " light" : ""), title: tip,
+                             style: `width:${100 * row.used / whole}%;background:${color}`, onclick: () => selectArea(row)});
+      seg.smemLabels = [`${row.area} ${human(row.used)}`, human(row.used)];
       bar.append(seg);
     }
     if (row.used !== 0 || row.area === "unexplained") {
@@ -35,6 +35,24 @@ function drawHeader() {
                        el("b", {text: human(row.used)})));
     }
   });
+  fitBarLabels();
+}
+
+/* Each segment's label as long as fits (its name and size, its size, or none): a label cut
+   in the middle ("page cache n") said less than none. */
+function fitBarLabels() {
+  for (const seg of document.querySelectorAll("#bar .seg")) {
+    seg.classList.add("labelled");
+    const fits = seg.smemLabels.find((text) => { seg.textContent = text; return seg.scrollWidth <= seg.clientWidth; });
+    if (!fits) { seg.textContent = ""; seg.classList.remove("labelled"); }
+  }
+}
+window.addEventListener("resize", fitBarLabels);
+
+function light(hex) {  // a colour on which the ink reads better than white (WCAG's relative luminance and contrast)
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255)
+    .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.215;
 }
 
 function selectArea(row) {
