@@ -122,7 +122,7 @@ BAR_SEGMENTS = """const bar = document.getElementById('bar').getBoundingClientRe
         .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
     const rows = window.smemPage.state.data.system.rows.filter((r) => r.used > 0 && r.status !== 'gone');
     return [...document.querySelectorAll('#bar .seg')].map((seg, i) => {
-        const style = getComputedStyle(seg), [a, b] = [luminance(style.color), luminance(style.backgroundColor)].sort();
+        const style = getComputedStyle(seg), [a, b] = [luminance(style.color), luminance(style.backgroundColor)].sort((x, y) => x - y);
         return [seg.getBoundingClientRect().width - bar.width * rows[i].used / whole, seg.textContent,
                 seg.scrollWidth <= seg.clientWidth, (b + 0.05) / (a + 0.05)]; })"""
 
