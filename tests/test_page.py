@@ -18,7 +18,7 @@ import pytest
 from conftest import TESTS, run_smem
 from page_browser import (_blank_when_done, _click_box, _no_requests_and_no_errors, _open, _open_file, _texts,  # noqa: F401
                           _wait, browser)
-from page_documents import CAPTURE, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
+from page_documents import CAPTURE, CAPTURES, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
 import hostile_inputs as hc
 
 pytest.importorskip("plotly")
@@ -138,6 +138,36 @@ def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and
     labelled = [s for s in segments if s[1]]
     assert any(s[1].startswith("free ") for s in labelled), labelled
     assert all(fits and contrast >= 3 for _, _, fits, contrast in labelled), labelled
+    _no_requests_and_no_errors(browser)
+
+
+def test_a_measure_with_nothing_to_draw_says_so_and_one_the_machine_lacks_cannot_be_chosen(browser, pages, tmp_path):
+    """Swap PSS on a machine without swap drew one empty box, "processes · 0 KiB"."""
+    from selenium.webdriver.common.by import By
+    swap_pss = '#measure button[data-key="swappss"]'
+    _open_file(browser, pages["hostile"][0])  # swap on, nothing swapped
+    assert not browser.find_element(By.ID, "chart-empty").is_displayed()
+    browser.find_element(By.CSS_SELECTOR, swap_pss).click()
+    assert browser.find_element(By.ID, "chart-empty").text == "Nothing to draw: no Swap PSS here in this reading."
+    path = str(tmp_path / "noswap.html")
+    write_page("-S", CAPTURES / "armv7-noswap.tar.gz", path=path)
+    _open_file(browser, path)
+    button = browser.find_element(By.CSS_SELECTOR, swap_pss)
+    assert not button.is_enabled() and "SwapTotal 0" in button.get_attribute("title")
+    _no_requests_and_no_errors(browser)
+
+
+def test_a_gone_process_selected_keeps_the_picture_and_says_it_is_only_in_old(browser, pages):
+    """It zoomed the picture to an empty box and listed "its 0 largest mappings", figures "-"."""
+    from selenium.webdriver.common.by import By
+    gone = next(r for r in embedded(pages["compared"][1])["process"][0]["rows"] if r["status"] == "gone")
+    _open_file(browser, pages["compared"][0])
+    crumbs = _texts(browser, "#crumbs button")
+    browser.execute_script("""[...document.querySelectorAll('#table tbody tr')]
+        .find((tr) => Number(tr.cells[0].textContent) === arguments[0]).click()""", gone["pid"])
+    assert _texts(browser, "#crumbs button") == crumbs
+    said = browser.find_element(By.ID, "share").text
+    assert "gone: only in OLD" in said and "0 largest" not in said and " - " not in said, said
     _no_requests_and_no_errors(browser)
 
 
