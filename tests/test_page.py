@@ -89,7 +89,10 @@ def test_hostile_names_show_as_text_and_run_nothing(browser, pages):
     assert any(label.startswith(USER) for label in labels), labels
     browser.execute_script("window.smemPage.zoomTo(window.smemPage.state.index.get('process:1234'))")
     labels = browser.execute_script("return [...document.querySelectorAll('#chart text')].map(t => t.textContent)")
-    assert any(SVG_MAP.replace("\u2028", "") in label.replace("\u2028", "") for label in labels), labels
+    file_name = SVG_MAP.rsplit("/", 1)[1].replace("\u2028", "")  # (its box says its file's name, its hover the path)
+    assert any(file_name in label.replace("\u2028", "") for label in labels), labels
+    assert any(SVG_MAP.replace("<", "&lt;").replace(">", "&gt;") in hover
+               for hover in browser.execute_script("return document.getElementById('chart').data[0].hovertext"))
     browser.find_element(By.CSS_SELECTOR, "button[data-table=cgroup]").click()  # (long paths: cut, their ends show)
     assert browser.execute_script(CGROUP_CELLS) == [[CGROUP, True, False], [f"{CGROUP}/payload", True, False]]
     with pytest.raises(NoAlertPresentException):
@@ -168,6 +171,23 @@ def test_a_gone_process_selected_keeps_the_picture_and_says_it_is_only_in_old(br
     assert _texts(browser, "#crumbs button") == crumbs
     said = browser.find_element(By.ID, "share").text
     assert "gone: only in OLD" in said and "0 largest" not in said and " - " not in said, said
+    _no_requests_and_no_errors(browser)
+
+
+#: script: [the text, the size in pixels] of each label shown in the picture
+LABELS = """return [...document.querySelectorAll('#chart text.slicetext')].filter((t) => t.textContent.trim() && t.style.display !== 'none')
+    .map((t) => [t.textContent, 12 * Number((/scale\\(([^)]+)\\)/.exec(t.getAttribute('transform')) || [0, 1])[1])])"""
+
+
+def test_a_mappings_box_says_its_file_name_and_no_label_is_too_small_to_read(browser, pages):
+    """A mapping's box said its whole path, which plotly shrank to fit it, to 2 pixels and less."""
+    _open_file(browser, pages["plain"][0])
+    for pid in (7054, 7854):  # (a shell's mappings, and a python's, smaller and more)
+        browser.execute_script(f"window.smemPage.zoomTo(window.smemPage.state.index.get('process:{pid}'))")
+        labels = browser.execute_script(LABELS)
+        assert len(labels) > 5 and all(size >= 9 for _, size in labels), labels
+    browser.execute_script("window.smemPage.zoomTo(window.smemPage.state.index.get('process:7054'))")
+    assert any(text.startswith("libtinfo.so.6") for text, _ in browser.execute_script(LABELS))
     _no_requests_and_no_errors(browser)
 
 

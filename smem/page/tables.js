@@ -170,8 +170,8 @@ function selectRow(r, tr) {
   if (t === "mapping") { showMapping(state.data.maps.names.indexOf(r.map), r); return; }
   if (t === "system") { selectArea(r); return; }
   if (t === "process") {
-    const n = state.index.get("process:" + r.pid);
-    if (n) zoomTo(n); else showProcess(r);
+    const n = state.index.get("process:" + r.pid);  // (a gone one has no box: nothing to zoom to)
+    if (n && total(n) > 0) zoomTo(n); else showProcess(r);
     return;
   }
   if (state.grouping !== t) setGrouping(t);
@@ -220,8 +220,16 @@ function showProcess(r) {
   const data = state.data, share = document.getElementById("share");
   const maps = data.maps, rows = (maps.processes[String(r.pid)] || []).filter((m) => m[1] >= 0);
   const f = maps.fields;
-  const parts = [el("h3", {text: `${r.pid} ${r.command}`}),
-                 el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`})];
+  const parts = [el("h3", {text: `${r.pid} ${r.command}`})];
+  if (r.status === "gone") {  // (a comparison's process only in OLD: its figures are OLD's, its mappings unread)
+    parts.push(el("p", {class: "note", text: `${r.user} · gone: only in OLD, where it had PSS ${human(r.old_pss)} · USS ${human(r.old_uss)} · RSS ${human(r.old_rss)}`}));
+    share.replaceChildren(...parts);
+    return;
+  }
+  parts.push(el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · ` +
+                      (rows.length ? `its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`
+                                   : "no mapping of it was read")}));
+  if (!rows.length) { share.replaceChildren(...parts); return; }
   const table = rows.map((m) => {
     const shared = data.sharers.mappings[String(m[1])];
     const others = shared ? shared.rows.length - 1 + (shared.more ? shared.more[0] : 0) : 0;
