@@ -191,6 +191,27 @@ def test_a_mappings_box_says_its_file_name_and_no_label_is_too_small_to_read(bro
     _no_requests_and_no_errors(browser)
 
 
+def test_the_keyboard_sorts_selects_and_zooms(browser, pages):
+    """A table's headers and rows and the legend's areas took a mouse only: Tab never reached them."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    _open_file(browser, pages["plain"][0])
+    press = lambda selector, key=Keys.ENTER: (browser.execute_script(f"document.querySelector('{selector}').focus()"),
+                                              ActionChains(browser).send_keys(key).perform())
+    press('#table th[data-key="pid"]')
+    assert browser.execute_script("""const th = document.querySelector('#table th[data-key="pid"]');
+        return th.getAttribute('aria-sort') === 'ascending' && document.activeElement === th""")
+    press('#table th[data-key="pid"]', Keys.SPACE)
+    assert browser.execute_script("""return document.querySelector('#table th[data-key="pid"]').getAttribute('aria-sort')""") == "descending"
+    press("#table tbody tr")
+    pid = _texts(browser, "#table tbody tr:first-child td:first-child")[0]
+    assert _texts(browser, "#crumbs button")[-1].split(" · ")[0].endswith(" " + pid)
+    free = browser.execute_script("return [...document.querySelectorAll('#legend .item')].findIndex((i) => i.textContent.startsWith('free '))")
+    press(f"#legend .item:nth-child({free + 1})")
+    assert _texts(browser, "#crumbs button")[-1].startswith("free ·")
+    _no_requests_and_no_errors(browser)
+
+
 #: grows by 100 MiB (touched) at each line on stdin, saying so when done; large enough to be
 #: among the largest processes of a busy machine
 GROWER = ("import sys\nheld = [b'\\x01' * (200 << 20)]\nprint('ready', flush=True)\n"

@@ -30,7 +30,7 @@ function drawHeader() {
       bar.append(seg);
     }
     if (row.used !== 0 || row.area === "unexplained") {
-      legend.append(el("span", {class: "item", title: tip, onclick: () => selectArea(row)},
+      legend.append(el("button", {type: "button", class: "item", title: tip, onclick: () => selectArea(row)},
                        el("span", {class: "swatch", style: `background:${color}`}), row.area + " ",
                        el("b", {text: human(row.used)})));
     }
@@ -93,9 +93,13 @@ function drawTable() {
   for (const c of columns) {
     const sorted = sort.key === c.key;
     head.append(el("th", {class: c.amount || typeof (doc.rows[0] || {})[c.key] === "number" ? "num" : null,
-                          title: c.help, text: c.header, "data-key": c.key,
+                          title: c.help, text: c.header, "data-key": c.key, tabindex: "0",
                           "aria-sort": sorted ? (sort.reverse ? "descending" : "ascending") : null,
-                          onclick: () => { state.sort[state.table] = {key: c.key, reverse: sorted ? !sort.reverse : c.amount}; drawTable(); }}));
+                          onkeydown: pressed, onclick: () => {
+                            state.sort[state.table] = {key: c.key, reverse: sorted ? !sort.reverse : c.amount};
+                            drawTable();
+                            document.querySelector(`#table th[data-key="${c.key}"]`).focus();  // (drawn anew)
+                          }}));
   }
   const words = state.filter.toLowerCase().split(/\s+/).filter(Boolean);
   let rows = doc.rows;
@@ -137,8 +141,15 @@ function drawTable() {
   document.getElementById("table-command").textContent = command ? "Same numbers as: " + command : "";
 }
 
+/* Enter or space on a focused header, row or legend item: as a click (they are reached by Tab). */
+function pressed(event) {
+  if (event.key !== "Enter" && event.key !== " ") return;
+  event.preventDefault();
+  event.currentTarget.click();
+}
+
 function tableRow(columns, r) {
-  const tr = el("tr", {onclick: () => selectRow(r, tr)});
+  const tr = el("tr", {tabindex: "0", onkeydown: pressed, onclick: () => selectRow(r, tr)});
   for (const c of columns) {
     const v = r[c.key];
     const td = el("td", {class: c.amount ? "num" : typeof v === "number" ? "num" : "text"});
@@ -186,7 +197,7 @@ function shareTable(headers, rows) {
   headers.forEach((h, i) => head.append(el("th", {class: i ? "num" : null, text: h})));
   const body = el("tbody");
   for (const cells of rows) {
-    const tr = el("tr", {onclick: cells.onclick});
+    const tr = el("tr", {tabindex: "0", onkeydown: pressed, onclick: cells.onclick});
     cells.forEach((c, i) => tr.append(el("td", {class: i ? "num" : "text", text: c, title: c})));
     body.append(tr);
   }
