@@ -87,6 +87,9 @@ function drawChart() {
   }
   drawCrumbs(top);
   document.getElementById("chart-note").textContent = chartNote(top);
+  const empty = document.getElementById("chart-empty");  // (plotly draws an empty box, which says nothing)
+  empty.hidden = topValue > 0;
+  empty.textContent = topValue > 0 ? "" : `Nothing to draw: no ${MEASURES.find((m) => m[0] === state.measure)[1]} here in this reading.`;
 }
 
 /* A label plotly shrank below 9 px to fit its box (a long name in a small one) is hidden: it
