@@ -5,7 +5,6 @@ without a browser, is test_page_documents.py.  One browser serves the module (pa
 """
 
 import json
-import os
 import shlex
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from conftest import TESTS, run_smem
 from page_browser import (_blank_when_done, _click_box, _no_requests_and_no_errors, _open, _open_file, _texts,  # noqa: F401
                           _wait, browser)
 from page_documents import CAPTURE, CAPTURES, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
+from page_recordings import recorded_growth
 import hostile_inputs as hc
 
 pytest.importorskip("plotly")
@@ -212,58 +212,9 @@ def test_the_keyboard_sorts_selects_and_zooms(browser, pages):
     _no_requests_and_no_errors(browser)
 
 
-#: grows by 100 MiB (touched) at each line on stdin, saying so when done; large enough to be
-#: among the largest processes of a busy machine
-GROWER = ("import sys\nheld = [b'\\x01' * (200 << 20)]\nprint('ready', flush=True)\n"
-          "for line in sys.stdin:\n    held.append(b'\\x02' * (100 << 20))\n    print('grown', flush=True)\n")
-
-
-def _recorded_growth(where, namespace):
-    """The pages of two three-frame recordings made at once in ``namespace`` (tests/pid_namespace.py:
-    the recorders read only what runs there, not the whole machine), in which a process grew by
-    100 MiB of anonymous memory after the first frame and after the second: "every" kept every
-    frame's smaps, "rollups" the first frame's only (the others keep smaps_rollup).  Name ->
-    (path, the pid, the recording).  At once: the two wait out the same two intervals."""
-    from test_recording_playback import wait_frames
-    grower = subprocess.Popen(namespace.argv([sys.executable, "-c", GROWER]), stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    grower_pid = namespace.command_pid(grower)  # (nsenter forwards no signal: it is the one to kill)
-    recorders = {}
-    try:
-        assert grower.stdout.readline() == "ready\n"
-        for name, smaps_every in (("every", 1), ("rollups", 3)):
-            rec = where / name
-            recorders[name] = rec, subprocess.Popen(
-                namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval", "1", "--count", "3",
-                                "--smaps-every", smaps_every], cwd=TESTS.parent),
-                cwd=TESTS.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for frame in (1, 2):  # each growth done once both have the frame, before the frame after next begins
-            for rec, recorder in recorders.values():
-                wait_frames(rec, recorder, frame)
-            grower.stdin.write("grow\n")
-            grower.stdin.flush()
-            assert grower.stdout.readline() == "grown\n"
-        for rec, recorder in recorders.values():
-            assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
-        pid = namespace.pid_in(grower_pid)
-    finally:
-        for _, recorder in recorders.values():
-            if recorder.poll() is None:
-                recorder.kill()
-                recorder.wait()
-        os.kill(grower_pid, signal.SIGKILL)
-        grower.wait()
-    made = {}
-    for name, (rec, _) in recorders.items():
-        path = str(where / f"{name}.html")
-        write_page("-S", rec, path=path)
-        made[name] = path, pid, rec
-    return made
-
-
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory, pid_namespace):
-    return _recorded_growth(tmp_path_factory.mktemp("timeline"), pid_namespace)
+    return recorded_growth(tmp_path_factory.mktemp("timeline"), pid_namespace)
 
 
 @pytest.fixture(scope="module")
@@ -307,6 +258,24 @@ def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_ea
     _no_requests_and_no_errors(browser)
 
 
+def test_a_recordings_charts_say_their_unit_leave_out_empty_areas_and_stack_on_a_narrow_screen(browser, recorded_page):
+    """The areas' chart said "25k" MiB, listed a dozen areas with nothing in any frame, and on a
+    phone both charts were squeezed side by side into 170 pixels each."""
+    _open_file(browser, recorded_page[0])
+    for chart in ("time-lines", "time-areas"):
+        unit, most = browser.execute_script(f"""const c = document.getElementById('{chart}');
+            return [c.layout.yaxis.title.text, Math.max(...c.data.map((t) => t.y).flat())]""")
+        assert unit in ("MiB", "GiB") and most < 10000, (chart, unit, most)
+    assert all(any(y) for y in browser.execute_script("return document.getElementById('time-areas').data.map((t) => t.y)"))
+    browser.set_window_size(420, 900)
+    try:
+        widths = browser.execute_script("return ['time-lines', 'time-areas'].map((id) => document.getElementById(id).clientWidth)")
+        assert all(width >= 300 for width in widths), widths
+    finally:
+        browser.set_window_size(1400, 1200)
+    _no_requests_and_no_errors(browser)
+
+
 def test_a_recordings_breakdown_moves_between_key_frames_where_the_rollups_split_pss(browser, rollup_recorded_page):
     """Frames 2 and 3 kept only smaps_rollup: their breakdown's process areas are theirs (the
     rollups' Pss_Anon/Pss_File/Pss_Shmem, Linux 5.9+), not the key frame's smaps repeated: at
@@ -316,12 +285,12 @@ def test_a_recordings_breakdown_moves_between_key_frames_where_the_rollups_split
         pytest.skip("this kernel's smaps_rollup has no Pss_Anon (before 5.9)")
     path, _, rec = rollup_recorded_page
     _open_file(browser, path)
-    areas = browser.execute_script("return document.getElementById('time-areas').data"
-                                   ".filter((t) => t.name.startsWith('process ')).map((t) => t.y)")
-    assert len(areas) == 3 and all(len(y) == 3 for y in areas)  # anon, file, shmem at 3 frames
+    areas, unit = browser.execute_script("const c = document.getElementById('time-areas'); return [c.data"
+                                         ".filter((t) => t.name.startsWith('process ')).map((t) => t.y), c.layout.yaxis.title.text]")
+    assert len(areas) in (2, 3) and all(len(y) == 3 for y in areas)  # anon, file (shmem if any) at 3 frames
     for frame in (1, 2, 3):
         printed = json.loads(run_smem("-S", rec, "--at", str(frame), "-t", "-F", "json", "-c", "pid pss", check=True).stdout)
-        processes_kib = sum(y[frame - 1] for y in areas) * 1024
+        processes_kib = sum(y[frame - 1] for y in areas) * {"MiB": 1 << 10, "GiB": 1 << 20}[unit]
         assert abs(processes_kib - printed["totals"]["pss"]) < 8 * 1024, frame  # (what no process reports)
     _no_requests_and_no_errors(browser)
 
