@@ -160,6 +160,24 @@ def test_a_measure_with_nothing_to_draw_says_so_and_one_the_machine_lacks_cannot
     _no_requests_and_no_errors(browser)
 
 
+#: script: the pixels the header of each column whose key is an argument reaches beyond the table's visible box
+BEYOND_VIEW = """const wrap = document.querySelector('.table-wrap').getBoundingClientRect();
+    return [...arguments].map((key) => document.querySelector(`#table th[data-key="${key}"]`).getBoundingClientRect().right - wrap.right)"""
+
+
+def test_the_table_sorted_by_pss_or_its_change_shows_it_without_scrolling_sideways(browser, pages):
+    """At 1024 pixels the processes' PSS was out of view, compared its change even at 1400."""
+    _open_file(browser, pages["compared"][0])
+    assert max(browser.execute_script(BEYOND_VIEW, "old_pss", "pss", "dpss")) <= 0
+    browser.set_window_size(1024, 700)
+    try:
+        _open_file(browser, pages["hostile"][0])  # (a long command line and cgroup)
+        assert max(browser.execute_script(BEYOND_VIEW, "uss", "pss")) <= 0
+    finally:
+        browser.set_window_size(1400, 1200)
+    _no_requests_and_no_errors(browser)
+
+
 def test_a_gone_process_selected_keeps_the_picture_and_says_it_is_only_in_old(browser, pages):
     """It zoomed the picture to an empty box and listed "its 0 largest mappings", figures "-"."""
     from selenium.webdriver.common.by import By
