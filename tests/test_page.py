@@ -145,7 +145,8 @@ def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and
 
 
 def test_a_measure_with_nothing_to_draw_says_so_and_one_the_machine_lacks_cannot_be_chosen(browser, pages, tmp_path):
-    """Swap PSS on a machine without swap drew one empty box, "processes · 0 KiB"."""
+    """Swap PSS on a machine without swap drew one empty box, "processes · 0 KiB"; what a capture
+    does not know the header said as "?"."""
     from selenium.webdriver.common.by import By
     swap_pss = '#measure button[data-key="swappss"]'
     _open_file(browser, pages["hostile"][0])  # swap on, nothing swapped
@@ -157,6 +158,8 @@ def test_a_measure_with_nothing_to_draw_says_so_and_one_the_machine_lacks_cannot
     _open_file(browser, path)
     button = browser.find_element(By.CSS_SELECTOR, swap_pss)
     assert not button.is_enabled() and "SwapTotal 0" in button.get_attribute("title")
+    # its capture knows no host name, kernel or time: the header leaves them out, rather than "host ?"
+    assert [fact.split(" ")[0] for fact in _texts(browser, "#facts > span")] == ["source", "MemTotal"]
     _no_requests_and_no_errors(browser)
 
 

@@ -4,9 +4,11 @@
 function drawHeader() {
   const data = state.data, source = data.process.source, meta = data.meta;
   const facts = document.getElementById("facts");
-  const fact = (label, text) => el("span", {}, label + " ", el("b", {text: text === undefined || text === null ? "?" : String(text)}));
-  facts.replaceChildren(fact("host", source.hostname), fact("kernel", source.kernel), fact("at", source.time),
-                        fact("source", source.description), fact("MemTotal", human(meta.memtotal)));
+  const fact = (label, text) => el("span", {}, label + " ", el("b", {text: String(text)}));
+  // what the source does not know (a capture without hostname, kernel or time) is left out: "host ?" said nothing
+  const known = [["host", source.hostname], ["kernel", source.kernel], ["at", source.time], ["source", source.description]]
+    .filter(([, text]) => text !== undefined && text !== null && text !== "");
+  facts.replaceChildren(...known.map(([label, text]) => fact(label, text)), fact("MemTotal", human(meta.memtotal)));
   if (meta.installed && meta.installed.kib) {
     const ram = fact("installed RAM", (meta.installed.estimate ? "~" : "") + human(meta.installed.kib));
     ram.title = meta.installed.source;
