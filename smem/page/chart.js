@@ -2,7 +2,7 @@
 const cut = (text, most) => (String(text).length > most ? String(text).slice(0, most - 1) + "…" : String(text));
 
 function hover(n) {  // (long names cut: the tables and the sharing panel give them whole)
-  const lines = [`<b>${plotlyText(cut(n.label, 90))}</b>`];
+  const lines = [`<b>${plotlyText(cut(n.name || n.label, 90))}</b>`];
   if (n.kind === "process") lines.push(plotlyText(cut(n.row.command, 90)), plotlyText(cut(`user ${n.row.user}` + (n.row.cgroup ? ` · cgroup ${n.row.cgroup}` : ""), 90)));
   if (n.kind === "area") lines.push(plotlyText(n.row.source));
   if (n.kind === "mapping" || n.kind === "rest") lines.push(plotlyText(n.count ? `${n.count} mappings` : ""));
@@ -71,7 +71,7 @@ function drawChart() {
   const layout = {margin: {l: 0, r: 0, t: 0, b: 0}, font: {family: "system-ui, sans-serif", size: 12},
                   hoverlabel: {align: "left"}};
   state.shown = new Map(nodes.map((n) => [n.id, n]));
-  Plotly.react(chart, [trace], layout, {displayModeBar: false, responsive: true});
+  Plotly.react(chart, [trace], layout, {displayModeBar: false, responsive: true}).then(hideTinyLabels);
   if (!chart.smemListening) {
     chart.smemListening = true;
     const onClick = (event) => {
@@ -83,9 +83,23 @@ function drawChart() {
     chart.on("plotly_treemapclick", onClick);
     chart.on("plotly_sunburstclick", onClick);
     chart.on("plotly_icicleclick", onClick);
+    chart.on("plotly_afterplot", hideTinyLabels);
   }
   drawCrumbs(top);
   document.getElementById("chart-note").textContent = chartNote(top);
+  const empty = document.getElementById("chart-empty");  // (plotly draws an empty box, which says nothing)
+  empty.hidden = topValue > 0;
+  empty.textContent = topValue > 0 ? "" : `Nothing to draw: no ${MEASURES.find((m) => m[0] === state.measure)[1]} here in this reading.`;
+}
+
+/* A label plotly shrank below 9 px to fit its box (a long name in a small one) is hidden: it
+   could not be read, and the hover names the box.  (plotly's uniformtext would hide them too,
+   but shrinks every other label to the smallest one shown.) */
+function hideTinyLabels() {
+  for (const text of document.querySelectorAll("#chart text.slicetext")) {
+    const scale = /scale\(([^)]+)\)/.exec(text.getAttribute("transform") || "");
+    text.style.display = scale && Number(scale[1]) * (parseFloat(text.style.fontSize) || 12) < 9 ? "none" : "";
+  }
 }
 
 function relativeChange(n) {  // NEW against OLD, capped at +-50% (a new row is +100%)
@@ -139,7 +153,7 @@ function drawCrumbs(top) {
   for (let p = top; p; p = p.parent) chain.unshift(p);
   chain.forEach((n, i) => {
     if (i) crumbs.append(el("span", {class: "sep", text: "›"}));
-    crumbs.append(el("button", {type: "button", text: `${n.label} · ${human(total(n))}`, title: n.label,
+    crumbs.append(el("button", {type: "button", text: `${n.label} · ${human(total(n))}`, title: n.name || n.label,
                                 onclick: () => (n === top ? null : zoomTo(n))}));
   });
 }

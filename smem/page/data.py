@@ -47,7 +47,10 @@ class PageRequest(NamedTuple):
 def _table_options(name, compared):
     view, columns, _ = TABLES[name]
     if compared:
-        keep = ("used", "cache", "noncache") if name == "system" else tuple(k for k in columns if k in _AMOUNTS + ("vss",))
+        # PSS first: the table is sorted by its change, which 15 columns of old, new and change
+        # of each amount had put out of view
+        keep = (("used", "cache", "noncache") if name == "system"
+                else tuple(sorted((k for k in columns if k in _AMOUNTS + ("vss",)), key=lambda k: k != "pss")))
         identity = tuple(k for k in columns if k not in _AMOUNTS + ("vss", "used", "cache", "noncache", "saved"))
         columns = identity + ("status",) + tuple(f"{side}{key}" for key in keep for side in ("old_", "", "d"))
     # a comparison sorts by the change; the areas keep their order, which the bar shows

@@ -39,9 +39,10 @@ function mappingNodes(data, pid) {
     const kind = maps.kinds[row[0]];
     const v = {};
     for (const [m] of MEASURES) v[m] = row[f.indexOf(m)];
-    const label = row[1] < 0 ? `other ${KIND_NAMES[kind]} (${row[2]})` : maps.names[row[1]];
-    const leaf = node(label, row[1] < 0 ? "rest" : "mapping", v,
-                      {mapping: row[1], count: row[2], key: row[1] < 0 ? null : "map:" + row[1]});
+    const name = row[1] < 0 ? `other ${KIND_NAMES[kind]} (${row[2]})` : maps.names[row[1]];
+    // a file's box is labelled by its file name, which a small box can show; its hover gives the path
+    const leaf = node(fileName(name), row[1] < 0 ? "rest" : "mapping", v,
+                      {name, mapping: row[1], count: row[2], key: row[1] < 0 ? null : "map:" + row[1]});
     (kinds[kind] = kinds[kind] || []).push(leaf);
   }
   return Object.entries(kinds).map(([kind, leaves]) => {
@@ -52,6 +53,8 @@ function mappingNodes(data, pid) {
     return n;
   });
 }
+
+const fileName = (name) => (/^\/.*[^/]$/.test(name) ? name.slice(name.lastIndexOf("/") + 1) : name);
 
 function groupBy(items, keyOf, labelOf, kind) {
   const groups = new Map();

@@ -7,25 +7,35 @@
 
 // ------------------------------------------------------------------ controls and start
 
-function choice(id, label, options, current, onpick) {
+function choice(id, label, options, current, onpick, unavailable) {
   const box = document.getElementById(id);
   box.replaceChildren(el("span", {class: "label", text: label}));
   for (const [key, text] of options) {
+    const why = unavailable && unavailable[key];
     box.append(el("button", {type: "button", role: "radio", "data-key": key, text, "aria-checked": String(key === current),
-                             onclick: () => onpick(key)}));
+                             disabled: why ? "" : null, title: why || null, onclick: () => onpick(key)}));
   }
+}
+
+/* The measures this reading has nothing of (why, by measure): no swap, no swap PSS. */
+function unavailableMeasures() {
+  const meta = state.data.meta;
+  return meta.swaptotal === 0 && !compared() ? {swappss: "No swap on this machine (SwapTotal 0)"} : {};
 }
 
 function setMeasure(m) { if (state.measure !== m) { state.measure = m; rebuild(); } }
 function setGrouping(g) { state.grouping = g; rebuild(); }
 
 function drawControls() {
-  choice("measure", "Weight", MEASURES, state.measure, setMeasure);
+  const unavailable = unavailableMeasures();
+  if (unavailable[state.measure]) state.measure = "pss";  // (a live reading after swapoff)
+  choice("measure", "Weight", MEASURES, state.measure, setMeasure, unavailable);
   choice("grouping", "Group", GROUPINGS, state.grouping, setGrouping);
   choice("layout", "Layout", LAYOUTS, state.layout, (l) => { state.layout = l; drawControls(); drawChart(); });
 }
 
 function rebuild() {
+  if (unavailableMeasures()[state.measure]) state.measure = "pss";
   state.tree = buildTree(state.data);
   if (!state.started) {  // free memory dwarfs the rest: start at the processes (MemTotal is one click up)
     state.started = true;

@@ -4,9 +4,11 @@
 function drawHeader() {
   const data = state.data, source = data.process.source, meta = data.meta;
   const facts = document.getElementById("facts");
-  const fact = (label, text) => el("span", {}, label + " ", el("b", {text: text === undefined || text === null ? "?" : String(text)}));
-  facts.replaceChildren(fact("host", source.hostname), fact("kernel", source.kernel), fact("at", source.time),
-                        fact("source", source.description), fact("MemTotal", human(meta.memtotal)));
+  const fact = (label, text) => el("span", {}, label + " ", el("b", {text: String(text)}));
+  // what the source does not know (a capture without hostname, kernel or time) is left out: "host ?" said nothing
+  const known = [["host", source.hostname], ["kernel", source.kernel], ["at", source.time], ["source", source.description]]
+    .filter(([, text]) => text !== undefined && text !== null && text !== "");
+  facts.replaceChildren(...known.map(([label, text]) => fact(label, text)), fact("MemTotal", human(meta.memtotal)));
   if (meta.installed && meta.installed.kib) {
     const ram = fact("installed RAM", (meta.installed.estimate ? "~" : "") + human(meta.installed.kib));
     ram.title = meta.installed.source;
@@ -24,17 +26,35 @@ function drawHeader() {
     const tip = `${row.area}: ${human(row.used)} (${pct(row.used, whole)} of MemTotal)` +
                 (compared() ? `, ${signed(row.dused)} since OLD` : "") + `\n${row.source}`;
     if (row.used > 0) {
-      const seg = el("div", {class: "seg", title: tip, style: `width:${100 * row.used / whole}%;background:${color}`,
-                             onclick: () => selectArea(row)});
-      if (row.used / whole > 0.06) seg.textContent = `${row.area} ${human(row.used)}`;
+      const seg = el("div", {class: "seg" + (light(color) ? " light" : ""), title: tip,
+                             style: `width:${100 * row.used / whole}%;background:${color}`, onclick: () => selectArea(row)});
+      seg.smemLabels = [`${row.area} ${human(row.used)}`, human(row.used)];
       bar.append(seg);
     }
     if (row.used !== 0 || row.area === "unexplained") {
-      legend.append(el("span", {class: "item", title: tip, onclick: () => selectArea(row)},
+      legend.append(el("button", {type: "button", class: "item", title: tip, onclick: () => selectArea(row)},
                        el("span", {class: "swatch", style: `background:${color}`}), row.area + " ",
                        el("b", {text: human(row.used)})));
     }
   });
+  fitBarLabels();
+}
+
+/* Each segment's label as long as fits (its name and size, its size, or none): a label cut
+   in the middle ("page cache n") said less than none. */
+function fitBarLabels() {
+  for (const seg of document.querySelectorAll("#bar .seg")) {
+    seg.classList.add("labelled");
+    const fits = seg.smemLabels.find((text) => { seg.textContent = text; return seg.scrollWidth <= seg.clientWidth; });
+    if (!fits) { seg.textContent = ""; seg.classList.remove("labelled"); }
+  }
+}
+window.addEventListener("resize", fitBarLabels);
+
+function light(hex) {  // a colour on which the ink reads better than white (WCAG's relative luminance and contrast)
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255)
+    .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.215;
 }
 
 function selectArea(row) {
@@ -75,9 +95,13 @@ function drawTable() {
   for (const c of columns) {
     const sorted = sort.key === c.key;
     head.append(el("th", {class: c.amount || typeof (doc.rows[0] || {})[c.key] === "number" ? "num" : null,
-                          title: c.help, text: c.header, "data-key": c.key,
+                          title: c.help, text: c.header, "data-key": c.key, tabindex: "0",
                           "aria-sort": sorted ? (sort.reverse ? "descending" : "ascending") : null,
-                          onclick: () => { state.sort[state.table] = {key: c.key, reverse: sorted ? !sort.reverse : c.amount}; drawTable(); }}));
+                          onkeydown: pressed, onclick: () => {
+                            state.sort[state.table] = {key: c.key, reverse: sorted ? !sort.reverse : c.amount};
+                            drawTable();
+                            document.querySelector(`#table th[data-key="${c.key}"]`).focus();  // (drawn anew)
+                          }}));
   }
   const words = state.filter.toLowerCase().split(/\s+/).filter(Boolean);
   let rows = doc.rows;
@@ -119,8 +143,15 @@ function drawTable() {
   document.getElementById("table-command").textContent = command ? "Same numbers as: " + command : "";
 }
 
+/* Enter or space on a focused header, row or legend item: as a click (they are reached by Tab). */
+function pressed(event) {
+  if (event.key !== "Enter" && event.key !== " ") return;
+  event.preventDefault();
+  event.currentTarget.click();
+}
+
 function tableRow(columns, r) {
-  const tr = el("tr", {onclick: () => selectRow(r, tr)});
+  const tr = el("tr", {tabindex: "0", onkeydown: pressed, onclick: () => selectRow(r, tr)});
   for (const c of columns) {
     const v = r[c.key];
     const td = el("td", {class: c.amount ? "num" : typeof v === "number" ? "num" : "text"});
@@ -152,8 +183,8 @@ function selectRow(r, tr) {
   if (t === "mapping") { showMapping(state.data.maps.names.indexOf(r.map), r); return; }
   if (t === "system") { selectArea(r); return; }
   if (t === "process") {
-    const n = state.index.get("process:" + r.pid);
-    if (n) zoomTo(n); else showProcess(r);
+    const n = state.index.get("process:" + r.pid);  // (a gone one has no box: nothing to zoom to)
+    if (n && total(n) > 0) zoomTo(n); else showProcess(r);
     return;
   }
   if (state.grouping !== t) setGrouping(t);
@@ -168,7 +199,7 @@ function shareTable(headers, rows) {
   headers.forEach((h, i) => head.append(el("th", {class: i ? "num" : null, text: h})));
   const body = el("tbody");
   for (const cells of rows) {
-    const tr = el("tr", {onclick: cells.onclick});
+    const tr = el("tr", {tabindex: "0", onkeydown: pressed, onclick: cells.onclick});
     cells.forEach((c, i) => tr.append(el("td", {class: i ? "num" : "text", text: c, title: c})));
     body.append(tr);
   }
@@ -202,8 +233,16 @@ function showProcess(r) {
   const data = state.data, share = document.getElementById("share");
   const maps = data.maps, rows = (maps.processes[String(r.pid)] || []).filter((m) => m[1] >= 0);
   const f = maps.fields;
-  const parts = [el("h3", {text: `${r.pid} ${r.command}`}),
-                 el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`})];
+  const parts = [el("h3", {text: `${r.pid} ${r.command}`})];
+  if (r.status === "gone") {  // (a comparison's process only in OLD: its figures are OLD's, its mappings unread)
+    parts.push(el("p", {class: "note", text: `${r.user} · gone: only in OLD, where it had PSS ${human(r.old_pss)} · USS ${human(r.old_uss)} · RSS ${human(r.old_rss)}`}));
+    share.replaceChildren(...parts);
+    return;
+  }
+  parts.push(el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · ` +
+                      (rows.length ? `its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`
+                                   : "no mapping of it was read")}));
+  if (!rows.length) { share.replaceChildren(...parts); return; }
   const table = rows.map((m) => {
     const shared = data.sharers.mappings[String(m[1])];
     const others = shared ? shared.rows.length - 1 + (shared.more ? shared.more[0] : 0) : 0;

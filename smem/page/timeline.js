@@ -6,24 +6,34 @@
 
 function timeAxis(frames) { return frames.map((f) => new Date(f.time * 1000)); }
 
+/* The unit of a chart whose largest figure is ``most`` KiB: GiB from 10 GiB (plotly wrote 20000
+   MiB as "20k"), else MiB; [its name, KiB in one]. */
+function chartUnit(most) { return most >= 10 << 20 ? ["GiB", 1 << 20] : ["MiB", 1024]; }
+
 function drawTimeCharts(summary, at, colors) {
-  const x = timeAxis(summary.frames), mib = (v) => (v === null || v === undefined ? null : v / 1024);
+  const x = timeAxis(summary.frames);
+  const inUnit = (unit) => (v) => (v === null || v === undefined ? null : v / unit);
   const marker = {type: "line", xref: "x", yref: "paper", x0: x[at], x1: x[at], y0: 0, y1: 1,
                   line: {color: "#c92a2a", width: 1, dash: "dot"}};
-  const layout = (title) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
-                               height: 260, shapes: [marker], yaxis: {title: {text: "MiB"}},
+  const layout = (title, unit) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
+                               height: 260, shapes: [marker], yaxis: {title: {text: unit}},
                                // (few ticks, and room for them: a recording of seconds crowded and cut them)
                                xaxis: {nticks: 6, automargin: true},
                                legend: {font: {size: 11}}, hovermode: "x unified"});
+  const largest = (series) => Math.max(0, ...series.flat().filter((v) => v !== null && v !== undefined));
+  const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
   const lines = summary.processes.map((p) => ({
-    type: "scatter", mode: "lines+markers", x, y: p.pss.map(mib),
-    name: plotlyText(`${p.pid} ${p.name ?? ""}`), hovertemplate: "%{y:.1f} MiB<extra>" + plotlyText(String(p.pid)) + "</extra>"}));
-  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest processes"),
+    type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),
+    name: plotlyText(`${p.pid} ${p.name ?? ""}`), hovertemplate: `%{y:.1f} ${lineUnit}<extra>` + plotlyText(String(p.pid)) + "</extra>"}));
+  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest processes", lineUnit),
                {displayModeBar: false, responsive: true});
+  // (stacked: the unit of their sum at the fullest frame)
+  const [areaUnit, areaKib] = chartUnit(largest([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]));
   const areas = summary.areas.map((a) => ({
-    type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(mib), name: plotlyText(a.area),
+    type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
+    hovertemplate: `%{y:.1f} ${areaUnit}`,
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
-  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down"),
+  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down", areaUnit),
                {displayModeBar: false, responsive: true});
 }
 

@@ -119,9 +119,10 @@ def timeline_documents(request, entries):
         "frames": [dict(f, full=i in kept) for i, f in enumerate(frames)],
         "processes": [{"pid": pid, "name": names[pid][0], "command": names[pid][1],
                        "pss": [frame.get(pid) for frame in pss]} for pid in top],
-        # an area with no used KiB in any frame (one not in the sum, as KSM's saving) is no layer
+        # an area with no used KiB in any frame (one not in the sum, as KSM's saving, or a pool
+        # this machine has none of) is no layer: it only lengthened the legend
         "areas": [{"area": name, "used": used} for name in area_names
-                  for used in [[frame.get(name) for frame in areas]] if any(v is not None for v in used)],
+                  for used in [[frame.get(name) for frame in areas]] if any(v for v in used)],
     }
     text = ('{"summary":' + json.dumps(summary, separators=(",", ":")) + ',"instants":{'
             + ",".join(f'"{index}":{body}' for index, body in sorted(kept.items())) + "}}")

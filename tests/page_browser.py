@@ -1,0 +1,112 @@
+"""The page tests' browser: Debian's chromium and chromium-driver through selenium, one a module
+(its start is most of a browser test's cost), and what the tests do in it: open a page file,
+wait, click a box, read texts, check that the page made no request and logged no error.
+
+Every page file opens from one path: V8 keeps the scripts it compiled for the next load of the
+same source at the same URL and line, so plotly.js (most of a load's CPU) is compiled once for
+the module, not once a page.  Where chromium, chromedriver or selenium is missing, the browser
+tests skip.  A module takes the fixtures by importing ``browser`` and ``_blank_when_done``.
+"""
+
+import os
+import shutil
+import tempfile
+import time
+
+import pytest
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+# ------------------------------------------------------------------ in a browser
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("chromium and chromium-driver are not installed")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    where = tempfile.mkdtemp(prefix="smem-chromium-")
+    profile = os.path.join(where, "profile")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,1200", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.smem_page_file = os.path.join(where, "page.html")  # where _open_file shows every page
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _blank_when_done(request):
+    """A browser test leaves the browser on a blank page: nothing of its page (the served page's
+    refreshes, a chart's timers) runs on while the module's other tests do."""
+    yield
+    if "browser" in request.fixturenames:
+        try:
+            browser = request.getfixturevalue("browser")
+        except pytest.skip.Exception:  # no chromium: the test was skipped
+            return
+        browser.get("about:blank")
+
+
+def _open(browser, url):
+    if browser.current_url != "about:blank":  # (where _blank_when_done leaves it)
+        browser.get("about:blank")
+    browser.get_log("browser")  # what came before is not this page's
+    # a file opens with the network off; smem serve's page (127.0.0.1) needs it on
+    browser.set_network_conditions(offline=url.startswith("file:"), latency=0, download_throughput=-1,
+                                   upload_throughput=-1)
+    browser.get(url)
+    for _ in range(300):
+        if browser.execute_script("return document.body && document.body.getAttribute('data-ready')"):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the page did not start: {browser.get_log('browser')}")
+
+
+def _open_file(browser, path):
+    """Open the page file ``path`` from the module's one page path, where it is copied first
+    (see the module's docstring)."""
+    shutil.copyfile(path, browser.smem_page_file)
+    _open(browser, "file://" + browser.smem_page_file)
+
+
+def _no_requests_and_no_errors(browser):
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    messages = [entry["message"] for entry in browser.get_log("browser")]
+    assert not messages, messages
+
+
+def _wait(browser, script, timeout=20):
+    for _ in range(int(timeout / 0.05)):
+        value = browser.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"never true: {script}")
+
+
+def _click_box(browser, label):
+    """Click the hierarchy's box whose label starts ``label`` (its text element, as a person would)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    text = browser.execute_script("""return [...document.querySelectorAll('#chart g.slice')]
+        .map((box) => box.querySelector('text.slicetext')).find((t) => t && t.textContent.startsWith(arguments[0]))""",
+                                  label)
+    if text is None:
+        pytest.fail(f"no box labelled {label!r}")
+    ActionChains(browser).move_to_element(text).click().perform()
+
+
+def _texts(browser, selector):
+    """The text shown in each element ``selector`` finds (one round trip, not one an element)."""
+    return browser.execute_script("return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText)",
+                                  selector)
