@@ -4,11 +4,14 @@ text, a comparison marked, a recording's timeline, and smem serve's page.  What 
 without a browser, is test_page_documents.py.  One browser serves the module (page_browser.py).
 """
 
+import io
 import json
+import re
 import shlex
 import signal
 import subprocess
 import sys
+import tarfile
 import urllib.error
 import urllib.request
 
@@ -130,7 +133,7 @@ BAR_SEGMENTS = """const bar = document.getElementById('bar').getBoundingClientRe
                 seg.scrollWidth <= seg.clientWidth, (b + 0.05) / (a + 0.05)]; })"""
 
 
-def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and_readable(browser, pages):
+def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and_readable(browser, pages, tmp_path):
     """A segment of 0.1% of MemTotal was 11 pixels wide (its padding and border), a label too long
     for its segment was cut ("page cache n"), and white text on the light green of free memory
     was hard to read."""
@@ -142,6 +145,19 @@ def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and
     assert any(s[1].startswith("free ") for s in labelled), labelled
     assert all(fits and contrast >= 3 for _, _, fits, contrast in labelled), labelled
     _no_requests_and_no_errors(browser)
+    # an area below zero (meminfo and the processes read at different moments) says why where it is shown
+    with tarfile.open(CAPTURE) as src, tarfile.open(tmp_path / "below.tar", "w") as out:
+        for m in src:
+            data = src.extractfile(m).read() if m.isfile() else None
+            if m.name.endswith("meminfo"):
+                data = re.sub(rb"(?m)^AnonPages:\s+\d+", b"AnonPages:  0", data)
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data) if data is not None else None)
+    write_page("-S", tmp_path / "below.tar", path=str(tmp_path / "below.html"))
+    _open_file(browser, str(tmp_path / "below.html"))
+    tips = browser.execute_script("return [...document.querySelectorAll('#legend .item')].map((b) => b.title)")
+    below = [t for t in tips if t.startswith("anon of processes not read: -")]
+    assert below and "\nbelow zero: anon of processes not read: meminfo and the processes are read" in below[0], tips
 
 
 def test_a_measure_with_nothing_to_draw_says_so_and_one_the_machine_lacks_cannot_be_chosen(browser, pages, tmp_path):

@@ -21,10 +21,13 @@ function drawHeader() {
   const rows = data.system.rows.filter((r) => r.used !== null && r.status !== "gone");
   const whole = meta.memtotal || rows.reduce((s, r) => s + Math.max(0, r.used), 0);
   const colors = segmentColors(data);
+  // (a row below zero is explained in the breakdown's notes: said where its figure is shown)
+  const belowZero = (data.system.notes || []).find((n) => n.startsWith("below zero: "));
   rows.forEach((row) => {
     const color = colors.get(row.area);
     const tip = `${row.area}: ${human(row.used)} (${pct(row.used, whole)} of MemTotal)` +
-                (compared() ? `, ${signed(row.dused)} since OLD` : "") + `\n${row.source}`;
+                (compared() ? `, ${signed(row.dused)} since OLD` : "") + `\n${row.source}` +
+                (row.used < 0 && belowZero ? `\n${belowZero}` : "");
     if (row.used > 0) {
       const seg = el("div", {class: "seg" + (light(color) ? " light" : ""), title: tip,
                              style: `width:${100 * row.used / whole}%;background:${color}`, onclick: () => selectArea(row)});
