@@ -4,14 +4,11 @@ text, a comparison marked, a recording's timeline, and smem serve's page.  What 
 without a browser, is test_page_documents.py.  One browser serves the module (page_browser.py).
 """
 
-import io
 import json
-import re
 import shlex
 import signal
 import subprocess
 import sys
-import tarfile
 import urllib.error
 import urllib.request
 
@@ -20,7 +17,8 @@ import pytest
 from conftest import TESTS, run_smem
 from page_browser import (_blank_when_done, _click_box, _no_requests_and_no_errors, _open, _open_file, _texts,  # noqa: F401
                           _wait, browser)
-from page_documents import CAPTURE, CAPTURES, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
+from page_documents import (CAPTURE, CAPTURES, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER,
+                            capture_without_anon, embedded, write_page)
 from page_recordings import recorded_growth
 import hostile_inputs as hc
 
@@ -146,14 +144,7 @@ def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and
     assert all(fits and contrast >= 3 for _, _, fits, contrast in labelled), labelled
     _no_requests_and_no_errors(browser)
     # an area below zero (meminfo and the processes read at different moments) says why where it is shown
-    with tarfile.open(CAPTURE) as src, tarfile.open(tmp_path / "below.tar", "w") as out:
-        for m in src:
-            data = src.extractfile(m).read() if m.isfile() else None
-            if m.name.endswith("meminfo"):
-                data = re.sub(rb"(?m)^AnonPages:\s+\d+", b"AnonPages:  0", data)
-                m.size = len(data)
-            out.addfile(m, io.BytesIO(data) if data is not None else None)
-    write_page("-S", tmp_path / "below.tar", path=str(tmp_path / "below.html"))
+    write_page("-S", capture_without_anon(tmp_path / "below.tar"), path=str(tmp_path / "below.html"))
     _open_file(browser, str(tmp_path / "below.html"))
     tips = browser.execute_script("return [...document.querySelectorAll('#legend .item')].map((b) => b.title)")
     below = [t for t in tips if t.startswith("anon of processes not read: -")]
@@ -308,6 +299,11 @@ def test_a_recordings_charts_say_their_unit_leave_out_empty_areas_and_stack_on_a
     try:
         widths = browser.execute_script("return ['time-lines', 'time-areas'].map((id) => document.getElementById(id).clientWidth)")
         assert all(width >= 300 for width in widths), widths
+        # the processes' legend below its plot, not beside it; the areas' left to the page's own
+        _wait(browser, "return !document.querySelector('#time-areas .legend')")
+        plot, legend = browser.execute_script("""const c = document.getElementById('time-lines');
+            return [c.querySelector('.nsewdrag'), c.querySelector('.legend')].map((e) => e.getBoundingClientRect().toJSON())""")
+        assert legend["top"] >= plot["bottom"] and plot["width"] >= 0.75 * widths[0], (plot, legend)
     finally:
         browser.set_window_size(1400, 1200)
     _no_requests_and_no_errors(browser)

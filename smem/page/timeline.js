@@ -4,6 +4,10 @@
    at every frame, and a slider over the frames whose whole documents are embedded: moving it
    renders that instant.  Names reach plotly escaped (plotlyText), the label by textContent. */
 
+/* A screen narrow enough that the charts' legends go below them (stacked from 900 px, each
+   chart still has too little room for a legend beside it here). */
+const NARROW = window.matchMedia("(max-width: 640px)");
+
 function timeAxis(frames) { return frames.map((f) => new Date(f.time * 1000)); }
 
 /* The unit of a chart whose largest figure is ``most`` KiB: GiB from 10 GiB (plotly wrote 20000
@@ -15,17 +19,23 @@ function drawTimeCharts(summary, at, colors) {
   const inUnit = (unit) => (v) => (v === null || v === undefined ? null : v / unit);
   const marker = {type: "line", xref: "x", yref: "paper", x0: x[at], x1: x[at], y0: 0, y1: 1,
                   line: {color: "#c92a2a", width: 1, dash: "dot"}};
-  const layout = (title, unit) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
-                               height: 260, shapes: [marker], yaxis: {title: {text: unit}},
+  // (on a phone a legend beside the plot took half its width: the processes' goes below it, and
+  // the areas', as long as the page's own legend above with the same colours, is left to it)
+  const narrow = NARROW.matches;
+  const layout = (title, unit, below) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
+                               height: narrow && below ? 380 : 260, shapes: [marker], yaxis: {title: {text: unit}},
                                // (few ticks, and room for them: a recording of seconds crowded and cut them)
                                xaxis: {nticks: 6, automargin: true},
-                               legend: {font: {size: 11}}, hovermode: "x unified"});
+                               showlegend: !narrow || below,
+                               legend: narrow ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
+                                              : {font: {size: 11}},
+                               hovermode: "x unified"});
   const largest = (series) => Math.max(0, ...series.flat().filter((v) => v !== null && v !== undefined));
   const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),
     name: plotlyText(`${p.pid} ${p.name ?? ""}`), hovertemplate: `%{y:.1f} ${lineUnit}<extra>` + plotlyText(String(p.pid)) + "</extra>"}));
-  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest processes", lineUnit),
+  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest processes", lineUnit, true),
                {displayModeBar: false, responsive: true});
   // (stacked: the unit of their sum at the fullest frame)
   const [areaUnit, areaKib] = chartUnit(largest([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]));
@@ -33,7 +43,7 @@ function drawTimeCharts(summary, at, colors) {
     type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
     hovertemplate: `%{y:.1f} ${areaUnit}`,
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
-  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down", areaUnit),
+  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down", areaUnit, false),
                {displayModeBar: false, responsive: true});
 }
 
@@ -51,6 +61,7 @@ function startTimeline(timeline) {
     if (state.data !== data) render(data);
   };
   slider.addEventListener("input", () => show(Number(slider.value)));
+  NARROW.addEventListener("change", () => show(Number(slider.value)));
   document.getElementById("time-note").textContent =
     `${summary.frames.length} frames; the slider stops at those whose whole tables are embedded.`;
   show(stops.length - 1);
