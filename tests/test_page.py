@@ -300,10 +300,11 @@ def test_a_recordings_charts_say_their_unit_leave_out_empty_areas_and_stack_on_a
         widths = browser.execute_script("return ['time-lines', 'time-areas'].map((id) => document.getElementById(id).clientWidth)")
         assert all(width >= 300 for width in widths), widths
         # the processes' legend below its plot, not beside it; the areas' left to the page's own
-        _wait(browser, "return !document.querySelector('#time-areas .legend')")
-        plot, legend = browser.execute_script("""const c = document.getElementById('time-lines');
-            return [c.querySelector('.nsewdrag'), c.querySelector('.legend')].map((e) => e.getBoundingClientRect().toJSON())""")
-        assert legend["top"] >= plot["bottom"] and plot["width"] >= 0.75 * widths[0], (plot, legend)
+        # (plotly draws again once the window's new width is known: waited for)
+        _wait(browser, """const c = document.getElementById('time-lines'), [plot, legend] =
+            [c.querySelector('.nsewdrag'), c.querySelector('.legend')].map((e) => e.getBoundingClientRect());
+            return legend.top >= plot.bottom && plot.width >= 0.75 * c.clientWidth
+                   && !document.querySelector('#time-areas .legend')""")
     finally:
         browser.set_window_size(1400, 1200)
     _no_requests_and_no_errors(browser)
