@@ -106,3 +106,21 @@ def test_a_second_signal_stops_without_the_last_frame_and_leaves_the_recording_w
     smem_in(pid_namespace, "record", "-o", rec, "--count", "1")
     _, after = index_lines(rec)
     assert [f["frame"] for f in after] == numbers + [numbers[-1] + 1] and after[-1]["smaps"]
+
+
+def test_two_signals_while_a_frame_is_indexed_stop_as_two():
+    """SIGINT then SIGTERM while a frame is named in the index (StopSignals.held): the first is
+    raised when that is done, as itself (Ctrl-C's exit status), and the second at the last frame's
+    start, so it drops that frame.  The second overwrote the first: SIGTERM stopped (143), and the
+    last frame was taken as if one signal had come."""
+    from smem.recording.stopping import Stopped, StopSignals
+    with StopSignals() as stop:
+        with pytest.raises(Stopped) as first:
+            with stop.held():
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGTERM)
+        assert first.value.signum == signal.SIGINT and first.value.exit_status == 0
+        with pytest.raises(Stopped) as second:
+            stop.resume()
+        assert second.value.signum == signal.SIGTERM
+        stop.pause()
