@@ -51,6 +51,30 @@ def _reads_back(rec):
     return numbers
 
 
+def test_a_duration_that_ends_while_the_recorder_is_held_up_still_ends_on_a_key_frame(tmp_path, pid_namespace):
+    """A frame (or the wait before the next) that runs past --duration: the frame before was not
+    known as the last, and the run ended on a frame without smaps (a loaded machine, a suspended
+    one, or here SIGSTOP for longer than the duration).  It ends on a key frame taken then."""
+    rec = tmp_path / "rec"
+    proc = smem_process("record", "-o", rec, "--interval", "0.2", "--duration", "2", "--smaps-every", "100000",
+                        namespace=pid_namespace)
+    try:
+        recorder = pid_namespace.command_pid(proc)
+        _wait_frames(rec, proc, 2)  # (the second without smaps, and not the last: 1.8 s are left)
+        os.kill(recorder, signal.SIGSTOP)
+        time.sleep(2.5)
+        for pid in {recorder, proc.pid}:  # (nsenter stops itself when its child stops, until continued)
+            os.kill(pid, signal.SIGCONT)
+        code, lines = _stopped(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert code == 0, lines
+    keys = [f["smaps"] for f in index_lines(rec)[1]]
+    assert keys[0] and keys[-1] and not any(keys[1:-1]), keys
+    _reads_back(rec)
+
+
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 0), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_recording_stopped_by_a_signal_ends_on_a_key_frame_taken_then(tmp_path, pid_namespace, signum, status):
     rec = tmp_path / "rec"
