@@ -216,7 +216,8 @@ def test_absent_values_are_missing_not_zero(capsys, tmp_path):
     code, _, err = smem(capsys, "-c", "swap pss rss", "--bar", "name", "-o", out, source=source)
     assert code == 0
     texts = svg_texts(out)
-    assert "n/a" in texts and any("absent" in t for t in texts)
+    # (a column with no figure on any row is said once, not marked n/a on each: e5409b5's sparse columns)
+    assert {"Swap: no figure on any row", "PSS: no figure on any row"} <= set(texts) and "n/a" not in texts
     # The pie falls back to RSS (no PSS), as the classic report sorts by it.
     out = tmp_path / "pie.svg"
     code, _, err = smem(capsys, "--pie", "name", "-o", out, source=source)
@@ -377,9 +378,10 @@ def test_a_row_with_no_figure_is_marked_na_once():
     draw_bar(figure, data)
     marks = sorted(round(t.get_position()[1], 2) for t in figure.axes[0].texts if t.get_text().strip() == "n/a")
     # (values are per series, then per row) row b (1): once, in its middle; row a (0): Noncache's
-    # and Saved's bars; row c (2): Cache's and Saved's
+    # bar; row c (2): Cache's.  Saved, with no figure on any row, is marked on none
+    # (test_a_column_no_row_has_is_not_marked_na)
     assert marks.count(1.0) == 1 and len([m for m in marks if 0.5 < m < 1.5]) == 1
-    assert len([m for m in marks if m < 0.5]) == 2 and len([m for m in marks if m > 1.5]) == 2
+    assert len([m for m in marks if m < 0.5]) == 1 and len([m for m in marks if m > 1.5]) == 1
 
 
 def test_a_column_few_rows_have_is_not_marked_na_on_the_others(capsys, tmp_path):
@@ -410,3 +412,25 @@ def test_a_column_few_rows_have_is_not_marked_na_on_the_others(capsys, tmp_path)
         values += absent
     assert 0 < marks == expected < values, (marks, expected)
     assert f"{values} absent values not drawn (n/a)" in texts  # (the values: Saved's are not counted)
+
+
+def test_a_column_no_row_has_is_not_marked_na(capsys, tmp_path):
+    """-w --breakdown --bar on a machine without KSM (most): Saved has no figure on any row, and
+    was marked n/a on each of the 21 rows that have others (27 marks); a note says it has none."""
+    out = tmp_path / "bar.svg"
+    code, table, err = smem(capsys, "-w", "--breakdown", "--bar", "area", "-o", out)
+    assert code == 0, err
+    texts = svg_texts(out)
+    assert "Saved: no figure on any row" in texts
+    root = ET.parse(out).getroot()
+    marks = sum("".join(e.itertext()).strip() == "n/a" for e in root.iter() if e.tag.endswith("}text"))
+    code, table, _ = smem(capsys, "-w", "--breakdown", "-F", "csv")
+    rows = list(csv.DictReader(io.StringIO(table)))
+    assert not any(row["saved"] for row in rows)
+    expected = values = 0
+    for row in rows:
+        absent = [row[key] for key in ("used", "cache", "noncache")].count("")
+        expected += 1 if absent == 3 else absent
+        values += absent
+    assert 0 < marks == expected, (marks, expected)
+    assert f"{values} absent values not drawn (n/a)" in texts
