@@ -20,7 +20,8 @@ function drawTimeCharts(summary, at, colors) {
                                // (few ticks, and room for them: a recording of seconds crowded and cut them)
                                xaxis: {nticks: 6, automargin: true},
                                legend: {font: {size: 11}}, hovermode: "x unified"});
-  const largest = (series) => Math.max(0, ...series.flat().filter((v) => v !== null && v !== undefined));
+  // (a loop: Math.max(...figures) of a long recording is a call of a million arguments, which V8 refuses)
+  const largest = (series) => series.reduce((most, values) => values.reduce((m, v) => (v > m ? v : m), most), 0);
   const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),
