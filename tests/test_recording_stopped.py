@@ -116,7 +116,8 @@ def test_a_second_signal_stops_without_the_last_frame_and_leaves_the_recording_w
         os.kill(recorder, signal.SIGSTOP)
         os.kill(recorder, signal.SIGINT)
         os.kill(recorder, signal.SIGTERM)
-        os.kill(recorder, signal.SIGCONT)
+        for pid in {recorder, proc.pid}:  # (nsenter stops itself if it sees its child stopped, until continued)
+            os.kill(pid, signal.SIGCONT)
         code, lines = _stopped(proc)
     finally:
         proc.kill()
