@@ -96,6 +96,7 @@ def _schedule(interval, count, duration):
     suspended, a recorder stopped) that runs past the duration when the frame was not known as
     the last is followed by one more, the last, so that the recording still ends on one."""
     start = next_at = time.monotonic()
+    last = False
     for number in itertools.count(1) if count is None else range(1, count + 1):
         if number > 1:
             time.sleep(max(next_at - time.monotonic(), 0.0))
