@@ -240,10 +240,10 @@ class BarData:
 def sparse_series(values):
     """The series (indexes into ``values``: per series, per row) that have a figure on fewer than
     half the rows that have any: a column most rows have no part in (-w's Saved, on KSM's row
-    only), whose absence is no news on each row.  None where every series would be."""
+    only, or on none without KSM), whose absence is no news on each row.  None of them where
+    every series would be."""
     rows = [i for i in range(len(values[0]) if values else 0) if any(v[i] is not None for v in values)]
-    sparse = {n for n, v in enumerate(values) if len(values) > 1 and sum(v[i] is not None for i in rows) < len(rows) / 2
-              and any(x is not None for x in v)}
+    sparse = {n for n, v in enumerate(values) if len(values) > 1 and sum(v[i] is not None for i in rows) < len(rows) / 2}
     return sparse if len(sparse) < len(values) else set()
 
 
@@ -294,7 +294,8 @@ def bar_data(table, options, snapshot):
     for n in sorted(sparse):
         rows_with = [label for label, v in zip(labels, raw[n]) if v is not None]
         only = ", ".join(rows_with) if len(rows_with) <= 3 else f"{len(rows_with)} of {len(labels)} rows"
-        notes.append(f"{list(series.values())[n][1].header}: drawn only for {only}")
+        header = list(series.values())[n][1].header
+        notes.append(f"{header}: drawn only for {only}" if rows_with else f"{header}: no figure on any row")
     absent = sum(1 for n, values in enumerate(raw) if n not in sparse for v in values if v is None)
     if absent:
         notes.append(f"{absent} absent value{'s' if absent > 1 else ''} not drawn (n/a)")

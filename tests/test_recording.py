@@ -58,8 +58,8 @@ def test_the_last_frame_of_a_count_or_a_duration_keeps_its_smaps(tmp_path, pid_n
         rec = tmp_path / name
         smem_in(pid_namespace, "record", "-o", rec, "--interval", "0.1", "--smaps-every", "100", *until)
         _, frames = index_lines(rec)
-        # (a loaded machine takes fewer frames in the duration, one where its first takes all of it:
-        # the last is still known as such)
+        # (a loaded machine takes fewer frames in the duration; one that runs past it is followed
+        # by a last key frame: test_recording_stopped's held-up recorder)
         keys = [f["smaps"] for f in frames]
         assert len(frames) >= least and keys[0] and keys[-1] and not any(keys[1:-1]), (name, frames)
 

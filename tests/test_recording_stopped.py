@@ -51,6 +51,30 @@ def _reads_back(rec):
     return numbers
 
 
+def test_a_duration_that_ends_while_the_recorder_is_held_up_still_ends_on_a_key_frame(tmp_path, pid_namespace):
+    """A frame (or the wait before the next) that runs past --duration: the frame before was not
+    known as the last, and the run ended on a frame without smaps (a loaded machine, a suspended
+    one, or here SIGSTOP for longer than the duration).  It ends on a key frame taken then."""
+    rec = tmp_path / "rec"
+    proc = smem_process("record", "-o", rec, "--interval", "0.2", "--duration", "2", "--smaps-every", "100000",
+                        namespace=pid_namespace)
+    try:
+        recorder = pid_namespace.command_pid(proc)
+        _wait_frames(rec, proc, 2)  # (the second without smaps, and not the last: 1.8 s are left)
+        os.kill(recorder, signal.SIGSTOP)
+        time.sleep(2.5)
+        for pid in {recorder, proc.pid}:  # (nsenter stops itself when its child stops, until continued)
+            os.kill(pid, signal.SIGCONT)
+        code, lines = _stopped(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert code == 0, lines
+    keys = [f["smaps"] for f in index_lines(rec)[1]]
+    assert keys[0] and keys[-1] and not any(keys[1:-1]), keys
+    _reads_back(rec)
+
+
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 0), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_recording_stopped_by_a_signal_ends_on_a_key_frame_taken_then(tmp_path, pid_namespace, signum, status):
     rec = tmp_path / "rec"
@@ -92,7 +116,8 @@ def test_a_second_signal_stops_without_the_last_frame_and_leaves_the_recording_w
         os.kill(recorder, signal.SIGSTOP)
         os.kill(recorder, signal.SIGINT)
         os.kill(recorder, signal.SIGTERM)
-        os.kill(recorder, signal.SIGCONT)
+        for pid in {recorder, proc.pid}:  # (nsenter stops itself if it sees its child stopped, until continued)
+            os.kill(pid, signal.SIGCONT)
         code, lines = _stopped(proc)
     finally:
         proc.kill()
@@ -106,3 +131,21 @@ def test_a_second_signal_stops_without_the_last_frame_and_leaves_the_recording_w
     smem_in(pid_namespace, "record", "-o", rec, "--count", "1")
     _, after = index_lines(rec)
     assert [f["frame"] for f in after] == numbers + [numbers[-1] + 1] and after[-1]["smaps"]
+
+
+def test_two_signals_while_a_frame_is_indexed_stop_as_two():
+    """SIGINT then SIGTERM while a frame is named in the index (StopSignals.held): the first is
+    raised when that is done, as itself (Ctrl-C's exit status), and the second at the last frame's
+    start, so it drops that frame.  The second overwrote the first: SIGTERM stopped (143), and the
+    last frame was taken as if one signal had come."""
+    from smem.recording.stopping import Stopped, StopSignals
+    with StopSignals() as stop:
+        with pytest.raises(Stopped) as first:
+            with stop.held():
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGTERM)
+        assert first.value.signum == signal.SIGINT and first.value.exit_status == 0
+        with pytest.raises(Stopped) as second:
+            stop.resume()
+        assert second.value.signum == signal.SIGTERM
+        stop.pause()

@@ -66,6 +66,16 @@ def test_breakdown_fits_a_narrow_terminal_with_every_source_whole():
     assert _sources(table[:-1], indent) == _breakdown_sources()
 
 
+def test_breakdown_never_cuts_a_word_of_source():
+    """On 80 columns (the usual terminal) the others left Source 11, and its words were cut
+    ("smaps_roll" "up", "/sys/kernel/dmab" "uf/buffers"): where the room is narrower than its
+    longest word, each row is one line, as in a pipe, with every word whole."""
+    lines = [line for line in _lines("-w", "--breakdown", "-t", env={"COLUMNS": "80"}) if line]
+    table = lines[:lines.index(next(line for line in lines if line.startswith("unexplained:"))) - 2]  # (no totals)
+    assert all(line[:1] != " " for line in table)
+    assert _sources(table, table[0].index("Source")) == _breakdown_sources()
+
+
 def test_breakdown_in_a_pipe_has_one_line_a_row():
     lines = _lines("-w", "--breakdown")
     indent = lines[0].index("Source")

@@ -78,9 +78,13 @@ def render(rendering):
             cells = formatted[i] = ["-" if c is None else c for c in cells]
         shown.append(cells)
     widths = _widths(table.columns, shown, total_cells, sizes, uncut)
-    if not options.autosize and _wrap_room(table.columns[-1], options, widths) is not None:
+    last = table.columns[-1]
+    longest = max((len(word) for cell in shown[-1] for word in str(cell).split()), default=0) if last.wraps else 0
+    if not options.autosize and _wrap_room(last, options, widths, 0) is not None:
         # too wide for the terminal: the others fit their values as with -a, the wrapping column has the rest
-        widths = _widths(table.columns, shown, total_cells, _autosize(table, options, None), uncut)
+        fitted = _widths(table.columns, shown, total_cells, _autosize(table, options, None), uncut)
+        if _wrap_room(last, options, fitted, longest) is not None:
+            widths = fitted
     _flow(table, options, widths)
     for i, column in enumerate(table.columns):
         if column.truncate and column.keep_end and not uncut:  # (the rest are cut by their ``%.Ns``)
@@ -91,9 +95,8 @@ def render(rendering):
         align = "" if column.align == ">" else "-"
         specs.append(f"%{align}{width}.{width}s" if column.truncate else f"%{align}{width}s")
     template = " ".join(specs) + " "
-    last = table.columns[-1]
     padded = table.view.smem15_table and not last.wraps
-    room = _wrap_room(last, options, widths)
+    room = _wrap_room(last, options, widths, longest)
 
     header = template % tuple(c.header for c in table.columns)
     if not padded:
@@ -132,13 +135,15 @@ def _widths(columns, shown, total_cells, sizes, uncut):
     return widths
 
 
-def _wrap_room(last, options, widths):
+def _wrap_room(last, options, widths, longest):
     """The width a wrapping last column wraps at: what the terminal leaves it (at least 10, as
-    -a leaves a command), or None where it fits (or no terminal: a pipe gets whole lines)."""
+    -a leaves a command), or None where it fits (or no terminal: a pipe gets whole lines), or
+    where that is narrower than its ``longest`` word: each row is then one line, as in a pipe
+    (on 80 columns a breakdown's Source had 11, and "smaps_rollup" read "smaps_roll" "up")."""
     if not last.wraps or options.terminal_columns is None:
         return None
     room = max(options.terminal_columns - (sum(widths) - widths[-1]) - len(widths), 10)
-    return room if widths[-1] > room else None
+    return room if longest <= room < widths[-1] else None
 
 
 def _unpadded(line, indent, room):
@@ -149,7 +154,7 @@ def _unpadded(line, indent, room):
         if room is None or len(text) - indent <= room:
             return text
         import textwrap
-        parts = textwrap.wrap(text[indent:], room, break_on_hyphens=False) or [""]
+        parts = textwrap.wrap(text[indent:], room, break_on_hyphens=False, break_long_words=False) or [""]
         return "\n".join([text[:indent] + parts[0]] + [" " * indent + p for p in parts[1:]])
     return unpadded
 

@@ -30,7 +30,8 @@ function drawTimeCharts(summary, at, colors) {
                                legend: narrow ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
                                               : {font: {size: 11}},
                                hovermode: "x unified"});
-  const largest = (series) => Math.max(0, ...series.flat().filter((v) => v !== null && v !== undefined));
+  // (a loop: Math.max(...figures) of a long recording is a call of a million arguments, which V8 refuses)
+  const largest = (series) => series.reduce((most, values) => values.reduce((m, v) => (v > m ? v : m), most), 0);
   const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),

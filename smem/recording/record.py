@@ -92,14 +92,20 @@ def _last_key_frame(writer, stop, first, said):
 def _schedule(interval, count, duration):
     """Yield at each frame's time: now, then every ``interval`` seconds (a slow frame delays the
     next), ``count`` times or until ``duration`` seconds have passed; whether it is the last frame
-    (as far as a schedule knows: a signal may end it sooner)."""
+    (as far as a schedule knows: a signal may end it sooner).  A frame (or a wait: a machine
+    suspended, a recorder stopped) that runs past the duration when the frame was not known as
+    the last is followed by one more, the last, so that the recording still ends on one."""
     start = next_at = time.monotonic()
+    last = False
     for number in itertools.count(1) if count is None else range(1, count + 1):
         if number > 1:
             time.sleep(max(next_at - time.monotonic(), 0.0))
             if duration is not None and time.monotonic() - start >= duration:
+                if not last:
+                    yield True
                 return
-        yield number == count or (duration is not None and next_at + interval - start >= duration)
+        last = number == count or (duration is not None and next_at + interval - start >= duration)
+        yield last
         next_at = max(next_at + interval, time.monotonic())
 
 

@@ -50,7 +50,7 @@ class StopSignals:
         self._received_count = 0
         self._holding = False
         self._paused = False
-        self._pending = None
+        self._pending = []  # (in the order received: two may come while one is held)
         self._before = {}
 
     def __enter__(self):
@@ -71,7 +71,7 @@ class StopSignals:
         if self._received_count > 2:
             return
         if self._holding or self._paused:
-            self._pending = signum
+            self._pending.append(signum)
         else:
             self._raise(signum)
 
@@ -80,13 +80,13 @@ class StopSignals:
         raise Stopped(signum)
 
     def _release(self):
-        if self._pending is not None and not self._paused:
-            pending, self._pending = self._pending, None
-            self._raise(pending)
+        if self._pending and not self._paused:
+            self._raise(self._pending.pop(0))
 
     @contextlib.contextmanager
     def held(self):
-        """A signal received inside is raised once the body is done (not if it raised)."""
+        """Signals received inside are raised once the body is done (not if it raised): the first
+        then, a second at :meth:`resume`, each as the signal it was."""
         self._holding = True
         try:
             yield
@@ -95,7 +95,7 @@ class StopSignals:
         self._release()
 
     def resume(self):
-        """Signals raised again: one received since the last was raised, now."""
+        """Signals raised again: the next received since the last was raised, now."""
         self._paused = False
         self._release()
 

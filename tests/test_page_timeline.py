@@ -1,0 +1,33 @@
+"""A long recording's timeline (smem/page/timeline.js) in a real browser: its charts' scripts
+run on a recording's summary as large as a week of frames, with plotly itself left out (a stub
+takes what it would draw: drawing 10 lines of 100,000 points is not what is tested)."""
+
+from pathlib import Path
+
+import pytest
+
+from page_browser import _blank_when_done, browser  # noqa: F401
+
+pytestmark = pytest.mark.xdist_group("page")
+
+PAGE = Path(__file__).resolve().parent.parent / "smem" / "page"
+
+
+def test_a_long_recordings_charts_are_drawn_in_their_unit(browser):
+    """100,000 frames (11 days at 10 s) of the 10 largest processes: the unit was found with
+    Math.max(...every figure), a call of a million arguments, which V8 refuses ("Maximum call
+    stack size exceeded", from about 150,000): the page of a long recording drew no chart."""
+    script = '"use strict";\n' + "\n".join((PAGE / name).read_text() for name in ("common.js", "timeline.js"))
+    drawn = browser.execute_script("""
+        const drawn = {};
+        const Plotly = {react: (id, traces, layout) => { drawn[id] = [layout.yaxis.title.text, traces.length,
+                                                                       traces[0].y.length, traces[0].y[0]]; }};
+        const draw = new Function("Plotly", "document", arguments[0] + "\\nreturn drawTimeCharts;")(
+            Plotly, {getElementById: (id) => id});
+        const n = 100000, gib = 1 << 20;
+        const summary = {frames: Array.from({length: n}, (_, i) => ({time: 1.8e9 + 10 * i})),
+                         processes: Array.from({length: 10}, (_, p) => ({pid: p + 1, name: "p", pss: Array(n).fill(12 * gib)})),
+                         areas: [{area: "free", used: Array(n).fill(20 * gib)}]};
+        try { draw(summary, n - 1, new Map()); } catch (e) { return String(e); }
+        return drawn;""", script)
+    assert drawn == {"time-lines": ["GiB", 10, 100000, 12], "time-areas": ["GiB", 1, 100000, 20]}, drawn
