@@ -202,6 +202,14 @@ def test_the_host_is_required():
     assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"needs the port" in proc.stderr
 
 
+def test_an_address_not_of_this_machine_is_one_plain_line():
+    """Python's bind error read "... (while attempting to bind on address ('192.0.2.1', 5555))"."""
+    for command in (["capture", "--listen", "192.0.2.1:5555"], ["-S", "tcp://192.0.2.1:5555"]):
+        proc = run_smem(*command)
+        assert proc.returncode == 1 and proc.stderr.decode().splitlines() == [
+            "smem: cannot listen on 192.0.2.1:5555: Cannot assign requested address"], proc.stderr
+
+
 def test_timeout_only_with_tcp():
     proc = run_smem("capture", "--timeout", "3")
     assert proc.returncode == 2 and b"use it with --listen" in proc.stderr

@@ -73,8 +73,9 @@ class Listener:
             self._socket = socket.create_server((host, port), family=family, backlog=8)
         except socket.gaierror as e:
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror}") from None
-        except OSError as e:
-            raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror or e}") from None
+        except OSError as e:  # (create_server's strerror ends "(while attempting to bind on address (...))")
+            reason = (e.strerror or str(e)).split(" (while attempting to bind")[0]
+            raise SourceError(f"cannot listen on {_endpoint((host, port))}: {reason}") from None
         bound = self._socket.getsockname()
         self.address = _endpoint(bound)
         if said is not None:
