@@ -124,7 +124,8 @@ def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
     for value, says in (("yesterday", f"{option} takes a frame number"),
                         (str(last + 1), f"{option} {last + 1}: the recording has no frame {last + 1}"),
                         ("2001-01-01T00:00", f"{option} 2001-01-01T00:00: before the recording's first frame"),
-                        ("+1x", f"{option} takes a duration above 0")):
+                        ("+1x", f"{option} takes a duration above 0"),
+                        ("+0", f"{option} takes a duration above 0: seconds, or 90s, 10m, 2h, 1d (not '+0')")):
         proc = run_smem("diff", rec, option, value)
         lines = proc.stderr.decode().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"smem: {says}"), lines

@@ -211,7 +211,7 @@ class Recording:
         """(seconds since the epoch, the span it names): a time to the minute names that minute, so
         16:05 takes a frame of 16:05:40."""
         if text[:1] in "+-" and len(text) > 1:
-            seconds = parse_duration(text[1:], option)
+            seconds = parse_duration(text[1:], option, shown=at)
             return (self.frames[0].time + seconds if text[0] == "+" else self.frames[-1].time - seconds), 0.0
         clock = re.search(r"\d{1,2}:\d{2}(:\d{2}(\.\d*)?)?", text)
         within = 0.0 if clock is None or clock[2] else 1.0 if clock[1] else 60.0
@@ -234,12 +234,14 @@ class Recording:
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_duration(text, option):
-    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` (or ``1.5h``) as seconds above 0."""
+def parse_duration(text, option, shown=None):
+    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` (or ``1.5h``) as seconds above 0; an error quotes
+    ``shown`` (what was typed: ``+0`` for --at's ``0``), else ``text``."""
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text.strip())
     seconds = float(match[1]) * _UNITS[match[2] or "s"] if match else 0
     if not 0 < seconds < 1e9:
-        raise UsageError(f"{option} takes a duration above 0: seconds, or 90s, 10m, 2h, 1d (not {text[:40]!r})")
+        typed = text if shown is None else shown
+        raise UsageError(f"{option} takes a duration above 0: seconds, or 90s, 10m, 2h, 1d (not {typed[:40]!r})")
     return seconds
 
 
