@@ -56,6 +56,15 @@ def _endpoint(address):
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _wildcard(host):
+    """Whether ``host`` is 0.0.0.0 or ::, which a target cannot connect to by that name."""
+    import ipaddress
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
 class Listener:
     """A listening socket taking captures one connection at a time (a context manager).
 
@@ -79,7 +88,9 @@ class Listener:
         bound = self._socket.getsockname()
         self.address = _endpoint(bound)
         if said is not None:
-            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | nc {bound[0]} {bound[1]})")
+            target = (f"nc ADDRESS {bound[1]}, ADDRESS one of this machine's that it reaches" if _wildcard(bound[0])
+                      else f"nc {bound[0]} {bound[1]}")
+            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | {target})")
 
     def __enter__(self):
         return self
