@@ -177,10 +177,11 @@ class SharedCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         collection = self.latest()
         for family in collection.families:
-            gauge = GaugeMetricFamily(family.name, family.help, labels=family.label_names, unit=family.unit)
+            kind = CounterMetricFamily if family.type == "counter" else GaugeMetricFamily
+            metric = kind(family.name, family.help, labels=family.label_names, unit=family.unit)
             for values, value in family.samples:
-                gauge.add_metric(values, value)
-            yield gauge
+                metric.add_metric(values, value)
+            yield metric
         yield CounterMetricFamily("smem_collections", "reads of the source since smem serve started "
                                   "(scrapes within --min-interval share one)", value=self.collections)
         yield CounterMetricFamily("smem_collection_errors", "reads of the source that failed as a whole",
