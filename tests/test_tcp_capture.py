@@ -225,6 +225,20 @@ def test_listening_everywhere_names_no_wildcard_for_the_target_to_dial(tmp_path)
     assert not (tmp_path / "x.tgz").exists()
 
 
+def test_a_report_waiting_on_tcp_says_where(tmp_path):
+    """``smem -S tcp://HOST:PORT`` waited without a word, as if hung; capture --listen said where."""
+    port = free_port()
+    proc = smem_process("-S", f"tcp://127.0.0.1:{port}", "-u", "--timeout", "60")
+    try:
+        assert proc.stderr.readline().decode() == (f"smem: listening on 127.0.0.1:{port} for a capture (on the "
+                                                   f"target: sh smemcap.sh | nc 127.0.0.1 {port})\n")
+        with socket.create_connection(("127.0.0.1", port)):
+            pass
+        assert proc.wait(60) == 1 and b"without sending a capture" in proc.stderr.read()
+    finally:
+        proc.kill()
+
+
 def test_timeout_only_with_tcp():
     proc = run_smem("capture", "--timeout", "3")
     assert proc.returncode == 2 and b"use it with --listen" in proc.stderr
