@@ -136,6 +136,7 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_o
     source = open_source(None if spec == LIVE else spec, per_mapping=every_mapping or needs.split or needs.devices,
                          every_mapping=every_mapping, streamed=not exact, timeout=query.timeout, at=at,
                          at_option=at_option)
+    warnings.extend(source.notes)
     fold = view.reads.fold(needs) if view.reads.fold is not None and not exact else None
     working_set = None
     if query.wss_seconds is not None and spec is None:
@@ -159,6 +160,7 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_o
             shared = _attribute_shared_memory(reading, reading.source, warnings)
         if view.reads.processes:
             warnings.extend(_estimated(reading.source, exact))
+        source.machine()  # (its facts kept: a directory's capture-info cannot be read once it is closed)
     finally:
         source.close()
     snapshot = Snapshot(reading, Derived(sizing, accounting, shared, sharing, working_set))
@@ -206,6 +208,8 @@ def run_report(request: ReportRequest) -> Result:
         snapshot, said = read_snapshot(request, the_plan, spec, at, at_option=option)
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
+    if len(snapshots) > 1:
+        warnings.extend(_backwards(*snapshots))
     # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
     if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
         warnings.extend(pids_not_found(request.query, snapshot))
@@ -221,6 +225,16 @@ def run_report(request: ReportRequest) -> Result:
     text = render(Rendering(table, table_options, snapshot, companions, old_snapshot=old))
     said = table.recommendation is not None and not FORMATS[table_options.format].carries_recommendation
     return Result(text, warnings, (str(table.recommendation),) if said else ())
+
+
+def _backwards(old, new):
+    """smem diff's warning where NEW was taken before OLD (the arguments swapped, a recording's
+    --from after its --to): every change would read backwards in time."""
+    before, after = old.source.machine(), new.source.machine()
+    if before.epoch is None or after.epoch is None or after.epoch >= before.epoch:
+        return []
+    return [f"NEW ({after.time or after.epoch}) was taken before OLD ({before.time or before.epoch}): each change "
+            "is from the later to the earlier"]
 
 
 def pids_not_found(query, snapshot):

@@ -76,6 +76,7 @@ class Collection:
     warnings: List[str] = field(default_factory=list)
     error: Optional[str] = None
     oldest_age: float = 0.0          # seconds since the oldest figure was read, at ``finished``
+    taken: Optional[int] = None      # the source's own time (a capture's, a recording frame's): Unix time
     reread: int = 0                  # processes whose rollup it read (the rest were kept)
     reasons: dict = field(default_factory=dict)  # how many of them for each reason
 
@@ -144,6 +145,7 @@ class SharedCollector:
         try:
             snapshot, warnings = read_snapshot(self.request, self.plan, load=self.refresher.load)
             earlier, self._previous = self._previous, snapshot
+            taken = snapshot.source.machine().epoch
             tables = companion_tables(self.plan, snapshot, self.request.system, earlier)
             if self.top:
                 largest = _largest(self.plan.view, snapshot, earlier, self.top)
@@ -159,7 +161,7 @@ class SharedCollector:
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
                           oldest_age=self.refresher.oldest_age(), reread=self.refresher.reread,
-                          reasons=dict(self.refresher.reasons))
+                          reasons=dict(self.refresher.reasons), taken=taken)
 
     def say(self, collection):
         """The warnings and error of ``collection`` that the one before did not have: a daemon's log
@@ -175,10 +177,11 @@ class SharedCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         collection = self.latest()
         for family in collection.families:
-            gauge = GaugeMetricFamily(family.name, family.help, labels=family.label_names, unit=family.unit)
+            kind = CounterMetricFamily if family.type == "counter" else GaugeMetricFamily
+            metric = kind(family.name, family.help, labels=family.label_names, unit=family.unit)
             for values, value in family.samples:
-                gauge.add_metric(values, value)
-            yield gauge
+                metric.add_metric(values, value)
+            yield metric
         yield CounterMetricFamily("smem_collections", "reads of the source since smem serve started "
                                   "(scrapes within --min-interval share one)", value=self.collections)
         yield CounterMetricFamily("smem_collection_errors", "reads of the source that failed as a whole",
@@ -207,6 +210,11 @@ class SharedCollector:
             for reason, count in sorted(collection.reasons.items()):
                 reasons.add_metric([reason], count)
             yield reasons
+            if collection.taken is not None:  # a recording whose recorder died is served still: its age shows here
+                yield GaugeMetricFamily("smem_source_timestamp_seconds", "when the source's figures were taken "
+                                        "(Unix time): a capture's or a recording frame's time, which -S serves "
+                                        "however old; this machine's: the collection's", value=collection.taken,
+                                        unit="seconds")
             yield GaugeMetricFamily("smem_oldest_figure_age_seconds",
                                     "how old the oldest figure of the latest collection was when it ended (under "
                                     "--max-staleness; add the time since smem_collection_timestamp_seconds for "
@@ -214,8 +222,14 @@ class SharedCollector:
 
 
 def _registry(collector, own_process):
+    """A registry of ``collector``, whose families are known only once collected: without
+    ``support_collectors_without_names`` (a newer prometheus_client's), ``/metrics?name[]=...`` would
+    answer an empty page."""
     from prometheus_client import CollectorRegistry, ProcessCollector
-    registry = CollectorRegistry(auto_describe=False)
+    try:
+        registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
+    except TypeError:  # (an older one: name[] answers nothing, as it did)
+        registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     if own_process:  # smem's own CPU and memory: process_*, as every Prometheus client exports
         ProcessCollector(registry=registry)
@@ -274,9 +288,13 @@ def serve_http(query, options, announce, warn, page_app=None):
 
 def write_textfiles(query, options, warn):
     """Write options.textfile/smem.prom every options.interval seconds, options.count times
-    (until SIGTERM or Ctrl-C when None); how many of the reads failed.  A failed read writes
-    nothing: the last good file stays (node_exporter's node_textfile_mtime_seconds shows its
-    age) rather than being replaced by one without a figure of the machine's."""
+    (until SIGTERM or Ctrl-C when None); how many of the reads and writes failed with a count
+    (for cron), 0 without (stopped as asked: each failure was a warning already).  A failed read
+    writes nothing: the last good file stays (node_exporter's node_textfile_mtime_seconds shows
+    its age) rather than being replaced by one without a figure of the machine's.  A write that
+    fails after a good one (the disk full a while) is a warning, tried again at the next
+    interval, as a failed read is: an exporter left running for weeks outlives it.  The first
+    write failing is an error: a directory it could never write."""
     require("prometheus_client", "smem serve --textfile")
     from prometheus_client import generate_latest
     directory = options.textfile
@@ -290,16 +308,27 @@ def write_textfiles(query, options, warn):
     registry = _registry(collector, own_process=False)  # node_exporter has process_* of its own
     path = os.path.join(directory, TEXTFILE_NAME)
     written = 0
+    good, unwritten, said = False, 0, None
     with _stopped_by_signals():
         next_at = time.monotonic()
         while True:
             failed_before = collector.errors
             text = generate_latest(registry)
             if collector.errors == failed_before:  # a failed read leaves the last good file (its mtime ages)
-                replace_file(path, text, mode=0o644)
+                try:
+                    replace_file(path, text, mode=0o644)
+                    good, said = True, None
+                except OutputError as e:
+                    if not good:
+                        raise
+                    unwritten += 1
+                    if str(e) != said:  # (once, not at every interval while the disk stays full)
+                        warn(f"{e}; {TEXTFILE_NAME} keeps the last figures written, tried again in "
+                             f"{options.interval:g} s")
+                        said = str(e)
             written += 1
             if options.count is not None and written >= options.count:
                 break
             next_at += options.interval
             time.sleep(max(0.0, next_at - time.monotonic()))
-    return collector.errors
+    return collector.errors + unwritten if options.count is not None else 0

@@ -185,6 +185,10 @@ def serve(*, textfile, listen, interval, count, source, **_):
     if source == "-":
         raise UsageError("smem serve reads its source again at every collection: -S - (standard input) "
                          "cannot be read twice; name a capture file or directory")
+    if source is not None and source.startswith("tcp://"):  # (each scrape would wait for a target's push)
+        raise UsageError("smem serve reads its source again at every collection: -S tcp:// would wait for a "
+                         "target's push at every scrape; record the target (smem record --listen HOST:PORT -o DIR) "
+                         "and serve the recording's last frame (smem serve -S DIR)")
 
 
 def html(*, force, output, source, old, **_):

@@ -151,3 +151,20 @@ def test_openmetrics_of_a_diff_parses_as_openmetrics(view):
     text = run_smem("diff", CAPTURE, quirks, *view, "-F", "openmetrics", check=True).stdout.decode()
     names = [f.name for f in parser.text_string_to_metric_families(text)]
     assert names and all(re.fullmatch(r"smem_[a-z]+_diff_[a-z0-9_]+", n) for n in names), names
+
+
+def test_new_taken_before_old_is_said(tmp_path):
+    """OLD and NEW swapped (or a recording's --from after its --to): the changes read backwards,
+    which a warning says; in order, nothing is said."""
+    early, late = _tree(tmp_path, "early"), _tree(tmp_path, "late")
+    info = (late / "capture-info").read_text()
+    (late / "capture-info").write_text(info.replace("time=2026-12-03T08:05:18Z", "time=2026-12-03T09:05:18Z")
+                                       .replace("epoch=1796285118", "epoch=1796288718"))
+    # (a directory's capture-info was read after it was closed: JSON's source had no time, nothing to compare)
+    assert json.loads(run_smem("-S", late, "-F", "json", check=True).stdout)["source"]["epoch"] == 1796288718
+    in_order = run_smem("diff", early, late, "-u")
+    assert in_order.returncode == 0 and in_order.stderr == b"", in_order.stderr
+    swapped = run_smem("diff", late, early, "-u")
+    assert swapped.returncode == 0 and swapped.stderr.decode().splitlines() == [
+        "smem: warning: NEW (2026-12-03T08:05:18Z) was taken before OLD (2026-12-03T09:05:18Z): each change is "
+        "from the later to the earlier"]

@@ -111,7 +111,8 @@ def test_the_cgroup_view_has_each_cgroups_pressure(tree):
 def test_openmetrics_gauges(tree):
     text = run_smem("-S", str(tree), "-F", "openmetrics").stdout.decode()
     assert 'smem_memory_pressure_ratio{kind="full",window="avg10"} 0.8655' in text
-    assert 'smem_memory_pressure_stall_seconds{kind="some"} 8917.50484' in text
+    assert 'smem_memory_pressure_stall_seconds_total{kind="some"} 8917.50484' in text
+    assert "# TYPE smem_memory_pressure_stall_seconds counter" in text  # (a total since boot: rate() takes it)
 
 
 def test_a_capture_carries_the_pressure_files(tree):
@@ -140,7 +141,7 @@ def test_smem_serve_exports_the_pressure_and_gpu_gauges(tree, tmp_path):
                 samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
         if source == tree:
             assert samples["smem_memory_pressure_ratio"][(("kind", "some"), ("window", "avg60"))] == 0.9937
-            assert samples["smem_memory_pressure_stall_seconds"][(("kind", "full"),)] == 8171.112563
+            assert samples["smem_memory_pressure_stall_seconds_total"][(("kind", "full"),)] == 8171.112563
         else:
             assert "smem_memory_pressure_ratio" not in samples  # a tree without PSI: no gauge, not 0
             gpu = {dict(k)["pid"]: v for k, v in samples["smem_process_gpu_bytes"].items()}

@@ -116,6 +116,34 @@ def test_at_reads_the_frame_asked_for(grown):
         f"({local.isoformat(timespec='seconds')}, {first.strftime('%Y-%m-%dT%H:%M:%SZ')})"]
 
 
+def test_a_frame_far_older_than_the_time_asked_is_shown_with_a_warning(grown, tmp_path):
+    """--at after the recording's end, or in a gap while the recorder was stopped, showed the frame
+    before it without a word: an hour-old figure read as the one asked for."""
+    rec = grown[0]
+    frames = index_lines(rec)[1]
+    quiet = run_smem("-S", rec, "--at", datetime.datetime.fromtimestamp(frames[-1]["time"]).isoformat(), "-u")
+    assert quiet.returncode == 0 and quiet.stderr == b"", quiet.stderr
+    late = run_smem("-S", rec, "--at", "+1h", "-u")
+    assert late.returncode == 0 and late.stdout == quiet.stdout
+    lines = late.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"smem: warning: --at +1h: the recording's last frame, frame {frames[-1]['frame']} ("), lines
+    assert lines[0].endswith("older: it is shown") and " is 59m " in lines[0], lines  # (an hour less its length)
+    # a recorder stopped two hours after frame 2 and resumed: a time in the gap is frame 2's, said so
+    gap = tmp_path / "gap"
+    subprocess.run(["cp", "-a", rec, gap], check=True)
+    header, entries = (gap / "index.jsonl").read_text().splitlines(True)[0], index_lines(gap)[1]
+    for entry in entries[2:]:
+        entry["time"] += 7200
+    (gap / "index.jsonl").write_text(header + "".join(json.dumps(e) + "\n" for e in entries))
+    asked = datetime.datetime.fromtimestamp(entries[1]["time"] + 3600).isoformat()
+    proc = run_smem("diff", gap, "--from", "1", "--to", asked, "-u")
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 0 and len(lines) == 1, lines
+    assert lines[0].startswith(f"smem: warning: --to {asked}: the frame before it, frame 2 (") and \
+        lines[0].endswith("is 1h older: it is shown (the recording has none in between)"), lines
+
+
 @pytest.mark.parametrize("option", ["--from", "--to"])
 def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
     """smem diff's --from and --to take --at's words; an error named --at, which diff has not."""
@@ -124,7 +152,8 @@ def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
     for value, says in (("yesterday", f"{option} takes a frame number"),
                         (str(last + 1), f"{option} {last + 1}: the recording has no frame {last + 1}"),
                         ("2001-01-01T00:00", f"{option} 2001-01-01T00:00: before the recording's first frame"),
-                        ("+1x", f"{option} takes a duration above 0")):
+                        ("+1x", f"{option} takes a duration above 0"),
+                        ("+0", f"{option} takes a duration above 0: seconds, or 90s, 10m, 2h, 1d (not '+0')")):
         proc = run_smem("diff", rec, option, value)
         lines = proc.stderr.decode().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"smem: {says}"), lines

@@ -7,6 +7,7 @@ import io
 import os
 import signal
 import socket
+import subprocess
 import tarfile
 import time
 
@@ -51,6 +52,26 @@ def test_resuming_a_recording_whose_directories_are_files_is_one_line(tmp_path, 
     proc = run_smem("record", "-o", rec, "--count", "1")
     assert proc.returncode == 1 and proc.stderr.decode().splitlines() == [
         f"smem: cannot resume {rec}: {what}: File exists"], proc.stderr
+
+
+def test_resuming_a_recording_on_a_read_only_disk_is_one_line(tmp_path, pid_namespace):
+    """Its index opened for appending failed: a traceback, where a new one's directory was a line."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", disk], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        smem_in(pid_namespace, "record", "-o", tmp_path / "rec", "--count", "1")
+        rec = disk / "rec"  # (copied: the namespace's mounts are not ours)
+        subprocess.run(["cp", "-a", tmp_path / "rec", rec], check=True)
+        subprocess.run(["mount", "-o", "remount,ro", disk], check=True)
+        for where in (rec, disk / "new"):
+            proc = run_smem("record", "-o", where, "--count", "1")
+            assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
+            assert proc.stderr.decode().endswith(": Read-only file system\n"), proc.stderr
+        assert len(index_lines(rec)[1]) == 1
+    finally:
+        subprocess.run(["umount", "-l", disk])
 
 
 @pytest.mark.parametrize("at", ["a member's end", "inside a member"])

@@ -202,6 +202,43 @@ def test_the_host_is_required():
     assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"needs the port" in proc.stderr
 
 
+def test_an_address_not_of_this_machine_is_one_plain_line():
+    """Python's bind error read "... (while attempting to bind on address ('192.0.2.1', 5555))"."""
+    for command in (["capture", "--listen", "192.0.2.1:5555"], ["-S", "tcp://192.0.2.1:5555"]):
+        proc = run_smem(*command)
+        assert proc.returncode == 1 and proc.stderr.decode().splitlines() == [
+            "smem: cannot listen on 192.0.2.1:5555: Cannot assign requested address"], proc.stderr
+
+
+def test_listening_everywhere_names_no_wildcard_for_the_target_to_dial(tmp_path):
+    """``nc 0.0.0.0 PORT`` on the target dials the target itself: the line asks for an address."""
+    proc = smem_process("capture", "--listen", "0.0.0.0:0", "-o", tmp_path / "x.tgz", "--timeout", "60")
+    try:
+        line = proc.stderr.readline().decode()
+        port = int(line.split("listening on 0.0.0.0:")[1].split()[0])
+        assert f"| nc ADDRESS {port}, ADDRESS one of this machine's" in line and "nc 0.0.0.0" not in line, line
+        with socket.create_connection(("127.0.0.1", port)):
+            pass  # (nothing sent: the one line that ends it)
+        assert proc.wait(60) == 1 and b"without sending a capture" in proc.stderr.read()
+    finally:
+        proc.kill()
+    assert not (tmp_path / "x.tgz").exists()
+
+
+def test_a_report_waiting_on_tcp_says_where(tmp_path):
+    """``smem -S tcp://HOST:PORT`` waited without a word, as if hung; capture --listen said where."""
+    port = free_port()
+    proc = smem_process("-S", f"tcp://127.0.0.1:{port}", "-u", "--timeout", "60")
+    try:
+        assert proc.stderr.readline().decode() == (f"smem: listening on 127.0.0.1:{port} for a capture (on the "
+                                                   f"target: sh smemcap.sh | nc 127.0.0.1 {port})\n")
+        with socket.create_connection(("127.0.0.1", port)):
+            pass
+        assert proc.wait(60) == 1 and b"without sending a capture" in proc.stderr.read()
+    finally:
+        proc.kill()
+
+
 def test_timeout_only_with_tcp():
     proc = run_smem("capture", "--timeout", "3")
     assert proc.returncode == 2 and b"use it with --listen" in proc.stderr

@@ -8,8 +8,10 @@ same name in both.  Names follow Prometheus's advice
 base units with their suffix (``smem_user_pss_bytes``: amounts are KiB in
 smem and bytes here), and a count named after what it counts
 (``smem_user_processes``, never a ``_count`` suffix, which Prometheus reserves
-for histograms and summaries).  Every family is a gauge: a process's memory
-goes up and down.
+for histograms and summaries).  Every family is a gauge (a process's memory
+goes up and down) but the kernel's running totals since boot, which are
+counters (``smem_memory_pressure_stall_seconds_total``: ``rate()`` takes them,
+and a reboot is a counter reset to Prometheus).
 
 A row's labels are the view's ``labels`` (pid, user, name; user; area ...),
 as valid UTF-8 with control characters written ``\\xNN`` (formats.cells);
@@ -34,6 +36,8 @@ class Family:
     label_names: Tuple[str, ...]
     #: (label values, value) per row that has one
     samples: List[Tuple[Tuple[str, ...], float]]
+    #: "gauge", or "counter" (the name without its _total, which each sample's name adds)
+    type: str = "gauge"
 
 
 def families(table):
@@ -65,7 +69,8 @@ def _metric_name(text):
 def pressure_families(pressure):
     """The machine's memory pressure (memory_pressure.MemoryPressure) as two families:
     ``smem_memory_pressure_ratio{kind, window}`` (avg10/60/300 as 0-1) and
-    ``smem_memory_pressure_stall_seconds{kind}`` (the stall time since boot); none without PSI."""
+    ``smem_memory_pressure_stall_seconds_total{kind}`` (the stall time since boot, a counter); none
+    without PSI."""
     if pressure is None or not pressure.system:
         return []
     from ..parsers.pressure import WINDOWS
@@ -79,7 +84,7 @@ def pressure_families(pressure):
                    "(/proc/pressure/memory: some = at least one task, full = all at once)", "",
                    ("kind", "window"), ratios),
             Family("smem_memory_pressure_stall_seconds", "time tasks stalled on memory since boot "
-                   "(/proc/pressure/memory total)", "seconds", ("kind",), stalls)]
+                   "(/proc/pressure/memory total)", "seconds", ("kind",), stalls, "counter")]
 
 
 def recommendation_families(recommendation):

@@ -1,4 +1,5 @@
-"""OpenMetrics (the Prometheus text exposition), in bytes: one gauge family per amount column.
+"""OpenMetrics (the Prometheus text exposition), in bytes: one gauge family per amount column
+(and counters for the kernel's totals since boot, their samples named ``_total``).
 
 A scrape of the process view carries the per-user and whole-system gauges
 too (the view's ``metrics_companions``, built from the same snapshot), so
@@ -24,12 +25,13 @@ def render(rendering):
     every += recommendation_families(rendering.table.recommendation)
     for family in every + pressure_families(getattr(rendering.snapshot, "pressure", None)):
         name = family.name
-        lines.append(f"# TYPE {name} gauge")
+        lines.append(f"# TYPE {name} {family.type}")
         if family.unit:
             lines.append(f"# UNIT {name} {family.unit}")
         lines.append(f"# HELP {name} {family.help}")
+        sample = name + ("_total" if family.type == "counter" else "")
         for values, value in family.samples:
             label = ",".join(f'{k}="{_label_value(v)}"' for k, v in zip(family.label_names, values))
-            lines.append(f"{name}{{{label}}} {value}" if label else f"{name} {value}")
+            lines.append(f"{sample}{{{label}}} {value}" if label else f"{sample} {value}")
     lines.append("# EOF")
     return "\n".join(lines) + "\n"

@@ -55,6 +55,9 @@ class RecordingWriter:
                 raise OutputError(f"refusing to record into {path}: another smem record is writing it") from None
         try:
             self.resumed = self._start()
+        except OSError as e:  # (a read-only or full disk, a directory we may not write): one line
+            self.close()
+            raise OutputError(f"cannot record into {path}: {e.strerror or e}") from None
         except BaseException:
             self.close()
             raise

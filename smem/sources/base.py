@@ -130,6 +130,10 @@ class Source(abc.ABC):
     #: Short human description, e.g. "live system" or "capture foo.tgz".
     description = ""
 
+    #: What the report's reader should be told of the data chosen (warnings): a recording's frame
+    #: far older than the time --at asked for.
+    notes = ()
+
     def user_name(self, uid):
         """The user name for ``uid`` on the source's machine, or None if unknown (shown as the uid)."""
         return None

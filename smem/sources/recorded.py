@@ -104,6 +104,7 @@ class Recording:
             os.close(self._dir)
             raise
         self._anchors = {}
+        self.note = None  # what choose() has to say of the frame it chose (a warning), or None
 
     def close(self):
         if self._dir is not None:
@@ -188,6 +189,7 @@ class Recording:
         ``+DURATION`` after the first frame or ``-DURATION`` before the last): the last frame taken at
         or before that time; the last frame without ``at``.  ``option``: the option that gave ``at``
         (smem diff's --from and --to take the same words), which an error names."""
+        self.note = None
         if not self.frames:
             raise CaptureError(f"{self.path}: the recording has no frame yet")
         if at is None or at == "last":
@@ -205,13 +207,27 @@ class Recording:
         chosen = [e for e in self.frames if (e.time < when + within if within else e.time <= when)]
         if not chosen:
             raise UsageError(f"{option} {at}: before the recording's first frame ({self.frames[0].local_and_utc})")
+        self.note = self._far_before(chosen[-1], when, at, option)
         return chosen[-1]
+
+    def _far_before(self, entry, when, at, option):
+        """The warning for a frame ``entry`` chosen for the time ``when`` that is much older (after the
+        recording's end, or in a gap while it was stopped): more than a minute and two of its usual
+        spacings.  None where it is near."""
+        times = sorted(b.time - a.time for a, b in zip(self.frames, self.frames[1:]))
+        usual = times[len(times) // 2] if times else 0.0
+        older = when - entry.time
+        if older <= max(60.0, 2 * usual):
+            return None
+        where = "the recording's last frame" if entry is self.frames[-1] else "the frame before it"
+        return (f"{option} {at}: {where}, frame {entry.number} ({entry.local_and_utc}), is {_span(older)} older: "
+                "it is shown" + ("" if entry is self.frames[-1] else " (the recording has none in between)"))
 
     def _time_of(self, text, at, option):
         """(seconds since the epoch, the span it names): a time to the minute names that minute, so
         16:05 takes a frame of 16:05:40."""
         if text[:1] in "+-" and len(text) > 1:
-            seconds = parse_duration(text[1:], option)
+            seconds = parse_duration(text[1:], option, shown=at)
             return (self.frames[0].time + seconds if text[0] == "+" else self.frames[-1].time - seconds), 0.0
         clock = re.search(r"\d{1,2}:\d{2}(:\d{2}(\.\d*)?)?", text)
         within = 0.0 if clock is None or clock[2] else 1.0 if clock[1] else 60.0
@@ -234,12 +250,24 @@ class Recording:
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_duration(text, option):
-    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` (or ``1.5h``) as seconds above 0."""
+def _span(seconds):
+    """``3d 4h``, ``2h 5m``, ``7m 30s``, ``45s``: the two largest units of a duration."""
+    parts, left = [], int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size or (unit == "s" and not parts):
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return " ".join(parts[:2])
+
+
+def parse_duration(text, option, shown=None):
+    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` (or ``1.5h``) as seconds above 0; an error quotes
+    ``shown`` (what was typed: ``+0`` for --at's ``0``), else ``text``."""
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text.strip())
     seconds = float(match[1]) * _UNITS[match[2] or "s"] if match else 0
     if not 0 < seconds < 1e9:
-        raise UsageError(f"{option} takes a duration above 0: seconds, or 90s, 10m, 2h, 1d (not {text[:40]!r})")
+        typed = text if shown is None else shown
+        raise UsageError(f"{option} takes a duration above 0: seconds, or 90s, 10m, 2h, 1d (not {typed[:40]!r})")
     return seconds
 
 
@@ -301,6 +329,7 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
     every_mapping = per_mapping if every_mapping is None else every_mapping
     with Recording(path) as recording:
         entry = recording.choose(at, option)
+        note = recording.note
         name = f"recording {path} frame {entry.number}"
         data = None
         if per_mapping and not entry.smaps:
@@ -315,4 +344,5 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
             data = recording.frame_bytes(entry)
     source = (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)
     source.description = f"{name}, {entry.timestamp}"
+    source.notes = (note,) if note else ()
     return source

@@ -16,6 +16,7 @@ a capture, and anyone on the path can read one (README.md says when to use ssh i
 
 import os
 import socket
+import sys
 import tempfile
 import time
 
@@ -56,6 +57,15 @@ def _endpoint(address):
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _wildcard(host):
+    """Whether ``host`` is 0.0.0.0 or ::, which a target cannot connect to by that name."""
+    import ipaddress
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
 class Listener:
     """A listening socket taking captures one connection at a time (a context manager).
 
@@ -73,12 +83,15 @@ class Listener:
             self._socket = socket.create_server((host, port), family=family, backlog=8)
         except socket.gaierror as e:
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror}") from None
-        except OSError as e:
-            raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror or e}") from None
+        except OSError as e:  # (create_server's strerror ends "(while attempting to bind on address (...))")
+            reason = (e.strerror or str(e)).split(" (while attempting to bind")[0]
+            raise SourceError(f"cannot listen on {_endpoint((host, port))}: {reason}") from None
         bound = self._socket.getsockname()
         self.address = _endpoint(bound)
         if said is not None:
-            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | nc {bound[0]} {bound[1]})")
+            target = (f"nc ADDRESS {bound[1]}, ADDRESS one of this machine's that it reaches" if _wildcard(bound[0])
+                      else f"nc {bound[0]} {bound[1]}")
+            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | {target})")
 
     def __enter__(self):
         return self
@@ -163,6 +176,10 @@ def _reopened(spool):
     return os.fdopen(os.dup(spool.fileno()), "rb")
 
 
+def _said(line):
+    print(f"smem: {line}", file=sys.stderr, flush=True)
+
+
 def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False):
     """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file."""
     from .archive import ArchiveSource
@@ -172,6 +189,6 @@ def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=Fal
     if address[1] == 0:  # (any free port, which a report names nowhere: no target could find it)
         raise UsageError("-S tcp:// needs the port the target sends to (0 is any free port, named nowhere); "
                          "smem capture --listen HOST:0 says the one it takes")
-    with Listener(address, timeout) as listener:
+    with Listener(address, timeout, said=_said) as listener:  # (a wait said, not a silent hang)
         spool, name = listener.receive()
     return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping)

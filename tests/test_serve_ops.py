@@ -1,0 +1,156 @@
+"""smem serve as an exporter left running for weeks: a real server on a free port of 127.0.0.1 (or
+the textfile writer on a disk of its own), asked what a person or a tool asks it over time."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import FIXTURES, TESTS, run_smem, run_smem_process
+
+parser = pytest.importorskip("prometheus_client.parser")
+
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+
+
+def _serve(*args):
+    """``smem serve ARGS`` as a process, its standard error a pipe."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.Popen([sys.executable, "-m", "smem", "serve", *map(str, args)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=TESTS.parent, env=env)
+
+
+def _line(proc, seconds=60):
+    """The next line ``proc`` writes on standard error ('' if none comes within ``seconds``)."""
+    ready, _, _ = select.select([proc.stderr], [], [], seconds)
+    return proc.stderr.readline().decode() if ready else ""
+
+
+def _stop(proc):
+    """SIGTERM: its exit status and the rest of its standard error."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        status = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return status, proc.stderr.read().decode()
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return response.read().decode()
+
+
+def _names(text):
+    return {sample.name for family in parser.text_string_to_metric_families(text) for sample in family.samples}
+
+
+def test_name_filters_answer_the_families_asked_for_and_the_source_time_is_exported():
+    """``/metrics?name[]=`` (prometheus_client's filter) answered an empty page: smem's families are
+    known only once collected.  And a served capture says when it was taken, not only when it was
+    read: a recording whose recorder died is served still, and only its time shows it."""
+    proc = _serve("-S", CAPTURE, "--listen", "127.0.0.1:0", "--top", "3")
+    try:
+        line = _line(proc)
+        assert "serving http://" in line, line
+        base = line.split("serving ")[1].strip().rsplit("/", 1)[0]
+        whole = _get(base + "/metrics")
+        asked = _get(base + "/metrics?name[]=smem_user_pss_bytes&name[]=smem_collections_total")
+        assert _names(asked) == {"smem_user_pss_bytes", "smem_collections_total"}
+        assert {line for line in asked.splitlines() if line.startswith("smem_user_pss_bytes{")} == \
+            {line for line in whole.splitlines() if line.startswith("smem_user_pss_bytes{")}
+    finally:
+        status, stderr = _stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
+    taken = [line for line in whole.splitlines() if line.startswith("smem_source_timestamp_seconds ")]
+    epoch = [line for line in run_smem("-S", CAPTURE, "-F", "json", check=True).stdout.decode().splitlines()
+             if '"epoch"' in line]
+    assert len(taken) == 1 and len(epoch) == 1
+    assert float(taken[0].split()[1]) == float(epoch[0].split(":")[1].strip(" ,"))
+    assert float(taken[0].split()[1]) < time.time() - 86400  # (the capture's day, not the scrape's)
+
+
+def test_serving_a_tcp_source_is_refused_with_what_to_do_instead():
+    # (a process with a timeout: it waited for a push before serving, and then at every scrape)
+    proc = run_smem_process("serve", "-S", "tcp://127.0.0.1:5555", "--listen", "127.0.0.1:0")
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert "smem record --listen" in lines[0] and "smem serve -S DIR" in lines[0]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs of its own (mount(8)), unmounted after."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)])
+
+
+def _written(path, other_than=None, seconds=60):
+    """``path``'s inode once it exists (and is not ``other_than``): the textfile is renamed into place."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            inode = os.stat(path).st_ino
+        except FileNotFoundError:
+            inode = None
+        if inode is not None and inode != other_than:
+            return inode
+        time.sleep(0.05)
+    pytest.fail(f"{path} was not written")
+
+
+def _fill(disk):
+    """Fill ``disk`` to its last byte, twice a little apart: the writer may have been holding a
+    temporary file the first time, whose room it gave back."""
+    with open(disk / "filler", "ab") as filler:
+        for _ in range(2):
+            try:
+                while True:
+                    filler.write(bytes(1 << 16))
+                    filler.flush()
+            except OSError:
+                pass
+            time.sleep(0.5)
+
+
+def test_a_textfile_writer_outlives_a_disk_that_fills_for_a_while(small_disk):
+    """The disk full after a good write: one warning (not one per interval), the last file kept
+    whole, and writing again once there is room; it ran on and stops with 0 when asked."""
+    prom = small_disk / "smem.prom"
+    proc = _serve("-S", CAPTURE, "--textfile", small_disk, "--interval", "0.2")
+    try:
+        _written(prom)
+        _fill(small_disk)
+        warning = _line(proc)
+        assert warning.startswith("smem: warning: cannot write") and "No space left on device" in warning, warning
+        kept = (prom.stat().st_ino, prom.read_bytes())
+        time.sleep(1)  # (five intervals, each failing)
+        assert proc.poll() is None  # (it was exit 1 at the first full disk)
+        assert (prom.stat().st_ino, prom.read_bytes()) == kept
+        assert sorted(os.listdir(small_disk)) == ["filler", "smem.prom"]  # no temporary file left
+        (small_disk / "filler").unlink()
+        _written(prom, other_than=kept[0])
+    finally:
+        status, stderr = _stop(proc)
+    assert status == 0 and stderr == "", stderr  # the warning said once, however many intervals it lasted
+    assert _names(prom.read_text()) >= {"smem_user_pss_bytes", "smem_collections_total"}
+
+
+def test_a_textfile_directory_never_written_is_an_error_at_once(small_disk):
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    proc = run_smem("serve", "-S", CAPTURE, "--textfile", small_disk, "--interval", "0.2")
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 1 and lines == [f"smem: cannot write {small_disk}/smem.prom: Read-only file system"]
