@@ -1,10 +1,15 @@
 """smem serve's HTTP front: which paths answer what (/metrics, the page), which Host headers the
 page answers (DNS rebinding), and the threading WSGI server.  HEAD is answered as GET without
-the body (RFC 9110, 9.3.2), which prometheus_client's app refuses with 405."""
+the body (RFC 9110, 9.3.2), which prometheus_client's app refuses with 405.
+
+Each connection holds a thread, so what a client can hold is bounded: MAX_CONNECTIONS at once
+(one more is answered 503 at once and closed), IDLE_TIMEOUT of silence, REQUEST_TIMEOUT for the
+whole request (a client trickling a header a byte at a time), SEND_TIMEOUT for the answer."""
 
 import socket
 import socketserver
 import sys
+import threading
 
 from .errors import SmemError, UsageError
 
@@ -87,6 +92,11 @@ def _head(app, environ, start_response):
 
 #: seconds a connection may send nothing before it is closed
 IDLE_TIMEOUT = 30.0
+#: seconds a connection has to send its whole request (IDLE_TIMEOUT bounds one silence only)
+REQUEST_TIMEOUT = 60.0
+#: connections answered at once, each in a thread of its own; one more is a 503 (Prometheus
+#: scrapes one at a time, a browser opens a few)
+MAX_CONNECTIONS = 64
 #: seconds the whole answer may take to be read: a socket's timeout bounds all of one sendall
 #: (socket(2) in Python 3.5+), and the page is megabytes, which a slow link takes minutes over
 SEND_TIMEOUT = 600.0
@@ -104,6 +114,28 @@ def make_server(host, port, app):
     class Server(socketserver.ThreadingMixIn, WSGIServer):
         address_family = family
         daemon_threads = True
+
+        def server_activate(self):
+            super().server_activate()
+            self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+        def process_request(self, request, client_address):
+            """A thread for the connection, or with MAX_CONNECTIONS served already a 503, closed."""
+            if not self._slots.acquire(blocking=False):
+                _busy(request)
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self._slots.release()
+                raise
+
+        def process_request_thread(self, request, client_address):
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self._slots.release()
 
         def handle_error(self, request, client_address):
             """A client that went silent or away is not smem's error: no traceback on stderr."""
@@ -123,6 +155,24 @@ def make_server(host, port, app):
     class QuietHandler(WSGIRequestHandler):
         timeout = IDLE_TIMEOUT  # (each connection holds a thread: one that never sends is let go)
 
+        def setup(self):
+            super().setup()
+            # (a request not read whole by then is cut: its blocked read returns, the thread ends)
+            self._cut = threading.Timer(REQUEST_TIMEOUT, self._give_up)
+            self._cut.daemon = True
+            self._cut.start()
+
+        def _give_up(self):
+            self.cut_off = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def finish(self):
+            self._cut.cancel()
+            super().finish()
+
         def handle(self):
             """One request, as wsgiref's handler takes it, answered by :class:`Answer`."""
             self.raw_requestline = self.rfile.readline(65537)
@@ -139,6 +189,10 @@ def make_server(host, port, app):
         def parse_request(self):
             """The request read (within IDLE_TIMEOUT); its answer may take SEND_TIMEOUT to be read."""
             parsed = super().parse_request()
+            self._cut.cancel()
+            if getattr(self, "cut_off", False):  # (what was read by then is no request: no answer)
+                self.close_connection = True
+                return False
             if parsed:
                 self.connection.settimeout(SEND_TIMEOUT)
             return parsed
@@ -152,6 +206,23 @@ def make_server(host, port, app):
         raise SmemError(f"cannot listen on {address_text(host, port)}: {e.strerror or e}") from None
     server.set_app(app)
     return server
+
+
+def _busy(connection):
+    """A 503 sent on a connection over MAX_CONNECTIONS, before its request is read (what it has
+    sent already is read first: closing on unread bytes resets the connection, 503 and all)."""
+    body = b"smem serve: too many connections at once; try again\n"
+    try:
+        connection.recv(65536, socket.MSG_DONTWAIT)
+    except OSError:
+        pass
+    try:
+        connection.settimeout(1.0)
+        connection.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                           b"Retry-After: 5\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+                           % (len(body), body))
+    except OSError:
+        pass
 
 
 def address_text(host, port):

@@ -71,3 +71,62 @@ def test_an_answer_that_fails_is_a_500_and_one_line(capfd):
             status = e.code
     assert status == 500
     assert capfd.readouterr().err.splitlines() == ["smem: serve: answering '/metrics': RuntimeError: 'no figures'"]
+
+
+def test_connections_over_the_most_at_once_are_a_503_and_the_rest_still_answer(monkeypatch, capfd):
+    """Each connection holds a thread: thousands of idle ones (from anyone who can reach a
+    --listen of 0.0.0.0) were thousands of threads.  Past MAX_CONNECTIONS one is answered 503 at
+    once; a slot let go serves the next."""
+    monkeypatch.setattr(http_app, "MAX_CONNECTIONS", 3)
+    def ok(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+    with _serving(ok) as address:
+        url = f"http://{address[0]}:{address[1]}/metrics"
+        held = [socket.create_connection(address) for _ in range(3)]
+        try:
+            time.sleep(0.2)  # (each taken by its thread)
+            try:
+                urllib.request.urlopen(url, timeout=30)
+                status = 200
+            except urllib.error.HTTPError as e:
+                status, body = e.code, e.read()
+            assert status == 503 and b"too many connections" in body
+        finally:
+            for connection in held:
+                connection.close()
+        deadline = time.monotonic() + 30
+        while True:  # (the held ones' threads end as their close is read)
+            try:
+                with urllib.request.urlopen(url, timeout=30) as answer:
+                    assert answer.read() == b"ok"
+                break
+            except urllib.error.HTTPError as e:
+                assert e.code == 503 and time.monotonic() < deadline
+                time.sleep(0.05)
+    assert capfd.readouterr().err == ""
+
+
+def test_a_request_trickled_a_byte_at_a_time_is_cut_off(monkeypatch, capfd):
+    """IDLE_TIMEOUT bounds one silence: a header sent a byte every few seconds held a thread for
+    good.  The whole request has REQUEST_TIMEOUT."""
+    monkeypatch.setattr(http_app, "REQUEST_TIMEOUT", 0.5)
+    with _serving(lambda environ, start: []) as address, socket.create_connection(address) as slow:
+        slow.sendall(b"GET /metrics HTTP/1.1\r\n")
+        started = time.monotonic()
+        closed = False
+        while time.monotonic() - started < 10 and not closed:
+            try:
+                slow.sendall(b"X")
+            except OSError:  # (reset by the server's close)
+                closed = True
+                break
+            slow.settimeout(0.2)
+            try:
+                closed = slow.recv(4096) == b""
+            except socket.timeout:
+                pass
+            except OSError:
+                closed = True
+        assert closed and time.monotonic() - started < 5
+    assert capfd.readouterr().err == ""
