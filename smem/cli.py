@@ -304,8 +304,8 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
 @serve_options
 @selection_options
 @click.option("-S", "--source", metavar="SOURCE", type=PATH,
-              help="Read a capture, a directory or ssh://host instead of this machine's /proc, again at "
-                   "every collection.")
+              help="Read a capture, a directory, ssh://host or a recording (its last frame) instead of this "
+                   "machine's /proc, again at every collection.")
 def serve(**o):
     """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
     --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), with smem's own figures

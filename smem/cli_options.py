@@ -177,7 +177,9 @@ html_options = bundle(
                  help="Write the page to FILE (- for standard output)."),
     output_options("page smem html wrote"),
     click.option("-S", "--source", metavar="SOURCE", type=PATH,
-                 help="Data source: a capture, a directory or ssh://[user@]host[:port] (default: this machine)."),
+                 help="Data source: a capture, a directory, ssh://[user@]host[:port], tcp://HOST:PORT (one capture "
+                      "a target pushes) or a recording (smem record: its frames over time, with a slider) "
+                      "(default: this machine)."),
     click.option("--compare", "old", metavar="OLD", type=PATH,
                  help="Show the change from OLD (as smem diff takes it) to the source."),
     click.option("--top-mappings", type=click.IntRange(min=1), default=12, show_default=True, metavar="N",
