@@ -183,6 +183,9 @@ def test_the_table_sorted_by_pss_or_its_change_shows_it_without_scrolling_sidewa
     try:
         _open_file(browser, pages["hostile"][0])  # (a long command line and cgroup)
         assert max(browser.execute_script(BEYOND_VIEW, "uss", "pss")) <= 0
+        # the sharing panel, under the tables here, is brought into view by a row selected
+        browser.execute_script("document.querySelector('#table tbody tr').click()")
+        assert browser.execute_script("return document.getElementById('sharing').getBoundingClientRect().top < innerHeight")
     finally:
         browser.set_window_size(1400, 1200)
     _no_requests_and_no_errors(browser)

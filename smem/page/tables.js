@@ -183,11 +183,12 @@ function selectRow(r, tr) {
   for (const old of document.querySelectorAll("#table tr.selected")) old.classList.remove("selected");
   tr.classList.add("selected");
   const t = state.table;
-  if (t === "mapping") { showMapping(state.data.maps.names.indexOf(r.map), r); return; }
+  if (t === "mapping") { showMapping(state.data.maps.names.indexOf(r.map), r); revealSharing(); return; }
   if (t === "system") { selectArea(r); return; }
   if (t === "process") {
     const n = state.index.get("process:" + r.pid);  // (a gone one has no box: nothing to zoom to)
     if (n && total(n) > 0) zoomTo(n); else showProcess(r);
+    revealSharing();
     return;
   }
   if (state.grouping !== t) setGrouping(t);
@@ -196,6 +197,13 @@ function selectRow(r, tr) {
 }
 
 // ------------------------------------------------------------------ who shares what
+
+/* What a selected process or mapping is shows in the sharing panel: below the tables on a
+   screen under 1500 px, where a click on a row seemed to do nothing, it is scrolled to. */
+function revealSharing() {
+  const panel = document.getElementById("sharing"), box = panel.getBoundingClientRect();
+  if (box.top >= window.innerHeight - 40) panel.scrollIntoView({block: "nearest"});
+}
 
 function shareTable(headers, rows) {
   const head = el("tr");
