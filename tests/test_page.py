@@ -6,20 +6,18 @@ without a browser, is test_page_documents.py.  One browser serves the module (pa
 
 import json
 import shlex
-import signal
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import TESTS, run_smem
+from conftest import run_smem
 from page_browser import (_blank_when_done, _click_box, _no_requests_and_no_errors, _open, _open_file, _texts,  # noqa: F401
                           _wait, browser)
 from page_documents import (CAPTURE, CAPTURES, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER,
                             capture_without_anon, embedded, write_page)
 from page_recordings import recorded_growth
+from serve_process import serving, stop
 import hostile_inputs as hc
 
 pytest.importorskip("plotly")
@@ -344,19 +342,6 @@ def _kernel_splits_rollup():
 # a page of another site than the files gets a renderer process of its own, and the files' renderer (with the
 # plotly.js it compiled) ends when the tab leaves it
 
-def _serve(*args):
-    import select
-    proc = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--listen", "127.0.0.1:0", *map(str, args)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=TESTS.parent)
-    ready, _, _ = select.select([proc.stderr], [], [], 60)
-    line = proc.stderr.readline().decode() if ready else ""
-    if "serving http://" not in line:
-        proc.kill()
-        pytest.fail(f"smem serve did not start: {line!r}")
-    return proc, line.split("serving ")[1].strip().rsplit("/", 1)[0]
-
-
 def _request(url, host=None, method="GET"):
     request = urllib.request.Request(url, method=method, headers={"Host": host} if host else {})
     try:
@@ -369,7 +354,7 @@ def _request(url, host=None, method="GET"):
 def test_smem_serve_answers_the_page_to_its_own_address_only_and_refreshes_it(browser):
     prometheus_client = pytest.importorskip("prometheus_client")
     assert prometheus_client
-    proc, base = _serve("-S", CAPTURE, "--min-interval", "1")
+    proc, base = serving("-S", CAPTURE, "--min-interval", "1")
     try:
         port = base.rsplit(":", 1)[1]
         status, body = _request(base + "/")
@@ -388,8 +373,7 @@ def test_smem_serve_answers_the_page_to_its_own_address_only_and_refreshes_it(br
         _wait(browser, "return document.getElementById('status').textContent.includes('read at')", timeout=60)
         _no_requests_and_no_errors_but_data(browser)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop(proc)
 
 
 def _no_requests_and_no_errors_but_data(browser):

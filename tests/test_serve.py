@@ -4,37 +4,20 @@
 import gzip
 import json
 import os
-import select
-import signal
 import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem
+from conftest import FIXTURES, run_smem
+from serve_process import serving, stop
 
 parser = pytest.importorskip("prometheus_client.parser")
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 AMOUNTS = ("swap", "swappss", "uss", "pss", "rss")
-
-
-def _start(*args):
-    """smem serve ARGS on a free port; (process, base URL) once it says where it listens."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--listen", "127.0.0.1:0", *map(str, args)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=TESTS.parent, env=env)
-    ready, _, _ = select.select([proc.stderr], [], [], 60)
-    line = proc.stderr.readline().decode() if ready else ""
-    if "serving http://" not in line:
-        proc.kill()
-        pytest.fail(f"smem serve did not start: {line!r} {proc.stderr.read() if not ready else b''}")
-    return proc, line.split("serving ")[1].strip().rsplit("/", 1)[0]
 
 
 def _get(url):
@@ -58,7 +41,7 @@ def _table(*args):
 
 
 def test_scrapes_share_one_collection_and_match_the_reports():
-    proc, base = _start("-S", CAPTURE, "--top", "5", "--min-interval", "600")
+    proc, base = serving("-S", CAPTURE, "--top", "5", "--min-interval", "600")
     try:
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(_get, [base + "/metrics"] * 8))
@@ -112,15 +95,9 @@ def test_scrapes_share_one_collection_and_match_the_reports():
         # a later scrape within --min-interval is the same collection
         assert _samples(_get(base + "/metrics")[1])["smem_collections_total"] == {(): 1.0}
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            status = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        stderr = proc.stderr.read()
+        status, stderr = stop(proc)
     assert status == 0, stderr  # stopped as asked: not an error
-    assert b"Traceback" not in stderr
+    assert "Traceback" not in stderr
 
 
 def test_textfile_is_replaced_whole_and_names_what_openmetrics_names(tmp_path):

@@ -2,44 +2,18 @@
 the textfile writer on a disk of its own), asked what a person or a tool asks it over time."""
 
 import os
-import select
-import signal
 import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem, run_smem_process
+from conftest import FIXTURES, run_smem, run_smem_process
+from serve_process import next_line, start_serve, stop
 
 parser = pytest.importorskip("prometheus_client.parser")
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
-
-
-def _serve(*args):
-    """``smem serve ARGS`` as a process, its standard error a pipe."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    return subprocess.Popen([sys.executable, "-m", "smem", "serve", *map(str, args)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=TESTS.parent, env=env)
-
-
-def _line(proc, seconds=60):
-    """The next line ``proc`` writes on standard error ('' if none comes within ``seconds``)."""
-    ready, _, _ = select.select([proc.stderr], [], [], seconds)
-    return proc.stderr.readline().decode() if ready else ""
-
-
-def _stop(proc):
-    """SIGTERM: its exit status and the rest of its standard error."""
-    proc.send_signal(signal.SIGTERM)
-    try:
-        status = proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
-    return status, proc.stderr.read().decode()
 
 
 def _get(url):
@@ -55,9 +29,9 @@ def test_name_filters_answer_the_families_asked_for_and_the_source_time_is_expor
     """``/metrics?name[]=`` (prometheus_client's filter) answered an empty page: smem's families are
     known only once collected.  And a served capture says when it was taken, not only when it was
     read: a recording whose recorder died is served still, and only its time shows it."""
-    proc = _serve("-S", CAPTURE, "--listen", "127.0.0.1:0", "--top", "3")
+    proc = start_serve("-S", CAPTURE, "--listen", "127.0.0.1:0", "--top", "3")
     try:
-        line = _line(proc)
+        line = next_line(proc)
         assert "serving http://" in line, line
         base = line.split("serving ")[1].strip().rsplit("/", 1)[0]
         whole = _get(base + "/metrics")
@@ -66,7 +40,7 @@ def test_name_filters_answer_the_families_asked_for_and_the_source_time_is_expor
         assert {line for line in asked.splitlines() if line.startswith("smem_user_pss_bytes{")} == \
             {line for line in whole.splitlines() if line.startswith("smem_user_pss_bytes{")}
     finally:
-        status, stderr = _stop(proc)
+        status, stderr = stop(proc)
     assert status == 0 and "Traceback" not in stderr, stderr
     taken = [line for line in whole.splitlines() if line.startswith("smem_source_timestamp_seconds ")]
     epoch = [line for line in run_smem("-S", CAPTURE, "-F", "json", check=True).stdout.decode().splitlines()
@@ -130,11 +104,11 @@ def test_a_textfile_writer_outlives_a_disk_that_fills_for_a_while(small_disk):
     """The disk full after a good write: one warning (not one per interval), the last file kept
     whole, and writing again once there is room; it ran on and stops with 0 when asked."""
     prom = small_disk / "smem.prom"
-    proc = _serve("-S", CAPTURE, "--textfile", small_disk, "--interval", "0.2")
+    proc = start_serve("-S", CAPTURE, "--textfile", small_disk, "--interval", "0.2")
     try:
         _written(prom)
         _fill(small_disk)
-        warning = _line(proc)
+        warning = next_line(proc)
         assert warning.startswith("smem: warning: cannot write") and "No space left on device" in warning, warning
         kept = (prom.stat().st_ino, prom.read_bytes())
         time.sleep(1)  # (five intervals, each failing)
@@ -144,7 +118,7 @@ def test_a_textfile_writer_outlives_a_disk_that_fills_for_a_while(small_disk):
         (small_disk / "filler").unlink()
         _written(prom, other_than=kept[0])
     finally:
-        status, stderr = _stop(proc)
+        status, stderr = stop(proc)
     assert status == 0 and stderr == "", stderr  # the warning said once, however many intervals it lasted
     assert _names(prom.read_text()) >= {"smem_user_pss_bytes", "smem_collections_total"}
 
