@@ -43,3 +43,26 @@ def test_a_capture_on_stdin_too():
     command = run_smem_process("-S", "-", "-w", input=data)
     assert command.returncode == 0 and command.stdout
     assert command.stdout == run_smem("-S", "-", "-w", input=data).stdout
+
+
+#: Python that delivers a real SIGINT to itself as the command line's module starts to import,
+#: then starts smem as its console script does
+INTERRUPTED_START = """import os, signal, sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "smem.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+sys.meta_path.insert(0, Interrupt())
+from smem.entry_point import main
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_while_smem_starts_is_exit_130_and_nothing_else():
+    """A Ctrl-C in the tenth of a second smem takes to import printed Python's traceback; it is
+    exit 130 and nothing on stderr, as it is once the command runs."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_START, "--version"], capture_output=True,
+                          stdin=subprocess.DEVNULL, cwd=FIXTURES.parent.parent, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (130, b"", b"")
