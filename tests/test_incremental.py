@@ -271,23 +271,22 @@ def test_max_staleness_0_reads_everything():
 
 def test_serve_keeps_what_did_not_move_and_says_how_old_it_is():
     parser = pytest.importorskip('prometheus_client.parser')
-    from test_serve import _get, _start
+    from serve_process import serving, stop
+    from test_serve import _get
 
     def scrape(base):
         families = parser.text_string_to_metric_families(_get(base + '/metrics')[1])
         return {s.name: s.value for f in families for s in f.samples if not s.labels or s.name.endswith('pss_bytes')}
 
     with obedient_process() as a:
-        proc, base = _start('--pid', a.pid, '--min-interval', '0', '--max-staleness', '3600', '--top', '1')
+        proc, base = serving('--pid', a.pid, '--min-interval', '0', '--max-staleness', '3600', '--top', '1')
         try:
             scrape(base)
             idle = scrape(base)
             a.grow(4096)
             grown = scrape(base)
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-            proc.stderr.close()
+            stop(proc)
             proc.stdout.close()
     assert idle['smem_collection_reread_processes'] == 0
     assert grown['smem_collection_reread_processes'] == 1
