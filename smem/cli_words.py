@@ -71,8 +71,20 @@ class SmemCommand(click.Command):
             self._refuse_stray(ctx, stray)
 
     def _refuse_stray(self, ctx, stray):
+        self._refuse_option_taken_as_value(ctx)
         raise click.UsageError(f"unexpected argument {stray[0]!r}: {ctx.command_path} takes "
                                f"{_arguments(self) or 'options only'}", ctx)
+
+
+    def _refuse_option_taken_as_value(self, ctx):
+        """An option whose value was forgotten takes the next option as it ("--bar -o x.png": bar
+        is "-o"), and the stray word left ("x.png") is not what was wrong: say the option's."""
+        names = {o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts)}
+        for param in self.get_params(ctx):
+            value = ctx.params.get(param.name)
+            if isinstance(param, click.Option) and isinstance(value, str) and value in names:
+                raise click.UsageError(f"{param.opts[-1]} takes {param.metavar or 'a value'}: "
+                                       f"not the option {value}", ctx)
 
 
 class DefaultGroup(click.Group):

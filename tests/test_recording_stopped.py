@@ -149,3 +149,30 @@ def test_two_signals_while_a_frame_is_indexed_stop_as_two():
             stop.resume()
         assert second.value.signum == signal.SIGTERM
         stop.pause()
+
+
+def test_a_sigint_ignored_when_the_recorder_started_stays_ignored_and_sigterm_stops_it(tmp_path, pid_namespace):
+    """nohup, or a script's ``smem record ... &`` (a shell without job control), starts the recorder
+    with SIGINT ignored: it stays ignored, as in any program, so ``kill -INT`` of such a recorder
+    does nothing (the README says so: it looked like a hang), and SIGTERM stops it as usual."""
+    rec = tmp_path / "rec"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc, recorder = _recorder(rec, pid_namespace)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    try:
+        with open(f"/proc/{recorder}/status") as status:  # (the premise: nsenter passed SIG_IGN on)
+            ignored = int(next(line for line in status if line.startswith("SigIgn:")).split()[1], 16)
+        assert ignored & (1 << (signal.SIGINT - 1))
+        frames = _wait_frames(rec, proc, 2)
+        os.kill(recorder, signal.SIGINT)
+        _wait_frames(rec, proc, frames + 3)  # (still recording)
+        os.kill(recorder, signal.SIGTERM)
+        code, lines = _stopped(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert code == 128 + signal.SIGTERM, lines
+    assert lines[-1].startswith("smem: stopped by SIGTERM: frame "), lines
+    assert not any("SIGINT" in line for line in lines), lines

@@ -106,6 +106,10 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
     # an optional value (--recommend [PCT]) does not take what looks like an option: click read -5 as one
     (["-w", "--recommend", "-5"], "smem: no such option -5: a negative number is no option, and no option "
                                   "takes one (see 'smem --help')"),
+    # a FIELD forgotten: --bar took -o as its field, and the stray file name was not what was wrong
+    (["-w", "--breakdown", "--bar", "-o", "x.png"], "smem: --bar takes FIELD: not the option -o "
+                                                    "(see 'smem --help')"),
+    (["-S", "x", "--at", "-u", "x"], "smem: --at takes TIME: not the option -u (see 'smem --help')"),
 ])
 def test_click_errors_are_in_smems_words(args, line):
     """One style: click's own messages (Missing argument 'OLD'., Got unexpected extra argument)
