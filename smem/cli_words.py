@@ -75,7 +75,6 @@ class SmemCommand(click.Command):
         raise click.UsageError(f"unexpected argument {stray[0]!r}: {ctx.command_path} takes "
                                f"{_arguments(self) or 'options only'}", ctx)
 
-
     def _refuse_option_taken_as_value(self, ctx):
         """An option whose value was forgotten takes the next option as it ("--bar -o x.png": bar
         is "-o"), and the stray word left ("x.png") is not what was wrong: say the option's."""
