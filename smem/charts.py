@@ -79,7 +79,7 @@ def draw_pie(figure, data):
     explode = [0.05 if kind == "unused" else 0 for kind in data.kinds]
     # 11 x 7 inches, taller by what the notes' lines need under the pie's box beyond its margin
     notes = _note_lines(data.notes)
-    left, bottom, width, height = PIE_BOX[0] * 11, PIE_BOX[1] * 7, PIE_BOX[2] * 11, PIE_BOX[3] * 7
+    bottom, width, height = PIE_BOX[1] * 7, PIE_BOX[2] * 11, PIE_BOX[3] * 7
     taller = max((NOTE_POINTS * len(notes) + 8) / 72 - bottom, 0) if notes else 0
     figure.set_size_inches(11, 7 + taller)
     box = (PIE_BOX[0], (bottom + taller) / (7 + taller), PIE_BOX[2], height / (7 + taller))
