@@ -27,15 +27,13 @@ function setMeasure(m) { if (state.measure !== m) { state.measure = m; rebuild()
 function setGrouping(g) { state.grouping = g; rebuild(); }
 
 function drawControls() {
-  const unavailable = unavailableMeasures();
-  if (unavailable[state.measure]) state.measure = "pss";  // (a live reading after swapoff)
-  choice("measure", "Weight", MEASURES, state.measure, setMeasure, unavailable);
+  choice("measure", "Weight", MEASURES, state.measure, setMeasure, unavailableMeasures());
   choice("grouping", "Group", GROUPINGS, state.grouping, setGrouping);
   choice("layout", "Layout", LAYOUTS, state.layout, (l) => { state.layout = l; drawControls(); drawChart(); });
 }
 
 function rebuild() {
-  if (unavailableMeasures()[state.measure]) state.measure = "pss";
+  if (unavailableMeasures()[state.measure]) state.measure = "pss";  // (a live reading after swapoff)
   state.tree = buildTree(state.data);
   if (!state.started) {  // free memory dwarfs the rest: start at the processes (MemTotal is one click up)
     state.started = true;
