@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from .app import companion_tables, plan, read_snapshot, readings
+from .cpu_seconds import CpuSeconds
 from .errors import OutputError, SmemError
 from .extras import require
 from .formats.families import families, pressure_families
@@ -119,6 +120,7 @@ class SharedCollector:
         self.top = options.top
         self.min_interval = options.min_interval
         self.refresher = Refresher(options.max_staleness)
+        self.cpu_seconds = CpuSeconds()  # what each group ran, kept across its processes' exits
         self.warn = warn
         self.collections = 0
         self.errors = 0
@@ -156,7 +158,8 @@ class SharedCollector:
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
         finally:
             self.collections += 1
-        every = [f for table in tables for f in families(table)] + pressure_families(snapshot.pressure)
+        every = ([f for table in tables for f in families(table)] + self.cpu_seconds.families(snapshot, tables)
+                 + pressure_families(snapshot.pressure))
         return Collection(every, time.time(),
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,

@@ -25,7 +25,7 @@ from typing import List, Tuple
 
 from .cells import printable
 
-__all__ = ["Family", "families", "pressure_families", "recommendation_families"]
+__all__ = ["Family", "families", "cpu_seconds_family", "pressure_families", "recommendation_families"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,19 @@ def _metric_name(text):
     """A valid metric name: the diff and watch views are named "process-diff", a metric
     name is [a-zA-Z_:][a-zA-Z0-9_:]* (smem_process_diff_dpss_bytes)."""
     return re.sub(r"[^a-zA-Z0-9_]", "_", text)
+
+
+def cpu_seconds_family(table, counted, hz, of_processes):
+    """``smem_<view>_cpu_seconds_total``, a counter (smem.cpu_seconds.CpuSeconds): ``counted``
+    {label values: clock ticks} of ``table``'s rows, ``hz`` ticks a second; of a process (its own
+    count since it started) or of a group (what its processes ran since smem serve saw each)."""
+    view = table.view
+    ran = ("CPU time it ran since it started" if of_processes else
+           "CPU time its processes ran since smem serve first saw each")
+    return Family(_metric_name(f"smem_{view.name}_cpu_seconds"),
+                  f"{ran}, user and kernel (/proc/PID/stat utime + stime; {view.title})", "seconds",
+                  tuple(k for k, _ in view.metrics.labels), [(labels, t / hz) for labels, t in counted.items()],
+                  "counter")
 
 
 def pressure_families(pressure):

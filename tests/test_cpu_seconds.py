@@ -1,0 +1,84 @@
+"""smem serve's CPU counters (smem/cpu_seconds.py): ``smem_<view>_cpu_seconds_total``, read by
+real processes that spend a known CPU time, one of which exits between two collections."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import TESTS
+from smem.parsers.stat import parse_stat
+
+#: names itself (its stat's comm: smem's program name), runs until it has used 0.15 s of CPU,
+#: then sleeps
+SPEND = ("import sys, time\nopen('/proc/self/comm', 'w').write(sys.argv[1])\n"
+         "while time.process_time() < 0.15: pass\nsys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n")
+
+
+def _samples(text, family):
+    """{labels text: value} of ``family``'s samples in exposition ``text``."""
+    samples = {}
+    for line in text.splitlines():
+        if line.startswith(family + "{"):
+            labels, value = line[len(family):].rsplit(" ", 1)
+            samples[labels] = float(value)
+    return samples
+
+
+def _writes_killing_one_after_the_first(serve, path, victim):
+    """The text of each write of ``path`` until ``serve`` exits; ``victim`` killed (and reaped)
+    as soon as the first is there."""
+    written, deadline = [], time.monotonic() + 120
+    while True:
+        if time.monotonic() > deadline:
+            serve.kill()
+        running = serve.poll() is None
+        text = path.read_text() if path.exists() else None
+        if text is not None and (not written or text != written[-1]):
+            written.append(text)
+            if len(written) == 1:
+                victim.kill()
+                victim.wait()
+        if not running:
+            return written
+        time.sleep(0.01)
+
+
+def test_a_programs_cpu_seconds_keep_what_a_process_that_exited_ran(tmp_path):
+    """Two processes of one program each spend 0.15 s of CPU; one is killed after the first
+    collection.  The program's counter still counts its time at the third (the sum of the live
+    processes' would have fallen, a counter reset to Prometheus), and each process's own counter
+    is its utime + stime."""
+    name = f"smemspent{os.getpid() % 100000}"
+    spenders = [subprocess.Popen([sys.executable, "-c", SPEND, name], stdout=subprocess.PIPE) for _ in range(2)]
+    serve = None
+    try:
+        for proc in spenders:
+            assert proc.stdout.readline() == b"ready\n"
+        hz = os.sysconf("SC_CLK_TCK")
+        ticks = {p.pid: parse_stat(Path(f"/proc/{p.pid}/stat").read_bytes()).cpu_ticks for p in spenders}
+        pids = ",".join(map(str, ticks))
+        serve = subprocess.Popen([sys.executable, "-m", "smem", "serve", "--textfile", str(tmp_path), "--interval", "0.5",
+                                  "--count", "3", "--pid", pids, "--top", "5"],
+                                 stderr=subprocess.PIPE, cwd=TESTS.parent)
+        written = _writes_killing_one_after_the_first(serve, tmp_path / "smem.prom", spenders[0])
+        assert serve.wait(timeout=60) == 0, serve.stderr.read()
+    finally:
+        for proc in spenders + ([serve] if serve else []):
+            proc.kill()
+            proc.wait()
+    assert len(written) == 3
+    assert "# TYPE smem_program_cpu_seconds_total counter" in written[0]
+    both = sum(ticks.values()) / hz
+    program = [_samples(text, "smem_program_cpu_seconds_total")[f'{{name="{name}"}}'] for text in written]
+    # (a tick or two more where a spender woke; never less than it had ran when first read)
+    assert both <= program[0] <= both + 0.05, (program, ticks)
+    assert program[0] <= program[1] <= program[2] <= both + 0.05, program
+    first, last = (_samples(text, "smem_process_cpu_seconds_total") for text in (written[0], written[-1]))
+    for pid, spent in ticks.items():
+        value = next(v for labels, v in first.items() if f'pid="{pid}"' in labels)
+        assert spent / hz <= value <= spent / hz + 0.05
+    killed = spenders[0].pid
+    assert not any(f'pid="{killed}"' in labels for labels in last)
+    assert any(f'pid="{spenders[1].pid}"' in labels for labels in last)
