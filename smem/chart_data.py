@@ -18,7 +18,9 @@ row, labelled by the ``--bar`` field.  What differs is what smem 1.5 got wrong:
 - bars have their axis in KiB, MiB or GiB by magnitude (``-p``: percent of RAM;
   swap of swap), use a colour cycle with no white, and fold as pies do: the rows
   too small to see, and those beyond the largest MAX_BARS, are one ``other`` bar;
-- absent values (None) are left out and said to be missing, never drawn as 0.
+- absent values (None) are left out and said to be missing, never drawn as 0;
+- a row at 0 (every figure of it 0 or absent) is no slice and no bar: both charts leave it out
+  and name it once in a note (a breakdown's empty pools, a process without swap).
 
 No matplotlib here: these are values (PieData, BarData) a test or a drawing reads.
 """
@@ -158,6 +160,18 @@ def _smallest(values, whole):
     return set(folded) if len(folded) > 1 else set()
 
 
+#: at most this many rows at 0 are named in the note that leaves them out; more are counted
+ZERO_NAMED = 12
+
+
+def _zero_note(labels, noun, count=None):
+    """The note that names the rows left out at 0 (``labels``, as drawn), or counts them (``count``
+    rows: more than the labels where one stands for many)."""
+    count = len(labels) if count is None else count
+    named = ", ".join(label.replace("\\$", "$") for label in labels)  # (notes are made literal when drawn)
+    return f"zero, not drawn: {named if count <= ZERO_NAMED else f'{count} {noun}'}"
+
+
 def pie_data(table, options, snapshot):
     """The slices of smem 1.5's pie, with its bugs fixed (see the module docstring)."""
     view = table.view
@@ -176,6 +190,9 @@ def pie_data(table, options, snapshot):
         notes.append("below zero, not drawn: " + ", ".join(
             f"{label} ({'-' + _amount_text(-value, column, table, options)})" for label, value in below))
     drawn = [(value, label, row) for value, label, row in pairs if value is not None and value > 0]
+    zero = [(label, row) for value, label, row in pairs if value == 0]
+    if zero and drawn:
+        notes.append(_zero_note(_labels(zero, label_key), view.row_noun))
     if not drawn:
         why = "absent from this source" if missing == len(pairs) else "0 for all of them"
         raise SmemError(f"nothing to chart: the {view.title}' {column.header} is {why}")
@@ -259,6 +276,26 @@ def absent_marks(values):
     return rows, bars
 
 
+def _without_zero(labels, raw, headers, view, notes, folded):
+    """``labels`` and ``raw`` (per series, per row) without the rows at 0 (a figure 0, none other
+    than 0: empty bars under a label), named in ``notes`` as the pie names its own; a row with no
+    figure at all stays, marked n/a (:func:`absent_marks`).  ``folded``: how many rows the last,
+    "other", stands for (0: none); at 0 it goes too, and so does its note."""
+    zero = [i for i in range(len(labels)) if any(v[i] == 0 for v in raw) and all(v[i] in (0, None) for v in raw)]
+    if not zero:
+        return labels, raw
+    if len(zero) == len(labels):
+        verb = "is" if len(headers) == 1 else "are"
+        raise SmemError(f"nothing to chart: the {view.title}' {', '.join(headers)} {verb} 0 for all of them")
+    count = len(zero)
+    if folded and zero[-1] == len(labels) - 1:
+        notes.pop()  # (the "other" note: that bar is not drawn)
+        count += folded - 1
+    notes.append(_zero_note([labels[i] for i in zero], view.row_noun, count))
+    keep = [i for i in range(len(labels)) if i not in set(zero)]
+    return [labels[i] for i in keep], [[v[i] for i in keep] for v in raw]
+
+
 _UNITS = (("KiB", 1), ("MiB", 1024), ("GiB", 1024 ** 2), ("TiB", 1024 ** 3), ("PiB", 1024 ** 4))
 
 
@@ -290,6 +327,7 @@ def bar_data(table, options, snapshot):
             column_values.append(sum(known) if known and column.total == "sum" else None)
         notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each or {FOLD_TOGETHER:.0%} "
                      f"together, or beyond the largest {MAX_BARS}")
+    labels, raw = _without_zero(labels, raw, [c.header for _, c in series.values()], view, notes, len(folded))
     sparse = sparse_series(raw)
     for n in sorted(sparse):
         rows_with = [label for label, v in zip(labels, raw[n]) if v is not None]
