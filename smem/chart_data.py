@@ -133,6 +133,7 @@ class PieData:
     kinds: List[str]        # "row", "unused" or "other" per slice
     legend: List[str]
     notes: List[str]
+    colours: Optional[List[Optional[str]]] = None  # per slice: an area's colour; None: the drawing's own
 
 
 def _pie_values(table, snapshot):
@@ -214,18 +215,28 @@ def pie_data(table, options, snapshot):
     # the answer to "where does the RAM go").
     folded = _smallest([value for value, _ in rows], whole) if view.charting.folds_small_slices else set()
 
-    slices = [("unused", unused, "unused")] if unused else []
-    slices += [(label, value, "row") for i, (value, label) in enumerate(rows) if i not in folded]
+    slices = [("unused", unused, "unused", None)] if unused else []
+    slices += [(label, value, "row", _colour(view, drawn[i][2]))
+               for i, (value, label) in enumerate(rows) if i not in folded]
     if folded:
-        slices.append(("other", sum(rows[i][0] for i in folded), "other"))
+        slices.append(("other", sum(rows[i][0] for i in folded), "other", None))
         notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each "
                      f"or {FOLD_TOGETHER:.0%} together")
-    labels, values, kinds = (list(t) for t in zip(*slices))
+    labels, values, kinds, colours = (list(t) for t in zip(*slices))
     legend = [f"{label}  {_amount_text(value, column, table, options)}"
               for label, value in zip(labels, values)]
     title = f"{view.title.capitalize()}: {column.header} by {table.columns[-1].header.lower()}"
     notes.extend(drawable(n) for n in getattr(table, "notes", ()))
-    return PieData(title, _source_line(snapshot), labels, values, kinds, legend, notes)
+    return PieData(title, _source_line(snapshot), labels, values, kinds, legend, notes,
+                   colours if view.charting.areas else None)
+
+
+def _colour(view, row):
+    """The colour a row is drawn in: its area's (smem.area_colours) in the views of areas, else None."""
+    if not view.charting.areas:
+        return None
+    from .area_colours import area_colour
+    return area_colour(row.area)
 
 
 def _bars_folded(table, rows, snapshot):
@@ -252,6 +263,7 @@ class BarData:
     values: List[List[Optional[float]]]  # per series, per row; None where absent
     axis_label: str
     notes: List[str]
+    colours: Optional[List[Optional[str]]] = None  # per row: an area's colour; None: the series'
 
 
 def sparse_series(values):
@@ -276,14 +288,14 @@ def absent_marks(values):
     return rows, bars
 
 
-def _without_zero(labels, raw, headers, view, notes, folded):
-    """``labels`` and ``raw`` (per series, per row) without the rows at 0 (a figure 0, none other
-    than 0: empty bars under a label), named in ``notes`` as the pie names its own; a row with no
-    figure at all stays, marked n/a (:func:`absent_marks`).  ``folded``: how many rows the last,
-    "other", stands for (0: none); at 0 it goes too, and so does its note."""
+def _not_zero(labels, raw, headers, view, notes, folded):
+    """The indexes of the rows (``labels``; ``raw`` per series, per row) not at 0: a row at 0 (a
+    figure 0, none other than 0: empty bars under a label) is named in ``notes`` as the pie names
+    its own; a row with no figure at all stays, marked n/a (:func:`absent_marks`).  ``folded``:
+    how many rows the last, "other", stands for (0: none); at 0 it goes too, and so does its note."""
     zero = [i for i in range(len(labels)) if any(v[i] == 0 for v in raw) and all(v[i] in (0, None) for v in raw)]
     if not zero:
-        return labels, raw
+        return list(range(len(labels)))
     if len(zero) == len(labels):
         verb = "is" if len(headers) == 1 else "are"
         raise SmemError(f"nothing to chart: the {view.title}' {', '.join(headers)} {verb} 0 for all of them")
@@ -292,8 +304,7 @@ def _without_zero(labels, raw, headers, view, notes, folded):
         notes.pop()  # (the "other" note: that bar is not drawn)
         count += folded - 1
     notes.append(_zero_note([labels[i] for i in zero], view.row_noun, count))
-    keep = [i for i in range(len(labels)) if i not in set(zero)]
-    return [labels[i] for i in keep], [[v[i] for i in keep] for v in raw]
+    return [i for i in range(len(labels)) if i not in set(zero)]
 
 
 _UNITS = (("KiB", 1), ("MiB", 1024), ("GiB", 1024 ** 2), ("TiB", 1024 ** 3), ("PiB", 1024 ** 4))
@@ -327,7 +338,9 @@ def bar_data(table, options, snapshot):
             column_values.append(sum(known) if known and column.total == "sum" else None)
         notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each or {FOLD_TOGETHER:.0%} "
                      f"together, or beyond the largest {MAX_BARS}")
-    labels, raw = _without_zero(labels, raw, [c.header for _, c in series.values()], view, notes, len(folded))
+    colours = [_colour(view, row) for _, _, row in kept] + ([None] if folded else [])
+    shown = _not_zero(labels, raw, [c.header for _, c in series.values()], view, notes, len(folded))
+    labels, colours, raw = [labels[i] for i in shown], [colours[i] for i in shown], [[v[i] for i in shown] for v in raw]
     sparse = sparse_series(raw)
     for n in sorted(sparse):
         rows_with = [label for label, v in zip(labels, raw[n]) if v is not None]
@@ -362,5 +375,6 @@ def bar_data(table, options, snapshot):
     if table.sort.key not in series and (options.sort or table.sort.is_amount):
         title += f" (sorted by {table.sort.header.lower()})"
     notes.extend(drawable(n) for n in getattr(table, "notes", ()))
-    return BarData(title, _source_line(snapshot), labels, headers, values, axis, notes)
+    return BarData(title, _source_line(snapshot), labels, headers, values, axis, notes,
+                   colours if view.charting.areas else None)
 
