@@ -18,7 +18,9 @@ row, labelled by the ``--bar`` field.  What differs is what smem 1.5 got wrong:
 - bars have their axis in KiB, MiB or GiB by magnitude (``-p``: percent of RAM;
   swap of swap), use a colour cycle with no white, and fold as pies do: the rows
   too small to see, and those beyond the largest MAX_BARS, are one ``other`` bar;
-- absent values (None) are left out and said to be missing, never drawn as 0.
+- absent values (None) are left out and said to be missing, never drawn as 0;
+- a row at 0 (every figure of it 0 or absent) is no slice and no bar: both charts leave it out
+  and name it once in a note (a breakdown's empty pools, a process without swap).
 
 No matplotlib here: these are values (PieData, BarData) a test or a drawing reads.
 """
@@ -131,6 +133,7 @@ class PieData:
     kinds: List[str]        # "row", "unused" or "other" per slice
     legend: List[str]
     notes: List[str]
+    colours: Optional[List[Optional[str]]] = None  # per slice: an area's colour; None: the drawing's own
 
 
 def _pie_values(table, snapshot):
@@ -158,6 +161,18 @@ def _smallest(values, whole):
     return set(folded) if len(folded) > 1 else set()
 
 
+#: at most this many rows at 0 are named in the note that leaves them out; more are counted
+ZERO_NAMED = 12
+
+
+def _zero_note(labels, noun, count=None):
+    """The note that names the rows left out at 0 (``labels``, as drawn), or counts them (``count``
+    rows: more than the labels where one stands for many)."""
+    count = len(labels) if count is None else count
+    named = ", ".join(label.replace("\\$", "$") for label in labels)  # (notes are made literal when drawn)
+    return f"zero, not drawn: {named if count <= ZERO_NAMED else f'{count} {noun}'}"
+
+
 def pie_data(table, options, snapshot):
     """The slices of smem 1.5's pie, with its bugs fixed (see the module docstring)."""
     view = table.view
@@ -176,6 +191,9 @@ def pie_data(table, options, snapshot):
         notes.append("below zero, not drawn: " + ", ".join(
             f"{label} ({'-' + _amount_text(-value, column, table, options)})" for label, value in below))
     drawn = [(value, label, row) for value, label, row in pairs if value is not None and value > 0]
+    zero = [(label, row) for value, label, row in pairs if value == 0]
+    if zero and drawn:
+        notes.append(_zero_note(_labels(zero, label_key), view.row_noun))
     if not drawn:
         why = "absent from this source" if missing == len(pairs) else "0 for all of them"
         raise SmemError(f"nothing to chart: the {view.title}' {column.header} is {why}")
@@ -197,18 +215,28 @@ def pie_data(table, options, snapshot):
     # the answer to "where does the RAM go").
     folded = _smallest([value for value, _ in rows], whole) if view.charting.folds_small_slices else set()
 
-    slices = [("unused", unused, "unused")] if unused else []
-    slices += [(label, value, "row") for i, (value, label) in enumerate(rows) if i not in folded]
+    slices = [("unused", unused, "unused", None)] if unused else []
+    slices += [(label, value, "row", _colour(view, drawn[i][2]))
+               for i, (value, label) in enumerate(rows) if i not in folded]
     if folded:
-        slices.append(("other", sum(rows[i][0] for i in folded), "other"))
+        slices.append(("other", sum(rows[i][0] for i in folded), "other", None))
         notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each "
                      f"or {FOLD_TOGETHER:.0%} together")
-    labels, values, kinds = (list(t) for t in zip(*slices))
+    labels, values, kinds, colours = (list(t) for t in zip(*slices))
     legend = [f"{label}  {_amount_text(value, column, table, options)}"
               for label, value in zip(labels, values)]
     title = f"{view.title.capitalize()}: {column.header} by {table.columns[-1].header.lower()}"
     notes.extend(drawable(n) for n in getattr(table, "notes", ()))
-    return PieData(title, _source_line(snapshot), labels, values, kinds, legend, notes)
+    return PieData(title, _source_line(snapshot), labels, values, kinds, legend, notes,
+                   colours if view.charting.areas else None)
+
+
+def _colour(view, row):
+    """The colour a row is drawn in: its area's (smem.area_colours) in the views of areas, else None."""
+    if not view.charting.areas:
+        return None
+    from .area_colours import area_colour
+    return area_colour(row.area)
 
 
 def _bars_folded(table, rows, snapshot):
@@ -235,6 +263,7 @@ class BarData:
     values: List[List[Optional[float]]]  # per series, per row; None where absent
     axis_label: str
     notes: List[str]
+    colours: Optional[List[Optional[str]]] = None  # per row: an area's colour; None: the series'
 
 
 def sparse_series(values):
@@ -257,6 +286,25 @@ def absent_marks(values):
     rows = {i for i in range(count) if len(values) > 1 and all(values[n][i] is None for n in kept)}
     bars = {(n, i) for n in kept for i in range(count) if values[n][i] is None and i not in rows}
     return rows, bars
+
+
+def _not_zero(labels, raw, headers, view, notes, folded):
+    """The indexes of the rows (``labels``; ``raw`` per series, per row) not at 0: a row at 0 (a
+    figure 0, none other than 0: empty bars under a label) is named in ``notes`` as the pie names
+    its own; a row with no figure at all stays, marked n/a (:func:`absent_marks`).  ``folded``:
+    how many rows the last, "other", stands for (0: none); at 0 it goes too, and so does its note."""
+    zero = [i for i in range(len(labels)) if any(v[i] == 0 for v in raw) and all(v[i] in (0, None) for v in raw)]
+    if not zero:
+        return list(range(len(labels)))
+    if len(zero) == len(labels):
+        verb = "is" if len(headers) == 1 else "are"
+        raise SmemError(f"nothing to chart: the {view.title}' {', '.join(headers)} {verb} 0 for all of them")
+    count = len(zero)
+    if folded and zero[-1] == len(labels) - 1:
+        notes.pop()  # (the "other" note: that bar is not drawn)
+        count += folded - 1
+    notes.append(_zero_note([labels[i] for i in zero], view.row_noun, count))
+    return [i for i in range(len(labels)) if i not in set(zero)]
 
 
 _UNITS = (("KiB", 1), ("MiB", 1024), ("GiB", 1024 ** 2), ("TiB", 1024 ** 3), ("PiB", 1024 ** 4))
@@ -290,6 +338,9 @@ def bar_data(table, options, snapshot):
             column_values.append(sum(known) if known and column.total == "sum" else None)
         notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each or {FOLD_TOGETHER:.0%} "
                      f"together, or beyond the largest {MAX_BARS}")
+    colours = [_colour(view, row) for _, _, row in kept] + ([None] if folded else [])
+    shown = _not_zero(labels, raw, [c.header for _, c in series.values()], view, notes, len(folded))
+    labels, colours, raw = [labels[i] for i in shown], [colours[i] for i in shown], [[v[i] for i in shown] for v in raw]
     sparse = sparse_series(raw)
     for n in sorted(sparse):
         rows_with = [label for label, v in zip(labels, raw[n]) if v is not None]
@@ -324,5 +375,6 @@ def bar_data(table, options, snapshot):
     if table.sort.key not in series and (options.sort or table.sort.is_amount):
         title += f" (sorted by {table.sort.header.lower()})"
     notes.extend(drawable(n) for n in getattr(table, "notes", ()))
-    return BarData(title, _source_line(snapshot), labels, headers, values, axis, notes)
+    return BarData(title, _source_line(snapshot), labels, headers, values, axis, notes,
+                   colours if view.charting.areas else None)
 

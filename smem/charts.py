@@ -9,6 +9,7 @@ window, and only when there is a display.
 import math
 import os
 
+from .area_colours import series_colours
 from .chart_data import absent_marks, bar_data, literal, pie_data
 from .errors import SmemError, UsageError
 from .extras import require
@@ -47,12 +48,6 @@ def _output_format(path):
 
 
 
-def _colours(name, count, skip=()):
-    from matplotlib import colormaps
-    palette = [c for i, c in enumerate(colormaps[name].colors) if i not in skip]
-    return [palette[i % len(palette)] for i in range(count)]
-
-
 def slice_colours(count):
     """``count`` distinct colours for pie slices: tab20, tab20b and tab20c without their greys
     (they stand for "other" and "unused"), then evenly spaced hues; never one twice."""
@@ -70,8 +65,9 @@ def draw_pie(figure, data):
     """Draw ``data`` (a :class:`PieData`) on a matplotlib Figure."""
     rows = slice_colours(data.kinds.count("row"))
     colours = []
-    for kind in data.kinds:
-        colours.append(UNUSED_COLOUR if kind == "unused" else OTHER_COLOUR if kind == "other" else rows.pop(0))
+    for kind, colour in zip(data.kinds, data.colours or [None] * len(data.kinds)):
+        row = rows.pop(0) if kind == "row" else None
+        colours.append(UNUSED_COLOUR if kind == "unused" else OTHER_COLOUR if kind == "other" else colour or row)
     whole = sum(data.values)
     # Name the slices big enough to hold a name, apart from each other; the legend names them all.
     shown = [label if value >= whole * 0.02 or kind != "row" else ""
@@ -127,9 +123,12 @@ def draw_bar(figure, data):
     marked_rows, marked_bars = absent_marks(data.values)
     for i in marked_rows:
         ax.text(0, i, " n/a", va="center", ha="left", fontsize=7, color="#555555")
-    for n, (header, values, colour) in enumerate(zip(data.series, data.values, _colours("tab10", count))):
+    # one column of areas: each bar in its area's colour (the axis names them); else a colour a column
+    by_area = count == 1 and data.colours is not None
+    for n, (header, values, colour) in enumerate(zip(data.series, data.values, series_colours(count))):
         offsets = positions - 0.4 + height * (n + 0.5)
         widths = [numpy.nan if v is None else v for v in values]
+        colour = [c or colour for c in data.colours] if by_area else colour
         ax.barh(offsets, widths, height, color=colour, label=header)
         for i, y in enumerate(offsets):
             if (n, i) in marked_bars:
@@ -140,7 +139,8 @@ def draw_bar(figure, data):
     ax.set_xlabel(data.axis_label)
     ax.grid(axis="x", color="#e0e0e0", linewidth=0.6)
     ax.set_axisbelow(True)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    if not by_area:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     notes = _note_lines(data.notes)
     _titles(figure, data, notes)
     inches = figure.get_size_inches()[1]

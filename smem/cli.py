@@ -17,7 +17,7 @@ import click.shell_completion
 from . import __version__, validate
 from .cli_options import (bundle as _bundle, capture_options, chart_options, exact_options, html_options, query_from,
                           record_options, report_request, selection_options, serve_from, serve_options, source_options,
-                          system_options, table_from, time_options, timeout_option, watched_since)
+                          system_options, table_from, time_options, timeout_option, watched_since, wraps)
 from .cli_options import table_options as _table_options
 from .cli_output import note, printable, quiet_broken_pipe, silence_stdout, warn, write, write_bytes
 from .cli_words import PATH, Choice, DefaultGroup, command_suggestion, one_line, option_suggestion, usage_message
@@ -224,7 +224,7 @@ def diff(old, new, timeout, from_, to, **o):
         new, from_ = old, from_ or "first"
     _run(ReportRequest(query=query_from(o, view, source=new, old_source=old, timeout=timeout,
                                        at=to, old_at=from_),
-                       table=table_from(o)))
+                       table=table_from(o, wraps=wraps(view))))
 
 
 @cli.command(context_settings=CONTEXT)

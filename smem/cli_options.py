@@ -230,12 +230,11 @@ serve_options = bundle(
 def report_request(o, view):
     """The main command's values (``o``, as click names them; valid together) as a ReportRequest
     of ``view``."""
-    from .views import VIEWS
     pie, bar = o["pie"], o["bar"]
     return ReportRequest(
         query=query_from(o, view, source=o["source"], exact=o["exact"] or o["shared_with"], wss_seconds=o["wss"],
                          timeout=o["timeout"], at=o["at"]),
-        table=table_from(o, wraps=any(c.wraps for c in VIEWS[view].columns.values()))._replace(
+        table=table_from(o, wraps=wraps(view))._replace(
             working_set=o["wss"] is not None),
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, o["output"],
                             o["force"]) if pie is not None or bar is not None else None),
@@ -262,6 +261,13 @@ def watch_from(o):
                             replay=float("inf") if o["all_frames"] else o["speed"])
     more = {} if o["max_staleness"] is None else {"max_staleness": o["max_staleness"]}
     return WatchOptions(interval=o["interval"], count=o["count"], since=since, **more)
+
+
+def wraps(view):
+    """Whether ``view`` (a name) has a column that wraps to the terminal (a breakdown's Source), in
+    its report and in a comparison of it alike."""
+    from .views import VIEWS
+    return any(c.wraps for c in VIEWS[view].columns.values())
 
 
 def table_from(o, wraps=False):

@@ -124,3 +124,12 @@ def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
         f"smem: warning: {rec}: frames/000002.zst: damaged or cut short: not a zstd frame: left out of the page"]
     timeline = embedded((tmp_path / "damaged.html").read_text())["timeline"][0]
     assert [f["number"] for f in timeline["summary"]["frames"]] == [1, 3]
+
+
+def test_the_compared_system_table_keeps_the_tables_order(pages):
+    """The compared page's System table had Source second (Area Source Status OldUsed ...), as smem
+    diff had: it is last, where the page's own System table (and -w --breakdown) has it."""
+    plain, compared = (embedded(pages[name][1])["system"] for name in ("plain", "compared"))
+    own, changes = (shlex.split(attrs["data-command"])[-1].split() for _, attrs in (plain, compared))
+    assert own[-1] == "source" and changes[0] == own[0] and changes[-1] == own[-1], changes
+    assert list(compared[0]["rows"][0])[-1] == "source"

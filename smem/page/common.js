@@ -10,7 +10,6 @@ const TABLES = [["process", "Processes"], ["user", "Users"], ["program", "Progra
 const KIND_NAMES = {anon: "anonymous mappings", file: "file mappings", shmem: "shared memory mappings"};
 const PALETTE = ["#4263eb", "#f08c00", "#2f9e44", "#ae3ec9", "#1098ad", "#e8590c", "#5c7cfa", "#d6336c",
                  "#74b816", "#7048e8", "#0ca678", "#f59f00", "#868e96", "#3bc9db", "#e64980", "#94d82d"];
-const AREA_COLORS = {cache: "#f59f00", free: "#8ce99a", kernel: "#748ffc", other: "#adb5bd", lost: "#fa5252"};
 const TABLE_ROWS = 400;   // rows drawn at once; the filter and the sort reach every row
 const CHART_NODES = 1200; // nodes handed to plotly at once: deeper levels are built as the user zooms
 const MAX_CHILDREN = 250;  // boxes under one parent; the smaller rest is one box
@@ -38,6 +37,13 @@ function human(kib) {
   const units = ["KiB", "MiB", "GiB", "TiB"];
   while (v >= 1024 && unit < units.length - 1) { v /= 1024; unit++; }
   return sign + (unit === 0 || v >= 100 ? v.toFixed(0) : v.toFixed(1)) + " " + units[unit];
+}
+
+/* An area's colour: AREA_PALETTE is smem/data/area_colours.json, which the charts read too (html.py
+   puts it before this script); the first prefix the area's name starts with gives it. */
+function areaColor(area) {
+  const found = AREA_PALETTE.areas.find(([prefix]) => String(area).startsWith(prefix));
+  return found ? found[1] : AREA_PALETTE.other;
 }
 const signed = (kib) => (kib > 0 ? "+" : "") + human(kib);
 const pct = (part, whole) => (whole ? (100 * part / whole).toFixed(part / whole < 0.001 ? 3 : 1) + "%" : "-");

@@ -51,8 +51,10 @@ def _table_options(name, compared):
         # of each amount had put out of view
         keep = (("used", "cache", "noncache") if name == "system"
                 else tuple(sorted((k for k in columns if k in _AMOUNTS + ("vss",)), key=lambda k: k != "pss")))
-        identity = tuple(k for k in columns if k not in _AMOUNTS + ("vss", "used", "cache", "noncache", "saved"))
-        columns = identity + ("status",) + tuple(f"{side}{key}" for key in keep for side in ("old_", "", "d"))
+        figures = [i for i, k in enumerate(columns) if k in _AMOUNTS + ("vss", "used", "cache", "noncache", "saved")]
+        # the columns after the figures (the system table's Source) stay after them, as in smem diff
+        identity, after = columns[:figures[0]], columns[figures[-1] + 1:]
+        columns = identity + ("status",) + tuple(f"{side}{key}" for key in keep for side in ("old_", "", "d")) + after
     # a comparison sorts by the change; the areas keep their order, which the bar shows
     sort = "order" if compared and name == "system" else None
     return TableOptions(columns=columns, totals=True, format="json", sort=sort)

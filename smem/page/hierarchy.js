@@ -82,13 +82,6 @@ function processTree(data) {
   return top;
 }
 
-function areaColor(row, index) {
-  if (row.area === "unexplained") return AREA_COLORS.lost;
-  if (/^free/.test(row.area)) return AREA_COLORS.free;
-  if (row.cache && row.used && row.cache === row.used) return AREA_COLORS.cache;
-  return index % 2 ? AREA_COLORS.kernel : "#5c7cfa";
-}
-
 /* The root: MemTotal and its areas where the measure is PSS and -w --breakdown was read;
    otherwise the processes alone (USS, RSS and swap are not parts of MemTotal). */
 function buildTree(data) {
@@ -102,11 +95,11 @@ function buildTree(data) {
   if (state.measure !== "pss" || !system || !meta.process_areas.length) return finish(processes);
   const root = node("MemTotal", "root", {pss: meta.memtotal}, {key: "root", children: []});
   let own = 0;
-  system.rows.forEach((row, i) => {
+  system.rows.forEach((row) => {
     if (row.status === "gone" || row.used === null) return;
     if (meta.process_areas.includes(row.area)) { own += row.used; return; }
     if (row.used <= 0) return;
-    const area = node(row.area, "area", {pss: row.used}, {row, key: "area:" + row.area, color: areaColor(row, i)});
+    const area = node(row.area, "area", {pss: row.used}, {row, key: "area:" + row.area, color: areaColor(row.area)});
     if (compared()) area.d = {pss: row.dused};
     root.children.push(area);
   });

@@ -78,8 +78,11 @@ SCRIPT_PARTS = ("common.js", "hierarchy.js", "chart.js", "tables.js", "timeline.
 
 
 def _page_script():
+    """The script: the areas' palette (the charts' too: smem.area_colours), then its parts."""
+    from ..area_colours import palette_text
+    palette = _script(json_in_script(json.dumps(json.loads(palette_text()), separators=(",", ":"))), "the palette")
     body = "\n".join(_script(_own(name), name) for name in SCRIPT_PARTS)
-    return f'"use strict";\n(function () {{\n{body}}})();\n'
+    return f'"use strict";\n(function () {{\nconst AREA_PALETTE = {palette};\n{body}}})();\n'
 
 
 def data_json(documents, meta):

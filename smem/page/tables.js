@@ -270,8 +270,8 @@ function showProcess(r) {
 function segmentColors(data) {
   const colors = new Map();
   if (!data.system) return colors;
-  data.system.rows.filter((r) => r.used !== null && r.status !== "gone").forEach((row, i) => {
-    colors.set(row.area, data.meta.process_areas.includes(row.area) ? PALETTE[i % 3] : areaColor(row, i));
+  data.system.rows.filter((r) => r.used !== null && r.status !== "gone").forEach((row) => {
+    colors.set(row.area, areaColor(row.area));
   });
   return colors;
 }

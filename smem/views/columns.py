@@ -130,6 +130,8 @@ class Charting(NamedTuple):
     #: (rows, the summary's notes) -> (the rows a chart draws, its notes): where some rows are
     #: parts of others (a file in its tmpfs mount), rows that count each page once; None: the rows
     rows: Optional[Callable[[Any, Any], Any]] = None
+    #: the rows are areas of RAM (their ``area``), drawn in the areas' colours (smem.area_colours)
+    areas: bool = False
 
     def measure_for(self, pss_missing):
         """The column a chart measures when the sort column is not an amount."""

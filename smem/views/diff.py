@@ -135,19 +135,31 @@ def _counted(counted_in_totals):
     return lambda row: counted_in_totals(row.current)
 
 
+def _trailing(base):
+    """The base view's default columns after its last amount (a breakdown's Source): a comparison
+    keeps them last, where the report has them (a wrapping column wraps only there)."""
+    shown = [k for k in base.default_columns if k in base.columns]
+    amounts = [i for i, k in enumerate(shown) if base.columns[k].is_amount]
+    return shown[amounts[-1] + 1:] if amounts else []
+
+
 def diff_view(base: View, old="OLD", new="NEW") -> View:
     """The comparison view of ``base``; its rows take (OLD, NEW) snapshots.  ``old`` and ``new``
-    name the two sides in the fields' help."""
+    name the two sides in the fields' help.  Its default columns follow the report's: the
+    columns before its amounts, the marks, the measure's two sides and every change where the
+    amounts were, and the columns after them last."""
     if base.comparison.row_key is None:
         raise ValueError(f"the {base.name} view cannot be compared")
     columns = _columns(base, old, new)
-    identity = [k for k in base.default_columns if k in columns and not base.columns[k].is_amount]
+    trailing = [k for k in _trailing(base) if k in columns]
+    identity = [k for k in base.default_columns if k in columns and not base.columns[k].is_amount
+                and k not in trailing]
     amounts = [k for k in base.default_columns if k in base.columns and base.columns[k].is_amount]
     measure = _measure(base)
     defaults = identity + ["status"]
     if measure is not None:
         defaults += [f"old_{measure}", measure]
-    defaults += [f"d{k}" for k in amounts]
+    defaults += [f"d{k}" for k in amounts] + trailing
 
     kept = []  # [(snapshot, options, its rows by key)]: the last OLD side, which watch mode compares with again
 
@@ -183,18 +195,20 @@ def watch_view(base: View, since="first") -> View:
     "first") or the previous one ("previous"): its rows take (that frame, this frame).
 
     Its default columns are the base view's, then the change of its measure (``dpss``) and the
-    new/gone marks, then the column that flows to the width (the command), as top puts it last:
-    on a narrow terminal the line is cut in the name, never in the change.  Its default order is
-    the base view's.  On the first frame both sides are the same snapshot, so every change is 0
+    new/gone marks, then the columns the report has after its amounts (a breakdown's Source) and
+    the column that flows to the width (the command), as top puts it last: on a narrow terminal
+    the line is cut (or wrapped) in the name, never in the change.  Its default order is the
+    base view's.  On the first frame both sides are the same snapshot, so every change is 0
     and nothing is marked.
     """
     compared = diff_view(base, old=f"the {since} frame", new="this frame")
     measure = _measure(base)
     flowing = base.flowing_column
-    defaults = tuple(k for k in base.default_columns if k in compared.columns and k != flowing)
-    defaults += ((f"d{measure}",) if measure is not None else ()) + ("status",)
+    last = [k for k in _trailing(base) if k in compared.columns and k != flowing]
     if flowing in base.default_columns and flowing in compared.columns:
-        defaults += (flowing,)
+        last.append(flowing)
+    defaults = tuple(k for k in base.default_columns if k in compared.columns and k not in last)
+    defaults += ((f"d{measure}",) if measure is not None else ()) + ("status",) + tuple(last)
     return compared._replace(
         name=f"{base.name}-watch", title=base.title, default_columns=defaults,
         default_sort=base.default_sort if base.default_sort in compared.columns else compared.default_sort,

@@ -27,7 +27,8 @@ MEMINFO = "/proc/meminfo"
 
 #: both views chart their rows as areas (a pie of all of RAM: no slice folded into "other"),
 #: label them by area in OpenMetrics, and match them by area in a comparison
-AREAS_CHARTED = Charting(measure="used", measure_without_pss="used", folds_small_slices=False, noun="areas")
+AREAS_CHARTED = Charting(measure="used", measure_without_pss="used", folds_small_slices=False, noun="areas",
+                         areas=True)
 AREAS_LABELLED = Metrics(labels=(("area", lambda r: r.area),))
 AREAS_COMPARED = Comparison(row_key=lambda r: r.area)
 
