@@ -82,14 +82,37 @@ def draw_pie(figure, data):
     line = LABEL_POINTS * 1.3 / 72 / (min(width, height) / 2.5)  # (in radii: ax.pie spans 1.25 each way)
     shown = _names_apart(shown, data.values, explode, line)
     ax = figure.add_axes(box)
-    wedges, _, _ = ax.pie(
+    wedges, names, _ = ax.pie(
         data.values, labels=shown, colors=colours, explode=explode, startangle=90,
         counterclock=False, autopct=lambda p: f"{p:.1f}%" if p >= 3 else "", pctdistance=0.75,
         wedgeprops=dict(linewidth=0.8, edgecolor="white"), textprops=dict(fontsize=LABEL_POINTS))
     ax.set_aspect("equal")
-    figure.legend(wedges, data.legend, loc="center left", bbox_to_anchor=(0.6, box[1] + box[3] * 0.54),
-                  fontsize=8, frameon=False, title=None)  # (level with the pie's middle)
+    legend = figure.legend(wedges, data.legend, loc="center left", bbox_to_anchor=(0.6, box[1] + box[3] * 0.54),
+                           fontsize=8, frameon=False, title=None)  # (level with the pie's middle)
+    _legend_clear_of(figure, legend, names)
     _titles(figure, data, notes, centre=PIE_BOX[0] + PIE_BOX[2] / 2)  # over the pie, not pie and legend
+
+
+def _legend_clear_of(figure, legend, names):
+    """Move ``legend`` right of the slices' ``names`` that reach into it (a long name on the
+    pie's right half), as far as the figure has room; a name it still covers is not drawn (the
+    legend names every slice)."""
+    from matplotlib.backends.backend_agg import RendererAgg  # (measures text on any canvas, a window's too)
+    width = figure.bbox.width
+    renderer = RendererAgg(width, figure.bbox.height, figure.dpi)
+    box = legend.get_window_extent(renderer)
+    reaching = [t.get_window_extent(renderer) for t in names if t.get_text() and t.get_visible()]
+    reaching = [e for e in reaching if e.overlaps(box)]
+    if reaching:
+        right = max(e.x1 for e in reaching) + 6
+        shift = min(right - box.x0, width - 4 - box.x1)
+        if shift > 0:
+            anchor = legend.get_bbox_to_anchor().transformed(figure.transFigure.inverted())
+            legend.set_bbox_to_anchor((anchor.x0 + shift / width, anchor.y0 + anchor.height / 2), figure.transFigure)
+            box = legend.get_window_extent(renderer)
+    for text in names:
+        if text.get_text() and text.get_window_extent(renderer).overlaps(box):
+            text.set_visible(False)
 
 
 def _names_apart(shown, values, explode, line):
