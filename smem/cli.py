@@ -55,8 +55,8 @@ Other commands (each with its --help: smem diff --help, ...):
   smem html -o FILE          an offline interactive page of the memory
 
 \b
-Exit status: 0 on success, 1 when a source or file cannot be used,
-2 for a wrong option or field.
+Exit status: 0 on success, 1 when a source, file or address to listen on
+cannot be used, 2 for a wrong option or field.
 """
 
 
