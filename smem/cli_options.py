@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from .cli_output import note
 from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, seconds
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
@@ -281,7 +282,7 @@ def query_from(o, view, **more):
     max_rss = o["max_rss"]
     return Query(view=view, process_filter=o["processfilter"], user_filter=o["userfilter"],
                  map_filter=o["mapfilter"], max_rss_kib=max_rss // 1024 if max_rss is not None else None,
-                 jobs=o["jobs"], pids=_pids(o["pids"]), **more)
+                 jobs=o["jobs"], pids=_pids(o["pids"]), said=note, **more)
 
 
 def serve_from(o):

@@ -16,7 +16,6 @@ a capture, and anyone on the path can read one (README.md says when to use ssh i
 
 import os
 import socket
-import sys
 import tempfile
 import time
 
@@ -176,12 +175,10 @@ def _reopened(spool):
     return os.fdopen(os.dup(spool.fileno()), "rb")
 
 
-def _said(line):
-    print(f"smem: {line}", file=sys.stderr, flush=True)
-
-
-def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False):
-    """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file."""
+def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False, said=None):
+    """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file.
+    ``said``: called with the listening line (the command line shows it: a wait said, not a silent
+    hang)."""
     from .archive import ArchiveSource
     from .archive_stream import ArchiveStream
     from .capture_file import CaptureFile
@@ -189,6 +186,6 @@ def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=Fal
     if address[1] == 0:  # (any free port, which a report names nowhere: no target could find it)
         raise UsageError("-S tcp:// needs the port the target sends to (0 is any free port, named nowhere); "
                          "smem capture --listen HOST:0 says the one it takes")
-    with Listener(address, timeout, said=_said) as listener:  # (a wait said, not a silent hang)
+    with Listener(address, timeout, said=said) as listener:
         spool, name = listener.receive()
     return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping)
