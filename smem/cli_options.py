@@ -126,7 +126,8 @@ source_options = bundle(
 #: reports over time: watching this machine, playing a recording back, and --wss's wait
 time_options = bundle(
     click.option("--speed", type=FiniteRange(min=0.001, max=1e6), metavar="X",
-                 help="With -S RECORDING: play it back as watch mode, at X times its pace."),
+                 help="With -S RECORDING: play it back as watch mode, at X times its pace (a gap while the "
+                      "recorder was stopped played as one usual spacing, and said)."),
     click.option("--all-frames", is_flag=True,
                  help="With -S RECORDING: every frame at once, as watch mode writes them (-F json: JSON Lines, "
                       "-F csv: one CSV), each row with its time."),
