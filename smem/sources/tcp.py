@@ -4,7 +4,8 @@ A target with busybox and no Python (nor ssh server) cannot be pulled from; it c
 push.  :class:`Listener` listens on the address the user names (a host is required:
 nothing listens on every interface unasked) and takes one connection at a time; each
 connection is one capture, ended by the sender closing its side.  What a peer sends is
-spooled to an unlinked temporary file, never held in memory, and bounded: at most
+spooled to an unlinked temporary file, never held in memory (a temporary directory that fills
+up refuses that capture, in one line), and bounded: at most
 ``MAX_RECEIVED_BYTES``, no silence longer than the timeout, and the whole capture within
 ``WHOLE_TIMEOUTS`` timeouts (a sender trickling a byte a second is given up as surely as a
 silent one).  The capture is then read like any capture file (smem.sources.archive), with
@@ -112,7 +113,10 @@ class Listener:
             return None
         name = f"capture from {_endpoint(peer)}"
         with connection:
-            spool = tempfile.TemporaryFile(prefix="smem-received-")
+            try:  # (unlinked at once, O_TMPFILE: nothing is left behind, whatever ends smem)
+                spool = tempfile.TemporaryFile(prefix="smem-received-")
+            except OSError as e:
+                raise CaptureError(f"{name}: {_unspooled(0, e)}") from None
             try:
                 self._spool(connection, spool, name)
             except BaseException:
@@ -144,13 +148,19 @@ class Listener:
                                    f"({e.strerror or e})") from None
             if not chunk:
                 break
-            received += len(chunk)
-            if received > MAX_RECEIVED_BYTES:
+            if received + len(chunk) > MAX_RECEIVED_BYTES:
                 raise CaptureError(f"{name}: sent more than {MAX_RECEIVED_BYTES >> 20} MiB: not a capture")
-            spool.write(chunk)
+            try:
+                spool.write(chunk)
+            except OSError as e:
+                raise CaptureError(f"{name}: {_unspooled(received, e)}") from None
+            received += len(chunk)
         if not received:
             raise CaptureError(f"{name}: closed the connection without sending a capture")
-        spool.flush()
+        try:
+            spool.flush()
+        except OSError as e:
+            raise CaptureError(f"{name}: {_unspooled(received, e)}") from None
 
     def capture(self, wait=None):
         """The next capture received and read whole (validated: an ArchiveSource of it, held),
@@ -168,6 +178,13 @@ class Listener:
             raise
         spool.seek(0)
         return source, spool
+
+
+def _unspooled(received, error):
+    """Why what a peer sent could not be kept: the temporary directory full (or unusable)."""
+    where = tempfile.gettempdir()
+    return (f"cannot keep what it sent in a temporary file in {where} after {received} bytes: "
+            f"{error.strerror or error} (set TMPDIR to a directory with room)")
 
 
 def _reopened(spool):
