@@ -135,7 +135,7 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_o
     every_mapping = needs.mappings or query.map_filter is not None
     source = open_source(None if spec == LIVE else spec, per_mapping=every_mapping or needs.split or needs.devices,
                          every_mapping=every_mapping, streamed=not exact, timeout=query.timeout, at=at,
-                         at_option=at_option)
+                         at_option=at_option, said=query.said)
     warnings.extend(source.notes)
     fold = view.reads.fold(needs) if view.reads.fold is not None and not exact else None
     working_set = None

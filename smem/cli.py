@@ -55,8 +55,8 @@ Other commands (each with its --help: smem diff --help, ...):
   smem html -o FILE          an offline interactive page of the memory
 
 \b
-Exit status: 0 on success, 1 when a source or file cannot be used,
-2 for a wrong option or field.
+Exit status: 0 on success, 1 when a source, file or address to listen on
+cannot be used, 2 for a wrong option or field.
 """
 
 
@@ -294,8 +294,8 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
         else:
             record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every, said=note)
     except KeyboardInterrupt:
-        pass  # Ctrl-C ends a recording of pushed captures; every frame written is whole
-    except Stopped as e:  # this machine's, after its last key frame
+        pass  # (a Ctrl-C before the recorder's own handlers were set: nothing was written)
+    except Stopped as e:  # this machine's after its last key frame, a target's at once; each said
         if e.exit_status:
             sys.exit(e.exit_status)
 

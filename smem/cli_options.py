@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from .cli_output import note
 from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, seconds
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
@@ -125,7 +126,8 @@ source_options = bundle(
 #: reports over time: watching this machine, playing a recording back, and --wss's wait
 time_options = bundle(
     click.option("--speed", type=FiniteRange(min=0.001, max=1e6), metavar="X",
-                 help="With -S RECORDING: play it back as watch mode, at X times its pace."),
+                 help="With -S RECORDING: play it back as watch mode, at X times its pace (a gap while the "
+                      "recorder was stopped played as one usual spacing, and said)."),
     click.option("--all-frames", is_flag=True,
                  help="With -S RECORDING: every frame at once, as watch mode writes them (-F json: JSON Lines, "
                       "-F csv: one CSV), each row with its time."),
@@ -287,7 +289,7 @@ def query_from(o, view, **more):
     max_rss = o["max_rss"]
     return Query(view=view, process_filter=o["processfilter"], user_filter=o["userfilter"],
                  map_filter=o["mapfilter"], max_rss_kib=max_rss // 1024 if max_rss is not None else None,
-                 jobs=o["jobs"], pids=_pids(o["pids"]), **more)
+                 jobs=o["jobs"], pids=_pids(o["pids"]), said=note, **more)
 
 
 def serve_from(o):

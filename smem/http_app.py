@@ -11,7 +11,7 @@ import socketserver
 import sys
 import threading
 
-from .errors import SmemError, UsageError
+from .errors import SmemError
 
 __all__ = ["allowed_hosts", "routes", "make_server", "address_text"]
 
@@ -108,8 +108,8 @@ def make_server(host, port, app):
 
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except socket.gaierror as e:
-        raise UsageError(f"--listen {host}: {e.strerror}") from None
+    except socket.gaierror as e:  # (a runtime failure, as a port in use: the value was HOST:PORT)
+        raise SmemError(f"cannot listen on {address_text(host, port)}: {e.strerror}") from None
 
     class Server(socketserver.ThreadingMixIn, WSGIServer):
         address_family = family

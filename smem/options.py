@@ -11,7 +11,7 @@ dataclass's time (each of those compiles its methods: 0.6 ms a class, 9 ms of a 
 writes, and how often it reads.
 """
 
-from typing import NamedTuple, Optional, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 __all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "WatchOptions", "ReportRequest",
            "ServeOptions", "MAX_SECONDS", "DEFAULT_FORMAT"]
@@ -42,6 +42,8 @@ class Query(NamedTuple):
     timeout: Optional[float] = None    # --timeout: seconds a sender to -S tcp:// may be silent
     at: Optional[str] = None           # --at: which frame of a recording (-S RECORDING); None: the last
     old_at: Optional[str] = None       # smem diff --from: which frame of the OLD recording
+    #: called with each line a source says while it waits (-S tcp://: where it listens); None: not said
+    said: Optional[Callable[[str], None]] = None
 
 
 class TableOptions(NamedTuple):

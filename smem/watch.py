@@ -19,7 +19,9 @@ watch mode like ``q``, with status 0: it is how an endless watch is stopped.
 
 Over a recording (``-S RECORDING --speed X`` or ``--all-frames``) the frames are its frames, in
 order, each at its recorded time: the waits between them are the recording's divided by X, or
-none at all, and each frame's time is when it was recorded.
+none at all, and each frame's time is when it was recorded.  A gap (the recorder stopped for an
+hour, then resumed) is played as one usual spacing, and said with the frame after it: replayed
+at its length, it was a screen frozen for an hour / X, like a hang.
 
 Watching this machine, each frame re-reads only the processes that changed, whose sharers did, or
 whose figure is ``--max-staleness`` old (smem.incremental.Refresher; 0 reads every process every
@@ -49,6 +51,11 @@ KEYS_HELP = "q quit  s sort  r reverse  p pause"
 
 #: reports a row marked gone stays on (--delta first) before it is folded into one line
 GONE_KEPT = 5
+
+#: a recording's spacing longer than this many usual ones (and than GAP_LEAST s) is a gap, which
+#: --speed plays as one usual spacing: the recorder was stopped, not the machine idle
+GAP_SPACINGS = 5
+GAP_LEAST = 60.0
 
 
 def run_watch(request, write, warn, screen=None):
@@ -86,6 +93,7 @@ class _Frames:
         self.refresher = Refresher(request.watch.max_staleness)
         self.gone_at = {}   # row key -> the number of the first report that marked it gone
         self.memo = RowMemo()  # the cells of the last table's rows (those unchanged are not computed again)
+        self.gaps = {}      # a recording's frame after a gap -> (seconds not waited, the line that says so)
 
     def read(self, number, recorded=None):
         """Read frame ``number``: this machine now (re-reading only what changed), or the
@@ -95,6 +103,8 @@ class _Frames:
             snapshot, self.warnings = read_snapshot(self.request, self.plan, load=self.refresher.load)
         else:
             snapshot, self.warnings = read_snapshot(self.request, self.plan, at=str(recorded.number))
+            if recorded.number in self.gaps:
+                self.warnings = [*self.warnings, self.gaps[recorded.number][1]]
         if self.current is None:
             self.baseline = snapshot          # the first frame is its own baseline: changes are 0
             if self.request.query.pids is not None:  # none of them there is an error, as in one report
@@ -204,9 +214,27 @@ def _replayed(request, frames):
     if not entries:
         raise CaptureError(f"{request.query.source}: the recording has no frame yet")
     frames.count = len(entries)
-    started, first = time.monotonic(), entries[0].time if entries else 0.0
+    if request.watch.replay != float("inf"):  # (--all-frames waits for nothing: no gap to skip)
+        frames.gaps = _gaps(entries)
+    started, skipped = time.monotonic(), 0.0
     for number, entry in enumerate(entries, 1):
-        yield number, entry, started + (entry.time - first) / request.watch.replay
+        skipped += frames.gaps.get(entry.number, (0.0, None))[0]
+        yield number, entry, started + (entry.time - entries[0].time - skipped) / request.watch.replay
+
+
+def _gaps(entries):
+    """{frame number: (seconds not waited before it, the line that says so)} of the frames after a
+    gap: a spacing of more than GAP_SPACINGS usual ones (and GAP_LEAST s), played as one usual."""
+    from .sources.recorded import span, usual_spacing
+    usual = usual_spacing(entries)
+    gaps = {}
+    for before, entry in zip(entries, entries[1:]):
+        spacing = entry.time - before.time
+        if spacing > max(GAP_SPACINGS * usual, GAP_LEAST):
+            gaps[entry.number] = (spacing - usual, f"skipped a gap of {span(spacing)} at {_clock(before.time)} (no "
+                                                   f"frame between frames {before.number} and {entry.number}): played "
+                                                   f"as {usual:.3g} s, the recording's usual spacing")
+    return gaps
 
 
 def _on_screen(request, the_plan, options, screen):

@@ -199,3 +199,31 @@ def test_all_frames_parse_the_index_once(grown, monkeypatch):
     monkeypatch.setattr(recorded, "_LAST_INDEX", [None, None], raising=False)  # (nothing kept from before)
     run_smem("-S", rec, "--all-frames", "-F", "csv", "-c", "pid pss", check=True)
     assert frames >= 3 and len(parsed) == frames
+
+
+def test_speed_plays_a_gap_as_one_usual_spacing_and_says_so(grown, tmp_path, monkeypatch):
+    """A recorder stopped for an hour, then resumed: --speed X waited the hour / X there (at
+    --speed 10, six minutes of a screen that looked hung).  The gap is played as one usual spacing
+    and said once; every frame keeps its recorded time.  The waits asked of time.sleep are taken
+    down, not slept: the schedule is what is checked, not a clock."""
+    import shutil
+    import smem.watch
+    rec, pid, marker, _ = grown
+    gap = tmp_path / "gap"
+    shutil.copytree(rec, gap)
+    head, frames = index_lines(gap)
+    for frame in frames[2:]:
+        frame["time"] += 3720
+    (gap / "index.jsonl").write_text("".join(json.dumps(line) + "\n" for line in [head, *frames]))
+    waits = []
+    monkeypatch.setattr(smem.watch.time, "sleep", waits.append)
+    proc = run_smem("-S", gap, "--speed", "10", "-F", "csv", "-c", "pid pss", "-P", marker, check=True)
+    assert waits and max(waits) < 60, waits  # (the hour / 10 was 372 s)
+    before = time.strftime("%H:%M:%S", time.localtime(frames[1]["time"]))
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"smem: warning: skipped a gap of 1h 2m at {before} (no frame between frames 2 and 3): played as "), lines
+    stamps = {row.split(",")[0] for row in proc.stdout.decode().splitlines()[1:]}
+    assert time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[-1]["time"])) in stamps
+    # every frame at once (--all-frames) skips no wait: nothing to say
+    assert run_smem("-S", gap, "--all-frames", "-F", "csv", "-P", marker, check=True).stderr == b""

@@ -5,9 +5,10 @@ smaps_rollup otherwise), made a frame (smem.recording.frames) and added to the r
 signal that stops it takes one last key frame first (smem.recording.stopping).
 A target: each capture pushed to the listener (smem.sources.tcp) is read whole (so a bad one
 is refused with its line, and the next one is still taken), then made a frame; the frame's time
-is when it arrived (a target's clock is often wrong).  A signal stops it at once:
-there is no capture of the target to take, and the last one received was written already
-without its smaps (written again as a key frame, it would be a second frame of one instant).
+is when it arrived (a target's clock is often wrong).  A signal stops it at once (the capture
+under way, if any, dropped), saying what the recording holds: there is no capture of the target
+to take, and the last one received was written already without its smaps (written again as a
+key frame, it would be a second frame of one instant).
 """
 
 import io
@@ -68,12 +69,8 @@ def _last_key_frame(writer, stop, first, said):
     """After the ``first`` stopping signal: a key frame of the machine now, so that the recording's
     end (where a page of it opens, what -m of it reads) is the machine's when it was stopped, not
     the key frame before; a second signal drops it.  Each step said."""
-    def say(message):  # (best effort: SIGHUP is often the terminal gone, and stderr with it)
-        if said is not None:
-            try:
-                said(message)
-            except OSError:
-                pass
+    def say(message):
+        _said_quietly(said, message)
     number = writer.next_number
     try:
         stop.resume()  # (a second signal received since the first is raised here)
@@ -113,34 +110,74 @@ def record_pushed(path, address, timeout=None, count=None, duration=None, smaps_
                   said=None, warn=None):
     """Record the captures pushed to ``address`` (HOST:PORT) into ``path``, one frame each; a bad
     capture is ``warn``-ed and the next one awaited.  Stops after ``count`` frames, ``duration``
-    seconds, or when stopped; the frames written."""
+    seconds (the frames written), or when stopped by SIGINT, SIGTERM or SIGHUP: then, what the
+    recording holds said, Stopped is raised (smem.cli exits with its status)."""
     from ..sources.tcp import DEFAULT_TIMEOUT, Listener
+    with StopSignals() as stop, Listener(address, timeout or DEFAULT_TIMEOUT) as listener, \
+            RecordingWriter(path, smaps_every, hold=stop.held) as writer:
+        first = writer.next_number
+        try:
+            if said is not None:
+                said(f"listening on {listener.address} for captures to record into {path}"
+                     f"{_resumed_line(writer)}")
+            return _receive_frames(listener, writer, count, duration, warn)
+        except Stopped as stopped:  # (a frame named in the index is whole: StopSignals.held)
+            _said_quietly(said, _pushed_stop_line(stopped, writer, first))
+            raise stopped from None
+
+
+def _receive_frames(listener, writer, count, duration, warn):
+    """Each capture received made a frame, until ``count`` or ``duration``; the frames written."""
     written = 0
     started = time.monotonic()
-    with Listener(address, timeout or DEFAULT_TIMEOUT) as listener, RecordingWriter(path, smaps_every) as writer:
-        if said is not None:
-            said(f"listening on {listener.address} for captures to record into {path}"
-                 f"{_resumed_line(writer)}")
-        while count is None or written < count:
-            wait = None if duration is None else started + duration - time.monotonic()
-            if wait is not None and wait <= 0:
-                break
-            try:
-                received = listener.capture(wait)
+    while count is None or written < count:
+        wait = None if duration is None else started + duration - time.monotonic()
+        if wait is not None and wait <= 0:
+            break
+        try:
+            received = listener.capture(wait)
+        except CaptureError as e:
+            if warn is not None:
+                warn(f"{e}; waiting for the next capture")
+            continue
+        if received is None:
+            break
+        source, spool = received
+        source.close()
+        with spool:
+            try:  # a capture smem reads but will not keep as a frame (larger than one may be) costs only itself
+                writer.add(spool, time.time())
             except CaptureError as e:
                 if warn is not None:
                     warn(f"{e}; waiting for the next capture")
                 continue
-            if received is None:
-                break
-            source, spool = received
-            source.close()
-            with spool:
-                try:  # a capture smem reads but will not keep as a frame (larger than one may be) costs only itself
-                    writer.add(spool, time.time())
-                except CaptureError as e:
-                    if warn is not None:
-                        warn(f"{e}; waiting for the next capture")
-                    continue
-            written += 1
+        written += 1
     return written
+
+
+def _said_quietly(said, line):
+    """``said(line)``, best effort: SIGHUP is often the terminal gone, and stderr with it."""
+    if said is not None:
+        try:
+            said(line)
+        except OSError:
+            pass
+
+
+def _frames(first, last):
+    return f"frame {first}" if first == last else f"frames {first} to {last}"
+
+
+def _pushed_stop_line(stopped, writer, first):
+    """What a recording of a target holds when a signal stopped it: no last key frame is taken
+    (there is no capture of the target to take), so the line names the last that keeps every smaps."""
+    last = writer.next_number - 1
+    received = writer.next_number - first
+    if not received:
+        holds = f"holds {_frames(1, last)}, as before" if last else "holds no frame"
+        return f"stopped by {stopped.name} before any capture came: the recording {holds}"
+    holds = f"the recording holds {_frames(1, last)} ({received} received by this run)"
+    if writer.last_key == last:
+        return f"stopped by {stopped.name}: {holds}; frame {last}, its last, keeps every smaps"
+    return (f"stopped by {stopped.name}: {holds}; its last with every smaps is frame {writer.last_key} "
+            f"(a target's recording takes no last frame: there is no capture of it to take)")

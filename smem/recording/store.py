@@ -66,6 +66,7 @@ class RecordingWriter:
         self._after_anchor = None    # bytes per process of the first frame after the anchor
         self._drifted = False        # whether the next frame makes a new anchor
         self.written = 0             # bytes the last add() wrote (frame and anchor)
+        self.last_key = None         # the number of this session's last key frame
 
     def __enter__(self):
         return self
@@ -149,6 +150,8 @@ class RecordingWriter:
                 raise OutputError(f"cannot write {self.path}/{INDEX}: {e.strerror}") from None
             self.next_number = number + 1
             self._since_key += 1
+            if key:
+                self.last_key = number
         return entry
 
 

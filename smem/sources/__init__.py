@@ -15,7 +15,7 @@ __all__ = ["Source", "LiveSource", "open_source"]
 
 
 def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout=None, at=None, every_mapping=None,
-                at_option="--at"):
+                at_option="--at", said=None):
     """``None`` for the live system, ``-`` for a capture on stdin, ``ssh://...`` for
     a remote host, ``tcp://HOST:PORT`` for a capture pushed there (waiting at most ``timeout``
     seconds for a connected sender), a recording's directory (its frame ``at``, by default the
@@ -29,7 +29,9 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
     ``streamed=True``: an
     archive is an ArchiveStream, a StreamedSource read once, process by process, by whoever loads
     it (its each_process), else an ArchiveSource read whole as it is opened.  ``at_option``: the
-    option that gave ``at`` (--at; smem diff's --from, --to), which an error names.
+    option that gave ``at`` (--at; smem diff's --from, --to), which an error names.  ``said``: called
+    with a line while a source waits (tcp://: where it listens), for the caller to show; a source
+    prints nothing itself.
     """
     if at is not None and (spec is None or spec == "" or spec in ("-",) or "://" in spec):
         raise UsageError(f"{at_option} chooses a frame of a recording: use it with "
@@ -49,7 +51,7 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
         return RemoteSource(spec, per_mapping)
     if spec.startswith("tcp://"):
         from .tcp import DEFAULT_TIMEOUT, receive_source
-        return receive_source(spec, timeout or DEFAULT_TIMEOUT, per_mapping, streamed)
+        return receive_source(spec, timeout or DEFAULT_TIMEOUT, per_mapping, streamed, said)
     if "\0" in spec:
         raise UsageError(f"-S {spec!r}: a path cannot hold a NUL byte")
     try:

@@ -20,7 +20,7 @@ import stat
 from ..errors import CaptureError, SourceError, UsageError
 
 __all__ = ["INDEX", "FORMAT", "FrameEntry", "Recording", "is_recording", "frame_path", "anchor_path",
-           "parse_duration", "open_recording", "decompress", "MAX_FRAME_BYTES"]
+           "parse_duration", "open_recording", "decompress", "MAX_FRAME_BYTES", "span", "usual_spacing"]
 
 #: the index's name: a directory holding it is a recording
 INDEX = "index.jsonl"
@@ -214,13 +214,12 @@ class Recording:
         """The warning for a frame ``entry`` chosen for the time ``when`` that is much older (after the
         recording's end, or in a gap while it was stopped): more than a minute and two of its usual
         spacings.  None where it is near."""
-        times = sorted(b.time - a.time for a, b in zip(self.frames, self.frames[1:]))
-        usual = times[len(times) // 2] if times else 0.0
+        usual = usual_spacing(self.frames)
         older = when - entry.time
         if older <= max(60.0, 2 * usual):
             return None
         where = "the recording's last frame" if entry is self.frames[-1] else "the frame before it"
-        return (f"{option} {at}: {where}, frame {entry.number} ({entry.local_and_utc}), is {_span(older)} older: "
+        return (f"{option} {at}: {where}, frame {entry.number} ({entry.local_and_utc}), is {span(older)} older: "
                 "it is shown" + ("" if entry is self.frames[-1] else " (the recording has none in between)"))
 
     def _time_of(self, text, at, option):
@@ -250,7 +249,15 @@ class Recording:
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def _span(seconds):
+def usual_spacing(entries):
+    """The time between two of ``entries`` (FrameEntry) as the recorder took them: the median
+    spacing (the lower of two), which a gap while the recorder was stopped does not move; 0.0 for
+    one frame."""
+    times = sorted(b.time - a.time for a, b in zip(entries, entries[1:]))
+    return times[(len(times) - 1) // 2] if times else 0.0
+
+
+def span(seconds):
     """``3d 4h``, ``2h 5m``, ``7m 30s``, ``45s``: the two largest units of a duration."""
     parts, left = [], int(seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):

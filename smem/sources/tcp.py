@@ -4,7 +4,8 @@ A target with busybox and no Python (nor ssh server) cannot be pulled from; it c
 push.  :class:`Listener` listens on the address the user names (a host is required:
 nothing listens on every interface unasked) and takes one connection at a time; each
 connection is one capture, ended by the sender closing its side.  What a peer sends is
-spooled to an unlinked temporary file, never held in memory, and bounded: at most
+spooled to an unlinked temporary file, never held in memory (a temporary directory that fills
+up refuses that capture, in one line), and bounded: at most
 ``MAX_RECEIVED_BYTES``, no silence longer than the timeout, and the whole capture within
 ``WHOLE_TIMEOUTS`` timeouts (a sender trickling a byte a second is given up as surely as a
 silent one).  The capture is then read like any capture file (smem.sources.archive), with
@@ -16,7 +17,6 @@ a capture, and anyone on the path can read one (README.md says when to use ssh i
 
 import os
 import socket
-import sys
 import tempfile
 import time
 
@@ -113,7 +113,10 @@ class Listener:
             return None
         name = f"capture from {_endpoint(peer)}"
         with connection:
-            spool = tempfile.TemporaryFile(prefix="smem-received-")
+            try:  # (unlinked at once, O_TMPFILE: nothing is left behind, whatever ends smem)
+                spool = tempfile.TemporaryFile(prefix="smem-received-")
+            except OSError as e:
+                raise CaptureError(f"{name}: {_unspooled(0, e)}") from None
             try:
                 self._spool(connection, spool, name)
             except BaseException:
@@ -145,13 +148,19 @@ class Listener:
                                    f"({e.strerror or e})") from None
             if not chunk:
                 break
-            received += len(chunk)
-            if received > MAX_RECEIVED_BYTES:
+            if received + len(chunk) > MAX_RECEIVED_BYTES:
                 raise CaptureError(f"{name}: sent more than {MAX_RECEIVED_BYTES >> 20} MiB: not a capture")
-            spool.write(chunk)
+            try:
+                spool.write(chunk)
+            except OSError as e:
+                raise CaptureError(f"{name}: {_unspooled(received, e)}") from None
+            received += len(chunk)
         if not received:
             raise CaptureError(f"{name}: closed the connection without sending a capture")
-        spool.flush()
+        try:
+            spool.flush()
+        except OSError as e:
+            raise CaptureError(f"{name}: {_unspooled(received, e)}") from None
 
     def capture(self, wait=None):
         """The next capture received and read whole (validated: an ArchiveSource of it, held),
@@ -171,17 +180,22 @@ class Listener:
         return source, spool
 
 
+def _unspooled(received, error):
+    """Why what a peer sent could not be kept: the temporary directory full (or unusable)."""
+    where = tempfile.gettempdir()
+    return (f"cannot keep what it sent in a temporary file in {where} after {received} bytes: "
+            f"{error.strerror or error} (set TMPDIR to a directory with room)")
+
+
 def _reopened(spool):
     """Another file object on the spool: the archive closes its own once read."""
     return os.fdopen(os.dup(spool.fileno()), "rb")
 
 
-def _said(line):
-    print(f"smem: {line}", file=sys.stderr, flush=True)
-
-
-def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False):
-    """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file."""
+def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=False, said=None):
+    """``tcp://HOST:PORT``: wait for one capture pushed there and read it as a capture file.
+    ``said``: called with the listening line (the command line shows it: a wait said, not a silent
+    hang)."""
     from .archive import ArchiveSource
     from .archive_stream import ArchiveStream
     from .capture_file import CaptureFile
@@ -189,6 +203,6 @@ def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=Fal
     if address[1] == 0:  # (any free port, which a report names nowhere: no target could find it)
         raise UsageError("-S tcp:// needs the port the target sends to (0 is any free port, named nowhere); "
                          "smem capture --listen HOST:0 says the one it takes")
-    with Listener(address, timeout, said=_said) as listener:  # (a wait said, not a silent hang)
+    with Listener(address, timeout, said=said) as listener:
         spool, name = listener.receive()
     return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping)
