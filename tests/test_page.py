@@ -5,6 +5,7 @@ without a browser, is test_page_documents.py.  One browser serves the module (pa
 """
 
 import json
+import time
 import shlex
 import urllib.error
 import urllib.request
@@ -277,7 +278,11 @@ def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_ea
                            "s.dispatchEvent(new Event('input'));")
     assert browser.execute_script(grower_pss) <= last_pss - 35 * 1024
     assert browser.find_element(By.ID, "table").text != last_table
-    assert "frame 1 of 3" in browser.find_element(By.ID, "time-label").text
+    label = browser.find_element(By.ID, "time-label").text
+    assert "frame 1 of 3" in label
+    # its time as the charts' axes write theirs (24 hours, this browser's zone), not the locale's
+    frame_time = browser.execute_script("return window.smemPage.readEmbedded().timeline.summary.frames[0].time")
+    assert label.endswith(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(frame_time))), label
     # the command printed under the table at that instant prints the same document
     command, shown = browser.execute_script("const d = window.smemPage.state.data;"
                                             "return [d.meta.commands.user, d.user];")

@@ -62,3 +62,11 @@ function el(tag, attrs, ...children) {
   for (const c of children) if (c !== null && c !== undefined) node.append(c);
   return node;
 }
+
+/* ``date`` as the charts' time axes write it (plotly: this browser's time zone, 24 hours):
+   2026-12-06 16:27:30, not the locale's "12/6/2026, 4:27:30 PM" beside them. */
+function clockText(date) {
+  const two = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ` +
+         `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`;
+}

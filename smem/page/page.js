@@ -72,7 +72,7 @@ function live(meta) {
       state.data = data;
       drawHeader(); drawTable(); rebuild();
       status.className = "status live";
-      status.textContent = `live from smem serve: read at ${new Date(data.meta.read_at * 1000).toLocaleTimeString()}, every ${meta.live.interval} s`;
+      status.textContent = `live from smem serve: read at ${clockText(new Date(data.meta.read_at * 1000)).slice(11)}, every ${meta.live.interval} s`;
     })
     .catch((e) => { status.className = "status stale"; status.textContent = `live: the last refresh failed (${e.message}); showing the reading before`; });
   status.className = "status live";

@@ -57,7 +57,7 @@ function startTimeline(timeline) {
   const show = (stop) => {
     const at = stops[stop], frame = summary.frames[at], data = instants[at];
     label.textContent = `frame ${at + 1} of ${summary.frames.length} (${stops.length} with whole tables): ` +
-                        new Date(frame.time * 1000).toLocaleString();
+                        clockText(new Date(frame.time * 1000));
     drawTimeCharts(summary, at, segmentColors(data));
     if (state.data !== data) render(data);
   };
