@@ -148,3 +148,26 @@ def test_the_page_draws_the_areas_in_the_palettes_colours(browser, pages):  # no
     for part, pairs in drawn.items():
         assert len(pairs) > 5, part
         assert all(colour == area_colour(area).lower() for area, colour in pairs), (part, pairs)
+
+
+@pytest.mark.xdist_group("page")
+def test_the_pictures_anon_file_and_shmem_are_the_headers_colours_for_them(browser, pages):  # noqa: F811
+    """In the processes' picture a process's anonymous, file and shared memory are drawn in the
+    colours the header gives "process anon/file/shmem (PSS)", its mappings in paler shades of them;
+    users, programs and processes in greys, never in an area's hue (an orange user read as page
+    cache)."""
+    _open_file(browser, pages["plain"][0])
+    drawn = browser.execute_script("""
+        const page = window.smemPage;
+        page.zoomTo(page.state.tree.children.find((n) => n.kind === 'processes'));
+        const trace = document.getElementById('chart').data[0];
+        return trace.ids.map((id, i) => { const n = page.state.shown.get(id);
+            return [n.kind, n.part || (n.parent && n.parent.part) || null, trace.marker.colors[i]]; });""")
+    kinds = [(part, colour) for kind, part, colour in drawn if kind == "kind"]
+    assert {part for part, _ in kinds} >= {"anon", "file"}
+    assert all(colour.lower() == area_colour(f"process {part}").lower() for part, colour in kinds), kinds
+    groups = [colour for kind, _, colour in drawn if kind in ("user", "program", "cgroup", "process")]
+    assert groups
+    for colour in groups:
+        red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        assert max(red, green, blue) - min(red, green, blue) <= 50, colour  # (a grey, slightly blue at most)

@@ -114,10 +114,16 @@ function colorOf(n) {
   while (top.parent && top.parent.kind !== "root" && top.parent.kind !== "processes") { top = top.parent; depth++; }
   if (n.kind === "root") return "#dee2e6";
   if (n.kind === "processes") return "#dbe4ff";
+  // a process's anonymous, file and shared memory in the header's colours for them (the areas'
+  // palette), its mappings paler: where anon and page cache went shows across the whole picture
+  if (n.kind === "kind") return areaColor(`process ${n.part}`);
+  if (n.parent && n.parent.kind === "kind") return lighter(areaColor(`process ${n.parent.part}`), 0.45);
   if (n.kind === "rest") return "#ced4da";
   if (top.color) return top.color;
+  // users, programs, cgroups and processes in neutral shades (a hue of their own would read as an
+  // area's: an orange user as page cache), siblings apart, deeper levels paler
   const siblings = top.parent ? top.parent.children : [top];
-  return lighter(PALETTE[Math.max(0, siblings.indexOf(top)) % PALETTE.length], Math.min(0.6, 0.16 * depth));
+  return lighter(GROUP_SHADES[Math.max(0, siblings.indexOf(top)) % GROUP_SHADES.length], Math.min(0.75, 0.25 * depth));
 }
 
 function lighter(hex, amount) {  // mixed with white: deeper levels paler, so the nesting shows

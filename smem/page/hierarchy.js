@@ -48,7 +48,7 @@ function mappingNodes(data, pid) {
   return Object.entries(kinds).map(([kind, leaves]) => {
     const v = {};
     for (const leaf of leaves) addInto(v, leaf.v);
-    const n = node(KIND_NAMES[kind], "kind", v);
+    const n = node(KIND_NAMES[kind], "kind", v, {part: kind});
     n.children = leaves;
     return n;
   });
