@@ -133,7 +133,8 @@ else
 	if ! (umask 077 && : >>"$out") 2>/dev/null; then
 		die "cannot write $out"
 	fi
-	exec 3>"$out"
+	# fd 3 is a scratch file under $tmp (below), copied over FILE only once whole: a run stopped
+	# half-way leaves an existing FILE (last night's capture) as it was, not empty
 fi
 if [ -t 3 ]; then
 	die "refusing to write compressed data to a terminal (give FILE or redirect stdout)"
@@ -161,6 +162,10 @@ fi
 umask 022
 cap=$tmp/c
 mkdir "$cap" || die "cannot write to $tmp"
+if [ "$out" != - ]; then
+	: >"$tmp/capture" || die "cannot write to $tmp"
+	exec 3>"$tmp/capture"
+fi
 
 # --- system-wide files ------------------------------------------------------
 cat /proc/meminfo >"$cap/meminfo" 2>/dev/null || die "cannot copy /proc/meminfo"
@@ -583,5 +588,8 @@ wait
 [ "$rc" -eq 0 ] || die "writing the capture failed (gzip exit $rc)"
 [ -e "$tmp/tar-failed" ] && die "writing the capture failed (tar error)"
 exec 3>&-
+if [ "$out" != - ]; then
+	cat "$tmp/capture" >"$out" 2>/dev/null || die "cannot write $out"
+fi
 finished=1
 exit 0

@@ -106,6 +106,34 @@ def test_rewrites_a_capture_an_empty_file_or_any_file_when_forced(shell, pid_nam
     assert list(tmpdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[2]], indirect=True)  # as for vanishing processes
+def test_signal_leaves_the_capture_it_would_replace_whole(shell, pid_namespace, tmp_path):
+    """Killed before it is done, the script leaves FILE as it found it: last night's capture is
+    not lost to an empty file because this morning's run was stopped."""
+    prefix, path = shell
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / "cap.tgz"
+    old = gzip.compress(b"an older capture")
+    out.write_bytes(old)
+    proc = subprocess.Popen(pid_namespace.argv(prefix + [str(SCRIPT), str(out)]), env=script_env(path, tmpdir),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        script = pid_namespace.command_pid(proc)  # nsenter passes no signal on: the script gets it
+        while not any(tmpdir.glob("*/c/*")):
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.001)
+        os.kill(script, signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, stdout, stderr) == (-signal.SIGTERM, b"", b"")
+    assert out.read_bytes() == old
+    assert list(tmpdir.iterdir()) == []
+
+
 @pytest.mark.parametrize("where", ["missing-dir", "a-directory"])
 def test_unwritable_output_fails_with_one_line(shell, tmp_path, where):
     tmpdir = tmp_path / "tmp"
