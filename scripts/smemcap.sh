@@ -2,8 +2,8 @@
 # smemcap.sh - capture the /proc data smem needs, for analysis on another machine.
 #
 # For embedded targets without Python: needs only a POSIX sh (dash, busybox
-# ash) and the busybox applets cat, mkdir, rm, tar, gzip, date, uname (plus
-# chown when run as root).  mktemp, stat, getconf, hostname, dd, ls, grep and
+# ash) and the busybox applets cat, mkdir, rm, tar and gzip (plus chown when
+# run as root).  date, uname, mktemp, stat, getconf, hostname, dd, ls, grep and
 # readlink are used when present.  Writes a gzip-compressed tar to stdout or to FILE; the layout is
 # described in docs/capture-format.md.  Run as root to capture every process.
 
@@ -70,6 +70,16 @@ out=${1:--}
 
 [ -r /proc/meminfo ] && [ -d /proc/self ] ||
 	die "/proc is not mounted (cannot read /proc/meminfo)"
+
+# A small busybox may be built without one of these: say which, before any work (without cat
+# the copy of meminfo would seem to fail, without rm the temporary files would stay, ...).
+need_applets() {
+	for a in "$@"; do
+		command -v "$a" >/dev/null 2>&1 ||
+			die "$a not found on PATH (the script needs cat, mkdir, rm, tar and gzip, and chown as root)"
+	done
+}
+need_applets cat mkdir rm tar gzip
 
 # --- cleanup on exit and on HUP/INT/TERM ------------------------------------
 tmp=
@@ -429,6 +439,7 @@ while read -r key r e rest; do
 		break
 	fi
 done </proc/$$/status
+[ "$myuid" = 0 ] && need_applets chown
 have_stat=
 command -v stat >/dev/null 2>&1 && have_stat=1
 have_rollup=

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from smemcap_shells import SCRIPT, SHELLS, run_script, script_env, shell, target  # noqa: F401 (fixtures)
+from smemcap_shells import BUSYBOX, DASH, MINIMAL_APPLETS, SCRIPT, SHELLS, run_script, script_env
+from smemcap_shells import shell, target  # noqa: F401 (fixtures)
 
 
 @pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[2]], indirect=True)  # as for vanishing processes
@@ -146,6 +147,30 @@ def test_unwritable_output_fails_with_one_line(shell, tmp_path, where):
     assert res.stdout == b""
     assert list(tmpdir.iterdir()) == []
     assert not (tmp_path / "nonexistent").exists()
+
+
+@pytest.mark.skipif(DASH is None or BUSYBOX is None, reason="no dash or busybox")
+@pytest.mark.parametrize("missing", ["cat", "mkdir", "rm", "tar", "gzip", "chown"])
+def test_a_missing_applet_is_named_in_one_line(missing, tmp_path):
+    """A small busybox built without one of the applets the script needs: one line naming it,
+    before any work, rather than a line per process, a misleading cause or a quiet success."""
+    if missing == "chown" and os.geteuid() != 0:
+        pytest.skip("chown is only needed as root")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in MINIMAL_APPLETS:
+        if name != missing:
+            (bindir / name).symlink_to(BUSYBOX)
+    out = tmp_path / "cap.tgz"
+    res = subprocess.run([DASH, str(SCRIPT), str(out)], env=script_env(str(bindir), tmpdir), capture_output=True)
+    assert (res.returncode, res.stdout) == (1, b"")
+    assert res.stderr.decode().splitlines() == [
+        f"smemcap.sh: {missing} not found on PATH (the script needs cat, mkdir, rm, tar and gzip, "
+        "and chown as root)"]
+    assert list(tmpdir.iterdir()) == []
+    assert not out.exists()
 
 
 def test_help_and_bad_usage(shell, tmp_path):
