@@ -540,6 +540,18 @@ copy_pid() {
 	return 0
 }
 
+# The processes left out, named as smem capture names them: pid 1 (init), ... and 4 more.
+nskipped=0
+named=
+skipped() {
+	nskipped=$((nskipped + 1))
+	[ "$nskipped" -le 3 ] || return 0
+	comm=
+	{ IFS= read -r comm <"/proc/$1/comm"; } 2>/dev/null
+	case $comm in *[![:print:]]*) comm=? ;; esac
+	named="$named${named:+, }pid $1${comm:+ ($comm)}"
+}
+
 npids=0
 for p in /proc/[0-9]*; do
 	n=${p#/proc/}
@@ -553,8 +565,20 @@ for p in /proc/[0-9]*; do
 		npids=$((npids + 1))
 	else
 		rm -rf -- "${cap:?}/$n"
+		# still there: not gone meanwhile but unreadable (another user's, when not root)
+		[ -d "$p" ] && skipped "$n"
 	fi
 done
+if [ "$nskipped" -gt 0 ] && [ "$npids" -gt 0 ]; then
+	if [ "$nskipped" -eq 1 ]; then
+		what="1 process could not be read and was left out"
+	else
+		what="$nskipped processes could not be read and were left out"
+	fi
+	[ "$nskipped" -gt 3 ] && named="$named and $((nskipped - 3)) more"
+	[ "$myuid" = 0 ] || named="$named; run as root to capture them"
+	printf '%s: warning: %s: %s\n' "$prog" "$what" "$named" >&2
+fi
 [ "$npids" -gt 0 ] || die "no process could be read (is /proc mounted?)"
 if [ -s "$tmp/zl-memfds" ]; then
 	cat "$tmp/zl-memfds" >>"$cap/smem/shmem" || die "cannot write to $tmp"

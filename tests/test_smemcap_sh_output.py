@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from smemcap_shells import BUSYBOX, DASH, MINIMAL_APPLETS, SCRIPT, SHELLS, run_script, script_env
+from smemcap_shells import BUSYBOX, DASH, MINIMAL_APPLETS, NOBODY, SCRIPT, SHELLS, run_script, script_env
 from smemcap_shells import shell, target  # noqa: F401 (fixtures)
 
 
@@ -171,6 +171,34 @@ def test_a_missing_applet_is_named_in_one_line(missing, tmp_path):
         "and chown as root)"]
     assert list(tmpdir.iterdir()) == []
     assert not out.exists()
+
+
+@pytest.mark.skipif(DASH is None or shutil.which("setpriv") is None, reason="no dash or setpriv")
+def test_processes_it_cannot_read_are_named_as_smem_capture_names_them(pid_namespace):
+    """Run as another user (a board's login), the processes whose smaps it may not read are left
+    out and named in one warning, as smem capture names them, not dropped without a word."""
+    import re
+    import tempfile
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another user")
+    with tempfile.TemporaryDirectory() as tmpdir:
+        os.chmod(tmpdir, 0o777)  # the script's TMPDIR, for nobody
+        argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", DASH, str(SCRIPT)]
+        res = subprocess.run(pid_namespace.argv(argv, cwd="/"), env=script_env(os.environ["PATH"], tmpdir),
+                             capture_output=True, timeout=300)
+        assert os.listdir(tmpdir) == []
+    assert res.returncode == 0, res.stderr
+    # the namespace's init, root's, is the first /proc lists
+    first = r"pid 1 \([^)]+\)" if pid_namespace.isolated else r"pid \d+ \([^)]*\)"
+    (warning,) = res.stderr.decode().splitlines()
+    assert re.fullmatch(r"smemcap.sh: warning: (1 process could not be read and was|\d+ processes could not be read "
+                        rf"and were) left out: {first}(, pid \d+ \([^)]*\))*( and \d+ more)?; run as root to capture "
+                        "them", warning), warning
+    with tarfile.open(fileobj=__import__("io").BytesIO(res.stdout)) as tar:
+        held = tar.getnames()
+    assert "meminfo" in held
+    for pid in re.findall(r"pid (\d+)", warning):
+        assert f"{pid}/smaps" not in held
 
 
 def test_help_and_bad_usage(shell, tmp_path):
