@@ -167,7 +167,7 @@ if [ -z "$tmp" ]; then
 		i=$((i + 1))
 	done
 fi
-[ -n "$tmp" ] || die "cannot create a temporary directory under $base"
+[ -n "$tmp" ] || die "cannot create a temporary directory under $base (set TMPDIR to a writable directory)"
 # The 0700 temp dir keeps the copies private; members get /proc-like modes.
 umask 022
 cap=$tmp/c

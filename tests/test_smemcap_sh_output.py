@@ -201,6 +201,17 @@ def test_processes_it_cannot_read_are_named_as_smem_capture_names_them(pid_names
         assert f"{pid}/smaps" not in held
 
 
+def test_an_unwritable_tmpdir_says_to_set_tmpdir(shell, tmp_path):
+    """A board's /tmp may be read-only: the one line says what to do about it."""
+    out = tmp_path / "cap.tgz"
+    res = run_script(shell, tmp_path / "missing", str(out))
+    assert (res.returncode, res.stdout) == (1, b"")
+    assert res.stderr.decode().splitlines() == [
+        f"smemcap.sh: cannot create a temporary directory under {tmp_path / 'missing'} "
+        "(set TMPDIR to a writable directory)"]
+    assert not out.exists()
+
+
 def test_help_and_bad_usage(shell, tmp_path):
     res = run_script(shell, tmp_path, "-h")
     assert res.returncode == 0 and res.stdout.startswith(b"usage: smemcap.sh")
