@@ -143,12 +143,15 @@ else
 	if ! (umask 077 && : >>"$out") 2>/dev/null; then
 		die "cannot write $out"
 	fi
-	# fd 3 is a scratch file under $tmp (below), copied over FILE only once whole: a run stopped
-	# half-way leaves an existing FILE (last night's capture) as it was, not empty
+	# opened without truncating it, to see whether it is a terminal; fd 3 is then a scratch file
+	# under $tmp (below), copied over FILE only once whole: a run stopped half-way leaves an
+	# existing FILE (last night's capture) as it was, not empty
+	exec 3>>"$out"
 fi
 if [ -t 3 ]; then
 	die "refusing to write compressed data to a terminal (give FILE or redirect stdout)"
 fi
+[ "$out" = - ] || exec 3>&-
 
 # --- temporary directory ------------------------------------------------------
 umask 077

@@ -212,6 +212,26 @@ def test_an_unwritable_tmpdir_says_to_set_tmpdir(shell, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("as_file", [False, True], ids=["stdout", "FILE"])
+def test_refuses_to_write_to_a_terminal(shell, tmp_path, as_file):
+    """Compressed bytes on a terminal garble it: refused before any work, as stdout or as FILE."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    master, slave = os.openpty()
+    try:
+        prefix, path = shell
+        argv = prefix + [str(SCRIPT)] + ([os.ttyname(slave)] if as_file else [])
+        res = subprocess.run(argv, env=script_env(path, tmpdir), stdout=subprocess.DEVNULL if as_file else slave,
+                             stderr=subprocess.PIPE, timeout=60)  # not refused, it blocks on the full terminal
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert res.returncode == 1
+    assert res.stderr.decode().splitlines() == [
+        "smemcap.sh: refusing to write compressed data to a terminal (give FILE or redirect stdout)"]
+    assert list(tmpdir.iterdir()) == []
+
+
 def test_help_and_bad_usage(shell, tmp_path):
     res = run_script(shell, tmp_path, "-h")
     assert res.returncode == 0 and res.stdout.startswith(b"usage: smemcap.sh")
