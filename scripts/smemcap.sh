@@ -627,7 +627,7 @@ wait
 [ -e "$tmp/tar-failed" ] && die "writing the capture failed (tar error)"
 exec 3>&-
 if [ "$out" != - ]; then
-	cat "$tmp/capture" >"$out" 2>/dev/null || die "cannot write $out"
+	cat "$tmp/capture" >"$out" 2>/dev/null || die "writing the capture failed (cannot write $out)"
 fi
 finished=1
 exit 0
