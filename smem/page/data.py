@@ -148,6 +148,7 @@ def _page_documents(request, at):
     ram = new.sizing[0] if new.sizing and new.sizing[0] is not None else None
     meta = {
         "memtotal": new.mem_total, "swaptotal": new.swap_total, "compared": compared,
+        "pss_missing": any(s.pss_missing for s in snapshots),
         "installed": {"kib": ram.kib, "source": ram.source, "estimate": ram.estimate} if ram else None,
         "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
         "process_areas": process_areas, "top_mappings": request.top_mappings,

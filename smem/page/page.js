@@ -17,10 +17,14 @@ function choice(id, label, options, current, onpick, unavailable) {
   }
 }
 
-/* The measures this reading has nothing of (why, by measure): no swap, no swap PSS. */
+/* The measures this reading has nothing of (why, by measure): no swap, no swap PSS; a kernel
+   without PSS (before 2.6.25, old embedded boards), whose processes are drawn by RSS, as smem
+   sorts and charts them then. */
 function unavailableMeasures() {
-  const meta = state.data.meta;
-  return meta.swaptotal === 0 && !compared() ? {swappss: "No swap on this machine (SwapTotal 0)"} : {};
+  const meta = state.data.meta, why = {};
+  if (meta.pss_missing) why.pss = "The kernel gives no PSS (Linux before 2.6.25): drawn by RSS";
+  if (meta.swaptotal === 0 && !compared()) why.swappss = "No swap on this machine (SwapTotal 0)";
+  return why;
 }
 
 function setMeasure(m) { if (state.measure !== m) { state.measure = m; rebuild(); } }
@@ -33,7 +37,8 @@ function drawControls() {
 }
 
 function rebuild() {
-  if (unavailableMeasures()[state.measure]) state.measure = "pss";  // (a live reading after swapoff)
+  const unavailable = unavailableMeasures();  // (a live reading after swapoff; a kernel without PSS)
+  if (unavailable[state.measure]) state.measure = unavailable.pss ? "rss" : "pss";
   state.tree = buildTree(state.data);
   if (!state.started) {  // free memory dwarfs the rest: start at the processes (MemTotal is one click up)
     state.started = true;
