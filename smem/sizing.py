@@ -109,7 +109,7 @@ def kernel_image(source, kernel_path=None, iomem=None):
         except KernelImageError as e:
             raise KernelImageError(f"{kernel_path}: {e}") from None
         doubt = ""
-        if data[:4] == b"\x7fELF" and b"Linux version " not in data:
+        if not size.banner:
             doubt = f"{kernel_path} is an ELF file but not a Linux kernel (no 'Linux version' banner); sized anyway"
         # smem 1.5 had -K too, but printed its figure as a float: the table differs anyway, so
         # the footnote names the image as given

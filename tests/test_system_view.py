@@ -307,8 +307,16 @@ def test_live_kernel_image_unknown_without_root_says_why():
         assert any(l.startswith("kernel image: estimated from boot log") for l in lines)
 
 
-def test_an_elf_that_is_no_kernel_is_sized_with_a_warning(tmp_path):
-    proc = run_smem("-S", _tree(tmp_path), "-w", "-K", sys.executable)
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_an_elf_that_is_no_kernel_is_sized_with_a_warning(tmp_path, compressed):
+    """Python's own ELF, as it is or gzipped as a vmlinuz is (which was sized without a word)."""
+    import gzip
+    image = sys.executable
+    if compressed:
+        image = tmp_path / "python.gz"
+        with open(sys.executable, "rb") as f:
+            image.write_bytes(gzip.compress(f.read()))
+    proc = run_smem("-S", _tree(tmp_path), "-w", "-K", image)
     assert proc.returncode == 0
     assert "not a Linux kernel" in proc.stderr.decode()
 

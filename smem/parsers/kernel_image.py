@@ -50,6 +50,9 @@ _CHUNK = 4 * 1024 * 1024
 # Try at most this many candidate streams when scanning for magics.
 _MAX_CANDIDATES = 64
 
+#: what every Linux kernel holds (init/version.c's linux_banner)
+_BANNER = b"Linux version "
+
 _EXPECTED = ("not an ELF vmlinux or a compressed kernel image "
              "(bzImage/vmlinuz with gzip, bzip2, xz, lzma, zstd or lz4)")
 
@@ -60,13 +63,16 @@ class KernelImageSize:
 
     ``total`` is ``size``'s ``dec`` column (text + data + bss); ``format`` says
     what was found, e.g. ``"ELF64 little-endian vmlinux"`` or
-    ``"bzImage (boot protocol 2.15), zstd-compressed ELF64 little-endian vmlinux"``.
+    ``"bzImage (boot protocol 2.15), zstd-compressed ELF64 little-endian vmlinux"``;
+    ``banner`` whether that ELF holds the kernel's ``Linux version`` banner (one
+    without it is some other program, compressed or not: sized, with a doubt).
     """
 
     text: int
     data: int
     bss: int
     format: str
+    banner: bool = True
     total: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -82,7 +88,7 @@ def kernel_image_size(data: bytes, *, limit: int = MAX_DECOMPRESSED) -> KernelIm
     view = memoryview(data)
     if bytes(view[:4]) == ELF_MAGIC:
         text, dat, bss, fmt = elf_size(view)
-        return KernelImageSize(text, dat, bss, fmt)
+        return KernelImageSize(text, dat, bss, fmt, _BANNER in data)
 
     problems: list[str] = []
     bz = _bzimage_payload(view)
@@ -100,13 +106,14 @@ def kernel_image_size(data: bytes, *, limit: int = MAX_DECOMPRESSED) -> KernelIm
             if found is not None:
                 text, dat, bss, fmt = elf_size(memoryview(found))
                 return KernelImageSize(text, dat, bss, "bzImage (boot protocol %d.%02d), %s-compressed %s"
-                                       % (version >> 8, version & 0xFF, kind, fmt))
+                                       % (version >> 8, version & 0xFF, kind, fmt), _BANNER in found)
 
     for offset, kind in _candidates(view):
         found = _try_stream(kind, view[offset:], problems, limit)
         if found is not None:
             text, dat, bss, fmt = elf_size(memoryview(found))
-            return KernelImageSize(text, dat, bss, "%s-compressed %s at offset %#x" % (kind, fmt, offset))
+            return KernelImageSize(text, dat, bss, "%s-compressed %s at offset %#x" % (kind, fmt, offset),
+                                   _BANNER in found)
 
     missing = [p for p in problems if isinstance(p, _MissingDecompressor)]
     if missing:  # none it could read held the kernel: say which package would read the rest
