@@ -8,6 +8,7 @@ const LAYOUTS = [["treemap", "Treemap"], ["icicle", "Icicle"], ["sunburst", "Sun
 const TABLES = [["process", "Processes"], ["user", "Users"], ["program", "Programs"], ["cgroup", "Cgroups"],
                 ["mapping", "Mappings"], ["system", "System"]];
 const KIND_NAMES = {anon: "anonymous mappings", file: "file mappings", shmem: "shared memory mappings"};
+const PAGE_KIND_NAMES = {anon: "anonymous pages", file: "file pages", shmem: "shared memory pages"};
 const PALETTE = ["#4263eb", "#f08c00", "#2f9e44", "#ae3ec9", "#1098ad", "#e8590c", "#5c7cfa", "#d6336c",
                  "#74b816", "#7048e8", "#0ca678", "#f59f00", "#868e96", "#3bc9db", "#e64980", "#94d82d"];
 const TABLE_ROWS = 400;   // rows drawn at once; the filter and the sort reach every row

@@ -54,6 +54,10 @@ function drawFooter() {
 /* Draw everything from ``data`` (the embedded documents, a live refresh, or, later, one instant
    of a recording: the hook a time slider would call). */
 function render(data) {
+  if (state.data && state.data !== data) {  // (what the panel showed was of the instant before)
+    document.getElementById("share").replaceChildren(
+      el("p", {class: "note", text: "Select a process or a mapping, in a table or the picture."}));
+  }
   state.data = data;
   drawHeader();
   drawTabs();
@@ -84,7 +88,7 @@ document.getElementById("filter").addEventListener("input", (e) => { state.filte
 const data = readEmbedded(), timeline = data.timeline;
 delete data.timeline;
 render(data);
-if (timeline) startTimeline(timeline);
+if (timeline) startTimeline(timeline, data);
 if (data.meta.live) live(data.meta);
 window.smemPage = {state, render, zoomTo, readEmbedded, startedAt, readyAt: performance.now()};
 document.body.setAttribute("data-ready", "true");
