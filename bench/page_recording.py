@@ -94,8 +94,8 @@ def main():
         for _ in range(args.runs):
             for repo in repos:
                 times[repo].append(timed(argv[repo], repo)[0])
-        print(f"recording: {args.frames} frames of {args.processes} processes, every smaps in every "
-              f"{args.smaps_every}th (and the first and last)")
+        print(f"recording: {args.frames} frames of {args.processes} processes, every smaps kept in the first "
+              f"and every {args.smaps_every} frames after it")
         for repo in repos:
             ready, _ = browser_ready(pages[repo], args.runs)
             count, rollups = stops(pages[repo])

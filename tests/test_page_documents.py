@@ -88,16 +88,16 @@ def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
     assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
 
 
-def _pushed_recording(rec, capture):
-    """A three-frame recording of ``capture`` pushed three times to smem record over TCP, every
-    smaps kept in the first frame only (--smaps-every 3): the others keep smaps_rollup."""
+def _pushed_recording(rec, capture, frames=3):
+    """A recording of ``capture`` pushed ``frames`` times to smem record over TCP, every smaps
+    kept in the first frame only (--smaps-every FRAMES): the others keep smaps_rollup."""
     import socket
     from test_recording_playback import wait_frames
     from test_tcp_capture import listening_port, smem_process
-    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", "3", "--smaps-every", "3")
+    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", frames, "--smaps-every", frames)
     try:
         port = listening_port(recorder)
-        for frame in (1, 2, 3):
+        for frame in range(1, frames + 1):
             with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
                 s.sendall(capture.read_bytes())
                 s.shutdown(socket.SHUT_WR)
@@ -139,6 +139,26 @@ def test_a_recordings_slider_stops_at_frames_without_smaps_with_their_own_tables
         f"smem: warning: {rec}: frames/000002.zst: damaged or cut short: not a zstd frame: left out of the page"]
     timeline = embedded((tmp_path / "damaged.html").read_text())["timeline"][0]
     assert [f["number"] for f in timeline["summary"]["frames"]] == [1, 3]
+
+
+def test_the_stops_a_budget_keeps_are_spread_over_the_recording(tmp_path, monkeypatch):
+    """A budget that holds two instants besides the last keeps the first and the middle one, not
+    the two earliest (the stops were kept earliest first: the end of a long recording had none)."""
+    from smem.options import Query
+    from smem.page import timeline
+    from smem.page.data import PageRequest, page_documents
+    from smem.page.html import data_json
+    from smem.sources.recorded import Recording
+    rec = _pushed_recording(tmp_path / "rec", CAPTURE, frames=9)
+    request = PageRequest(Query()._replace(source=str(rec)))
+    with Recording(str(rec)) as recording:
+        entries = list(recording.frames)
+    sizes = [len(data_json(*page_documents(request, at=str(n), rollup=n > 1)[:2])) for n in (1, 2)]
+    monkeypatch.setattr(timeline, "FULL_BUDGET", sum(sizes) + sizes[1] // 2)
+    documents, _, _ = timeline.timeline_documents(request, entries)
+    instants = json.loads(documents["timeline"])["instants"]
+    assert {int(i) for i in instants} == {0, 4, 8} and instants["8"] is None
+    assert instants["4"]["process"]["source"]["description"].startswith(f"recording {rec} frame 5, ")
 
 
 def test_a_frame_whose_rollups_have_no_pss_split_stops_at_its_key_frame(tmp_path):

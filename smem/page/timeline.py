@@ -121,17 +121,19 @@ def timeline_documents(request, entries):
     # each stop is the frame it names, read as it was kept: a frame without smaps has its processes'
     # own figures (ROLLUP_TABLES), not its key frame's.  The last is the page's own data (null
     # among the instants); the others fill the budget, coarse to fine, so the kept ones are spread
-    kept, budget, smallest, last = {}, FULL_BUDGET, None, None
+    # (smallest: per kind of frame, with smaps or without, the smallest instant read: a frame of a
+    # kind none of which fits what is left is not read)
+    kept, budget, smallest, last, unsplit = {}, FULL_BUDGET, {}, None, False
     for index in _coarse_to_fine(_spread(len(entries), FULL_FRAMES)):
-        if last is not None and smallest is not None and smallest > budget:
-            break  # (nothing more fits)
         entry = entries[index]
+        if (last is not None and smallest.get(entry.smaps, 0) > budget) or (unsplit and not entry.smaps):
+            continue
         documents, meta, said = page_documents(request, at=str(entry.number), rollup=not entry.smaps)
         read_from = _frame_read(documents)
         if read_from != entry.number and read_from in numbers:
             # its rollups have no PSS split (before Linux 5.9): the tables are its key frame's, and
-            # the stop is that key frame (with its mappings)
-            index = numbers[read_from]
+            # the stop is that key frame (with its mappings); so are the other frames' of this kernel
+            index, unsplit = numbers[read_from], True
             if index in kept:
                 continue
             documents, meta, said = page_documents(request, at=str(read_from))
@@ -140,7 +142,7 @@ def timeline_documents(request, entries):
             last, kept[index] = (documents, meta), "null"
             continue
         text = data_json(documents, meta)
-        smallest = len(text) if smallest is None else min(smallest, len(text))
+        smallest[entry.smaps] = min(smallest.get(entry.smaps, len(text)), len(text))
         if len(text) <= budget:
             kept[index] = text
             budget -= len(text)
