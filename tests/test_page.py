@@ -335,6 +335,38 @@ def test_a_recordings_breakdown_moves_between_key_frames_where_the_rollups_split
     _no_requests_and_no_errors(browser)
 
 
+def test_a_recordings_slider_stops_at_a_frame_without_smaps_and_shows_that_frames_figures(browser, rollup_recorded_page):
+    """Frame 2 kept smaps_rollup only: the slider stops there (it had only the key frame's stop,
+    the frame it was read from) and the grown process's figures are frame 2's, as smem --at 2
+    prints them; the picture splits it by page type, not into mappings, and says so."""
+    from selenium.webdriver.common.by import By
+    path, pid, rec = rollup_recorded_page
+    _open_file(browser, path)
+    frames = browser.execute_script("return window.smemPage.readEmbedded().timeline.summary.frames")
+    assert [f["smaps"] for f in frames][:2] == [True, False] and all(f["full"] for f in frames)
+    grower = "return window.smemPage.state.data.process.rows.filter((r) => r.pid === %d)[0]" % pid
+    shown = {}
+    # (the key frame's figures are its smaps' sums, as a report reading mappings prints them; frame
+    # 2's its smaps_rollup's, as plain smem prints them)
+    for stop, columns in ((0, "pid pss uss rss maps"), (1, "pid pss uss rss")):
+        browser.execute_script("const s = document.getElementById('time-slider'); s.value = arguments[0];"
+                               "s.dispatchEvent(new Event('input'));", str(stop))
+        shown[stop] = browser.execute_script(grower)
+        printed = json.loads(run_smem("-S", rec, "--at", str(stop + 1), "--pid", str(pid), "-F", "json",
+                                      "-c", columns, check=True).stdout)["rows"][0]
+        assert {k: shown[stop][k] for k in ("pss", "uss", "rss")} == {k: printed[k] for k in ("pss", "uss", "rss")}, stop
+    assert shown[1]["pss"] >= shown[0]["pss"] + 90 * 1024  # grown by 100 MiB after frame 1
+    assert "frame 2 of 3" in browser.find_element(By.ID, "time-label").text
+    assert "smaps_rollup only" in browser.find_element(By.ID, "time-kept").text
+    assert "smaps_rollup only" in browser.find_element(By.ID, "chart-note").text
+    assert browser.find_element(By.CSS_SELECTOR, "#tabs button[disabled]").text == "Mappings"
+    if _kernel_splits_rollup():  # in PSS, the process's boxes are the kernel's split of it
+        kinds = browser.execute_script("""const s = window.smemPage.state, n = s.index.get('process:%d');
+            window.smemPage.zoomTo(n); return n.children.map((c) => [c.label, c.v.pss || 0]);""" % pid)
+        assert dict(kinds)["anonymous pages"] == shown[1]["pss_anon"] and sum(v for _, v in kinds) <= shown[1]["pss"]
+    _no_requests_and_no_errors(browser)
+
+
 def _kernel_splits_rollup():
     try:
         with open("/proc/self/smaps_rollup", encoding="ascii") as f:

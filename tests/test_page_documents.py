@@ -1,6 +1,6 @@
 """smem html's page as a document: the -F json documents it embeds are what smem prints for each
 table, add up, hold hostile text as data, and come out the same read by one process or by
-workers; a recording's timeline stops at the frames its tables are of; -o - and -o's refusals.
+workers; a recording's timeline stops at frames without smaps with their own tables; -o - and -o's refusals.
 No browser here (test_page.py opens the pages); the pages both read are made once for the two
 (the ``pages`` fixture, tests/conftest.py), so these stay in the page group, on one worker.
 """
@@ -88,20 +88,18 @@ def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
     assert sharers and all(rows["rows"][0][0] == 2000 for rows in sharers.values())
 
 
-def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
-    """A frame that kept only smaps_rollup is read, for the page's tables, from the key frame
-    before it: the stop is that key frame's (its number and time), never a later frame's label
-    over the key frame's tables and time.  Three captures pushed to smem record over TCP."""
+def _pushed_recording(rec, capture, frames=3):
+    """A recording of ``capture`` pushed ``frames`` times to smem record over TCP, every smaps
+    kept in the first frame only (--smaps-every FRAMES): the others keep smaps_rollup."""
     import socket
     from test_recording_playback import wait_frames
     from test_tcp_capture import listening_port, smem_process
-    rec = tmp_path / "rec"
-    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", "3", "--smaps-every", "3")
+    recorder = smem_process("record", "-o", rec, "--listen", "127.0.0.1:0", "--count", frames, "--smaps-every", frames)
     try:
         port = listening_port(recorder)
-        for frame in (1, 2, 3):
+        for frame in range(1, frames + 1):
             with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-                s.sendall(CAPTURE.read_bytes())
+                s.sendall(capture.read_bytes())
                 s.shutdown(socket.SHUT_WR)
                 s.recv(1)
             wait_frames(rec, recorder, frame)
@@ -110,13 +108,30 @@ def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
         if recorder.poll() is None:
             recorder.kill()
             recorder.wait()
+    return rec
+
+
+def test_a_recordings_slider_stops_at_frames_without_smaps_with_their_own_tables(tmp_path):
+    """Frames 2 and 3 kept smaps_rollup only: each is a stop of its own (it was read from the key
+    frame, and the stop was the key frame's), its tables what smem prints at that frame (its
+    command says --at 2), no mapping table and no mappings; the last stop is the page's own data
+    (null: not embedded twice); frame 1, a key frame, has its mappings."""
+    rec = _pushed_recording(tmp_path / "rec", CAPTURE)
     timeline = embedded(write_page("-S", rec, path=str(tmp_path / "rec.html")))["timeline"][0]
-    frames = timeline["summary"]["frames"]
-    assert [f["number"] for f in frames] == [1, 2, 3]
-    assert list(timeline["instants"]) == ["0"] and [f["full"] for f in frames] == [True, False, False]
-    described = timeline["instants"]["0"]["process"]["source"]["description"]
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
-    assert re.fullmatch(rf"recording {re.escape(str(rec))} frame 1( \(the key frame for frame \d+\))?, {when}", described)
+    frames, instants = timeline["summary"]["frames"], timeline["instants"]
+    assert [(f["number"], f["smaps"], f["full"]) for f in frames] == [(1, True, True), (2, False, True), (3, False, True)]
+    assert list(instants) == ["0", "1", "2"] and instants["2"] is None
+    second = instants["1"]
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[1]["time"]))
+    assert second["process"]["source"]["description"] == f"recording {rec} frame 2, {when}"
+    assert second["meta"]["rollup"] and "mapping" not in second and second["maps"]["processes"] == {}
+    for name, command in second["meta"]["commands"].items():
+        assert "--at 2" in command and " maps " not in command and "vss" not in command, command
+        printed = json.loads(run_smem(*shlex.split(command)[1:], check=True).stdout)
+        assert printed == second[name], name
+    assert {"pss_anon", "pss_file", "pss_shmem"} <= set(second["process"]["rows"][0])
+    first = instants["0"]
+    assert not first["meta"]["rollup"] and first["mapping"]["rows"] and first["maps"]["processes"]
     # a damaged frame costs only itself: the page is of the others, with one warning
     (rec / "frames" / "000002.zst").write_bytes(b"damaged")
     made = run_smem("html", "-S", rec, "-o", tmp_path / "damaged.html")
@@ -124,6 +139,52 @@ def test_a_recordings_slider_stops_at_the_frame_its_tables_are_of(tmp_path):
         f"smem: warning: {rec}: frames/000002.zst: damaged or cut short: not a zstd frame: left out of the page"]
     timeline = embedded((tmp_path / "damaged.html").read_text())["timeline"][0]
     assert [f["number"] for f in timeline["summary"]["frames"]] == [1, 3]
+
+
+def test_the_stops_a_budget_keeps_are_spread_over_the_recording(tmp_path, monkeypatch):
+    """A budget that holds two instants besides the last keeps the first and the middle one, not
+    the two earliest (the stops were kept earliest first: the end of a long recording had none)."""
+    from smem.options import Query
+    from smem.page import timeline
+    from smem.page.data import PageRequest, page_documents
+    from smem.page.html import data_json
+    from smem.sources.recorded import Recording
+    rec = _pushed_recording(tmp_path / "rec", CAPTURE, frames=9)
+    request = PageRequest(Query()._replace(source=str(rec)))
+    with Recording(str(rec)) as recording:
+        entries = list(recording.frames)
+    sizes = [len(json.dumps(json.loads(data_json(*page_documents(request, at=str(n), rollup=n > 1)[:2])),
+                            separators=(",", ":"))) for n in (1, 2)]  # (as the timeline holds them)
+    monkeypatch.setattr(timeline, "FULL_BUDGET", sum(sizes) + sizes[1] // 2)
+    documents, _, _ = timeline.timeline_documents(request, entries)
+    instants = json.loads(documents["timeline"])["instants"]
+    assert {int(i) for i in instants} == {0, 4, 8} and instants["8"] is None
+    assert instants["4"]["process"]["source"]["description"].startswith(f"recording {rec} frame 5, ")
+
+
+def test_a_frame_whose_rollups_have_no_pss_split_stops_at_its_key_frame(tmp_path):
+    """Rollups without Pss_Anon (Linux before 5.9) cannot give the breakdown of their frame: its
+    tables are read from the key frame, and the stop is that key frame's (its number and time),
+    never a later frame's label over the key frame's tables."""
+    import io
+    import tarfile
+    capture = tmp_path / "unsplit.tar"
+    with tarfile.open(CAPTURE) as tin, tarfile.open(capture, "w") as tout:
+        for m in tin:
+            data = tin.extractfile(m).read() if m.isreg() else None
+            if data is not None and m.name.endswith("/smaps_rollup"):
+                data = b"".join(line for line in data.splitlines(True) if not line.startswith(b"Pss_"))
+                m.size = len(data)
+            tout.addfile(m, io.BytesIO(data) if data is not None else None)
+    rec = _pushed_recording(tmp_path / "rec", capture)
+    timeline = embedded(write_page("-S", rec, path=str(tmp_path / "rec.html")))["timeline"][0]
+    frames = timeline["summary"]["frames"]
+    assert list(timeline["instants"]) == ["0"] and [f["full"] for f in frames] == [True, False, False]
+    page = embedded((tmp_path / "rec.html").read_text())
+    described = page["process"][0]["source"]["description"]
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[0]["time"]))
+    assert re.fullmatch(rf"recording {re.escape(str(rec))} frame 1( \(the key frame for frame \d+\))?, {when}", described)
+    assert not page["meta"][0]["rollup"] and page["mapping"][0]["rows"]
 
 
 def test_the_compared_system_table_keeps_the_tables_order(pages):

@@ -42,8 +42,14 @@ def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path, pid_namesp
     assert marker in pids_of(rec)
     # -m of a frame without smaps reads the mappings of the key frame before it
     assert pids_of(rec, "--at", "2", "-M", "[stack]") >= {marker}
-    mappings = run_smem("-S", rec, "--at", "2", "-m", "-P", f"^sleep 3600$", check=True).stdout
-    assert b"[stack]" in mappings
+    mappings = run_smem("-S", rec, "--at", "2", "-m", "-P", f"^sleep 3600$", check=True)
+    assert b"[stack]" in mappings.stdout
+    # and says so (it said nothing but in -F json's description): every figure is frame 1's
+    assert mappings.stderr.decode().splitlines() == [
+        "smem: warning: a frame without smaps has no mappings: a report that reads them (-m, -M, the maps or vss "
+        f"columns) shows the key frame before it, frame 1 ({time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(frames[0]['time']))}), "
+        "every figure of that frame"]
+    assert run_smem("-S", rec, "--at", "2", "-t", check=True).stderr == b""  # (its own figures: nothing to say)
     assert os.stat(rec).st_mode & 0o777 == 0o700  # frames hold every command line
     # a frame without smaps still has what the process, user, program, cgroup and system views read
     for view in ([], ["-u"], ["-g"], ["--cgroup"], ["-w"], ["-w", "--breakdown"]):

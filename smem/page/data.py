@@ -19,7 +19,7 @@ from ..report import make_table
 from ..views import VIEWS
 from .mappings import PageFold
 
-__all__ = ["PageRequest", "TABLES", "page_documents", "page_command"]
+__all__ = ["PageRequest", "TABLES", "ROLLUP_TABLES", "page_documents", "page_command"]
 
 _AMOUNTS = ("swap", "uss", "pss", "rss", "swappss")
 
@@ -35,6 +35,18 @@ TABLES = {
     "system": ("breakdown", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
 }
 
+#: the tables of a recording's frame that kept smaps_rollup only (smem record --smaps-every): each
+#: process's own figures and the kernel's split of its PSS (Pss_Anon, Pss_File, Pss_Shmem), read
+#: from that frame; nothing that reads mappings (maps, vss, the mapping table), which only its key
+#: frame has: asked for, every figure would be the key frame's (sources.recorded.open_recording)
+ROLLUP_TABLES = {
+    "process": ("process", ("pid", "user", "name", "command", "cgroup") + _AMOUNTS
+                + ("pss_anon", "pss_file", "pss_shmem"), ""),
+    **{name: (view, tuple(c for c in columns if c != "vss"), flags)
+       for name, (view, columns, flags) in TABLES.items() if name in ("user", "program", "cgroup")},
+    "system": TABLES["system"],
+}
+
 
 class PageRequest(NamedTuple):
     """What ``smem html`` (and ``smem serve``'s page) was asked for."""
@@ -44,8 +56,8 @@ class PageRequest(NamedTuple):
     top_sharers: int = 50              # per shared mapping, the largest mappers listed; the rest one line
 
 
-def _table_options(name, compared):
-    view, columns, _ = TABLES[name]
+def _table_options(name, compared, tables=TABLES):
+    view, columns, _ = tables[name]
     if compared:
         # PSS first: the table is sorted by its change, which 15 columns of old, new and change
         # of each amount had put out of view
@@ -60,20 +72,20 @@ def _table_options(name, compared):
     return TableOptions(columns=columns, totals=True, format="json", sort=sort)
 
 
-def _views(compared):
+def _views(compared, tables=TABLES):
     """(name, View) of each table; compared, each one's diff view."""
     from ..views.diff import diff_view
-    for name, (view_name, _, _) in TABLES.items():
+    for name, (view_name, _, _) in tables.items():
         view = VIEWS[view_name]
         yield name, diff_view(view) if compared else view
 
 
-def page_command(name, request, at=None):
+def page_command(name, request, at=None, tables=TABLES):
     """The smem command that prints the ``name`` table's document of ``request`` (at frame ``at``
-    of a recording, or the query's --at)."""
+    of a recording, or the query's --at; ``tables``: ROLLUP_TABLES at a frame without smaps)."""
     query = request.query
     at = query.at if at is None else at
-    _, columns, flags = TABLES[name]
+    _, columns, flags = tables[name]
     words = ["smem"]
     if query.old_source is not None:
         words += ["diff", _quoted(query.old_source), _quoted(query.source or "live")]
@@ -101,27 +113,29 @@ def _quoted(word):
     return shlex.quote(word)
 
 
-def page_documents(request, at=None):
+def page_documents(request, at=None, rollup=False):
     """(documents, meta, warnings): name -> the JSON text of each table, ``maps`` and ``sharers``
     (the largest mappings of each process and mappers of each shared mapping, as JSON); ``meta``
     a dict of what the page says of the reading (of frame ``at`` of a recording, if given).
+    ``rollup``: frame ``at`` kept smaps_rollup only, so its tables are ROLLUP_TABLES and it has
+    no mapping (its maps and sharers are empty; meta["rollup"] says so).
 
     The cyclic garbage collector is paused throughout, as the loader pauses it: the tables and
     documents are tens of thousands of small lists and dicts, none in a cycle, made while the
     reading's own objects are held, and each full collection went over all of them."""
     with collector_paused():
-        return _page_documents(request, at)
+        return _page_documents(request, at, ROLLUP_TABLES if rollup else TABLES)
 
 
-def _page_documents(request, at):
+def _page_documents(request, at, tables):
     import json
     query = request.query
     compared = query.old_source is not None
     system = SystemOptions()
-    views = dict(_views(compared))
+    views = dict(_views(compared, tables))
     base = ReportRequest(query=query._replace(view="process", old_source=None),
-                         table=_table_options("process", False), system=system)
-    companions = [(TABLES[n][0], _table_options(n, False)) for n in TABLES if n != "process"]
+                         table=_table_options("process", False, tables), system=system)
+    companions = [(tables[n][0], _table_options(n, False, tables)) for n in tables if n != "process"]
     the_plan = plan(base, companions)
     # each process's mappings are folded as it is read (in the worker that read it) and let go
     top, top_sharers = request.top_mappings, request.top_sharers
@@ -137,7 +151,7 @@ def _page_documents(request, at):
     new, old = snapshots[-1], snapshots[0] if compared else None
     documents, process_areas = {}, []
     for name, view in views.items():
-        options = _table_options(name, compared)
+        options = _table_options(name, compared, tables)
         table = make_table(snapshots, view, options, system)
         documents[name] = render(Rendering(table, options, new, old_snapshot=old))
         if name == "system":
@@ -153,7 +167,8 @@ def _page_documents(request, at):
         "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
         "process_areas": process_areas, "top_mappings": request.top_mappings,
         "top_sharers": request.top_sharers, "read_at": started,
-        "commands": {name: page_command(name, request, at) for name in TABLES},
+        "commands": {name: page_command(name, request, at, tables) for name in tables},
+        "rollup": tables is ROLLUP_TABLES,
     }
     return documents, meta, warnings
 

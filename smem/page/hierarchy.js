@@ -26,7 +26,7 @@ function processNodes(data) {
     const n = node(`${r.name === null || r.name === undefined ? "?" : r.name} ${r.pid}`, "process", figures(r, ""),
                    {row: r, key: "process:" + r.pid});
     if (compared()) n.d = figures(r, "d"), n.status = r.status;
-    n.children = () => mappingNodes(data, r.pid);
+    n.children = data.meta.rollup ? () => pageKindNodes(r) : () => mappingNodes(data, r.pid);
     return n;
   });
 }
@@ -52,6 +52,14 @@ function mappingNodes(data, pid) {
     n.children = leaves;
     return n;
   });
+}
+
+/* A process of a frame that kept smaps_rollup only: no mappings, but in PSS the kernel's split of
+   it by page type (Pss_Anon, Pss_File, Pss_Shmem, Linux 5.9+); in the other measures a leaf. */
+function pageKindNodes(r) {
+  if (state.measure !== "pss") return [];
+  return Object.keys(PAGE_KIND_NAMES).filter((kind) => r["pss_" + kind] > 0)
+    .map((kind) => node(PAGE_KIND_NAMES[kind], "kind", {pss: r["pss_" + kind]}, {part: kind}));
 }
 
 const fileName = (name) => (/^\/.*[^/]$/.test(name) ? name.slice(name.lastIndexOf("/") + 1) : name);

@@ -53,12 +53,17 @@ function drawFooter() {
   const meta = state.data.meta, footer = document.getElementById("footer");
   footer.replaceChildren(
     el("p", {text: `Made by smem ${state.data.process.smem}. The tables are the documents smem -F json prints (embedded in this page as JSON; each table names its command). ` +
-                   `Mappings per process: the ${meta.top_mappings} largest by PSS, the rest of each kind folded into one box; sharers: the ${meta.top_sharers} largest per mapping, the rest summed.`}));
+                   (meta.rollup ? "This frame kept smaps_rollup only: no mapping of it was recorded." :
+                   `Mappings per process: the ${meta.top_mappings} largest by PSS, the rest of each kind folded into one box; sharers: the ${meta.top_sharers} largest per mapping, the rest summed.`)}));
 }
 
 /* Draw everything from ``data`` (the embedded documents, a live refresh, or, later, one instant
    of a recording: the hook a time slider would call). */
 function render(data) {
+  if (state.data && state.data !== data) {  // (what the panel showed was of the instant before)
+    document.getElementById("share").replaceChildren(
+      el("p", {class: "note", text: "Select a process or a mapping, in a table or the picture."}));
+  }
   state.data = data;
   drawHeader();
   drawTabs();
@@ -89,7 +94,7 @@ document.getElementById("filter").addEventListener("input", (e) => { state.filte
 const data = readEmbedded(), timeline = data.timeline;
 delete data.timeline;
 render(data);
-if (timeline) startTimeline(timeline);
+if (timeline) startTimeline(timeline, data);
 if (data.meta.live) live(data.meta);
 window.smemPage = {state, render, zoomTo, readEmbedded, startedAt, readyAt: performance.now()};
 document.body.setAttribute("data-ready", "true");

@@ -71,8 +71,15 @@ function selectArea(row) {
 function drawTabs() {
   const tabs = document.getElementById("tabs");
   tabs.replaceChildren();
+  if (!state.data[state.table]) state.table = "process";  // (an instant without mappings)
   for (const [name, label] of TABLES) {
-    if (!state.data[name]) continue;
+    if (!state.data[name]) {  // a frame that kept smaps_rollup only has no mapping table: said where it was
+      if (state.data.meta.rollup && name === "mapping") {
+        tabs.append(el("button", {type: "button", role: "tab", text: label, disabled: "", "aria-selected": "false",
+                                  title: "This frame kept smaps_rollup only: no mapping of it was recorded"}));
+      }
+      continue;
+    }
     tabs.append(el("button", {type: "button", role: "tab", "data-table": name, text: label,
                               "aria-selected": String(state.table === name),
                               onclick: () => {  // each table its own filter: a new tab starts unfiltered
@@ -252,6 +259,7 @@ function showProcess(r) {
   }
   parts.push(el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · ` +
                       (rows.length ? `its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`
+                                   : data.meta.rollup ? "this frame kept smaps_rollup only: its mappings were not recorded"
                                    : "no mapping of it was read")}));
   if (!rows.length) { share.replaceChildren(...parts); return; }
   const table = rows.map((m) => {

@@ -48,22 +48,37 @@ function drawTimeCharts(summary, at, colors) {
                {displayModeBar: false, responsive: true});
 }
 
-function startTimeline(timeline) {
+/* What a stop's frame kept: every smaps (a key frame: the mappings are this frame's), or
+   smaps_rollup only (each process's own figures, split by page type, and no mappings). */
+function keptText(frames, at) {
+  if (frames[at].smaps !== false) return "every smaps: its mappings are shown";
+  let key = at;
+  while (key >= 0 && frames[key].smaps === false) key--;
+  return "smaps_rollup only: each process's own figures, no mappings" +
+         (key >= 0 ? ` (the key frame before it, frame ${frames[key].number}, has them)` : "");
+}
+
+/* The slider: ``own`` is the page's own data, the last stop's (null among the instants). */
+function startTimeline(timeline, own) {
   const {summary, instants} = timeline, stops = Object.keys(instants).map(Number).sort((a, b) => a - b);
   const section = document.getElementById("timeline"), slider = document.getElementById("time-slider");
-  const label = document.getElementById("time-label");
+  const label = document.getElementById("time-label"), kept = document.getElementById("time-kept");
   section.hidden = false;
   slider.min = "0"; slider.max = String(stops.length - 1); slider.step = "1"; slider.value = String(stops.length - 1);
   const show = (stop) => {
-    const at = stops[stop], frame = summary.frames[at], data = instants[at];
-    label.textContent = `frame ${at + 1} of ${summary.frames.length} (${stops.length} with whole tables): ` +
+    const at = stops[stop], frame = summary.frames[at], data = instants[at] || own;
+    label.textContent = `frame ${at + 1} of ${summary.frames.length} (stop ${stop + 1} of ${stops.length}): ` +
                         clockText(new Date(frame.time * 1000));
+    kept.textContent = "This frame kept " + keptText(summary.frames, at) + ".";
+    kept.className = "note" + (frame.smaps === false ? " rollup" : "");
     drawTimeCharts(summary, at, segmentColors(data));
     if (state.data !== data) render(data);
   };
   slider.addEventListener("input", () => show(Number(slider.value)));
   NARROW.addEventListener("change", () => show(Number(slider.value)));
+  const keys = summary.frames.filter((f) => f.smaps !== false).length;
   document.getElementById("time-note").textContent =
-    `${summary.frames.length} frames; the slider stops at those whose whole tables are embedded.`;
+    `${summary.frames.length} frames, ${keys} of them key frames (every smaps kept); the others kept smaps_rollup only. ` +
+    `The slider stops at the ${stops.length} whose whole tables are embedded.`;
   show(stops.length - 1);
 }

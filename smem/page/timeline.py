@@ -3,8 +3,11 @@
 The page of a recording (``smem html -S DIR``) shows its last frame as any page, and beside it
 the largest processes' PSS and the breakdown's areas at every frame (line and stacked area
 charts) and a slider over the frames whose whole documents are embedded: the last, and, within
-a size budget, a handful spread over the recording.  The largest processes are chosen over the
-whole recording (by their largest PSS in any frame), so one that grew late is among them.
+a size budget, up to FULL_FRAMES spread over the recording.  A frame that kept smaps_rollup only
+(``smem record --smaps-every``) is a stop showing its own figures (each process's, its groups',
+the breakdown's: data.ROLLUP_TABLES) and no mappings, which only its key frame has.  The largest
+processes are chosen over the whole recording (by their largest PSS in any frame), so one that
+grew late is among them.
 """
 
 import json
@@ -14,10 +17,12 @@ from .data import page_documents
 
 __all__ = ["timeline_documents", "FULL_FRAMES", "FULL_BUDGET", "TOP_PROCESSES"]
 
-#: the frames with whole documents (the slider's stops), at most
-FULL_FRAMES = 6
-#: the whole documents of the frames before the last, at most this many bytes of JSON
-FULL_BUDGET = 4 << 20
+#: the frames with whole documents (the slider's stops), at most: every frame of a short
+#: recording; FULL_BUDGET bounds the page of a large machine (docs/benchmarks.md)
+FULL_FRAMES = 48
+#: the whole documents of the frames before the last, at most this many bytes of JSON: a
+#: 1,500-process recording's page stays under bench/page.py's 8 MiB, as a capture's does
+FULL_BUDGET = 3 << 20
 #: processes drawn as lines
 TOP_PROCESSES = 10
 
@@ -28,6 +33,22 @@ def _spread(count, wanted):
         return list(range(count))
     step = (count - 1) / (wanted - 1)
     return sorted({round(i * step) for i in range(wanted)} | {count - 1})
+
+
+def _coarse_to_fine(stops):
+    """``stops`` (sorted) in the order they are read: the last, the first, then the middle of each
+    span left, halving: whichever of them the budget keeps are spread over the recording."""
+    order = [stops[-1]] + stops[:1] * (len(stops) > 1)
+    spans = [(0, len(stops) - 1)]
+    while spans:
+        halves = []
+        for low, high in spans:
+            if high - low >= 2:
+                middle = (low + high) // 2
+                order.append(stops[middle])
+                halves += [(low, middle), (middle, high)]
+        spans = halves
+    return order
 
 
 def _frame_summaries(request, entries, damaged):
@@ -60,8 +81,9 @@ def _frame_summaries(request, entries, damaged):
 
 
 def _frame_read(documents):
-    """The number of the frame a page's tables were read from: a frame without every smaps is
-    read from the key frame before it (sources.recorded: "frame 1 (the key frame for frame 3)")."""
+    """The number of the frame a page's tables were read from: a frame without every smaps whose
+    rollups lack the PSS split, which the breakdown needs, is read from the key frame before it
+    (sources.recorded: "frame 1 (the key frame for frame 3)")."""
     description = json.loads(documents["process"])["source"].get("description") or ""
     found = re.search(r"frame (\d+)(?: \(the key frame for frame \d+\))?, [^,]*$", description)
     return int(found.group(1)) if found else None
@@ -69,11 +91,12 @@ def _frame_read(documents):
 
 def timeline_documents(request, entries):
     """(documents, meta, warnings) of the last frame of ``entries`` (the recording's FrameEntry
-    list), its documents with one more, ``timeline``: per frame its time and whether it has whole
-    documents; the top processes' PSS and the areas' used KiB per frame; and the whole documents
-    (``data.json``'s shape) of the frames the slider stops at."""
+    list), its documents with one more, ``timeline``: per frame its time, whether it kept every
+    smaps and whether it has whole documents; the top processes' PSS and the areas' used KiB per
+    frame; and the whole documents (``data.json``'s shape) of the frames the slider stops at, by
+    index, null for the last (the page's own documents)."""
     from .html import data_json
-    frames, pss, areas, instants, warnings, damaged, read = [], [], [], {}, [], [], []
+    frames, pss, areas, warnings, damaged, read = [], [], [], [], [], []
     names, area_names = {}, []
     for entry, process_doc, system_doc in _frame_summaries(request, entries, damaged):
         read.append(entry)
@@ -87,7 +110,7 @@ def timeline_documents(request, entries):
                 area_names.append(row["area"])
             used[row["area"]] = row.get("used")
         areas.append(used)
-        frames.append({"time": entry.time, "number": entry.number})
+        frames.append({"time": entry.time, "number": entry.number, "smaps": entry.smaps})
     if damaged:  # (the page is of the frames that could be read)
         more = len(damaged) - 1
         warnings.append(f"{damaged[0]}" + (f" (and {more} more frame{'s' * (more > 1)})" if more else "")
@@ -95,21 +118,36 @@ def timeline_documents(request, entries):
     if not read:
         raise damaged[0]
     entries = read
-    full = set(_spread(len(entries), FULL_FRAMES))
     numbers = {entry.number: i for i, entry in enumerate(entries)}
-    for index in sorted(full):
-        documents, meta, said = page_documents(request, at=str(entries[index].number))
+    # each stop is the frame it names, read as it was kept: a frame without smaps has its processes'
+    # own figures (ROLLUP_TABLES), not its key frame's.  The last is the page's own data (null
+    # among the instants); the others fill the budget, coarse to fine, so the kept ones are spread
+    # (smallest: per kind of frame, with smaps or without, the smallest instant read: a frame of a
+    # kind none of which fits what is left is not read)
+    kept, budget, smallest, last, unsplit = {}, FULL_BUDGET, {}, None, False
+    for index in _coarse_to_fine(_spread(len(entries), FULL_FRAMES)):
+        entry = entries[index]
+        if (last is not None and smallest.get(entry.smaps, 0) > budget) or (unsplit and not entry.smaps):
+            continue
+        documents, meta, said = page_documents(request, at=str(entry.number), rollup=not entry.smaps)
+        read_from = _frame_read(documents)
+        if read_from != entry.number and read_from in numbers:
+            # its rollups have no PSS split (before Linux 5.9): the tables are its key frame's, and
+            # the stop is that key frame (with its mappings); so are the other frames' of this kernel
+            index, unsplit = numbers[read_from], True
+            if index in kept:
+                continue
+            documents, meta, said = page_documents(request, at=str(read_from))
         warnings.extend(w for w in said if w not in warnings)
-        index = numbers.get(_frame_read(documents), index)  # the stop is the frame the tables are of
-        instants[index] = (documents, meta)
-        last = (documents, meta)
-    # the budget keeps the last and the earliest others that fit
-    budget, kept = FULL_BUDGET, {}
-    for index in sorted(instants):
-        text = data_json(*instants[index])
-        if index == max(instants) or len(text) <= budget:
+        if last is None:
+            last, kept[index] = (documents, meta), "null"
+            continue
+        # (without the documents' indentation, a third of their text: more stops in the budget)
+        text = json.dumps(json.loads(data_json(documents, meta)), separators=(",", ":"))
+        smallest[entry.smaps] = min(smallest.get(entry.smaps, len(text)), len(text))
+        if len(text) <= budget:
             kept[index] = text
-            budget -= 0 if index == max(instants) else len(text)
+            budget -= len(text)
     peak = {}
     for frame in pss:
         for pid, value in frame.items():

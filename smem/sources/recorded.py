@@ -336,7 +336,7 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
     every_mapping = per_mapping if every_mapping is None else every_mapping
     with Recording(path) as recording:
         entry = recording.choose(at, option)
-        note = recording.note
+        notes = [recording.note] if recording.note else []
         name = f"recording {path} frame {entry.number}"
         data = None
         if per_mapping and not entry.smaps:
@@ -346,10 +346,21 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
                 entry = [e for e in recording.frames if e.smaps and e.number <= entry.number][-1:] or [entry]
                 entry = entry[0]  # (every figure, the time too, is the key frame's: it names itself)
                 name = f"recording {path} frame {entry.number} (the key frame for frame {asked})"
+                if entry.number != asked:  # (said in the text too, not only in -F json's description)
+                    notes.append(_key_frame_note(entry, every_mapping))
                 data = None
         if data is None:
             data = recording.frame_bytes(entry)
     source = (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)
     source.description = f"{name}, {entry.timestamp}"
-    source.notes = (note,) if note else ()
+    source.notes = tuple(notes)
     return source
+
+
+def _key_frame_note(key, every_mapping):
+    """What a report read from the key frame ``key`` instead of the frame asked for says; the
+    same for every frame after that key frame (a playback says it once)."""
+    why = ("a frame without smaps has no mappings: a report that reads them (-m, -M, the maps or vss columns)"
+           if every_mapping else
+           "a frame without smaps whose smaps_rollup has no PSS split (before Linux 5.9): a report that needs the split")
+    return f"{why} shows the key frame before it, frame {key.number} ({key.timestamp}), every figure of that frame"
