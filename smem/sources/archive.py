@@ -16,6 +16,7 @@ import io
 from ..errors import CaptureError
 from .base import Source, is_pid_name, member_limit, size_text
 from .capture_file import CaptureFile
+from .capture_members import is_read_member
 from .captured import CaptureFacts
 from .decompressed import MAX_HEADER_BYTES, DecompressedStream
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
@@ -93,6 +94,7 @@ class Archive(CaptureFacts, Source):
     def _walk(self, stream, wanted):
         """(path, content) of each member as the data decompresses: a regular file's content
         where ``wanted(path, member)``, else None (and directories, noted by _add, with None).
+        A member no reader asks for (capture_members.py) is read past, not handed out.
         NeedTarfile for anything unusual."""
         while True:
             header = stream.read(BLOCK)
@@ -114,6 +116,10 @@ class Archive(CaptureFacts, Source):
             self._checksize_text(stream.members, member)
             length = data_length(member)
             path = self._add(member)
+            if path is not None and not is_read_member(path):
+                if not stream.skip(length):
+                    raise NeedTarfile
+                continue
             content = None
             if path is not None and member.isreg() and wanted(path, member):
                 stream.limit = member.size
@@ -145,7 +151,9 @@ class Archive(CaptureFacts, Source):
                     stream.members += 1
                     self._checksize_text(stream.members, member)
                     path = self._add(member)
-                    if path is not None and member.isreg():
+                    if path is not None and not is_read_member(path):
+                        self._read_past(tar, member)
+                    elif path is not None and member.isreg():
                         stream.limit = member.size
                         content = tar.extractfile(member).read()
                         stream.limit = MAX_HEADER_BYTES
@@ -173,6 +181,15 @@ class Archive(CaptureFacts, Source):
             if rest.strip(b"\0"):
                 raise CaptureError(f"{self.name}: capture archive is truncated or corrupt after member "
                                    f"{len(self._files)}")
+
+    def _read_past(self, tar, member):
+        """Read a member no reader asks for a MiB at a time, dropping it: a cut is still one."""
+        data, left = tar.extractfile(member), member.size
+        while left:
+            step = len(data.read(min(left, 1 << 20)))
+            if not step:
+                raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
+            left -= step
 
     def _add(self, member):
         """Note a pid directory's owner; the path a regular file is to be kept under, else None.
