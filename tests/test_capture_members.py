@@ -21,10 +21,10 @@ from hostile_bounds import max_rss_growth  # noqa: E402
 from smem.capture_writer import write_capture  # noqa: E402
 from smem.errors import CaptureError  # noqa: E402
 from smem.sources import open_source  # noqa: E402
-from smem.sources.archive import ArchiveSource, _member_path  # noqa: E402
+from smem.sources.archive import ArchiveSource  # noqa: E402
 from smem.sources.archive_stream import ArchiveStream  # noqa: E402
 from smem.sources.base import NeedHeld  # noqa: E402
-from smem.sources.capture_members import is_read_member  # noqa: E402
+from smem.sources.capture_members import is_read_member, member_path  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "captures"
 #: the members no reader asks for, in all: today's readers held them, so their peak passed it
@@ -118,7 +118,7 @@ def test_an_unread_member_cut_short_is_still_a_cut(head):
 
 def _names(data):
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        return [(m.name, _member_path(m.name)) for m in tar if m.isreg()]
+        return [(m.name, member_path(m.name)) for m in tar if m.isreg()]
 
 
 def test_every_member_of_a_real_capture_is_one_a_reader_asks_for():

@@ -22,9 +22,8 @@ import tempfile
 
 from ..compression import compression_of
 from ..errors import CaptureError
-from ..sources.archive import _member_path
 from ..sources.base import is_pid_name
-from ..sources.capture_members import is_read_member
+from ..sources.capture_members import is_read_member, member_path
 from ..sources.decompressed import READERS
 from ..sources.recorded import MAX_FRAME_BYTES
 
@@ -47,7 +46,7 @@ def zstd():
 def _kept(member):
     """Whether a frame keeps ``member``: a process's directory (its owner), or a regular file a
     reader asks for (sources/capture_members.py: anything else the reader would drop)."""
-    path = _member_path(member.name)
+    path = member_path(member.name)
     if path is None:
         return False
     if member.isdir():

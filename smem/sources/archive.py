@@ -16,7 +16,7 @@ import io
 from ..errors import CaptureError
 from .base import Source, is_pid_name, member_limit, size_text
 from .capture_file import CaptureFile
-from .capture_members import is_read_member
+from .capture_members import is_read_member, member_path
 from .captured import CaptureFacts
 from .decompressed import MAX_HEADER_BYTES, DecompressedStream
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
@@ -26,18 +26,6 @@ __all__ = ["Archive", "ArchiveSource", "member_bytes", "fdinfo_members"]
 #: After the end-of-archive blocks, at most this much is read (to find garbage or a cut);
 #: tar pads records with zeros, 10 KiB by default.  More is not read, whatever it holds.
 MAX_TRAILER_BYTES = 16 << 20
-
-
-def _member_path(name):
-    """The proc-relative path of a member, or None for one we must not use."""
-    if name.startswith("/") or "\\" in name:
-        return None
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        return None
-    if parts and parts[0] == "proc" and len(parts) > 1:
-        parts = parts[1:]
-    return "/".join(parts) or None
 
 
 class Archive(CaptureFacts, Source):
@@ -133,7 +121,7 @@ class Archive(CaptureFacts, Source):
             if path is not None:
                 yield path, content
             elif member.isdir():
-                name = _member_path(member.name)
+                name = member_path(member.name)
                 if name is not None and is_pid_name(name):
                     yield name, None
 
@@ -196,7 +184,7 @@ class Archive(CaptureFacts, Source):
 
         ``member`` is a tarfile.TarInfo or a tar_index.Member.
         """
-        path = _member_path(member.name)
+        path = member_path(member.name)
         if path is None:
             return None
         if member.isdir():

@@ -10,7 +10,7 @@ its size in memory.  tests/test_capture_members.py holds a fresh capture of this
 
 from .base import KERNEL_CONFIG_MEMBER, SHMEM_MEMBER, is_pid_name
 
-__all__ = ["is_read_member", "MACHINE_MEMBERS", "PROCESS_MEMBERS"]
+__all__ = ["member_path", "is_read_member", "MACHINE_MEMBERS", "PROCESS_MEMBERS"]
 
 #: the machine's members, by their proc-relative path (``pressure/memory`` is /proc/pressure/memory)
 MACHINE_MEMBERS = frozenset({
@@ -31,8 +31,20 @@ _DMABUF = ("size", "exporter_name")
 _CGROUP = ("memory.stat", "memory.pressure")
 
 
+def member_path(name):
+    """The proc-relative path of a member, or None for one we must not use."""
+    if name.startswith("/") or "\\" in name:
+        return None
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        return None
+    if parts and parts[0] == "proc" and len(parts) > 1:
+        parts = parts[1:]
+    return "/".join(parts) or None
+
+
 def is_read_member(path):
-    """Whether a reader may ask for the member at ``path`` (proc-relative, as archive.py makes it)."""
+    """Whether a reader may ask for the member at ``path`` (proc-relative: member_path's)."""
     head, sep, leaf = path.partition("/")
     if sep and is_pid_name(head):
         if leaf.startswith("fdinfo/"):
