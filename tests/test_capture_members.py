@@ -135,3 +135,12 @@ def test_every_member_of_a_real_capture_is_one_a_reader_asks_for():
     for label, data in captures.items():
         unread = [name for name, path in _names(data) if path is not None and not is_read_member(path)]
         assert not unread, (label, unread)
+
+
+@pytest.mark.parametrize("head", ["fast", "tarfile"])
+def test_unread_members_count_towards_the_whole_capture_limit(head, monkeypatch):
+    """(The limit, 4 GiB, made 64 MiB here: the bomb holds 384 MiB of members no reader asks for.)"""
+    import smem.sources.decompressed as decompressed
+    monkeypatch.setattr(decompressed, "MAX_CAPTURE_BYTES", 64 << 20)
+    with pytest.raises(CaptureError, match="capture decompresses to more than"):
+        ArchiveSource(_bomb(_pax_head() if head == "tarfile" else None), "bomb")
