@@ -16,6 +16,7 @@ capture.  Three things make it small (the figures are in docs/benchmarks.md):
 """
 
 import copy
+import io
 import os
 import tarfile
 import tempfile
@@ -54,11 +55,12 @@ def _kept(member):
     return member.isreg() and is_read_member(path)
 
 
-def _copy_members(capture, out):
+def _copy_members(capture, out, cut):
     """Write each member a frame keeps of ``capture`` (a file object at its start, gzip, bzip2,
-    xz, zstd or plain) to the tar file ``out``, times 0, member by member (none is held); its
-    (processes, pids whose smaps_rollup has data, [(start, end, name)] of the smaps in ``out``,
-    where its members end).
+    xz, zstd or plain) to the tar file ``out``, times 0, member by member; its (processes, pids
+    whose smaps_rollup has data, [(start, end, name)] of the smaps in ``out``, where its members
+    end).  With ``cut`` (a frame without the smaps a smaps_rollup stands in for), a process's smaps
+    is held until the next member: its smaps_rollup (as capture_writer.py writes them) drops it.
 
     A received capture was read whole by smem.sources.archive first, with its limits, so its
     form is known good; one whose kept members pass what a frame may hold (MAX_FRAME_BYTES, less
@@ -67,35 +69,47 @@ def _copy_members(capture, out):
     head = capture.read(8)
     capture.seek(0)
     processes, rolled, smaps = 0, set(), []
+    held = None  # (cut) a smaps and its TarInfo, until the member after it
+
+    def write(frame, member, data, name):
+        start = frame.offset
+        member = copy.copy(member)
+        member.mtime = 0
+        frame.addfile(member, data)
+        if name.partition("/")[2] == "smaps":
+            smaps.append((start, frame.offset, name))
     try:
         # the readers that read it first (sources.decompressed): tarfile's own stream mode stops
         # at the end of a gzip, bzip2 or xz stream's first part (pigz and pbzip2 write several)
         found = compression_of(head)
         reader = READERS[found.name](capture) if found is not None else capture
-        held = 1024  # (the tar's end)
+        inflated = 1024  # (the tar's end)
         with tarfile.open(fileobj=reader, mode="r|") as tar, \
                 tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as frame:
             for member in tar:
                 if not _kept(member):
                     continue
-                held += 512 + -(-member.size // 512) * 512 if member.isreg() else 512
-                if held > MAX_FRAME_BYTES:  # (a reader refuses it: it is not written)
+                inflated += 512 + -(-member.size // 512) * 512 if member.isreg() else 512
+                if inflated > MAX_FRAME_BYTES:  # (a reader refuses it: it is not written)
                     raise CaptureError(f"the capture inflates past {MAX_FRAME_BYTES >> 20} MiB, the most a frame "
                                        f"holds (member {member.name[:80]!r})")
                 name = member.name.strip("./")
                 pid, _, leaf = name.partition("/")
-                copied = copy.copy(member)
-                copied.mtime = 0
-                start = frame.offset
-                if member.isdir():
-                    processes += is_pid_name(name)
-                    frame.addfile(copied)
-                    continue
-                frame.addfile(copied, tar.extractfile(member))
                 if leaf == "smaps_rollup" and member.size:
                     rolled.add(pid)
-                elif leaf == "smaps":
-                    smaps.append((start, frame.offset, name))
+                if held is not None:
+                    if not (leaf == "smaps_rollup" and member.size and held[2] == f"{pid}/smaps"):
+                        write(frame, held[0], io.BytesIO(held[1]), held[2])
+                    held = None
+                if member.isdir():
+                    processes += is_pid_name(name)
+                    write(frame, member, None, name)
+                elif cut and leaf == "smaps":
+                    held = (member, tar.extractfile(member).read(), name)
+                else:
+                    write(frame, member, tar.extractfile(member), name)
+            if held is not None:
+                write(frame, held[0], io.BytesIO(held[1]), held[2])
             end = frame.offset
     except (tarfile.TarError, EOFError, OSError) as e:
         raise CaptureError(f"cannot re-read the capture as a frame ({e})") from None
@@ -114,9 +128,13 @@ def repack(capture, with_smaps):
     full = rolled_up = None
     try:
         full = tempfile.SpooledTemporaryFile(SPOOL_BYTES)
-        processes, rolled, smaps, end = _copy_members(capture, full)
+        processes, rolled, smaps, end = _copy_members(capture, full, cut=not with_smaps)
+        full.seek(0)
+        left_out = [(a, b) for a, b, name in smaps if _stood_in_for(name, rolled)]
+        if not with_smaps and not left_out:  # (every stood-in smaps was dropped as it came)
+            return full, None, processes
         rolled_up = tempfile.SpooledTemporaryFile(SPOOL_BYTES)
-        _copy_without(full, rolled_up, end, [(a, b) for a, b, name in smaps if _stood_in_for(name, rolled)])
+        _copy_without(full, rolled_up, end, left_out)
         full.seek(0)
     except BaseException as e:
         for spool in (full, rolled_up):
@@ -163,12 +181,14 @@ def _copy_without(source, out, end, left_out):
 
 
 def compress(tar, out, anchor=None):
-    """Write the tar file ``tar`` (at its start) to the file ``out`` as one zstd frame, with the
-    anchor's bytes as its dictionary where given; the bytes written."""
+    """Write the tar file ``tar`` to the file ``out`` as one zstd frame, with the anchor's bytes as
+    its dictionary where given; the bytes written.  A tar past SPOOL_BYTES is compressed as read."""
     zstandard = zstd()
     dictionary = (zstandard.ZstdCompressionDict(anchor, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
                   if anchor is not None else None)
+    compressor = zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary)
     size = tar.seek(0, os.SEEK_END)
     tar.seek(0)
-    _, written = zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary).copy_stream(tar, out, size=size)
-    return written
+    if size <= SPOOL_BYTES:  # (held already: at once is a fifth faster than a stream)
+        return out.write(compressor.compress(tar.read()))
+    return compressor.copy_stream(tar, out, size=size)[1]
