@@ -229,7 +229,7 @@ def _tar(fmt, extra=(), **kw):
         _add(tar, "42", kind=tarfile.DIRTYPE, uid=1000, uname="alice")
         _add(tar, "42/smaps", b"00400000-00401000 r-xp 00000000 08:01 1 /bin/cat\nRss: 4 kB\n" * 20)
         _add(tar, "42/cmdline", b"cat\0-\0")
-        _add(tar, "42/empty", b"")
+        _add(tar, "42/cgroup", b"")
         _add(tar, "./43/", kind=tarfile.DIRTYPE, uid=7, uname="lp")
         _add(tar, "./43/stat", b"43 (x) S 1 1 1 0 -1 0\n")
         _add(tar, "proc/44", kind=tarfile.DIRTYPE, uid=65534)
@@ -254,7 +254,7 @@ def test_tarfile_archives_are_indexed_as_tarfile_does(fmt, monkeypatch):
     assert pids == [42, 43, 44, 45]
     assert owners == {42: 1000, 43: 7, 44: 65534, 45: 6}
     assert names[1000] == "alice" and names[7] == "lp" and names[0] == "root"
-    assert files["42/smaps"].startswith(b"00400000") and files["42/empty"] == b""
+    assert files["42/smaps"].startswith(b"00400000") and files["42/cgroup"] == b""
     assert (PREFIXED in files) == (fmt == tarfile.USTAR_FORMAT)
     assert "42/exe" not in files and "42/maps" not in files and "48/smaps" not in files
 

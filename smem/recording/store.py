@@ -120,22 +120,10 @@ class RecordingWriter:
         taken = time.time() if taken is None else taken
         key = self.wants_smaps() if with_smaps is None else with_smaps or self._anchor is None
         frame, anchor, processes = repack(capture, key)
+        with frame, anchor or contextlib.nullcontext():
+            size = self._write_frame(frame, anchor, key)
         number = self.next_number
-        renew = key or self._drifted
-        if renew:  # a key frame's anchor is itself without the smaps; another frame's, itself
-            anchor = anchor if key else frame
-            self.written = len(_write_whole(self._dir, "anchors", os.path.basename(anchor_path(number)),
-                                            compress(anchor)))
-            self._anchor = (number, anchor)
-            self._after_anchor, self._drifted = None, False
-        else:
-            self.written = 0
-        if key:
-            self._since_key = 0
-        size = len(_write_whole(self._dir, "frames", os.path.basename(frame_path(number)),
-                                compress(frame, self._anchor[1])))
-        self.written += size
-        if not renew:  # how far the frames have drifted from the anchor, per process (their number varies)
+        if self._anchor[0] != number:  # how far the frames have drifted from the anchor, per process
             per_process = size / max(processes, 1)
             if self._after_anchor is None:
                 self._after_anchor = per_process
@@ -153,6 +141,28 @@ class RecordingWriter:
             if key:
                 self.last_key = number
         return entry
+
+    def _write_frame(self, frame, anchor, key):
+        """Write the next frame (``frame``, a tar file) and, for a key frame or one that follows
+        frames drifted from their anchor, an anchor (``anchor``, or the frame itself), each
+        compressed as it is read; the frame's compressed size.  The anchor is read into memory:
+        it is the dictionary of every frame until the next."""
+        number = self.next_number
+        if key or self._drifted:  # a key frame's anchor is itself without the smaps; another frame's, itself
+            anchor = anchor if key else frame
+            self.written = _write_whole(self._dir, "anchors", os.path.basename(anchor_path(number)),
+                                        lambda out: compress(anchor, out))
+            anchor.seek(0)
+            self._anchor = (number, anchor.read())
+            self._after_anchor, self._drifted = None, False
+        else:
+            self.written = 0
+        if key:
+            self._since_key = 0
+        size = _write_whole(self._dir, "frames", os.path.basename(frame_path(number)),
+                            lambda out: compress(frame, out, self._anchor[1]))
+        self.written += size
+        return size
 
 
 def _open_directory(path):
@@ -177,7 +187,7 @@ def _open_directory(path):
 
 def _write_whole(directory, sub, leaf, data):
     """``sub/leaf`` under ``directory`` written under a temporary name, synced, renamed into place;
-    ``data`` returned."""
+    the bytes written.  ``data``: bytes, or what writes them to a file it is given (and says how many)."""
     try:  # (the recording's directory removed or moved while recording)
         where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
     except OSError as e:
@@ -186,16 +196,21 @@ def _write_whole(directory, sub, leaf, data):
     try:
         fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=where)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            if callable(data):
+                with os.fdopen(fd, "wb", closefd=False) as out:
+                    written = data(out)
+            else:
+                written = len(data)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
         os.rename(scratch, leaf, src_dir_fd=where, dst_dir_fd=where)
         scratch = None
         os.fsync(where)
-        return data
+        return written
     except OSError as e:
         raise OutputError(f"cannot write a frame ({sub}/{leaf}): {e.strerror}") from None
     finally:

@@ -16,6 +16,7 @@ import io
 from ..errors import CaptureError
 from .base import Source, is_pid_name, member_limit, size_text
 from .capture_file import CaptureFile
+from .capture_members import is_read_member, member_path
 from .captured import CaptureFacts
 from .decompressed import MAX_HEADER_BYTES, DecompressedStream
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
@@ -25,18 +26,6 @@ __all__ = ["Archive", "ArchiveSource", "member_bytes", "fdinfo_members"]
 #: After the end-of-archive blocks, at most this much is read (to find garbage or a cut);
 #: tar pads records with zeros, 10 KiB by default.  More is not read, whatever it holds.
 MAX_TRAILER_BYTES = 16 << 20
-
-
-def _member_path(name):
-    """The proc-relative path of a member, or None for one we must not use."""
-    if name.startswith("/") or "\\" in name:
-        return None
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        return None
-    if parts and parts[0] == "proc" and len(parts) > 1:
-        parts = parts[1:]
-    return "/".join(parts) or None
 
 
 class Archive(CaptureFacts, Source):
@@ -93,6 +82,7 @@ class Archive(CaptureFacts, Source):
     def _walk(self, stream, wanted):
         """(path, content) of each member as the data decompresses: a regular file's content
         where ``wanted(path, member)``, else None (and directories, noted by _add, with None).
+        A member no reader asks for (capture_members.py) is read past, not handed out.
         NeedTarfile for anything unusual."""
         while True:
             header = stream.read(BLOCK)
@@ -114,6 +104,10 @@ class Archive(CaptureFacts, Source):
             self._checksize_text(stream.members, member)
             length = data_length(member)
             path = self._add(member)
+            if path is not None and not is_read_member(path):
+                if not stream.skip(length):
+                    raise NeedTarfile
+                continue
             content = None
             if path is not None and member.isreg() and wanted(path, member):
                 stream.limit = member.size
@@ -127,7 +121,7 @@ class Archive(CaptureFacts, Source):
             if path is not None:
                 yield path, content
             elif member.isdir():
-                name = _member_path(member.name)
+                name = member_path(member.name)
                 if name is not None and is_pid_name(name):
                     yield name, None
 
@@ -145,7 +139,9 @@ class Archive(CaptureFacts, Source):
                     stream.members += 1
                     self._checksize_text(stream.members, member)
                     path = self._add(member)
-                    if path is not None and member.isreg():
+                    if path is not None and not is_read_member(path):
+                        self._read_past(tar, member)
+                    elif path is not None and member.isreg():
                         stream.limit = member.size
                         content = tar.extractfile(member).read()
                         stream.limit = MAX_HEADER_BYTES
@@ -174,12 +170,21 @@ class Archive(CaptureFacts, Source):
                 raise CaptureError(f"{self.name}: capture archive is truncated or corrupt after member "
                                    f"{len(self._files)}")
 
+    def _read_past(self, tar, member):
+        """Read a member no reader asks for a MiB at a time, dropping it: a cut is still one."""
+        data, left = tar.extractfile(member), member.size
+        while left:
+            step = len(data.read(min(left, 1 << 20)))
+            if not step:
+                raise CaptureError(f"{self.name}: capture archive is truncated (member {member.name})")
+            left -= step
+
     def _add(self, member):
         """Note a pid directory's owner; the path a regular file is to be kept under, else None.
 
         ``member`` is a tarfile.TarInfo or a tar_index.Member.
         """
-        path = _member_path(member.name)
+        path = member_path(member.name)
         if path is None:
             return None
         if member.isdir():

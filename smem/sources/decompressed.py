@@ -193,10 +193,7 @@ class DecompressedStream:
         if len(data) < size:
             more = self._take(size - len(data))
             data = data + more if data else more
-        self.pos += len(data)
-        if self.pos > MAX_CAPTURE_BYTES:
-            raise CaptureError(f"{self.name}: capture decompresses to more than "
-                               f"{MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
+        self._advance(len(data))
         if len(data) <= 1 << 16:
             self._last = (start, data)
         return data
@@ -226,13 +223,37 @@ class DecompressedStream:
         return buffer if len(buffer) > 1 << 20 else bytes(buffer)
 
     def skip(self, size):
-        """Drop ``size`` bytes; False if the data ends first."""
+        """Drop ``size`` bytes; False if the data ends first.  All but the last MiB are dropped as
+        they inflate, never copied (a member no reader asks for may be hundreds of MiB)."""
+        while size > 1 << 20 and not self._pending:
+            step = self._drop(size - (1 << 20))
+            if not step:
+                return False
+            size -= step
         while size > 0:
             step = len(self.read(min(size, 1 << 20)))
             if not step:
                 return False
             size -= step
         return True
+
+    def _drop(self, size):
+        """Drop up to ``size`` bytes (what was read ahead, else one inflated piece); how many."""
+        ahead, at = self._ahead, self._ahead_at
+        if at < len(ahead):
+            step = min(size, len(ahead) - at)
+            self._ahead_at = at + step
+        else:
+            self._ahead, self._ahead_at = b"", 0
+            step = len(self._inflate(min(size, READ_AHEAD)))
+        self._advance(step)
+        return step
+
+    def _advance(self, step):
+        self.pos += step
+        if self.pos > MAX_CAPTURE_BYTES:
+            raise CaptureError(f"{self.name}: capture decompresses to more than "
+                               f"{MAX_CAPTURE_BYTES >> 30} GiB: not a capture")
 
     # what tarfile asks of a file object
     def tell(self):
