@@ -41,8 +41,9 @@ def timeout_option(where):
     command's own way of taking one, which its help names)."""
     return click.option(
         "--timeout", type=seconds(min_open=True), metavar="S",
-        help=f"With {where}: give up on a connected sender silent for S seconds, or not done after 10 x S "
-             "(default 60).")
+        help=f"With {where}: give up on a connected sender silent for S seconds once it has sent "
+             "something, or not done after 10 x S (its first byte may take that long: smemcap.sh "
+             "sends once it has copied every process; default 60).")
 
 #: which processes and mappings are read
 selection_options = bundle(

@@ -116,6 +116,21 @@ def test_report_waits_on_tcp_for_one_capture(tmp_path, pid_namespace):
     assert out.split()[:2] == [b"User", b"Count"] and b"root" in out
 
 
+@needs_busybox
+def test_a_target_slow_to_copy_proc_is_waited_for_past_the_timeout(tmp_path, pid_namespace):
+    """smemcap.sh is silent until it has copied every process (a slow board's few hundred: minutes):
+    a first byte later than --timeout is still taken (a sleep stands in for the slow copy)."""
+    out = tmp_path / "slow.tgz"
+    proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", out, "--timeout", "1")
+    port = listening_port(proc)
+    subprocess.run(pid_namespace.argv([BUSYBOX, "sh", "-c", f"(sleep 2.5; {BUSYBOX} sh {SCRIPT}) | "
+                                       f"{BUSYBOX} nc 127.0.0.1 {port}"]),
+                   check=True, timeout=900, stdin=subprocess.DEVNULL)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    assert out.read_bytes()[:2] == b"\x1f\x8b"
+
+
 def _send_and_close(data):
     def peer(port):
         with socket.create_connection(("127.0.0.1", port)) as s:
@@ -166,7 +181,7 @@ def _zip_bomb(port):
 
 #: kind: (the peer, what smem's one line says, --timeout): 1 s for the peers that send at once (a
 #: busy machine's pause is no stall), 0.3 s for those given up only when it runs out (once, or
-#: 10 times for the slow one), so that they wait seconds, not tens of them.
+#: 10 times for the slow and the silent one), so that they wait seconds, not tens of them.
 HOSTILE = {
     "garbage": (_send_and_close(os.urandom(3000).replace(b"\x1f", b"x").replace(b"B", b"x")
                                 .replace(b"\xfd", b"x").replace(b"\x28", b"x")),
@@ -175,7 +190,7 @@ HOSTILE = {
     "zip bomb": (_zip_bomb, "inflates past the limit", 1),
     "nothing at all": (_send_and_close(b""), "closed the connection without sending a capture", 1),
     "stall half way": (_stall, "sent 300 bytes, then nothing for 0.3 s: given up", 0.3),
-    "silent": (_silent, "sent nothing for 0.3 s: given up", 0.3),
+    "silent": (_silent, "sent nothing for 3 s (10 x --timeout", 0.3),
     "slow": (_slow, "still sending after 3 s", 0.3),
 }
 
