@@ -131,6 +131,46 @@ def test_a_target_slow_to_copy_proc_is_waited_for_past_the_timeout(tmp_path, pid
     assert out.read_bytes()[:2] == b"\x1f\x8b"
 
 
+@needs_busybox
+def test_a_box_without_gzip_sends_a_plain_tar_that_every_reader_takes(tmp_path, pid_namespace):
+    """A busybox built without gzip: the script says so once and writes a plain tar, which
+    smem -S, capture --listen and record --listen all take."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, check=True, text=True).stdout.split()
+    for name in applets:
+        if name != "gzip":
+            (bindir / name).symlink_to(BUSYBOX)
+    env = dict(os.environ, PATH=str(bindir))
+
+    def push(port=None, file=None):
+        line = f"{BUSYBOX} sh {SCRIPT} " + (f"{file}" if file else f"| {BUSYBOX} nc 127.0.0.1 {port}")
+        res = subprocess.run(pid_namespace.argv([BUSYBOX, "sh", "-c", line]), env=env, capture_output=True,
+                             check=True, timeout=900, stdin=subprocess.DEVNULL)
+        assert res.stderr.decode().splitlines()[0] == \
+            "smemcap.sh: warning: gzip not found on PATH: writing an uncompressed tar", res.stderr
+
+    with marker_process(pid_namespace) as marker:
+        plain = tmp_path / "box.tar"
+        push(file=plain)
+        assert plain.read_bytes()[257:262] == b"ustar"
+        report = run_smem("-S", plain, "-c", "pid", "-H", check=True).stdout.decode()
+        assert str(marker) in report.split()
+        kept = tmp_path / "kept.tar"
+        proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", kept, "--timeout", "600")
+        push(port=listening_port(proc))
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err
+        assert kept.read_bytes()[257:262] == b"ustar"
+        rec = tmp_path / "rec"
+        proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "1", "--timeout", "600")
+        push(port=listening_port(proc))
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err
+        report = run_smem("-S", rec, "-c", "pid", "-H", check=True).stdout.decode()
+        assert str(marker) in report.split()
+
+
 def _send_and_close(data):
     def peer(port):
         with socket.create_connection(("127.0.0.1", port)) as s:
