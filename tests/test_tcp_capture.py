@@ -101,6 +101,10 @@ def test_capture_listen_keeps_what_busybox_pushes(tmp_path, pid_namespace):
         _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     assert out.read_bytes()[:2] == b"\x1f\x8b"  # kept as the target sent it
+    # one line says it came (a silent exit 0 reads as nothing received)
+    size = out.stat().st_size
+    (line,) = err.decode().splitlines()
+    assert line.startswith(f"smem: wrote {out}: a capture of {size / 1024:.1f} KiB from 127.0.0.1:"), line
     report = run_smem("-S", out, "-c", "pid name", "-H", check=True).stdout.decode()
     assert str(marker) in report.split()
 

@@ -90,10 +90,18 @@ class Listener:
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {reason}") from None
         bound = self._socket.getsockname()
         self.address = _endpoint(bound)
+        #: the last connection's peer, HOST:PORT (None before one)
+        self.peer = None
+        #: what a target runs to push here: the nc command line, and what ADDRESS is if it is named
+        self._nc, self._nc_note = ((f"nc ADDRESS {bound[1]}", ", ADDRESS one of this machine's that it reaches")
+                                   if _wildcard(bound[0]) else (f"nc {bound[0]} {bound[1]}", ""))
         if said is not None:
-            target = (f"nc ADDRESS {bound[1]}, ADDRESS one of this machine's that it reaches" if _wildcard(bound[0])
-                      else f"nc {bound[0]} {bound[1]}")
-            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | {target})")
+            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | "
+                 f"{self._nc}{self._nc_note})")
+
+    def target_loop(self, pause=10):
+        """The README's loop a target runs to push a capture every ``pause`` seconds."""
+        return f"while :; do sh smemcap.sh | {self._nc}; sleep {pause}; done{self._nc_note}"
 
     def __enter__(self):
         return self
@@ -113,7 +121,8 @@ class Listener:
             connection, peer = self._socket.accept()
         except socket.timeout:
             return None
-        name = f"capture from {_endpoint(peer)}"
+        self.peer = _endpoint(peer)
+        name = f"capture from {self.peer}"
         with connection:
             try:  # (unlinked at once, O_TMPFILE: nothing is left behind, whatever ends smem)
                 spool = tempfile.TemporaryFile(prefix="smem-received-")
