@@ -86,7 +86,8 @@ def table_options(complete_fields):
 system_options = bundle(
     click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB)."),
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
-                 help="Path to the kernel image (vmlinux, bzImage, vmlinuz)."),
+                 help="Path to the kernel image (vmlinux, bzImage, vmlinuz; an arm64 or RISC-V Image or Image.gz, "
+                      "by its header's image_size)."),
     click.option("--recommend", type=FiniteRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
                  metavar="[PCT]",
                  help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom."),
