@@ -42,7 +42,7 @@ def timeout_option(where):
     return click.option(
         "--timeout", type=seconds(min_open=True), metavar="S",
         help=f"With {where}: give up on a connected sender silent for S seconds once it has sent "
-             "something, or not done after 10 x S (its first byte may take that long: smemcap.sh "
+             "something, or not done after 10 x S (its first byte may take that long: the capture script "
              "sends once it has copied every process; default 60).")
 
 #: which processes and mappings are read
