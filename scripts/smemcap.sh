@@ -2,10 +2,10 @@
 # smemcap.sh - capture the /proc data smem needs, for analysis on another machine.
 #
 # For embedded targets without Python: needs only a POSIX sh (dash, busybox
-# ash) and the busybox applets cat, mkdir, rm, tar and gzip (plus chown when
-# run as root).  date, uname, mktemp, stat, getconf, hostname, dd, ls, grep and
-# readlink are used when present.  Writes a gzip-compressed tar to stdout or to FILE; the layout is
-# described in docs/capture-format.md.  Run as root to capture every process.
+# ash) and the busybox applets cat, mkdir, rm and tar (plus chown when run as
+# root).  gzip, date, uname, mktemp, stat, getconf, hostname, dd, ls, grep and
+# readlink are used when present.  Writes a gzip-compressed tar (a plain tar, with a warning,
+# where there is no gzip) to stdout or to FILE; the layout is described in docs/capture-format.md.  Run as root to capture every process.
 
 tool='smemcap.sh 1'
 prog=smemcap.sh
@@ -23,7 +23,7 @@ Capture /proc/meminfo, /proc/version and, for every readable process, its
 smaps, smaps_rollup, cmdline, stat, status and its GPU and dma-buf fds' fdinfo
 (plus /proc/iomem, /sys/firmware/memmap, /proc/sysvipc/shm, tmpfs mounts and
 memfds, zram, KSM and zswap settings, dma-bufs, /etc/passwd and host details)
-as a gzip-compressed tar
+as a gzip-compressed tar (a plain tar where there is no gzip)
 written to FILE, or to stdout when FILE is omitted or "-".
 Analyse it elsewhere with: smem -S FILE
 
@@ -76,10 +76,17 @@ out=${1:--}
 need_applets() {
 	for a in "$@"; do
 		command -v "$a" >/dev/null 2>&1 ||
-			die "$a not found on PATH (the script needs cat, mkdir, rm, tar and gzip, and chown as root)"
+			die "$a not found on PATH (the script needs cat, mkdir, rm and tar, and chown as root)"
 	done
 }
-need_applets cat mkdir rm tar gzip
+need_applets cat mkdir rm tar
+# Without gzip the capture is a plain tar (smem reads either), some times larger: said once.
+have_gzip=
+if command -v gzip >/dev/null 2>&1; then
+	have_gzip=1
+else
+	printf '%s: warning: gzip not found on PATH: writing an uncompressed tar\n' "$prog" >&2
+fi
 
 # --- cleanup on exit and on HUP/INT/TERM ------------------------------------
 tmp=
@@ -149,7 +156,7 @@ else
 	exec 3>>"$out"
 fi
 if [ -t 3 ]; then
-	die "refusing to write compressed data to a terminal (give FILE or redirect stdout)"
+	die "refusing to write a capture to a terminal (give FILE or redirect stdout)"
 fi
 [ "$out" = - ] || exec 3>&-
 
@@ -213,7 +220,7 @@ fi
 kcfg=/boot/config-$(uname -r 2>/dev/null)
 if [ -r /proc/config.gz ] && cat /proc/config.gz >"$cap/config.gz" 2>/dev/null; then
 	members="$members config.gz"
-elif [ -r "$kcfg" ] && gzip -c "$kcfg" >"$cap/config.gz" 2>/dev/null; then
+elif [ -n "$have_gzip" ] && [ -r "$kcfg" ] && gzip -c "$kcfg" >"$cap/config.gz" 2>/dev/null; then
 	members="$members config.gz"
 else
 	rm -f -- "$cap/config.gz"
@@ -615,9 +622,13 @@ esac
 # --- archive --------------------------------------------------------------------
 # Explicit member names (no "./" prefix).  The pipeline runs in the
 # background so a signal interrupts the wait and the trap can stop it.
-{
-	(cd "$cap" && exec tar cf - $members [0-9]*) || : >"$tmp/tar-failed"
-} | gzip -c >&3 &
+if [ -n "$have_gzip" ]; then
+	{
+		(cd "$cap" && exec tar cf - $members [0-9]*) || : >"$tmp/tar-failed"
+	} | gzip -c >&3 &
+else
+	(cd "$cap" && exec tar cf - $members [0-9]*) >&3 || : >"$tmp/tar-failed" &
+fi
 job=$!
 wait "$job"
 rc=$?

@@ -60,8 +60,19 @@ def run_receive(address, path, stream=None, *, timeout=None, force=False, said=N
             source, spool = listener.capture()
         source.close()
         with spool:
+            size = os.fstat(spool.fileno()).st_size
             _copy(spool, out, path)
+    if said is not None:  # (else a capture kept is a silent exit 0, as one never sent)
+        said(f"wrote {path if path is not None else 'standard output'}: a capture of {_size(size)} "
+             f"from {listener.peer}")
     return []
+
+
+def _size(size):
+    """Bytes as the confirmation says them: exact below a KiB, else in KiB or MiB with one decimal."""
+    if size < 1024:
+        return f"{size} bytes"
+    return f"{size / 1024:.1f} KiB" if size < 1 << 20 else f"{size / (1 << 20):.1f} MiB"
 
 
 def _copy(spool, out, path):

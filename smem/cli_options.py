@@ -41,8 +41,9 @@ def timeout_option(where):
     command's own way of taking one, which its help names)."""
     return click.option(
         "--timeout", type=seconds(min_open=True), metavar="S",
-        help=f"With {where}: give up on a connected sender silent for S seconds, or not done after 10 x S "
-             "(default 60).")
+        help=f"With {where}: give up on a connected sender silent for S seconds once it has sent "
+             "something, or not done after 10 x S (its first byte may take that long: the capture script "
+             "sends once it has copied every process; default 60).")
 
 #: which processes and mappings are read
 selection_options = bundle(
@@ -85,7 +86,8 @@ def table_options(complete_fields):
 system_options = bundle(
     click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB)."),
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
-                 help="Path to the kernel image (vmlinux, bzImage, vmlinuz)."),
+                 help="Path to the kernel image (vmlinux, bzImage, vmlinuz; an arm64 or RISC-V Image or Image.gz, "
+                      "by its header's image_size)."),
     click.option("--recommend", type=FiniteRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
                  metavar="[PCT]",
                  help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom."),

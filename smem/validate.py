@@ -191,10 +191,21 @@ def serve(*, textfile, listen, interval, count, source, **_):
                          "and serve the recording's last frame (smem serve -S DIR)")
 
 
+#: Extensions of pictures and documents that are not HTML: a page written under one of these names
+#: opens in no viewer (the charts, which write such files, refuse an extension they cannot write).
+NOT_A_PAGE = frozenset("png svg svgz pdf jpg jpeg gif webp bmp tif tiff eps ps avif ico "
+                       "doc docx odt rtf".split())
+
+
 def html(*, force, output, source, old, **_):
-    """smem html: --force only over a named file, captures read by name."""
+    """smem html: --force only over a named file, captures read by name, a name that says HTML."""
     if force and output == "-":
         raise UsageError("--force lets -o replace a file: not with -o -")
+    extension = os.path.splitext(output)[1][1:].lower() if output != "-" else ""
+    if extension in NOT_A_PAGE:
+        raise UsageError(f"-o {output}: the page is HTML, not a .{extension} file: name it .html (for a "
+                         f"picture, open the page in a browser and screenshot it; smem --pie and --bar "
+                         f"save charts as .png, .svg or .pdf)")
     if "-" in (source, old):
         raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
 

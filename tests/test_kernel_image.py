@@ -136,7 +136,7 @@ def test_decompression_limit(vmlinux):
     b"MZ\x90\x00" + b"\0" * 4000,            # a PE file's start
 ], ids=["empty", "text", "bytes", "pe"])
 def test_garbage_is_rejected(data):
-    with pytest.raises(KernelImageError, match="not an ELF vmlinux or a compressed kernel image"):
+    with pytest.raises(KernelImageError, match="not an ELF vmlinux, an arm64 or RISC-V Image or a compressed kernel image"):
         kernel_image_size(data)
 
 

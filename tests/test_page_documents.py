@@ -73,7 +73,20 @@ def test_o_dash_writes_the_page_to_stdout_and_o_keeps_a_file_that_is_no_page(pag
     for _ in range(2):  # a page smem html wrote is replaced without --force
         assert run_smem("html", "-S", CAPTURE, "-o", again).returncode == 0
 
-def test_the_page_is_the_same_read_by_one_process_or_by_workers(tmp_path):
+@pytest.mark.parametrize("name", ["page.png", "page.SVG", "page.pdf", "shot.jpg"])
+def test_a_picture_or_document_name_is_refused_for_the_page(tmp_path, name):
+    """The page is HTML: written as page.png it opens in no viewer (charts refuse such a mismatch too)."""
+    refused = run_smem("html", "-S", CAPTURE, "-o", tmp_path / name)
+    lines = refused.stderr.decode().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, lines
+    assert "the page is HTML" in lines[0] and "screenshot" in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+    for kept in ("page.htm", "page"):  # .html, .htm and no extension are pages
+        assert run_smem("html", "-S", CAPTURE, "-o", tmp_path / kept).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page", "page.htm"]
+
+
+
     """Each process's mappings are folded where they are read (smem.page.mappings.PageFold) and
     come in any order: names numbered and sharers listed (ties by pid) as one serial read gives."""
     capture = tmp_path / "many.tar"

@@ -116,7 +116,11 @@ def test_record_refuses_a_directory_that_is_not_a_recording(tmp_path):
 def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_one(tmp_path, pid_namespace):
     rec = tmp_path / "rec"
     proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "3", "--timeout", "600")
-    port = listening_port(proc)
+    listening = proc.stderr.readline().decode()
+    port = int(listening.split("listening on 127.0.0.1:")[1].split()[0])
+    # what to run on the target is said, as capture --listen says it
+    assert listening.rstrip().endswith(f"(on the target: while :; do sh smemcap.sh | nc 127.0.0.1 {port}; "
+                                       "sleep 10; done)"), listening
     push = f"{BUSYBOX} sh {SCRIPT} | {BUSYBOX} nc 127.0.0.1 {port}"
     with marker_process(pid_namespace) as marker:
         subprocess.run(pid_namespace.argv([BUSYBOX, "sh", "-c", push]), check=True, timeout=900)
@@ -129,6 +133,9 @@ def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_o
     assert proc.returncode == 0, err
     warnings = [line for line in err.decode().splitlines() if "warning" in line]
     assert len(warnings) == 1 and "not a readable capture archive" in warnings[0] and "next capture" in warnings[0]
+    # the first frame is said (the target reaches us), the next ones are not (a daemon's log)
+    notes = [line for line in err.decode().splitlines() if not line.startswith("smem: warning:")]
+    assert len(notes) == 1 and notes[0].startswith("smem: recorded frame 1 from 127.0.0.1:"), err
     _, frames = index_lines(rec)
     assert [f["frame"] for f in frames] == [1, 2, 3] and frames[0]["smaps"] and not frames[1]["smaps"]
     assert marker in pids_of(rec) and marker in pids_of(rec, "--at", "1")

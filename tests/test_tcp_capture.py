@@ -101,6 +101,10 @@ def test_capture_listen_keeps_what_busybox_pushes(tmp_path, pid_namespace):
         _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     assert out.read_bytes()[:2] == b"\x1f\x8b"  # kept as the target sent it
+    # one line says it came (a silent exit 0 reads as nothing received)
+    size = out.stat().st_size
+    (line,) = err.decode().splitlines()
+    assert line.startswith(f"smem: wrote {out}: a capture of {size / 1024:.1f} KiB from 127.0.0.1:"), line
     report = run_smem("-S", out, "-c", "pid name", "-H", check=True).stdout.decode()
     assert str(marker) in report.split()
 
@@ -114,6 +118,61 @@ def test_report_waits_on_tcp_for_one_capture(tmp_path, pid_namespace):
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     assert out.split()[:2] == [b"User", b"Count"] and b"root" in out
+
+
+@needs_busybox
+def test_a_target_slow_to_copy_proc_is_waited_for_past_the_timeout(tmp_path, pid_namespace):
+    """smemcap.sh is silent until it has copied every process (a slow board's few hundred: minutes):
+    a first byte later than --timeout is still taken (a sleep stands in for the slow copy)."""
+    out = tmp_path / "slow.tgz"
+    proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", out, "--timeout", "1")
+    port = listening_port(proc)
+    subprocess.run(pid_namespace.argv([BUSYBOX, "sh", "-c", f"(sleep 2.5; {BUSYBOX} sh {SCRIPT}) | "
+                                       f"{BUSYBOX} nc 127.0.0.1 {port}"]),
+                   check=True, timeout=900, stdin=subprocess.DEVNULL)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    assert out.read_bytes()[:2] == b"\x1f\x8b"
+
+
+@needs_busybox
+def test_a_box_without_gzip_sends_a_plain_tar_that_every_reader_takes(tmp_path, pid_namespace):
+    """A busybox built without gzip: the script says so once and writes a plain tar, which
+    smem -S, capture --listen and record --listen all take."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, check=True, text=True).stdout.split()
+    for name in applets:
+        if name != "gzip":
+            (bindir / name).symlink_to(BUSYBOX)
+    env = dict(os.environ, PATH=str(bindir))
+
+    def push(port=None, file=None):
+        line = f"{BUSYBOX} sh {SCRIPT} " + (f"{file}" if file else f"| {BUSYBOX} nc 127.0.0.1 {port}")
+        res = subprocess.run(pid_namespace.argv([BUSYBOX, "sh", "-c", line]), env=env, capture_output=True,
+                             check=True, timeout=900, stdin=subprocess.DEVNULL)
+        assert res.stderr.decode().splitlines()[0] == \
+            "smemcap.sh: warning: gzip not found on PATH: writing an uncompressed tar", res.stderr
+
+    with marker_process(pid_namespace) as marker:
+        plain = tmp_path / "box.tar"
+        push(file=plain)
+        assert plain.read_bytes()[257:262] == b"ustar"
+        report = run_smem("-S", plain, "-c", "pid", "-H", check=True).stdout.decode()
+        assert str(marker) in report.split()
+        kept = tmp_path / "kept.tar"
+        proc = smem_process("capture", "--listen", "127.0.0.1:0", "-o", kept, "--timeout", "600")
+        push(port=listening_port(proc))
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err
+        assert kept.read_bytes()[257:262] == b"ustar"
+        rec = tmp_path / "rec"
+        proc = smem_process("record", "--listen", "127.0.0.1:0", "-o", rec, "--count", "1", "--timeout", "600")
+        push(port=listening_port(proc))
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, err
+        report = run_smem("-S", rec, "-c", "pid", "-H", check=True).stdout.decode()
+        assert str(marker) in report.split()
 
 
 def _send_and_close(data):
@@ -166,7 +225,7 @@ def _zip_bomb(port):
 
 #: kind: (the peer, what smem's one line says, --timeout): 1 s for the peers that send at once (a
 #: busy machine's pause is no stall), 0.3 s for those given up only when it runs out (once, or
-#: 10 times for the slow one), so that they wait seconds, not tens of them.
+#: 10 times for the slow and the silent one), so that they wait seconds, not tens of them.
 HOSTILE = {
     "garbage": (_send_and_close(os.urandom(3000).replace(b"\x1f", b"x").replace(b"B", b"x")
                                 .replace(b"\xfd", b"x").replace(b"\x28", b"x")),
@@ -175,7 +234,7 @@ HOSTILE = {
     "zip bomb": (_zip_bomb, "inflates past the limit", 1),
     "nothing at all": (_send_and_close(b""), "closed the connection without sending a capture", 1),
     "stall half way": (_stall, "sent 300 bytes, then nothing for 0.3 s: given up", 0.3),
-    "silent": (_silent, "sent nothing for 0.3 s: given up", 0.3),
+    "silent": (_silent, "sent nothing for 3 s (10 x --timeout", 0.3),
     "slow": (_slow, "still sending after 3 s", 0.3),
 }
 

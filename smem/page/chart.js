@@ -167,12 +167,14 @@ function drawCrumbs(top) {
 function chartNote(top) {
   const meta = state.data.meta;
   const parts = [];
-  if (state.measure !== "pss") parts.push(`${MEASURES.find((m) => m[0] === state.measure)[1]}: the processes' own figures (MemTotal is broken down in PSS).`);
+  const label = MEASURES.find((m) => m[0] === state.measure)[1];
+  if (meta.pss_missing) parts.push(`${label}: the processes' own figures (the kernel gives no PSS: Linux before 2.6.25, so MemTotal is not broken down here).`);
+  else if (state.measure !== "pss") parts.push(`${label}: the processes' own figures (MemTotal is broken down in PSS).`);
   if (meta.rollup) {
     parts.push("This frame kept smaps_rollup only: no process is broken into mappings" +
                (state.measure === "pss" ? "; in PSS each is split by page type, as the kernel split it (Pss_Anon, Pss_File, Pss_Shmem)." : "."));
   } else {
-    parts.push(`Mappings: each process's ${meta.top_mappings} largest by PSS; the rest of each kind is one "other" box.`);
+    parts.push(`Mappings: each process's ${meta.top_mappings} largest by ${rankedBy()}; the rest of each kind is one "other" box.`);
   }
   parts.push("Click a box to zoom, the path above to go back.");
   if (compared()) parts.push("Colour: change from OLD to NEW (red grew, blue shrank); gone rows are in the tables; mappings are NEW's, not compared.");

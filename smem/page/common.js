@@ -3,6 +3,10 @@
 const startedAt = performance.now();  // plotly.js is loaded by now (bench/page.py reads both times)
 
 const MEASURES = [["pss", "PSS"], ["uss", "USS"], ["rss", "RSS"], ["swappss", "Swap PSS"]];
+
+/* What each process's largest mappings are chosen by (smem/page/mappings.py): PSS, else RSS on a
+   kernel without PSS. */
+function rankedBy() { return state.data.meta.pss_missing ? "RSS" : "PSS"; }
 const GROUPINGS = [["user", "Users"], ["cgroup", "Cgroups"], ["program", "Programs"]];
 const LAYOUTS = [["treemap", "Treemap"], ["icicle", "Icicle"], ["sunburst", "Sunburst"]];
 const TABLES = [["process", "Processes"], ["user", "Users"], ["program", "Programs"], ["cgroup", "Cgroups"],

@@ -50,17 +50,22 @@ def _column_sums(rows):
 
 
 _PSS = FIELDS.index("pss")
+_RSS = FIELDS.index("rss")
 _pid = itemgetter(0)
 
 
+def _ranked(values):
+    """The key of the largest first: PSS, else (a kernel before 2.6.25 gives none) RSS."""
+    pss = values[_PSS]
+    return (pss, 0) if pss is not None else (-1, values[_RSS] or 0)
+
+
 def _pss_of_mapper(row):
-    pss = row[1 + _PSS]
-    return -1 if pss is None else pss
+    return _ranked(row[1:])
 
 
 def _by_pss_of_row(row):
-    pss = row[4][_PSS]
-    return -1 if pss is None else pss
+    return _ranked(row[4])
 
 
 class PageFold(MappingSums):
@@ -101,8 +106,8 @@ class PageFold(MappingSums):
         """What a worker sends of a process: (rows by name, the rows shown), or None for a
         process that maps nothing.  ``rows``: smem.parsers.smaps.sum_smaps_by_name's, its
         ``(name, first index, mappings, sums, values, shared)`` with the FIELDS' values
-        (FIELD_COUNTERS); shown ``[kind, name, mappings, *values]``, the ``top`` largest by PSS,
-        then a row per kind for the rest, name None.  ``rows`` is kept as it is."""
+        (FIELD_COUNTERS); shown ``[kind, name, mappings, *values]``, the ``top`` largest by PSS
+        (RSS where the kernel gives no PSS), then a row per kind for the rest, name None.  ``rows`` is kept as it is."""
         if not rows:
             return None
         kinds, top = self.kinds, self.top

@@ -54,7 +54,7 @@ function drawFooter() {
   footer.replaceChildren(
     el("p", {text: `Made by smem ${state.data.process.smem}. The tables are the documents smem -F json prints (embedded in this page as JSON; each table names its command). ` +
                    (meta.rollup ? "This frame kept smaps_rollup only: no mapping of it was recorded." :
-                   `Mappings per process: the ${meta.top_mappings} largest by PSS, the rest of each kind folded into one box; sharers: the ${meta.top_sharers} largest per mapping, the rest summed.`)}));
+                   `Mappings per process: the ${meta.top_mappings} largest by ${rankedBy()}, the rest of each kind folded into one box; sharers: the ${meta.top_sharers} largest per mapping, the rest summed.`)}));
 }
 
 /* Draw everything from ``data`` (the embedded documents, a live refresh, or, later, one instant

@@ -92,8 +92,17 @@ function drawTabs() {
 function sortOf(doc) {
   const chosen = state.sort[state.table];
   if (chosen) return chosen;
-  const amountKey = compared() ? "dpss" : doc.columns.some((c) => c.key === "pss") ? "pss" : "used";
-  return state.table === "system" ? {key: null, reverse: false} : {key: amountKey, reverse: true};
+  return state.table === "system" ? {key: null, reverse: false} : {key: amountKeyOf(doc), reverse: true};
+}
+
+/* The column a table is sorted by at first: PSS (its change, compared), else used; RSS where no
+   row has a PSS (a kernel before 2.6.25, whose PSS column is all "-"). */
+function amountKeyOf(doc) {
+  const has = (k) => doc.columns.some((c) => c.key === k);
+  const [pss, rss] = compared() ? ["dpss", "drss"] : ["pss", "rss"];
+  if (!compared() && !has(pss)) return "used";
+  const valued = (k) => doc.rows.some((r) => r[k] !== null && r[k] !== undefined);
+  return doc.rows.length && has(rss) && !valued(pss) ? rss : pss;
 }
 
 function drawTable() {

@@ -7,10 +7,13 @@ module gives the same text/data/bss/total numbers without binutils, for either:
 
 * an ELF ``vmlinux`` (32- or 64-bit, either byte order), classified the way
   binutils' Berkeley ``size`` does it (elf.py); or
+* an arm64 or RISC-V ``Image``, sized by its header's image_size (boot_images.py); or
 * a compressed kernel: an x86 ``bzImage`` (payload located through its boot
   header, Documentation/arch/x86/boot.rst) or any image in which a gzip,
-  bzip2, xz, lzma, zstd or lz4 stream decompresses to an ELF ``vmlinux`` (the
-  approach of the kernel's own ``scripts/extract-vmlinux``).
+  bzip2, xz, lzma, zstd or lz4 stream decompresses to an ELF ``vmlinux`` or an
+  arm64/RISC-V ``Image`` (the approach of the kernel's own ``scripts/extract-vmlinux``).
+
+An ARM ``zImage`` or a U-Boot ``uImage`` that holds neither is named, with what to give instead.
 
 Everything here is a pure function of the image's bytes.
 """
@@ -26,6 +29,7 @@ from typing import Callable, Iterator, Optional
 
 from ..compression import COMPRESSIONS
 from ..errors import KernelImageError
+from .boot_images import HEADER_BYTES, image_header, wrapper_refusal
 from .elf import ELF_MAGIC, elf_extent, elf_size
 
 # Optional: only kernels compressed with these formats need them.
@@ -53,8 +57,8 @@ _MAX_CANDIDATES = 64
 #: what every Linux kernel holds (init/version.c's linux_banner)
 _BANNER = b"Linux version "
 
-_EXPECTED = ("not an ELF vmlinux or a compressed kernel image "
-             "(bzImage/vmlinuz with gzip, bzip2, xz, lzma, zstd or lz4)")
+_EXPECTED = ("not an ELF vmlinux, an arm64 or RISC-V Image or a compressed kernel image "
+             "(bzImage/vmlinuz/Image.gz with gzip, bzip2, xz, lzma, zstd or lz4)")
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ def kernel_image_size(data: bytes, *, limit: int = MAX_DECOMPRESSED) -> KernelIm
     if bytes(view[:4]) == ELF_MAGIC:
         text, dat, bss, fmt = elf_size(view)
         return KernelImageSize(text, dat, bss, fmt, _BANNER in data)
+    if image_header(view) is not None:
+        return _sized(view, "", limit)
 
     problems: list[str] = []
     bz = _bzimage_payload(view)
@@ -104,22 +110,35 @@ def kernel_image_size(data: bytes, *, limit: int = MAX_DECOMPRESSED) -> KernelIm
         else:
             found = _try_stream(kind, payload, problems, limit)
             if found is not None:
-                text, dat, bss, fmt = elf_size(memoryview(found))
-                return KernelImageSize(text, dat, bss, "bzImage (boot protocol %d.%02d), %s-compressed %s"
-                                       % (version >> 8, version & 0xFF, kind, fmt), _BANNER in found)
+                return _sized(found, "bzImage (boot protocol %d.%02d), %s-compressed "
+                              % (version >> 8, version & 0xFF, kind), limit)
 
     for offset, kind in _candidates(view):
         found = _try_stream(kind, view[offset:], problems, limit)
         if found is not None:
-            text, dat, bss, fmt = elf_size(memoryview(found))
-            return KernelImageSize(text, dat, bss, "%s-compressed %s at offset %#x" % (kind, fmt, offset),
-                                   _BANNER in found)
+            return _sized(found, "%s-compressed " % kind, limit, " at offset %#x" % offset)
 
     missing = [p for p in problems if isinstance(p, _MissingDecompressor)]
     if missing:  # none it could read held the kernel: say which package would read the rest
         raise missing[0]
+    wrapper = wrapper_refusal(view)
+    if wrapper is not None:
+        raise KernelImageError(wrapper)
     detail = "; ".join(dict.fromkeys(problems))  # unique, in order
     raise KernelImageError(_EXPECTED + (" (%s)" % detail if detail else ""))
+
+
+def _sized(found, before: str, limit: int, after: str = "") -> KernelImageSize:
+    """The size of ``found``, an ELF vmlinux or an arm64/RISC-V Image (whose header's image_size is
+    its text: it says no more), its format named between ``before`` and ``after``."""
+    if bytes(found[:4]) == ELF_MAGIC:
+        text, dat, bss, fmt = elf_size(memoryview(found))
+        return KernelImageSize(text, dat, bss, before + fmt + after, _BANNER in found)
+    arch, size = image_header(found)
+    if size > limit:
+        raise KernelImageError("%s Image header gives an image_size of %d bytes, more than %g MiB: "
+                               "not a kernel's" % (arch, size, limit / 2**20))
+    return KernelImageSize(size, 0, 0, "%s%s Image%s, image_size from its header" % (before, arch, after))
 
 
 class _MissingDecompressor(KernelImageError):
@@ -178,7 +197,8 @@ def _candidates(view: memoryview) -> list[tuple[int, str]]:
 
 
 def _try_stream(kind: str, view: memoryview, problems: list[str], limit: int) -> Optional[bytearray]:
-    """Decompress a *kind* stream at the start of *view*; its output if that is an ELF file, else None.
+    """Decompress a *kind* stream at the start of *view*; its output if that is an ELF file (or
+    the header of an arm64/RISC-V Image), else None.
 
     Decompression stops where the ELF header says its headers end (``size`` reads
     nothing past them), and a header placing them past *limit* is refused at once.
@@ -189,7 +209,9 @@ def _try_stream(kind: str, view: memoryview, problems: list[str], limit: int) ->
         for chunk in _DECOMPRESSORS[kind](view):
             out += chunk
             if len(out) >= 4 and out[:4] != ELF_MAGIC:
-                return None
+                if len(out) < HEADER_BYTES:
+                    continue
+                return out[:HEADER_BYTES] if image_header(out) is not None else None
             if needed is None:
                 needed = elf_extent(out)
                 if needed is not None and needed > limit:
@@ -204,11 +226,11 @@ def _try_stream(kind: str, view: memoryview, problems: list[str], limit: int) ->
         problems.append(e)
         return None
     except _STREAM_ERRORS as e:
-        if len(out) >= 4:   # a vmlinux that breaks off: worth reporting
+        if out[:4] == ELF_MAGIC:   # a vmlinux that breaks off: worth reporting
             problems.append("%s stream is corrupt after %d bytes (%s)" % (kind, len(out), e))
         return None
     if out[:4] != ELF_MAGIC:
-        return None
+        return out[:HEADER_BYTES] if image_header(out) is not None else None
     return out
 
 

@@ -119,15 +119,17 @@ def record_pushed(path, address, timeout=None, count=None, duration=None, smaps_
         try:
             if said is not None:
                 said(f"listening on {listener.address} for captures to record into {path}"
-                     f"{_resumed_line(writer)}")
-            return _receive_frames(listener, writer, count, duration, warn)
+                     f"{_resumed_line(writer)} (on the target: {listener.target_loop()})")
+            return _receive_frames(listener, writer, count, duration, warn, said)
         except Stopped as stopped:  # (a frame named in the index is whole: StopSignals.held)
             _said_quietly(said, _pushed_stop_line(stopped, writer, first))
             raise stopped from None
 
 
-def _receive_frames(listener, writer, count, duration, warn):
-    """Each capture received made a frame, until ``count`` or ``duration``; the frames written."""
+def _receive_frames(listener, writer, count, duration, warn, said=None):
+    """Each capture received made a frame, until ``count`` or ``duration``; the frames written.
+    The first frame is ``said`` (the target reaches us); later ones are not (a daemon's log would
+    grow a line every interval), only the captures refused."""
     written = 0
     started = time.monotonic()
     while count is None or written < count:
@@ -152,6 +154,9 @@ def _receive_frames(listener, writer, count, duration, warn):
                     warn(f"{e}; waiting for the next capture")
                 continue
         written += 1
+        if written == 1 and said is not None:
+            said(f"recorded frame {writer.next_number - 1} from {listener.peer}; later frames are "
+                 "recorded silently, a capture refused is said")
     return written
 
 

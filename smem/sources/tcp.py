@@ -6,9 +6,11 @@ nothing listens on every interface unasked) and takes one connection at a time; 
 connection is one capture, ended by the sender closing its side.  What a peer sends is
 spooled to an unlinked temporary file, never held in memory (a temporary directory that fills
 up refuses that capture, in one line), and bounded: at most
-``MAX_RECEIVED_BYTES``, no silence longer than the timeout, and the whole capture within
-``WHOLE_TIMEOUTS`` timeouts (a sender trickling a byte a second is given up as surely as a
-silent one).  The capture is then read like any capture file (smem.sources.archive), with
+``MAX_RECEIVED_BYTES``, no silence longer than the timeout once the first byte came, and the
+whole capture within ``WHOLE_TIMEOUTS`` timeouts (a sender trickling a byte a second is given up
+as surely as a silent one).  The first byte may take all of that: smemcap.sh sends nothing until
+it has copied every process (tar starts only then), which on a slow board with hundreds of
+processes is minutes (docs/benchmarks.md).  The capture is then read like any capture file (smem.sources.archive), with
 its limits on decompression, so a bomb or garbage is refused there.
 
 The stream is neither authenticated nor encrypted: anyone who can reach the port can send
@@ -24,10 +26,10 @@ from ..errors import CaptureError, SourceError, UsageError
 
 __all__ = ["Listener", "receive_source", "parse_address", "DEFAULT_TIMEOUT", "MAX_RECEIVED_BYTES", "WHOLE_TIMEOUTS"]
 
-#: Seconds a connected sender may be silent.  smemcap.sh collects every process before tar
-#: sends its first byte, so this must cover a slow target's collection.
+#: Seconds a connected sender may be silent once it has sent its first byte.
 DEFAULT_TIMEOUT = 60.0
-#: A capture must arrive whole within this many timeouts of the connection.
+#: A capture must arrive whole within this many timeouts of the connection; its first byte may
+#: take all of them (smemcap.sh collects every process before tar sends anything).
 WHOLE_TIMEOUTS = 10
 #: The most a peer may send: a compressed capture (a 10,000-process server's is some hundreds of MiB).
 MAX_RECEIVED_BYTES = 1 << 30
@@ -88,10 +90,18 @@ class Listener:
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {reason}") from None
         bound = self._socket.getsockname()
         self.address = _endpoint(bound)
+        #: the last connection's peer, HOST:PORT (None before one)
+        self.peer = None
+        #: what a target runs to push here: the nc command line, and what ADDRESS is if it is named
+        self._nc, self._nc_note = ((f"nc ADDRESS {bound[1]}", ", ADDRESS one of this machine's that it reaches")
+                                   if _wildcard(bound[0]) else (f"nc {bound[0]} {bound[1]}", ""))
         if said is not None:
-            target = (f"nc ADDRESS {bound[1]}, ADDRESS one of this machine's that it reaches" if _wildcard(bound[0])
-                      else f"nc {bound[0]} {bound[1]}")
-            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | {target})")
+            said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | "
+                 f"{self._nc}{self._nc_note})")
+
+    def target_loop(self, pause=10):
+        """The README's loop a target runs to push a capture every ``pause`` seconds."""
+        return f"while :; do sh smemcap.sh | {self._nc}; sleep {pause}; done{self._nc_note}"
 
     def __enter__(self):
         return self
@@ -111,7 +121,8 @@ class Listener:
             connection, peer = self._socket.accept()
         except socket.timeout:
             return None
-        name = f"capture from {_endpoint(peer)}"
+        self.peer = _endpoint(peer)
+        name = f"capture from {self.peer}"
         with connection:
             try:  # (unlinked at once, O_TMPFILE: nothing is left behind, whatever ends smem)
                 spool = tempfile.TemporaryFile(prefix="smem-received-")
@@ -132,17 +143,20 @@ class Listener:
         while True:
             left = started + whole - time.monotonic()
             if left <= 0:
+                if not received:
+                    raise CaptureError(f"{name}: sent nothing for {whole:g} s ({WHOLE_TIMEOUTS} x --timeout; "
+                                       "smemcap.sh sends once it has copied every process): given up")
                 raise CaptureError(f"{name}: still sending after {whole:g} s ({received} bytes; "
                                    f"{WHOLE_TIMEOUTS} x --timeout): given up")
-            connection.settimeout(min(self.timeout, left))
+            # (before the first byte the target is still copying /proc: only the whole limit holds)
+            connection.settimeout(min(self.timeout, left) if received else left)
             try:
                 chunk = connection.recv(1 << 20)
             except socket.timeout:
-                if time.monotonic() - started >= whole:
+                if not received or time.monotonic() - started >= whole:
                     continue
-                said = "nothing" if not received else f"{received} bytes, then nothing"
-                raise CaptureError(f"{name}: sent {said} for {self.timeout:g} s: given up "
-                                   "(--timeout)") from None
+                raise CaptureError(f"{name}: sent {received} bytes, then nothing for {self.timeout:g} s: "
+                                   "given up (--timeout)") from None
             except OSError as e:
                 raise CaptureError(f"{name}: connection failed after {received} bytes "
                                    f"({e.strerror or e})") from None
