@@ -17,13 +17,16 @@ function choice(id, label, options, current, onpick, unavailable) {
   }
 }
 
-/* The measures this reading has nothing of (why, by measure): no swap, no swap PSS; a kernel
-   without PSS (before 2.6.25, old embedded boards), whose processes are drawn by RSS, as smem
-   sorts and charts them then. */
+/* The measures this reading has nothing of (why, by measure): no swap PSS without swap or on a
+   kernel before SwapPss; no PSS on a kernel without it (before 2.6.25, old embedded boards),
+   whose processes are drawn by RSS, as smem sorts and charts them then. */
 function unavailableMeasures() {
   const meta = state.data.meta, why = {};
   if (meta.pss_missing) why.pss = "The kernel gives no PSS (Linux before 2.6.25): drawn by RSS";
   if (meta.swaptotal === 0 && !compared()) why.swappss = "No swap on this machine (SwapTotal 0)";
+  else if (state.data.process.rows.length && state.data.process.rows.every((r) => r.swappss === null || r.swappss === undefined)) {
+    why.swappss = "The kernel gives no swap PSS (SwapPss: Linux 4.3 and later)";
+  }
   return why;
 }
 
