@@ -82,7 +82,9 @@ def embedded(text):
 def make_pages(where):
     """The pages the tests read: of a capture, of a comparison, of a hostile capture."""
     hostile = where / "hostile.tar"
-    smaps = hc.SMAPS.replace(b"/usr/bin/dbus-daemon", SVG_MAP.encode())
+    # (a kernel with SwapPss, 4.3+, and nothing swapped: Swap PSS can be chosen, and has nothing to draw)
+    smaps = hc.SMAPS.replace(b"/usr/bin/dbus-daemon", SVG_MAP.encode()).replace(
+        b"Swap:                  0 kB\n", b"Swap:                  0 kB\nSwapPss:               0 kB\n")
     processes = {
         pid: hc.process_files(pid, smaps=smaps, cmdline=f"{SCRIPT_END}\0--x\0".encode(),
                               stat=hc.STAT.replace(b"1234", str(pid).encode(), 1)

@@ -25,7 +25,7 @@ function unavailableMeasures() {
   if (meta.pss_missing) why.pss = "The kernel gives no PSS (Linux before 2.6.25): drawn by RSS";
   if (meta.swaptotal === 0 && !compared()) why.swappss = "No swap on this machine (SwapTotal 0)";
   else if (state.data.process.rows.length && state.data.process.rows.every((r) => r.swappss === null || r.swappss === undefined)) {
-    why.swappss = "The kernel gives no swap PSS (SwapPss: Linux 4.3 and later)";
+    why.swappss = "No process here has a swap PSS (SwapPss: Linux 4.3 and later)";
   }
   return why;
 }
