@@ -13,19 +13,28 @@ since the collection before (all it ran, for one not seen before), so a process 
 what it was seen to run.  A group with no process left is dropped; one that comes back starts from
 0 again, a reset ``rate()`` allows for.  What a process ran between the last collection and its
 exit is not seen, as with every exporter that reads /proc.
+
+A process missing from a collection is not known to have exited: -P may leave it out a while (a
+server that retitles itself), or --max-rss, or a read that failed.  What it had run is kept for
+REMEMBERED collections, so that back, it adds what it ran since, not all it ran once more (a rise
+``rate()`` reads as CPU time spent in one interval).
 """
 
 from .formats.families import cpu_seconds_family
 from .formats.cells import printable
 
-__all__ = ["CpuSeconds"]
+__all__ = ["CpuSeconds", "REMEMBERED"]
+
+#: collections a process missing from them is remembered (its clock ticks, as last seen)
+REMEMBERED = 100
 
 
 class CpuSeconds:
     """The counters of one smem serve: what each group of each view ran, kept between collections."""
 
     def __init__(self):
-        self._ticks = {}   # (pid, start time) -> clock ticks it had run at the collection before
+        self._ticks = {}   # (pid, start time) -> (clock ticks it had run when last seen, that collection)
+        self._collections = 0
         self._totals = {}  # view name -> {label values: ticks counted}
 
     def families(self, snapshot, tables):
@@ -35,7 +44,8 @@ class CpuSeconds:
         if snapshot.clock is None:
             return []
         hz = snapshot.clock[1]
-        now, ran = {}, {}
+        self._collections += 1
+        seen, now, ran = self._collections, {}, {}
         for process in snapshot.processes:
             stat = process.stat
             ticks = stat.cpu_ticks if stat is not None else None
@@ -43,8 +53,9 @@ class CpuSeconds:
                 continue
             key = (process.pid, stat.start_time)
             now[key] = ticks
-            ran[process.pid] = max(ticks - self._ticks.get(key, 0), 0)
-        self._ticks = now
+            ran[process.pid] = max(ticks - self._ticks.get(key, (0, seen))[0], 0)
+        self._ticks = {key: last for key, last in self._ticks.items() if seen - last[1] < REMEMBERED}
+        self._ticks.update((key, (ticks, seen)) for key, ticks in now.items())
         result = []
         for table in tables:
             counted = self._counted(table, ran, now)

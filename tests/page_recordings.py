@@ -1,4 +1,4 @@
-"""The recordings test_page.py opens the pages of: a process grows while smem record reads it."""
+"""The recordings test_page_recording.py opens the pages of: a process grows while smem record reads it."""
 
 import os
 import signal

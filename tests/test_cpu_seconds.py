@@ -82,3 +82,57 @@ def test_a_programs_cpu_seconds_keep_what_a_process_that_exited_ran(tmp_path):
     killed = spenders[0].pid
     assert not any(f'pid="{killed}"' in labels for labels in last)
     assert any(f'pid="{spenders[1].pid}"' in labels for labels in last)
+
+
+#: spends 0.15 s of CPU as FLAP_NAME, then on each SIGUSR1 takes the other of its two names
+#: (its stat's comm, which -P matches) and says so
+FLAP = ("import signal, sys, time\nnames = sys.argv[1:3]\n"
+        "def rename(*_):\n    names.reverse(); open('/proc/self/comm', 'w').write(names[0])\n"
+        "    sys.stdout.write('renamed\\n'); sys.stdout.flush()\n"
+        "signal.signal(signal.SIGUSR1, rename)\nopen('/proc/self/comm', 'w').write(names[0])\n"
+        "while time.process_time() < 0.15: pass\nsys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+        "while True: time.sleep(600)\n")
+
+
+def test_a_process_out_of_the_selection_for_a_collection_is_not_counted_again_when_back(tmp_path):
+    """A process -P leaves out of one collection (its name changed: a server retitling itself, or
+    one over --max-rss a moment) is the same process when it is back: its group's counter adds
+    what it ran since, not all it ran once more (a rise rate() reads as CPU time never spent)."""
+    import signal
+    from smem.options import Query, ServeOptions
+    from smem.serve import SharedCollector
+    name = f"smemflap{os.getpid() % 100000}"
+    flapper = subprocess.Popen([sys.executable, "-c", FLAP, name, "smemaway"], stdout=subprocess.PIPE)
+    stayer = subprocess.Popen([sys.executable, "-c", SPEND, name], stdout=subprocess.PIPE)
+    try:
+        for proc in (flapper, stayer):
+            assert proc.stdout.readline() == b"ready\n"
+        collector = SharedCollector(Query(process_filter=f"^{name}$"),
+                                    ServeOptions(min_interval=0, max_staleness=0), warn=lambda _: None)
+
+        def program_seconds(without=None):
+            families = {f.name: f for f in collector.latest(say=False).families}
+            pids = [dict(zip(f.label_names, labels))["pid"] for f in [families["smem_process_cpu_seconds"]]
+                    for labels, _ in f.samples]
+            assert (str(without) not in pids) if without else str(flapper.pid) in pids, pids
+            return dict(families["smem_program_cpu_seconds"].samples)[(name,)]
+
+        def renamed():
+            flapper.send_signal(signal.SIGUSR1)
+            assert flapper.stdout.readline() == b"renamed\n"
+
+        hz = os.sysconf("SC_CLK_TCK")
+        ticks = {p.pid: parse_stat(Path(f"/proc/{p.pid}/stat").read_bytes()).cpu_ticks for p in (flapper, stayer)}
+        both = sum(ticks.values()) / hz
+        first = program_seconds()
+        renamed()  # away: -P leaves it out
+        program_seconds(without=flapper.pid)
+        renamed()  # back
+        third = program_seconds()
+    finally:
+        for proc in (flapper, stayer):
+            proc.kill()
+            proc.wait()
+    assert both <= first <= both + 0.05, (first, ticks)
+    # (a tick or two more where one woke; the flapper's 0.15 s counted twice is far more)
+    assert first <= third <= both + 0.05, (first, third, ticks)

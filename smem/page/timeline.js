@@ -67,7 +67,10 @@ function startTimeline(timeline, own) {
   slider.min = "0"; slider.max = String(stops.length - 1); slider.step = "1"; slider.value = String(stops.length - 1);
   const show = (stop) => {
     const at = stops[stop], frame = summary.frames[at], data = instants[at] || own;
-    label.textContent = `frame ${at + 1} of ${summary.frames.length} (stop ${stop + 1} of ${stops.length}): ` +
+    // (named by its number, as the command under the table names it: a damaged frame left out of
+    // the page leaves the number and the place among the frames read apart)
+    label.textContent = `frame ${frame.number} of ${summary.frames[summary.frames.length - 1].number} ` +
+                        `(stop ${stop + 1} of ${stops.length}): ` +
                         clockText(new Date(frame.time * 1000));
     kept.textContent = "This frame kept " + keptText(summary.frames, at) + ".";
     kept.className = "note" + (frame.smaps === false ? " rollup" : "");

@@ -1,0 +1,172 @@
+"""smem html's page of a recording in a real browser (page_browser.py: Debian's chromium through
+selenium, one a module): the growth over time, the slider's stops at key frames and at frames
+without smaps, each showing that frame's own figures and named by its number."""
+
+import json
+import shlex
+import shutil
+import time
+
+import pytest
+
+from conftest import run_smem
+from page_browser import _blank_when_done, _no_requests_and_no_errors, _open_file, _wait, browser  # noqa: F401
+from page_recordings import recorded_growth
+
+pytest.importorskip("plotly")
+pytestmark = pytest.mark.xdist_group("page")
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory, pid_namespace):
+    return recorded_growth(tmp_path_factory.mktemp("timeline"), pid_namespace)
+
+
+@pytest.fixture(scope="module")
+def recorded_page(recordings):
+    """The page of a three-frame recording, every frame's smaps kept, in which a process grew."""
+    return recordings["every"]
+
+
+@pytest.fixture(scope="module")
+def rollup_recorded_page(recordings):
+    """The same with smaps kept in the first frame only (the others keep smaps_rollup)."""
+    return recordings["rollups"]
+
+
+def test_a_recordings_page_draws_the_growth_over_time_and_its_slider_shows_an_earlier_instant(browser, recorded_page):
+    from selenium.webdriver.common.by import By
+    path, pid, _ = recorded_page
+    _open_file(browser, path)
+    assert browser.find_element(By.ID, "timeline").is_displayed()
+    traces = browser.execute_script(
+        "return document.getElementById('time-lines').data.map((t) => [t.name, t.y])")
+    line = next(y for name, y in traces if name.startswith(f"{pid} "))
+    assert len(line) == 3 and line[-1] >= line[0] + 35  # MiB: grown at least once between frame 1 and 3
+    areas = browser.execute_script("return document.getElementById('time-areas').data.length")
+    assert areas > 5
+    # the slider at the first instant: the tables and the data shown are the first frame's
+    grower_pss = ("return window.smemPage.state.data.process.rows.filter((r) => r.pid === %d)[0].pss" % pid)
+    last_pss = browser.execute_script(grower_pss)
+    last_table = browser.find_element(By.ID, "table").text
+    browser.execute_script("const s = document.getElementById('time-slider'); s.value = '0';"
+                           "s.dispatchEvent(new Event('input'));")
+    assert browser.execute_script(grower_pss) <= last_pss - 35 * 1024
+    assert browser.find_element(By.ID, "table").text != last_table
+    label = browser.find_element(By.ID, "time-label").text
+    assert "frame 1 of 3" in label
+    # its time as the charts' axes write theirs (24 hours, this browser's zone), not the locale's
+    frame_time = browser.execute_script("return window.smemPage.readEmbedded().timeline.summary.frames[0].time")
+    assert label.endswith(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(frame_time))), label
+    # the command printed under the table at that instant prints the same document
+    command, shown = browser.execute_script("const d = window.smemPage.state.data;"
+                                            "return [d.meta.commands.user, d.user];")
+    assert "--at 1" in command
+    printed = json.loads(run_smem(*shlex.split(command)[1:], check=True).stdout)
+    assert (printed["rows"], printed["totals"]) == (shown["rows"], shown["totals"])  # (an instant's keeps no pressure)
+    _no_requests_and_no_errors(browser)
+
+
+def test_a_recordings_charts_say_their_unit_leave_out_empty_areas_and_stack_on_a_narrow_screen(browser, recorded_page):
+    """The areas' chart said "25k" MiB, listed a dozen areas with nothing in any frame, and on a
+    phone both charts were squeezed side by side into 170 pixels each."""
+    _open_file(browser, recorded_page[0])
+    for chart in ("time-lines", "time-areas"):
+        unit, most = browser.execute_script(f"""const c = document.getElementById('{chart}');
+            return [c.layout.yaxis.title.text, Math.max(...c.data.map((t) => t.y).flat())]""")
+        assert unit in ("MiB", "GiB") and most < 10000, (chart, unit, most)
+    assert all(any(y) for y in browser.execute_script("return document.getElementById('time-areas').data.map((t) => t.y)"))
+    browser.set_window_size(420, 900)
+    try:
+        widths = browser.execute_script("return ['time-lines', 'time-areas'].map((id) => document.getElementById(id).clientWidth)")
+        assert all(width >= 300 for width in widths), widths
+        # the processes' legend below its plot, not beside it; the areas' left to the page's own
+        # (plotly draws again once the window's new width is known: waited for)
+        _wait(browser, """const c = document.getElementById('time-lines'), [plot, legend] =
+            [c.querySelector('.nsewdrag'), c.querySelector('.legend')].map((e) => e.getBoundingClientRect());
+            return legend.top >= plot.bottom && plot.width >= 0.75 * c.clientWidth
+                   && !document.querySelector('#time-areas .legend')""")
+    finally:
+        browser.set_window_size(1400, 1200)
+    _no_requests_and_no_errors(browser)
+
+
+def test_a_recordings_breakdown_moves_between_key_frames_where_the_rollups_split_pss(browser, rollup_recorded_page):
+    """Frames 2 and 3 kept only smaps_rollup: their breakdown's process areas are theirs (the
+    rollups' Pss_Anon/Pss_File/Pss_Shmem, Linux 5.9+), not the key frame's smaps repeated: at
+    each frame they add up to the processes' PSS as plain smem reads that frame (smaps_rollup),
+    which a process grown by 100 MiB between frames moves."""
+    if not _kernel_splits_rollup():
+        pytest.skip("this kernel's smaps_rollup has no Pss_Anon (before 5.9)")
+    path, _, rec = rollup_recorded_page
+    _open_file(browser, path)
+    areas, unit = browser.execute_script("const c = document.getElementById('time-areas'); return [c.data"
+                                         ".filter((t) => t.name.startsWith('process ')).map((t) => t.y), c.layout.yaxis.title.text]")
+    assert len(areas) in (2, 3) and all(len(y) == 3 for y in areas)  # anon, file (shmem if any) at 3 frames
+    for frame in (1, 2, 3):
+        printed = json.loads(run_smem("-S", rec, "--at", str(frame), "-t", "-F", "json", "-c", "pid pss", check=True).stdout)
+        processes_kib = sum(y[frame - 1] for y in areas) * {"MiB": 1 << 10, "GiB": 1 << 20}[unit]
+        assert abs(processes_kib - printed["totals"]["pss"]) < 8 * 1024, frame  # (what no process reports)
+    _no_requests_and_no_errors(browser)
+
+
+def test_a_recordings_slider_stops_at_a_frame_without_smaps_and_shows_that_frames_figures(browser, rollup_recorded_page):
+    """Frame 2 kept smaps_rollup only: the slider stops there (it had only the key frame's stop,
+    the frame it was read from) and the grown process's figures are frame 2's, as smem --at 2
+    prints them; the picture splits it by page type, not into mappings, and says so."""
+    from selenium.webdriver.common.by import By
+    path, pid, rec = rollup_recorded_page
+    _open_file(browser, path)
+    frames = browser.execute_script("return window.smemPage.readEmbedded().timeline.summary.frames")
+    assert [f["smaps"] for f in frames][:2] == [True, False] and all(f["full"] for f in frames)
+    grower = "return window.smemPage.state.data.process.rows.filter((r) => r.pid === %d)[0]" % pid
+    shown = {}
+    # (the key frame's figures are its smaps' sums, as a report reading mappings prints them; frame
+    # 2's its smaps_rollup's, as plain smem prints them)
+    for stop, columns in ((0, "pid pss uss rss maps"), (1, "pid pss uss rss")):
+        browser.execute_script("const s = document.getElementById('time-slider'); s.value = arguments[0];"
+                               "s.dispatchEvent(new Event('input'));", str(stop))
+        shown[stop] = browser.execute_script(grower)
+        printed = json.loads(run_smem("-S", rec, "--at", str(stop + 1), "--pid", str(pid), "-F", "json",
+                                      "-c", columns, check=True).stdout)["rows"][0]
+        assert {k: shown[stop][k] for k in ("pss", "uss", "rss")} == {k: printed[k] for k in ("pss", "uss", "rss")}, stop
+    assert shown[1]["pss"] >= shown[0]["pss"] + 90 * 1024  # grown by 100 MiB after frame 1
+    assert "frame 2 of 3" in browser.find_element(By.ID, "time-label").text
+    assert "smaps_rollup only" in browser.find_element(By.ID, "time-kept").text
+    assert "smaps_rollup only" in browser.find_element(By.ID, "chart-note").text
+    assert browser.find_element(By.CSS_SELECTOR, "#tabs button[disabled]").text == "Mappings"
+    if _kernel_splits_rollup():  # in PSS, the process's boxes are the kernel's split of it
+        kinds = browser.execute_script("""const s = window.smemPage.state, n = s.index.get('process:%d');
+            window.smemPage.zoomTo(n); return n.children.map((c) => [c.label, c.v.pss || 0]);""" % pid)
+        assert dict(kinds)["anonymous pages"] == shown[1]["pss_anon"] and sum(v for _, v in kinds) <= shown[1]["pss"]
+    _no_requests_and_no_errors(browser)
+
+
+def _kernel_splits_rollup():
+    try:
+        with open("/proc/self/smaps_rollup", encoding="ascii") as f:
+            return "Pss_Anon:" in f.read()
+    except OSError:
+        return False
+
+
+
+def test_a_recordings_slider_names_each_stop_by_its_frame_when_one_was_damaged(browser, recorded_page, tmp_path):
+    """Frame 1 damaged (left out of the page, with a warning): the stops are frames 2 and 3, and the
+    slider names them so, as the command under the table does (--at 2), not by their place among the
+    frames read ("frame 1 of 2" was frame 2, and a frame without smaps beside it said "the key frame
+    before it, frame 1", the number the label had just given another)."""
+    from selenium.webdriver.common.by import By
+    rec = tmp_path / "rec"
+    shutil.copytree(recorded_page[2], rec)
+    (rec / "frames" / "000001.zst").write_bytes(b"not a zstd frame")
+    result = run_smem("html", "-S", str(rec), "-o", str(tmp_path / "page.html"))
+    assert result.returncode == 0 and b"left out of the page" in result.stderr, result.stderr
+    _open_file(browser, str(tmp_path / "page.html"))
+    for stop, frame in ((0, 2), (1, 3)):
+        browser.execute_script("const s = document.getElementById('time-slider'); s.value = arguments[0];"
+                               "s.dispatchEvent(new Event('input'));", str(stop))
+        label = browser.find_element(By.ID, "time-label").text
+        assert label.startswith(f"frame {frame} of 3 "), label
+        assert f"--at {frame}" in browser.execute_script("return window.smemPage.state.data.meta.commands.user")
+    _no_requests_and_no_errors(browser)
