@@ -110,7 +110,7 @@ def kernel_image(source, kernel_path=None, iomem=None):
             raise KernelImageError(f"{kernel_path}: {e}") from None
         doubt = ""
         if not size.banner:
-            doubt = f"{kernel_path} is an ELF file but not a Linux kernel (no 'Linux version' banner); sized anyway"
+            doubt = f"{kernel_path} holds an ELF file that is not a Linux kernel (no 'Linux version' banner); sized anyway"
         # smem 1.5 had -K too, but printed its figure as a float: the table differs anyway, so
         # the footnote names the image as given
         return Figure(size.total // 1024, f"-K {kernel_path} ({size.format})", doubt=doubt, smem15=False)

@@ -46,7 +46,7 @@ def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path, pid_namesp
     assert b"[stack]" in mappings.stdout
     # and says so (it said nothing but in -F json's description): every figure is frame 1's
     assert mappings.stderr.decode().splitlines() == [
-        "smem: warning: a frame without smaps has no mappings: a report that reads them (-m, -M, the maps or vss "
+        "smem: warning: a frame without smaps has no mappings: a report that reads them (-m, -M, --shm, the maps or vss "
         f"columns) shows the key frame before it, frame 1 ({time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(frames[0]['time']))}), "
         "every figure of that frame"]
     assert run_smem("-S", rec, "--at", "2", "-t", check=True).stderr == b""  # (its own figures: nothing to say)

@@ -360,7 +360,7 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
 def _key_frame_note(key, every_mapping):
     """What a report read from the key frame ``key`` instead of the frame asked for says; the
     same for every frame after that key frame (a playback says it once)."""
-    why = ("a frame without smaps has no mappings: a report that reads them (-m, -M, the maps or vss columns)"
+    why = ("a frame without smaps has no mappings: a report that reads them (-m, -M, --shm, the maps or vss columns)"
            if every_mapping else
            "a frame without smaps whose smaps_rollup has no PSS split (before Linux 5.9): a report that needs the split")
     return f"{why} shows the key frame before it, frame {key.number} ({key.timestamp}), every figure of that frame"
