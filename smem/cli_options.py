@@ -75,8 +75,9 @@ def table_options(complete_fields):
                           "carry raw KiB (-k/-p only if given); openmetrics always bytes."),
         click.option("-n", "--numeric", is_flag=True, help="Show user IDs instead of names."),
         click.option("-s", "--sort", metavar="FIELD", shell_complete=complete_fields,
-                     help="Field to sort on (default: the view's, pss for processes; -c help names it)."),
-        click.option("-r", "--reverse", is_flag=True, help="Reverse the sort."),
+                     help="Field to sort on (default: the view's, pss for processes; -c help names it), "
+                          "smallest first: the largest is last, beside the totals."),
+        click.option("-r", "--reverse", is_flag=True, help="Reverse the sort: the largest first (smem -r | head)."),
         click.option("-p", "--percent", is_flag=True, help="Show amounts as percentages (of RAM; swap of swap)."),
         click.option("-k", "--abbreviate", is_flag=True, help="Show amounts with unit suffixes."),
     )

@@ -70,6 +70,10 @@ def test_a_programs_cpu_seconds_keep_what_a_process_that_exited_ran(tmp_path):
             proc.wait()
     assert len(written) == 3
     assert "# TYPE smem_program_cpu_seconds_total counter" in written[0]
+    # what the first write counts (below: all the spenders ran before smem serve started) is what
+    # its HELP says; it said "since smem serve first saw each"
+    assert ("# HELP smem_program_cpu_seconds_total CPU time its processes ran since each started, "
+            "one that exited as last seen") in written[0]
     both = sum(ticks.values()) / hz
     program = [_samples(text, "smem_program_cpu_seconds_total")[f'{{name="{name}"}}'] for text in written]
     # (a tick or two more where a spender woke; never less than it had ran when first read)

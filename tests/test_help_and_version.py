@@ -134,3 +134,11 @@ def test_shared_with_help_names_every_selection_it_takes():
     assert "--shared-with With -P, -U or --pid:" in " ".join(_help("", 100).split())
     proc = run_smem("-S", CAPTURE, "--shared-with", "--pid", "1")
     assert "needs a selection" not in proc.stderr.decode()
+
+
+def test_help_says_which_end_the_largest_is_on():
+    """smem sorts the smallest first, as smem 1.5, so `smem -m -P chromium | head` showed a
+    desktop user the mappings of 0 KiB; -h said only "Reverse the sort"."""
+    text = " ".join(_help("", 100).split())
+    assert "smallest first: the largest is last" in text
+    assert "-r, --reverse Reverse the sort: the largest first (smem -r | head)" in text

@@ -69,10 +69,11 @@ def _metric_name(text):
 def cpu_seconds_family(table, counted, hz, of_processes):
     """``smem_<view>_cpu_seconds_total``, a counter (smem.cpu_seconds.CpuSeconds): ``counted``
     {label values: clock ticks} of ``table``'s rows, ``hz`` ticks a second; of a process (its own
-    count since it started) or of a group (what its processes ran since smem serve saw each)."""
+    count since it started) or of a group (all its processes ran since each started, one that
+    exited as last seen: not only since smem serve saw it)."""
     view = table.view
     ran = ("CPU time it ran since it started" if of_processes else
-           "CPU time its processes ran since smem serve first saw each")
+           "CPU time its processes ran since each started, one that exited as last seen")
     return Family(_metric_name(f"smem_{view.name}_cpu_seconds"),
                   f"{ran}, user and kernel (/proc/PID/stat utime + stime; {view.title})", "seconds",
                   tuple(k for k, _ in view.metrics.labels), [(labels, t / hz) for labels, t in counted.items()],
