@@ -45,8 +45,20 @@ class UnknownField(UsageError):
             super().__init__(f"{changes[0]} is the change of {changes[0][1:]} between two readings: "
                              "use it with --interval SECONDS, or compare two captures with smem diff")
             return
-        super().__init__(f"unknown field{plural} for the {view.name} view: {shown}; known: "
-                         f"{' '.join(sorted(view.columns))} (-c help says what each is)")
+        super().__init__(f"unknown field{plural} for the {view.name} view: {shown}{_suggestion(view, names[:5])}; "
+                         f"known: {' '.join(sorted(view.columns))} (-c help says what each is)")
+
+
+def _suggestion(view, names):
+    """" (did you mean name?)" for a field misspelt (a close spelling of one the view has), as
+    for an option; "" where none is close."""
+    import difflib
+    close = [(n, m[0]) for n in names for m in [difflib.get_close_matches(n, view.columns, n=1, cutoff=0.75)] if m]
+    if not close:
+        return ""
+    if len(names) == 1:
+        return f" (did you mean {close[0][1]}?)"
+    return " (did you mean " + ", ".join(f"{m} for {n.translate(CONTROLS)[:40]}" for n, m in close) + "?)"
 
 
 def field_help(view):

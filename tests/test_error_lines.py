@@ -74,7 +74,18 @@ def test_a_change_column_without_interval_says_what_it_needs():
                         "use it with --interval SECONDS, or compare two captures with smem diff")
     # a "d" before a column that is no amount (the command's name) names no change column
     proc = run_smem("-s", "dname")
-    assert proc.returncode == 2 and proc.stderr.decode().startswith("smem: unknown field for the process view: dname;")
+    assert proc.returncode == 2 and proc.stderr.decode().startswith(
+        "smem: unknown field for the process view: dname (did you mean name?);")
+
+
+def test_a_misspelt_field_is_given_its_close_spelling():
+    """--pie nme listed every field and left the user to find name among 48."""
+    for args, said in ((["--pie", "nme"], "process view: nme (did you mean name?); known: "),
+                       (["-u", "-c", "usr pss"], "user view: usr (did you mean user?); known: "),
+                       (["-c", "pid nme psss"], "process view: nme psss (did you mean name for nme, pss for psss?); ")):
+        proc = run_smem(*args)
+        (line,) = proc.stderr.decode().splitlines()
+        assert proc.returncode == 2 and line.startswith(f"smem: unknown field{'s' * ('psss' in said)} for the {said}"), line
 
 
 @pytest.mark.process
