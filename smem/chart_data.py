@@ -310,6 +310,19 @@ def _not_zero(labels, raw, headers, view, notes, folded):
 _UNITS = (("KiB", 1), ("MiB", 1024), ("GiB", 1024 ** 2), ("TiB", 1024 ** 3), ("PiB", 1024 ** 4))
 
 
+def _zero_columns_dropped(series, raw, notes):
+    """(series, raw) less the columns that are 0 on every row (Swap on a machine without swap):
+    a legend entry with no bar; named in ``notes``.  A chart of nothing but such columns keeps them
+    (the rows at 0 were refused before)."""
+    zero = [n for n, values in enumerate(raw) if values and all(v == 0 for v in values)]
+    if not zero or len(zero) == len(raw):
+        return series, raw
+    columns = list(series.items())
+    notes.append(", ".join(columns[n][1][1].header for n in zero) + ": 0 on every row, not drawn")
+    return ({key: entry for n, (key, entry) in enumerate(columns) if n not in zero},
+            [values for n, values in enumerate(raw) if n not in zero])
+
+
 def bar_data(table, options, snapshot):
     """smem 1.5's bars: every memory column shown, for each row, labelled by --bar's field."""
     view = table.view
@@ -341,6 +354,7 @@ def bar_data(table, options, snapshot):
     colours = [_colour(view, row) for _, _, row in kept] + ([None] if folded else [])
     shown = _not_zero(labels, raw, [c.header for _, c in series.values()], view, notes, len(folded))
     labels, colours, raw = [labels[i] for i in shown], [colours[i] for i in shown], [[v[i] for i in shown] for v in raw]
+    series, raw = _zero_columns_dropped(series, raw, notes)
     sparse = sparse_series(raw)
     for n in sorted(sparse):
         rows_with = [label for label, v in zip(labels, raw[n]) if v is not None]

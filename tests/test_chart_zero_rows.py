@@ -11,6 +11,7 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 
 from chart_capture import chart_table, smem, svg_texts  # noqa: E402
+from conftest import FIXTURES  # noqa: E402
 from smem.chart_data import ZERO_NAMED, bar_data, pie_data  # noqa: E402
 
 
@@ -63,3 +64,12 @@ def test_bars_of_nothing_but_zero_are_nothing_to_chart(capsys, tmp_path):
     code, _, err = smem(capsys, "-P", "smem-shm", "-c", "name swap", "--bar", "name", "-o", out)
     assert code == 1 and err == "smem: nothing to chart: the processes' Swap is 0 for all of them\n"
     assert not out.exists()
+
+
+def test_a_column_at_zero_on_every_row_is_no_legend_entry():
+    """A machine without swap: --bar's Swap column is 0 for every process, a legend entry with no
+    bar beside USS, PSS and RSS.  It is left out and named once."""
+    table, options, snapshot = chart_table(bar="pid", source=FIXTURES / "captures" / "armv7-noswap.tar.gz")
+    data = bar_data(table, options, snapshot)
+    assert data.series == ["USS", "PSS", "RSS"] and len(data.values) == 3
+    assert "Swap: 0 on every row, not drawn" in data.notes
