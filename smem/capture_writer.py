@@ -16,6 +16,7 @@ readable by smem 1.5 as ``smem -S DIR``.
 """
 
 import io
+import os
 import tarfile
 import time
 
@@ -27,7 +28,7 @@ from .memory_pressure import SYSTEM_PRESSURE, cgroup_pressure_path
 from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
-from .sources.base import KERNEL_CONFIG_MEMBER, SHMEM_MEMBER
+from .sources.base import KERNEL_CONFIG_MEMBER, OWN_PID, SHMEM_MEMBER
 
 __all__ = ["write_capture", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
 
@@ -145,7 +146,12 @@ def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=Tru
             data = source.read_optional(name)
             if data is not None:
                 out.file(name, data)
+        # the capturing smem is no part of what it captures: a capture of the same machine taken a
+        # minute later would have it as a process gone and another new (smem diff, --compare)
+        own = os.getpid() if source.has(OWN_PID) else None
         for pid in source.pids():
+            if pid == own:
+                continue
             files = {}
             for name in PROCESS_FILES if with_smaps else _ROLLUP_FIRST:
                 if name == "smaps" and files.get("smaps_rollup") and not with_smaps:
