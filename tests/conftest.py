@@ -42,6 +42,23 @@ if not REALPROC.is_dir():
     REALPROC = TESTS.parents[2] / "shared" / "realproc"
 
 
+def nopss_tree(where):
+    """A proc tree of a kernel without PSS (the ARM 2.6 DVR recorded under ../shared/realproc),
+    made under ``where`` with the test capture's meminfo, which the DVR's dump lacks; the tree's
+    directory (its ``proc`` inside).  Skips the test where ../shared is absent."""
+    import shutil
+    import tarfile
+    old = REALPROC / "hikvision-dvr-arm-2.6-nopss" / "proc"
+    if not old.is_dir():
+        pytest.skip("../shared/realproc is not available")
+    tree = where / "nopss"
+    shutil.copytree(old, tree / "proc")
+    with tarfile.open(FIXTURES / "captures" / "faithful.tar.gz") as tar:
+        member = next(m for m in tar.getmembers() if m.name.rstrip("/").endswith("meminfo"))
+        (tree / "proc" / "meminfo").write_bytes(tar.extractfile(member).read())
+    return tree
+
+
 def realproc_files(name):
     """Every recorded file called ``name`` under ../shared/realproc (empty if absent)."""
     if not REALPROC.is_dir():
@@ -102,6 +119,32 @@ def pid_namespace():
     namespace = PidNamespace()
     yield namespace
     namespace.close()
+
+
+class FullFilesystem:
+    """A tmpfs mounted where the captures run: ``path`` names it to them, ``seen`` to this
+    process (through the namespace's /proc/PID/root: the mount is not in ours)."""
+
+    def __init__(self, path, seen):
+        self.path, self.seen = path, seen
+
+
+@pytest.fixture
+def full_filesystem(pid_namespace, tmp_path):
+    """A 4 KiB tmpfs (one page): far smaller than any capture, even of a namespace."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    in_namespace = pid_namespace.argv
+    if subprocess.run(in_namespace(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", mount]),
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    seen = Path(f"/proc/{pid_namespace.init}/root{mount}") if pid_namespace.isolated else mount
+    try:
+        yield FullFilesystem(mount, seen)
+    finally:
+        subprocess.run(in_namespace(["umount", "-l", mount]), check=False)
 
 
 @pytest.fixture(scope="session")

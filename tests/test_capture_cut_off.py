@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -40,32 +39,6 @@ def _into_closed_pipe(command):
     finally:
         os.close(write_end)
     return proc.returncode, proc.stderr.decode()
-
-
-class FullFilesystem:
-    """A tmpfs mounted where the captures run: ``path`` names it to them, ``seen`` to this
-    process (through the namespace's /proc/PID/root: the mount is not in ours)."""
-
-    def __init__(self, path, seen):
-        self.path, self.seen = path, seen
-
-
-@pytest.fixture
-def full_filesystem(pid_namespace, tmp_path):
-    """A 4 KiB tmpfs (one page): far smaller than any capture, even of a namespace."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    in_namespace = pid_namespace.argv
-    if subprocess.run(in_namespace(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", mount]),
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    seen = Path(f"/proc/{pid_namespace.init}/root{mount}") if pid_namespace.isolated else mount
-    try:
-        yield FullFilesystem(mount, seen)
-    finally:
-        subprocess.run(in_namespace(["umount", "-l", mount]), check=False)
 
 
 @pytest.mark.process

@@ -9,12 +9,10 @@ What the charts are drawn from (slices, bars, folding) is test_chart_data.py's.
 """
 
 import re
-import shutil
-import tarfile
 
 import pytest
 
-from conftest import REALPROC, run_smem, run_smem_process
+from conftest import nopss_tree, run_smem, run_smem_process
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -199,16 +197,7 @@ def test_text_reports_do_not_import_matplotlib(tmp_path):
 
 def test_absent_values_are_missing_not_zero(capsys, tmp_path):
     """A 2.6.2x kernel's smaps has no Pss and no Swap: they show as n/a, never as 0."""
-    old = REALPROC / "hikvision-dvr-arm-2.6-nopss" / "proc"
-    if not old.is_dir():
-        pytest.skip("../shared/realproc is not available")
-    # The device's own proc dump has no meminfo: borrow the capture's.
-    proc = tmp_path / "capture" / "proc"
-    shutil.copytree(old, proc)
-    with tarfile.open(CAPTURE) as tar:
-        member = next(m for m in tar.getmembers() if m.name.rstrip("/").endswith("meminfo"))
-        (proc / "meminfo").write_bytes(tar.extractfile(member).read())
-    source = tmp_path / "capture"
+    source = nopss_tree(tmp_path)  # (its own proc dump, with the capture's meminfo)
     out = tmp_path / "bar.svg"
     code, _, err = smem(capsys, "-c", "swap pss rss", "--bar", "name", "-o", out, source=source)
     assert code == 0

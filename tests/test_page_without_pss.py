@@ -4,14 +4,11 @@ drew an empty box, "processes · 0 KiB", and "Nothing to draw: no PSS"; its capt
 "-" only.
 """
 
-import shutil
-import tarfile
-
 import pytest
 
-from conftest import REALPROC
+from conftest import nopss_tree
 from page_browser import _no_requests_and_no_errors, _open_file, browser  # noqa: F401 (fixture)
-from page_documents import CAPTURE, embedded, write_page
+from page_documents import embedded, write_page
 
 pytest.importorskip("plotly")
 pytestmark = pytest.mark.xdist_group("page")
@@ -19,17 +16,9 @@ pytestmark = pytest.mark.xdist_group("page")
 
 def test_a_reading_without_pss_is_drawn_by_rss(browser, tmp_path):
     from selenium.webdriver.common.by import By
-    old = REALPROC / "hikvision-dvr-arm-2.6-nopss" / "proc"
-    if not old.is_dir():
-        pytest.skip("../shared/realproc is not available")
-    # the DVR's own /proc dump has no meminfo: borrow the capture's (as test_charts does)
-    proc = tmp_path / "dvr" / "proc"
-    shutil.copytree(old, proc)
-    with tarfile.open(CAPTURE) as tar:
-        member = next(m for m in tar.getmembers() if m.name.rstrip("/").endswith("meminfo"))
-        (proc / "meminfo").write_bytes(tar.extractfile(member).read())
+    tree = nopss_tree(tmp_path)  # (the DVR's own /proc dump, the capture's meminfo)
     path = str(tmp_path / "dvr.html")
-    write_page("-S", tmp_path / "dvr", "--top-mappings", "3", path=path)
+    write_page("-S", tree, "--top-mappings", "3", path=path)
     _open_file(browser, path)
     pss = browser.find_element(By.CSS_SELECTOR, '#measure button[data-key="pss"]')
     assert not pss.is_enabled() and "no PSS" in pss.get_attribute("title")

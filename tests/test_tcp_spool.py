@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -27,23 +26,6 @@ def capture(tmp_path_factory, pid_namespace):
     path = tmp_path_factory.mktemp("spool") / "box.tgz"
     smem_in(pid_namespace, "capture", "-o", path)
     return path.read_bytes()
-
-
-@pytest.fixture
-def tiny_tmpdir(pid_namespace, tmp_path):
-    """(the path of a 4 KiB tmpfs in the namespace, where this process sees it)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    if subprocess.run(pid_namespace.argv(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", mount]),
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    seen = Path(f"/proc/{pid_namespace.init}/root{mount}") if pid_namespace.isolated else mount
-    try:
-        yield mount, seen
-    finally:
-        subprocess.run(pid_namespace.argv(["umount", "-l", mount]), check=False)
 
 
 def _listening(namespace, tmpdir, *args):
@@ -67,8 +49,8 @@ def _said(proc):
     return proc.returncode, err.decode().splitlines()
 
 
-def test_capture_listen_with_a_full_tmpdir_is_one_line(pid_namespace, tiny_tmpdir, tmp_path, capture):
-    mount, seen = tiny_tmpdir
+def test_capture_listen_with_a_full_tmpdir_is_one_line(pid_namespace, full_filesystem, tmp_path, capture):
+    mount, seen = full_filesystem.path, full_filesystem.seen
     out = tmp_path / "box.tgz"
     proc, port = _listening(pid_namespace, mount, "capture", "-o", out)
     try:
@@ -84,10 +66,10 @@ def test_capture_listen_with_a_full_tmpdir_is_one_line(pid_namespace, tiny_tmpdi
     assert not out.exists() and list(seen.iterdir()) == []
 
 
-def test_record_listen_with_a_full_tmpdir_warns_and_waits_for_the_next(pid_namespace, tiny_tmpdir, tmp_path,
+def test_record_listen_with_a_full_tmpdir_warns_and_waits_for_the_next(pid_namespace, full_filesystem, tmp_path,
                                                                        capture):
     """The spool is dropped with the capture, and the room with it: the next capture may fit."""
-    mount, seen = tiny_tmpdir
+    mount, seen = full_filesystem.path, full_filesystem.seen
     rec = tmp_path / "rec"
     proc, port = _listening(pid_namespace, mount, "record", "-o", rec)
     try:
