@@ -27,6 +27,22 @@ def _sleeper():
     return child
 
 
+def _blocked(child):
+    """Wait until ``child`` sleeps on its stdin with a stat that no longer moves: after its 'ready'
+    it still runs on into the read (a fault, a tick), which a loaded machine spreads over the
+    scans that expect its stat unchanged."""
+    import time
+    deadline, last = time.monotonic() + 10, None
+    while time.monotonic() < deadline:
+        with open(f'/proc/{child.pid}/stat', 'rb') as f:
+            now = f.read()
+        if now == last and parse_stat(now).state == 'S':
+            return
+        last = now
+        time.sleep(0.05)
+    pytest.fail(f'process {child.pid} did not settle on its read')
+
+
 def _stop(child):
     child.stdin.close()
     child.wait()
@@ -46,6 +62,7 @@ def _held_paths():
 
 def test_only_what_changed_is_handed_back_and_an_exit_closes_its_descriptor():
     child = _sleeper()
+    _blocked(child)
     held = HeldStats('/proc')
     try:
         pids, changed = held.scan()
