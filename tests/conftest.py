@@ -103,6 +103,24 @@ def _keep_groups_whole(config, items):
                                     "name it, so the group would be spread over the workers")
 
 
+def settled(pid, seconds=10):
+    """Wait until process ``pid`` sleeps with a stat that no longer moves (two reads 50 ms apart
+    the same): a process that has said it is ready still runs on into its read (a fault, a
+    tick, its pages copied on write), which a loaded machine spreads over the readings a test
+    expects the same."""
+    import time
+    from smem.parsers.stat import parse_stat
+    deadline, last = time.monotonic() + seconds, None
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            now = f.read()
+        if now == last and parse_stat(now).state == "S":
+            return
+        last = now
+        time.sleep(0.05)
+    pytest.fail(f"process {pid} did not settle in {seconds} s")
+
+
 def machine_changes():
     """(processes forked since boot, the pids there are now): a process that started or ended
     changes the number of processes mapping each page of the libraries it maps."""

@@ -16,7 +16,7 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 
-from conftest import machine_changes
+from conftest import machine_changes, settled
 from smem import exact
 from smem.exact import scanned
 from smem.exact.frame_arrays import unique_counts
@@ -72,7 +72,10 @@ def sharers(tmp_path_factory):
         ready, _, _ = select.select([proc.stdout], [], [], 60)
         line = proc.stdout.readline() if ready else b""
         assert line, "the sharers did not start"
-        yield [int(p) for p in line.split()]
+        pids = [int(p) for p in line.split()]
+        for pid in pids:  # (the children were still copying pages on write into their read)
+            settled(pid)
+        yield pids
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)

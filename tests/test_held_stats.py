@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from conftest import settled
 from smem.parsers.stat import parse_stat
 from smem.sources import held_stats as module
 from smem.sources.held_stats import FLOOR, HeldStats
@@ -25,22 +26,6 @@ def _sleeper():
     child = subprocess.Popen([sys.executable, '-c', SLEEPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline() == 'ready\n'
     return child
-
-
-def _blocked(child):
-    """Wait until ``child`` sleeps on its stdin with a stat that no longer moves: after its 'ready'
-    it still runs on into the read (a fault, a tick), which a loaded machine spreads over the
-    scans that expect its stat unchanged."""
-    import time
-    deadline, last = time.monotonic() + 10, None
-    while time.monotonic() < deadline:
-        with open(f'/proc/{child.pid}/stat', 'rb') as f:
-            now = f.read()
-        if now == last and parse_stat(now).state == 'S':
-            return
-        last = now
-        time.sleep(0.05)
-    pytest.fail(f'process {child.pid} did not settle on its read')
 
 
 def _stop(child):
@@ -62,7 +47,7 @@ def _held_paths():
 
 def test_only_what_changed_is_handed_back_and_an_exit_closes_its_descriptor():
     child = _sleeper()
-    _blocked(child)
+    settled(child.pid)
     held = HeldStats('/proc')
     try:
         pids, changed = held.scan()
@@ -156,7 +141,7 @@ def test_a_pid_reused_gives_the_new_process_stat_not_the_old_one():
 
 def test_without_room_for_held_descriptors_every_stat_is_still_read():
     """A soft and hard limit under FLOOR: no descriptor can be held, each stat is read and closed."""
-    code = f"""
+    code = """
 import os, resource, subprocess, sys
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 from smem.sources.held_stats import HeldStats
