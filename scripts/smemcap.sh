@@ -93,6 +93,7 @@ tmp=
 job=
 finished=
 created=
+next=
 
 cleanup() {
 	if [ -n "$job" ]; then
@@ -102,6 +103,8 @@ cleanup() {
 	fi
 	[ -n "$tmp" ] && rm -rf -- "$tmp"
 	tmp=
+	[ -n "$next" ] && rm -f -- "$next"
+	next=
 	# A half-written capture is useless; only remove a file we created.
 	[ -z "$finished" ] && [ -n "$created" ] && rm -f -- "$out"
 }
@@ -638,7 +641,21 @@ wait
 [ -e "$tmp/tar-failed" ] && die "writing the capture failed (tar error)"
 exec 3>&-
 if [ "$out" != - ]; then
-	cat "$tmp/capture" >"$out" 2>/dev/null || die "writing the capture failed (cannot write $out)"
+	# Beside FILE first, then renamed over it: copied straight over FILE, a disk that filled
+	# half-way lost the capture that was there.  In place where nothing can be made beside it (a
+	# directory not ours), where FILE is a link (written through, as before) or without mv.
+	dir=.
+	case $out in */*) dir=${out%/*}; [ -n "$dir" ] || dir=/ ;; esac
+	if [ ! -L "$out" ] && [ -w "$dir" ] && command -v mv >/dev/null 2>&1; then
+		next=$out.smemcap-$$
+		if ! (umask 077 && cat "$tmp/capture" >"$next") 2>/dev/null; then
+			die "writing the capture failed (cannot write beside $out; $out is as it was)"
+		fi
+		mv -f -- "$next" "$out" 2>/dev/null || die "writing the capture failed (cannot replace $out)"
+		next=
+	else
+		cat "$tmp/capture" >"$out" 2>/dev/null || die "writing the capture failed (cannot write $out)"
+	fi
 fi
 finished=1
 exit 0

@@ -86,6 +86,28 @@ def test_smemcap_sh_onto_a_full_filesystem_fails_and_leaves_no_file(pid_namespac
     assert list(full_filesystem.seen.iterdir()) == []
 
 
+def test_smemcap_sh_onto_a_full_filesystem_keeps_the_capture_there(pid_namespace, full_filesystem):
+    """Yesterday's capture fills the disk (a 4 KiB tmpfs: its one page): the new one cannot be
+    written, and the old one is as it was.  The script copied its capture straight over FILE, which
+    truncated it first: the old capture was lost, and FILE a cut gzip."""
+    import gzip
+    import io
+    import tarfile
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        info = tarfile.TarInfo("meminfo")
+        info.size = len(b"MemTotal: 1024 kB\n")
+        tar.addfile(info, io.BytesIO(b"MemTotal: 1024 kB\n"))
+    before = gzip.compress(raw.getvalue())
+    (full_filesystem.seen / "box.tgz").write_bytes(before)
+    target = full_filesystem.path / "box.tgz"
+    proc = subprocess.run(pid_namespace.argv(["dash", SCRIPT, target]), capture_output=True, timeout=120)
+    assert proc.returncode == 1 and b"writing the capture failed" in proc.stderr, proc.stderr
+    assert proc.stderr.decode().count("\n") == 1, proc.stderr
+    assert [p.name for p in full_filesystem.seen.iterdir()] == ["box.tgz"]  # (nothing left beside it)
+    assert (full_filesystem.seen / "box.tgz").read_bytes() == before
+
+
 @pytest.fixture(scope="module")
 def whole_capture(tmp_path_factory):
     """One uncompressed capture (a recorded one: its size, and so what compressing it costs, is
