@@ -11,6 +11,7 @@ from smem.parsers.passwd import parse_passwd
 from smem.parsers.smaps import ANONYMOUS, parse_smaps
 from smem.parsers.maps import parse_maps_objects
 from smem.parsers.stat import parse_stat
+from smem.parsers.statm import parse_statm
 from smem.parsers.status import parse_status, status_ids, status_int
 
 DISTINCT = (FIXTURES / "parsers" / "distinct.smaps").read_bytes()
@@ -139,6 +140,35 @@ def test_stat_reads_every_recorded_kernel(path):
     if st.pid == 1:
         assert not st.is_kernel_thread, st
     assert st.minflt is None or st.minflt >= 0
+
+
+def test_statm_reads_every_recorded_kernel():
+    """Every recorded statm, in one test (200 of them: a test each would cost more than the reads):
+    seven counts, shared no more than resident where both are known.  One recording's shared is
+    2**64-1, which no machine has: None, not a count."""
+    paths = [p for p in realproc_files("statm") if p.parent.name.isdigit()]
+    if not paths:
+        pytest.skip("no recorded /proc (../shared/realproc)")
+    absurd = 0
+    for path in paths:
+        statm = parse_statm(path.read_bytes())
+        assert statm.resident is not None and statm.size is not None, path
+        if statm.shared is None:
+            absurd += 1
+        elif statm.anonymous is None:
+            assert statm.shared > statm.resident, path
+    assert absurd <= 1
+
+
+def test_statm_damaged():
+    assert parse_statm(b"338 68 56 82 0 169 0\n") == (338, 68, 56, 82, 169)
+    assert parse_statm(b"338 68 56 82 0 169 0").anonymous == 12
+    assert parse_statm(b"338 68 x 82 0 -169 0") == (338, 68, None, 82, None)
+    assert parse_statm(b"338 68 99999999999999999999999 82 0 169 0").anonymous is None
+    assert parse_statm(b"3 2 5 1 0 1 0").anonymous is None  # (more shared than resident: no sense)
+    for damaged in (b"", b"338 68 56", b"1 2 3 4 5 6 7 8"):
+        with pytest.raises(ValueError):
+            parse_statm(damaged)
 
 
 @pytest.mark.parametrize("path", [p for p in realproc_files("maps") if p.parent.name.isdigit()], ids=str)
