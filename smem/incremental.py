@@ -8,8 +8,10 @@ a new process; the fault counters, the virtual size and the resident pages, whic
 process's own memory does).  It re-reads the rollups of:
 
 * the processes it has not seen (started, or a pid reused);
-* the processes whose counters moved, and at every collection those whose first thread exited
-  while others run on (ps says "Zl"), whose stat says no size whatever their threads do;
+* the processes whose counters moved, but those whose every fault since their last read made
+  a page of their own, whose figures the kernel's counters give (smem.private_growth), and at
+  every collection those whose first thread exited while others run on (ps says "Zl"), whose
+  stat says no size whatever their threads do;
 * the processes whose figure others may have moved.  A shared page's PSS is its size over the
   number of processes mapping it: when a process starts, exits, or changes how much of its
   memory is shared (its PSS less its USS), its sharers' PSS moves by as much in all, the other
@@ -35,17 +37,21 @@ PSS of processes sharing with others can be up to ``max_staleness`` old.
 import collections
 import functools
 import math
+import os
 import time
 from dataclasses import replace
 
+from .known_figures import Known, amounts, movers, remapped
 from .loading import load_reading
 from .loading.gathered import make_reading
 from .loading.process import read_meminfo
 from .model import Need, rollup_keys
 from .parsers import MAX_KIB
-from .parsers.cmdline import parse_cmdline
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
+from .parsers.statm import parse_statm
+from .private_growth import BASELINE_KEYS, CounterTrust, agrees, baseline_of, estimable
+from .private_growth import grown as grown_counters
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
 from .stat_changes import StatChanges
@@ -69,80 +75,22 @@ def _parse_cgroup(raw):
     return parse_cgroup(raw)
 
 
-class _Known:
-    """What the last read of one process found."""
-
-    __slots__ = ("start", "comm", "moved", "ppid", "read_at", "process", "unreadable", "skipped",
-                 "pss", "limit", "shared", "split", "file_rss")
-
-    def __init__(self, stat, read_at):
-        self.start = stat.start_time
-        self.comm = stat.comm   # a new one is an exec: the process is read whole again
-        self.moved = _movers(stat)
-        self.ppid = stat.ppid
-        self.read_at = read_at
-        self.process = None     # the Process, where the report has it
-        self.unreadable = None  # (reason, name)
-        self.skipped = None     # (name, VmRSS KiB)
-        self.pss = 0
-        self.limit = None       # KiB others may move its PSS by before it is read again
-        self.shared = 0         # PSS less USS, KiB: what others' changes can move
-        self.split = None       # (anonymous PSS, PSS of files and shmem), KiB, where the kernel splits it
-        self.file_rss = None    # its resident pages of files and shmem, KiB (Rss - Anonymous), where read
-
-
-def _movers(stat):
-    """What moves when a process's own memory does."""
-    return stat.minflt, stat.majflt, stat.vsize, stat.rss_pages
-
-
-def _amounts(process):
-    """(PSS, PSS less USS, (anonymous PSS, file and shmem PSS) or None) in KiB; where no PSS is
-    known, RSS and its shared part."""
-    totals = process.totals
-    private = (totals.get("Private_Clean") or 0) + (totals.get("Private_Dirty") or 0)
-    pss = totals.get("Pss")
-    if pss is None:
-        pss = totals.get("Rss") or 0
-    anon = totals.get("Pss_Anon")
-    split = None if anon is None else (anon, (totals.get("Pss_File") or 0) + (totals.get("Pss_Shmem") or 0))
-    return pss, max(pss - private, 0), split
-
-
-def _remapped(before, after):
-    """Whether the objects a process maps may have changed in a way that moves its sharers:
-    its resident pages of files and shmem changed (an object mapped but not touched moves no
-    one, and an anonymous region mapped or unmapped, what a process that allocates does, is no
-    object; unlike their PSS, they do not move when others map the same files), else their PSS
-    (where the kernel splits PSS), else its size."""
-    if before.file_rss is not None and after.file_rss is not None:
-        return before.file_rss != after.file_rss
-    if before.split is not None and after.split is not None:
-        return before.split[1] != after.split[1]
-    return before.moved[2] != after.moved[2]
-
-
-def _holds_devices(handles):
-    """Whether a process held device fds or mapped dma-bufs when last read (one that held none and
-    moved only its anonymous memory has none now: opening a DRM node or a dma-buf and using it
-    maps the buffers, pages of files)."""
-    return handles is None or bool(handles.clients or handles.dmabufs or handles.mapped)
-
-
 class Refresher:
     """Reads processes as :func:`smem.loading.load_reading` does, re-reading only those that changed
     since the last call (see the module's docstring).  Its :meth:`load` takes load_reading's
     arguments, so ``app.read_snapshot(request, plan, load=refresher.load)`` is a collection."""
 
-    def __init__(self, max_staleness=DEFAULT_MAX_STALENESS, tolerance=TOLERANCE, clock=time.monotonic):
+    def __init__(self, max_staleness=DEFAULT_MAX_STALENESS, tolerance=TOLERANCE, clock=time.monotonic,
+                 trust_after=CounterTrust.NEEDED):
         self.max_staleness = max_staleness
         self.tolerance = tolerance
         self.clock = clock
         self.reread = 0          # rollups the latest collection read
         self.reasons = {}        # of those, how many for each reason: new, moved, age, shared
-        self._known = {}         # pid -> _Known
+        self.counted = 0         # processes the latest collection gave figures from their counters
+        self._known = {}         # pid -> Known
         self._aged = {}          # pid -> None, the oldest figure first (in the order they were read)
-        self._limits = {}        # pid -> its _Known.limit, for Sharers.drifted
+        self._limits = {}        # pid -> its Known.limit, for Sharers.drifted
         self._sharers = Sharers()
         self._last_at = None
         self._due = 0.0          # processes owed a re-read for their age: the share of them the time is
@@ -154,6 +102,8 @@ class Refresher:
         # parse_cgroup of the bytes of /proc/PID/cgroup: once for all the processes in one cgroup
         self._cgroup = functools.lru_cache(maxsize=4096)(_parse_cgroup)
         self._leaderless = set()  # pids whose first thread exited (ps: Zl): their stat has no size
+        self._trust = CounterTrust(trust_after)  # whether statm's counters agree with the walks (smem.private_growth)
+        self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024  # (this machine's: the source is local)
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -186,7 +136,7 @@ class Refresher:
                   if pid in known and pid in seen and seen[pid].start_time != known[pid].start]
         events = [self._forget(pid) for pid in sorted(known.keys() - seen.keys() | set(reused))]
         reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0}
-        first = set()
+        first, moved, forked = set(), [], set()
         # (a process whose stat did not change has the counters it was last read with)
         for pid, stat in seen.items() if touched is None else ((p, seen[p]) for p in touched if p in seen):
             self._leaderless.add(pid) if stat.leader_exited else self._leaderless.discard(pid)
@@ -194,10 +144,15 @@ class Refresher:
             if reason is not None:
                 first.add(pid)
                 reasons[reason] += 1
+                moved.append(pid) if reason == "moved" else forked.add(stat.ppid)
         self._leaderless.intersection_update(seen)
+        # (a process with a new child shares its pages with it now: walked)
+        grown = self._grow(source, selection, needs, seen, moved, forked | self._leaderless, now)
+        reasons["moved"] -= len(grown)
+        first -= grown
         reasons["moved"] += len(self._leaderless - first)
         first |= self._leaderless
-        oldest = self._oldest(seen, first, gap, now)
+        oldest = self._oldest(seen, first | grown, gap, now)
         reasons["age"] = len(oldest)
         first |= oldest
         sharers = self._sharers
@@ -205,6 +160,7 @@ class Refresher:
         shared = sharers.drifted(self._limits, first)
         reasons["shared"] += len(shared)
         first |= shared
+        self.counted = len(grown - first)  # (a figure its sharers may have moved is walked instead)
         meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
         sharers.spread(events)
         sharers.settle(first)  # (what they moved or were moved by is in what was read)
@@ -231,7 +187,7 @@ class Refresher:
         known = self._known.get(pid)
         if known is None:
             return "new"
-        return "moved" if known.moved != _movers(stat) else None
+        return "moved" if known.moved != movers(stat) else None
 
     def _oldest(self, seen, chosen, gap, now):
         """The oldest figures of those not ``chosen``: as many as ``gap`` is a share of
@@ -266,10 +222,10 @@ class Refresher:
         """Read ``pids`` (load_reading, only those); (meminfo, the events of the processes read
         because their own memory moved)."""
         needs = needs.with_kinds(Need.ROLLUP)  # (its PSS split: through a fork's kin, or objects)
-        loaded, resident = self._rollups_again(source, needs, seen, pids, selection)
+        loaded, resident, bases = self._rollups_again(source, needs, seen, pids, selection)
         chosen = selection.only_pids(pid for pid in pids if pid not in loaded)
         if not chosen.pids:  # (all read again above: of the rest of a whole read, only meminfo)
-            return read_meminfo(source), self._known_again(source, seen, pids, loaded, resident, {}, {}, now)
+            return read_meminfo(source), self._known_again(source, seen, pids, loaded, resident, bases, {}, {}, now)
         # the machine's figures (pools, pressure, clock) are the final reading's (_reading), not these
         reading = load_reading(source, chosen, with_processes=True, jobs=jobs, listed=sorted(chosen.pids),
                                needs=replace(needs, kinds=needs.kinds & ~_MACHINE_KINDS))
@@ -279,25 +235,27 @@ class Refresher:
             loaded[process.pid] = process if process.stat is None else process.replaced(stat=stat)
         unreadable = {pid: (reason, name) for reason, listed in reading.unreadable.items() for pid, name in listed}
         skipped = {pid: (name, rss) for pid, name, rss in reading.skipped}
-        return reading.meminfo, self._known_again(source, seen, pids, loaded, resident, unreadable, skipped, now)
+        return reading.meminfo, self._known_again(source, seen, pids, loaded, resident, bases, unreadable, skipped,
+                                                  now)
 
-    def _known_again(self, source, seen, pids, loaded, resident, unreadable, skipped, now):
+    def _known_again(self, source, seen, pids, loaded, resident, bases, unreadable, skipped, now):
         """Keep what was read of ``pids``: their figures, their keys in the sharer index; the
         events of those read because their own memory moved."""
         events, sharers, aged = [], self._sharers, self._aged
         for pid in sorted(pids):  # (in pid order: those read together are as old, and aged so)
             before = self._known.get(pid)
             before_keys = sharers.keys(pid)
-            known = _Known(seen[pid], now)
+            known = Known(seen[pid], now)
             known.process = loaded.get(pid)
             known.unreadable = unreadable.get(pid)
             known.skipped = skipped.get(pid)
             keys = {}
             if known.process is not None:
-                known.pss, known.shared, known.split = _amounts(known.process)
+                known.pss, known.shared, known.split = amounts(known.process)
                 known.file_rss = resident.get(pid)
+                known.base = bases.get(pid)
                 known.limit = max(self.tolerance * known.pss, 1e-6)
-                if before is None or before.process is None or _remapped(before, known):
+                if before is None or before.process is None or remapped(before, known):
                     raw = source.read_optional(f"{pid}/maps")
                     keys = sharing_keys(pid, known.ppid, parse_maps_objects(raw) if raw else {})
                 elif before.ppid != known.ppid:
@@ -320,27 +278,63 @@ class Refresher:
                 events.append((pid, abs(known.shared - before.shared), moved_keys, caps(before.split, known.split)))
         return events
 
+    @staticmethod
+    def _again_possible(needs):
+        """Whether a process read before can be read again by what moves (else it is read whole)."""
+        return not (needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split)
+
+    @staticmethod
+    def _statm(source, pid):
+        raw = source.read_optional(f"{pid}/statm")
+        try:
+            return parse_statm(raw) if raw else None
+        except ValueError:
+            return None
+
+    def _grow(self, source, selection, needs, seen, moved, walked, now):
+        """The pids of ``moved`` (but ``walked``) whose figures their counters give, each one's Known
+        made now's (smem.private_growth); the rest are walked.  One whose figure is as old as
+        max_staleness less what a collection takes is walked (_oldest's limit)."""
+        needs = needs.with_kinds(Need.ROLLUP)
+        if not moved or not self._trust.trusted or not self._again_possible(needs) \
+                or not estimable(rollup_keys(needs)):
+            return set()
+        late = now - self.max_staleness + self._took
+        grown = set()
+        for pid in moved:
+            known, stat = self._known[pid], seen[pid]
+            if known.base is None or pid in walked or known.read_at <= late or known.ppid != stat.ppid:
+                continue
+            statm = self._statm(source, pid)
+            counters = None if statm is None else grown_counters(known.base, stat, statm, self._page_kib)
+            process = None if counters is None or not known.same_program(source, pid, stat) else \
+                known.refreshed(source, pid, stat, counters, known.file_rss, needs, selection, self._cgroup)
+            if process is not None:
+                known.grown(stat, process, self.tolerance)
+                self._limits[pid] = known.limit
+                grown.add(pid)
+        return grown
+
     def _rollups_again(self, source, needs, seen, pids, selection):
-        """({pid: Process}, {pid: its resident KiB of files and shmem}) of the processes of ``pids``
-        read before and still running the same program as the same user (no exec: its name in stat is
-        the same; no setuid), each its figure before with what moves read again: its smaps_rollup, its
-        command line (where shown, or -P matches it) and cgroup, its device fds where its own memory
-        moved.  The others, any whose files say more than that (gone, a zombie now, malformed) and any whose
-        new command line -P no longer matches, are read whole by load_reading (which leaves the last out)."""
-        filtered = selection.process is not None
-        if needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split:
-            return {}, {}
+        """({pid: Process}, {pid: its resident KiB of files and shmem}, {pid: Baseline}) of the
+        processes of ``pids`` read before and running the same program (Known.same_program), each its
+        figure before with what moves read again (Known.refreshed) and its smaps_rollup walked, with
+        its statm where a baseline may serve (smem.private_growth).  The others, and any whose files
+        say more than that (gone, a zombie now, malformed), are read whole by load_reading."""
+        if not self._again_possible(needs):
+            return {}, {}, {}
         kept = rollup_keys(needs)
-        keys = kept if "Anonymous" in kept else kept + ("Anonymous",)
-        # (what the needs say, asked once: each is a Flag test, and this runs for every process re-read)
-        command, cgroups, devices = needs.command or filtered, needs.cgroup, needs.devices
-        again, resident = {}, {}
+        extra = tuple(key for key in BASELINE_KEYS if key not in kept)
+        keys = kept + extra
+        trust, page_kib = self._trust, self._page_kib
+        counted = estimable(kept) and not trust.hopeless
+        again, resident, bases = {}, {}, {}
         for pid in pids:
             known = self._known.get(pid)
             stat = seen[pid]
-            if known is None or known.process is None or known.process.rollup is None or known.comm != stat.comm \
-                    or source.owner(pid) != known.process.uid:  # (setuid: its user, -U's verdict, a whole read's)
+            if known is None or not known.same_program(source, pid, stat):
                 continue
+            statm = self._statm(source, pid) if counted else None  # (read first: a walk is slower)
             raw = source.read_optional(f"{pid}/smaps_rollup")
             try:
                 parsed = parse_smaps_kept(raw, keys)[0] if raw else None
@@ -348,35 +342,21 @@ class Refresher:
                 continue
             if not parsed or any(v is not None and v >= MAX_KIB for v in parsed[0].counters.values()):
                 continue
-            process, counters = known.process, parsed[0].counters
-            anonymous = counters.get("Anonymous") if keys is kept else counters.pop("Anonymous", None)
-            if anonymous is not None and counters.get("Rss") is not None:
-                resident[pid] = counters["Rss"] - anonymous
-            changes = {} if counters == process.rollup else {"rollup": counters, "_totals": None}
-            if command:
-                raw = source.read_optional(f"{pid}/cmdline")
-                cmdline = parse_cmdline(raw) if raw else ""
-                if not cmdline:
-                    continue  # (gone, or a zombie: load_reading knows what to make of it)
-                if cmdline != process.cmdline:
-                    if filtered and not selection.wants_process(process.name, cmdline):
-                        continue  # (renamed out of -P: read whole, it is left out)
-                    changes["cmdline"] = cmdline
-            if cgroups:
-                raw = source.read_optional(f"{pid}/cgroup")
-                cgroup = self._cgroup(raw) if raw else None
-                if cgroup != process.cgroup:
-                    changes["cgroup"] = cgroup
-            if devices and known.moved != _movers(stat) and (
-                    _holds_devices(process.devices) or known.file_rss is None or resident.get(pid) != known.file_rss):
-                from .device_memory import read_device_handles
-                changes["devices"] = read_device_handles(source, pid)
-            if changes and process.stat is not None:
-                changes["stat"] = stat
-            # (nothing moved, as for most of those re-read for their age: the same Process, its stat
-            # made now's by _reading)
-            again[pid] = process.replaced(**changes) if changes else process
-        return again, resident
+            counters = parsed[0].counters
+            walked = {key: counters.get(key) for key in BASELINE_KEYS}
+            for key in extra:
+                counters.pop(key, None)
+            if walked["Anonymous"] is not None and walked["Rss"] is not None:
+                resident[pid] = walked["Rss"] - walked["Anonymous"]
+            if statm is not None:
+                trust.checked(agrees(statm, walked, page_kib))
+                base = baseline_of(stat, statm, walked, counters, page_kib)
+                if base is not None:
+                    bases[pid] = base
+            process = known.refreshed(source, pid, stat, counters, resident.get(pid), needs, selection, self._cgroup)
+            if process is not None:
+                again[pid] = process
+        return again, resident, bases
 
     def _reading(self, source, meminfo, needs, selected, seen):
         """The Reading of every process known now, as load_reading would make it; each with the

@@ -80,6 +80,7 @@ class Collection:
     taken: Optional[int] = None      # the source's own time (a capture's, a recording frame's): Unix time
     reread: int = 0                  # processes whose rollup it read (the rest were kept)
     reasons: dict = field(default_factory=dict)  # how many of them for each reason
+    counted: int = 0                 # processes whose figures their counters gave (smem.private_growth)
 
 
 def _largest(view, snapshot, earlier, top):
@@ -164,7 +165,7 @@ class SharedCollector:
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
                           oldest_age=self.refresher.oldest_age(), reread=self.refresher.reread,
-                          reasons=dict(self.refresher.reasons), taken=taken)
+                          reasons=dict(self.refresher.reasons), counted=self.refresher.counted, taken=taken)
 
     def say(self, collection):
         """The warnings and error of ``collection`` that the one before did not have: a daemon's log
@@ -206,6 +207,11 @@ class SharedCollector:
                                     "processes whose smaps_rollup the latest collection read (the others' "
                                     "figures were kept: nothing they or their sharers did moved them)",
                                     value=collection.reread)
+            yield GaugeMetricFamily("smem_collection_counted_processes",
+                                    "processes whose own memory moved that the latest collection did not read: "
+                                    "every page fault since their last read made a page of their own, so the "
+                                    "kernel's counters (statm) gave their figures",
+                                    value=collection.counted)
             reasons = GaugeMetricFamily("smem_collection_reread_by_reason_processes",
                                         "of the processes the latest collection read, how many because they were "
                                         "new, their own memory moved, their figure reached --max-staleness, what "

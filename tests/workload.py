@@ -306,6 +306,10 @@ class Obedient:
         """Map and write ``kib`` more of private memory."""
         self._order({'grow': kib})
 
+    def free(self) -> None:
+        """Unmap the latest private memory it grew."""
+        self._order({'free': True})
+
     def map_file(self, path: str) -> None:
         """Map the file at ``path`` (MAP_SHARED, read-only) and read every page of it."""
         self._order({'map': os.fsencode(path).hex()})

@@ -335,10 +335,10 @@ def _hold(spec: dict) -> None:
 
 def _obedient(spec: dict) -> None:
     """Do what each line of stdin says (JSON: {"grow": KiB} maps and writes that much private
-    memory, {"map": hex path} maps a file MAP_SHARED and reads every page, {"title": hex} sets
+    memory, {"free": true} unmaps the latest of those, {"map": hex path} maps a file MAP_SHARED and reads every page, {"title": hex} sets
     the command line, {"uid": N} sets its uid and gid), answering each with a line; exit at end of file."""
     _set_comm(spec['comm'])
-    keep = []
+    keep, grown = [], []
     _ready(dict(pids=[os.getpid()]))
     for line in sys.stdin.buffer:
         order = json.loads(line)
@@ -352,6 +352,10 @@ def _obedient(spec: dict) -> None:
         elif 'grow' in order:
             m = _anon(order['grow'], shared=False)
             _touch(m, write=True)
+            grown.append(m)
+        elif 'free' in order:
+            grown.pop().close()
+            m = None
         else:
             fd = os.open(bytes.fromhex(order['map']), os.O_RDONLY)
             m = mmap.mmap(fd, os.fstat(fd).st_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)

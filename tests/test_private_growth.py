@@ -1,0 +1,175 @@
+"""Figures from the kernel's counters where a process only faulted in pages of its own
+(smem.private_growth, used by smem.incremental): equal to a walk where they are given, and a
+walk wherever the counters cannot say (a free, a page in swap, counters that disagree)."""
+
+import os
+
+import pytest
+
+from smem.app import plan, read_snapshot
+from smem.incremental import Refresher
+from smem.options import Query, ReportRequest, TableOptions
+from smem.parsers.stat import parse_stat
+from smem.parsers.statm import parse_statm
+from smem.private_growth import CounterTrust, agrees, baseline_of, grown
+
+from workload import obedient_process
+
+pytestmark = pytest.mark.skipif(not os.path.exists('/proc/self/smaps_rollup'), reason='needs smaps_rollup (Linux 4.14+)')
+
+HOUR = 3600.0
+PAGE_KIB = os.sysconf('SC_PAGE_SIZE') // 1024
+
+
+def _request(*pids):
+    return ReportRequest(query=Query(pids=tuple(pids), jobs=1), table=TableOptions(columns=('pid', 'pss', 'uss', 'rss')))
+
+
+def _figures(snapshot):
+    return {p.pid: (p.totals.get('Pss'), p.totals.get('Private_Dirty'), p.totals.get('Rss'))
+            for p in snapshot.processes}
+
+
+def _collect(refresher, pid):
+    """(the Refresher's figures of ``pid``, a walk's just after): the process is idle between."""
+    request = _request(pid)
+    the_plan = plan(request)
+    kept = _figures(read_snapshot(request, the_plan, load=refresher.load)[0])[pid]
+    return kept, _figures(read_snapshot(request, the_plan)[0])[pid]
+
+
+def _agree(kept, walked):
+    """Its RSS and USS exactly (its own pages); its PSS within 1% (a page it shares with another
+    test's Python may have moved between the two reads)."""
+    assert kept[1:] == walked[1:], (kept, walked)
+    assert abs(kept[0] - walked[0]) <= 0.01 * walked[0], (kept, walked)
+
+
+def test_a_process_that_only_grows_is_given_its_figures_by_its_counters():
+    with obedient_process() as p:
+        refresher = Refresher(HOUR, trust_after=1)
+        _collect(refresher, p.pid)
+        p.grow(256)  # (the first order faults in the code that serves it: pages of files)
+        _collect(refresher, p.pid)
+        assert refresher.reread == 1 and refresher.counted == 0
+        for _ in range(3):
+            p.grow(512)
+            kept, walked = _collect(refresher, p.pid)
+            assert refresher.counted == 1 and refresher.reread == 0
+            _agree(kept, walked)
+
+
+def test_a_process_that_frees_is_walked():
+    with obedient_process() as p:
+        refresher = Refresher(HOUR, trust_after=1)
+        _collect(refresher, p.pid)
+        p.grow(256)
+        p.grow(256)
+        _collect(refresher, p.pid)
+        p.free()
+        kept, walked = _collect(refresher, p.pid)
+        assert refresher.counted == 0 and refresher.reread == 1
+        assert kept == walked
+
+
+def test_counters_not_yet_trusted_are_not_used():
+    with obedient_process() as p:
+        refresher = Refresher(HOUR, trust_after=100)
+        _collect(refresher, p.pid)
+        for _ in range(3):
+            p.grow(256)
+            kept, walked = _collect(refresher, p.pid)
+            assert refresher.counted == 0 and refresher.reread == 1
+            _agree(kept, walked)
+
+
+def test_a_growing_process_is_walked_once_its_walk_is_max_staleness_old():
+    with obedient_process() as p:
+        now = [1000.0]
+        refresher = Refresher(60.0, trust_after=1, clock=lambda: now[0])
+        _collect(refresher, p.pid)
+        p.grow(256)
+        _collect(refresher, p.pid)
+        walked_at = now[0]
+        counted = []
+        for _ in range(8):
+            now[0] += 15.0
+            p.grow(256)
+            _collect(refresher, p.pid)
+            counted.append(refresher.counted)
+            if not refresher.counted:
+                assert refresher.reread == 1
+                walked_at = now[0]
+            assert now[0] - walked_at < 60.0
+            assert refresher.oldest_age() < 60.0
+        assert 0 in counted and 1 in counted, counted
+
+
+def _now(pid):
+    """(stat, statm, smaps_rollup counters) of a process that is not running."""
+    stat = parse_stat(open(f'/proc/{pid}/stat', 'rb').read())
+    statm = parse_statm(open(f'/proc/{pid}/statm', 'rb').read())
+    counters = {}
+    for line in open(f'/proc/{pid}/smaps_rollup').read().splitlines()[1:]:
+        key, value = line.split(':')
+        counters[key] = int(value.split()[0])
+    return stat, statm, counters
+
+
+def test_the_counters_say_what_the_walk_found_on_this_kernel():
+    """statm of an idle process against its walk: where this fails, the kernel sums its counters
+    lazily, and CounterTrust must keep them unused (see the next test)."""
+    with obedient_process() as p:
+        p.grow(1024)
+        stat, statm, counters = _now(p.pid)
+        assert agrees(statm, counters, PAGE_KIB)
+        base = baseline_of(stat, statm, counters, {'Pss': counters['Pss']}, PAGE_KIB)
+        assert base is not None and base.anonymous * PAGE_KIB == counters['Anonymous']
+
+
+def test_the_rule_on_what_a_fault_can_do():
+    """A baseline of 100 anonymous and 50 shared pages after 1,000 minor faults, and what the
+    counters say next."""
+    stat, statm, counters = _now(os.getpid())
+    base = baseline_of(stat._replace(minflt=1000, majflt=3), statm._replace(resident=150, shared=50),
+                       {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Swap': 0},
+                       {'Pss': 500, 'Pss_File': 40, 'Private_Dirty': 300, 'Swap': 0}, PAGE_KIB)
+    later = stat._replace(minflt=1010, majflt=3)
+    # ten faults, ten new pages: each a page of its own
+    assert grown(base, later, statm._replace(resident=160, shared=50), PAGE_KIB) == \
+        {'Pss': 500 + 10 * PAGE_KIB, 'Pss_File': 40, 'Private_Dirty': 300 + 10 * PAGE_KIB, 'Swap': 0}
+    # ten faults and nothing new: copy-on-write breaks (PSS rose) or the zero page
+    assert grown(base, later, statm._replace(resident=150, shared=50), PAGE_KIB) is None
+    # ten faults, twenty new pages: something other than its faults (a huge page, another's write)
+    assert grown(base, later, statm._replace(resident=170, shared=50), PAGE_KIB) is None
+    # no fault, ten pages fewer: freed, swapped out or reclaimed, shared or not
+    assert grown(base, stat._replace(minflt=1000, majflt=3), statm._replace(resident=140, shared=50), PAGE_KIB) is None
+    # a page of a file came in or went
+    assert grown(base, later, statm._replace(resident=161, shared=51), PAGE_KIB) is None
+    # a major fault: a page read in from a file or swap
+    assert grown(base, later._replace(majflt=4), statm._replace(resident=160, shared=50), PAGE_KIB) is None
+    # nothing at all moved (its size did): the figures of the walk
+    assert grown(base, stat._replace(minflt=1000, majflt=3), statm._replace(resident=150, shared=50),
+                 PAGE_KIB)['Pss'] == 500
+    # pages in swap at the walk: one may come back shared from the swap cache, as a minor fault
+    assert baseline_of(stat, statm._replace(resident=150, shared=50),
+                       {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Swap': 8}, {}, PAGE_KIB) is None
+    # the counters and the walk disagree: no baseline
+    assert baseline_of(stat, statm._replace(resident=151, shared=50),
+                       {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Swap': 0}, {}, PAGE_KIB) is None
+
+
+def test_counters_that_disagree_are_not_trusted():
+    trust = CounterTrust()
+    for _ in range(CounterTrust.NEEDED - 1):
+        trust.checked(True)
+    assert not trust.trusted
+    trust.checked(True)
+    assert trust.trusted
+    for _ in range(3):
+        trust.checked(False)
+    assert not trust.trusted and not trust.hopeless  # (one disagreement in ten at most)
+    lazy = CounterTrust()
+    for i in range(200):
+        lazy.checked(i % 5 == 0)  # (a kernel whose counters have a remainder in most processes)
+    assert not lazy.trusted and lazy.hopeless
