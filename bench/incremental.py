@@ -32,7 +32,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 SAMPLE = re.compile(r'^(smem_\w+_pss_bytes)\{(.*)\} (\S+)$', re.M)
-OWN = re.compile(r'^(smem_collection_reread_processes|smem_collection_processes|smem_oldest_figure_age_seconds) '
+OWN = re.compile(r'^(smem_collection_reread_processes|smem_collection_counted_processes|smem_collection_processes|smem_oldest_figure_age_seconds) '
                  r'(\S+)$', re.M)
 REASON = re.compile(r'^smem_collection_reread_by_reason_processes\{reason="(\w+)"\} (\S+)$', re.M)
 TICK = os.sysconf('SC_CLK_TCK')
@@ -122,6 +122,7 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         workload_pids = {str(p) for p in wl.pids}
         cpu = {name: [] for name in servers}
         errors_wl, errors_rest, missing, reread, ages, reasons, counted, rollups = [], [], 0, [], [], {}, [], []
+        from_counters = []
         start = time.monotonic()
         began = []
         for k in range(1, scrapes + 1):
@@ -153,6 +154,7 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
             own = dict(OWN.findall(bodies['ours']))
             reread.append(float(own.get('smem_collection_reread_processes', 'nan')))
             ages.append(float(own.get('smem_oldest_figure_age_seconds', 'nan')))
+            from_counters.append(float(own.get('smem_collection_counted_processes', 'nan')))
             counted.append(float(own.get('smem_collection_processes', 'nan')))
             for reason, count in REASON.findall(bodies['ours']):
                 reasons.setdefault(reason, []).append(float(count))
@@ -206,6 +208,8 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
           '', '')
     t.add('... of which (medians)', ', '.join(f'{reason} {statistics.median(v):.0f}'
                                             for reason, v in sorted(reasons.items())), '', '')
+    t.add('moved, given their figures by their counters, not re-read (median)',
+          f'{statistics.median(from_counters):.0f}', '', '')
     t.add('oldest figure at a scrape (max)', f'{max(ages):.1f} s', f'<= {staleness:g} s',
           'met' if max(ages) <= staleness else 'NOT met')
     for label, errors in (('workload processes', errors_wl), ('rest', errors_rest)):
