@@ -20,7 +20,7 @@ from .loading.process import SLOW_READ_SECONDS
 from .model import Derived, Snapshot
 from .selection import Selection, own_invocation
 from .options import ReportRequest
-from .report import CONTROLS, make_table, selected_columns, sort_column
+from .report import CONTROLS, make_table, selected_columns, sort_column, summed_uss_note
 from .sources import open_source
 from .sources.base import OWN_PID
 from .units import human
@@ -224,7 +224,9 @@ def run_report(request: ReportRequest) -> Result:
     old = snapshots[0] if len(snapshots) > 1 else None
     text = render(Rendering(table, table_options, snapshot, companions, old_snapshot=old))
     said = table.recommendation is not None and not FORMATS[table_options.format].carries_recommendation
-    return Result(text, warnings, (str(table.recommendation),) if said else ())
+    notes = (str(table.recommendation),) if said else ()
+    hint = summed_uss_note(table, the_plan.exact) if FORMATS[table_options.format].for_people else None
+    return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
 
 
 def _backwards(old, new):

@@ -213,8 +213,8 @@ def diff(old, new, timeout, from_, to, **o):
     process); a tmpfs file or memfd is the same object by device and inode, a SysV segment by
     shmid, a mount by mount point and device. A recording alone (smem diff REC) compares its first
     and last frames, or --from and --to. Rows only in NEW are marked new, rows only in OLD
-    gone. -t totals are NEW's total minus OLD's (--shm: files counted in their mount). Default columns: old and new PSS and the change of each amount; -c takes the
-    base view's fields, old_FIELD and dFIELD.
+    gone. -t totals are NEW's total minus OLD's (--shm: files counted in their mount). Default columns: old and new PSS and the change of each amount and count
+    (dcount: a group's processes); -c takes the base view's fields, old_FIELD and dFIELD.
     """
     view = chosen_view(o)
     if _asked_field_help(o, view, compared=True):

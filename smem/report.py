@@ -17,7 +17,8 @@ from .units import human, percent
 from .views.columns import Column, View
 
 __all__ = ["Table", "make_table", "build_table", "selected_columns", "sort_column", "format_value", "cell_formatter",
-           "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell", "percent_base", "cut_to"]
+           "parse_columns", "UnknownField", "CONTROLS", "field_help", "plain_cell", "percent_base", "cut_to",
+           "summed_uss_note", "SUMMED_USS_NOTE"]
 
 
 # Control characters (a newline in a command line) would break the table, as in ps(1).  The C1
@@ -232,6 +233,20 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
     if snapshot.exact is not None and table.totals is not None and view.accounting.process_groups:
         _exact_totals(table, snapshot.exact)
     return table
+
+
+#: said (on standard error) under a table of groups whose USS is summed (smem.views.groups)
+SUMMED_USS_NOTE = ("a group's USS sums its processes' USS, which leaves out memory they share only with each "
+                   "other; --exact (root) adds GUSS, what quitting the whole group frees")
+
+
+def summed_uss_note(table: Table, exact: bool) -> Optional[str]:
+    """:data:`SUMMED_USS_NOTE` where ``table`` shows USS of a row of several processes and ``exact``
+    (--exact, asked or implied) is not: its GUSS would count what that sum leaves out."""
+    if exact or not table.view.accounting.process_groups or not any(c.key == "uss" for c in table.columns):
+        return None
+    several = any(len(row.member_pids) > 1 for row in table.rows)
+    return SUMMED_USS_NOTE if several else None
 
 
 def _exact_totals(table, exact):

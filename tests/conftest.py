@@ -34,6 +34,7 @@ import click.testing
 import pytest
 
 import smem.cli
+import smem.report
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
@@ -329,6 +330,16 @@ def child():
     yield start
     for c in children:
         c.stop()
+
+
+#: what a table of groups says on stderr wherever a row holds several processes (smem.report)
+SUMMED_USS_LINE = b"smem: " + smem.report.SUMMED_USS_NOTE.encode()
+
+
+def said_beside(proc):
+    """``proc``'s stderr without the note under a -u, -g or --cgroup table that its USS is summed:
+    what else smem said (a warning about the source, the frame)."""
+    return b"".join(line for line in proc.stderr.splitlines(keepends=True) if line.rstrip(b"\n") != SUMMED_USS_LINE)
 
 
 def rows(proc, pid=None):

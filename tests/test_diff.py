@@ -112,6 +112,29 @@ def test_users_and_programs(captures):
     assert {r["name"] for r in programs["rows"]} >= {r["name"] for r in _classic("-S", new, "-g")["rows"]}
 
 
+@pytest.mark.parametrize("view, name, kept", [("-g", "name", set()), ("-u", "user", {""})])
+def test_counts_compare_as_amounts(view, name, kept):
+    """smem diff -g: a group's Count in OLD, in NEW and the change, as its memory is (it was NEW's
+    alone, OLD's for a group gone); -t totals the processes of each side and the change.  The
+    recorded captures: quirks.tar.gz has programs faithful.tar.gz lacks, and more of root's processes."""
+    quirks = FIXTURES / "captures" / "quirks.tar.gz"
+    for old, new in ((CAPTURE, quirks), (quirks, CAPTURE)):  # groups new, then gone
+        doc = _rows(old, new, view, "-c", f"{name} status old_count count dcount dpss", "-t")
+        before, after = ({r[name]: r["count"] for r in _classic("-S", tree, view)["rows"]} for tree in (old, new))
+        for row in doc["rows"]:
+            was, now = before.get(row[name]), after.get(row[name])
+            assert (row["old_count"], row["count"], row["dcount"]) == (was, now, (now or 0) - (was or 0)), row
+        # programs new (then gone) and, in both, root with more processes (then fewer)
+        assert {row["status"] for row in doc["rows"] if row["dcount"]} == kept | {"new" if old is CAPTURE else "gone"}
+        assert doc["totals"]["old_processes"] == sum(before.values())
+        assert doc["totals"]["processes"] == sum(after.values())
+        assert doc["totals"]["dprocesses"] == sum(after.values()) - sum(before.values())
+    # by default the change stands with the other changes, a number of processes (no -k suffix)
+    text = run_smem("diff", CAPTURE, quirks, view, "-k").stdout.decode().splitlines()
+    assert text[0].split()[-7:] == ["OldPSS", "PSS", "dCount", "dSwap", "dUSS", "dPSS", "dRSS"]
+    assert all(re.fullmatch(r"-?\d+", line.split()[-5]) for line in text[1:] if line.split())
+
+
 def test_every_format_and_the_classic_table(captures):
     old, new, _ = captures
     text = run_smem("diff", old, new, "-c", "pid status pss dpss", "-t").stdout.decode().splitlines()

@@ -117,6 +117,28 @@ def test_the_compared_page_marks_what_grew_shrank_came_and_went(browser, pages):
     _no_requests_and_no_errors(browser)
 
 
+def test_the_compared_group_tables_show_the_change_of_their_count(browser, pages):
+    """A group's Count in a compared table was NEW's alone (OLD's for a gone row); beside it now its
+    change, coloured as the memory's (quirks.tar.gz, OLD, had more of root's processes, and users
+    faithful.tar.gz lacks)."""
+    from selenium.webdriver.common.by import By
+    users = embedded(pages["compared"][1])["user"][0]
+    assert [c["key"] for c in users["columns"]][:4] == ["user", "count", "dcount", "status"]
+    root = next(r for r in users["rows"] if r["user"] == "root")
+    assert root["dcount"] < 0 and root["status"] == ""
+    _open_file(browser, pages["compared"][0])
+    browser.find_element(By.CSS_SELECTOR, '#tabs button[data-table="user"]').click()
+    shown = browser.execute_script("""return [...document.querySelectorAll('#table tbody tr')].map(tr => ({
+        user: tr.cells[0].textContent, change: tr.cells[2].textContent, shrink: tr.cells[2].classList.contains('shrink'),
+        grow: tr.cells[2].classList.contains('grow')}))""")
+    assert {"user": "root", "change": str(root["dcount"]), "shrink": True, "grow": False} in shown
+    gone = next(r for r in users["rows"] if r["status"] == "gone")  # only in OLD: minus its count
+    assert gone["count"] is None and gone["dcount"] < 0
+    assert {"user": gone["user"], "change": str(gone["dcount"]), "shrink": True, "grow": False} in shown
+    assert not any(r["grow"] or r["change"].startswith("+") for r in shown)  # (NEW has none more)
+    _no_requests_and_no_errors(browser)
+
+
 #: script: per segment of the header's bar, [its pixels beyond its share of the bar's, its label, whether the label
 #: fits, the contrast of its text on its colour (WCAG)]
 BAR_SEGMENTS = """const bar = document.getElementById('bar').getBoundingClientRect(), whole = window.smemPage.state.data.meta.memtotal;

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, TESTS, run_smem, run_smem_process
+from conftest import FIXTURES, TESTS, run_smem, run_smem_process, said_beside
 from test_recording import index_lines
 
 pytest.importorskip("zstandard")
@@ -122,10 +122,10 @@ def test_a_frame_far_older_than_the_time_asked_is_shown_with_a_warning(grown, tm
     rec = grown[0]
     frames = index_lines(rec)[1]
     quiet = run_smem("-S", rec, "--at", datetime.datetime.fromtimestamp(frames[-1]["time"]).isoformat(), "-u")
-    assert quiet.returncode == 0 and quiet.stderr == b"", quiet.stderr
+    assert quiet.returncode == 0 and said_beside(quiet) == b"", quiet.stderr
     late = run_smem("-S", rec, "--at", "+1h", "-u")
     assert late.returncode == 0 and late.stdout == quiet.stdout
-    lines = late.stderr.decode().splitlines()
+    lines = said_beside(late).decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
         f"smem: warning: --at +1h: the recording's last frame, frame {frames[-1]['frame']} ("), lines
     assert lines[0].endswith("older: it is shown") and " is 59m " in lines[0], lines  # (an hour less its length)

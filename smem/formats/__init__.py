@@ -64,6 +64,9 @@ class Format(NamedTuple):
     #: the document holds --recommend's answer (a note, JSON's object, OpenMetrics' gauges); where
     #: it cannot (CSV is rows of areas), smem says it on standard error, not nowhere
     carries_recommendation: bool = True
+    #: a table for people to read: smem says on standard error what a figure in it leaves out (a
+    #: group's summed USS); never beside a format programs read, whose standard error may be logged
+    for_people: bool = False
 
     @property
     def render(self):
@@ -95,7 +98,8 @@ TABLE_FORMATS = (
 )
 
 FORMATS = {f.name: f for f in (
-    Format("classic", "classic:render", "smem 1.5's table (the default)", streamer="table", redraws=True),
+    Format("classic", "classic:render", "smem 1.5's table (the default)", streamer="table", redraws=True,
+           for_people=True),
     Format("json", "json_document:render", "one JSON document: the source's facts (smem diff: OLD's and "
            "NEW's), columns, rows (raw KiB), totals; in watch mode JSON Lines, an object per row per frame",
            streamer="json_lines_frame"),
@@ -108,7 +112,7 @@ FORMATS = {f.name: f for f in (
     # frames: the frame's time and number lead its rows, as in CSV
     *(Format(style, f"tabulated:render:{style}", f"tabulate's {style!r} table",
              streamer="tsv_frame" if style == "tsv" else "table", redraws=True,
-             carries_recommendation=style != "tsv")
+             carries_recommendation=style != "tsv", for_people=style != "tsv")
       for style in TABLE_FORMATS),
 )}
 

@@ -66,6 +66,9 @@ def _table_options(name, compared, tables=TABLES):
         figures = [i for i, k in enumerate(columns) if k in _AMOUNTS + ("vss", "used", "cache", "noncache", "saved")]
         # the columns after the figures (the system table's Source) stay after them, as in smem diff
         identity, after = columns[:figures[0]], columns[figures[-1] + 1:]
+        # a count (a group's processes, a process's mappings) with its change beside it, as smem diff's dcount
+        counted = VIEWS[view].columns
+        identity = tuple(w for k in identity for w in ((k, f"d{k}") if counted[k].compared else (k,)))
         columns = identity + ("status",) + tuple(f"{side}{key}" for key in keep for side in ("old_", "", "d")) + after
     # a comparison sorts by the change; the areas keep their order, which the bar shows
     sort = "order" if compared and name == "system" else None

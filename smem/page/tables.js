@@ -181,7 +181,9 @@ function tableRow(columns, r) {
     } else if (c.key === "status") {
       if (v) td.append(el("span", {class: "tag " + v, text: v}));
     } else {
-      const text = v === null || v === undefined ? "-" : String(v);
+      const change = /^d/.test(c.key) && compared() && typeof v === "number";  // a count's (dcount)
+      const text = v === null || v === undefined ? "-" : change && v > 0 ? "+" + v : String(v);
+      if (change && v) td.classList.add(v > 0 ? "grow" : "shrink");
       if (c.keep_end) {  // (a cgroup path: cut, its last part shows, which tells it from its parent)
         td.classList.add("keep-end");
         td.append(el("bdi", {text: text}));

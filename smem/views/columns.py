@@ -51,6 +51,14 @@ class Column(NamedTuple):
     #: last in a classic table on a terminal too narrow for it, the column wraps (at words) under
     #: itself rather than run past the edge; it is never padded (a breakdown's Source)
     wraps: bool = False
+    #: a number of things (a group's processes, a process's mappings) that a comparison shows as it
+    #: shows an amount, in OLD, in NEW and the change, not NEW's alone; no KiB, so no -k or -p
+    compared: bool = False
+
+    @property
+    def changes(self):
+        """Whether a comparison shows the column in OLD, in NEW and the change: an amount or a count."""
+        return self.is_amount or self.compared
 
     @property
     def total_name(self):
@@ -62,8 +70,11 @@ def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), count
                   total="sum", needs=frozenset(needs), counters=frozenset(counters), exact_total=exact_total)
 
 
-def count(key, header, getter, help, width=5, total="sum", needs=(), total_key=None):
-    return Column(key, header, getter, help, width=width, total=total, needs=frozenset(needs), total_key=total_key)
+def count(key, header, getter, help, width=5, total="sum", needs=(), total_key=None, compared=None):
+    """A number of things, or an identity (a pid); ``compared`` by default where it totals as a sum
+    (a number of processes changes between two readings; a pid, a ppid, an inode name a row)."""
+    return Column(key, header, getter, help, width=width, total=total, needs=frozenset(needs), total_key=total_key,
+                  compared=total == "sum" if compared is None else compared)
 
 
 def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=(), total_key=None,

@@ -5,7 +5,8 @@ view's ``row_key`` (a process by pid *and* start time, so a reused pid is
 another process; a user, program, cgroup or mapping by its name; a shared-memory object by
 device and inode, shmid, or mount point and device).  Where the base view's -t leaves some rows
 out (a file is part of its mount's row), so do the comparison's totals.  For each
-amount column ``k`` of the base view the comparison has ``old_k``, ``k`` (new)
+amount column ``k`` of the base view, and each count it declares ``compared`` (a group's
+processes, a mapping's), the comparison has ``old_k``, ``k`` (new)
 and ``dk`` (new - old); a row only in NEW is ``new`` (its old side counts as 0),
 one only in OLD is ``gone``.  Sums of ``dk`` are therefore NEW's total minus
 OLD's.  The default order is the largest absolute change in PSS last, as smem
@@ -99,18 +100,22 @@ def _columns(base, old, new):
     for key, column in base.columns.items():
         if "exact" in column.needs:
             continue  # a comparison of page frames across two times means nothing
-        if not column.is_amount:
+        if not column.changes:
             columns[key] = column._replace(getter=(lambda g: lambda r: g(r.current))(column.getter),
                                            total=column.total if column.total in ("rows", None) else None)
             continue
+        # a count's total is named for what it counts (processes): old_processes, dprocesses beside it
+        total_key = column.total_key
         columns[f"old_{key}"] = column._replace(key=f"old_{key}", header=f"Old{column.header}",
                                                 getter=_side(column.getter, "old"), help=f"{column.help}, in {old}",
-                                                width=max(column.width, len(column.header) + 3))
+                                                width=max(column.width, len(column.header) + 3),
+                                                total_key=total_key and f"old_{total_key}")
         columns[key] = column._replace(getter=_side(column.getter, "new"), help=f"{column.help}, in {new}")
         columns[f"d{key}"] = column._replace(key=f"d{key}", header=f"d{column.header}",
                                              getter=_delta(column.getter), total_getter=_change_in_totals(column.getter),
                                              help=f"change in {column.key}: {new} - {old}",
-                                             width=max(column.width, len(column.header) + 1))
+                                             width=max(column.width, len(column.header) + 1),
+                                             total_key=total_key and f"d{total_key}")
     columns["status"] = text("status", "Status", lambda r: r.status, f"new (only in {new}) or gone (only in {old})", 6)
     measure = base.columns.get(base.charting.measure)
     if measure is not None and measure.is_amount:
@@ -139,7 +144,7 @@ def _trailing(base):
     """The base view's default columns after its last amount (a breakdown's Source): a comparison
     keeps them last, where the report has them (a wrapping column wraps only there)."""
     shown = [k for k in base.default_columns if k in base.columns]
-    amounts = [i for i, k in enumerate(shown) if base.columns[k].is_amount]
+    amounts = [i for i, k in enumerate(shown) if base.columns[k].changes]
     return shown[amounts[-1] + 1:] if amounts else []
 
 
@@ -152,14 +157,14 @@ def diff_view(base: View, old="OLD", new="NEW") -> View:
         raise ValueError(f"the {base.name} view cannot be compared")
     columns = _columns(base, old, new)
     trailing = [k for k in _trailing(base) if k in columns]
-    identity = [k for k in base.default_columns if k in columns and not base.columns[k].is_amount
+    identity = [k for k in base.default_columns if k in columns and not base.columns[k].changes
                 and k not in trailing]
-    amounts = [k for k in base.default_columns if k in base.columns and base.columns[k].is_amount]
+    changing = [k for k in base.default_columns if k in base.columns and base.columns[k].changes]
     measure = _measure(base)
     defaults = identity + ["status"]
     if measure is not None:
         defaults += [f"old_{measure}", measure]
-    defaults += [f"d{k}" for k in amounts] + trailing
+    defaults += [f"d{k}" for k in changing] + trailing
 
     kept = []  # [(snapshot, options, its rows by key)]: the last OLD side, which watch mode compares with again
 
