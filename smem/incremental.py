@@ -50,7 +50,7 @@ from .parsers import MAX_KIB
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
 from .parsers.statm import parse_statm
-from .private_growth import BASELINE_KEYS, CounterTrust, agrees, baseline_of, estimable
+from .private_growth import BASELINE_KEYS, CounterTrust, Payoff, agrees, baseline_of, estimable
 from .private_growth import grown as grown_counters
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
@@ -102,6 +102,9 @@ class Refresher:
         # parse_cgroup of the bytes of /proc/PID/cgroup: once for all the processes in one cgroup
         self._cgroup = functools.lru_cache(maxsize=4096)(_parse_cgroup)
         self._leaderless = set()  # pids whose first thread exited (ps: Zl): their stat has no size
+        self._payoff = Payoff(2 * max(max_staleness, 1.0))  # (whether they are read: smem.private_growth)
+        self._counting = True  # whether this collection reads them
+        self._tries = 0
         self._trust = CounterTrust(trust_after)  # whether statm's counters agree with the walks (smem.private_growth)
         self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024  # (this machine's: the source is local)
 
@@ -146,6 +149,7 @@ class Refresher:
                 reasons[reason] += 1
                 moved.append(pid) if reason == "moved" else forked.add(stat.ppid)
         self._leaderless.intersection_update(seen)
+        self._counting, self._tries = self._payoff.reading(now), 0
         # (a process with a new child shares its pages with it now: walked)
         grown = self._grow(source, selection, needs, seen, moved, forked | self._leaderless, now)
         reasons["moved"] -= len(grown)
@@ -161,6 +165,7 @@ class Refresher:
         reasons["shared"] += len(shared)
         first |= shared
         self.counted = len(grown - first)  # (a figure its sharers may have moved is walked instead)
+        self._payoff.collected(self._tries, len(grown), now)
         meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
         sharers.spread(events)
         sharers.settle(first)  # (what they moved or were moved by is in what was read)
@@ -296,7 +301,7 @@ class Refresher:
         made now's (smem.private_growth); the rest are walked.  One whose figure is as old as
         max_staleness less what a collection takes is walked (_oldest's limit)."""
         needs = needs.with_kinds(Need.ROLLUP)
-        if not moved or not self._trust.trusted or not self._again_possible(needs) \
+        if not moved or not self._counting or not self._trust.trusted or not self._again_possible(needs) \
                 or not estimable(rollup_keys(needs)):
             return set()
         late = now - self.max_staleness + self._took
@@ -306,6 +311,7 @@ class Refresher:
             if known.base is None or pid in walked or known.read_at <= late or known.ppid != stat.ppid:
                 continue
             statm = self._statm(source, pid)
+            self._tries += 1
             counters = None if statm is None else grown_counters(known.base, stat, statm, self._page_kib)
             process = None if counters is None or not known.same_program(source, pid, stat) else \
                 known.refreshed(source, pid, stat, counters, known.file_rss, needs, selection, self._cgroup)
@@ -327,7 +333,7 @@ class Refresher:
         extra = tuple(key for key in BASELINE_KEYS if key not in kept)
         keys = kept + extra
         trust, page_kib = self._trust, self._page_kib
-        counted = estimable(kept) and not trust.hopeless
+        counted = self._counting and estimable(kept) and not trust.hopeless
         again, resident, bases = {}, {}, {}
         for pid in pids:
             known = self._known.get(pid)

@@ -23,9 +23,10 @@ CPU (or per thread) on others; :class:`CounterTrust` gives them trust only while
 with the walks.
 """
 
+import collections
 from typing import NamedTuple
 
-__all__ = ["Baseline", "agrees", "baseline_of", "grown", "CounterTrust", "estimable", "BASELINE_KEYS"]
+__all__ = ["Baseline", "agrees", "baseline_of", "grown", "CounterTrust", "Payoff", "estimable", "BASELINE_KEYS"]
 
 #: what a private page faulted in adds to (each by its size)
 _GROWN = frozenset({"Rss", "Pss", "Pss_Anon", "Pss_Dirty", "Private_Dirty", "Anonymous"})
@@ -117,3 +118,37 @@ class CounterTrust:
         """Whether the counters disagreed too often for agreement to make up for it (then they
         are no longer read)."""
         return self.disagreed >= 64 and self.disagreed > self.agreed
+
+
+class Payoff:
+    """Whether reading the counters pays for itself: each walk reads statm for its baseline and
+    each moved process is tried, which is worth it where many moved processes only grew (watch
+    mode's 2 s frames), not where nearly all also freed (a 15 s scrape: faults and frees mix
+    over a longer interval).  Where, over the latest :data:`WINDOW` collections, fewer than one
+    try in 20 gave a figure, the counters are left unread for ``pause`` seconds (twice as long
+    after each such verdict, up to 16 times the first), then tried again."""
+
+    WINDOW = 8
+
+    def __init__(self, pause):
+        self.first_pause = self.pause = pause
+        self.until = None
+        self.recent = collections.deque(maxlen=self.WINDOW)  # (tries, figures) of each collection
+
+    def reading(self, now):
+        """Whether this collection reads the counters."""
+        return self.until is None or now >= self.until
+
+    def collected(self, tries, figures, now):
+        """Count what the collection at ``now`` tried and gave."""
+        if not self.reading(now):
+            return
+        self.until = None
+        self.recent.append((tries, figures))
+        tried, gave = (sum(column) for column in zip(*self.recent))
+        if tried >= 64 and gave * 20 < tried:
+            self.until = now + self.pause
+            self.pause = min(self.pause * 2, self.first_pause * 16)
+            self.recent.clear()
+        elif tried >= 64:
+            self.pause = self.first_pause

@@ -11,7 +11,7 @@ from smem.incremental import Refresher
 from smem.options import Query, ReportRequest, TableOptions
 from smem.parsers.stat import parse_stat
 from smem.parsers.statm import parse_statm
-from smem.private_growth import CounterTrust, agrees, baseline_of, grown
+from smem.private_growth import CounterTrust, Payoff, agrees, baseline_of, grown
 
 from workload import obedient_process
 
@@ -173,3 +173,29 @@ def test_counters_that_disagree_are_not_trusted():
     for i in range(200):
         lazy.checked(i % 5 == 0)  # (a kernel whose counters have a remainder in most processes)
     assert not lazy.trusted and lazy.hopeless
+
+
+def test_counters_that_give_no_figure_are_left_unread_a_while():
+    """Where nearly every moved process also freed (a long interval), the counters are read for
+    nothing: after 64 tries that gave fewer than one figure in 20, none is read for the pause,
+    twice as long the next time, and as long as the first again once they pay."""
+    payoff = Payoff(120.0)
+    now = 0.0
+    for _ in range(6):
+        payoff.collected(10, 0, now)
+        now += 15.0
+        assert payoff.reading(now)
+    payoff.collected(10, 0, now)  # (70 tries, no figure)
+    assert not payoff.reading(now + 119.0) and payoff.reading(now + 120.0)
+    payoff.collected(500, 0, now + 60.0)  # (a collection that read none counts nothing)
+    now += 120.0
+    for _ in range(7):
+        payoff.collected(10, 0, now)
+        now += 15.0
+    assert not payoff.reading(now - 15.0 + 239.0) and payoff.reading(now - 15.0 + 240.0)
+    now += 240.0
+    for _ in range(7):
+        payoff.collected(10, 1, now)  # (one in ten gives a figure: worth it)
+        assert payoff.reading(now)
+        now += 15.0
+    assert payoff.pause == 120.0
