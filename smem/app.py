@@ -160,6 +160,9 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_o
             shared = _attribute_shared_memory(reading, reading.source, warnings)
         if view.reads.processes:
             warnings.extend(_estimated(reading.source, exact))
+            hidden = source.hidden()
+            if hidden is not None:  # (those are not unreadable: nothing else would say they are left out)
+                warnings.append(f"{hidden} and left out; run as root to see them")
         source.machine()  # (its facts kept: a directory's capture-info cannot be read once it is closed)
     finally:
         source.close()

@@ -1,0 +1,110 @@
+"""What a user who is not root is told of the processes smem could not see: each command that
+reads "every process" says, in one line, which it left out and why, where nothing else would.
+
+Each test runs smem as nobody in a PID and mount namespace of its own (unshare), beside one
+process of root's that nobody may not read (a sleep), over a /proc mounted as the test says:
+the namespace holds just these two, and a proc mount made there is gone with it.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import AS_NOBODY, TESTS
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                                reason="needs root to mount a proc and become nobody, and util-linux's unshare")
+
+#: pid 1 of the namespace: a proc mounted with OPTIONS over /proc, root's sleep beside (named
+#: sleep by then), then the command
+_INSIDE = ('mount -t proc -o "$1" proc /proc || exit 77; shift; sleep 600 & '
+           'while read -r c </proc/$!/comm && [ "$c" != sleep ]; do :; done; exec "$@"')
+
+
+def _as_nobody(code, options="rw", imports=""):
+    """``code`` (Python) run as nobody in a namespace over a /proc of ``options``, once ``imports``
+    (a statement) are imported as root (the interpreter may live under /root)."""
+    return _inside([sys.executable, "-c", imports + AS_NOBODY + code], options)
+
+
+def _inside(argv, options, **kw):
+    argv = ["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "sh", "-c", _INSIDE, "sh", options,
+            *argv]
+    proc = subprocess.run(argv, capture_output=True, cwd=TESTS.parent, stdin=subprocess.DEVNULL, timeout=120, **kw)
+    if proc.returncode == 77:
+        pytest.skip(f"cannot mount a proc with {options} here")
+    return proc
+
+
+@pytest.fixture
+def nobodys():
+    """A directory nobody may write (pytest's own are root's alone)."""
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o777)
+        yield d
+
+
+def _warnings(proc):
+    return [line for line in proc.stderr.decode().splitlines() if "warning" in line]
+
+
+@pytest.mark.parametrize("options", ["hidepid=invisible", "hidepid=2", "hidepid=ptraceable"])
+def test_a_proc_that_hides_other_users_processes_is_said(options):
+    """hidepid=invisible (2) lists no directory for root's sleep: nothing is unreadable, so the
+    report of nobody's one process said nothing, and its totals looked like the machine's."""
+    proc = _as_nobody("smem.cli.main(['-t'])", options)
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = _warnings(proc)
+    hiding = "ptraceable" if "ptraceable" in options else "invisible"
+    assert re.fullmatch(rf"smem: warning: /proc is mounted hidepid={hiding}: .* are hidden from smem and left out; "
+                        r"run as root to see them", warning), warning
+    assert "Traceback" not in proc.stderr.decode()
+    # under invisible, a member of the mount's gid= group sees every process: root's sleep is
+    # then unreadable, named as such, and the mount's option is not mentioned (ptraceable hides
+    # it from the group too)
+    proc = _as_nobody("smem.cli.main(['-t'])", f"{options},gid=65534")
+    assert proc.returncode == 0, proc.stderr
+    (grouped,) = _warnings(proc)
+    if hiding == "invisible":
+        assert "1 process could not be read (permission denied): pid " in grouped and "(sleep)" in grouped, grouped
+    else:
+        assert grouped == warning
+
+
+def test_a_capture_under_hidepid_says_what_it_left_out(nobodys):
+    code = f"smem.cli.main(['capture', '--compression', 'none', '-o', {nobodys + '/c.tar'!r}])"
+    proc = _as_nobody(code, "hidepid=invisible", "import smem.app, smem.capture_writer, smem.capture_command, smem.output; ")
+    assert proc.returncode == 0, proc.stderr
+    assert _warnings(proc) == ["smem: warning: /proc is mounted hidepid=invisible: other users' processes are "
+                               "hidden from smem and left out; run as root to capture them"]
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="no setpriv")
+@pytest.mark.parametrize("shell", [pytest.param(s, marks=pytest.mark.skipif(not shutil.which(s[0]), reason=f"no {s[0]}"))
+                                   for s in (["dash"], ["busybox", "sh"])], ids=["dash", "busybox"])
+@pytest.mark.parametrize("hiding", ["invisible", "ptraceable"])
+def test_smemcap_sh_under_hidepid_says_what_it_left_out(nobodys, shell, hiding):
+    """As smem capture says it (the script has no other way to learn of a process it cannot see)."""
+    from smemcap_shells import SCRIPT, script_env
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", shutil.which(shell[0]), *shell[1:], str(SCRIPT)]
+
+    def warning(options):
+        proc = _inside(argv, options, env=script_env(os.environ["PATH"], nobodys))
+        assert proc.returncode == 0, proc.stderr
+        (line,) = proc.stderr.decode().splitlines()
+        return line
+    which = "other users' processes" if hiding == "invisible" else "the processes it may not trace"
+    said = (f"smemcap.sh: warning: /proc is mounted hidepid={hiding}: {which} are hidden and left out; "
+            "run as root to capture them")
+    assert warning(f"hidepid={hiding}") == said
+    grouped = warning(f"hidepid={hiding},gid=65534")
+    if hiding == "invisible":  # the group sees root's sleep, and may not read it
+        assert re.fullmatch(r"smemcap.sh: warning: 1 process could not be read and was left out: pid \d+ \(sleep\); "
+                            r"run as root to capture them", grouped), grouped
+    else:  # not even the group sees it
+        assert grouped == said
