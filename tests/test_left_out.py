@@ -84,6 +84,25 @@ def test_a_capture_under_hidepid_says_what_it_left_out(nobodys):
                                "hidden from smem and left out; run as root to capture them"]
 
 
+@pytest.mark.parametrize("options", ["rw", "hidepid=invisible"])
+def test_a_recording_says_what_its_frames_leave_out(nobodys, options):
+    """smem capture said which processes it left out; smem record, which writes the same captures
+    as frames, said nothing, and a night's recording silently lacked every other user's."""
+    pytest.importorskip("zstandard")
+    imports = ("import zstandard, smem.app, smem.capture_writer, smem.capture_command, smem.recording.record, "
+               "smem.recording.store, smem.recording.frames, smem.recording.stopping, smem.output; ")
+    code = f"smem.cli.main(['record', '-o', {nobodys + '/rec'!r}, '--count', '2', '--interval', '0.1'])"
+    proc = _as_nobody(code, options, imports)
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = _warnings(proc)  # once, not at every frame
+    if options == "rw":
+        assert re.fullmatch(r"smem: warning: 1 process could not be read and was left out of the recording: "
+                            r"pid \d+ \(sleep\); run as root to record them", warning), warning
+    else:
+        assert warning == ("smem: warning: /proc is mounted hidepid=invisible: other users' processes are hidden "
+                           "from smem and left out of the recording; run as root to record them")
+
+
 @pytest.mark.skipif(not shutil.which("setpriv"), reason="no setpriv")
 @pytest.mark.parametrize("shell", [pytest.param(s, marks=pytest.mark.skipif(not shutil.which(s[0]), reason=f"no {s[0]}"))
                                    for s in (["dash"], ["busybox", "sh"])], ids=["dash", "busybox"])
