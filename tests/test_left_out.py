@@ -127,3 +127,12 @@ def test_smemcap_sh_under_hidepid_says_what_it_left_out(nobodys, shell, hiding):
                             r"run as root to capture them", grouped), grouped
     else:  # not even the group sees it
         assert grouped == said
+
+
+def test_shared_memory_says_its_mappers_are_of_the_processes_read():
+    """--shm finds who maps an object in each process's maps and fds: as nobody, an object only
+    root's processes map showed Mapped 0 and all of it Unmapped, as if nothing mapped it."""
+    proc = _as_nobody("smem.cli.main(['--shm'])", imports="import smem.shared_memory, smem.sources.shmem_probe; ")
+    assert proc.returncode == 0, proc.stderr
+    assert ("Mapped, Unmapped and Processes are of the processes read: what the 1 not read maps counts as unmapped"
+            in proc.stdout.decode().splitlines()), proc.stdout.decode()
