@@ -136,3 +136,15 @@ def test_shared_memory_says_its_mappers_are_of_the_processes_read():
     assert proc.returncode == 0, proc.stderr
     assert ("Mapped, Unmapped and Processes are of the processes read: what the 1 not read maps counts as unmapped"
             in proc.stdout.decode().splitlines()), proc.stdout.decode()
+
+
+def test_a_json_document_names_the_processes_its_totals_leave_out():
+    """A program reads the document, not the warning on stderr: its rows and totals were nobody's
+    processes alone, with nothing in it saying that root's sleep was left out."""
+    import json
+    proc = _as_nobody("smem.cli.main(['-F', 'json', '-t'])", imports="import json, smem.formats.json_document; ")
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    (left_out,) = document["unreadable"]
+    assert left_out["reason"] == "permission denied" and left_out["count"] == 1 and len(left_out["pids"]) == 1
+    assert left_out["pids"][0] not in {row["pid"] for row in document["rows"]}
