@@ -148,3 +148,38 @@ def test_a_json_document_names_the_processes_its_totals_leave_out():
     (left_out,) = document["unreadable"]
     assert left_out["reason"] == "permission denied" and left_out["count"] == 1 and len(left_out["pids"]) == 1
     assert left_out["pids"][0] not in {row["pid"] for row in document["rows"]}
+
+
+_PIE = """
+import json
+from smem.app import plan, read_snapshot
+from smem.chart_data import pie_data
+from smem.options import ChartOptions, Query, ReportRequest, SystemOptions, TableOptions
+from smem.report import make_table
+from smem.views import VIEWS
+
+def pie(ram_kib):
+    request = ReportRequest(Query(view="user"), TableOptions(), ChartOptions("pie", "user"),
+                            SystemOptions(realmem_bytes=ram_kib * 1024 if ram_kib else None))
+    snapshot, _ = read_snapshot(request, plan(request))
+    return pie_data(make_table([snapshot], VIEWS["user"], request.table, request.system, request.chart),
+                    request.table, snapshot)
+
+used = sum(pie(None).values)  # (a machine's RAM is far more than nobody's one process: no unused slice)
+drawn = pie(2 * used)
+print(json.dumps({"labels": drawn.labels, "notes": drawn.notes}))
+"""
+
+
+def test_a_pie_does_not_call_the_memory_of_processes_not_read_unused():
+    """Where RAM is at most twice the processes' PSS the pie fills it with an "unused" slice: run
+    without root, that slice held every process not read, root's whole memory drawn as unused."""
+    import json
+    pytest.importorskip("matplotlib")
+    proc = _as_nobody(_PIE, imports="import json, smem.chart_data, smem.report, smem.app; ")
+    assert proc.returncode == 0, proc.stderr
+    pie = json.loads(proc.stdout)
+    assert pie["labels"] == ["nobody"]
+    (note,) = [n for n in pie["notes"] if n.startswith("RAM not in")]
+    assert re.fullmatch(r"RAM not in the processes read \S+ \(\d+\.\d% of \S+: free memory, page cache, the kernel's "
+                        r"and the 1 process not read\) not drawn: the pie is the \S+ the processes read hold", note), note
