@@ -243,20 +243,26 @@ def _backwards(old, new):
 
 
 def pids_not_found(query, snapshot):
-    """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none is."""
-    found = {p.pid for p in snapshot.processes}
-    found.update(pid for processes in snapshot.unreadable.values() for pid, _ in processes)
-    found.update(pid for pid, _, _ in snapshot.skipped)
-    missing = [pid for pid in dict.fromkeys(query.pids) if pid not in found]
-    if not missing:
-        return []
+    """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none
+    is, nor was left out by --max-rss (those not read are then said in the error: the warning that
+    names them is not shown, and the report would be empty with status 0, as if they held nothing)."""
+    shown = {p.pid for p in snapshot.processes} | {pid for pid, _, _ in snapshot.skipped}
+    unreadable = {pid: reason for reason, processes in snapshot.unreadable.items() for pid, _ in processes}
+    asked = list(dict.fromkeys(query.pids))
+    missing = [pid for pid in asked if pid not in shown and pid not in unreadable]
     message = (f"--pid {','.join(map(str, missing))}: not found, or a kernel thread or zombie "
                f"(which has no memory of its own)")
     if query.process_filter is not None or query.user_filter is not None:
         message += ", or left out by -P/-U"
-    if len(missing) == len(set(query.pids)):
-        raise SmemError(message)
-    return [message]
+    if any(pid in shown for pid in asked):
+        return [message] if missing else []
+    said = [message] if missing else []
+    for reason in sorted({unreadable[pid] for pid in asked if pid in unreadable}):
+        pids = [pid for pid in asked if unreadable.get(pid) == reason]
+        hint = ("; run as root to see " + ("it" if len(pids) == 1 else "them")
+                if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
+        said.append(f"--pid {','.join(map(str, pids))}: could not be read ({reason.lower()}){hint}")
+    raise SmemError("; ".join(said))
 
 
 def companion_tables(the_plan, snapshot, system, earlier=None):

@@ -183,3 +183,15 @@ def test_a_pie_does_not_call_the_memory_of_processes_not_read_unused():
     (note,) = [n for n in pie["notes"] if n.startswith("RAM not in")]
     assert re.fullmatch(r"RAM not in the processes read \S+ \(\d+\.\d% of \S+: free memory, page cache, the kernel's "
                         r"and the 1 process not read\) not drawn: the pie is the \S+ the processes read hold", note), note
+
+
+def test_pid_of_a_process_that_cannot_be_read_is_an_error_saying_why():
+    """--pid of root's sleep alone printed the warning, an empty table and status 0: a script
+    read that the process held nothing.  It is an error now, as a pid not found is, naming why."""
+    code = ("pid = next(int(e) for e in os.listdir('/proc') if e.isdigit() and int(e) != os.getpid() "
+            "and open(f'/proc/{e}/comm').read() == 'sleep\\n'); smem.cli.main(['--pid', str(pid), '-t'])")
+    proc = _as_nobody(code)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == b""
+    (line,) = proc.stderr.decode().splitlines()
+    assert re.fullmatch(r"smem: --pid \d+: could not be read \(permission denied\); run as root to see it", line), line
