@@ -350,6 +350,14 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
                 if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
         warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
                         f"{named_processes(processes)}{hint}")
+    machine = snapshot.source.machine()
+    if machine.unreadable_processes:  # (a capture's writer, not root, said so in capture-info)
+        count = machine.unreadable_processes
+        warnings.append(f"{snapshot.source.description} was taken without root: {count} process{'es' * (count > 1)} "
+                        f"it could not read {'are' if count > 1 else 'is'} not in it")
+    if machine.hidepid:
+        warnings.append(f"{snapshot.source.description} was taken from a /proc mounted hidepid={machine.hidepid}, "
+                        "without root: the processes it hid are not in it")
     if snapshot.pss_missing:
         warnings.append("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
     if snapshot.skipped:

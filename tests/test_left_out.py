@@ -76,9 +76,12 @@ def test_a_proc_that_hides_other_users_processes_is_said(options):
         assert grouped == warning
 
 
+_CAPTURE_IMPORTS = "import smem.app, smem.capture_writer, smem.capture_command, smem.output; "
+
+
 def test_a_capture_under_hidepid_says_what_it_left_out(nobodys):
     code = f"smem.cli.main(['capture', '--compression', 'none', '-o', {nobodys + '/c.tar'!r}])"
-    proc = _as_nobody(code, "hidepid=invisible", "import smem.app, smem.capture_writer, smem.capture_command, smem.output; ")
+    proc = _as_nobody(code, "hidepid=invisible", _CAPTURE_IMPORTS)
     assert proc.returncode == 0, proc.stderr
     assert _warnings(proc) == ["smem: warning: /proc is mounted hidepid=invisible: other users' processes are "
                                "hidden from smem and left out; run as root to capture them"]
@@ -195,3 +198,27 @@ def test_pid_of_a_process_that_cannot_be_read_is_an_error_saying_why():
     assert proc.stdout == b""
     (line,) = proc.stderr.decode().splitlines()
     assert re.fullmatch(r"smem: --pid \d+: could not be read \(permission denied\); run as root to see it", line), line
+
+
+@pytest.mark.parametrize("options", ["rw", "hidepid=invisible"])
+@pytest.mark.parametrize("writer", ["smem capture", "smemcap.sh"])
+def test_a_capture_taken_without_root_says_so_when_read(nobodys, writer, options):
+    """The writer's warning is seen once, where the capture is taken; whoever reads it later (smem
+    -S, smem diff, on another machine) saw totals of the writer's processes alone, without a word."""
+    from conftest import run_smem
+    from smemcap_shells import SCRIPT
+    path = nobodys + "/c.tar"
+    if writer == "smem capture":
+        proc = _as_nobody(f"smem.cli.main(['capture', '--compression', 'none', '-o', {path!r}])", options,
+                          _CAPTURE_IMPORTS)
+    else:
+        proc = _inside(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", str(SCRIPT), path],
+                       options, env=dict(os.environ, TMPDIR=nobodys))
+    assert proc.returncode == 0, proc.stderr
+    read = run_smem("-S", path, "-t")
+    assert read.returncode == 0, read.stderr
+    if options == "rw":
+        said = f"capture {path} was taken without root: 1 process it could not read is not in it"
+    else:
+        said = f"capture {path} was taken from a /proc mounted hidepid=invisible, without root: the processes it hid are not in it"
+    assert read.stderr.decode().splitlines() == [f"smem: warning: {said}"]

@@ -187,8 +187,9 @@ class Source(abc.ABC):
         pass
 
     def hidden(self):
-        """Why processes are missing from :meth:`pids` that no unreadable file shows (a proc
-        mount's hidepid=), as a clause; None where every process is listed."""
+        """Why processes are missing from :meth:`pids` that no unreadable file shows: a proc
+        mount's hidepid= (hidden_pids.Hiding, said as a clause by str()); None where every
+        process is listed."""
         return None
 
     # -- derived from the above, the same for every source (sources/derived.py) --------------------

@@ -9,16 +9,28 @@ the members of the mount's ``gid=`` group under ``invisible``.
 """
 
 import os
+from typing import NamedTuple
 
-__all__ = ["hidden_by_mount"]
+__all__ = ["hidden_by_mount", "Hiding"]
 
 #: hidepid values under which another user's processes are not listed (kernels before 5.8 say the number)
 _HIDING = {"2": "invisible", "invisible": "invisible", "4": "ptraceable", "ptraceable": "ptraceable"}
 
 
+class Hiding(NamedTuple):
+    """A proc mount at ``where`` that hides processes from us: ``mode`` invisible or ptraceable."""
+
+    where: str
+    mode: str
+
+    def __str__(self):
+        which = "the processes smem may not trace" if self.mode == "ptraceable" else "other users' processes"
+        return f"{self.where} is mounted hidepid={self.mode}: {which} are hidden from smem"
+
+
 def hidden_by_mount(proc, mountinfo="/proc/self/mountinfo"):
-    """``PROC is mounted hidepid=invisible: other users' processes are hidden from smem``, or None
-    where the proc mount at ``proc`` (the one on top, if several) shows us every process."""
+    """The Hiding of the proc mount at ``proc`` (the one on top, if several), None where it shows
+    us every process."""
     if os.geteuid() == 0:
         return None
     options = _proc_mount_options(os.path.realpath(proc), mountinfo)
@@ -31,8 +43,7 @@ def hidden_by_mount(proc, mountinfo="/proc/self/mountinfo"):
     if (hiding == "invisible" and gid is not None and gid.isdigit()
             and (int(gid) == os.getegid() or int(gid) in os.getgroups())):
         return None
-    which = "the processes smem may not trace" if hiding == "ptraceable" else "other users' processes"
-    return f"{proc} is mounted hidepid={hiding}: {which} are hidden from smem"
+    return Hiding(proc, hiding)
 
 
 def _proc_mount_options(mount_point, mountinfo):
