@@ -355,7 +355,7 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
         count = machine.unreadable_processes
         warnings.append(f"{snapshot.source.description} was taken without root: {count} process{'es' * (count > 1)} "
                         f"it could not read {'are' if count > 1 else 'is'} not in it")
-    if machine.hidepid:
+    if machine.hidepid in ("invisible", "ptraceable"):  # (what a writer writes; a capture may say anything)
         warnings.append(f"{snapshot.source.description} was taken from a /proc mounted hidepid={machine.hidepid}, "
                         "without root: the processes it hid are not in it")
     if snapshot.pss_missing:
