@@ -4,8 +4,8 @@ A /proc mounted ``hidepid=invisible`` (or ``2``; ``ptraceable``, ``4``: all but 
 ptrace) has no directory for another user's process: such a process is not unreadable, it is
 not there, so nothing else tells smem (or its user) that a report of "every process" left
 out everyone else's.  ``hidepid=noaccess`` (``1``) lists the directories and refuses their files:
-those processes are named as unreadable like any other.  Root sees every process, and so do
-the members of the mount's ``gid=`` group under ``invisible``.
+those processes are named as unreadable like any other.  Root (or CAP_SYS_PTRACE) sees every
+process, and so do the members of the mount's ``gid=`` group under ``invisible``.
 """
 
 import os
@@ -31,7 +31,7 @@ class Hiding(NamedTuple):
 def hidden_by_mount(proc, mountinfo="/proc/self/mountinfo"):
     """The Hiding of the proc mount at ``proc`` (the one on top, if several), None where it shows
     us every process."""
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 or _may_trace_all():
         return None
     options = _proc_mount_options(os.path.realpath(proc), mountinfo)
     if options is None:
@@ -44,6 +44,19 @@ def hidden_by_mount(proc, mountinfo="/proc/self/mountinfo"):
             and (int(gid) == os.getegid() or int(gid) in os.getgroups())):
         return None
     return Hiding(proc, hiding)
+
+
+def _may_trace_all(status="/proc/self/status"):
+    """Whether we hold CAP_SYS_PTRACE (capability 19), under which every process is listed (the
+    hardened smem serve unit grants it: docs/smem-serve.service)."""
+    try:
+        with open(status, "rb") as f:
+            for line in f:
+                if line.startswith(b"CapEff:"):
+                    return bool(int(line.split()[1], 16) >> 19 & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def _proc_mount_options(mount_point, mountinfo):
