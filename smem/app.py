@@ -30,7 +30,7 @@ from .views.columns import Sizing
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "warning_kind", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
 
 
 class Result(NamedTuple):
@@ -339,6 +339,15 @@ def named_processes(processes):
     """``pid 1 (init), pid 7 (sshd) and 4 more``: (pid, name) pairs as warnings name them."""
     named = ", ".join(f"pid {pid}" + (f" ({name.translate(CONTROLS)})" if name else "") for pid, name in processes[:3])
     return named + (f" and {len(processes) - 3} more" if len(processes) > 3 else "")
+
+
+def warning_kind(message):
+    """What makes a warning the same warning in a daemon's log (smem serve), which says it once while
+    it lasts: for the processes that could not be read, the reason alone (their number and names
+    change whenever another user's process starts or ends: the number is a gauge of its own)."""
+    import re
+    match = re.match(r"\d+ process(?:es)? (could not be read \([^)]*\))", message)
+    return match.group(1) if match else message
 
 
 def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):

@@ -222,3 +222,51 @@ def test_a_capture_taken_without_root_says_so_when_read(nobodys, writer, options
     else:
         said = f"capture {path} was taken from a /proc mounted hidepid=invisible, without root: the processes it hid are not in it"
     assert read.stderr.decode().splitlines() == [f"smem: warning: {said}"]
+
+
+_SERVE = """
+from smem.options import Query, ServeOptions
+from smem.serve import SharedCollector
+said = []
+collector = SharedCollector(Query(), ServeOptions(min_interval=0, max_staleness=0), warn=said.append)
+collector.latest()
+print(json.dumps(said), flush=True)
+sys.stdin.readline()  # root starts another process meanwhile
+collector.latest()
+print(json.dumps(said), flush=True)
+"""
+
+
+def test_serve_says_processes_not_read_once_however_many_come_and_go(pid_namespace):
+    """smem serve logs a warning once, not at every scrape; but the warning of the processes it
+    could not read names their number, which changes whenever another user's process starts or
+    ends: run without root on a shared server, the log had a line at nearly every scrape (the
+    number is the gauge smem_collection_unreadable_processes)."""
+    import json
+    pytest.importorskip("prometheus_client")
+    if not pid_namespace.isolated:
+        pytest.skip("needs a PID namespace to know which processes smem sees")
+    imports = "import json, prometheus_client, smem.serve, smem.incremental, smem.formats.openmetrics; "
+    argv = pid_namespace.argv([sys.executable, "-c", imports + AS_NOBODY + _SERVE], cwd=TESTS.parent)
+    server = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=TESTS.parent)
+    other = None
+    try:
+        first = json.loads(server.stdout.readline() or b"null")
+        assert first is not None, server.stderr.read()
+        other = subprocess.Popen(pid_namespace.argv(["sleep", "600"]))  # root's: one more not read
+        pid_namespace.command_pid(other)
+        server.stdin.write(b"\n")
+        server.stdin.flush()
+        second = json.loads(server.stdout.readline() or b"null")
+        assert second is not None, server.stderr.read()
+    finally:
+        if other is not None:
+            os.kill(pid_namespace.command_pid(other), 9)
+            other.wait()
+        server.kill()
+        server.wait()
+    (warning,) = first
+    assert re.fullmatch(r"1 process could not be read \(permission denied\): pid 1 \([^)]*\); run as root to see them",
+                        warning), warning
+    assert second == first
