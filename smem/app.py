@@ -260,7 +260,7 @@ def pids_not_found(query, snapshot):
     for reason in sorted({unreadable[pid] for pid in asked if pid in unreadable}):
         pids = [pid for pid in asked if unreadable.get(pid) == reason]
         hint = ("; run as root to see " + ("it" if len(pids) == 1 else "them")
-                if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
+                if _denied(reason) and snapshot.source.local and os.geteuid() != 0 else "")
         said.append(f"--pid {','.join(map(str, pids))}: could not be read ({reason.lower()}){hint}")
     raise SmemError("; ".join(said))
 
@@ -341,6 +341,12 @@ def named_processes(processes):
     return named + (f" and {len(processes) - 3} more" if len(processes) > 3 else "")
 
 
+def _denied(reason):
+    """Whether a process could not be read for want of a right root has: EACCES (another user's
+    smaps), or EPERM (every file of another user's process under a /proc mounted hidepid=noaccess)."""
+    return "ermission" in reason or "not permitted" in reason
+
+
 def warning_kind(message):
     """What makes a warning the same warning in a daemon's log (smem serve), which says it once while
     it lasts: for the processes that could not be read, the reason alone (their number and names
@@ -356,7 +362,7 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     for reason, processes in sorted(snapshot.unreadable.items()):
         count = len(processes)
         hint = ("; run as root to see them"
-                if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
+                if _denied(reason) and snapshot.source.local and os.geteuid() != 0 else "")
         warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
                         f"{named_processes(processes)}{hint}")
     machine = snapshot.source.machine()

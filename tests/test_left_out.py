@@ -270,3 +270,13 @@ def test_serve_says_processes_not_read_once_however_many_come_and_go(pid_namespa
     assert re.fullmatch(r"1 process could not be read \(permission denied\): pid 1 \([^)]*\); run as root to see them",
                         warning), warning
     assert second == first
+
+
+def test_a_proc_that_refuses_other_users_processes_says_to_run_as_root():
+    """hidepid=noaccess (1) lists root's sleep and refuses its every file with EPERM, not EACCES:
+    the warning named it, but without the hint that root may read it."""
+    proc = _as_nobody("smem.cli.main(['-t'])", "hidepid=noaccess")
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = _warnings(proc)
+    assert re.fullmatch(r"smem: warning: 1 process could not be read \(operation not permitted\): pid \d+ \(\?\); "
+                        r"run as root to see them", warning), warning
