@@ -592,6 +592,44 @@ if [ "$nskipped" -gt 0 ] && [ "$npids" -gt 0 ]; then
 	[ "$myuid" = 0 ] || named="$named; run as root to capture them"
 	printf '%s: warning: %s: %s\n' "$prog" "$what" "$named" >&2
 fi
+# A /proc mounted hidepid=invisible (2) or ptraceable (4) lists no directory for the processes
+# we may not read: none is unreadable above, so say they are left out (root sees them all, and
+# under invisible so does the mount's gid= group: fs/proc/base.c has_pid_permissions).
+hidden=
+if [ "$myuid" != 0 ]; then
+	while read -r _ _ _ _ mnt rest; do
+		case " $rest" in *' - proc '*) [ "$mnt" = /proc ] || continue ;; *) continue ;; esac
+		super=",${rest##* }," # the last field: the super options (a later mount is on top)
+		case $super in
+		*,hidepid=2,* | *,hidepid=invisible,*) hidden=invisible ;;
+		*,hidepid=4,* | *,hidepid=ptraceable,*) hidden=ptraceable ;;
+		*) hidden= ;;
+		esac
+		hidegid=
+		case $super in *,gid=*) hidegid=${super#*,gid=} hidegid=${hidegid%%,*} ;; esac
+	done </proc/self/mountinfo
+	if [ "$hidden" = invisible ] && [ -n "$hidegid" ]; then
+		while read -r key a b c d; do # Gid: real effective saved fs; Groups: the supplementary ones
+			case $key in
+			Gid:) [ "$d" = "$hidegid" ] && hidden= ;;
+			Groups:) case " $a $b $c $d " in *" $hidegid "*) hidden= ;; esac ;;
+			esac
+		done </proc/$$/status
+	fi
+	if [ -n "$hidden" ]; then
+		which="other users' processes"
+		[ "$hidden" = ptraceable ] && which="the processes it may not trace"
+		printf '%s: warning: /proc is mounted hidepid=%s: %s are hidden and left out; run as root to capture them\n' \
+			"$prog" "$hidden" "$which" >&2
+	fi
+fi
+# ... and the capture says so too, to whoever reads it later (docs/capture-format.md)
+if [ "$nskipped" -gt 0 ]; then
+	printf 'unreadable_processes=%s\n' "$nskipped" >>"$cap/capture-info" || die "cannot write to $tmp"
+fi
+if [ -n "$hidden" ]; then
+	printf 'hidepid=%s\n' "$hidden" >>"$cap/capture-info" || die "cannot write to $tmp"
+fi
 [ "$npids" -gt 0 ] || die "no process could be read (is /proc mounted?)"
 if [ -s "$tmp/zl-memfds" ]; then
 	cat "$tmp/zl-memfds" >>"$cap/smem/shmem" || die "cannot write to $tmp"

@@ -30,7 +30,7 @@ from .views.columns import Sizing
 #: how smem diff names this machine now
 LIVE = "live"
 
-__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "warning_kind", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
 
 
 class Result(NamedTuple):
@@ -160,6 +160,9 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_o
             shared = _attribute_shared_memory(reading, reading.source, warnings)
         if view.reads.processes:
             warnings.extend(_estimated(reading.source, exact))
+            hidden = source.hidden()
+            if hidden is not None:  # (those are not unreadable: nothing else would say they are left out)
+                warnings.append(f"{hidden} and left out; run as root to see them")
         source.machine()  # (its facts kept: a directory's capture-info cannot be read once it is closed)
     finally:
         source.close()
@@ -240,20 +243,26 @@ def _backwards(old, new):
 
 
 def pids_not_found(query, snapshot):
-    """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none is."""
-    found = {p.pid for p in snapshot.processes}
-    found.update(pid for processes in snapshot.unreadable.values() for pid, _ in processes)
-    found.update(pid for pid, _, _ in snapshot.skipped)
-    missing = [pid for pid in dict.fromkeys(query.pids) if pid not in found]
-    if not missing:
-        return []
+    """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none
+    is, nor was left out by --max-rss (those not read are then said in the error: the warning that
+    names them is not shown, and the report would be empty with status 0, as if they held nothing)."""
+    shown = {p.pid for p in snapshot.processes} | {pid for pid, _, _ in snapshot.skipped}
+    unreadable = {pid: reason for reason, processes in snapshot.unreadable.items() for pid, _ in processes}
+    asked = list(dict.fromkeys(query.pids))
+    missing = [pid for pid in asked if pid not in shown and pid not in unreadable]
     message = (f"--pid {','.join(map(str, missing))}: not found, or a kernel thread or zombie "
                f"(which has no memory of its own)")
     if query.process_filter is not None or query.user_filter is not None:
         message += ", or left out by -P/-U"
-    if len(missing) == len(set(query.pids)):
-        raise SmemError(message)
-    return [message]
+    if any(pid in shown for pid in asked):
+        return [message] if missing else []
+    said = [message] if missing else []
+    for reason in sorted({unreadable[pid] for pid in asked if pid in unreadable}):
+        pids = [pid for pid in asked if unreadable.get(pid) == reason]
+        hint = ("; run as root to see " + ("it" if len(pids) == 1 else "them")
+                if _denied(reason) and snapshot.source.local and os.geteuid() != 0 else "")
+        said.append(f"--pid {','.join(map(str, pids))}: could not be read ({reason.lower()}){hint}")
+    raise SmemError("; ".join(said))
 
 
 def companion_tables(the_plan, snapshot, system, earlier=None):
@@ -332,15 +341,38 @@ def named_processes(processes):
     return named + (f" and {len(processes) - 3} more" if len(processes) > 3 else "")
 
 
+def _denied(reason):
+    """Whether a process could not be read for want of a right root has: EACCES (another user's
+    smaps), or EPERM (every file of another user's process under a /proc mounted hidepid=noaccess)."""
+    return "ermission" in reason or "not permitted" in reason
+
+
+def warning_kind(message):
+    """What makes a warning the same warning in a daemon's log (smem serve), which says it once while
+    it lasts: for the processes that could not be read, the reason alone (their number and names
+    change whenever another user's process starts or ends: the number is a gauge of its own)."""
+    import re
+    match = re.match(r"\d+ process(?:es)? (could not be read \([^)]*\))", message)
+    return match.group(1) if match else message
+
+
 def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     """The lines that say what the snapshot could not show: unreadable, skipped, slow processes."""
     warnings = []
     for reason, processes in sorted(snapshot.unreadable.items()):
         count = len(processes)
         hint = ("; run as root to see them"
-                if "ermission" in reason and snapshot.source.local and os.geteuid() != 0 else "")
+                if _denied(reason) and snapshot.source.local and os.geteuid() != 0 else "")
         warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
                         f"{named_processes(processes)}{hint}")
+    machine = snapshot.source.machine()
+    if machine.unreadable_processes:  # (a capture's writer, not root, said so in capture-info)
+        count = machine.unreadable_processes
+        warnings.append(f"{snapshot.source.description} was taken without root: {count} process{'es' * (count > 1)} "
+                        f"it could not read {'are' if count > 1 else 'is'} not in it")
+    if machine.hidepid in ("invisible", "ptraceable"):  # (what a writer writes; a capture may say anything)
+        warnings.append(f"{snapshot.source.description} was taken from a /proc mounted hidepid={machine.hidepid}, "
+                        "without root: the processes it hid are not in it")
     if snapshot.pss_missing:
         warnings.append("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
     if snapshot.skipped:

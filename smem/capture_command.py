@@ -10,7 +10,7 @@ from .errors import SmemError
 from .extras import require
 from .sources import open_source
 
-__all__ = ["run_capture", "run_receive"]
+__all__ = ["run_capture", "run_receive", "left_out"]
 
 
 def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, force=False):
@@ -30,6 +30,7 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
     try:
         with target as out, _compressed(out, compression) as (archive, tar_compression):
             written, skipped = write_capture(source, archive, tar_compression, exact=exact)
+        hidden = source.hidden()
         if path is None:
             stream.flush()
     except BrokenPipeError:
@@ -39,11 +40,21 @@ def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, 
         raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
     finally:
         source.close()
-    if not skipped:
-        return []
-    hint = "; run as root to capture them" if host is None and os.geteuid() != 0 else ""
-    return [f"{len(skipped)} process{'es' if len(skipped) > 1 else ''} could not be read and "
-            f"{'were' if len(skipped) > 1 else 'was'} left out: {named_processes(skipped)}{hint}"]
+    return left_out(skipped, hidden, host is None)
+
+
+def left_out(skipped, hidden, local, where="", verb="capture"):
+    """The warnings of a capture (of a recording's frame: ``where``, ``verb`` record) that left
+    processes out: those it could not read (``skipped``: (pid, name)), and those a hidepid= /proc
+    hid (``hidden``: Source.hidden's clause), each saying how to get them where it is our doing."""
+    hint = f"; run as root to {verb} them" if local and os.geteuid() != 0 else ""
+    warnings = []
+    if skipped:
+        warnings.append(f"{len(skipped)} process{'es' if len(skipped) > 1 else ''} could not be read and "
+                        f"{'were' if len(skipped) > 1 else 'was'} left out{where}: {named_processes(skipped)}{hint}")
+    if hidden is not None:
+        warnings.append(f"{hidden} and left out{where}{hint}")
+    return warnings
 
 
 def run_receive(address, path, stream=None, *, timeout=None, force=False, said=None):

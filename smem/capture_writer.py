@@ -205,6 +205,12 @@ def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=Tru
                                    for uid, name in sorted(users.items())).encode("utf-8", "surrogateescape"))
         facts = source.machine().as_facts()
         facts["tool"] = f"smem {__version__}"
+        left_out = len(skipped) + facts.pop("unreadable_processes", 0)  # (a remote capture's own too)
+        if left_out:
+            facts["unreadable_processes"] = left_out
+        hidden = source.hidden()
+        if hidden is not None:
+            facts["hidepid"] = hidden.mode
         facts.setdefault("epoch", out.now)
         lines = (f"{k}={' '.join(str(v).split())}\n" for k, v in facts.items())  # one line each
         out.file("capture-info", "".join(lines).encode("utf-8", "surrogateescape"))

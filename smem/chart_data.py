@@ -201,15 +201,19 @@ def pie_data(table, options, snapshot):
     used = sum(value for value, _ in rows)
     ram = table.ram_kib
     unused = 0
+    not_read = sum(map(len, snapshot.unreadable.values()))
     if view.accounting.disjoint and column.key in RAM_LIKE and ram and ram > used:
         unused = ram - used
-        if unused > ram * UNUSED_DRAWN_UP_TO:
-            # a lightly loaded machine: a slice of 99% would leave the rows unreadable
-            # (not "unused": it is free memory, page cache and the kernel's, which free(1) counts
-            # apart; a desktop user read 21.7G "unused" beside free's 18.3G)
-            notes.append(f"RAM not in processes {_amount_text(unused, column, table, options)} "
-                         f"({100.0 * unused / ram:.1f}% of {human(ram)}: free memory, page cache and the "
-                         f"kernel's) not drawn: the pie is the {human(used)} the processes hold")
+        if unused > ram * UNUSED_DRAWN_UP_TO or not_read:
+            # a lightly loaded machine: a slice of 99% would leave the rows unreadable (not "unused":
+            # it is free memory, page cache and the kernel's, which free(1) counts apart; a desktop
+            # user read 21.7G "unused" beside free's 18.3G), and so would the processes not read
+            read = " read" if not_read else ""
+            held = (f"free memory, page cache, the kernel's and the {not_read} process{'es' * (not_read > 1)} not read"
+                    if not_read else "free memory, page cache and the kernel's")
+            notes.append(f"RAM not in {'the ' * bool(not_read)}processes{read} {_amount_text(unused, column, table, options)}"
+                         f" ({100.0 * unused / ram:.1f}% of {human(ram)}: {held}) not drawn: the pie is the "
+                         f"{human(used)} the processes{read} hold")
             unused = 0
     whole = used + unused
 

@@ -292,7 +292,8 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
         if listen is not None:
             record_pushed(output, listen, timeout, count, seconds, smaps_every, said=note, warn=warn)
         else:
-            record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every, said=note)
+            record_this_machine(output, interval or DEFAULT_INTERVAL, count, seconds, smaps_every, said=note,
+                                warn=warn)
     except KeyboardInterrupt:
         pass  # (a Ctrl-C before the recorder's own handlers were set: nothing was written)
     except Stopped as e:  # this machine's after its last key frame, a target's at once; each said

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from .app import companion_tables, plan, read_snapshot, readings
+from .app import companion_tables, plan, read_snapshot, readings, warning_kind
 from .cpu_seconds import CpuSeconds
 from .errors import OutputError, SmemError
 from .extras import require
@@ -172,9 +172,9 @@ class SharedCollector:
         is not a report, and would repeat them at every scrape."""
         messages = collection.warnings + ([collection.error] if collection.error is not None else [])
         for message in messages:
-            if message not in self._said:
+            if warning_kind(message) not in self._said:
                 self.warn(message)
-        self._said = set(messages)
+        self._said = set(map(warning_kind, messages))
 
     def collect(self):
         """prometheus_client's Collector: the families of the latest collection, then smem's own."""

@@ -207,3 +207,23 @@ def test_the_compared_system_table_keeps_the_tables_order(pages):
     own, changes = (shlex.split(attrs["data-command"])[-1].split() for _, attrs in (plain, compared))
     assert own[-1] == "source" and changes[0] == own[0] and changes[-1] == own[-1], changes
     assert list(compared[0]["rows"][0])[-1] == "source"
+
+
+def test_the_page_keeps_what_smem_warned_of_as_it_read(tmp_path):
+    """A capture taken without root left processes out, and smem html said so on stderr only: the
+    page, which is kept and shared, showed their totals as the machine's without a word."""
+    import io
+    import tarfile
+    taken = tmp_path / "unprivileged.tar"
+    with tarfile.open(CAPTURE) as src, tarfile.open(taken, "w") as out:
+        for m in src:
+            data = src.extractfile(m).read() if m.isfile() else None
+            if m.name.endswith("capture-info"):
+                data += b"unreadable_processes=42\n"
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data) if data is not None else None)
+    said = f"capture {taken} was taken without root: 42 processes it could not read are not in it"
+    page = run_smem("html", "-S", taken, "-o", tmp_path / "page.html")
+    assert page.returncode == 0 and said in page.stderr.decode()
+    meta = embedded((tmp_path / "page.html").read_text(encoding="utf-8"))["meta"][0]
+    assert meta["warnings"] == [said]

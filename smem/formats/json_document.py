@@ -1,4 +1,5 @@
-"""JSON: one document with the source's facts, the columns, one object per row (raw KiB).
+"""JSON: one document with the source's facts, the columns, one object per row (raw KiB), and
+the processes that could not be read (which its rows and totals leave out).
 
 A comparison (smem diff) describes both sources: ``sources`` holds ``old`` and ``new``, and
 ``source`` stays NEW's, as it was before OLD's was given too (and as ``pss`` is NEW's PSS
@@ -47,6 +48,9 @@ def render(rendering):
                               for c, v in zip(columns, table.totals) if c.total is not None}
     if table.notes:
         document["notes"] = table.notes
+    if snapshot.unreadable:  # the rows and totals leave them out: a program reading stdout is told too
+        document["unreadable"] = [{"reason": reason.lower(), "count": len(processes), "pids": [p for p, _ in processes]}
+                                  for reason, processes in sorted(snapshot.unreadable.items())]
     if table.recommendation is not None:  # --recommend's figures, as its note says them
         document["recommend"] = table.recommendation._asdict()
     working_set = getattr(snapshot, "working_set", None)

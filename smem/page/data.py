@@ -172,6 +172,9 @@ def _page_documents(request, at, tables):
         "top_sharers": request.top_sharers, "read_at": started,
         "commands": {name: page_command(name, request, at, tables) for name in tables},
         "rollup": tables is ROLLUP_TABLES,
+        # what smem said on stderr as it read (processes it could not read, a capture taken without
+        # root, ...): the page is kept and shared, and its figures need them
+        "warnings": warnings,
     }
     return documents, meta, warnings
 

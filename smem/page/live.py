@@ -8,6 +8,7 @@ HEAD only.  smem serve checks the Host header before these routes are reached (s
 import threading
 import time
 
+from ..app import warning_kind
 from ..errors import SmemError
 from .command import page_title
 from .data import PageRequest, page_documents
@@ -41,9 +42,9 @@ class LivePage:
                 documents, meta, warnings = page_documents(self.request)
                 meta["live"] = {"interval": self.min_interval, "url": DATA_PATH}
                 for warning in warnings:
-                    if warning not in self._said:
+                    if warning_kind(warning) not in self._said:
                         self.warn(warning)
-                self._said = set(warnings)
+                self._said = set(map(warning_kind, warnings))
                 self._latest, self._latest_at = (documents, meta), time.monotonic()
             return self._latest
 

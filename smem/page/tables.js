@@ -15,6 +15,10 @@ function drawHeader() {
     facts.append(ram);
   }
   if (compared() && data.process.sources) facts.append(fact("compared with", data.process.sources.old.description));
+  // what smem warned of as it read (processes it could not read: the figures leave them out)
+  const warned = meta.warnings || [], said = document.getElementById("warnings");
+  said.replaceChildren(...warned.map((w) => el("div", {text: "warning: " + w})));
+  said.hidden = !warned.length;
   const bar = document.getElementById("bar"), legend = document.getElementById("legend");
   bar.replaceChildren(); legend.replaceChildren();
   if (!data.system) { document.getElementById("breakdown").hidden = true; return; }

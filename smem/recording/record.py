@@ -30,10 +30,12 @@ def _resumed_line(writer):
 
 
 def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=None,
-                        smaps_every=DEFAULT_SMAPS_EVERY, said=None):
+                        smaps_every=DEFAULT_SMAPS_EVERY, said=None, warn=None):
     """Record this machine into ``path``: ``count`` frames, or for ``duration`` seconds (the frames
     written), or until stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP: then, after one last key
-    frame, Stopped is raised (smem.cli exits with its status)."""
+    frame, Stopped is raised (smem.cli exits with its status).  The processes the first frame left
+    out (not readable, or hidden: not root) are ``warn``-ed, as smem capture says them: once, for a
+    recorder's log is read at its start and the next frames leave out the same."""
     written = 0
     with StopSignals() as stop, RecordingWriter(path, smaps_every, hold=stop.held) as writer:
         try:
@@ -42,7 +44,10 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
             for last in _schedule(interval, count, duration):
                 # (the last of a --count or --duration run keeps its smaps too: the page and -m of
                 # the recording's end are then of its end, not of the key frame up to an hour before)
-                _add_frame(writer, writer.wants_smaps() or last)
+                left_out = _add_frame(writer, writer.wants_smaps() or last)
+                if not written and warn is not None:
+                    for warning in left_out:
+                        warn(warning)
                 written += 1
         except Stopped as first:  # (the frame under way, if any, is dropped: never named in the index)
             _last_key_frame(writer, stop, first, said)
@@ -51,18 +56,22 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
 
 
 def _add_frame(writer, key):
-    """A capture of this machine now added to the recording (with every smaps if ``key``)."""
+    """A capture of this machine now added to the recording (with every smaps if ``key``); the
+    warnings of the processes it left out."""
+    from ..capture_command import left_out
     from ..capture_writer import write_capture
     from ..sources import open_source
     buffer = io.BytesIO()
     taken = time.time()
     source = open_source(None)
     try:
-        write_capture(source, buffer, compression=None, with_smaps=key)
+        _, skipped = write_capture(source, buffer, compression=None, with_smaps=key)
+        hidden = source.hidden()
     finally:
         source.close()
     buffer.seek(0)
     writer.add(buffer, taken, key)
+    return left_out(skipped, hidden, True, " of the recording", "record")
 
 
 def _last_key_frame(writer, stop, first, said):

@@ -186,6 +186,12 @@ class Source(abc.ABC):
     def close(self):
         pass
 
+    def hidden(self):
+        """Why processes are missing from :meth:`pids` that no unreadable file shows: a proc
+        mount's hidepid= (hidden_pids.Hiding, said as a clause by str()); None where every
+        process is listed."""
+        return None
+
     # -- derived from the above, the same for every source (sources/derived.py) --------------------
 
     def read_optional(self, path):

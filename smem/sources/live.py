@@ -18,6 +18,7 @@ import stat
 from ..errors import CaptureError, SourceError
 from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name,
                    member_limit, size_text)
+from .hidden_pids import hidden_by_mount
 from .proc_files import address_space_dir, descriptors, open_live, read_whole, through_a_thread
 
 __all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
@@ -183,6 +184,9 @@ class LiveSource(Source):
             except OSError:
                 continue  # closed meanwhile
         return _fdinfo_read(lambda name: read_whole(f"{where}/fdinfo/{name}"), held)
+
+    def hidden(self):
+        return hidden_by_mount(self.proc)  # (a directory that is a proc mount may hide them too)
 
     def kernel_config(self):
         if self.local and self.root == "/" and self.proc == "/proc":

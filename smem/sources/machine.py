@@ -28,10 +28,15 @@ class Machine(NamedTuple):
     time: Optional[str] = None         # when the data was read, ISO 8601 UTC
     epoch: Optional[int] = None        # the same, in seconds since 1970
     tool: Optional[str] = None         # what wrote the capture
+    # what a capture left out, its writer not root: processes it could not read, and the hidepid=
+    # of a /proc that hid others (a capture read later says so: its totals are not the machine's)
+    unreadable_processes: Optional[int] = None
+    hidepid: Optional[str] = None
 
     #: the names these facts have in capture-info and in JSON's "source" object
     KEYS = {"page_size": "pagesize", "kernel": "kernel", "arch": "machine", "hostname": "hostname",
-            "time": "time", "epoch": "epoch", "tool": "tool"}
+            "time": "time", "epoch": "epoch", "tool": "tool", "unreadable_processes": "unreadable_processes",
+            "hidepid": "hidepid"}
 
     @classmethod
     def from_facts(cls, facts: Dict[str, str]) -> "Machine":
@@ -41,7 +46,7 @@ class Machine(NamedTuple):
             value = facts.get(key)
             if value is None or value == "":
                 continue
-            values[field] = _count(value) if field in ("page_size", "epoch") else str(value)
+            values[field] = _count(value) if field in ("page_size", "epoch", "unreadable_processes") else str(value)
         return cls(**values)
 
     def as_facts(self) -> Dict[str, object]:

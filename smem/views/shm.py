@@ -65,6 +65,10 @@ def summary(snapshot, rows, options, system):
         unknown = f", and {unknown} row{'s' if unknown > 1 else ''} whose RAM is unknown (-)" if unknown else ""
         notes.append(f"meminfo Shmem {human(shmem)}; these rows hold {human(sum(known))} in RAM "
                      f"(the rest: shared anonymous memory, objects not listed{unknown})")
+    unread = sum(map(len, snapshot.unreadable.values()))
+    if unread:  # (their maps and fds are what says who maps an object: without them it looks unmapped)
+        notes.append(f"Mapped, Unmapped and Processes are of the processes read: what the {unread} not read "
+                     f"map{'s' if unread == 1 else ''} counts as unmapped")
     return None, notes
 
 
