@@ -127,18 +127,25 @@ class SharedCollector:
         self.errors = 0
         self._lock = threading.Lock()
         self._latest = None
-        self._latest_at = None
+        self._latest_at = None     # time.monotonic() when the latest collection started
+        self._latest_ended = None  # and when it ended
         self._previous = None  # the snapshot of the collection before: rates (cpu) are over the interval
         self._said = set()
 
     def latest(self, say=True):
         """The latest collection, made now if none is younger than min_interval (and what it had
-        to say said, with ``say``)."""
+        to say said, with ``say``).  Its age counts from when it started, the instant its figures
+        describe: counted from its end, a scrape every S seconds of a collection taking d found it
+        S - d old and was answered with it again, every other scrape of a big machine the same
+        figures.  A scrape that arrived while it was under way shares it, however long it took."""
+        arrived = time.monotonic()
         with self._lock:
             now = time.monotonic()
-            if self._latest is None or now - self._latest_at >= self.min_interval:
+            shared = self.min_interval > 0 and self._latest_ended is not None and self._latest_ended >= arrived
+            if self._latest is None or not shared and now - self._latest_at >= self.min_interval:
+                self._latest_at = now
                 self._latest = self._collect()
-                self._latest_at = time.monotonic()
+                self._latest_ended = time.monotonic()
                 if say:
                     self.say(self._latest)
             return self._latest

@@ -128,3 +128,50 @@ def test_a_textfile_directory_never_written_is_an_error_at_once(small_disk):
     proc = run_smem("serve", "-S", CAPTURE, "--textfile", small_disk, "--interval", "0.2")
     lines = proc.stderr.decode().splitlines()
     assert proc.returncode == 1 and lines == [f"smem: cannot write {small_disk}/smem.prom: Read-only file system"]
+
+
+@pytest.fixture
+def many_processes(tmp_path):
+    """A copied /proc tree of about 2,000 processes (faithful's real ones, each copied 80 times under
+    new pids): a collection of it takes a good part of a second, longer than the --min-interval below."""
+    import shutil
+    import tarfile
+    tree = tmp_path / "tree"
+    with tarfile.open(CAPTURE) as tar:
+        tar.extractall(tree, filter="data")
+    pids = [p for p in tree.iterdir() if p.name.isdigit()]
+    for copy in range(1, 81):
+        for process in pids:
+            pid = copy * 100000 + int(process.name)
+            shutil.copytree(process, tree / str(pid))
+            stat = tree / str(pid) / "stat"
+            stat.write_bytes(stat.read_bytes().replace(process.name.encode(), str(pid).encode(), 1))
+    return tree
+
+
+def _collections(text):
+    return next(s.value for f in parser.text_string_to_metric_families(text) for s in f.samples
+                if s.name == "smem_collections_total")
+
+
+def test_min_interval_counts_from_when_a_collection_started(many_processes):
+    """A scrape --min-interval after the one before was answered with that one again whenever the
+    collection took a while (its age counted from its end): Prometheus scraping every S seconds a
+    server whose collections take d got the same figures at every other scrape once S - d < S.
+    Scrapes that arrive while a collection is under way still share it, however long it takes."""
+    from concurrent.futures import ThreadPoolExecutor
+    proc = start_serve("--listen", "127.0.0.1:0", "-S", many_processes, "--min-interval", "0.5", "--top", "1")
+    try:
+        base = next_line(proc).split("serving ")[1].strip().rsplit("/", 1)[0]
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(_get, [base + "/metrics"] * 4))
+        durations = [s.value for f in parser.text_string_to_metric_families(together[0]) for s in f.samples
+                     if s.name == "smem_collection_duration_seconds"]
+        assert durations[0] > 0.5  # (longer than --min-interval: what this test is about)
+        shared = {_collections(text) for text in together}
+        assert len(shared) == 1  # one collection for the four (one more at start checked the source)
+        # at once after it, but its figures are older than --min-interval: a new collection
+        assert _collections(_get(base + "/metrics")) == shared.pop() + 1
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
