@@ -55,6 +55,11 @@ COMPANIONS = ("program", "user", "cgroup", "system")
 #: the CPU each used since the scrape before (the first: since it started)
 EXTRA_COLUMNS = ("swappss", "gpu", "gpushared", "dmabuf", "cpu")
 
+#: HELP texts said more exactly for what smem serve exports than the columns' help, which speaks of
+#: reports, watch mode and smem diff too
+SERVE_HELPS = {"cpu": "% of one core it ran since the collection before (one started since, and the first "
+                      "collection: since it started); rate() of the _cpu_seconds_total counter takes any window"}
+
 TEXTFILE_NAME = "smem.prom"
 
 
@@ -166,7 +171,7 @@ class SharedCollector:
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
         finally:
             self.collections += 1
-        every = ([f for table in tables for f in families(table)] + self.cpu_seconds.families(snapshot, tables)
+        every = ([f for table in tables for f in families(table, SERVE_HELPS)] + self.cpu_seconds.families(snapshot, tables)
                  + pressure_families(snapshot.pressure))
         return Collection(every, time.time(),
                           time.monotonic() - start, len(snapshot.processes),

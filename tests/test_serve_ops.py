@@ -50,6 +50,23 @@ def test_name_filters_answer_the_families_asked_for_and_the_source_time_is_expor
     assert float(taken[0].split()[1]) < time.time() - 86400  # (the capture's day, not the scrape's)
 
 
+def test_cpu_percent_says_what_smem_serve_measures():
+    """The HELP of smem_<view>_cpu_percent was the column's, which speaks of ps, watch mode and smem
+    diff: a Prometheus user read of commands that are not there, not that it is since the scrape
+    before.  The -F openmetrics of a report (since each started) keeps the column's."""
+    proc = start_serve("-S", CAPTURE, "--listen", "127.0.0.1:0", "--top", "3")
+    try:
+        base = next_line(proc).split("serving ")[1].strip().rsplit("/", 1)[0]
+        helps = {f.name: f.documentation for f in parser.text_string_to_metric_families(_get(base + "/metrics"))}
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
+    for view in ("process", "program", "user", "cgroup"):
+        said = helps[f"smem_{view}_cpu_percent"]
+        assert "since the collection before" in said and "watch mode" not in said, said
+        assert "rate() of the _cpu_seconds_total counter" in said, said
+
+
 def test_serving_a_tcp_source_is_refused_with_what_to_do_instead():
     # (a process with a timeout: it waited for a push before serving, and then at every scrape)
     proc = run_smem_process("serve", "-S", "tcp://127.0.0.1:5555", "--listen", "127.0.0.1:0")
