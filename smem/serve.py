@@ -142,12 +142,15 @@ class SharedCollector:
         to say said, with ``say``).  Its age counts from when it started, the instant its figures
         describe: counted from its end, a scrape every S seconds of a collection taking d found it
         S - d old and was answered with it again, every other scrape of a big machine the same
-        figures.  A scrape that arrived while it was under way shares it, however long it took."""
+        figures.  A tenth of min_interval is forgiven: Prometheus scraping every S seconds with
+        --min-interval S finds each collection S seconds old, give or take the milliseconds its
+        requests wander by, and got every other one again.  A scrape that arrived while it was under
+        way shares it, however long it took."""
         arrived = time.monotonic()
         with self._lock:
             now = time.monotonic()
             shared = self.min_interval > 0 and self._latest_ended is not None and self._latest_ended >= arrived
-            if self._latest is None or not shared and now - self._latest_at >= self.min_interval:
+            if self._latest is None or not shared and now - self._latest_at >= self.min_interval * 0.9:
                 self._latest_at = now
                 self._latest = self._collect()
                 self._latest_ended = time.monotonic()
