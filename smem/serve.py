@@ -174,8 +174,8 @@ class SharedCollector:
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
         finally:
             self.collections += 1
-        every = ([f for table in tables for f in families(table, SERVE_HELPS)] + self.cpu_seconds.families(snapshot, tables)
-                 + pressure_families(snapshot.pressure))
+        every = ([f for table in tables for f in families(table, SERVE_HELPS)]
+                 + self.cpu_seconds.families(snapshot, tables) + pressure_families(snapshot.pressure))
         return Collection(every, time.time(),
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
