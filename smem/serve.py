@@ -43,6 +43,7 @@ from .http_app import address_text, allowed_hosts, make_server, routes
 from .incremental import Refresher
 from .options import ReportRequest, TableOptions
 from .report import make_table
+from .shared_reading import SharedReading
 
 __all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "TEXTFILE_NAME"]
 
@@ -130,33 +131,18 @@ class SharedCollector:
         self.warn = warn
         self.collections = 0
         self.errors = 0
-        self._lock = threading.Lock()
-        self._latest = None
-        self._latest_at = None     # time.monotonic() when the latest collection started
-        self._latest_ended = None  # and when it ended
+        self._shared = SharedReading(self.min_interval, self._collect)  # one at a time, shared
+        self._saying = threading.Lock()  # (collections are said in turn, each once)
         self._previous = None  # the snapshot of the collection before: rates (cpu) are over the interval
         self._said = set()
 
     def latest(self, say=True):
-        """The latest collection, made now if none is younger than min_interval (and what it had
-        to say said, with ``say``).  Its age counts from when it started, the instant its figures
-        describe: counted from its end, a scrape every S seconds of a collection taking d found it
-        S - d old and was answered with it again, every other scrape of a big machine the same
-        figures.  A tenth of min_interval is forgiven: Prometheus scraping every S seconds with
-        --min-interval S finds each collection S seconds old, give or take the milliseconds its
-        requests wander by, and got every other one again.  A scrape that arrived while it was under
-        way shares it, however long it took."""
-        arrived = time.monotonic()
-        with self._lock:
-            now = time.monotonic()
-            shared = self.min_interval > 0 and self._latest_ended is not None and self._latest_ended >= arrived
-            if self._latest is None or not shared and now - self._latest_at >= self.min_interval * 0.9:
-                self._latest_at = now
-                self._latest = self._collect()
-                self._latest_ended = time.monotonic()
-                if say:
-                    self.say(self._latest)
-            return self._latest
+        """The latest collection, made now if none is young enough (smem.shared_reading: its age
+        counted from its start), and what it had to say said, with ``say``."""
+        collection, made = self._shared.get()
+        if made and say:
+            self.say(collection)
+        return collection
 
     def _collect(self):
         start = time.monotonic()
@@ -186,10 +172,11 @@ class SharedCollector:
         """The warnings and error of ``collection`` that the one before did not have: a daemon's log
         is not a report, and would repeat them at every scrape."""
         messages = collection.warnings + ([collection.error] if collection.error is not None else [])
-        for message in messages:
-            if warning_kind(message) not in self._said:
-                self.warn(message)
-        self._said = set(map(warning_kind, messages))
+        with self._saying:
+            for message in messages:
+                if warning_kind(message) not in self._said:
+                    self.warn(message)
+            self._said = set(map(warning_kind, messages))
 
     def collect(self):
         """prometheus_client's Collector: the families of the latest collection, then smem's own."""

@@ -212,3 +212,22 @@ def test_a_scraper_every_min_interval_gets_a_fresh_collection_each_time():
         status, stderr = stop(proc)
     assert status == 0 and "Traceback" not in stderr, stderr
     assert counts[1] == counts[0] + 1 and counts[2] == counts[1] + 1, counts
+
+
+def test_the_live_page_gets_a_new_reading_at_each_refresh():
+    """The page fetches data.json every --min-interval seconds (setInterval), and its reading, aged
+    from its end, was found younger than that at every other fetch: the page said "read at" a time
+    two intervals old.  Here each fetch comes 0.95 s after the reading before started."""
+    pytest.importorskip("plotly")
+    import json
+    proc = start_serve("--listen", "127.0.0.1:0", "-S", CAPTURE, "--min-interval", "1", "--top", "1")
+    try:
+        base = next_line(proc).split("serving ")[1].strip().rsplit("/", 1)[0]
+        read_at = []
+        for _ in range(3):
+            read_at.append(json.loads(_get(base + "/data.json"))["meta"]["read_at"])
+            time.sleep(max(0.0, read_at[-1] + 0.95 - time.time()))
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
+    assert read_at[0] < read_at[1] < read_at[2], read_at
