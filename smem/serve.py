@@ -43,6 +43,7 @@ from .http_app import address_text, allowed_hosts, make_server, routes
 from .incremental import Refresher
 from .options import ReportRequest, TableOptions
 from .report import make_table
+from .shared_reading import SharedReading
 
 __all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "TEXTFILE_NAME"]
 
@@ -54,6 +55,11 @@ COMPANIONS = ("program", "user", "cgroup", "system")
 #: proportional swap, GPU memory (read from the fds of every process: DRM clients, dma-bufs) and
 #: the CPU each used since the scrape before (the first: since it started)
 EXTRA_COLUMNS = ("swappss", "gpu", "gpushared", "dmabuf", "cpu")
+
+#: HELP texts said more exactly for what smem serve exports than the columns' help, which speaks of
+#: reports, watch mode and smem diff too
+SERVE_HELPS = {"cpu": "% of one core it ran since the collection before (one started since, and the first "
+                      "collection: since it started); rate() of the _cpu_seconds_total counter takes any window"}
 
 TEXTFILE_NAME = "smem.prom"
 
@@ -125,23 +131,18 @@ class SharedCollector:
         self.warn = warn
         self.collections = 0
         self.errors = 0
-        self._lock = threading.Lock()
-        self._latest = None
-        self._latest_at = None
+        self._shared = SharedReading(self.min_interval, self._collect)  # one at a time, shared
+        self._saying = threading.Lock()  # (collections are said in turn, each once)
         self._previous = None  # the snapshot of the collection before: rates (cpu) are over the interval
         self._said = set()
 
     def latest(self, say=True):
-        """The latest collection, made now if none is younger than min_interval (and what it had
-        to say said, with ``say``)."""
-        with self._lock:
-            now = time.monotonic()
-            if self._latest is None or now - self._latest_at >= self.min_interval:
-                self._latest = self._collect()
-                self._latest_at = time.monotonic()
-                if say:
-                    self.say(self._latest)
-            return self._latest
+        """The latest collection, made now if none is young enough (smem.shared_reading: its age
+        counted from its start), and what it had to say said, with ``say``."""
+        collection, made = self._shared.get()
+        if made and say:
+            self.say(collection)
+        return collection
 
     def _collect(self):
         start = time.monotonic()
@@ -159,8 +160,8 @@ class SharedCollector:
             return Collection(finished=time.time(), duration=time.monotonic() - start, error=str(e))
         finally:
             self.collections += 1
-        every = ([f for table in tables for f in families(table)] + self.cpu_seconds.families(snapshot, tables)
-                 + pressure_families(snapshot.pressure))
+        every = ([f for table in tables for f in families(table, SERVE_HELPS)]
+                 + self.cpu_seconds.families(snapshot, tables) + pressure_families(snapshot.pressure))
         return Collection(every, time.time(),
                           time.monotonic() - start, len(snapshot.processes),
                           sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
@@ -171,10 +172,11 @@ class SharedCollector:
         """The warnings and error of ``collection`` that the one before did not have: a daemon's log
         is not a report, and would repeat them at every scrape."""
         messages = collection.warnings + ([collection.error] if collection.error is not None else [])
-        for message in messages:
-            if warning_kind(message) not in self._said:
-                self.warn(message)
-        self._said = set(map(warning_kind, messages))
+        with self._saying:
+            for message in messages:
+                if warning_kind(message) not in self._said:
+                    self.warn(message)
+            self._said = set(map(warning_kind, messages))
 
     def collect(self):
         """prometheus_client's Collector: the families of the latest collection, then smem's own."""

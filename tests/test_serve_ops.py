@@ -50,6 +50,23 @@ def test_name_filters_answer_the_families_asked_for_and_the_source_time_is_expor
     assert float(taken[0].split()[1]) < time.time() - 86400  # (the capture's day, not the scrape's)
 
 
+def test_cpu_percent_says_what_smem_serve_measures():
+    """The HELP of smem_<view>_cpu_percent was the column's, which speaks of ps, watch mode and smem
+    diff: a Prometheus user read of commands that are not there, not that it is since the scrape
+    before.  The -F openmetrics of a report (since each started) keeps the column's."""
+    proc = start_serve("-S", CAPTURE, "--listen", "127.0.0.1:0", "--top", "3")
+    try:
+        base = next_line(proc).split("serving ")[1].strip().rsplit("/", 1)[0]
+        helps = {f.name: f.documentation for f in parser.text_string_to_metric_families(_get(base + "/metrics"))}
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
+    for view in ("process", "program", "user", "cgroup"):
+        said = helps[f"smem_{view}_cpu_percent"]
+        assert "since the collection before" in said and "watch mode" not in said, said
+        assert "rate() of the _cpu_seconds_total counter" in said, said
+
+
 def test_serving_a_tcp_source_is_refused_with_what_to_do_instead():
     # (a process with a timeout: it waited for a push before serving, and then at every scrape)
     proc = run_smem_process("serve", "-S", "tcp://127.0.0.1:5555", "--listen", "127.0.0.1:0")
@@ -128,3 +145,89 @@ def test_a_textfile_directory_never_written_is_an_error_at_once(small_disk):
     proc = run_smem("serve", "-S", CAPTURE, "--textfile", small_disk, "--interval", "0.2")
     lines = proc.stderr.decode().splitlines()
     assert proc.returncode == 1 and lines == [f"smem: cannot write {small_disk}/smem.prom: Read-only file system"]
+
+
+@pytest.fixture
+def many_processes(tmp_path):
+    """A copied /proc tree of about 2,000 processes (faithful's real ones, each copied 80 times under
+    new pids): a collection of it takes a good part of a second, longer than the --min-interval below."""
+    import shutil
+    import tarfile
+    tree = tmp_path / "tree"
+    with tarfile.open(CAPTURE) as tar:
+        tar.extractall(tree, filter="data")
+    pids = [p for p in tree.iterdir() if p.name.isdigit()]
+    for copy in range(1, 81):
+        for process in pids:
+            pid = copy * 100000 + int(process.name)
+            shutil.copytree(process, tree / str(pid), copy_function=os.link)  # (its files linked: cheap)
+            stat = tree / str(pid) / "stat"
+            stat.unlink()  # (its own stat, naming its pid)
+            stat.write_bytes((process / "stat").read_bytes().replace(process.name.encode(), str(pid).encode(), 1))
+    return tree
+
+
+def _sample(text, name):
+    return next(s.value for f in parser.text_string_to_metric_families(text) for s in f.samples if s.name == name)
+
+
+def test_min_interval_counts_from_when_a_collection_started(many_processes):
+    """A scrape --min-interval after the one before was answered with that one again whenever the
+    collection took a while (its age counted from its end): Prometheus scraping every S seconds a
+    server whose collections take d got the same figures at every other scrape once S - d < S.
+    Scrapes that arrive while a collection is under way still share it, however long it takes."""
+    from concurrent.futures import ThreadPoolExecutor
+    proc = start_serve("--listen", "127.0.0.1:0", "-S", many_processes, "--min-interval", "0.5", "--top", "1")
+    try:
+        base = next_line(proc).split("serving ")[1].strip().rsplit("/", 1)[0]
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(_get, [base + "/metrics"] * 4))
+        # (longer than --min-interval: what this test is about)
+        assert _sample(together[0], "smem_collection_duration_seconds") > 0.5
+        shared = {_sample(text, "smem_collections_total") for text in together}
+        assert len(shared) == 1  # one collection for the four (one more at start checked the source)
+        # at once after it, but its figures are older than --min-interval: a new collection
+        assert _sample(_get(base + "/metrics"), "smem_collections_total") == shared.pop() + 1
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
+
+
+def test_a_scraper_every_min_interval_gets_a_fresh_collection_each_time():
+    """Prometheus scraping every S seconds a server with --min-interval S found the collection
+    before S seconds old give or take a few milliseconds, and was answered with it again about
+    every other scrape (seen: scrape durations 0.01, 0.1, 0.01, 0.1 s, each figure served twice).
+    Here each scrape comes a hair early: 0.95 s after the collection before started."""
+    proc = start_serve("--listen", "127.0.0.1:0", "-S", CAPTURE, "--min-interval", "1", "--top", "1")
+    try:
+        base = next_line(proc).split("serving ")[1].strip().rsplit("/", 1)[0]
+        counts = []
+        for _ in range(3):
+            text = _get(base + "/metrics")
+            counts.append(_sample(text, "smem_collections_total"))
+            ended, took = (_sample(text, f"smem_collection_{n}_seconds") for n in ("timestamp", "duration"))
+            started = ended - took
+            time.sleep(max(0.0, started + 0.95 - time.time()))
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
+    assert counts[1] == counts[0] + 1 and counts[2] == counts[1] + 1, counts
+
+
+def test_the_live_page_gets_a_new_reading_at_each_refresh():
+    """The page fetches data.json every --min-interval seconds (setInterval), and its reading, aged
+    from its end, was found younger than that at every other fetch: the page said "read at" a time
+    two intervals old.  Here each fetch comes 0.95 s after the reading before started."""
+    pytest.importorskip("plotly")
+    import json
+    proc = start_serve("--listen", "127.0.0.1:0", "-S", CAPTURE, "--min-interval", "1", "--top", "1")
+    try:
+        base = next_line(proc).split("serving ")[1].strip().rsplit("/", 1)[0]
+        read_at = []
+        for _ in range(3):
+            read_at.append(json.loads(_get(base + "/data.json"))["meta"]["read_at"])
+            time.sleep(max(0.0, read_at[-1] + 0.95 - time.time()))
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0 and "Traceback" not in stderr, stderr
+    assert read_at[0] < read_at[1] < read_at[2], read_at

@@ -40,8 +40,10 @@ class Family:
     type: str = "gauge"
 
 
-def families(table):
-    """A :class:`Family` for each amount or count column of ``table`` (labels and text are not gauges)."""
+def families(table, helps=None):
+    """A :class:`Family` for each amount or count column of ``table`` (labels and text are not gauges);
+    ``helps`` {column key: HELP text} where the exporter says more exactly than the column's help,
+    which speaks of every command."""
     labels = table.view.metrics.labels
     label_names = tuple(k for k, _ in labels)
     row_labels = [tuple(printable(str(get(row))) for _, get in labels) for row in table.rows]
@@ -56,7 +58,8 @@ def families(table):
                 samples.append((values, value * 1024 if column.is_amount else value))
         unit = "bytes" if column.is_amount else ""
         name = _metric_name(f"smem_{table.view.name}_{column.total_name}") + ("_bytes" if unit else "")
-        result.append(Family(name, f"{column.help} ({table.view.title})", unit, label_names, samples))
+        said = (helps or {}).get(column.key, column.help)
+        result.append(Family(name, f"{said} ({table.view.title})", unit, label_names, samples))
     return result
 
 

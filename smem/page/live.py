@@ -5,11 +5,9 @@ The page refreshes itself from ``data.json`` (no reload).  Nothing here changes 
 HEAD only.  smem serve checks the Host header before these routes are reached (serve.py).
 """
 
-import threading
-import time
-
 from ..app import warning_kind
 from ..errors import SmemError
+from ..shared_reading import SharedReading
 from .command import page_title
 from .data import PageRequest, page_documents
 from .html import data_json, page_html, plotly_js
@@ -29,24 +27,21 @@ class LivePage:
         self.request = PageRequest(query)
         self.min_interval = min_interval
         self.warn = warn
-        self._lock = threading.Lock()
-        self._latest = None
-        self._latest_at = None
+        self._shared = SharedReading(min_interval, self._read)  # (its age counted from its start)
         self._said = set()
 
     def _reading(self):
-        """(documents, meta), read now unless a reading younger than min_interval exists."""
-        with self._lock:
-            now = time.monotonic()
-            if self._latest is None or now - self._latest_at >= self.min_interval:
-                documents, meta, warnings = page_documents(self.request)
-                meta["live"] = {"interval": self.min_interval, "url": DATA_PATH}
-                for warning in warnings:
-                    if warning_kind(warning) not in self._said:
-                        self.warn(warning)
-                self._said = set(map(warning_kind, warnings))
-                self._latest, self._latest_at = (documents, meta), time.monotonic()
-            return self._latest
+        """(documents, meta), read now unless a reading young enough exists."""
+        return self._shared.get()[0]
+
+    def _read(self):
+        documents, meta, warnings = page_documents(self.request)
+        meta["live"] = {"interval": self.min_interval, "url": DATA_PATH}
+        for warning in warnings:
+            if warning_kind(warning) not in self._said:
+                self.warn(warning)
+        self._said = set(map(warning_kind, warnings))
+        return documents, meta
 
     def __call__(self, environ, start_response):
         import json
