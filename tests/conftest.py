@@ -1,7 +1,9 @@
 """Shared test helpers: where the recorded data lives, and running smem as a user would."""
 
+import contextlib
 import gc
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -348,3 +350,40 @@ def rows(proc, pid=None):
     if pid is None:
         return lines
     return [l for l in lines if l.split() and l.split()[0] == str(pid)]
+
+
+@pytest.fixture
+def zram_swap():
+    """A 64 MiB zram device added for the test (/sys/class/zram-control), swapped on at the
+    highest priority, and removed after; skips where the kernel or we cannot.  A test using it
+    is marked ``xdist_group("swap")``: the machine's swap, one test at a time (the device takes
+    what any process pages out meanwhile, and its swapoff brings another test's pages back)."""
+    control = "/sys/class/zram-control/hot_add"
+    if os.geteuid() != 0:
+        pytest.skip("zram needs root")
+    if not os.path.exists(control):
+        subprocess.run(["modprobe", "zram", "num_devices=0"], capture_output=True)
+    if not os.path.exists(control) or not shutil.which("mkswap"):
+        pytest.skip("no zram in this kernel (modprobe zram failed) or no mkswap")
+    with open(control) as f:
+        number = f.read().strip()
+    device, sysfs = f"/dev/zram{number}", f"/sys/block/zram{number}"
+    swapped_on = False
+    try:
+        with open(f"{sysfs}/disksize", "w") as f:
+            f.write(str(64 << 20))
+        if subprocess.run(["mkswap", device], capture_output=True).returncode != 0:
+            pytest.skip(f"mkswap {device} failed")
+        swapped_on = subprocess.run(["swapon", "-p", "32767", device], capture_output=True).returncode == 0
+        if not swapped_on:
+            pytest.skip(f"swapon {device} failed")
+        yield f"zram{number}", sysfs
+    finally:
+        if swapped_on:
+            subprocess.run(["swapoff", device], capture_output=True)
+        with contextlib.suppress(OSError):
+            with open(f"{sysfs}/reset", "w") as f:
+                f.write("1")
+        with contextlib.suppress(OSError):
+            with open("/sys/class/zram-control/hot_remove", "w") as f:
+                f.write(number)

@@ -172,43 +172,6 @@ def test_the_split_merges_when_the_kernel_gives_none():
     assert rows["unexplained"] == 1000 - 100 - 500 - 210
 
 
-# -- zram: a device of our own, swap on it, a process's pages paged out to it ----------------
-
-@pytest.fixture
-def zram_swap():
-    """A 64 MiB zram device added for the test (/sys/class/zram-control), swapped on at the
-    highest priority, and removed after; skips where the kernel or we cannot."""
-    control = "/sys/class/zram-control/hot_add"
-    if os.geteuid() != 0:
-        pytest.skip("zram needs root")
-    if not os.path.exists(control):
-        subprocess.run(["modprobe", "zram", "num_devices=0"], capture_output=True)
-    if not os.path.exists(control) or not shutil.which("mkswap"):
-        pytest.skip("no zram in this kernel (modprobe zram failed) or no mkswap")
-    with open(control) as f:
-        number = f.read().strip()
-    device, sysfs = f"/dev/zram{number}", f"/sys/block/zram{number}"
-    swapped_on = False
-    try:
-        with open(f"{sysfs}/disksize", "w") as f:
-            f.write(str(64 << 20))
-        if subprocess.run(["mkswap", device], capture_output=True).returncode != 0:
-            pytest.skip(f"mkswap {device} failed")
-        swapped_on = subprocess.run(["swapon", "-p", "32767", device], capture_output=True).returncode == 0
-        if not swapped_on:
-            pytest.skip(f"swapon {device} failed")
-        yield f"zram{number}", sysfs
-    finally:
-        if swapped_on:
-            subprocess.run(["swapoff", device], capture_output=True)
-        with contextlib.suppress(OSError):
-            with open(f"{sysfs}/reset", "w") as f:
-                f.write("1")
-        with contextlib.suppress(OSError):
-            with open("/sys/class/zram-control/hot_remove", "w") as f:
-                f.write(number)
-
-
 #: The machine's swap, one test at a time: the zram swap added here takes what any process pages
 #: out meanwhile (test_exact's swapped process: the pool grew between this test's readings), and
 #: its swapoff brings another test's swapped pages back in while that test reads them.

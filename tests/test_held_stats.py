@@ -161,3 +161,89 @@ print('ok')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.stdout == 'ok\n', out.stderr
+
+
+THREADED = ("import sys, threading\nheld = []\ndef work():\n    for line in sys.stdin:\n"
+            "        held.append(bytearray(int(line)))\n        print(line.strip(), flush=True)\n"
+            "worker = threading.Thread(target=work)\nworker.start()\nprint('ready', flush=True)\nworker.join()\n")
+
+
+def test_a_process_that_has_not_run_is_not_read_but_one_whose_thread_ran_is():
+    """The schedstat gate: an idle process of one thread has its schedstat held and its stat not
+    handed back; a process whose first thread waits while another faults in 8 MiB is handed back
+    (a schedstat is one thread's: a process of several is not gated)."""
+    child = _sleeper()
+    threaded = subprocess.Popen([sys.executable, '-c', THREADED], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True)
+    held = HeldStats('/proc')
+    try:
+        assert threaded.stdout.readline() == 'ready\n'
+        settled(child.pid)
+        settled(threaded.pid)
+        held.stats()
+        held.stats()
+        _, touched = held.stats()
+        assert child.pid not in touched
+        assert f'/proc/{child.pid}/schedstat' in _held_paths().values()
+        assert f'/proc/{threaded.pid}/schedstat' not in _held_paths().values()
+        threaded.stdin.write(f'{8 << 20}\n')
+        threaded.stdin.flush()
+        assert threaded.stdout.readline() == f'{8 << 20}\n'
+        seen, touched = held.stats()
+        assert threaded.pid in touched
+        assert seen[threaded.pid].rss_pages * os.sysconf('SC_PAGE_SIZE') >= 8 << 20
+    finally:
+        _stop(child)
+        threaded.stdin.close()
+        threaded.wait()
+        held.close()
+
+
+PAGED = ("import ctypes, sys\nheld = bytearray(8 << 20)\nfor i in range(0, len(held), 4096):\n    held[i] = 1\n"
+         "print(ctypes.addressof((ctypes.c_char * len(held)).from_buffer(held)), flush=True)\nsys.stdin.read()\n")
+
+
+def _page_out(pid, address, length):
+    """process_madvise(MADV_PAGEOUT) of another process's range, as a reclaimer does (the process
+    does not run for it); False where the kernel or swap does not allow it."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+    if pidfd < 0:
+        return False
+
+    class Iovec(ctypes.Structure):
+        _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+    start = (address + 4095) & ~4095  # (whole pages: madvise's ranges start on a page)
+    iov = Iovec(start, (address + length - start) & ~4095)
+    libc.syscall.restype = ctypes.c_long
+    try:
+        return libc.syscall(440, pidfd, ctypes.byref(iov), 1, 21, 0) > 0  # process_madvise, MADV_PAGEOUT
+    finally:
+        os.close(pidfd)
+
+
+@pytest.mark.xdist_group("swap")
+def test_pages_taken_from_a_process_that_does_not_run_are_seen(zram_swap):
+    """Another process pages out an idle process's memory: it does not run, its schedstat is the
+    same, but its stat is read and handed back (/proc/vmstat's pswpout moved)."""
+    child = subprocess.Popen([sys.executable, '-c', PAGED], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    held = HeldStats('/proc')
+    try:
+        address = int(child.stdout.readline())
+        settled(child.pid)
+        held.stats()
+        held.stats()
+        seen, touched = held.stats()
+        assert child.pid not in touched
+        assert f'/proc/{child.pid}/schedstat' in _held_paths().values()  # (gated)
+        before = seen[child.pid].rss_pages
+        if not _page_out(child.pid, address, 8 << 20):
+            pytest.skip('process_madvise(MADV_PAGEOUT) refused')
+        seen, touched = held.stats()
+        assert child.pid in touched
+        assert seen[child.pid].rss_pages < before
+    finally:
+        child.stdin.close()
+        child.wait()
+        held.close()

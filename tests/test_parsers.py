@@ -12,6 +12,7 @@ from smem.parsers.smaps import ANONYMOUS, parse_smaps
 from smem.parsers.maps import parse_maps_objects
 from smem.parsers.stat import parse_stat
 from smem.parsers.statm import parse_statm
+from smem.parsers.vmstat import parse_vmstat
 from smem.parsers.status import parse_status, status_ids, status_int
 
 DISTINCT = (FIXTURES / "parsers" / "distinct.smaps").read_bytes()
@@ -158,6 +159,22 @@ def test_statm_reads_every_recorded_kernel():
         elif statm.anonymous is None:
             assert statm.shared > statm.resident, path
     assert absurd <= 1
+
+
+def test_vmstat_reads_every_recorded_kernel():
+    paths = realproc_files("vmstat")
+    if not paths:
+        pytest.skip("no recorded /proc (../shared/realproc)")
+    for path in paths:
+        counters = parse_vmstat(path.read_bytes())
+        assert counters and all(isinstance(v, int) and v >= 0 for v in counters.values()), path
+        assert "pgfault" in counters or "nr_free_pages" in counters, path
+
+
+def test_vmstat_damaged():
+    assert parse_vmstat(b"pswpout 12\npgsteal_kswapd 3\nnew_counter 7\n") == \
+        {"pswpout": 12, "pgsteal_kswapd": 3, "new_counter": 7}  # (unknown names pass through)
+    assert parse_vmstat(b"pswpout -1\nx\npgfault 99999999999999999999999\n\nok 1") == {"ok": 1}
 
 
 def test_statm_damaged():

@@ -12,17 +12,39 @@ it fails, whatever process has its number since, and the file is opened again by
 The descriptors are moved to :data:`FLOOR` or over, and the soft limit on open files raised
 for them where the hard one allows (else the rest are read and closed each time); each costs
 the kernel about a page while held.
+
+The kernel makes a stat's text anew at each read, at a cost; /proc/PID/schedstat (the
+nanoseconds a task ran: Documentation/scheduler/sched-stats.rst) costs a third of it.  A process
+of one thread whose schedstat is the same has not run since, so it made no fault and no mapping:
+its stat is not read.  A process's pages can be taken while it does not run, by reclaim, swap,
+a lazily freed page reclaimed, or a huge page assembled (khugepaged): where /proc/vmstat says
+any of that happened since the last scan (:data:`PASSIVE`), or cannot be read, every stat is.
+(A page another process unmaps from it through process_madvise(MADV_PAGEOUT) moves no such
+counter: its figure waits for ``--max-staleness``.)
 """
 
 import os
 import resource
 
 from ..parsers.stat import parse_stat
+from ..parsers.vmstat import parse_vmstat
 
-__all__ = ["HeldStats", "held_stats", "FLOOR"]
+__all__ = ["HeldStats", "held_stats", "FLOOR", "PASSIVE"]
 
 #: held descriptors are numbered from here: the program's own stay below, where select() takes them
 FLOOR = 1024
+
+#: /proc/vmstat counters of pages taken from (or given to) processes that need not run for it:
+#: reclaim (every pgsteal_*), swap out (zswap's too), lazily freed pages reclaimed, huge pages
+#: collapsed (which may fill holes)
+PASSIVE = ("pgsteal", "pswpout", "zswpout", "pglazyfreed", "thp_collapse_alloc")
+
+
+def _passive(raw):
+    """The PASSIVE counters of /proc/vmstat bytes, or None where it says none of them."""
+    counters = parse_vmstat(raw)
+    moves = tuple(sorted((name, value) for name, value in counters.items() if name.startswith(PASSIVE)))
+    return moves or None
 
 _c = None
 if not os.environ.get("SMEM_PURE_PYTHON"):
@@ -40,6 +62,9 @@ class HeldStats:
         self._fds = {}    # pid -> descriptor held
         self._last = {}   # pid -> its stat as last read
         self._seen = {}   # pid -> its stat as last read, parsed, where it is no kernel thread's
+        self._sched_fds = {}   # pid -> descriptor of its schedstat held
+        self._sched_last = {}  # pid -> its schedstat as last read
+        self._passive = None   # PASSIVE counters at the last scan
 
     def stats(self):
         """({pid: PidStat} of the processes (not kernel threads) there are now, in the order first
@@ -65,19 +90,35 @@ class HeldStats:
     def scan(self):
         """(every pid, ascending; [(pid, stat bytes, or None where it is no longer readable)] of
         those whose stat is not what the last scan read)."""
-        self._room(len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
-        pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR)
+        self._room(2 * len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
+        passive = self._passive_now()
+        gated = None
+        if passive is not None and passive == self._passive:
+            gated = {pid for pid, stat in self._seen.items() if stat.num_threads == 1}
+        self._passive = passive
+        pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR, gated, self._sched_fds, self._sched_last)
         listed = set(pids)
         for pid in [pid for pid in self._last if pid not in listed]:  # (exited)
             del self._last[pid]
             self._seen.pop(pid, None)
-        for pid in [pid for pid in self._fds if pid not in listed]:
-            os.close(self._fds.pop(pid))
+        for pid in [pid for pid in self._sched_last if pid not in listed]:
+            del self._sched_last[pid]
+        for fds in (self._fds, self._sched_fds):
+            for pid in [pid for pid in fds if pid not in listed]:
+                os.close(fds.pop(pid))
         return pids, changed
 
+    def _passive_now(self):
+        try:
+            with open(f"{self.proc}/vmstat", "rb") as f:
+                return _passive(f.read())
+        except OSError:
+            return None
+
     def close(self):
-        fds, self._fds, self._last, self._seen = self._fds, {}, {}, {}
-        for fd in fds.values():
+        fds, sched_fds = self._fds, self._sched_fds
+        self._fds, self._last, self._seen, self._sched_fds, self._sched_last = {}, {}, {}, {}, {}
+        for fd in [*fds.values(), *sched_fds.values()]:
             os.close(fd)
 
     def __del__(self):
