@@ -165,7 +165,6 @@ class Refresher:
         reasons["shared"] += len(shared)
         first |= shared
         self.counted = len(grown - first)  # (a figure its sharers may have moved is walked instead)
-        self._payoff.collected(self._tries, len(grown), now)
         meminfo, events = self._read(source, selection, needs, jobs, seen, first, now)
         sharers.spread(events)
         sharers.settle(first)  # (what they moved or were moved by is in what was read)
@@ -175,6 +174,7 @@ class Refresher:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             sharers.settle(again)
         self.reread = len(first) + len(again)
+        self._payoff.collected(self._tries, self.counted, now)
         reading = self._reading(source, meminfo, needs, selection.selects, seen)
         self._durations.append(max(self.clock() - now, 0.0))
         self._took = min(max(self._durations), self.max_staleness)
@@ -340,7 +340,10 @@ class Refresher:
             stat = seen[pid]
             if known is None or not known.same_program(source, pid, stat):
                 continue
-            statm = self._statm(source, pid) if counted else None  # (read first: a walk is slower)
+            statm = None
+            if counted:
+                statm = self._statm(source, pid)  # (read first: a walk is slower)
+                self._tries += 1
             raw = source.read_optional(f"{pid}/smaps_rollup")
             try:
                 parsed = parse_smaps_kept(raw, keys)[0] if raw else None

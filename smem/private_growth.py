@@ -124,9 +124,10 @@ class Payoff:
     """Whether reading the counters pays for itself: each walk reads statm for its baseline and
     each moved process is tried, which is worth it where many moved processes only grew (watch
     mode's 2 s frames), not where nearly all also freed (a 15 s scrape: faults and frees mix
-    over a longer interval).  Where, over the latest :data:`WINDOW` collections, fewer than one
-    try in 20 gave a figure, the counters are left unread for ``pause`` seconds (twice as long
-    after each such verdict, up to 16 times the first), then tried again."""
+    over a longer interval) or few move.  Where, over the latest :data:`WINDOW` collections,
+    fewer than one statm read in 20 gave a figure, the counters are left unread for ``pause``
+    seconds (twice as long after each such verdict, up to 16 times the first), then tried
+    again."""
 
     WINDOW = 8
 
@@ -140,7 +141,7 @@ class Payoff:
         return self.until is None or now >= self.until
 
     def collected(self, tries, figures, now):
-        """Count what the collection at ``now`` tried and gave."""
+        """Count the statm reads (``tries``) of the collection at ``now`` and the figures they gave."""
         if not self.reading(now):
             return
         self.until = None

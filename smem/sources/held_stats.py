@@ -19,8 +19,9 @@ of one thread whose schedstat is the same has not run since, so it made no fault
 its stat is not read.  A process's pages can be taken while it does not run, by reclaim, swap,
 a lazily freed page reclaimed, or a huge page assembled (khugepaged): where /proc/vmstat says
 any of that happened since the last scan (:data:`PASSIVE`), or cannot be read, every stat is.
-(A page another process unmaps from it through process_madvise(MADV_PAGEOUT) moves no such
-counter: its figure waits for ``--max-staleness``.)
+(A page another process takes from it or gives it without those counters, a file page through
+process_madvise(MADV_PAGEOUT), a page a debugger or process_vm_writev writes into it, is not
+seen so: its figure waits for ``--max-staleness``.)
 """
 
 import os
