@@ -104,7 +104,7 @@ class Refresher:
         self._leaderless = set()  # pids whose first thread exited (ps: Zl): their stat has no size
         self._payoff = Payoff(2 * max(max_staleness, 1.0))  # (whether they are read: smem.private_growth)
         self._counting = True  # whether this collection reads them
-        self._tries = 0
+        self._reads = self._tries = 0  # statm reads of this collection; of them, tries of moved processes
         self._trust = CounterTrust(trust_after)  # whether statm's counters agree with the walks (smem.private_growth)
         self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024  # (this machine's: the source is local)
 
@@ -149,7 +149,7 @@ class Refresher:
                 reasons[reason] += 1
                 moved.append(pid) if reason == "moved" else forked.add(stat.ppid)
         self._leaderless.intersection_update(seen)
-        self._counting, self._tries = self._payoff.reading(now), 0
+        self._counting, self._reads, self._tries = self._payoff.reading(now), 0, 0
         # (a process with a new child shares its pages with it now: walked)
         grown = self._grow(source, selection, needs, seen, moved, forked | self._leaderless, now)
         reasons["moved"] -= len(grown)
@@ -174,7 +174,7 @@ class Refresher:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             sharers.settle(again)
         self.reread = len(first) + len(again)
-        self._payoff.collected(self._tries, self.counted, now)
+        self._payoff.collected(self._reads, self._tries, self.counted, now)
         reading = self._reading(source, meminfo, needs, selection.selects, seen)
         self._durations.append(max(self.clock() - now, 0.0))
         self._took = min(max(self._durations), self.max_staleness)
@@ -311,6 +311,7 @@ class Refresher:
             if known.base is None or pid in walked or known.read_at <= late or known.ppid != stat.ppid:
                 continue
             statm = self._statm(source, pid)
+            self._reads += 1
             self._tries += 1
             counters = None if statm is None else grown_counters(known.base, stat, statm, self._page_kib)
             process = None if counters is None or not known.same_program(source, pid, stat) else \
@@ -343,7 +344,7 @@ class Refresher:
             statm = None
             if counted:
                 statm = self._statm(source, pid)  # (read first: a walk is slower)
-                self._tries += 1
+                self._reads += 1
             raw = source.read_optional(f"{pid}/smaps_rollup")
             try:
                 parsed = parse_smaps_kept(raw, keys)[0] if raw else None

@@ -124,30 +124,33 @@ class Payoff:
     """Whether reading the counters pays for itself: each walk reads statm for its baseline and
     each moved process is tried, which is worth it where many moved processes only grew (watch
     mode's 2 s frames), not where nearly all also freed (a 15 s scrape: faults and frees mix
-    over a longer interval) or few move.  Where, over the latest :data:`WINDOW` collections,
-    fewer than one statm read in 20 gave a figure, the counters are left unread for ``pause``
-    seconds (twice as long after each such verdict, up to 16 times the first), then tried
-    again."""
+    over a longer interval) or few move.  A walk saved costs as much as some fifty statm reads:
+    where, over the latest :data:`WINDOW` collections, fewer than one read in :data:`READS_A_FIGURE`
+    gave a figure, the counters are left unread for ``pause`` seconds (twice as long after each
+    such verdict, up to 16 times the first), then tried again."""
 
     WINDOW = 8
+    READS_A_FIGURE = 40
 
     def __init__(self, pause):
         self.first_pause = self.pause = pause
         self.until = None
-        self.recent = collections.deque(maxlen=self.WINDOW)  # (tries, figures) of each collection
+        self.recent = collections.deque(maxlen=self.WINDOW)  # (reads, tries, figures) of each collection
 
     def reading(self, now):
         """Whether this collection reads the counters."""
         return self.until is None or now >= self.until
 
-    def collected(self, tries, figures, now):
-        """Count the statm reads (``tries``) of the collection at ``now`` and the figures they gave."""
+    def collected(self, reads, tries, figures, now):
+        """Count what the collection at ``now`` read of statm (``reads``), of which ``tries`` for
+        moved processes with a baseline, and the figures they gave.  No verdict before 64 tries:
+        the first collections read baselines, which can give no figure yet."""
         if not self.reading(now):
             return
         self.until = None
-        self.recent.append((tries, figures))
-        tried, gave = (sum(column) for column in zip(*self.recent))
-        if tried >= 64 and gave * 20 < tried:
+        self.recent.append((reads, tries, figures))
+        read, tried, gave = (sum(column) for column in zip(*self.recent))
+        if tried >= 64 and gave * self.READS_A_FIGURE < read:
             self.until = now + self.pause
             self.pause = min(self.pause * 2, self.first_pause * 16)
             self.recent.clear()

@@ -183,25 +183,27 @@ def test_counters_that_disagree_are_not_trusted():
 
 def test_counters_that_give_no_figure_are_left_unread_a_while():
     """Where nearly every moved process also freed (a long interval), the counters are read for
-    nothing: after 64 tries that gave fewer than one figure in 20, none is read for the pause,
+    nothing: after 64 reads that gave fewer than one figure in 40, none is read for the pause,
     twice as long the next time, and as long as the first again once they pay."""
     payoff = Payoff(120.0)
     now = 0.0
+    payoff.collected(300, 0, 0, now)  # (the first collections read baselines: no verdict on them)
+    assert payoff.reading(now + 1.0)
     for _ in range(6):
-        payoff.collected(10, 0, now)
+        payoff.collected(10, 10, 0, now)
         now += 15.0
         assert payoff.reading(now)
-    payoff.collected(10, 0, now)  # (70 tries, no figure)
+    payoff.collected(10, 10, 0, now)  # (70 tries, no figure)
     assert not payoff.reading(now + 119.0) and payoff.reading(now + 120.0)
-    payoff.collected(500, 0, now + 60.0)  # (a collection that read none counts nothing)
+    payoff.collected(500, 500, 0, now + 60.0)  # (a collection that read none counts nothing)
     now += 120.0
     for _ in range(7):
-        payoff.collected(10, 0, now)
+        payoff.collected(10, 10, 0, now)
         now += 15.0
     assert not payoff.reading(now - 15.0 + 239.0) and payoff.reading(now - 15.0 + 240.0)
     now += 240.0
     for _ in range(7):
-        payoff.collected(10, 1, now)  # (one in ten gives a figure: worth it)
+        payoff.collected(30, 10, 1, now)  # (one in thirty gives a figure: worth it)
         assert payoff.reading(now)
         now += 15.0
     assert payoff.pause == 120.0
