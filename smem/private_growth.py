@@ -16,6 +16,13 @@ no page of files or shmem in or out, and nothing in swap to come back, every fau
 private page and none went: its RSS, PSS and USS each rose by those pages, and nothing else
 in smaps_rollup moved (a page made by a fault is dirty, and no page changes hands).
 
+Only a process none of whose anonymous pages was shared at the walk (Pss_Anon equal to
+Anonymous) is given figures so: a write to a page it shares with a child breaks copy-on-write,
+a minor fault that maps no new page and raises its PSS and USS, and a fault that maps a huge
+page (or a large folio), a page another process writes into it (process_vm_writev,
+/proc/PID/mem) or one userfaultfd fills adds pages with one fault or none, so the two can
+balance.  Its huge pages (AnonHugePages) are not estimated for the same reason.
+
 What others do to its shared pages moves its PSS too; smem.incremental follows that as it
 does for a process that did not move.  A process that forks makes its pages shared, so one
 whose child is new is walked.  The counters are exact on some kernels and summed lazily per
@@ -32,10 +39,10 @@ __all__ = ["Baseline", "agrees", "baseline_of", "grown", "CounterTrust", "Payoff
 _GROWN = frozenset({"Rss", "Pss", "Pss_Anon", "Pss_Dirty", "Private_Dirty", "Anonymous"})
 #: what it leaves as it was
 _UNMOVED = frozenset({"Pss_File", "Pss_Shmem", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Swap",
-                      "SwapPss", "Shared_Hugetlb", "Private_Hugetlb", "AnonHugePages", "ShmemPmdMapped",
+                      "SwapPss", "Shared_Hugetlb", "Private_Hugetlb", "ShmemPmdMapped",
                       "FilePmdMapped", "LazyFree", "KSM"})
 #: what a baseline needs of smaps_rollup beside what the report keeps
-BASELINE_KEYS = ("Rss", "Anonymous", "Swap")
+BASELINE_KEYS = ("Rss", "Anonymous", "Pss_Anon", "Swap")
 
 
 def estimable(kept):
@@ -66,9 +73,11 @@ def baseline_of(stat, statm, walked, counters, page_kib):
     """The Baseline of a walk that found ``walked`` (smaps_rollup's BASELINE_KEYS) and ``counters``
     (those the report keeps), with the stat and statm read with it; or None: the counters and the
     walk disagree (it moved between the reads, or the kernel sums its counters lazily), something
-    is unknown, or it has pages in swap (one that comes back from the swap cache is a minor fault
-    that may map a shared page)."""
+    is unknown, it shares anonymous pages (a copy-on-write break is a fault that maps no new
+    page: the module's docstring), or it has pages in swap (one that comes back from the swap
+    cache is a minor fault that may map a shared page)."""
     if stat.minflt is None or stat.majflt is None or walked.get("Swap") != 0 \
+            or walked.get("Pss_Anon") is None or walked.get("Pss_Anon") != walked.get("Anonymous") \
             or not agrees(statm, walked, page_kib):
         return None
     return Baseline(stat.minflt, stat.majflt, statm.anonymous, statm.shared, counters)
