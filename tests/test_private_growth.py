@@ -206,7 +206,8 @@ def test_a_copy_on_write_break_balanced_by_a_huge_page_is_walked(tmp_path):
             p.stdin.flush()
             p.stdout.readline()
             kept, walked = _collect(refresher, p.pid)
-        huge = [int(line.split()[1]) for line in open(f'/proc/{p.pid}/smaps_rollup') if line.startswith('AnonHugePages')]
+        with open(f'/proc/{p.pid}/smaps_rollup') as f:
+            huge = [int(line.split()[1]) for line in f if line.startswith('AnonHugePages')]
         if huge != [2048]:
             pytest.skip(f'no huge page was given: {huge}')
         assert refresher.counted == 0

@@ -14,7 +14,7 @@ for them where the hard one allows (else the rest are read and closed each time)
 the kernel about a page while held.
 
 The kernel makes a stat's text anew at each read, at a cost; /proc/PID/schedstat (the
-nanoseconds a task ran: Documentation/scheduler/sched-stats.rst) costs less (three numbers).  A process
+nanoseconds a task ran: Documentation/scheduler/sched-stats.rst) is three numbers, cheaper.  A process
 of one thread whose schedstat is the same has not run since, so it made no fault and no mapping:
 its stat is not read.  A process's pages can be taken while it does not run, by reclaim, swap,
 a lazily freed page reclaimed, or a huge page assembled (khugepaged): where /proc/vmstat says
