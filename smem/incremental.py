@@ -50,7 +50,7 @@ from .parsers import MAX_KIB
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
 from .parsers.statm import parse_statm
-from .private_growth import BASELINE_KEYS, CounterTrust, Payoff, agrees, baseline_of, estimable
+from .private_growth import BASELINE_KEYS, CounterTrust, Payoff, agrees, baseline_of, estimable, large_folios
 from .private_growth import grown as grown_counters
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
@@ -105,6 +105,7 @@ class Refresher:
         self._payoff = Payoff(2 * max(max_staleness, 1.0))  # (whether they are read: smem.private_growth)
         self._counting = True  # whether this collection reads them
         self._reads = self._tries = 0  # statm reads of this collection; of them, tries of moved processes
+        self._large = None  # smem.private_growth.large_folios() at this collection's start
         self._trust = CounterTrust(trust_after)  # whether statm's counters agree with the walks (smem.private_growth)
         self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024  # (this machine's: the source is local)
 
@@ -150,6 +151,7 @@ class Refresher:
                 moved.append(pid) if reason == "moved" else forked.add(stat.ppid)
         self._leaderless.intersection_update(seen)
         self._counting, self._reads, self._tries = self._payoff.reading(now), 0, 0
+        self._large = large_folios(source.read_optional("vmstat")) if self._counting else None
         # (a process with a new child shares its pages with it now: walked)
         grown = self._grow(source, selection, needs, seen, moved, forked | self._leaderless, now)
         reasons["moved"] -= len(grown)
@@ -313,7 +315,7 @@ class Refresher:
             statm = self._statm(source, pid)
             self._reads += 1
             self._tries += 1
-            counters = None if statm is None else grown_counters(known.base, stat, statm, self._page_kib)
+            counters = None if statm is None else grown_counters(known.base, stat, statm, self._page_kib, self._large)
             process = None if counters is None or not known.same_program(source, pid, stat) else \
                 known.refreshed(source, pid, stat, counters, known.file_rss, needs, selection, self._cgroup)
             if process is not None:
@@ -360,7 +362,7 @@ class Refresher:
                 resident[pid] = walked["Rss"] - walked["Anonymous"]
             if statm is not None:
                 trust.checked(agrees(statm, walked, page_kib))
-                base = baseline_of(stat, statm, walked, counters, page_kib)
+                base = baseline_of(stat, statm, walked, counters, page_kib, self._large)
                 if base is not None:
                     bases[pid] = base
             process = known.refreshed(source, pid, stat, counters, resident.get(pid), needs, selection, self._cgroup)

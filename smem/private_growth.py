@@ -16,6 +16,16 @@ no page of files or shmem in or out, and nothing in swap to come back, every fau
 private page and none went: its RSS, PSS and USS each rose by those pages, and nothing else
 in smaps_rollup moved (a page made by a fault is dirty, and no page changes hands).
 
+A fault can also map many pages (a huge page or a large folio: one fault, 512 pages), and
+pages can come with no fault of its own (another process's process_vm_writev or /proc/PID/mem
+write, userfaultfd filling them), while a write to a page it shares with a child breaks
+copy-on-write, a minor fault that maps no new page and raises its PSS and USS: the two can
+balance.  So a process that shared anonymous pages at the walk (its Pss_Anon less than its
+Anonymous) is given figures so only while the machine made no large anonymous folio since the
+walk (:func:`large_folios`), and its huge pages (AnonHugePages) are never estimated.  (Pages
+another writes into one that shares, balanced by its copy-on-write breaks, still pass: its
+figure waits for ``--max-staleness``.)
+
 What others do to its shared pages moves its PSS too; smem.incremental follows that as it
 does for a process that did not move.  A process that forks makes its pages shared, so one
 whose child is new is walked.  The counters are exact on some kernels and summed lazily per
@@ -24,18 +34,22 @@ with the walks.
 """
 
 import collections
-from typing import NamedTuple
+import glob
+from typing import NamedTuple, Optional
 
-__all__ = ["Baseline", "agrees", "baseline_of", "grown", "CounterTrust", "Payoff", "estimable", "BASELINE_KEYS"]
+from .parsers.vmstat import parse_vmstat
+
+__all__ = ["Baseline", "agrees", "baseline_of", "grown", "CounterTrust", "Payoff", "estimable", "BASELINE_KEYS",
+           "large_folios"]
 
 #: what a private page faulted in adds to (each by its size)
 _GROWN = frozenset({"Rss", "Pss", "Pss_Anon", "Pss_Dirty", "Private_Dirty", "Anonymous"})
 #: what it leaves as it was
 _UNMOVED = frozenset({"Pss_File", "Pss_Shmem", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Swap",
-                      "SwapPss", "Shared_Hugetlb", "Private_Hugetlb", "AnonHugePages", "ShmemPmdMapped",
+                      "SwapPss", "Shared_Hugetlb", "Private_Hugetlb", "ShmemPmdMapped",
                       "FilePmdMapped", "LazyFree", "KSM"})
 #: what a baseline needs of smaps_rollup beside what the report keeps
-BASELINE_KEYS = ("Rss", "Anonymous", "Swap")
+BASELINE_KEYS = ("Rss", "Anonymous", "Pss_Anon", "Swap")
 
 
 def estimable(kept):
@@ -52,6 +66,32 @@ class Baseline(NamedTuple):
     anonymous: int   # pages
     shared: int      # pages
     counters: dict   # its smaps_rollup counters as the report keeps them
+    private: bool = True          # none of its anonymous pages was shared (Pss_Anon == Anonymous)
+    large: Optional[int] = None   # large_folios() before the walk
+
+
+#: /proc/vmstat's counts of anonymous huge pages made by a fault or by khugepaged
+_LARGE_EVENTS = ("thp_fault_alloc", "thp_collapse_alloc")
+#: each size's counts of anonymous large folios made by a fault or by a swap-in (Linux 6.10+)
+_MTHP_STATS = "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats/"
+
+
+def large_folios(vmstat, mthp=_MTHP_STATS):
+    """How many anonymous large folios (many pages for one fault, or none) this machine has made,
+    from the bytes of /proc/vmstat and each size's stats under ``mthp``; None where not known."""
+    if not vmstat:
+        return None
+    counters = parse_vmstat(vmstat)
+    if any(name not in counters for name in _LARGE_EVENTS):
+        return None
+    total = sum(counters[name] for name in _LARGE_EVENTS)
+    for path in sorted(glob.glob(mthp + "anon_fault_alloc") + glob.glob(mthp + "swpin")):
+        try:
+            with open(path, "rb") as f:
+                total += int(f.read())
+        except (OSError, ValueError):
+            return None
+    return total
 
 
 def agrees(statm, walked, page_kib):
@@ -62,21 +102,25 @@ def agrees(statm, walked, page_kib):
         and statm.anonymous * page_kib == anonymous and statm.shared * page_kib == rss - anonymous
 
 
-def baseline_of(stat, statm, walked, counters, page_kib):
+def baseline_of(stat, statm, walked, counters, page_kib, large=None):
     """The Baseline of a walk that found ``walked`` (smaps_rollup's BASELINE_KEYS) and ``counters``
-    (those the report keeps), with the stat and statm read with it; or None: the counters and the
-    walk disagree (it moved between the reads, or the kernel sums its counters lazily), something
-    is unknown, or it has pages in swap (one that comes back from the swap cache is a minor fault
-    that may map a shared page)."""
+    (those the report keeps), with the stat and statm read with it and ``large`` (large_folios()
+    read before the walk); or None: the counters and the walk disagree (it moved between the
+    reads, or the kernel sums its counters lazily), something is unknown, or it has pages in
+    swap (one that comes back from the swap cache is a minor fault that may map a shared page)."""
     if stat.minflt is None or stat.majflt is None or walked.get("Swap") != 0 \
             or not agrees(statm, walked, page_kib):
         return None
-    return Baseline(stat.minflt, stat.majflt, statm.anonymous, statm.shared, counters)
+    private = walked.get("Pss_Anon") is not None and walked.get("Pss_Anon") == walked.get("Anonymous")
+    return Baseline(stat.minflt, stat.majflt, statm.anonymous, statm.shared, counters, private, large)
 
 
-def grown(baseline, stat, statm, page_kib):
-    """The smaps_rollup counters now, from the ``baseline`` and the stat and statm read now, where
-    every fault since made a page of its own (the module's docstring); else None."""
+def grown(baseline, stat, statm, page_kib, large=None):
+    """The smaps_rollup counters now, from the ``baseline`` and the stat and statm (and
+    large_folios(): ``large``) read now, where every fault since made a page of its own (the
+    module's docstring); else None."""
+    if not baseline.private and (large is None or large != baseline.large):
+        return None
     if stat.majflt != baseline.majflt or statm.shared != baseline.shared or statm.anonymous is None \
             or stat.minflt is None:
         return None

@@ -247,3 +247,26 @@ def test_pages_taken_from_a_process_that_does_not_run_are_seen(zram_swap):
         child.stdin.close()
         child.wait()
         held.close()
+
+
+def test_where_the_kernel_keeps_no_run_time_no_schedstat_is_read(tmp_path):
+    """A kernel that keeps no run time says "0 0 0" in every schedstat (or has none): nothing is
+    gated, every stat is read, and no schedstat is held for nothing."""
+    (tmp_path / 'self').mkdir()
+    (tmp_path / 'self' / 'schedstat').write_text('0 0 0\n')
+    (tmp_path / 'vmstat').write_text('pgsteal_kswapd 0\npswpout 0\n')
+    (tmp_path / '4242').mkdir()
+    (tmp_path / '4242' / 'schedstat').write_text('0 0 0\n')
+    line = '4242 (idle) S 1 4242 4242 0 -1 4194304 {} 0 0 0 1 1 0 0 20 0 1 0 500 10000000 250 ' + ' '.join(['0'] * 27)
+    (tmp_path / '4242' / 'stat').write_text(line.format(100))
+    held = HeldStats(str(tmp_path))
+    try:
+        seen, _ = held.stats()
+        assert seen[4242].num_threads == 1
+        held.stats()
+        (tmp_path / '4242' / 'stat').write_text(line.format(101))
+        seen, touched = held.stats()
+        assert 4242 in touched and seen[4242].minflt == 101
+        assert str(tmp_path / '4242' / 'schedstat') not in _held_paths().values()
+    finally:
+        held.close()

@@ -3,6 +3,9 @@
 walk wherever the counters cannot say (a free, a page in swap, counters that disagree)."""
 
 import os
+import shutil
+import subprocess
+import sysconfig
 
 import pytest
 
@@ -11,7 +14,7 @@ from smem.incremental import Refresher
 from smem.options import Query, ReportRequest, TableOptions
 from smem.parsers.stat import parse_stat
 from smem.parsers.statm import parse_statm
-from smem.private_growth import CounterTrust, Payoff, agrees, baseline_of, grown
+from smem.private_growth import CounterTrust, Payoff, agrees, baseline_of, grown, large_folios
 
 from workload import obedient_process
 
@@ -138,7 +141,7 @@ def test_the_rule_on_what_a_fault_can_do():
     counters say next."""
     stat, statm, counters = _now(os.getpid())
     base = baseline_of(stat._replace(minflt=1000, majflt=3), statm._replace(resident=150, shared=50),
-                       {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Swap': 0},
+                       {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Pss_Anon': 100 * PAGE_KIB, 'Swap': 0},
                        {'Pss': 500, 'Pss_File': 40, 'Private_Dirty': 300, 'Swap': 0}, PAGE_KIB)
     later = stat._replace(minflt=1010, majflt=3)
     # ten faults, ten new pages: each a page of its own
@@ -160,9 +163,72 @@ def test_the_rule_on_what_a_fault_can_do():
     # pages in swap at the walk: one may come back shared from the swap cache, as a minor fault
     assert baseline_of(stat, statm._replace(resident=150, shared=50),
                        {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Swap': 8}, {}, PAGE_KIB) is None
+    # anonymous pages shared (with a child): a copy-on-write break is a fault that maps no new page,
+    # which a huge page's fault (512 pages) can balance: only while the machine made no large folio
+    sharing = baseline_of(stat._replace(minflt=1000, majflt=3), statm._replace(resident=150, shared=50),
+                          {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Pss_Anon': 60 * PAGE_KIB, 'Swap': 0},
+                          {'Pss': 500}, PAGE_KIB, large=7)
+    now = statm._replace(resident=160, shared=50)
+    assert grown(sharing, later, now, PAGE_KIB, large=7) == {'Pss': 500 + 10 * PAGE_KIB}
+    assert grown(sharing, later, now, PAGE_KIB, large=8) is None
+    assert grown(sharing, later, now, PAGE_KIB, large=None) is None
+    assert grown(base, later, now, PAGE_KIB, large=8) is not None  # (none shared: a huge page is its own)
     # the counters and the walk disagree: no baseline
     assert baseline_of(stat, statm._replace(resident=151, shared=50),
                        {'Rss': 150 * PAGE_KIB, 'Anonymous': 100 * PAGE_KIB, 'Swap': 0}, {}, PAGE_KIB) is None
+
+
+def _huge_pages():
+    try:
+        with open('/sys/kernel/mm/transparent_hugepage/enabled') as f:
+            return '[never]' not in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _huge_pages(), reason='needs transparent huge pages (always or madvise)')
+def test_a_copy_on_write_break_balanced_by_a_huge_page_is_walked(tmp_path):
+    """A process sharing 511 pages with its child writes them (511 faults, no new page: its PSS and
+    USS rise) and faults one huge page (one fault, 512 pages): its counters rose alike, but it
+    shared anonymous pages at the walk and a large folio was made since, so it is walked."""
+    compiler = sysconfig.get_config_var('CC') or 'cc'
+    if not shutil.which(compiler.split()[0]):
+        pytest.skip('no C compiler')
+    source = os.path.join(os.path.dirname(__file__), 'cow_and_huge_page.c')
+    subprocess.run([*compiler.split(), '-O1', '-o', str(tmp_path / 'cow'), source], check=True)
+    p = subprocess.Popen([str(tmp_path / 'cow')], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b'ready\n'
+        refresher = Refresher(HOUR, trust_after=1)
+        _collect(refresher, p.pid)
+        for order in (b'grow\n', b'write\n'):  # (the first makes it move and be walked: its baseline)
+            p.stdin.write(order)
+            p.stdin.flush()
+            p.stdout.readline()
+            kept, walked = _collect(refresher, p.pid)
+        with open(f'/proc/{p.pid}/smaps_rollup') as f:
+            huge = [int(line.split()[1]) for line in f if line.startswith('AnonHugePages')]
+        if huge != [2048]:
+            pytest.skip(f'no huge page was given: {huge}')
+        assert refresher.counted == 0
+        assert kept == walked
+    finally:
+        p.stdin.close()
+        p.wait(timeout=10)
+
+
+def test_large_folios_made_are_counted_from_vmstat_and_each_size(tmp_path):
+    for size, (faults, swapins) in {'64kB': (5, 2), '2048kB': (11, 0)}.items():
+        (tmp_path / f'hugepages-{size}' / 'stats').mkdir(parents=True)
+        (tmp_path / f'hugepages-{size}' / 'stats' / 'anon_fault_alloc').write_text(f'{faults}\n')
+        (tmp_path / f'hugepages-{size}' / 'stats' / 'swpin').write_text(f'{swapins}\n')
+    mthp = str(tmp_path / 'hugepages-*' / 'stats') + '/'
+    vmstat = b'nr_free_pages 9\nthp_fault_alloc 100\nthp_collapse_alloc 3\n'
+    assert large_folios(vmstat, mthp) == 100 + 3 + 5 + 2 + 11
+    assert large_folios(b'nr_free_pages 9\n', mthp) is None  # (no THP in this kernel: unknown)
+    assert large_folios(None, mthp) is None
+    with open('/proc/vmstat', 'rb') as f:
+        assert large_folios(f.read()) is None or large_folios(b'thp_fault_alloc 0\nthp_collapse_alloc 0\n') >= 0
 
 
 def test_counters_that_disagree_are_not_trusted():

@@ -14,14 +14,18 @@ for them where the hard one allows (else the rest are read and closed each time)
 the kernel about a page while held.
 
 The kernel makes a stat's text anew at each read, at a cost; /proc/PID/schedstat (the
-nanoseconds a task ran: Documentation/scheduler/sched-stats.rst) costs a third of it.  A process
+nanoseconds a task ran: Documentation/scheduler/sched-stats.rst) is three numbers, cheaper.  A process
 of one thread whose schedstat is the same has not run since, so it made no fault and no mapping:
 its stat is not read.  A process's pages can be taken while it does not run, by reclaim, swap,
 a lazily freed page reclaimed, or a huge page assembled (khugepaged): where /proc/vmstat says
 any of that happened since the last scan (:data:`PASSIVE`), or cannot be read, every stat is.
-(A page another process takes from it or gives it without those counters, a file page through
-process_madvise(MADV_PAGEOUT), a page a debugger or process_vm_writev writes into it, is not
-seen so: its figure waits for ``--max-staleness``.)
+Some changes move no such counter, and its figure waits for ``--max-staleness``: a page another
+process unmaps from it through process_madvise(MADV_PAGEOUT); its pages of a file or shmem that
+another process truncates or punches a hole in (ftruncate, fallocate, MADV_REMOVE); pages
+another writes into it (process_vm_writev, /proc/PID/mem, ptrace, userfaultfd's UFFDIO_COPY).
+Where the kernel keeps no run time (no /proc/PID/schedstat: CONFIG_SCHED_INFO off; or "0 0 0"),
+as this process's own schedstat says, nothing is gated: a schedstat read would only add to the
+stat's.
 """
 
 import os
@@ -47,6 +51,16 @@ def _passive(raw):
     moves = tuple(sorted((name, value) for name, value in counters.items() if name.startswith(PASSIVE)))
     return moves or None
 
+
+def _run_time_kept(proc):
+    """Whether the kernel keeps the time each task ran, by this process's own schedstat (it has run)."""
+    try:
+        with open(f"{proc}/self/schedstat", "rb") as f:
+            return not f.read().startswith(b"0")
+    except OSError:
+        return False
+
+
 _c = None
 if not os.environ.get("SMEM_PURE_PYTHON"):
     try:
@@ -66,6 +80,7 @@ class HeldStats:
         self._sched_fds = {}   # pid -> descriptor of its schedstat held
         self._sched_last = {}  # pid -> its schedstat as last read
         self._passive = None   # PASSIVE counters at the last scan
+        self._timed = _run_time_kept(proc)  # (else no schedstat is read)
 
     def stats(self):
         """({pid: PidStat} of the processes (not kernel threads) there are now, in the order first
@@ -94,7 +109,7 @@ class HeldStats:
         self._room(2 * len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
         passive = self._passive_now()
         gated = None
-        if passive is not None and passive == self._passive:
+        if self._timed and passive is not None and passive == self._passive:
             gated = {pid for pid, stat in self._seen.items() if stat.num_threads == 1}
         self._passive = passive
         pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR, gated, self._sched_fds, self._sched_last)
