@@ -211,7 +211,7 @@ def test_a_copy_on_write_break_balanced_by_a_huge_page_is_walked(tmp_path):
         if huge != [2048]:
             pytest.skip(f'no huge page was given: {huge}')
         assert refresher.counted == 0
-        assert kept == walked
+        _agree(kept, walked)  # (the counters would have missed 2 MiB of USS)
     finally:
         p.stdin.close()
         p.wait(timeout=10)
