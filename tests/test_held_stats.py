@@ -270,3 +270,30 @@ def test_where_the_kernel_keeps_no_run_time_no_schedstat_is_read(tmp_path):
         assert str(tmp_path / '4242' / 'schedstat') not in _held_paths().values()
     finally:
         held.close()
+
+
+SPAWNER = ("import sys, threading\nprint('ready', flush=True)\nsys.stdin.readline()\n"
+           "threading.Thread(target=sys.stdin.read).start()\nprint('threaded', flush=True)\n")
+
+
+def test_a_process_that_starts_a_thread_is_no_longer_gated_and_its_schedstat_let_go():
+    child = subprocess.Popen([sys.executable, '-c', SPAWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    held = HeldStats('/proc')
+    try:
+        assert child.stdout.readline() == 'ready\n'
+        settled(child.pid)
+        held.stats()
+        held.stats()
+        assert f'/proc/{child.pid}/schedstat' in _held_paths().values()
+        child.stdin.write('go\n')
+        child.stdin.flush()
+        assert child.stdout.readline() == 'threaded\n'
+        seen, touched = held.stats()
+        assert child.pid in touched and seen[child.pid].num_threads == 2
+        held.stats()
+        assert f'/proc/{child.pid}/schedstat' not in _held_paths().values()
+        assert f'/proc/{child.pid}/stat' in _held_paths().values()
+    finally:
+        child.stdin.close()
+        child.wait()
+        held.close()

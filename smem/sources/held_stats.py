@@ -111,6 +111,9 @@ class HeldStats:
         gated = None
         if self._timed and passive is not None and passive == self._passive:
             gated = {pid for pid, stat in self._seen.items() if stat.num_threads == 1}
+            for pid in [pid for pid in self._sched_fds if pid not in gated]:  # (it has threads now)
+                os.close(self._sched_fds.pop(pid))
+                self._sched_last.pop(pid, None)
         self._passive = passive
         pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR, gated, self._sched_fds, self._sched_last)
         listed = set(pids)
