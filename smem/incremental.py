@@ -151,7 +151,7 @@ class Refresher:
                 moved.append(pid) if reason == "moved" else forked.add(stat.ppid)
         self._leaderless.intersection_update(seen)
         self._counting, self._reads, self._tries = self._payoff.reading(now), 0, 0
-        self._large = large_folios(source.read_optional("vmstat")) if self._counting else None
+        self._large = large_folios(self._stats.vmstat) if self._counting else None
         # (a process with a new child shares its pages with it now: walked)
         grown = self._grow(source, selection, needs, seen, moved, forked | self._leaderless, now)
         reasons["moved"] -= len(grown)

@@ -23,6 +23,7 @@ class StatChanges:
         self._parsed = {}     # pid -> (its stat, parsed) at the last collection
         self._held = None     # smem.sources.held_stats.HeldStats: the stat files kept open
         self._ended = False   # whether the collection that last scanned them ended
+        self.vmstat = None    # the bytes of /proc/vmstat read with the latest stats (None: unreadable)
 
     def read(self, source, selection, fresh):
         """({pid: PidStat} of the processes (not kernel threads) there are now, the pids whose
@@ -30,7 +31,10 @@ class StatChanges:
         before counts (the caller knows no process)."""
         held = self._held_for(source, selection, fresh)
         if held is not None:
-            return held.stats()
+            stats = held.stats()
+            self.vmstat = held.vmstat  # (read once: the held stats' gate and smem.private_growth)
+            return stats
+        self.vmstat = source.read_optional("vmstat")
         seen, before, parsed = {}, self._parsed, {}
         read, wanted = source.read_optional, selection.pids
         for pid in source.pids():

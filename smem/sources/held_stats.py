@@ -80,6 +80,7 @@ class HeldStats:
         self._sched_fds = {}   # pid -> descriptor of its schedstat held
         self._sched_last = {}  # pid -> its schedstat as last read
         self._passive = None   # PASSIVE counters at the last scan
+        self.vmstat = None     # the bytes of /proc/vmstat the last scan read (None: unreadable)
         self._timed = _run_time_kept(proc)  # (else no schedstat is read)
 
     def stats(self):
@@ -130,9 +131,11 @@ class HeldStats:
     def _passive_now(self):
         try:
             with open(f"{self.proc}/vmstat", "rb") as f:
-                return _passive(f.read())
+                self.vmstat = f.read()
         except OSError:
+            self.vmstat = None
             return None
+        return _passive(self.vmstat)
 
     def close(self):
         fds, sched_fds = self._fds, self._sched_fds
