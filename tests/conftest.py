@@ -38,6 +38,8 @@ import pytest
 import smem.cli
 import smem.report
 
+from page_browser import _blank_when_done, browser  # noqa: F401 (fixtures: one browser a worker)
+
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
 REALPROC = TESTS.parents[1] / "shared" / "realproc"

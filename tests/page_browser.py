@@ -1,11 +1,12 @@
-"""The page tests' browser: Debian's chromium and chromium-driver through selenium, one a module
-(its start is most of a browser test's cost), and what the tests do in it: open a page file,
-wait, click a box, read texts, check that the page made no request and logged no error.
+"""The page tests' browser: Debian's chromium and chromium-driver through selenium, one a worker
+(conftest.py takes the fixtures; the page tests run on one worker, in the xdist group "page", and
+a start and its first page cost what four more pages do), and what the tests do in it: open a
+page file, wait, click a box, read texts, check that the page made no request and logged no error.
 
 Every page file opens from one path: V8 keeps the scripts it compiled for the next load of the
 same source at the same URL and line, so plotly.js (most of a load's CPU) is compiled once for
-the module, not once a page.  Where chromium, chromedriver or selenium is missing, the browser
-tests skip.  A module takes the fixtures by importing ``browser`` and ``_blank_when_done``.
+the worker, not once a page.  Where chromium, chromedriver or selenium is missing, the browser
+tests skip.
 """
 
 import os
@@ -20,7 +21,7 @@ CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 # ------------------------------------------------------------------ in a browser
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     if not (CHROMIUM and CHROMEDRIVER):
         pytest.skip("chromium and chromium-driver are not installed")

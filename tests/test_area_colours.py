@@ -15,7 +15,7 @@ import json
 import pytest
 
 from conftest import realproc_files
-from page_browser import _blank_when_done, _open_file, browser  # noqa: F401
+from page_browser import _open_file
 from smem.area_colours import _palette, area_colour, palette_text
 from smem.device_memory import DeviceMemory
 from smem.page.html import _page_script

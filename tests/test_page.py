@@ -1,7 +1,7 @@
 """smem html's page in a real browser (Debian's chromium and chromium-driver through selenium),
 opened from a file with the network off: drawn, zoomed, sorted, filtered, hostile names shown as
 text, a comparison marked, and smem serve's page.  A recording's timeline is test_page_recording.py;
-what the page embeds, without a browser, test_page_documents.py.  One browser serves the module
+what the page embeds, without a browser, test_page_documents.py.  One browser serves the worker
 (page_browser.py).
 """
 
@@ -13,8 +13,7 @@ import urllib.request
 import pytest
 
 from conftest import run_smem
-from page_browser import (_blank_when_done, _click_box, _no_requests_and_no_errors, _open, _open_file, _texts,  # noqa: F401
-                          _wait, browser)
+from page_browser import _click_box, _no_requests_and_no_errors, _open, _open_file, _texts, _wait
 from page_documents import (CAPTURE, CAPTURES, CGROUP, CGROUP_CELLS, IMG, SCRIPT_END, SVG_MAP, USER,
                             capture_without_anon, embedded, write_page)
 from serve_process import serving, stop

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import run_smem
-from page_browser import _blank_when_done, _no_requests_and_no_errors, _open_file, _wait, browser  # noqa: F401
+from page_browser import _no_requests_and_no_errors, _open_file, _wait
 from page_recordings import recorded_growth
 
 pytest.importorskip("plotly")

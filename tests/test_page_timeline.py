@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from page_browser import _blank_when_done, browser  # noqa: F401
 
 pytestmark = pytest.mark.xdist_group("page")
 

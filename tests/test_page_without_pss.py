@@ -7,7 +7,7 @@ drew an empty box, "processes · 0 KiB", and "Nothing to draw: no PSS"; its capt
 import pytest
 
 from conftest import nopss_tree
-from page_browser import _no_requests_and_no_errors, _open_file, browser  # noqa: F401 (fixture)
+from page_browser import _no_requests_and_no_errors, _open_file
 from page_documents import embedded, write_page
 
 pytest.importorskip("plotly")
