@@ -54,6 +54,7 @@ from .private_growth import BASELINE_KEYS, CounterTrust, Payoff, agrees, baselin
 from .private_growth import grown as grown_counters
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
+from .sources.held_files import MovingFiles
 from .stat_changes import StatChanges
 
 __all__ = ["Refresher", "DEFAULT_MAX_STALENESS", "TOLERANCE"]
@@ -108,6 +109,7 @@ class Refresher:
         self._large = None  # smem.private_growth.large_folios() at this collection's start
         self._trust = CounterTrust(trust_after)  # whether statm's counters agree with the walks (smem.private_growth)
         self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024  # (this machine's: the source is local)
+        self._files = MovingFiles()  # the rollups and statms of the processes that move, held open
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -120,6 +122,7 @@ class Refresher:
         """What load_reading gives for these arguments, from the figures kept and what changed."""
         if self.max_staleness <= 0 or not self._incremental(source, selection, with_processes, needs, fold):
             self._known.clear()
+            self._files.close()
             self._aged.clear()
             self._limits.clear()
             self._sharers.clear()
@@ -150,6 +153,7 @@ class Refresher:
                 reasons[reason] += 1
                 moved.append(pid) if reason == "moved" else forked.add(stat.ppid)
         self._leaderless.intersection_update(seen)
+        self._files.collection(source.proc if self._stats.holding else None, len(seen), set(moved))
         self._counting, self._reads, self._tries = self._payoff.reading(now), 0, 0
         self._large = large_folios(self._stats.vmstat) if self._counting else None
         # (a process with a new child shares its pages with it now: walked)
@@ -223,6 +227,7 @@ class Refresher:
         known = self._known.pop(pid)
         del self._aged[pid]
         self._limits.pop(pid, None)
+        self._files.forget(pid)
         return pid, known.shared, self._sharers.remove(pid), known.split
 
     def _read(self, source, selection, needs, jobs, seen, pids, now):
@@ -290,9 +295,8 @@ class Refresher:
         """Whether a process read before can be read again by what moves (else it is read whole)."""
         return not (needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split)
 
-    @staticmethod
-    def _statm(source, pid):
-        raw = source.read_optional(f"{pid}/statm")
+    def _statm(self, source, pid):
+        raw = self._files.read(source, pid, "statm")
         try:
             return parse_statm(raw) if raw else None
         except ValueError:
@@ -347,7 +351,7 @@ class Refresher:
             if counted:
                 statm = self._statm(source, pid)  # (read first: a walk is slower)
                 self._reads += 1
-            raw = source.read_optional(f"{pid}/smaps_rollup")
+            raw = self._files.read(source, pid, "smaps_rollup")
             try:
                 parsed = parse_smaps_kept(raw, keys)[0] if raw else None
             except ValueError:

@@ -58,6 +58,11 @@ class StatChanges:
         self._parsed = parsed
         return seen, None
 
+    @property
+    def holding(self):
+        """Whether the latest read was through descriptors held (this machine's /proc, every process)."""
+        return self._held is not None
+
     def ended(self):
         """The collection that read the stats ended: the next one's changes are since this one."""
         self._ended = True

@@ -34,7 +34,7 @@ import resource
 from ..parsers.stat import parse_stat
 from ..parsers.vmstat import parse_vmstat
 
-__all__ = ["HeldStats", "held_stats", "FLOOR", "PASSIVE"]
+__all__ = ["HeldStats", "held_stats", "room", "FLOOR", "PASSIVE"]
 
 #: held descriptors are numbered from here: the program's own stay below, where select() takes them
 FLOOR = 1024
@@ -107,7 +107,7 @@ class HeldStats:
     def scan(self):
         """(every pid, ascending; [(pid, stat bytes, or None where it is no longer readable)] of
         those whose stat is not what the last scan read)."""
-        self._room(2 * len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
+        room(2 * len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
         passive = self._passive_now()
         gated = None
         if self._timed and passive is not None and passive == self._passive:
@@ -146,16 +146,19 @@ class HeldStats:
     def __del__(self):
         self.close()
 
-    @staticmethod
-    def _room(wanted):
-        """Raise the soft limit on open files to hold ``wanted`` descriptors over FLOOR, where the
-        hard limit allows."""
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        need = FLOOR + wanted
-        if soft != resource.RLIM_INFINITY and soft < need:
-            new = need if hard == resource.RLIM_INFINITY else min(need, hard)
-            if new > soft:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+def room(wanted):
+    """Raise the soft limit on open files to hold ``wanted`` descriptors over FLOOR, where the
+    hard limit allows; how many it holds over FLOOR now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = FLOOR + wanted
+    if soft != resource.RLIM_INFINITY and soft < need:
+        new = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        if new > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+            soft = new
+    return wanted if soft == resource.RLIM_INFINITY else max(soft - FLOOR, 0)
 
 
 def held_stats(proc):
