@@ -54,6 +54,7 @@ from .private_growth import BASELINE_KEYS, CounterTrust, Payoff, agrees, baselin
 from .private_growth import grown as grown_counters
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
+from .sources.folio_stats import mthp_counts
 from .sources.held_files import MovingFiles
 from .stat_changes import StatChanges
 
@@ -155,7 +156,7 @@ class Refresher:
         self._leaderless.intersection_update(seen)
         self._files.collection(source.proc if self._stats.holding else None, len(seen), set(moved))
         self._counting, self._reads, self._tries = self._payoff.reading(now), 0, 0
-        self._large = large_folios(self._stats.vmstat) if self._counting else None
+        self._large = large_folios(self._stats.vmstat, mthp_counts()) if self._counting else None
         # (a process with a new child shares its pages with it now: walked)
         grown = self._grow(source, selection, needs, seen, moved, forked | self._leaderless, now)
         reasons["moved"] -= len(grown)

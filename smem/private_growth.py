@@ -34,7 +34,6 @@ with the walks.
 """
 
 import collections
-import glob
 from typing import NamedTuple, Optional
 
 from .parsers.vmstat import parse_vmstat
@@ -72,26 +71,18 @@ class Baseline(NamedTuple):
 
 #: /proc/vmstat's counts of anonymous huge pages made by a fault or by khugepaged
 _LARGE_EVENTS = ("thp_fault_alloc", "thp_collapse_alloc")
-#: each size's counts of anonymous large folios made by a fault or by a swap-in (Linux 6.10+)
-_MTHP_STATS = "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats/"
 
 
-def large_folios(vmstat, mthp=_MTHP_STATS):
+def large_folios(vmstat, mthp):
     """How many anonymous large folios (many pages for one fault, or none) this machine has made,
-    from the bytes of /proc/vmstat and each size's stats under ``mthp``; None where not known."""
-    if not vmstat:
+    from the bytes of /proc/vmstat and each size's counts (smem.sources.folio_stats; None: not
+    read); None where not known."""
+    if not vmstat or mthp is None:
         return None
     counters = parse_vmstat(vmstat)
     if any(name not in counters for name in _LARGE_EVENTS):
         return None
-    total = sum(counters[name] for name in _LARGE_EVENTS)
-    for path in sorted(glob.glob(mthp + "anon_fault_alloc") + glob.glob(mthp + "swpin")):
-        try:
-            with open(path, "rb") as f:
-                total += int(f.read())
-        except (OSError, ValueError):
-            return None
-    return total
+    return sum(counters[name] for name in _LARGE_EVENTS) + sum(mthp)
 
 
 def agrees(statm, walked, page_kib):
