@@ -176,3 +176,44 @@ def test_a_bad_peer_does_not_end_the_wait_for_one_under_way(tmp_path):
         good_port = good.getsockname()[1]
     _took_the_good_one("capture", proc, out, good_port)
     assert run_smem("-S", out, "-u", check=True).returncode == 0
+
+
+def _in_thread(send, *args):
+    """``send(*args)`` beside the listener, which takes what it sends (a socket's buffer may not hold
+    it all); a send cut short by the listener giving up is no error of the test's."""
+    def quietly():
+        try:
+            send(*args)
+        except OSError:
+            pass
+    thread = threading.Thread(target=quietly, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_captures_under_way_are_bounded_together(monkeypatch):
+    """Sixteen peers may each send up to 1 GiB: together they may not (MAX_HELD_BYTES, here made
+    small).  The one whose bytes would pass the bound is given up, the one under way goes on."""
+    from smem.errors import CaptureError
+    from smem.sources import tcp
+    monkeypatch.setattr(tcp, "MAX_HELD_BYTES", 120_000)
+    with tcp.Listener(("127.0.0.1", 0), timeout=600) as listener:
+        port = int(listener.address.rsplit(":", 1)[1])
+        first = socket.create_connection(("127.0.0.1", port))
+        first.sendall(CAPTURE[:40_000])
+        first_port = first.getsockname()[1]
+        assert listener.receive(wait=2) is None  # (its bytes taken in: under way)
+        second = _in_thread(_send, port, CAPTURE[:90_000])
+        with pytest.raises(CaptureError, match=r"^capture from 127\.0\.0\.1:\d+: sent \d+ bytes while the other "
+                                               r"captures held 40000: more than \d+ MiB at once, given up$"):
+            listener.receive()
+        second.join(WITHIN)
+
+        def the_rest():
+            with first:
+                first.sendall(CAPTURE[40_000:])
+        rest = _in_thread(the_rest)
+        spool, name = listener.receive()
+        rest.join(WITHIN)
+        with spool:
+            assert spool.read() == CAPTURE and name == f"capture from 127.0.0.1:{first_port}"

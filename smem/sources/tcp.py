@@ -195,7 +195,7 @@ class Listener:
         """The first capture to arrive whole (and, if ``capture``, read whole: see capture()).  A
         peer given up is the answer only when no other connection is under way: one that fails
         (or is displaced) does not end the wait for one that is sending; alone, its line is the
-        answer, as it was when one connection was taken at a time.  The first failure is said."""
+        answer, as it was when one connection was taken at a time; with none left, the first given up is."""
         failed = None
         while True:
             try:
