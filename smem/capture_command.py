@@ -68,7 +68,7 @@ def run_receive(address, path, stream=None, *, timeout=None, force=False, said=N
               else contextlib.nullcontext(stream))
     with target as out:
         with Listener(address, timeout or DEFAULT_TIMEOUT, said) as listener:
-            source, spool = listener.capture()
+            source, spool = listener.first(capture=True)
         source.close()
         with spool:
             size = os.fstat(spool.fileno()).st_size

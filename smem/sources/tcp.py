@@ -2,29 +2,40 @@
 
 A target with busybox and no Python (nor ssh server) cannot be pulled from; it can
 push.  :class:`Listener` listens on the address the user names (a host is required:
-nothing listens on every interface unasked) and takes one connection at a time; each
-connection is one capture, ended by the sender closing its side.  What a peer sends is
-spooled to an unlinked temporary file, never held in memory (a temporary directory that fills
-up refuses that capture, in one line), and bounded: at most
-``MAX_RECEIVED_BYTES``, no silence longer than the timeout once the first byte came, and the
-whole capture within ``WHOLE_TIMEOUTS`` timeouts (a sender trickling a byte a second is given up
-as surely as a silent one).  The first byte may take all of that: smemcap.sh sends nothing until
-it has copied every process (tar starts only then), which on a slow board with hundreds of
-processes is minutes (docs/benchmarks.md).  The capture is then read like any capture file (smem.sources.archive), with
-its limits on decompression, so a bomb or garbage is refused there.
+nothing listens on every interface unasked); each connection is one capture, ended by the
+sender closing its side.  What a peer sends is spooled to an unlinked temporary file of its
+own, never held in memory (a temporary directory that fills up refuses that capture, in one
+line), and bounded: at most ``MAX_RECEIVED_BYTES``, no silence longer than the timeout once the
+first byte came, and the whole capture within ``WHOLE_TIMEOUTS`` timeouts (a sender trickling a
+byte a second is given up as surely as a silent one).  The first byte may take all of that:
+smemcap.sh sends nothing until it has copied every process (tar starts only then), which on a
+slow board with hundreds of processes is minutes (docs/benchmarks.md).  The capture is then read
+like any capture file (smem.sources.archive), with its limits on decompression, so a bomb or
+garbage is refused there.
+
+Those bounds give a peer minutes, so connections are served side by side (``selectors``, in the
+one process) and captures handed out in the order they complete: a peer that connects and says
+nothing, or trickles, delays no other (taken one at a time, anyone who reached the port held it
+for ten timeouts).  At most ``MAX_CONNECTIONS`` are held at once, their spools together at most
+``MAX_HELD_BYTES``, so a flood exhausts neither descriptors nor disk.  A connection past the
+bound displaces the one silent the longest: refusing newcomers instead would let that many
+silent peers hold the port as surely as one did, while a sender that is sending is the last to go.
 
 The stream is neither authenticated nor encrypted: anyone who can reach the port can send
 a capture, and anyone on the path can read one (README.md says when to use ssh instead).
 """
 
+import collections
 import os
+import selectors
 import socket
 import tempfile
 import time
 
 from ..errors import CaptureError, SourceError, UsageError
 
-__all__ = ["Listener", "receive_source", "parse_address", "DEFAULT_TIMEOUT", "MAX_RECEIVED_BYTES", "WHOLE_TIMEOUTS"]
+__all__ = ["Listener", "receive_source", "parse_address", "DEFAULT_TIMEOUT", "MAX_RECEIVED_BYTES", "WHOLE_TIMEOUTS",
+           "MAX_CONNECTIONS", "MAX_HELD_BYTES"]
 
 #: Seconds a connected sender may be silent once it has sent its first byte.
 DEFAULT_TIMEOUT = 60.0
@@ -33,6 +44,11 @@ DEFAULT_TIMEOUT = 60.0
 WHOLE_TIMEOUTS = 10
 #: The most a peer may send: a compressed capture (a 10,000-process server's is some hundreds of MiB).
 MAX_RECEIVED_BYTES = 1 << 30
+#: Connections served at once: a target sends one capture at a time, this is room for strays.
+MAX_CONNECTIONS = 16
+#: The most the spools of the captures under way (and those complete, not yet handed out) hold
+#: together: two whole captures, not sixteen.
+MAX_HELD_BYTES = 2 * MAX_RECEIVED_BYTES
 
 
 def parse_address(text, option="--listen", port_example=5555):
@@ -68,8 +84,31 @@ def _wildcard(host):
         return False
 
 
+class _Connection:
+    """One peer's capture under way: its socket, its spool (made at its first byte: a silent
+    flood costs no temporary file) and its clocks."""
+
+    __slots__ = ("socket", "peer", "name", "spool", "received", "started", "heard")
+
+    def __init__(self, connection, peer):
+        self.socket, self.peer, self.name = connection, peer, f"capture from {peer}"
+        self.spool, self.received = None, 0
+        self.started = self.heard = time.monotonic()  # (heard: its last byte, or its connection)
+
+    def due(self, timeout):
+        """When it is given up: the whole bound, and once it has sent, a silence of ``timeout``
+        (before the first byte the target is still copying /proc: only the whole bound holds)."""
+        whole = self.started + timeout * WHOLE_TIMEOUTS
+        return min(whole, self.heard + timeout) if self.received else whole
+
+    def close(self):
+        self.socket.close()
+        if self.spool is not None:
+            self.spool.close()
+
+
 class Listener:
-    """A listening socket taking captures one connection at a time (a context manager).
+    """A listening socket taking captures from several connections at once (a context manager).
 
     ``timeout``: seconds a connected peer may be silent (and WHOLE_TIMEOUTS of them for the
     whole capture).  ``said``: called with a line once listening (the port chosen for port 0).
@@ -82,15 +121,21 @@ class Listener:
         self.timeout = timeout
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
-            self._socket = socket.create_server((host, port), family=family, backlog=8)
+            self._socket = socket.create_server((host, port), family=family, backlog=MAX_CONNECTIONS)
         except socket.gaierror as e:
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {e.strerror}") from None
         except OSError as e:  # (create_server's strerror ends "(while attempting to bind on address (...))")
             reason = (e.strerror or str(e)).split(" (while attempting to bind")[0]
             raise SourceError(f"cannot listen on {_endpoint((host, port))}: {reason}") from None
+        self._socket.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._socket, selectors.EVENT_READ)
+        self._open = {}  # socket: its _Connection
+        self._done = collections.deque()  # what connections came to, in that order: CaptureError or (spool, conn)
+        self._held = 0  # bytes in the spools of self._open and self._done
         bound = self._socket.getsockname()
         self.address = _endpoint(bound)
-        #: the last connection's peer, HOST:PORT (None before one)
+        #: the peer of the last capture handed out, HOST:PORT (None before one)
         self.peer = None
         #: what a target runs to push here: the nc command line, and what ADDRESS is if it is named
         self._nc, self._nc_note = ((f"nc ADDRESS {bound[1]}", ", ADDRESS one of this machine's that it reaches")
@@ -110,75 +155,137 @@ class Listener:
         self.close()
 
     def close(self):
+        for connection in self._open.values():
+            connection.close()
+        for outcome in self._done:
+            if not isinstance(outcome, CaptureError):
+                outcome[0].close()
+        self._open.clear()
+        self._done.clear()
+        self._selector.close()
         self._socket.close()
 
     def receive(self, wait=None):
-        """The next capture sent (an unlinked temporary file, at its start, and the peer's
-        name): a CaptureError for a peer that sends nothing, stalls, trickles or sends too much.
-        Waits for a connection ``wait`` seconds (None: as long as it takes), then returns None."""
-        self._socket.settimeout(wait)
+        """The next capture to arrive whole (an unlinked temporary file, at its start, and the
+        peer's name), in the order they complete: a CaptureError for a peer that sends nothing,
+        stalls, trickles or sends too much, in that order too.  Waits ``wait`` seconds (None: as
+        long as it takes), then returns None; the connections under way go on at the next call."""
+        until = None if wait is None else time.monotonic() + wait
+        while not self._done:
+            dues = [connection.due(self.timeout) for connection in self._open.values()]
+            due = min(dues + ([until] if until is not None else []), default=None)
+            for key, _ in self._selector.select(None if due is None else max(due - time.monotonic(), 0)):
+                if key.data is None:
+                    self._accept()
+                elif key.data.socket in self._open:  # (not displaced by an accept of this round)
+                    self._read(key.data)
+            self._expire()
+            if not self._done and until is not None and time.monotonic() >= until:
+                return None
+        outcome = self._done.popleft()
+        if isinstance(outcome, CaptureError):
+            raise outcome
+        spool, connection = outcome
+        self._held -= connection.received
+        self.peer = connection.peer
+        spool.seek(0)
+        return spool, connection.name
+
+    def first(self, capture=False):
+        """The first capture to arrive whole (and, if ``capture``, read whole: see capture()).  A
+        peer given up is the answer only when no other connection is under way: one that fails
+        (or is displaced) does not end the wait for one that is sending; alone, its line is the
+        answer, as it was when one connection was taken at a time; with none left, the first given up is."""
+        failed = None
+        while True:
+            try:
+                return self.capture() if capture else self.receive()
+            except CaptureError as e:
+                failed = failed or e
+                if not self._open and not self._done:
+                    raise failed from None
+
+    def _accept(self):
         try:
             connection, peer = self._socket.accept()
-        except socket.timeout:
-            return None
-        self.peer = _endpoint(peer)
-        name = f"capture from {self.peer}"
-        with connection:
-            try:  # (unlinked at once, O_TMPFILE: nothing is left behind, whatever ends smem)
-                spool = tempfile.TemporaryFile(prefix="smem-received-")
-            except OSError as e:
-                raise CaptureError(f"{name}: {_unspooled(0, e)}") from None
-            try:
-                self._spool(connection, spool, name)
-            except BaseException:
-                spool.close()
-                raise
-        spool.seek(0)
-        return spool, name
+        except (BlockingIOError, ConnectionAbortedError):
+            return
+        except OSError as e:  # (out of descriptors: not the peers', MAX_CONNECTIONS bounds theirs)
+            raise SourceError(f"cannot take a connection on {self.address}: {e.strerror or e}") from None
+        connection.setblocking(False)
+        if len(self._open) >= MAX_CONNECTIONS:
+            stalest = min(self._open.values(), key=lambda c: c.heard)
+            self._fail(stalest, f"dropped after {stalest.received} bytes and {time.monotonic() - stalest.heard:.0f} s "
+                                f"of silence: {MAX_CONNECTIONS} connections were open, and it was the one silent "
+                                "the longest")
+        self._open[connection] = _Connection(connection, _endpoint(peer))
+        self._selector.register(connection, selectors.EVENT_READ, self._open[connection])
 
-    def _spool(self, connection, spool, name):
-        started = time.monotonic()
-        whole = self.timeout * WHOLE_TIMEOUTS
-        received = 0
-        while True:
-            left = started + whole - time.monotonic()
-            if left <= 0:
-                if not received:
-                    raise CaptureError(f"{name}: sent nothing for {whole:g} s ({WHOLE_TIMEOUTS} x --timeout; "
-                                       "smemcap.sh sends once it has copied every process): given up")
-                raise CaptureError(f"{name}: still sending after {whole:g} s ({received} bytes; "
-                                   f"{WHOLE_TIMEOUTS} x --timeout): given up")
-            # (before the first byte the target is still copying /proc: only the whole limit holds)
-            connection.settimeout(min(self.timeout, left) if received else left)
-            try:
-                chunk = connection.recv(1 << 20)
-            except socket.timeout:
-                if not received or time.monotonic() - started >= whole:
-                    continue
-                raise CaptureError(f"{name}: sent {received} bytes, then nothing for {self.timeout:g} s: "
-                                   "given up (--timeout)") from None
-            except OSError as e:
-                raise CaptureError(f"{name}: connection failed after {received} bytes "
-                                   f"({e.strerror or e})") from None
-            if not chunk:
-                break
-            if received + len(chunk) > MAX_RECEIVED_BYTES:
-                raise CaptureError(f"{name}: sent more than {MAX_RECEIVED_BYTES >> 20} MiB: not a capture")
-            try:
-                spool.write(chunk)
-            except OSError as e:
-                raise CaptureError(f"{name}: {_unspooled(received, e)}") from None
-            received += len(chunk)
-        if not received:
-            raise CaptureError(f"{name}: closed the connection without sending a capture")
+    def _read(self, connection):
+        received = connection.received
         try:
-            spool.flush()
+            chunk = connection.socket.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError as e:
-            raise CaptureError(f"{name}: {_unspooled(received, e)}") from None
+            return self._fail(connection, f"connection failed after {received} bytes ({e.strerror or e})")
+        if not chunk:
+            return self._complete(connection)
+        if received + len(chunk) > MAX_RECEIVED_BYTES:
+            return self._fail(connection, f"sent more than {MAX_RECEIVED_BYTES >> 20} MiB: not a capture")
+        if self._held + len(chunk) > MAX_HELD_BYTES:
+            return self._fail(connection, f"sent {received} bytes while the other captures held "
+                                          f"{self._held - received}: more than {MAX_HELD_BYTES >> 20} MiB at once, "
+                                          "given up")
+        try:  # (unlinked at once, O_TMPFILE: nothing is left behind, whatever ends smem)
+            if connection.spool is None:
+                connection.spool = tempfile.TemporaryFile(prefix="smem-received-")
+            connection.spool.write(chunk)
+        except OSError as e:
+            return self._fail(connection, _unspooled(received, e))
+        connection.received += len(chunk)
+        self._held += len(chunk)
+        connection.heard = time.monotonic()
+
+    def _complete(self, connection):
+        """The peer closed its side: its capture is whole (what it is, capture() reads)."""
+        if not connection.received:
+            return self._fail(connection, "closed the connection without sending a capture")
+        try:
+            connection.spool.flush()
+        except OSError as e:
+            return self._fail(connection, _unspooled(connection.received, e))
+        self._forget(connection)
+        connection.socket.close()
+        self._done.append((connection.spool, connection))
+
+    def _expire(self):
+        now = time.monotonic()
+        whole = self.timeout * WHOLE_TIMEOUTS
+        for connection in [c for c in self._open.values() if now >= c.due(self.timeout)]:
+            received = connection.received
+            if now < connection.started + whole:
+                why = f"sent {received} bytes, then nothing for {self.timeout:g} s: given up (--timeout)"
+            elif received:
+                why = f"still sending after {whole:g} s ({received} bytes; {WHOLE_TIMEOUTS} x --timeout): given up"
+            else:
+                why = (f"sent nothing for {whole:g} s ({WHOLE_TIMEOUTS} x --timeout; smemcap.sh sends once it has "
+                       "copied every process): given up")
+            self._fail(connection, why)
+
+    def _fail(self, connection, why):
+        self._forget(connection)
+        self._held -= connection.received
+        connection.close()
+        self._done.append(CaptureError(f"{connection.name}: {why}"))
+
+    def _forget(self, connection):
+        self._selector.unregister(connection.socket)
+        del self._open[connection.socket]
 
     def capture(self, wait=None):
         """The next capture received and read whole (validated: an ArchiveSource of it, held),
-        with the file it came in (at its start); None if no connection came in ``wait`` seconds."""
+        with the file it came in (at its start); None if none came whole in ``wait`` seconds."""
         from .archive import ArchiveSource
         from .capture_file import CaptureFile
         received = self.receive(wait)
@@ -218,5 +325,5 @@ def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=Fal
         raise UsageError("-S tcp:// needs the port the target sends to (0 is any free port, named nowhere); "
                          "smem capture --listen HOST:0 says the one it takes")
     with Listener(address, timeout, said=said) as listener:
-        spool, name = listener.receive()
+        spool, name = listener.first()
     return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping)
