@@ -292,10 +292,24 @@ def _size(reading, source, system, warnings, abbreviate=False):
     sizing = size_system(source, reading.mem_total, system.realmem_bytes, system.kernel_path)
     warnings.extend(f.doubt for f in sizing if f is not None and f.doubt)
     if system.ram_kib is not None and system.ram_kib < reading.mem_total:
-        total = human(reading.mem_total) if abbreviate else f"{reading.mem_total} KiB"  # -k: as the table
-        warnings.append(f"-R is less than the memory the kernel manages (MemTotal {total}): "
-                        "firmware/hardware shows as 0")
+        warnings.append(_realmem_below(system, reading.mem_total, abbreviate))
     return sizing
+
+
+def _realmem_below(system, mem_total, abbreviate):
+    """The warning for an -R below MemTotal, naming -R as read: whoever asks "would 256 MiB do?"
+    with -R 256M learns that -R is the measured machine's RAM and --recommend the answer, and an
+    -R without a unit (256: bytes) is said to be bytes."""
+    amount = human if abbreviate else (lambda kib: f"{kib} KiB")  # -k: as the table
+    size = system.realmem_bytes
+    given = (f"{size} bytes (a size without a unit is bytes: {size}M is {size} MiB)" if size < 1 << 20
+             else amount(system.ram_kib))
+    line = (f"-R {given} is less than the memory the kernel manages (MemTotal {amount(mem_total)}): "
+            "firmware/hardware shows as 0")
+    if system.recommend is None:
+        line += ("; -R is the RAM installed in the machine measured, not a size to try: "
+                 "--recommend names the smallest RAM that holds what it uses")
+    return line
 
 
 def _attribute_shared_memory(reading, source, warnings):

@@ -85,7 +85,7 @@ def table_options(complete_fields):
 
 #: the whole system (-w): installed RAM, the kernel image and the recommendation
 system_options = bundle(
-    click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB)."),
+    click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="RAM installed in the machine measured (e.g. 2G, 512M, 1.5GiB; a bare number is bytes)."),
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
                  help="Path to the kernel image (vmlinux, bzImage, vmlinuz; an arm64 or RISC-V Image or Image.gz, "
                       "by its header's image_size)."),

@@ -282,12 +282,29 @@ def test_the_kernel_image_given_is_named_under_the_table(tmp_path):
 def test_realmem_below_memtotal_is_warned_about(tmp_path):
     proc = run_smem("-S", _tree(tmp_path), "-w", "-R", "1G")
     assert proc.returncode == 0
-    assert "-R is less than the memory the kernel manages" in proc.stderr.decode()
+    assert "-R 1048576 KiB is less than the memory the kernel manages" in proc.stderr.decode()
     areas, _ = _areas(proc.stdout)
     assert areas["firmware/hardware"][0] == 0
     assert re.search(r"\(MemTotal \d+ KiB\)", proc.stderr.decode())  # in the table's unit
     human = run_smem("-S", _tree(tmp_path / "k"), "-w", "-R", "1G", "-k").stderr.decode()
     assert re.search(r"\(MemTotal \d+\.\dG\)", human), human  # -k: the warning's amounts too
+
+
+def test_realmem_below_memtotal_says_what_r_was_read_as_and_what_answers_would_it_fit(tmp_path):
+    """An embedded developer asks whether a 256 MiB part would do with -R 256M: -R is the RAM the
+    machine measured has, so the warning points to --recommend; and -R 256 (no unit) is 256 bytes,
+    which the warning says, since it reads as 256 MiB to whoever typed it."""
+    tree = _tree(tmp_path)
+    err = run_smem("-S", tree, "-w", "-R", "256M").stderr.decode()
+    assert "-R 262144 KiB is less than the memory the kernel manages" in err, err
+    assert "not a size to try" in err and "--recommend" in err, err
+    human = run_smem("-S", tree, "-w", "-R", "256M", "-k").stderr.decode()
+    assert "-R 256.0M is less than" in human, human
+    bare = run_smem("-S", tree, "-w", "-R", "256").stderr.decode()
+    assert "-R 256 bytes (a size without a unit is bytes: 256M is 256 MiB) is less than" in bare, bare
+    asked = run_smem("-S", tree, "-w", "-R", "256M", "--recommend").stderr.decode()
+    assert "-R 262144 KiB is less than" in asked and "--recommend" not in asked, asked  # already asked
+    assert err.count("\n") == 1  # one line still
 
 
 @pytest.mark.process
