@@ -36,7 +36,7 @@ CONTROLS = {c: "?" for c in [*range(32), *range(127, 160), 0x2028, 0x2029, *BIDI
 class UnknownField(UsageError):
     """A -c/-s/--pie/--bar field the view does not have; names the known ones, in one line."""
 
-    def __init__(self, view, names):
+    def __init__(self, view, names, hint=""):
         self.view = view
         self.names = names
         plural = "s" if len(names) > 1 else ""
@@ -46,7 +46,7 @@ class UnknownField(UsageError):
             super().__init__(f"{changes[0]} is the change of {changes[0][1:]} between two readings: "
                              "use it with --interval SECONDS, or compare two captures with smem diff")
             return
-        super().__init__(f"unknown field{plural} for the {view.name} view: {shown}{_suggestion(view, names[:5])}; "
+        super().__init__(f"unknown field{plural} for the {view.name} view: {shown}{hint or _suggestion(view, names[:5])}; "
                          f"known: {' '.join(sorted(view.columns))} (-c help says what each is)")
 
 
@@ -117,8 +117,17 @@ def selected_columns(view: View, options: TableOptions, chart: Optional[ChartOpt
 def sort_column(view: View, options: TableOptions, default: Optional[str] = None) -> Column:
     key = options.sort or default or view.default_sort
     if key not in view.columns:
-        raise UnknownField(view, [key])
+        raise UnknownField(view, [key], _source_hint(key))
     return view.columns[key]
+
+
+def _source_hint(key):
+    """" (... did you mean -S KEY ...)" where -s was given what -S reads (an existing file or
+    directory, a URL: the shift key missed), else ""."""
+    import os
+    if "://" not in key and not os.path.exists(key):
+        return ""
+    return f" (-s sorts by a field; did you mean -S {key.translate(CONTROLS)}, a source to read?)"
 
 
 def _order(value):

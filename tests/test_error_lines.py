@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from conftest import AS_NOBODY, run_smem
+from conftest import AS_NOBODY, FIXTURES, run_smem
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
 
@@ -86,6 +86,19 @@ def test_a_misspelt_field_is_given_its_close_spelling():
         proc = run_smem(*args)
         (line,) = proc.stderr.decode().splitlines()
         assert proc.returncode == 2 and line.startswith(f"smem: unknown field{'s' * ('psss' in said)} for the {said}"), line
+
+
+def test_a_capture_given_to_lowercase_s_suggests_capital_s():
+    """smem -s board.tgz (the shift key missed) listed 48 fields; the file is a capture to read."""
+    capture = str(FIXTURES / "captures" / "faithful.tar.gz")
+    for spec in (capture, "ssh://box"):
+        proc = run_smem("-s", spec, "-t")
+        (line,) = proc.stderr.decode().splitlines()
+        assert proc.returncode == 2 and line.startswith(
+            f"smem: unknown field for the process view: {spec[:40]} (-s sorts by a field; "
+            f"did you mean -S {spec}, a source to read?); known: "), line
+    proc = run_smem("-s", "nosuchfile.tgz")
+    assert "did you mean -S" not in proc.stderr.decode()  # no such file: a field misspelt, as before
 
 
 @pytest.mark.process
