@@ -228,7 +228,8 @@ def run_report(request: ReportRequest) -> Result:
     text = render(Rendering(table, table_options, snapshot, companions, old_snapshot=old))
     said = table.recommendation is not None and not FORMATS[table_options.format].carries_recommendation
     notes = (str(table.recommendation),) if said else ()
-    hint = summed_uss_note(table, the_plan.exact) if FORMATS[table_options.format].for_people else None
+    hint = (summed_uss_note(table, the_plan.exact, query.source is not None)
+            if FORMATS[table_options.format].for_people else None)
     return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
 
 

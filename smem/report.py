@@ -249,13 +249,18 @@ SUMMED_USS_NOTE = ("a group's USS sums its processes' USS, which leaves out memo
                    "other; --exact (root) adds GUSS, what quitting the whole group frees")
 
 
-def summed_uss_note(table: Table, exact: bool) -> Optional[str]:
+#: added to it under a table of a capture: a board's (smemcap.sh's, C smemcap's) has no frames
+CAPTURED_FRAMES = " (of a capture, one smem capture --exact made as root: smemcap.sh's have no page frames)"
+
+
+def summed_uss_note(table: Table, exact: bool, captured: bool = False) -> Optional[str]:
     """:data:`SUMMED_USS_NOTE` where ``table`` shows USS of a row of several processes and ``exact``
-    (--exact, asked or implied) is not: its GUSS would count what that sum leaves out."""
+    (--exact, asked or implied) is not: its GUSS would count what that sum leaves out (``captured``:
+    of a capture, which must hold the frames)."""
     if exact or not table.view.accounting.process_groups or not any(c.key == "uss" for c in table.columns):
         return None
     several = any(len(row.member_pids) > 1 for row in table.rows)
-    return SUMMED_USS_NOTE if several else None
+    return SUMMED_USS_NOTE + (CAPTURED_FRAMES if captured else "") if several else None
 
 
 def _exact_totals(table, exact):
