@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from .errors import KernelImageError, UsageError
 from .parsers.boot_memory_line import parse_boot_memory_line
 from .parsers.iomem import kernel_image_bytes, parse_iomem, system_ram_bytes
-from .parsers.kernel_image import kernel_image_size
+from .parsers.kernel_image import banner_release, kernel_image_size
 from .parsers.memmap import parse_memmap
 
 __all__ = ["Figure", "installed_ram", "kernel_image", "size_system"]
@@ -111,6 +111,10 @@ def kernel_image(source, kernel_path=None, iomem=None):
         doubt = ""
         if not size.banner:
             doubt = f"{kernel_path} holds an ELF file that is not a Linux kernel (no 'Linux version' banner); sized anyway"
+        elif size.release is not None and _release_ran(source) not in (None, size.release):
+            ran = "this machine runs" if source.local else f"{source.description} ran"
+            doubt = (f"-K {kernel_path} is Linux {size.release}, but {ran} {_release_ran(source)}: "
+                     "sized anyway; give the image of the kernel that ran")
         # smem 1.5 had -K too, but printed its figure as a float: the table differs anyway, so
         # the footnote names the image as given
         return Figure(size.total // 1024, f"-K {kernel_path} ({size.format})", doubt=doubt, smem15=False)
@@ -128,6 +132,15 @@ def kernel_image(source, kernel_path=None, iomem=None):
         if any(p is not None for p in parts):
             return Figure(sum(p or 0 for p in parts), "boot log", estimate=True, smem15=False)
     return Figure(0, "unknown (give -K)")
+
+
+def _release_ran(source):
+    """The release of the kernel ``source`` ran (its uname -r, else its /proc/version's), or None."""
+    release = source.machine().kernel
+    if release:
+        return release
+    version = source.read_optional("version")
+    return banner_release(version + b" ") if version else None
 
 
 def size_system(source, mem_total_kib, realmem_bytes=None, kernel_path=None):

@@ -357,3 +357,21 @@ def test_pid_with_plain_system_view_is_not_looked_for(realproc):
     assert with_pid.stdout == plain.stdout
     # --breakdown reads the processes: a pid it lacks is still an error
     assert run_smem("-S", tree, "-w", "--breakdown", "--pid", "999").returncode == 1
+
+
+def test_a_kernel_image_of_another_release_than_the_capture_ran_is_warned_about(tmp_path):
+    """A board's developer has several build trees: -K with the wrong one's vmlinux sized it
+    silently.  Its banner's release (``Linux version R``) against the capture's kernel: a warning
+    naming both where they differ, nothing where they agree."""
+    from elf_files import KERNEL_LIKE_SECTIONS, hand_elf
+    capture = FIXTURES / "captures" / "faithful.tar.gz"  # (kernel=6.18.44-fc-v1045)
+    elf = hand_elf(64, "little", KERNEL_LIKE_SECTIONS)
+    other, same = tmp_path / "vmlinux-5.10", tmp_path / "vmlinux"
+    other.write_bytes(elf + b"Linux version 5.10.0-board (dev@build) (gcc 10) #1 SMP PREEMPT\n\0")
+    same.write_bytes(elf + b"Linux version 6.18.44-fc-v1045 (dev@build) (gcc 14) #1 SMP\n\0")
+    proc = run_smem("-S", capture, "-w", "-K", other)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stderr.decode().splitlines()
+    assert line == (f"smem: warning: -K {other} is Linux 5.10.0-board, but capture {capture} ran "
+                    "6.18.44-fc-v1045: sized anyway; give the image of the kernel that ran"), line
+    assert run_smem("-S", capture, "-w", "-K", same).stderr == b""
