@@ -71,7 +71,7 @@ def installed_ram(source, realmem_bytes=None, mem_total_kib=None, iomem=None):
 MAX_KERNEL_FILE = 1 << 30
 
 
-def read_kernel_file(path):
+def read_kernel_file(path, example="/boot/vmlinuz-$(uname -r)"):
     """The bytes of ``path``, a regular file of at most MAX_KERNEL_FILE bytes.
 
     What is not a regular file (a FIFO that would block, /dev/zero that never ends, a
@@ -87,7 +87,7 @@ def read_kernel_file(path):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise KernelImageError(f"{path} is not a regular file (a device, FIFO or directory): not a kernel image; "
-                                   "give the image file, e.g. /boot/vmlinuz-$(uname -r)")
+                                   f"give the image file, e.g. {example}")
         if info.st_size > MAX_KERNEL_FILE:
             raise KernelImageError(f"{path} is larger than 1 GiB: not a kernel image")
         with os.fdopen(fd, "rb", closefd=False) as f:
@@ -103,7 +103,7 @@ def read_kernel_file(path):
 
 def kernel_image(source, kernel_path=None, iomem=None):
     if kernel_path is not None:
-        data = read_kernel_file(kernel_path)
+        data = read_kernel_file(kernel_path, _example_image(source))
         try:
             size = kernel_image_size(data)
         except KernelImageError as e:
@@ -132,6 +132,15 @@ def kernel_image(source, kernel_path=None, iomem=None):
         if any(p is not None for p in parts):
             return Figure(sum(p or 0 for p in parts), "boot log", estimate=True, smem15=False)
     return Figure(0, "unknown (give -K)")
+
+
+def _example_image(source):
+    """The image file to name where -K was given something else: this machine's in /boot; for a
+    capture (a board's), the build tree's, of the release it ran: /boot here holds another kernel."""
+    if source.local:
+        return "/boot/vmlinuz-$(uname -r)"
+    release = _release_ran(source)
+    return "the build tree's vmlinux" + (f" of the kernel {source.description} ran, {release}" if release else "")
 
 
 def _release_ran(source):

@@ -375,3 +375,14 @@ def test_a_kernel_image_of_another_release_than_the_capture_ran_is_warned_about(
     assert line == (f"smem: warning: -K {other} is Linux 5.10.0-board, but capture {capture} ran "
                     "6.18.44-fc-v1045: sized anyway; give the image of the kernel that ran"), line
     assert run_smem("-S", capture, "-w", "-K", same).stderr == b""
+
+
+def test_k_given_a_directory_for_a_capture_names_the_build_trees_vmlinux_not_this_boxs(tmp_path):
+    """-K a directory said "e.g. /boot/vmlinuz-$(uname -r)": for a capture of a board that is the
+    development box's kernel, not the board's."""
+    capture = FIXTURES / "captures" / "faithful.tar.gz"
+    line = run_smem("-S", capture, "-w", "-K", tmp_path).stderr.decode()
+    assert line.endswith(f"give the image file, e.g. the build tree's vmlinux of the kernel capture {capture} "
+                         "ran, 6.18.44-fc-v1045\n"), line
+    live = run_smem("-w", "-K", tmp_path).stderr.decode()
+    assert live.endswith("e.g. /boot/vmlinuz-$(uname -r)\n"), live
