@@ -294,7 +294,25 @@ def _size(reading, source, system, warnings, abbreviate=False):
     warnings.extend(f.doubt for f in sizing if f is not None and f.doubt)
     if system.ram_kib is not None and system.ram_kib < reading.mem_total:
         warnings.append(_realmem_below(system, reading.mem_total, abbreviate))
+    if not source.local:
+        warnings.extend(_sizes_unknown(source, *sizing))
     return sizing
+
+
+def _sizes_unknown(source, ram, kernel):
+    """The warning for a capture that says neither installed RAM nor the kernel image's size (C
+    smemcap's: meminfo and processes only; iomem read without root): the table shows 0 for them,
+    as smem 1.5's did, and only this line says they are unknown, not nothing."""
+    no_ram = ram is not None and ram.source.startswith("MemTotal")
+    no_kernel = kernel is not None and not kernel.kib
+    if not (no_ram or no_kernel):
+        return []
+    what = ("neither the installed RAM nor the kernel image's size" if no_ram and no_kernel
+            else "no installed RAM" if no_ram else "no kernel image size")
+    rows = " and ".join(r for r, unknown in (("firmware/hardware", no_ram), ("kernel image", no_kernel)) if unknown)
+    give = " and ".join(o for o, unknown in (("-R SIZE", no_ram), ("-K vmlinux", no_kernel)) if unknown)
+    return [f"{source.description} says {what} (it has no iomem, firmware memmap or boot log: C smemcap's, "
+            f"or not taken as root): {rows} show{'s' if rows.count(' and ') == 0 else ''} 0; give {give}"]
 
 
 def _realmem_below(system, mem_total, abbreviate):
