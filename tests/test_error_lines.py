@@ -2,6 +2,7 @@
 a full disk, a source without meminfo."""
 
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -158,6 +159,23 @@ def test_write_errors_are_one_line():
         err = proc.stderr.decode().splitlines()
         assert proc.returncode == 1 and err[-1] == f"smem: cannot write the {what}: No space left on device"
         assert "Traceback" not in proc.stderr.decode()
+
+
+def test_a_directory_above_the_capture_names_the_capture(tmp_path):
+    """smem -S on the folder a capture was extracted into one level down, or the folder that holds
+    the capture file: "no meminfo in this directory" and nothing of where it is."""
+    from conftest import FIXTURES
+    capture = FIXTURES / "captures" / "faithful.tar.gz"
+    with tarfile.open(capture) as tar:
+        tar.extractall(tmp_path / "outer" / "board", filter="tar")
+    ours = run_smem("-S", tmp_path / "outer", "-t")
+    assert ours.returncode == 1
+    assert ours.stderr.decode() == (f"smem: {tmp_path / 'outer'}: no meminfo in this directory (not a capture or a "
+                                    f"proc tree?); {tmp_path / 'outer' / 'board'} holds a capture\n")
+    shutil.copy(capture, tmp_path / "board.tgz")
+    ours = run_smem("-S", tmp_path, "-t")
+    assert ours.returncode == 1 and ours.stderr.decode().endswith(f"; {tmp_path / 'board.tgz'} may be one\n"), ours.stderr
+    assert run_smem("-S", tmp_path / "outer" / "board", "-t").returncode == 0
 
 
 def test_a_source_without_meminfo_is_an_error_not_silence(tmp_path):
