@@ -13,7 +13,7 @@ import sys
 import click
 
 from .cli_output import note
-from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, seconds
+from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, Percent, seconds
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
 from .formats import FORMATS, TABLE_FORMATS
@@ -89,7 +89,7 @@ system_options = bundle(
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
                  help="Path to the kernel image (vmlinux, bzImage, vmlinuz; an arm64 or RISC-V Image or Image.gz, "
                       "by its header's image_size)."),
-    click.option("--recommend", type=FiniteRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
+    click.option("--recommend", type=Percent(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
                  metavar="[PCT]",
                  help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom."),
 )

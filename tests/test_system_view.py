@@ -159,6 +159,9 @@ def test_recommendation(tmp_path):
     assert value >= need and value / 2 < need * 1.5  # the smallest usual size above the need
     more = run_smem("-S", tree, "-w", "--recommend", "300").stdout.decode().splitlines()[-1]
     assert "(+300% headroom" in more
+    # a percentage written as one (the line itself says "+20%"): refused before, "not '20%'"
+    assert run_smem("-S", tree, "-w", "--recommend", "300%").stdout.decode().splitlines()[-1] == more
+    assert run_smem("-S", tree, "-w", "--recommend", "%").returncode == 2
     bad = run_smem("--recommend", "5")
     assert bad.returncode == 2 and b"-w" in bad.stderr
 
