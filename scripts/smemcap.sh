@@ -668,13 +668,17 @@ if [ -n "$have_gzip" ]; then
 		(cd "$cap" && exec tar cf - $members [0-9]*) || : >"$tmp/tar-failed"
 	} | gzip -c >&3 &
 else
-	(cd "$cap" && exec tar cf - $members [0-9]*) >&3 || : >"$tmp/tar-failed" &
+	(cd "$cap" && exec tar cf - $members [0-9]*) >&3 || echo "$?" >"$tmp/tar-failed" &
 fi
 job=$!
 wait "$job"
 rc=$?
 job=
 wait
+# SIGPIPE (13) killed the writer: the reader closed the pipe (nc that could not connect or was cut)
+[ "$rc" -eq 0 ] || [ "$rc" -ne $((128 + 13)) ] || rc=pipe
+[ -e "$tmp/tar-failed" ] && [ "$(cat "$tmp/tar-failed")" = $((128 + 13)) ] && rc=pipe
+[ "$rc" = pipe ] && die "writing the capture failed: whatever read its output closed the pipe before the end (nc could not connect or was cut off?); what it received is not a whole capture"
 [ "$rc" -eq 0 ] || die "writing the capture failed (gzip exit $rc)"
 [ -e "$tmp/tar-failed" ] && die "writing the capture failed (tar error)"
 exec 3>&-

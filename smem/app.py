@@ -228,7 +228,8 @@ def run_report(request: ReportRequest) -> Result:
     text = render(Rendering(table, table_options, snapshot, companions, old_snapshot=old))
     said = table.recommendation is not None and not FORMATS[table_options.format].carries_recommendation
     notes = (str(table.recommendation),) if said else ()
-    hint = summed_uss_note(table, the_plan.exact) if FORMATS[table_options.format].for_people else None
+    hint = (summed_uss_note(table, the_plan.exact, query.source is not None)
+            if FORMATS[table_options.format].for_people else None)
     return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
 
 
@@ -289,12 +290,9 @@ def _sized(view, system):
 def _size(reading, source, system, warnings, abbreviate=False):
     """The sizing figures of -w; what they doubt added to ``warnings`` (amounts as -k has them)."""
     from .sizing import size_system  # ELF and decompressors: only for -w
+    from .sizing_warnings import sizing_warnings
     sizing = size_system(source, reading.mem_total, system.realmem_bytes, system.kernel_path)
-    warnings.extend(f.doubt for f in sizing if f is not None and f.doubt)
-    if system.ram_kib is not None and system.ram_kib < reading.mem_total:
-        total = human(reading.mem_total) if abbreviate else f"{reading.mem_total} KiB"  # -k: as the table
-        warnings.append(f"-R is less than the memory the kernel manages (MemTotal {total}): "
-                        "firmware/hardware shows as 0")
+    warnings.extend(sizing_warnings(source, sizing, system, reading.mem_total, abbreviate))
     return sizing
 
 

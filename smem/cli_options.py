@@ -13,7 +13,7 @@ import sys
 import click
 
 from .cli_output import note
-from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, seconds
+from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, Percent, seconds
 from .compression import WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
 from .formats import FORMATS, TABLE_FORMATS
@@ -85,11 +85,11 @@ def table_options(complete_fields):
 
 #: the whole system (-w): installed RAM, the kernel image and the recommendation
 system_options = bundle(
-    click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="Amount of physical RAM (e.g. 2G, 512M, 1.5GiB)."),
+    click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="RAM installed in the machine measured (e.g. 2G, 512M, 1.5GiB; a bare number is bytes)."),
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
                  help="Path to the kernel image (vmlinux, bzImage, vmlinuz; an arm64 or RISC-V Image or Image.gz, "
                       "by its header's image_size)."),
-    click.option("--recommend", type=FiniteRange(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
+    click.option("--recommend", type=Percent(min=0, max=1000), is_flag=False, flag_value=0.0, default=None,
                  metavar="[PCT]",
                  help="With -w: the RAM size that holds what cannot be reclaimed, plus PCT percent headroom."),
 )

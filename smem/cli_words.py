@@ -148,6 +148,16 @@ class FiniteRange(click.FloatRange):
         return range_text(self)
 
 
+class Percent(FiniteRange):
+    """A FiniteRange of percent that takes "20%" as 20: --recommend's answer says "+20%", and
+    a user writes the headroom so."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().endswith("%") and value.strip() != "%":
+            value = value.strip()[:-1]
+        return super().convert(value, param, ctx)
+
+
 def range_text(kind):
     """A range type's bounds as --help and the man page show them: "0<x<=10000000", "x>=1"."""
     low = f"{_number(kind.min)}{'<' if kind.min_open else '<='}" if kind.min is not None else ""

@@ -36,7 +36,7 @@ CONTROLS = {c: "?" for c in [*range(32), *range(127, 160), 0x2028, 0x2029, *BIDI
 class UnknownField(UsageError):
     """A -c/-s/--pie/--bar field the view does not have; names the known ones, in one line."""
 
-    def __init__(self, view, names):
+    def __init__(self, view, names, hint=""):
         self.view = view
         self.names = names
         plural = "s" if len(names) > 1 else ""
@@ -46,7 +46,7 @@ class UnknownField(UsageError):
             super().__init__(f"{changes[0]} is the change of {changes[0][1:]} between two readings: "
                              "use it with --interval SECONDS, or compare two captures with smem diff")
             return
-        super().__init__(f"unknown field{plural} for the {view.name} view: {shown}{_suggestion(view, names[:5])}; "
+        super().__init__(f"unknown field{plural} for the {view.name} view: {shown}{hint or _suggestion(view, names[:5])}; "
                          f"known: {' '.join(sorted(view.columns))} (-c help says what each is)")
 
 
@@ -117,8 +117,17 @@ def selected_columns(view: View, options: TableOptions, chart: Optional[ChartOpt
 def sort_column(view: View, options: TableOptions, default: Optional[str] = None) -> Column:
     key = options.sort or default or view.default_sort
     if key not in view.columns:
-        raise UnknownField(view, [key])
+        raise UnknownField(view, [key], _source_hint(key))
     return view.columns[key]
+
+
+def _source_hint(key):
+    """" (... did you mean -S KEY ...)" where -s was given what -S reads (an existing file or
+    directory, a URL: the shift key missed), else ""."""
+    import os
+    if "://" not in key and not os.path.exists(key):
+        return ""
+    return f" (-s sorts by a field; did you mean -S {key.translate(CONTROLS)}, a source to read?)"
 
 
 def _order(value):
@@ -240,13 +249,18 @@ SUMMED_USS_NOTE = ("a group's USS sums its processes' USS, which leaves out memo
                    "other; --exact (root) adds GUSS, what quitting the whole group frees")
 
 
-def summed_uss_note(table: Table, exact: bool) -> Optional[str]:
+#: added to it under a table of a capture: a board's (smemcap.sh's, C smemcap's) has no frames
+CAPTURED_FRAMES = " (of a capture, one smem capture --exact made as root: smemcap.sh's have no page frames)"
+
+
+def summed_uss_note(table: Table, exact: bool, captured: bool = False) -> Optional[str]:
     """:data:`SUMMED_USS_NOTE` where ``table`` shows USS of a row of several processes and ``exact``
-    (--exact, asked or implied) is not: its GUSS would count what that sum leaves out."""
+    (--exact, asked or implied) is not: its GUSS would count what that sum leaves out (``captured``:
+    of a capture, which must hold the frames)."""
     if exact or not table.view.accounting.process_groups or not any(c.key == "uss" for c in table.columns):
         return None
     several = any(len(row.member_pids) > 1 for row in table.rows)
-    return SUMMED_USS_NOTE if several else None
+    return SUMMED_USS_NOTE + (CAPTURED_FRAMES if captured else "") if several else None
 
 
 def _exact_totals(table, exact):

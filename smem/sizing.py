@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from .errors import KernelImageError, UsageError
 from .parsers.boot_memory_line import parse_boot_memory_line
 from .parsers.iomem import kernel_image_bytes, parse_iomem, system_ram_bytes
-from .parsers.kernel_image import kernel_image_size
+from .parsers.kernel_image import banner_release, kernel_image_size
 from .parsers.memmap import parse_memmap
 
 __all__ = ["Figure", "installed_ram", "kernel_image", "size_system"]
@@ -71,7 +71,7 @@ def installed_ram(source, realmem_bytes=None, mem_total_kib=None, iomem=None):
 MAX_KERNEL_FILE = 1 << 30
 
 
-def read_kernel_file(path):
+def read_kernel_file(path, example="/boot/vmlinuz-$(uname -r)"):
     """The bytes of ``path``, a regular file of at most MAX_KERNEL_FILE bytes.
 
     What is not a regular file (a FIFO that would block, /dev/zero that never ends, a
@@ -87,7 +87,7 @@ def read_kernel_file(path):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise KernelImageError(f"{path} is not a regular file (a device, FIFO or directory): not a kernel image; "
-                                   "give the image file, e.g. /boot/vmlinuz-$(uname -r)")
+                                   f"give the image file, e.g. {example}")
         if info.st_size > MAX_KERNEL_FILE:
             raise KernelImageError(f"{path} is larger than 1 GiB: not a kernel image")
         with os.fdopen(fd, "rb", closefd=False) as f:
@@ -103,7 +103,7 @@ def read_kernel_file(path):
 
 def kernel_image(source, kernel_path=None, iomem=None):
     if kernel_path is not None:
-        data = read_kernel_file(kernel_path)
+        data = read_kernel_file(kernel_path, _example_image(source))
         try:
             size = kernel_image_size(data)
         except KernelImageError as e:
@@ -111,6 +111,10 @@ def kernel_image(source, kernel_path=None, iomem=None):
         doubt = ""
         if not size.banner:
             doubt = f"{kernel_path} holds an ELF file that is not a Linux kernel (no 'Linux version' banner); sized anyway"
+        elif size.release is not None and _release_ran(source) not in (None, size.release):
+            ran = "this machine runs" if source.local else f"{source.description} ran"
+            doubt = (f"-K {kernel_path} is Linux {size.release}, but {ran} {_release_ran(source)}: "
+                     "sized anyway; give the image of the kernel that ran")
         # smem 1.5 had -K too, but printed its figure as a float: the table differs anyway, so
         # the footnote names the image as given
         return Figure(size.total // 1024, f"-K {kernel_path} ({size.format})", doubt=doubt, smem15=False)
@@ -128,6 +132,24 @@ def kernel_image(source, kernel_path=None, iomem=None):
         if any(p is not None for p in parts):
             return Figure(sum(p or 0 for p in parts), "boot log", estimate=True, smem15=False)
     return Figure(0, "unknown (give -K)")
+
+
+def _example_image(source):
+    """The image file to name where -K was given something else: this machine's in /boot; for a
+    capture (a board's), the build tree's, of the release it ran: /boot here holds another kernel."""
+    if source.local:
+        return "/boot/vmlinuz-$(uname -r)"
+    release = _release_ran(source)
+    return "the build tree's vmlinux" + (f" of the kernel {source.description} ran, {release}" if release else "")
+
+
+def _release_ran(source):
+    """The release of the kernel ``source`` ran (its uname -r, else its /proc/version's), or None."""
+    release = source.machine().kernel
+    if release:
+        return release
+    version = source.read_optional("version")
+    return banner_release(version + b" ") if version else None
 
 
 def size_system(source, mem_total_kib, realmem_bytes=None, kernel_path=None):

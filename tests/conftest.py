@@ -336,14 +336,15 @@ def child():
         c.stop()
 
 
-#: what a table of groups says on stderr wherever a row holds several processes (smem.report)
+#: what a table of groups says on stderr wherever a row holds several processes (smem.report);
+#: of a capture, the line goes on to say which captures have the frames --exact needs
 SUMMED_USS_LINE = b"smem: " + smem.report.SUMMED_USS_NOTE.encode()
 
 
 def said_beside(proc):
     """``proc``'s stderr without the note under a -u, -g or --cgroup table that its USS is summed:
     what else smem said (a warning about the source, the frame)."""
-    return b"".join(line for line in proc.stderr.splitlines(keepends=True) if line.rstrip(b"\n") != SUMMED_USS_LINE)
+    return b"".join(line for line in proc.stderr.splitlines(keepends=True) if not line.startswith(SUMMED_USS_LINE))
 
 
 def rows(proc, pid=None):

@@ -144,3 +144,29 @@ def test_reading_a_cut_off_capture_says_so_and_names_the_file(kind, whole_captur
     assert proc.returncode == 1
     err = proc.stderr.decode()
     assert err.startswith(f"smem: {cut}: ") and said in err and err.count("\n") == 1
+
+
+@pytest.mark.process
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox")
+@pytest.mark.parametrize("gzip", [True, False], ids=["gzip", "no-gzip"])
+def test_smemcap_sh_piped_into_nc_that_cannot_connect_says_the_reader_went_away(pid_namespace, tmp_path, gzip):
+    """On a board, ``sh smemcap.sh | nc HOST PORT`` with nothing listening (the listener not
+    started yet, a wrong port): nc goes, and the script said "writing the capture failed (gzip exit
+    141)" (with gzip) or "(tar error)" (without), which says nothing of a pipe.  It names the reader."""
+    import socket
+    busybox = shutil.which("busybox")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    applets = subprocess.run([busybox, "--list"], capture_output=True, check=True, text=True).stdout.split()
+    for name in applets:
+        if gzip or name != "gzip":
+            (bindir / name).symlink_to(busybox)
+    with socket.socket() as bound:  # bound, never listening: a connection to it is refused
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        line = f"sh {SCRIPT} | nc 127.0.0.1 {port}"
+        proc = subprocess.run(pid_namespace.argv([busybox, "sh", "-c", line]), env=dict(os.environ, PATH=str(bindir)),
+                              capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    err = proc.stderr.decode()
+    (said,) = [l for l in err.splitlines() if l.startswith("smemcap.sh: writing")]
+    assert said.startswith("smemcap.sh: writing the capture failed: whatever read its output closed the pipe"), err

@@ -2,6 +2,7 @@
 a full disk, a source without meminfo."""
 
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import tarfile
 
 import pytest
 
-from conftest import AS_NOBODY, run_smem
+from conftest import AS_NOBODY, FIXTURES, run_smem
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
 
@@ -88,6 +89,19 @@ def test_a_misspelt_field_is_given_its_close_spelling():
         assert proc.returncode == 2 and line.startswith(f"smem: unknown field{'s' * ('psss' in said)} for the {said}"), line
 
 
+def test_a_capture_given_to_lowercase_s_suggests_capital_s():
+    """smem -s board.tgz (the shift key missed) listed 48 fields; the file is a capture to read."""
+    capture = str(FIXTURES / "captures" / "faithful.tar.gz")
+    for spec in (capture, "ssh://box"):
+        proc = run_smem("-s", spec, "-t")
+        (line,) = proc.stderr.decode().splitlines()
+        assert proc.returncode == 2 and line.startswith(
+            f"smem: unknown field for the process view: {spec[:40]} (-s sorts by a field; "
+            f"did you mean -S {spec}, a source to read?); known: "), line
+    proc = run_smem("-s", "nosuchfile.tgz")
+    assert "did you mean -S" not in proc.stderr.decode()  # no such file: a field misspelt, as before
+
+
 @pytest.mark.process
 def test_unreadable_processes_are_one_warning_not_silence(pid_namespace):
     """Run in the module's PID namespace with five root processes there (its init and four
@@ -145,6 +159,23 @@ def test_write_errors_are_one_line():
         err = proc.stderr.decode().splitlines()
         assert proc.returncode == 1 and err[-1] == f"smem: cannot write the {what}: No space left on device"
         assert "Traceback" not in proc.stderr.decode()
+
+
+def test_a_directory_above_the_capture_names_the_capture(tmp_path):
+    """smem -S on the folder a capture was extracted into one level down, or the folder that holds
+    the capture file: "no meminfo in this directory" and nothing of where it is."""
+    from conftest import FIXTURES
+    capture = FIXTURES / "captures" / "faithful.tar.gz"
+    with tarfile.open(capture) as tar:
+        tar.extractall(tmp_path / "outer" / "board", filter="tar")
+    ours = run_smem("-S", tmp_path / "outer", "-t")
+    assert ours.returncode == 1
+    assert ours.stderr.decode() == (f"smem: {tmp_path / 'outer'}: no meminfo in this directory (not a capture or a "
+                                    f"proc tree?); {tmp_path / 'outer' / 'board'} holds a capture\n")
+    shutil.copy(capture, tmp_path / "board.tgz")
+    ours = run_smem("-S", tmp_path, "-t")
+    assert ours.returncode == 1 and ours.stderr.decode().endswith(f"; {tmp_path / 'board.tgz'} may be one\n"), ours.stderr
+    assert run_smem("-S", tmp_path / "outer" / "board", "-t").returncode == 0
 
 
 def test_a_source_without_meminfo_is_an_error_not_silence(tmp_path):

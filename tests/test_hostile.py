@@ -37,7 +37,7 @@ def _verdict(result):
         return f"memory rose {result['peak_mib']:.0f} MiB over the runner's"
     lines = err.splitlines()
     if result["code"] == 0:  # (a table of groups says that its USS is summed: a note, no error)
-        bad = [line for line in lines if not line.startswith("smem: warning: ") and line != SUMMED_USS_LINE.decode()]
+        bad = [line for line in lines if not line.startswith("smem: warning: ") and not line.startswith(SUMMED_USS_LINE.decode())]
         return f"exit 0 but stderr {bad[:2]}" if bad else None
     if result["code"] in (1, 2):
         if len(lines) == 1 and lines[0].startswith("smem: ") and err.endswith("\n"):

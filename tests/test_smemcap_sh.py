@@ -142,6 +142,20 @@ def test_started_process_is_captured(tar, target):
         assert _kib(rollup, "Rss") >= _kib(rest, "Rss") > 0
 
 
+def test_the_scripts_own_shell_is_captured_and_no_cat(tar):
+    """As smemcap's own process is in smem 1.5's capture, the script's shell is in its own; the
+    cats it runs are not (each starts after it listed the processes), which the README said."""
+    comms = {}
+    for member in tar.getmembers():
+        head, _, leaf = member.name.partition("/")
+        if leaf == "stat" and head.isdigit():
+            stat = _read(tar, member.name).decode()
+            comms[int(head)] = (stat[stat.index("(") + 1:stat.rindex(")")],
+                                _read(tar, f"{head}/cmdline").split(b"\0"))
+    assert any(any(a.endswith(b"smemcap.sh") for a in argv) for _, argv in comms.values()), comms
+    assert "cat" not in {comm for comm, _ in comms.values()}, comms
+
+
 def test_shared_memory_and_sys_members(shell, tar, target):
     """sysvipc/shm, the smem/shmem inventory (where stat is there) and the KSM files."""
     from smem.parsers.shmem_inventory import parse_shmem_inventory

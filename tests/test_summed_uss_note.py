@@ -96,3 +96,15 @@ def test_recorded_captures():
     assert _said("-S", CAPTURE, "-g", "-P", "^smem-fwf$") == 0  # one process
     assert _said("diff", CAPTURE, QUIRKS, "-g") == 0
 
+
+
+def test_on_a_capture_without_frames_the_note_says_which_capture_has_them(tmp_path):
+    """A board's capture (smemcap.sh's, C smemcap's) has no page frames: the note's "--exact adds
+    GUSS" led to an error that said only "capture it with exact data".  Both name the command that
+    records them, smem capture --exact."""
+    proc = run_smem("-S", CAPTURE, "-g")
+    (note,) = [l for l in proc.stderr.decode().splitlines() if "adds GUSS" in l]
+    assert "smem capture --exact" in note, note
+    exact = run_smem("-S", CAPTURE, "-g", "--exact")
+    assert exact.returncode == 1 and "smem capture --exact" in exact.stderr.decode(), exact.stderr
+    assert exact.stderr.decode().count("\n") == 1

@@ -239,7 +239,8 @@ class CaptureReader:
             kpages = source.read_optional(KPAGES_MEMBER)
             if kpages is None:
                 raise ExactUnavailable(f"{source.description}: the capture holds no page frame "
-                                       f"data ({KPAGES_MEMBER}); capture it with exact data, as root")
+                                       f"data ({KPAGES_MEMBER}): smem capture --exact records it, as root "
+                                       "(smemcap.sh and C smemcap do not)")
         self.page_size, self._table = decode_kpages(kpages)
         self.flags_available = self._table.flags is not None
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the installation
     _zstandard = None
 
-__all__ = ["KernelImageSize", "kernel_image_size", "MAX_DECOMPRESSED"]
+__all__ = ["KernelImageSize", "kernel_image_size", "banner_release", "MAX_DECOMPRESSED"]
 
 #: Refuse to decompress a kernel larger than this (decompression bombs).
 #: Real x86-64 vmlinux payloads are 30-100 MiB.
@@ -77,6 +78,7 @@ class KernelImageSize:
     bss: int
     format: str
     banner: bool = True
+    release: Optional[str] = None   # the banner's release (uname -r of that kernel), where it has one
     total: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -92,7 +94,7 @@ def kernel_image_size(data: bytes, *, limit: int = MAX_DECOMPRESSED) -> KernelIm
     view = memoryview(data)
     if bytes(view[:4]) == ELF_MAGIC:
         text, dat, bss, fmt = elf_size(view)
-        return KernelImageSize(text, dat, bss, fmt, _BANNER in data)
+        return KernelImageSize(text, dat, bss, fmt, _BANNER in data, banner_release(data))
     if image_header(view) is not None:
         return _sized(view, "", limit)
 
@@ -133,12 +135,22 @@ def _sized(found, before: str, limit: int, after: str = "") -> KernelImageSize:
     its text: it says no more), its format named between ``before`` and ``after``."""
     if bytes(found[:4]) == ELF_MAGIC:
         text, dat, bss, fmt = elf_size(memoryview(found))
-        return KernelImageSize(text, dat, bss, before + fmt + after, _BANNER in found)
+        return KernelImageSize(text, dat, bss, before + fmt + after, _BANNER in found, banner_release(found))
     arch, size = image_header(found)
     if size > limit:
         raise KernelImageError("%s Image header gives an image_size of %d bytes, more than %g MiB: "
                                "not a kernel's" % (arch, size, limit / 2**20))
     return KernelImageSize(size, 0, 0, "%s%s Image%s, image_size from its header" % (before, arch, after))
+
+
+_RELEASE = re.compile(rb"Linux version ([0-9][0-9A-Za-z._+~-]{0,63}) ")
+
+
+def banner_release(data) -> Optional[str]:
+    """The release in the kernel's ``Linux version RELEASE (...`` banner (init/version.c), as
+    ``uname -r`` and /proc/version name it; None where ``data`` has no such banner."""
+    match = _RELEASE.search(bytes(data) if isinstance(data, memoryview) else data)
+    return match.group(1).decode("ascii") if match else None
 
 
 class _MissingDecompressor(KernelImageError):

@@ -28,6 +28,36 @@ def _is_real_dir(path):
         return False
 
 
+#: names of capture files, as smemcap.sh, smem capture and C smemcap users name them
+_CAPTURE_NAMES = (".tgz", ".tar", ".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst", ".tzst")
+
+
+def _captures_below(path, limit=4096):
+    """"; DIR holds a capture" (a capture extracted one level down) or "; FILE may be one" (the
+    folder holding board.tgz) for a directory without meminfo: where the user may have meant."""
+    found, files = [], []
+    try:
+        with os.scandir(path) as entries:
+            for _, entry in zip(range(limit), entries):
+                if entry.is_dir(follow_symlinks=False):
+                    for leaf in ("meminfo", "proc/meminfo"):
+                        try:
+                            if stat.S_ISREG(os.lstat(os.path.join(entry.path, leaf)).st_mode):
+                                found.append(entry.path)
+                                break
+                        except OSError:
+                            pass
+                elif entry.is_file(follow_symlinks=False) and entry.name.endswith(_CAPTURE_NAMES):
+                    files.append(entry.path)
+    except OSError:
+        return ""
+    if found:
+        return f"; {' and '.join(sorted(found)[:2])} hold{'s' if len(found) == 1 else ''} a capture"
+    if files:
+        return f"; {' and '.join(sorted(files)[:2])} may be one"
+    return ""
+
+
 class DirectorySource(CaptureFacts, LiveSource):
     def __init__(self, path):
         proc = os.path.join(path, "proc")
@@ -39,7 +69,8 @@ class DirectorySource(CaptureFacts, LiveSource):
             mode = os.stat("meminfo", dir_fd=self._proc_fd, follow_symlinks=False).st_mode
         except OSError:
             self.close()
-            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)") from None
+            raise SourceError(f"{path}: no meminfo in this directory (not a capture or a proc tree?)"
+                              + _captures_below(path)) from None
         if not stat.S_ISREG(mode):
             self.close()
             raise SourceError(f"{path}: meminfo is {file_kind(mode)}, not a file: a capture holds regular files only")
