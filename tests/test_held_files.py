@@ -318,3 +318,27 @@ def test_a_process_that_becomes_undumpable_is_not_read_through_a_descriptor_held
                           "/usr/bin/python3", "-c", UNDUMPABLE], capture_output=True, text=True, timeout=60,
                          cwd="/", env={"PYTHONPATH": tree, "PATH": os.environ.get("PATH", "")})
     assert out.stdout == "ok\n", out.stderr
+
+
+def test_what_is_held_over_a_budget_that_shrank_is_closed_what_does_not_move_first():
+    """Processes came (a million, here): the held stats' room leaves the files none, and those
+    held are closed at the collection, not when their processes exit."""
+    procs = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    files = MovingFiles()
+    try:
+        files.collection("/proc", 100, {p.pid for p in procs})
+        for p in procs:
+            assert files.read(None, p.pid, "statm", _stat(p.pid))
+        assert len(files._held["statm"]) == 2
+        held = files._held["statm"]
+        files.collection("/proc", 100, {procs[0].pid})
+        held.budget = 1  # (as a shrunk room would leave it)
+        held.trim({procs[0].pid})
+        assert list(held._fds) == [procs[0].pid]  # (the one that moves kept)
+        files.collection("/proc", 10 ** 6, {procs[0].pid})
+        assert len(held) == 0 and not _held_of([p.pid for p in procs])
+    finally:
+        files.close()
+        for p in procs:
+            p.kill()
+            p.wait()

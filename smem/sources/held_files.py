@@ -84,6 +84,15 @@ class HeldFiles:
         self._fds[pid] = held, start
         return held
 
+    def trim(self, keep):
+        """Close what is held over the budget, the pids not in ``keep`` first: the budget shrinks as
+        processes come (the held stats' room is theirs first), and what was held stays otherwise
+        until its process exits or is read without moving."""
+        over = len(self._fds) - self.budget
+        if over > 0:
+            for pid in sorted(self._fds, key=lambda pid: pid in keep)[:over]:
+                self.forget(pid)
+
     def forget(self, pid):
         """Close ``pid``'s descriptor, if one is held."""
         held = self._fds.pop(pid, None)
@@ -127,6 +136,8 @@ class MovingFiles:
         self.moving = moving
         self._held = self._held or {name: HeldFiles(proc, name) for name in self.NAMES}
         share_room(list(self._held.values()), processes, len(moving))
+        for held in self._held.values():
+            held.trim(moving)
 
     def read(self, source, pid, name, stat):
         """``pid``'s file ``name`` (``stat`` its PidStat now): through a descriptor held where
