@@ -3,9 +3,9 @@
 smem.incremental walks the rollup of each process that moved, and reads its statm (the counters
 smem.private_growth compares), collection after collection: the busy processes of a machine are
 mostly the same ones.  Opening /proc/PID/smaps_rollup checks that this process may read the other's
-memory (ptrace access mode, Documentation/filesystems/proc.rst) and sets up a file, a sixth of what
-the walk of a small process costs; a held descriptor is read again at offset 0, where the kernel
-makes its text anew (fs/seq_file.c).
+memory (ptrace access mode, Documentation/filesystems/proc.rst) and sets up a file, a good part of
+what the walk of a small process costs; a held descriptor is read again at offset 0, where the
+kernel makes its text anew (fs/seq_file.c).
 
 A held descriptor stays bound to what it was opened for: statm's to the process, smaps_rollup's to
 its address space at the open (fs/proc/task_mmu.c).  Once the process exits, the read fails
@@ -21,7 +21,9 @@ the first one has exited (smem.sources.proc_files), and is refused where access 
 
 Only the processes the caller marks as moving are held, within a budget it sets from the limit
 on open files: the held stats (smem.sources.held_stats) come first, since every process's stat is
-read at every collection.  Each descriptor costs the kernel about a page while held.
+read at every collection.  Each descriptor costs the kernel about a page while held, and a
+rollup's keeps its address space's bookkeeping (not its pages) until it is closed: at the
+collection after the process exits; after an exec, at its next read.
 """
 
 import fcntl
