@@ -18,18 +18,16 @@ from smem.sources.live import LiveSource
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="no smaps_rollup")
 
-WAIT_THEN_EXEC = "import os, sys; b = bytearray(32 << 20); sys.stdin.readline(); os.execvp('sleep', ['sleep', '60'])"
+WAIT_THEN_EXEC = ("import os, sys; b = bytearray(32 << 20); print(flush=True); sys.stdin.readline(); "
+                  "os.execvp('sleep', ['sleep', '60'])")
 
 
 @pytest.fixture
 def execs():
     """A Python holding 32 MiB that execs sleep when told (a line on its stdin)."""
-    proc = subprocess.Popen([sys.executable, "-c", WAIT_THEN_EXEC], stdin=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", WAIT_THEN_EXEC], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        for _ in range(200):  # (its 32 MiB made)
-            if _rss_kib(_by_path(proc.pid, "smaps_rollup")) > 32 * 1024:
-                break
-            time.sleep(0.02)
+        proc.stdout.readline()  # (its 32 MiB made, and it waits: its memory no longer moves)
         yield proc
     finally:
         proc.kill()
@@ -43,6 +41,16 @@ def _by_path(pid, name):
 
 def _stat(pid):
     return parse_stat(_by_path(pid, "stat"))
+
+
+def _start(pid):
+    """Its stack start, once its exec has set it (0 before: see HeldFiles.read)."""
+    for _ in range(500):
+        start = _stat(pid).start_stack
+        if start:
+            return start
+        time.sleep(0.01)
+    pytest.fail(f"{pid} has no stack start")
 
 
 def _rss_kib(rollup):
@@ -76,10 +84,10 @@ def test_a_held_rollup_is_the_process_now_and_numbered_over_the_floor(execs):
     held = HeldFiles("/proc", "smaps_rollup")
     held.budget = 4
     try:
-        first = held.read(execs.pid, hold=True)
+        first = held.read(execs.pid, hold=True, start=_start(execs.pid))
         assert _rss_kib(first) > 32 * 1024
         assert [fd for fd in _held_descriptors(execs.pid, "smaps_rollup") if fd >= FLOOR]
-        again = held.read(execs.pid, hold=True)  # (read anew at offset 0: the same process, now)
+        again = held.read(execs.pid, hold=True, start=_start(execs.pid))  # (read anew at offset 0: the same process, now)
         assert abs(_rss_kib(again) - _rss_kib(_by_path(execs.pid, "smaps_rollup"))) < 1024
     finally:
         held.close()
@@ -114,11 +122,12 @@ def test_an_exited_process_is_read_by_path_and_its_descriptor_closed():
     held = HeldFiles("/proc", "statm")
     held.budget = 4
     try:
-        assert held.read(proc.pid, hold=True)
+        assert held.read(proc.pid, hold=True, start=_start(proc.pid))
         assert len(held) == 1
+        start = _start(proc.pid)
         proc.kill()
         proc.wait()
-        assert held.read(proc.pid, hold=True) is None
+        assert held.read(proc.pid, hold=True, start=start) is None
         assert len(held) == 0
     finally:
         held.close()
@@ -129,10 +138,10 @@ def test_the_budget_bounds_what_is_held_and_a_process_no_longer_moving_is_let_go
     held = HeldFiles("/proc", "statm")
     held.budget = 2
     try:
-        assert all(held.read(p.pid, hold=True) for p in procs[:2])
-        assert held.read(procs[2].pid, hold=True) is None  # (over the budget: read by path)
+        assert all(held.read(p.pid, hold=True, start=_start(p.pid)) for p in procs[:2])
+        assert held.read(procs[2].pid, hold=True, start=_start(procs[2].pid)) is None  # (over the budget: read by path)
         assert len(held) == 2
-        assert held.read(procs[0].pid, hold=False)  # (read through it a last time, then closed)
+        assert held.read(procs[0].pid, hold=False, start=_start(procs[0].pid))  # (read through it a last time, then closed)
         assert len(held) == 1 and not _held_descriptors(procs[0].pid, "statm")
     finally:
         held.close()
@@ -153,13 +162,14 @@ CLONED = r"""
 #include <unistd.h>
 static char *self;
 static void again(int sig) { char *argv[] = {self, "child", NULL}; (void)sig; execv(self, argv); _exit(2); }
-static int child(void *arg) { (void)arg; signal(SIGUSR1, again); for (;;) pause(); }
+static int child(void *arg) { (void)arg; for (;;) pause(); }
 static void touch(size_t n) { char *b = malloc(n); for (size_t i = 0; i < n; i += 4096) ((volatile char *)b)[i] = 1; }
 int main(int argc, char **argv) {
     static char stack[1 << 16];
     char c;
     if (argc > 1) for (;;) pause();
     self = argv[0];
+    signal(SIGUSR1, again);  /* (before the clone: the child is told as soon as its pid is out) */
     touch(64 << 20);
     printf("%d\n", clone(child, stack + sizeof stack, CLONE_VM | SIGCHLD, NULL));
     fflush(stdout);
@@ -294,6 +304,8 @@ def start():
 held = HeldFiles('/proc', 'smaps_rollup')
 held.budget = 4
 try:
+    while not start():  # (its exec under way)
+        time.sleep(0.01)
     assert held.read(child.pid, True, start()) and len(held) == 1, 'not held'
     child.stdin.write(b'\\n'); child.stdin.flush(); child.stdout.readline()  # (PR_SET_DUMPABLE 0 done)
     try:
@@ -328,6 +340,7 @@ def test_what_is_held_over_a_budget_that_shrank_is_closed_what_does_not_move_fir
     try:
         files.collection("/proc", 100, {p.pid for p in procs})
         for p in procs:
+            _start(p.pid)  # (its exec done)
             assert files.read(None, p.pid, "statm", _stat(p.pid))
         assert len(files._held["statm"]) == 2
         held = files._held["statm"]

@@ -53,13 +53,14 @@ class HeldFiles:
         collection where ``hold`` and the budget allow (else closed once read); None where it
         cannot be read so (gone, another address space: the caller reads by path, which says why).
         ``start``: the process's stack start now (PidStat.start_stack); one held with another is
-        of the program before an exec, and closed."""
+        of the program before an exec, and closed.  None or 0 (to a reader without access, and
+        while an exec has not yet set it) says nothing: nothing is held then."""
         fd, at = self._fds.get(pid, (None, None))
         if fd is not None and at != start:
             self.forget(pid)
             fd = None
         if fd is None:
-            if not hold or len(self._fds) >= self.budget:
+            if not hold or not start or len(self._fds) >= self.budget:
                 return None
             fd = self._open(pid, start)
             if fd is None:
