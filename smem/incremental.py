@@ -296,8 +296,8 @@ class Refresher:
         """Whether a process read before can be read again by what moves (else it is read whole)."""
         return not (needs.status or needs.ksm or needs.max_rss_kib is not None or needs.mappings or needs.split)
 
-    def _statm(self, source, pid):
-        raw = self._files.read(source, pid, "statm")
+    def _statm(self, source, pid, stat):
+        raw = self._files.read(source, pid, "statm", stat)
         try:
             return parse_statm(raw) if raw else None
         except ValueError:
@@ -317,7 +317,7 @@ class Refresher:
             known, stat = self._known[pid], seen[pid]
             if known.base is None or pid in walked or known.read_at <= late or known.ppid != stat.ppid:
                 continue
-            statm = self._statm(source, pid)
+            statm = self._statm(source, pid, stat)
             self._reads += 1
             self._tries += 1
             counters = None if statm is None else grown_counters(known.base, stat, statm, self._page_kib, self._large)
@@ -350,9 +350,9 @@ class Refresher:
                 continue
             statm = None
             if counted:
-                statm = self._statm(source, pid)  # (read first: a walk is slower)
+                statm = self._statm(source, pid, stat)  # (read first: a walk is slower)
                 self._reads += 1
-            raw = self._files.read(source, pid, "smaps_rollup")
+            raw = self._files.read(source, pid, "smaps_rollup", stat)
             try:
                 parsed = parse_smaps_kept(raw, keys)[0] if raw else None
             except ValueError:

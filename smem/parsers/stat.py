@@ -29,6 +29,7 @@ class PidStat(NamedTuple):
     stime: Optional[int] = None       # clock ticks it ran in the kernel
     minflt: Optional[int] = None      # faults that mapped a page without I/O (it grows as memory is touched)
     majflt: Optional[int] = None      # faults that read a page in
+    start_stack: Optional[int] = None  # where its stack starts: an exec sets it anew (0 where not permitted)
 
     @property
     def cpu_ticks(self):
@@ -84,4 +85,5 @@ def parse_stat(data):
         stime=_int(rest, 12),
         minflt=_int(rest, 7),
         majflt=_int(rest, 9),
+        start_stack=_int(rest, 25),
     )

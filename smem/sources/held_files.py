@@ -3,18 +3,27 @@
 smem.incremental walks the rollup of each process that moved, and reads its statm (the counters
 smem.private_growth compares), collection after collection: the busy processes of a machine are
 mostly the same ones.  Opening /proc/PID/smaps_rollup checks that this process may read the other's
-memory (ptrace access mode, Documentation/filesystems/proc.rst) and sets up a file, a sixth of what
-the walk of a small process costs; a held descriptor is read again at offset 0, where the kernel
-makes its text anew (fs/seq_file.c).
+memory (ptrace access mode, Documentation/filesystems/proc.rst) and sets up a file, a good part of
+what the walk of a small process costs; a held descriptor is read again at offset 0, where the
+kernel makes its text anew (fs/seq_file.c).
 
 A held descriptor stays bound to what it was opened for: statm's to the process, smaps_rollup's to
-its address space at the open.  Once the process exits, or the rollup's process execs another
-program (a new address space), the read fails (ESRCH) and the caller reads the file by its path
-as before, which also finds a live thread where the first one has exited (smem.sources.proc_files).
+its address space at the open (fs/proc/task_mmu.c).  Once the process exits, the read fails
+(ESRCH), whatever process has its pid since.  Once it execs, the rollup's fails too, but only
+where no other process shares the old address space: a child cloned with CLONE_VM and no
+CLONE_THREAD (vfork, posix_spawn, some runtimes) that execs leaves its parent the old one, which
+its held rollup goes on reading.  And the open alone checks ptrace access: a process that later
+makes itself undumpable (PR_SET_DUMPABLE) would still be read.  So each descriptor is held with
+the process's stack start in /proc/PID/stat, which an exec sets anew (address space randomization
+makes it another) and which says 0 to a reader without that access, and closed where the stat
+says another.  The caller then reads the file by its path, which also finds a live thread where
+the first one has exited (smem.sources.proc_files), and is refused where access is.
 
 Only the processes the caller marks as moving are held, within a budget it sets from the limit
 on open files: the held stats (smem.sources.held_stats) come first, since every process's stat is
-read at every collection.  Each descriptor costs the kernel about a page while held.
+read at every collection.  Each descriptor costs the kernel about a page while held, and a
+rollup's keeps its address space's bookkeeping (not its pages) until it is closed: at the
+collection after the process exits; after an exec, at its next read.
 """
 
 import fcntl
@@ -34,20 +43,26 @@ class HeldFiles:
     def __init__(self, proc, name):
         self.proc, self.name = proc, name
         self.budget = 0   # how many may be held (set by the caller at each collection)
-        self._fds = {}    # pid -> descriptor held
+        self._fds = {}    # pid -> (descriptor held, the process's stack start at the open)
 
     def __len__(self):
         return len(self._fds)
 
-    def read(self, pid, hold):
+    def read(self, pid, hold, start=None):
         """The file's bytes through the descriptor held, or one opened now, kept for the next
         collection where ``hold`` and the budget allow (else closed once read); None where it
-        cannot be read so (gone, another address space: the caller reads by path, which says why)."""
-        fd = self._fds.get(pid)
+        cannot be read so (gone, another address space: the caller reads by path, which says why).
+        ``start``: the process's stack start now (PidStat.start_stack); one held with another is
+        of the program before an exec, and closed.  None or 0 (to a reader without access, and
+        while an exec has not yet set it) says nothing: nothing is held then."""
+        fd, at = self._fds.get(pid, (None, None))
+        if fd is not None and at != start:
+            self.forget(pid)
+            fd = None
         if fd is None:
-            if not hold or len(self._fds) >= self.budget:
+            if not hold or not start or len(self._fds) >= self.budget:
                 return None
-            fd = self._open(pid)
+            fd = self._open(pid, start)
             if fd is None:
                 return None
         try:
@@ -58,7 +73,7 @@ class HeldFiles:
             self.forget(pid)
         return data if data is not None and len(data) < WHOLE else None
 
-    def _open(self, pid):
+    def _open(self, pid, start):
         try:
             fd = os.open(f"{self.proc}/{pid}/{self.name}", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -69,18 +84,27 @@ class HeldFiles:
             return None
         finally:
             os.close(fd)
-        self._fds[pid] = held
+        self._fds[pid] = held, start
         return held
+
+    def trim(self, keep):
+        """Close what is held over the budget, the pids not in ``keep`` first: the budget shrinks as
+        processes come (the held stats' room is theirs first), and what was held stays otherwise
+        until its process exits or is read without moving."""
+        over = len(self._fds) - self.budget
+        if over > 0:
+            for pid in sorted(self._fds, key=lambda pid: pid in keep)[:over]:
+                self.forget(pid)
 
     def forget(self, pid):
         """Close ``pid``'s descriptor, if one is held."""
-        fd = self._fds.pop(pid, None)
-        if fd is not None:
-            os.close(fd)
+        held = self._fds.pop(pid, None)
+        if held is not None:
+            os.close(held[0])
 
     def close(self):
         fds, self._fds = self._fds, {}
-        for fd in fds.values():
+        for fd, _ in fds.values():
             os.close(fd)
 
     def __del__(self):
@@ -115,11 +139,14 @@ class MovingFiles:
         self.moving = moving
         self._held = self._held or {name: HeldFiles(proc, name) for name in self.NAMES}
         share_room(list(self._held.values()), processes, len(moving))
+        for held in self._held.values():
+            held.trim(moving)
 
-    def read(self, source, pid, name):
-        """``pid``'s file ``name``: through a descriptor held where there is one, else by path."""
+    def read(self, source, pid, name, stat):
+        """``pid``'s file ``name`` (``stat`` its PidStat now): through a descriptor held where
+        there is one, else by path."""
         held = self._held.get(name)
-        raw = held.read(pid, pid in self.moving) if held is not None else None
+        raw = held.read(pid, pid in self.moving, stat.start_stack) if held is not None else None
         return raw if raw is not None else source.read_optional(f"{pid}/{name}")
 
     def forget(self, pid):

@@ -147,7 +147,6 @@ class HeldStats:
         self.close()
 
 
-
 def room(wanted):
     """Raise the soft limit on open files to hold ``wanted`` descriptors over FLOOR, where the
     hard limit allows; how many it holds over FLOOR now."""
