@@ -154,7 +154,7 @@ class Refresher:
                 reasons[reason] += 1
                 moved.append(pid) if reason == "moved" else forked.add(stat.ppid)
         self._leaderless.intersection_update(seen)
-        self._files.collection(source.proc if self._stats.holding else None, len(seen), set(moved))
+        self._files.collection(source.proc if self._stats.holding else None, self._stats.listed, set(moved))
         self._counting, self._reads, self._tries = self._payoff.reading(now), 0, 0
         self._large = large_folios(self._stats.vmstat, mthp_counts()) if self._counting else None
         # (a process with a new child shares its pages with it now: walked)

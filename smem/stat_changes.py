@@ -63,6 +63,11 @@ class StatChanges:
         """Whether the latest read was through descriptors held (this machine's /proc, every process)."""
         return self._held is not None
 
+    @property
+    def listed(self):
+        """The pids the latest read through held descriptors listed, kernel threads too (0: none held)."""
+        return self._held.listed if self._held is not None else 0
+
     def ended(self):
         """The collection that read the stats ended: the next one's changes are since this one."""
         self._ended = True

@@ -297,3 +297,17 @@ def test_a_process_that_starts_a_thread_is_no_longer_gated_and_its_schedstat_let
         child.stdin.close()
         child.wait()
         held.close()
+
+
+def test_the_pids_listed_count_the_kernel_threads_whose_stats_are_held_too():
+    """smem.sources.held_files leaves the held stats room for every pid they list: kernel threads
+    have a stat held too, though they are no process smem reports (one on each CPU, and more)."""
+    if not os.path.exists('/proc/2/stat') or parse_stat(open('/proc/2/stat', 'rb').read()).comm != 'kthreadd':
+        pytest.skip("no kernel threads in this /proc (a PID namespace's)")
+    held = HeldStats('/proc')
+    try:
+        seen, _ = held.stats()
+        stats_held = sum(1 for target in _held_paths().values() if target.endswith('/stat'))
+        assert held.listed >= stats_held > len(seen)  # (the kernel threads' stats are held, not seen)
+    finally:
+        held.close()

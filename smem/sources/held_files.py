@@ -113,8 +113,8 @@ class HeldFiles:
 
 def share_room(files, processes, moving):
     """Set each of ``files``' budget: room for ``moving`` processes each, where the limit on open
-    files leaves it once the held stats (two descriptors for each of ``processes``, and a margin)
-    have theirs."""
+    files leaves it once the held stats (two descriptors for each of ``processes``, every pid they
+    list, kernel threads too, and a margin) have theirs."""
     theirs = 2 * processes + 512
     spare = max(room(theirs + len(files) * moving) - theirs, 0)
     for held in files:

@@ -81,6 +81,7 @@ class HeldStats:
         self._sched_last = {}  # pid -> its schedstat as last read
         self._passive = None   # PASSIVE counters at the last scan
         self.vmstat = None     # the bytes of /proc/vmstat the last scan read (None: unreadable)
+        self.listed = 0        # the pids the last scan listed, kernel threads too (each a stat held)
         self._timed = _run_time_kept(proc)  # (else no schedstat is read)
 
     def stats(self):
@@ -118,6 +119,7 @@ class HeldStats:
         self._passive = passive
         pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR, gated, self._sched_fds, self._sched_last)
         listed = set(pids)
+        self.listed = len(pids)
         for pid in [pid for pid in self._last if pid not in listed]:  # (exited)
             del self._last[pid]
             self._seen.pop(pid, None)
