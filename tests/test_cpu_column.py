@@ -77,6 +77,14 @@ class _TickSampler(threading.Thread):
         """% of one core the process ran from uptime ``start`` to ``end``, as its ticks say."""
         return 100.0 * (self.ticks_at(end) - self.ticks_at(start)) / 100 / (end - start)
 
+    def percents_read_before(self, start, end, lag=0.25):
+        """(least, most) % over the intervals that end ``start`` and ``end`` may have begun at:
+        each up to ``lag`` s earlier (what smem read before its frame arrived, on a loaded machine
+        where the loop's share of a core moves within the interval)."""
+        shifts = [i / 100 for i in range(int(lag * 100) + 1)]
+        values = [self.percent(start - a, end - b) for a in shifts for b in shifts]
+        return min(values), max(values)
+
 
 def _uptime():
     return parse_uptime(Path("/proc/uptime").read_bytes())
@@ -173,10 +181,12 @@ def test_watch_mode_says_over_the_interval(window):
     assert max(r["frame"] for r in window.rows) == 4
     last = {r["pid"]: r["cpu"] for r in window.rows if r["frame"] == 4}
     reference = window.sampler.percent(window.arrived[1], window.arrived[4])
+    least, most = window.sampler.percents_read_before(window.arrived[1], window.arrived[4])
     print(f"busy loop: watch mode {last[busy]}% (1.5 s since the first frame), its ticks over the same "
-          f"interval {reference:.1f}%")
-    # within 5% of what it ran (the issue's 100% +- 5% at a whole core), and a tick or two
-    assert abs(last[busy] - reference) <= max(0.05 * reference, 1.0)
+          f"interval {reference:.1f}% ({least:.1f}-{most:.1f}% read up to 0.25 s before the frames came)")
+    # within 5% of what it ran (the issue's 100% +- 5% at a whole core), and a tick or two, over
+    # the interval smem read: its frames came after it read them, later on a loaded machine
+    assert least - max(0.05 * least, 1.0) <= last[busy] <= most + max(0.05 * most, 1.0)
     if reference >= 97:  # it had its core: the issue's target
         assert 95 <= last[busy] <= 105
     assert last[idle] <= 1.0
