@@ -630,6 +630,16 @@ fi
 if [ -n "$hidden" ]; then
 	printf 'hidepid=%s\n' "$hidden" >>"$cap/capture-info" || die "cannot write to $tmp"
 fi
+# A /proc of a PID namespace of its own (a container's) lists its processes only, while meminfo is
+# the machine's; the machine's /proc always lists the kernel's kthreadd as pid 2 (Linux 2.6.22+).
+if [ -z "$hidden" ]; then
+	stat2=
+	{ IFS= read -r stat2 </proc/2/stat; } 2>/dev/null
+	case $stat2 in
+	'2 (kthreadd) '*) ;;
+	*) printf 'pid_namespace=1\n' >>"$cap/capture-info" || die "cannot write to $tmp" ;;
+	esac
+fi
 [ "$npids" -gt 0 ] || die "no process could be read (is /proc mounted?)"
 if [ -s "$tmp/zl-memfds" ]; then
 	cat "$tmp/zl-memfds" >>"$cap/smem/shmem" || die "cannot write to $tmp"

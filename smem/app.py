@@ -152,7 +152,8 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_o
         if load_selection is not selection:  # (the sharing view reads everyone, and selects among them)
             reading = dataclasses.replace(reading, selected=selection.selects)
         sizing = accounting = shared = sharing = None
-        if any(_sized(v, request.system) for v in (view, *(c for c, _ in the_plan.companions))):
+        views = (view, *(c for c, _ in the_plan.companions))
+        if any(_sized(v, request.system) for v in views):
             sizing = _size(reading, reading.source, request.system, warnings, request.table.abbreviate)
         if exact:
             accounting, sharing = _account_exactly(reading, view, selection, warnings, query.jobs, frames)
@@ -163,6 +164,10 @@ def read_snapshot(request, the_plan, spec=None, at=None, load=load_reading, at_o
             hidden = source.hidden()
             if hidden is not None:  # (those are not unreadable: nothing else would say they are left out)
                 warnings.append(f"{hidden} and left out; run as root to see them")
+            if source.machine().pid_namespace and any(v.reads.sizing is not Sizing.NEVER for v in views):
+                warnings.append(f"{source.description}: its /proc lists only the processes of one PID namespace "
+                                "(a container's), not the machine's: the memory of the others is counted outside the "
+                                "process rows; run smem on the host to see it by process")
         source.machine()  # (its facts kept: a directory's capture-info cannot be read once it is closed)
     finally:
         source.close()

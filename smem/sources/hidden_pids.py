@@ -1,4 +1,5 @@
-"""Whether a proc mount hides other users' processes from us (``hidepid=``, proc(5)).
+"""Whether a proc mount hides other users' processes from us (``hidepid=``, proc(5)), or lists
+those of one PID namespace only (a container's).
 
 A /proc mounted ``hidepid=invisible`` (or ``2``; ``ptraceable``, ``4``: all but the processes we may
 ptrace) has no directory for another user's process: such a process is not unreadable, it is
@@ -6,12 +7,18 @@ not there, so nothing else tells smem (or its user) that a report of "every proc
 out everyone else's.  ``hidepid=noaccess`` (``1``) lists the directories and refuses their files:
 those processes are named as unreadable like any other.  Root (or CAP_SYS_PTRACE) sees every
 process, and so do the members of the mount's ``gid=`` group under ``invisible``.
+
+A /proc mounted in a PID namespace of its own (a container's: pid_namespaces(7)) lists the
+processes of that namespace and no other, while /proc/meminfo is still the machine's: a system
+view's rows that are not processes' then hold what the machine's other processes hold.  The
+machine's /proc always lists the kernel's kthreadd as pid 2 (Linux 2.6.22 and later); a
+namespace's pid 2, if any, is one of its own processes.
 """
 
 import os
 from typing import NamedTuple
 
-__all__ = ["hidden_by_mount", "Hiding"]
+__all__ = ["hidden_by_mount", "pid_namespaced", "Hiding"]
 
 #: hidepid values under which another user's processes are not listed (kernels before 5.8 say the number)
 _HIDING = {"2": "invisible", "invisible": "invisible", "4": "ptraceable", "ptraceable": "ptraceable"}
@@ -84,3 +91,17 @@ def _unescaped(field):
         return field
     import re
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def pid_namespaced(proc):
+    """Whether ``proc`` lists the processes of a PID namespace of their own rather than the
+    machine's (its pid 2 is no kthreadd); None where that cannot be told (processes hidden from us)."""
+    if hidden_by_mount(proc) is not None:
+        return None
+    try:
+        with open(f"{proc}/2/stat", "rb") as f:
+            return not f.read().startswith(b"2 (kthreadd) ")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return None

@@ -18,7 +18,7 @@ import stat
 from ..errors import CaptureError, SourceError
 from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name,
                    member_limit, size_text)
-from .hidden_pids import hidden_by_mount
+from .hidden_pids import hidden_by_mount, pid_namespaced
 from .proc_files import address_space_dir, descriptors, open_live, read_whole, through_a_thread
 
 __all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
@@ -237,7 +237,7 @@ class LiveSource(Source):
         import time
         uname = os.uname()
         now = time.time()
-        return {
+        facts = {
             "hostname": socket.gethostname(),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
             "epoch": str(int(now)),
@@ -245,6 +245,9 @@ class LiveSource(Source):
             "kernel": uname.release,
             "machine": uname.machine,
         }
+        if os.path.realpath(self.proc) == "/proc" and pid_namespaced(self.proc):
+            facts["pid_namespace"] = "1"  # (said only where it is one: a container's /proc)
+        return facts
 
     def close(self):
         if self._proc_fd is not None:

@@ -32,11 +32,14 @@ class Machine(NamedTuple):
     # of a /proc that hid others (a capture read later says so: its totals are not the machine's)
     unreadable_processes: Optional[int] = None
     hidepid: Optional[str] = None
+    #: 1 where the data lists the processes of a PID namespace of their own (a container's), not
+    #: the machine's (smem.sources.hidden_pids); None where not said
+    pid_namespace: Optional[int] = None
 
     #: the names these facts have in capture-info and in JSON's "source" object
     KEYS = {"page_size": "pagesize", "kernel": "kernel", "arch": "machine", "hostname": "hostname",
             "time": "time", "epoch": "epoch", "tool": "tool", "unreadable_processes": "unreadable_processes",
-            "hidepid": "hidepid"}
+            "hidepid": "hidepid", "pid_namespace": "pid_namespace"}
 
     @classmethod
     def from_facts(cls, facts: Dict[str, str]) -> "Machine":
@@ -46,7 +49,8 @@ class Machine(NamedTuple):
             value = facts.get(key)
             if value is None or value == "":
                 continue
-            values[field] = _count(value) if field in ("page_size", "epoch", "unreadable_processes") else str(value)
+            values[field] = (_count(value) if field in ("page_size", "epoch", "unreadable_processes", "pid_namespace")
+                             else str(value))
         return cls(**values)
 
     def as_facts(self) -> Dict[str, object]:
