@@ -38,6 +38,7 @@ class Figure:
     estimate: bool = False
     smem15: bool = True      # a source smem 1.5 had too (-R, -K, meminfo): no footnote then
     doubt: str = ""          # a reason to doubt the figure, for a warning
+    known: bool = True       # False for installed RAM taken as MemTotal, not known
 
 
 def _iomem(source):
@@ -63,7 +64,7 @@ def installed_ram(source, realmem_bytes=None, mem_total_kib=None, iomem=None):
         if ram:
             return Figure(ram // 1024, "/proc/iomem", smem15=False)
     if mem_total_kib is not None:
-        return Figure(mem_total_kib, "MemTotal (installed RAM unknown)")
+        return Figure(mem_total_kib, "MemTotal (installed RAM unknown)", known=False)
     return None
 
 

@@ -105,14 +105,21 @@ def pressure_families(pressure):
 
 
 def recommendation_families(recommendation):
-    """--recommend's answer (recommendation.Recommendation) as two unlabelled families:
-    ``smem_non_reclaimable_bytes`` (what the device needs) and ``smem_recommended_ram_bytes``
-    (the usual RAM size that holds it and the headroom); none without --recommend."""
+    """--recommend's answer (recommendation.Recommendation) as unlabelled families:
+    ``smem_non_reclaimable_bytes`` (what the device needs), ``smem_recommended_ram_bytes``
+    (the usual RAM size that holds it and the headroom) and, where the page map was scaled to that
+    size, ``smem_recommended_page_map_bytes`` (its page map, in the need); none without --recommend."""
     if recommendation is None:
         return []
+    scaled = []
+    if recommendation.page_map_kib is not None:
+        scaled = [Family("smem_recommended_page_map_bytes", "the page map (a struct page per page) of the "
+                         "recommended RAM size, in smem_non_reclaimable_bytes in place of the measured machine's "
+                         "(--recommend)", "bytes", (), [((), recommendation.page_map_kib * 1024)])]
     return [Family("smem_non_reclaimable_bytes", "memory that cannot be reclaimed, --recommend's need "
-                   "(the areas' noncache, less the free pages of the per-CPU lists that -w counts in it)", "bytes", (),
+                   "(the areas' noncache, less the free pages of the per-CPU lists that -w counts in it; with the "
+                   "page map scaled to the recommended size where known)", "bytes", (),
                    [((), recommendation.needs_kib * 1024)]),
             Family("smem_recommended_ram_bytes", "the smallest usual RAM size holding what cannot be "
                    f"reclaimed plus {recommendation.headroom_percent:g}% headroom (--recommend)", "bytes", (),
-                   [((), recommendation.fits_in_kib * 1024)])]
+                   [((), recommendation.fits_in_kib * 1024)])] + scaled

@@ -7,9 +7,15 @@ them from uname and sysconf; a capture from its ``capture-info`` member
 (written by ``smem capture`` and scripts/smemcap.sh) and its ``version``.
 """
 
+import re
 from typing import Dict, NamedTuple, Optional
 
 __all__ = ["Machine"]
+
+#: uname -m of kernels with 8-byte words, and of those with 4 (a kernel's, not its userspace's:
+#: a 32-bit userspace on a 64-bit kernel still reports the kernel's, unless run under linux32)
+_WORD_BYTES = ((re.compile(r"x86_64|aarch64|riscv64|ppc64.*|s390x|mips64.*|loongarch64"), 8),
+               (re.compile(r"armv[4-7].*l|i[3-6]86|mips|mipsel"), 4))
 
 
 def _count(text):
@@ -40,6 +46,15 @@ class Machine(NamedTuple):
     KEYS = {"page_size": "pagesize", "kernel": "kernel", "arch": "machine", "hostname": "hostname",
             "time": "time", "epoch": "epoch", "tool": "tool", "unreadable_processes": "unreadable_processes",
             "hidepid": "hidepid", "pid_namespace": "pid_namespace"}
+
+    @property
+    def word_bytes(self) -> Optional[int]:
+        """The kernel's word size (8 on a 64-bit kernel, 4 on a 32-bit one) from the arch; None
+        where the arch is unknown or not one we know the size of."""
+        for pattern, size in _WORD_BYTES:
+            if self.arch is not None and pattern.fullmatch(self.arch):
+                return size
+        return None
 
     @classmethod
     def from_facts(cls, facts: Dict[str, str]) -> "Machine":

@@ -298,7 +298,8 @@ def _summary(snapshot, rows, options, system):
         notes.append(f"unexplained: {_signed(lost)} "
                      f"({100.0 * lost / total:.2f}% of MemTotal {human(total)})")
     if system.recommend is not None:
-        notes.append(recommendation([r for r in rows if r.noncache is not None], system.recommend))
+        notes.append(recommendation([r for r in rows if r.noncache is not None], system.recommend,
+                                    machine=snapshot.source.machine()))
     from ..memory_pressure import pressure_notes
     return ram, notes + pressure_notes(snapshot.pressure)
 

@@ -40,7 +40,8 @@ def summary(snapshot, rows, options, system):
     ram = ram_figure.kib if ram_figure else sum(r.used for r in rows)
     notes = sizing_notes(snapshot, rows)
     if system.recommend is not None:
-        notes.append(recommendation(rows, system.recommend, _free_in_kernel_dynamic(snapshot, rows)))
+        notes.append(recommendation(rows, system.recommend, _free_in_kernel_dynamic(snapshot, rows),
+                                    snapshot.source.machine()))
     from ..memory_pressure import pressure_notes
     return ram, notes + pressure_notes(snapshot.pressure)
 

@@ -24,6 +24,8 @@ __all__ = ["system_areas", "sizing_rows", "sizing_notes", "recommendation", "sou
            "AREAS_LABELLED", "AREAS_COMPARED"]
 
 MEMINFO = "/proc/meminfo"
+#: the area of installed RAM the kernel never sees (and its page map, allocated at boot)
+FIRMWARE = "firmware/hardware"
 
 #: both views chart their rows as areas (a pie of all of RAM: no slice folded into "other"),
 #: label them by area in OpenMetrics, and match them by area in a comparison
@@ -46,7 +48,7 @@ def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
     kernel_dynamic = mem_total - free - userspace
     kernel_cache = m.get("Buffers", 0) + m.get("SReclaimable", 0) + (m.get("Cached", 0) - mapped)
     return [
-        ("firmware/hardware", firmware, 0),
+        (FIRMWARE, firmware, 0),
         ("kernel image", kernel, 0),
         ("kernel dynamic memory", kernel_dynamic, kernel_cache),
         ("userspace memory", userspace, mapped),
@@ -88,9 +90,16 @@ def sizing_notes(snapshot, rows):
     return notes
 
 
-def recommendation(rows, headroom_percent, free_not_counted_kib=None):
+def recommendation(rows, headroom_percent, free_not_counted_kib=None, machine=None):
     """--recommend: the RAM size that holds the rows' non-reclaimable memory (less the free pages
-    they count so: -w's kernel dynamic memory holds the per-CPU lists') plus the headroom, as a
-    note (a recommendation.Recommendation: make_table keeps its figures for JSON and OpenMetrics)."""
-    from ..recommendation import recommend
-    return recommend(sum(r.noncache for r in rows), headroom_percent, free_not_counted_kib)
+    they count so: -w's kernel dynamic memory holds the per-CPU lists') plus the headroom, with the
+    page map in the firmware/hardware row scaled to the size where installed RAM is known and
+    ``machine`` (the data's) says its word and page size, as a note (a
+    recommendation.Recommendation: make_table keeps its figures for JSON and OpenMetrics)."""
+    from ..recommendation import page_map, recommend
+    firmware = next((r for r in rows if r.area == FIRMWARE), None)
+    installed = getattr(firmware, "figure", None)
+    scaled = None
+    if installed is not None and installed.known and firmware.noncache is not None:
+        scaled = page_map(machine, installed.kib, firmware.noncache)
+    return recommend(sum(r.noncache for r in rows), headroom_percent, free_not_counted_kib, scaled)
