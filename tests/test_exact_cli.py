@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("numpy", reason="--exact needs smem[exact]")
 
 from conftest import AS_NOBODY, TESTS, run_smem, run_smem_process
-from workload import PAGE_KIB, forked_workers
+from workload import PAGE_KIB, family_named, forked_workers
 
 SHARED_KIB, PRIVATE_KIB, WORKERS = 4096, 1024, 3
 
@@ -31,9 +31,8 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or not _kpagecount_readable(),
 
 @pytest.fixture(scope="module")
 def family():
-    comm = f"xcli{os.getpid() % 10000}"
-    with forked_workers(SHARED_KIB, PRIVATE_KIB, WORKERS, comm=comm) as wl:
-        yield wl, comm
+    with family_named("xcli", SHARED_KIB, PRIVATE_KIB, WORKERS) as named:
+        yield named
 
 
 def _json(*args):

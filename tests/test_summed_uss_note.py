@@ -12,7 +12,7 @@ import os
 import pytest
 
 from conftest import FIXTURES, run_smem
-from workload import PAGE_KIB, forked_workers
+from workload import PAGE_KIB, family_named
 
 SHARED_KIB, PRIVATE_KIB, WORKERS = 4096, 1024, 3
 NOTE = b"share only with each other; --exact (root) adds GUSS"
@@ -23,9 +23,8 @@ QUIRKS = FIXTURES / "captures" / "quirks.tar.gz"
 @pytest.fixture(scope="module")
 def family():
     """A leader (comm COMM) and three forked workers (COMM-w) sharing 4 MiB among themselves only."""
-    comm = f"sun{os.getpid() % 10000}"
-    with forked_workers(SHARED_KIB, PRIVATE_KIB, WORKERS, comm=comm) as wl:
-        yield wl, comm
+    with family_named("sun", SHARED_KIB, PRIVATE_KIB, WORKERS) as named:
+        yield named
 
 
 def _said(*args):

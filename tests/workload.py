@@ -156,6 +156,15 @@ def forked_workers(shared_kib: int, private_kib: int, nworkers: int,
 
 
 @contextlib.contextmanager
+def family_named(prefix: str, shared_kib: int = 4096, private_kib: int = 1024, nworkers: int = 3):
+    """forked_workers under a name of this test process's own (``prefix`` and its pid), which -P
+    finds and nothing else of the machine matches: yields (the Workload, that name)."""
+    comm = f"{prefix}{os.getpid() % 10000}"
+    with forked_workers(shared_kib, private_kib, nworkers, comm=comm) as workload:
+        yield workload, comm
+
+
+@contextlib.contextmanager
 def shm_server(kib: int, users=('root', 'daemon', 'nobody'), name: str | None = None,
                comm: str = 'smem-shm'):
     """A server that creates a POSIX shared memory segment and one client per entry of ``users``.
