@@ -131,8 +131,8 @@ class MovingFiles:
         self.moving = frozenset()   # the pids read at this collection because their memory moved
 
     def collection(self, proc, processes, moving):
-        """A collection starts, of ``processes`` processes, ``moving`` those that moved; ``proc``
-        None: nothing is held (the stats are not either)."""
+        """A collection starts: ``processes`` the pids the held stats list, ``moving`` those that
+        moved; ``proc`` None: nothing is held (the stats are not either)."""
         if proc is None:
             self.close()
             return
