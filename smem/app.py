@@ -12,7 +12,7 @@ import functools
 import os
 from typing import List, NamedTuple, Optional, Tuple
 
-from .errors import SmemError
+from .errors import SmemError, UsageError
 from .extras import require
 from .formats import FORMATS, Rendering, render
 from .loading import load_reading
@@ -212,6 +212,7 @@ def run_report(request: ReportRequest) -> Result:
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     if len(snapshots) > 1:
+        _one_key_frame(*snapshots, query)
         warnings.extend(_backwards(*snapshots))
     # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
     if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
@@ -230,6 +231,19 @@ def run_report(request: ReportRequest) -> Result:
     notes = (str(table.recommendation),) if said else ()
     hint = summed_uss_note(table, the_plan.exact) if FORMATS[table_options.format].for_people else None
     return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
+
+
+def _one_key_frame(old, new, query):
+    """smem diff of two frames of a recording that a report of mappings reads from one key frame
+    (neither kept smaps): every change would be 0, whatever grew between them, so it is refused."""
+    before, after = (getattr(s.source, "recording_frame", None) for s in (old, new))
+    if before is None or after is None or before.path != after.path or before.read != after.read \
+            or before.asked == after.asked:
+        return
+    raise UsageError(f"--from {before.asked} and --to {after.asked}: neither frame kept smaps, and this report reads "
+                     f"mappings (-m, -M, --shm, maps, vss), which only key frames keep: both would be frame {before.read}, "
+                     "every change 0; compare key frames (smem record --smaps-every N keeps every Nth), or a view "
+                     "without mappings")
 
 
 def _backwards(old, new):

@@ -162,6 +162,29 @@ def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
         f"smem: --from chooses a frame of a recording: {FIXTURES / 'captures' / 'faithful.tar.gz'} is a capture"]
 
 
+def test_diff_of_two_frames_read_from_one_key_frame_is_refused(grown):
+    """Two frames without smaps, compared by a report of mappings, were both read from the key
+    frame before them: -m showed every change 0 however much had grown between them, with one
+    warning that did not say both sides were that frame."""
+    rec, pid, marker, before = grown
+    frames = index_lines(rec)[1]
+    last = frames[-1]["frame"]
+    assert [f["frame"] for f in frames if f["smaps"]] == [1, last]  # (--smaps-every 1000: the first and the stop)
+    for view in ("-m", "--shm"):
+        proc = run_smem("diff", rec, "--from", "2", "--to", last - 1, view)
+        lines = proc.stderr.decode().splitlines()
+        assert proc.returncode == 2 and proc.stdout == b"", lines
+        assert lines == [f"smem: --from 2 and --to {last - 1}: neither frame kept smaps, and this report reads "
+                         "mappings (-m, -M, --shm, maps, vss), which only key frames keep: both would be frame 1, "
+                         "every change 0; compare key frames (smem record --smaps-every N keeps every Nth), or a "
+                         "view without mappings"]
+    # the same frames' own figures, and a key frame against one read from the key frame before it
+    grew = run_smem("diff", rec, "--from", "2", "--to", last - 1, "-P", marker, "-c", "pid dpss", "-H", check=True)
+    assert grew.stdout.split()[0] == str(pid).encode() and int(grew.stdout.split()[1]) >= MIB_100_KIB
+    run_smem("diff", rec, "--from", "2", "--to", last, "-m", "-P", marker, check=True)
+    run_smem("diff", rec, "--from", "2", "--to", "2", "-m", "-P", marker, check=True)  # (asked: the same frame)
+
+
 def test_speed_replays_at_the_recorded_pace(grown):
     rec, pid, marker, _ = grown
     proc = run_smem("-S", rec, "--speed", "1000", "-F", "json", "-c", "pid pss", "-P", marker, check=True)
