@@ -212,7 +212,7 @@ def run_report(request: ReportRequest) -> Result:
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     if len(snapshots) > 1:
-        _one_key_frame(*snapshots, query)
+        _one_key_frame(*snapshots)
         warnings.extend(_backwards(*snapshots))
     # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
     if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
@@ -233,17 +233,19 @@ def run_report(request: ReportRequest) -> Result:
     return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
 
 
-def _one_key_frame(old, new, query):
+def _one_key_frame(old, new):
     """smem diff of two frames of a recording that a report of mappings reads from one key frame
-    (neither kept smaps): every change would be 0, whatever grew between them, so it is refused."""
+    (the later kept no smaps: a recording under way, whose last key frame is its first): every change
+    would be 0, whatever grew between them, so it is refused."""
     before, after = (getattr(s.source, "recording_frame", None) for s in (old, new))
     if before is None or after is None or before.path != after.path or before.read != after.read \
             or before.asked == after.asked:
         return
-    raise UsageError(f"--from {before.asked} and --to {after.asked}: neither frame kept smaps, and this report reads "
-                     f"mappings (-m, -M, --shm, maps, vss), which only key frames keep: both would be frame {before.read}, "
-                     "every change 0; compare key frames (smem record --smaps-every N keeps every Nth), or a view "
-                     "without mappings")
+    which = "them" if before.asked != before.read else f"--to's frame {after.asked}"
+    raise UsageError(f"--from {before.asked} and --to {after.asked}: this report reads mappings (-m, -M, --shm, maps, "
+                     f"vss), which only key frames keep, and the key frame before {which} is frame {before.read}: both "
+                     "sides would be that frame, every change 0; compare key frames (smem record --smaps-every N "
+                     "keeps every Nth), or a view without mappings")
 
 
 def _backwards(old, new):

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,22 +163,34 @@ def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
         f"smem: --from chooses a frame of a recording: {FIXTURES / 'captures' / 'faithful.tar.gz'} is a capture"]
 
 
-def test_diff_of_two_frames_read_from_one_key_frame_is_refused(grown):
-    """Two frames without smaps, compared by a report of mappings, were both read from the key
-    frame before them: -m showed every change 0 however much had grown between them, with one
-    warning that did not say both sides were that frame."""
+def test_diff_of_two_frames_read_from_one_key_frame_is_refused(grown, tmp_path):
+    """Two frames, the later without smaps, compared by a report of mappings, were both read from
+    one key frame: -m showed every change 0 however much had grown between them, with one warning
+    that did not say both sides were that frame.  So did ``smem diff REC -m`` of a recording under
+    way (or killed), whose last frame is no key frame and whose first is its only one."""
     rec, pid, marker, before = grown
     frames = index_lines(rec)[1]
     last = frames[-1]["frame"]
     assert [f["frame"] for f in frames if f["smaps"]] == [1, last]  # (--smaps-every 1000: the first and the stop)
+    tail = ("which only key frames keep, and the key frame before {} is frame 1: both sides would be that frame, "
+            "every change 0; compare key frames (smem record --smaps-every N keeps every Nth), or a view without mappings")
     for view in ("-m", "--shm"):
         proc = run_smem("diff", rec, "--from", "2", "--to", last - 1, view)
         lines = proc.stderr.decode().splitlines()
         assert proc.returncode == 2 and proc.stdout == b"", lines
-        assert lines == [f"smem: --from 2 and --to {last - 1}: neither frame kept smaps, and this report reads "
-                         "mappings (-m, -M, --shm, maps, vss), which only key frames keep: both would be frame 1, "
-                         "every change 0; compare key frames (smem record --smaps-every N keeps every Nth), or a "
-                         "view without mappings"]
+        assert lines == [f"smem: --from 2 and --to {last - 1}: this report reads mappings (-m, -M, --shm, maps, vss), "
+                         + tail.format("them")]
+    # a recording whose recorder was killed before its last frame: its index ends a frame earlier
+    cut = tmp_path / "cut"
+    shutil.copytree(rec, cut)
+    with open(cut / "index.jsonl", "rb") as f:
+        lines = f.readlines()
+    with open(cut / "index.jsonl", "wb") as f:
+        f.writelines(lines[:-1])
+    proc = run_smem("diff", cut, "-m", "-P", marker)
+    assert proc.returncode == 2 and proc.stderr.decode().splitlines() == [
+        f"smem: --from 1 and --to {last - 1}: this report reads mappings (-m, -M, --shm, maps, vss), "
+        + tail.format(f"--to's frame {last - 1}")]
     # the same frames' own figures, and a key frame against one read from the key frame before it
     grew = run_smem("diff", rec, "--from", "2", "--to", last - 1, "-P", marker, "-c", "pid dpss", "-H", check=True)
     assert grew.stdout.split()[0] == str(pid).encode() and int(grew.stdout.split()[1]) >= MIB_100_KIB
