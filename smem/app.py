@@ -12,7 +12,7 @@ import functools
 import os
 from typing import List, NamedTuple, Optional, Tuple
 
-from .errors import SmemError, UsageError
+from .errors import SmemError
 from .extras import require
 from .formats import FORMATS, Rendering, render
 from .loading import load_reading
@@ -212,8 +212,9 @@ def run_report(request: ReportRequest) -> Result:
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     if len(snapshots) > 1:
-        _one_key_frame(*snapshots)
-        warnings.extend(_backwards(*snapshots))
+        from .compared_sides import backwards, one_key_frame, same_frame
+        one_key_frame(*snapshots)
+        warnings.extend(same_frame(*snapshots) + backwards(*snapshots))
     # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
     if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
         warnings.extend(pids_not_found(request.query, snapshot))
@@ -231,31 +232,6 @@ def run_report(request: ReportRequest) -> Result:
     notes = (str(table.recommendation),) if said else ()
     hint = summed_uss_note(table, the_plan.exact) if FORMATS[table_options.format].for_people else None
     return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
-
-
-def _one_key_frame(old, new):
-    """smem diff of two frames of a recording that a report of mappings reads from one key frame
-    (the later kept no smaps: a recording under way, whose last key frame is its first): every change
-    would be 0, whatever grew between them, so it is refused."""
-    before, after = (getattr(s.source, "recording_frame", None) for s in (old, new))
-    if before is None or after is None or before.path != after.path or before.read != after.read \
-            or before.asked == after.asked:
-        return
-    which = "them" if before.asked != before.read else f"--to's frame {after.asked}"
-    raise UsageError(f"--from {before.asked} and --to {after.asked}: this report reads mappings (-m, -M, --shm, maps, "
-                     f"vss), which only key frames keep, and the key frame before {which} is frame {before.read}: both "
-                     "sides would be that frame, every change 0; compare key frames (smem record --smaps-every N "
-                     "keeps every Nth), or a view without mappings")
-
-
-def _backwards(old, new):
-    """smem diff's warning where NEW was taken before OLD (the arguments swapped, a recording's
-    --from after its --to): every change would read backwards in time."""
-    before, after = old.source.machine(), new.source.machine()
-    if before.epoch is None or after.epoch is None or after.epoch >= before.epoch:
-        return []
-    return [f"NEW ({after.time or after.epoch}) was taken before OLD ({before.time or before.epoch}): each change "
-            "is from the later to the earlier"]
 
 
 def pids_not_found(query, snapshot):

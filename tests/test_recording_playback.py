@@ -263,3 +263,22 @@ def test_speed_plays_a_gap_as_one_usual_spacing_and_says_so(grown, tmp_path, mon
     assert time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[-1]["time"])) in stamps
     # every frame at once (--all-frames) skips no wait: nothing to say
     assert run_smem("-S", gap, "--all-frames", "-F", "csv", "-P", marker, check=True).stderr == b""
+
+
+def test_a_recording_compared_with_itself_says_both_sides_are_one_frame(grown, tmp_path):
+    """smem diff REC REC (and smem html --compare REC -S REC) compared the last frame with itself,
+    every change 0, in silence: REC alone compares the first frame with the last."""
+    rec, pid, marker, _ = grown
+    last = index_lines(rec)[1][-1]["frame"]
+    for other in (rec, f"{rec}/"):
+        proc = run_smem("diff", rec, other, "-P", marker, "-c", "pid dpss", "-H", check=True)
+        assert proc.stdout.split() == [str(pid).encode(), b"0"]
+        assert proc.stderr.decode().splitlines() == [
+            f"smem: warning: OLD and NEW are one frame, frame {last} of recording {other}: every change is 0 "
+            "(smem diff REC alone compares its first frame with its last; --from and --to choose others)"]
+    assert run_smem("diff", rec, rec, "--from", "1", check=True).stderr == b""
+    pytest.importorskip("plotly")
+    proc = run_smem("html", "--compare", rec, "-S", rec, "-P", marker, "-o", tmp_path / "same.html", check=True)
+    assert proc.stderr.decode().splitlines() == [
+        f"smem: warning: OLD and NEW are one frame, frame {last} of recording {rec}: every change is 0 "
+        "(the page of a recording alone, smem html -S REC, draws it over time)"]

@@ -39,9 +39,10 @@ class RecordingFrame(NamedTuple):
     """The frame of a recording a source was asked for, and the one it read (its key frame, where
     the frame asked for kept no smaps and the report reads mappings)."""
 
-    path: str
+    path: str                          # (real path: the same recording however it is named)
     asked: int
     read: int
+    name: str = ""                     # as it was given
 
 
 def frame_path(number):
@@ -365,7 +366,7 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
     source.description = f"{name}, {entry.timestamp}"
     source.notes = tuple(notes)
     # (which frame was read for which was asked: smem diff refuses two frames that read one key frame)
-    source.recording_frame = RecordingFrame(os.path.realpath(path), asked, entry.number)
+    source.recording_frame = RecordingFrame(os.path.realpath(path), asked, entry.number, str(path))
     return source
 
 
