@@ -44,7 +44,7 @@ class Stopped(BaseException):
 
 class StopSignals:
     """SIGINT, SIGTERM and SIGHUP made :class:`Stopped` while in this context (one left ignored,
-    by nohup or a script's ``&``, stays ignored); the handlers before restored after."""
+    by a script's ``&``, or SIGHUP by nohup, stays ignored); the handlers before restored after."""
 
     def __init__(self):
         self._received_count = 0
@@ -101,7 +101,7 @@ class StopSignals:
         -INT`` then do nothing, which looked like a hang; None otherwise (nohup's SIGHUP is meant)."""
         if signal.SIGINT not in self.ignored:
             return None
-        return ("SIGINT is ignored, as what started smem left it (nohup, or a script's &): Ctrl-C and kill -INT "
+        return ("SIGINT is ignored, as what started smem left it (a script's &): Ctrl-C and kill -INT "
                 "do not stop this recording; SIGTERM does")
 
     def resume(self):
