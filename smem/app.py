@@ -217,7 +217,9 @@ def run_report(request: ReportRequest) -> Result:
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     if len(snapshots) > 1:
-        warnings.extend(_backwards(*snapshots))
+        from .compared_sides import backwards, one_key_frame, same_frame
+        one_key_frame(*snapshots)
+        warnings.extend(same_frame(*snapshots) + backwards(*snapshots))
     # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
     if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
         warnings.extend(pids_not_found(request.query, snapshot))
@@ -236,16 +238,6 @@ def run_report(request: ReportRequest) -> Result:
     hint = (summed_uss_note(table, the_plan.exact, query.source is not None)
             if FORMATS[table_options.format].for_people else None)
     return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
-
-
-def _backwards(old, new):
-    """smem diff's warning where NEW was taken before OLD (the arguments swapped, a recording's
-    --from after its --to): every change would read backwards in time."""
-    before, after = old.source.machine(), new.source.machine()
-    if before.epoch is None or after.epoch is None or after.epoch >= before.epoch:
-        return []
-    return [f"NEW ({after.time or after.epoch}) was taken before OLD ({before.time or before.epoch}): each change "
-            "is from the later to the earlier"]
 
 
 def pids_not_found(query, snapshot):

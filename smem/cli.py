@@ -224,7 +224,7 @@ def diff(old, new, timeout, from_, to, **o):
         new, from_ = old, from_ or "first"
     _run(ReportRequest(query=query_from(o, view, source=new, old_source=old, timeout=timeout,
                                        at=to, old_at=from_),
-                       table=table_from(o, wraps=wraps(view))))
+                       table=table_from(o, wraps=wraps(view), flows=True)))
 
 
 @cli.command(context_settings=CONTEXT)

@@ -275,16 +275,18 @@ def wraps(view):
     return any(c.wraps for c in VIEWS[view].columns.values())
 
 
-def table_from(o, wraps=False):
+def table_from(o, wraps=False, flows=False):
     """The table bundle's values as TableOptions; ``wraps``: the view has a column that wraps to
-    the terminal (so its width is wanted without -a)."""
+    the terminal (so its width is wanted without -a); ``flows``: on a terminal, the name column
+    takes the width the others leave (smem diff, as a watch screen: no smem 1.5 table to keep)."""
     if o["columns"] is not None and not parse_columns(o["columns"]):
         raise UsageError("-c/--columns is empty: name the fields to show, e.g. -c 'pid name pss'")
     return TableOptions(columns=parse_columns(o["columns"]) if o["columns"] else None, sort=o["sort"],
                         reverse=o["reverse"], totals=o["totals"], no_header=o["no_header"],
                         autosize=o["autosize"], abbreviate=o["abbreviate"], percent=o["percent"],
                         numeric=o["numeric"], format=o["fmt"],
-                        terminal_columns=_terminal_columns() if o["autosize"] or wraps else None)
+                        terminal_columns=_terminal_columns() if o["autosize"] or wraps or (flows and _on_terminal())
+                        else None)
 
 
 def query_from(o, view, **more):
@@ -312,6 +314,13 @@ def _pids(text):
     if not words or not all(w.isascii() and w.isdigit() and 0 < len(w) <= 10 and int(w) > 0 for w in words):
         raise UsageError(f"--pid takes process ids, e.g. --pid 1234 or --pid 1234,5678 (not {text[:40]!r})")
     return tuple(int(w) for w in words)
+
+
+def _on_terminal():
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except ValueError:  # (closed)
+        return False
 
 
 def _terminal_columns():

@@ -120,3 +120,18 @@ def test_a_cut_cgroup_keeps_its_last_part(tmp_path):
     assert {line.split()[0] for line in autosized[1:]} == whole
     rows_of = json.loads(run_smem("-S", tree, "--cgroup", "-F", "json", check=True).stdout)["rows"]
     assert {row["cgroup"] for row in rows_of} == whole
+
+
+def test_diff_on_a_terminal_gives_the_command_the_width_the_others_leave():
+    """smem diff cut the command to smem 1.5's 27 characters on a terminal of any width: three
+    services run by one interpreter (/root/.pyenv/versions/3.11.7/bin/python3 ...) read the same.
+    On a terminal it takes the room the other columns leave, as a watch screen's does; to a pipe
+    the table is as before."""
+    capture = str(FIXTURES / "captures" / "faithful.tar.gz")
+    args = ["diff", capture, capture, "--pid", "7854"]
+    wide = _on_a_terminal(args, 160)
+    assert len(wide) == 2 and all(len(line) == 160 for line in wide), wide
+    assert "/root/.pyenv/versions/3.11.7/bin/python3 tests/fixtures/record_captures.py" in wide[1], wide
+    piped = rows(run_smem(*args, check=True))
+    assert piped[1].split()[2] == "/root/.pyenv/versions/3.11." and len(piped[0]) == 104, piped
+    assert _on_a_terminal(args, 90) == [line.rstrip("\n") for line in piped]  # (never under smem 1.5's 27)

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,6 +163,41 @@ def test_diffs_frame_options_are_the_ones_their_errors_name(grown, option):
         f"smem: --from chooses a frame of a recording: {FIXTURES / 'captures' / 'faithful.tar.gz'} is a capture"]
 
 
+def test_diff_of_two_frames_read_from_one_key_frame_is_refused(grown, tmp_path):
+    """Two frames, the later without smaps, compared by a report of mappings, were both read from
+    one key frame: -m showed every change 0 however much had grown between them, with one warning
+    that did not say both sides were that frame.  So did ``smem diff REC -m`` of a recording under
+    way (or killed), whose last frame is no key frame and whose first is its only one."""
+    rec, pid, marker, before = grown
+    frames = index_lines(rec)[1]
+    last = frames[-1]["frame"]
+    assert [f["frame"] for f in frames if f["smaps"]] == [1, last]  # (--smaps-every 1000: the first and the stop)
+    tail = ("which only key frames keep, and the key frame before {} is frame 1: both sides would be that frame, "
+            "every change 0; compare key frames (smem record --smaps-every N keeps every Nth), or a view without mappings")
+    for view in ("-m", "--shm"):
+        proc = run_smem("diff", rec, "--from", "2", "--to", last - 1, view)
+        lines = proc.stderr.decode().splitlines()
+        assert proc.returncode == 2 and proc.stdout == b"", lines
+        assert lines == [f"smem: --from 2 and --to {last - 1}: this report reads mappings (-m, -M, --shm, maps, vss), "
+                         + tail.format("them")]
+    # a recording whose recorder was killed before its last frame: its index ends a frame earlier
+    cut = tmp_path / "cut"
+    shutil.copytree(rec, cut)
+    with open(cut / "index.jsonl", "rb") as f:
+        lines = f.readlines()
+    with open(cut / "index.jsonl", "wb") as f:
+        f.writelines(lines[:-1])
+    proc = run_smem("diff", cut, "-m", "-P", marker)
+    assert proc.returncode == 2 and proc.stderr.decode().splitlines() == [
+        f"smem: --from 1 and --to {last - 1}: this report reads mappings (-m, -M, --shm, maps, vss), "
+        + tail.format(f"--to's frame {last - 1}")]
+    # the same frames' own figures, and a key frame against one read from the key frame before it
+    grew = run_smem("diff", rec, "--from", "2", "--to", last - 1, "-P", marker, "-c", "pid dpss", "-H", check=True)
+    assert grew.stdout.split()[0] == str(pid).encode() and int(grew.stdout.split()[1]) >= MIB_100_KIB
+    run_smem("diff", rec, "--from", "2", "--to", last, "-m", "-P", marker, check=True)
+    run_smem("diff", rec, "--from", "2", "--to", "2", "-m", "-P", marker, check=True)  # (asked: the same frame)
+
+
 def test_speed_replays_at_the_recorded_pace(grown):
     rec, pid, marker, _ = grown
     proc = run_smem("-S", rec, "--speed", "1000", "-F", "json", "-c", "pid pss", "-P", marker, check=True)
@@ -227,3 +263,22 @@ def test_speed_plays_a_gap_as_one_usual_spacing_and_says_so(grown, tmp_path, mon
     assert time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(frames[-1]["time"])) in stamps
     # every frame at once (--all-frames) skips no wait: nothing to say
     assert run_smem("-S", gap, "--all-frames", "-F", "csv", "-P", marker, check=True).stderr == b""
+
+
+def test_a_recording_compared_with_itself_says_both_sides_are_one_frame(grown, tmp_path):
+    """smem diff REC REC (and smem html --compare REC -S REC) compared the last frame with itself,
+    every change 0, in silence: REC alone compares the first frame with the last."""
+    rec, pid, marker, _ = grown
+    last = index_lines(rec)[1][-1]["frame"]
+    for other in (rec, f"{rec}/"):
+        proc = run_smem("diff", rec, other, "-P", marker, "-c", "pid dpss", "-H", check=True)
+        assert proc.stdout.split() == [str(pid).encode(), b"0"]
+        assert proc.stderr.decode().splitlines() == [
+            f"smem: warning: OLD and NEW are one frame, frame {last} of recording {other}: every change is 0 "
+            "(smem diff REC alone compares its first frame with its last; --from and --to choose others)"]
+    assert run_smem("diff", rec, rec, "--from", "1", check=True).stderr == b""
+    pytest.importorskip("plotly")
+    proc = run_smem("html", "--compare", rec, "-S", rec, "-P", marker, "-o", tmp_path / "same.html", check=True)
+    assert proc.stderr.decode().splitlines() == [
+        f"smem: warning: OLD and NEW are one frame, frame {last} of recording {rec}: every change is 0 "
+        "(the page of a recording alone, smem html -S REC, draws it over time)"]

@@ -152,9 +152,10 @@ def test_two_signals_while_a_frame_is_indexed_stop_as_two():
 
 
 def test_a_sigint_ignored_when_the_recorder_started_stays_ignored_and_sigterm_stops_it(tmp_path, pid_namespace):
-    """nohup, or a script's ``smem record ... &`` (a shell without job control), starts the recorder
+    """A script's ``smem record ... &`` (a shell without job control), starts the recorder
     with SIGINT ignored: it stays ignored, as in any program, so ``kill -INT`` of such a recorder
-    does nothing (the README says so: it looked like a hang), and SIGTERM stops it as usual."""
+    does nothing (it looked like a hang: the recorder now says so at its start, under the line
+    that it records), and SIGTERM stops it as usual."""
     rec = tmp_path / "rec"
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -175,4 +176,7 @@ def test_a_sigint_ignored_when_the_recorder_started_stays_ignored_and_sigterm_st
         proc.wait()
     assert code == 128 + signal.SIGTERM, lines
     assert lines[-1].startswith("smem: stopped by SIGTERM: frame "), lines
-    assert not any("SIGINT" in line for line in lines), lines
+    # said at the start, where the recorder's log is read; no stop line of SIGINT
+    assert lines[1] == ("smem: SIGINT is ignored, as what started smem left it (a script's &): Ctrl-C and "
+                        "kill -INT do not stop this recording; SIGTERM does"), lines
+    assert not any("SIGINT" in line for line in lines[2:]), lines

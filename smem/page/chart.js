@@ -1,5 +1,4 @@
 /* smem html: the hierarchy drawn by plotly (only the levels shown), zoomed by clicks and the path. */
-const cut = (text, most) => (String(text).length > most ? String(text).slice(0, most - 1) + "…" : String(text));
 
 function hover(n) {  // (long names cut: the tables and the sharing panel give them whole)
   const lines = [`<b>${plotlyText(cut(n.name || n.label, 90))}</b>`];

@@ -53,6 +53,8 @@ const signed = (kib) => (kib > 0 ? "+" : "") + human(kib);
 const pct = (part, whole) => (whole ? (100 * part / whole).toFixed(part / whole < 0.001 ? 3 : 1) + "%" : "-");
 /* plotly reads labels as its own small markup: entities keep a name as the text it is */
 const plotlyText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+/* a long name cut to ``most`` characters, keeping its start (the hovers; the tables give it whole) */
+const cut = (text, most) => (String(text).length > most ? String(text).slice(0, most - 1) + "…" : String(text));
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);

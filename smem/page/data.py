@@ -12,6 +12,7 @@ import time
 from typing import NamedTuple
 
 from ..app import plan, read_snapshot
+from ..compared_sides import same_frame
 from ..formats import Rendering, render
 from ..loading.gathered import collector_paused
 from ..options import Query, ReportRequest, SystemOptions, TableOptions
@@ -130,6 +131,10 @@ def page_documents(request, at=None, rollup=False):
         return _page_documents(request, at, ROLLUP_TABLES if rollup else TABLES)
 
 
+#: what says where a recording's change over time is, when --compare names the page's own frame
+PAGE_FRAMES_HINT = "the page of a recording alone, smem html -S REC, draws it over time"
+
+
 def _page_documents(request, at, tables):
     import json
     query = request.query
@@ -152,6 +157,8 @@ def _page_documents(request, at, tables):
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     new, old = snapshots[-1], snapshots[0] if compared else None
+    if compared:
+        warnings.extend(w for w in same_frame(old, new, PAGE_FRAMES_HINT) if w not in warnings)
     documents, process_areas = {}, []
     for name, view in views.items():
         options = _table_options(name, compared, tables)

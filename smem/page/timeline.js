@@ -1,6 +1,6 @@
 // ------------------------------------------------------------------ over time (a recording)
 
-/* A recording's page: the largest processes' PSS (lines) and the breakdown's areas (stacked)
+/* A recording's page: the largest and most grown processes' PSS (lines) and the breakdown's areas (stacked)
    at every frame, and a slider over the frames whose whole documents are embedded: moving it
    renders that instant.  Names reach plotly escaped (plotlyText), the label by textContent. */
 
@@ -35,8 +35,11 @@ function drawTimeCharts(summary, at, colors) {
   const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),
-    name: plotlyText(`${p.pid} ${p.name ?? ""}`), hovertemplate: `%{y:.1f} ${lineUnit}<extra>` + plotlyText(String(p.pid)) + "</extra>"}));
-  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest processes", lineUnit, true),
+    name: plotlyText(`${p.pid} ${p.name ?? ""}`), hovertemplate: `%{y:.1f} ${lineUnit}<extra>%{meta}</extra>`,
+    // (the command, in meta, not in the template, where its own %{...} would be read: two python3
+    // lines are told apart by their scripts; cut, keeping its start, as the tables cut it)
+    meta: plotlyText(`${p.pid} ${cut(p.command ?? p.name ?? "", 80)}`)}));
+  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest and the most grown processes", lineUnit, true),
                {displayModeBar: false, responsive: true});
   // (stacked: the unit of their sum at the fullest frame)
   const [areaUnit, areaKib] = chartUnit(largest([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]));

@@ -7,7 +7,8 @@ a size budget, up to FULL_FRAMES spread over the recording.  A frame that kept s
 (``smem record --smaps-every``) is a stop showing its own figures (each process's, its groups',
 the breakdown's: data.ROLLUP_TABLES) and no mappings, which only its key frame has.  The largest
 processes are chosen over the whole recording (by their largest PSS in any frame), so one that
-grew late is among them.
+grew late is among them; beside them, the processes that grew the most (a leak in a small
+process is what a recording is for, and the largest processes of a busy machine hide it).
 """
 
 import json
@@ -15,7 +16,7 @@ import re
 
 from .data import page_documents
 
-__all__ = ["timeline_documents", "FULL_FRAMES", "FULL_BUDGET", "TOP_PROCESSES"]
+__all__ = ["timeline_documents", "FULL_FRAMES", "FULL_BUDGET", "TOP_PROCESSES", "TOP_GROWERS", "chosen_processes"]
 
 #: the frames with whole documents (the slider's stops), at most: every frame of a short
 #: recording; FULL_BUDGET bounds the page of a large machine (docs/benchmarks.md)
@@ -23,8 +24,9 @@ FULL_FRAMES = 48
 #: the whole documents of the frames before the last, at most this many bytes of JSON: a
 #: 1,500-process recording's page stays under bench/page.py's 8 MiB, as a capture's does
 FULL_BUDGET = 3 << 20
-#: processes drawn as lines
+#: processes drawn as lines: the largest, and the most grown of the others
 TOP_PROCESSES = 10
+TOP_GROWERS = 5
 
 
 def _spread(count, wanted):
@@ -89,6 +91,21 @@ def _frame_read(documents):
     return int(found.group(1)) if found else None
 
 
+def chosen_processes(pss):
+    """The pids drawn as lines, of ``pss`` (per frame, pid -> PSS): the TOP_PROCESSES with the
+    largest PSS in any frame, then the TOP_GROWERS others whose PSS grew the most from the first
+    frame each is in to the last (only those that grew)."""
+    peak, first, last = {}, {}, {}
+    for frame in pss:
+        for pid, value in frame.items():
+            peak[pid] = max(peak.get(pid, 0), value)
+            first.setdefault(pid, value)
+            last[pid] = value
+    top = sorted(peak, key=lambda pid: (-peak[pid], pid))[:TOP_PROCESSES]
+    growth = {pid: last[pid] - first[pid] for pid in peak if pid not in top and last[pid] > first[pid]}
+    return top + sorted(growth, key=lambda pid: (-growth[pid], pid))[:TOP_GROWERS]
+
+
 def timeline_documents(request, entries):
     """(documents, meta, warnings) of the last frame of ``entries`` (the recording's FrameEntry
     list), its documents with one more, ``timeline``: per frame its time, whether it kept every
@@ -148,11 +165,7 @@ def timeline_documents(request, entries):
         if len(text) <= budget:
             kept[index] = text
             budget -= len(text)
-    peak = {}
-    for frame in pss:
-        for pid, value in frame.items():
-            peak[pid] = max(peak.get(pid, 0), value)
-    top = sorted(peak, key=lambda pid: (-peak[pid], pid))[:TOP_PROCESSES]
+    top = chosen_processes(pss)
     summary = {
         "frames": [dict(f, full=i in kept) for i, f in enumerate(frames)],
         "processes": [{"pid": pid, "name": names[pid][0], "command": names[pid][1],

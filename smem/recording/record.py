@@ -29,6 +29,12 @@ def _resumed_line(writer):
     return f" (resumed at frame {writer.next_number})" if writer.resumed else ""
 
 
+def _said_ignored(said, stop):
+    line = stop.ignored_line()
+    if line is not None:
+        said(line)
+
+
 def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=None,
                         smaps_every=DEFAULT_SMAPS_EVERY, said=None, warn=None):
     """Record this machine into ``path``: ``count`` frames, or for ``duration`` seconds (the frames
@@ -41,6 +47,7 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
         try:
             if said is not None:
                 said(f"recording this machine into {path} every {interval:g} s{_resumed_line(writer)}")
+                _said_ignored(said, stop)
             for last in _schedule(interval, count, duration):
                 # (the last of a --count or --duration run keeps its smaps too: the page and -m of
                 # the recording's end are then of its end, not of the key frame up to an hour before)
@@ -129,6 +136,7 @@ def record_pushed(path, address, timeout=None, count=None, duration=None, smaps_
             if said is not None:
                 said(f"listening on {listener.address} for captures to record into {path}"
                      f"{_resumed_line(writer)} (on the target: {listener.target_loop()})")
+                _said_ignored(said, stop)
             return _receive_frames(listener, writer, count, duration, warn, said)
         except Stopped as stopped:  # (a frame named in the index is whole: StopSignals.held)
             _said_quietly(said, _pushed_stop_line(stopped, writer, first))

@@ -44,7 +44,7 @@ class Stopped(BaseException):
 
 class StopSignals:
     """SIGINT, SIGTERM and SIGHUP made :class:`Stopped` while in this context (one left ignored,
-    by nohup or a script's ``&``, stays ignored); the handlers before restored after."""
+    by a script's ``&``, or SIGHUP by nohup, stays ignored); the handlers before restored after."""
 
     def __init__(self):
         self._received_count = 0
@@ -52,11 +52,13 @@ class StopSignals:
         self._paused = False
         self._pending = []  # (in the order received: two may come while one is held)
         self._before = {}
+        self.ignored = []  # (those left ignored)
 
     def __enter__(self):
         for signum in SIGNALS:
             before = signal.getsignal(signum)
             if before == signal.SIG_IGN:
+                self.ignored.append(signum)
                 continue
             self._before[signum] = signal.SIG_DFL if before is None else before
             signal.signal(signum, self._received)
@@ -93,6 +95,14 @@ class StopSignals:
         finally:
             self._holding = False
         self._release()
+
+    def ignored_line(self):
+        """The line a recorder says at its start where SIGINT was left ignored: Ctrl-C and ``kill
+        -INT`` then do nothing, which looked like a hang; None otherwise (nohup's SIGHUP is meant)."""
+        if signal.SIGINT not in self.ignored:
+            return None
+        return ("SIGINT is ignored, as what started smem left it (a script's &): Ctrl-C and kill -INT "
+                "do not stop this recording; SIGTERM does")
 
     def resume(self):
         """Signals raised again: the next received since the last was raised, now."""

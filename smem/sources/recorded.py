@@ -16,11 +16,12 @@ import json
 import os
 import re
 import stat
+from typing import NamedTuple
 
 from ..errors import CaptureError, SourceError, UsageError
 
 __all__ = ["INDEX", "FORMAT", "FrameEntry", "Recording", "is_recording", "frame_path", "anchor_path",
-           "parse_duration", "open_recording", "decompress", "MAX_FRAME_BYTES", "span", "usual_spacing"]
+           "parse_duration", "open_recording", "RecordingFrame", "decompress", "MAX_FRAME_BYTES", "span", "usual_spacing"]
 
 #: the index's name: a directory holding it is a recording
 INDEX = "index.jsonl"
@@ -32,6 +33,16 @@ VERSION = 1
 MAX_FRAME_BYTES = 1 << 30
 #: An index larger than this is not one (a year of frames every second is 2 GiB; a day at 10 s, 1 MiB).
 MAX_INDEX_BYTES = 256 << 20
+
+
+class RecordingFrame(NamedTuple):
+    """The frame of a recording a source was asked for, and the one it read (its key frame, where
+    the frame asked for kept no smaps and the report reads mappings)."""
+
+    path: str                          # (real path: the same recording however it is named)
+    asked: int
+    read: int
+    name: str = ""                     # as it was given
 
 
 def frame_path(number):
@@ -336,13 +347,13 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
     every_mapping = per_mapping if every_mapping is None else every_mapping
     with Recording(path) as recording:
         entry = recording.choose(at, option)
+        asked = entry.number
         notes = [recording.note] if recording.note else []
         name = f"recording {path} frame {entry.number}"
         data = None
         if per_mapping and not entry.smaps:
             data = None if every_mapping else recording.frame_bytes(entry)
             if data is None or not rollups_carry_split(data):
-                asked = entry.number
                 entry = [e for e in recording.frames if e.smaps and e.number <= entry.number][-1:] or [entry]
                 entry = entry[0]  # (every figure, the time too, is the key frame's: it names itself)
                 name = f"recording {path} frame {entry.number} (the key frame for frame {asked})"
@@ -354,6 +365,8 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
     source = (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)
     source.description = f"{name}, {entry.timestamp}"
     source.notes = tuple(notes)
+    # (which frame was read for which was asked: smem diff refuses two frames that read one key frame)
+    source.recording_frame = RecordingFrame(os.path.realpath(path), asked, entry.number, str(path))
     return source
 
 
