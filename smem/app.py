@@ -361,10 +361,10 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
         warnings.append(f"{count} process{'es' if count > 1 else ''} could not be read ({reason.lower()}): "
                         f"{named_processes(processes)}{hint}")
     machine = snapshot.source.machine()
-    if machine.unreadable_processes:  # (a capture's writer, not root, said so in capture-info)
+    if machine.unreadable_processes:  # (its writer said so in capture-info: not root, or root refused)
         count = machine.unreadable_processes
-        warnings.append(f"{snapshot.source.description} was taken without root: {count} process{'es' * (count > 1)} "
-                        f"it could not read {'are' if count > 1 else 'is'} not in it")
+        warnings.append(f"{snapshot.source.description} left out {count} process{'es' * (count > 1)} its writer "
+                        "could not read (a writer not root reads only its own user's)")
     if machine.hidepid in ("invisible", "ptraceable"):  # (what a writer writes; a capture may say anything)
         warnings.append(f"{snapshot.source.description} was taken from a /proc mounted hidepid={machine.hidepid}, "
                         "without root: the processes it hid are not in it")

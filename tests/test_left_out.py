@@ -218,7 +218,7 @@ def test_a_capture_taken_without_root_says_so_when_read(nobodys, writer, options
     read = run_smem("-S", path, "-t")
     assert read.returncode == 0, read.stderr
     if options == "rw":
-        said = f"capture {path} was taken without root: 1 process it could not read is not in it"
+        said = f"capture {path} left out 1 process its writer could not read (a writer not root reads only its own user's)"
     else:
         said = f"capture {path} was taken from a /proc mounted hidepid=invisible, without root: the processes it hid are not in it"
     assert read.stderr.decode().splitlines() == [f"smem: warning: {said}"]

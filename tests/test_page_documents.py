@@ -222,7 +222,7 @@ def test_the_page_keeps_what_smem_warned_of_as_it_read(tmp_path):
                 data += b"unreadable_processes=42\n"
                 m.size = len(data)
             out.addfile(m, io.BytesIO(data) if data is not None else None)
-    said = f"capture {taken} was taken without root: 42 processes it could not read are not in it"
+    said = f"capture {taken} left out 42 processes its writer could not read (a writer not root reads only its own user's)"
     page = run_smem("html", "-S", taken, "-o", tmp_path / "page.html")
     assert page.returncode == 0 and said in page.stderr.decode()
     meta = embedded((tmp_path / "page.html").read_text(encoding="utf-8"))["meta"][0]
