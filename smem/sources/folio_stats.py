@@ -8,6 +8,7 @@ Documentation/admin-guide/mm/transhuge.rst).  smem.private_growth sums them with
 know whether any large folio was made between two collections.
 """
 
+import functools
 import glob
 
 __all__ = ["mthp_counts", "MTHP_STATS"]
@@ -16,11 +17,17 @@ __all__ = ["mthp_counts", "MTHP_STATS"]
 MTHP_STATS = "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats/"
 
 
+@functools.lru_cache(maxsize=8)
+def _paths(stats):
+    """The counters' files: the sizes a kernel offers are fixed while it runs (looked for once)."""
+    return tuple(sorted(glob.glob(stats + "anon_fault_alloc") + glob.glob(stats + "swpin")))
+
+
 def mthp_counts(stats=MTHP_STATS):
     """Every size's anon_fault_alloc and swpin, in a fixed order ([] where the kernel has no
     sizes), or None where one of them cannot be read."""
     counts = []
-    for path in sorted(glob.glob(stats + "anon_fault_alloc") + glob.glob(stats + "swpin")):
+    for path in _paths(stats):
         try:
             with open(path, "rb") as f:
                 counts.append(int(f.read()))
