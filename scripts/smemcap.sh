@@ -635,8 +635,10 @@ fi
 if [ -z "$hidden" ]; then
 	stat2=
 	{ IFS= read -r stat2 </proc/2/stat; } 2>/dev/null
+	# (no pid 2 at all is a namespace's; one we may not read, hidepid=noaccess, cannot be told)
 	case $stat2 in
 	'2 (kthreadd) '*) ;;
+	'') [ -e /proc/2 ] || printf 'pid_namespace=1\n' >>"$cap/capture-info" || die "cannot write to $tmp" ;;
 	*) printf 'pid_namespace=1\n' >>"$cap/capture-info" || die "cannot write to $tmp" ;;
 	esac
 fi

@@ -74,3 +74,17 @@ def test_the_fact_is_read_as_a_number_and_garbage_is_unknown():
     assert Machine.from_facts({"pid_namespace": "1"}).pid_namespace == 1
     assert Machine.from_facts({"pid_namespace": "yes<script>"}).pid_namespace is None
     assert Machine.from_facts({}).pid_namespace is None
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="util-linux's setpriv runs smemcap.sh as nobody")
+def test_smemcap_as_a_user_kept_out_of_pid_2_by_hidepid_noaccess_does_not_call_it_a_namespace(tmp_path):
+    """hidepid=noaccess lists /proc/2 and refuses its stat to other users: pid 2 is there, unread,
+    so it cannot be told whether it is kthreadd (smemcap.sh said pid_namespace=1 on the host)."""
+    out = tmp_path / "noaccess.tgz"
+    shell = ("mount -t proc -o hidepid=noaccess proc /proc && "
+             'setpriv --reuid=65534 --regid=65534 --clear-groups sh -s <"$0" >"$1"')
+    made = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell, SCRIPT, out],
+                          capture_output=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    facts = _facts(out)
+    assert facts.get("hidepid") is None and "pid_namespace" not in facts, facts
