@@ -88,3 +88,18 @@ def test_smemcap_as_a_user_kept_out_of_pid_2_by_hidepid_noaccess_does_not_call_i
     assert made.returncode == 0, made.stderr
     facts = _facts(out)
     assert facts.get("hidepid") is None and "pid_namespace" not in facts, facts
+
+
+def test_smemcap_on_a_kernel_before_pid_namespaces_does_not_call_it_one(tmp_path):
+    """Before Linux 2.6.22 pid 2 was migration/0 or ksoftirqd/0, no kthreadd (PID namespaces came in
+    2.6.24): a capture of such a device (RHEL 5's 2.6.18) said pid_namespace=1.  Its uname -r is
+    told here, in a namespace, where pid 2 is no kthreadd either."""
+    (tmp_path / "uname").write_text('#!/bin/sh\n[ "$1" = -r ] && exec echo 2.6.18-419.el5\n'
+                                    f'exec {shutil.which("uname")} "$@"\n')
+    (tmp_path / "uname").chmod(0o755)
+    out = tmp_path / "old.tgz"
+    path = f"{tmp_path}:{os.environ['PATH']}"
+    made = _in_namespace(["env", f"PATH={path}", "sh", "-c", 'sh "$0" >"$1"', SCRIPT, out])
+    assert made.returncode == 0, made.stderr
+    facts = _facts(out)
+    assert facts["kernel"] == "2.6.18-419.el5" and "pid_namespace" not in facts, facts
