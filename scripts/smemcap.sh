@@ -632,11 +632,18 @@ if [ -n "$hidden" ]; then
 fi
 # A /proc of a PID namespace of its own (a container's) lists its processes only, while meminfo is
 # the machine's; the machine's /proc always lists the kernel's kthreadd as pid 2 (Linux 2.6.22+).
-if [ -z "$hidden" ]; then
+# (PID namespaces came in 2.6.24; on an older kernel pid 2 is migration/0 or ksoftirqd/0)
+pidns=
+case $kernel in
+2.6.2[4-9]* | 2.6.[3-9][0-9]* | [3-9].* | [1-9][0-9]*.*) pidns=1 ;;
+esac
+if [ -z "$hidden" ] && [ -n "$pidns" ]; then
 	stat2=
 	{ IFS= read -r stat2 </proc/2/stat; } 2>/dev/null
+	# (no pid 2 at all is a namespace's; one we may not read, hidepid=noaccess, cannot be told)
 	case $stat2 in
 	'2 (kthreadd) '*) ;;
+	'') [ -e /proc/2 ] || printf 'pid_namespace=1\n' >>"$cap/capture-info" || die "cannot write to $tmp" ;;
 	*) printf 'pid_namespace=1\n' >>"$cap/capture-info" || die "cannot write to $tmp" ;;
 	esac
 fi

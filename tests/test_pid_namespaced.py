@@ -74,3 +74,32 @@ def test_the_fact_is_read_as_a_number_and_garbage_is_unknown():
     assert Machine.from_facts({"pid_namespace": "1"}).pid_namespace == 1
     assert Machine.from_facts({"pid_namespace": "yes<script>"}).pid_namespace is None
     assert Machine.from_facts({}).pid_namespace is None
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="util-linux's setpriv runs smemcap.sh as nobody")
+def test_smemcap_as_a_user_kept_out_of_pid_2_by_hidepid_noaccess_does_not_call_it_a_namespace(tmp_path):
+    """hidepid=noaccess lists /proc/2 and refuses its stat to other users: pid 2 is there, unread,
+    so it cannot be told whether it is kthreadd (smemcap.sh said pid_namespace=1 on the host)."""
+    out = tmp_path / "noaccess.tgz"
+    shell = ("mount -t proc -o hidepid=noaccess proc /proc && "
+             'setpriv --reuid=65534 --regid=65534 --clear-groups sh -s <"$0" >"$1"')
+    made = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell, SCRIPT, out],
+                          capture_output=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    facts = _facts(out)
+    assert facts.get("hidepid") is None and "pid_namespace" not in facts, facts
+
+
+def test_smemcap_on_a_kernel_before_pid_namespaces_does_not_call_it_one(tmp_path):
+    """Before Linux 2.6.22 pid 2 was migration/0 or ksoftirqd/0, no kthreadd (PID namespaces came in
+    2.6.24): a capture of such a device (RHEL 5's 2.6.18) said pid_namespace=1.  Its uname -r is
+    told here, in a namespace, where pid 2 is no kthreadd either."""
+    (tmp_path / "uname").write_text('#!/bin/sh\n[ "$1" = -r ] && exec echo 2.6.18-419.el5\n'
+                                    f'exec {shutil.which("uname")} "$@"\n')
+    (tmp_path / "uname").chmod(0o755)
+    out = tmp_path / "old.tgz"
+    path = f"{tmp_path}:{os.environ['PATH']}"
+    made = _in_namespace(["env", f"PATH={path}", "sh", "-c", 'sh "$0" >"$1"', SCRIPT, out])
+    assert made.returncode == 0, made.stderr
+    facts = _facts(out)
+    assert facts["kernel"] == "2.6.18-419.el5" and "pid_namespace" not in facts, facts
