@@ -36,7 +36,6 @@ with the walks.
 import collections
 from typing import NamedTuple, Optional
 
-from .parsers.vmstat import parse_vmstat
 
 __all__ = ["Baseline", "agrees", "baseline_of", "grown", "CounterTrust", "Payoff", "estimable", "BASELINE_KEYS",
            "large_folios"]
@@ -73,13 +72,12 @@ class Baseline(NamedTuple):
 _LARGE_EVENTS = ("thp_fault_alloc", "thp_collapse_alloc")
 
 
-def large_folios(vmstat, mthp):
+def large_folios(counters, mthp):
     """How many anonymous large folios (many pages for one fault, or none) this machine has made,
-    from the bytes of /proc/vmstat and each size's counts (smem.sources.folio_stats; None: not
-    read); None where not known."""
-    if not vmstat or mthp is None:
+    from /proc/vmstat's ``counters`` (parsers.vmstat) and each size's counts
+    (smem.sources.folio_stats); None where either is not known."""
+    if not counters or mthp is None:
         return None
-    counters = parse_vmstat(vmstat)
     if any(name not in counters for name in _LARGE_EVENTS):
         return None
     return sum(counters[name] for name in _LARGE_EVENTS) + sum(mthp)

@@ -10,6 +10,7 @@ elsewhere each file is read and compared with the last bytes.  proc(5) documents
 import os
 
 from .parsers.stat import parse_stat
+from .parsers.vmstat import parse_vmstat
 from .sources.held_stats import held_stats
 from .sources.live import LiveSource
 
@@ -23,7 +24,7 @@ class StatChanges:
         self._parsed = {}     # pid -> (its stat, parsed) at the last collection
         self._held = None     # smem.sources.held_stats.HeldStats: the stat files kept open
         self._ended = False   # whether the collection that last scanned them ended
-        self.vmstat = None    # the bytes of /proc/vmstat read with the latest stats (None: unreadable)
+        self.vmstat = None    # /proc/vmstat's counters, read with the latest stats (None: unreadable)
 
     def read(self, source, selection, fresh):
         """({pid: PidStat} of the processes (not kernel threads) there are now, the pids whose
@@ -32,9 +33,10 @@ class StatChanges:
         held = self._held_for(source, selection, fresh)
         if held is not None:
             stats = held.stats()
-            self.vmstat = held.vmstat  # (read once: the held stats' gate and smem.private_growth)
+            self.vmstat = held.vmstat  # (read and parsed once: the held stats' gate and smem.private_growth)
             return stats
-        self.vmstat = source.read_optional("vmstat")
+        raw = source.read_optional("vmstat")
+        self.vmstat = parse_vmstat(raw) if raw else None
         seen, before, parsed = {}, self._parsed, {}
         read, wanted = source.read_optional, selection.pids
         for pid in source.pids():

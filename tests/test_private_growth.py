@@ -15,6 +15,7 @@ from smem.options import Query, ReportRequest, TableOptions
 from smem.parsers.stat import parse_stat
 from smem.parsers.statm import parse_statm
 from smem.private_growth import CounterTrust, Payoff, agrees, baseline_of, grown, large_folios
+from smem.parsers.vmstat import parse_vmstat
 from smem.sources.folio_stats import mthp_counts
 
 from workload import obedient_process
@@ -236,16 +237,16 @@ def test_large_folios_made_are_counted_from_vmstat_and_each_size(tmp_path):
         (tmp_path / f'hugepages-{size}' / 'stats' / 'swpin').write_text(f'{swapins}\n')
     mthp = mthp_counts(str(tmp_path / 'hugepages-*' / 'stats') + '/')
     assert sorted(mthp) == [0, 2, 5, 11]
-    vmstat = b'nr_free_pages 9\nthp_fault_alloc 100\nthp_collapse_alloc 3\n'
+    vmstat = parse_vmstat(b'nr_free_pages 9\nthp_fault_alloc 100\nthp_collapse_alloc 3\n')
     assert large_folios(vmstat, mthp) == 100 + 3 + 5 + 2 + 11
     assert large_folios(vmstat, []) == 103  # (a kernel without other sizes)
-    assert large_folios(b'nr_free_pages 9\n', mthp) is None  # (no THP in this kernel: unknown)
+    assert large_folios(parse_vmstat(b'nr_free_pages 9\n'), mthp) is None  # (no THP in this kernel: unknown)
     assert large_folios(None, mthp) is None
     assert large_folios(vmstat, None) is None  # (a size's counts unreadable)
     (tmp_path / 'hugepages-64kB' / 'stats' / 'swpin').write_text('garbled\n')
     assert mthp_counts(str(tmp_path / 'hugepages-*' / 'stats') + '/') is None
     with open('/proc/vmstat', 'rb') as f:
-        this = large_folios(f.read(), mthp_counts())  # (this machine's: known wherever it has THP)
+        this = large_folios(parse_vmstat(f.read()), mthp_counts())  # (this machine's: known wherever it has THP)
     assert this is None or this >= 0
 
 

@@ -45,9 +45,8 @@ FLOOR = 1024
 PASSIVE = ("pgsteal", "pswpout", "zswpout", "pglazyfreed", "thp_collapse_alloc")
 
 
-def _passive(raw):
-    """The PASSIVE counters of /proc/vmstat bytes, or None where it says none of them."""
-    counters = parse_vmstat(raw)
+def _passive(counters):
+    """The PASSIVE counters of /proc/vmstat's (parsed), or None where it has none of them."""
     moves = tuple(sorted((name, value) for name, value in counters.items() if name.startswith(PASSIVE)))
     return moves or None
 
@@ -80,7 +79,7 @@ class HeldStats:
         self._sched_fds = {}   # pid -> descriptor of its schedstat held
         self._sched_last = {}  # pid -> its schedstat as last read
         self._passive = None   # PASSIVE counters at the last scan
-        self.vmstat = None     # the bytes of /proc/vmstat the last scan read (None: unreadable)
+        self.vmstat = None     # /proc/vmstat's counters as the last scan read them (None: unreadable)
         self.listed = 0        # the pids the last scan listed, kernel threads too (each a stat held)
         self._timed = _run_time_kept(proc)  # (else no schedstat is read)
 
@@ -133,7 +132,7 @@ class HeldStats:
     def _passive_now(self):
         try:
             with open(f"{self.proc}/vmstat", "rb") as f:
-                self.vmstat = f.read()
+                self.vmstat = parse_vmstat(f.read())
         except OSError:
             self.vmstat = None
             return None
