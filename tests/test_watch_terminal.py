@@ -221,8 +221,9 @@ def test_a_wide_terminal_shows_whole_names_and_lines_and_folds_gone_rows():
         assert re.fullmatch(r"sort pss  PAUSED  \(\+\d+ rows off the screen\)  \[q quit  s sort  r reverse  p pause\]",
                             screen[1]), screen[1]
         tmux.press("p")
-        for child in small:
+        for child in small:  # (all told at once, then waited for: gone in one frame, not spread over several)
             child.stdin.close()
+        for child in small:
             child.wait()
         gone_row = r" -\d+ gone "  # the change (all of it), then the mark
         screen = tmux.wait_for(gone_row)
