@@ -19,6 +19,7 @@ process's own memory does).  It re-reads the rollups of:
   /proc/PID/maps) and, for what a fork shares, its parent and the parent's children.  One is
   re-read, in the same collection, once what may have reached it passes :data:`TOLERANCE` of
   its PSS;
+* the processes whose pages KSM merged or unmerged while they need not run (smem.ksm_changes);
 * the oldest figures, a few at every collection (as many as the time since the last one is a
   share of ``max_staleness``), so that the re-reads are spread out and no figure is older than
   ``max_staleness`` seconds.
@@ -42,6 +43,7 @@ import time
 from dataclasses import replace
 
 from .known_figures import Known, amounts, movers, remapped
+from .ksm_changes import KsmChanges
 from .loading import load_reading
 from .loading.gathered import make_reading
 from .loading.process import read_meminfo
@@ -111,6 +113,7 @@ class Refresher:
         self._trust = CounterTrust(trust_after)  # whether statm's counters agree with the walks (smem.private_growth)
         self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024  # (this machine's: the source is local)
         self._files = MovingFiles()  # the rollups and statms of the processes that move, held open
+        self._ksm = KsmChanges()  # what KSM merged since the last collection, in whose pages
 
     def oldest_age(self, now=None):
         """Seconds since the oldest figure of the latest collection was read."""
@@ -122,11 +125,9 @@ class Refresher:
     def load(self, source, selection=None, *, with_processes=True, needs=None, jobs=None, fold=None):
         """What load_reading gives for these arguments, from the figures kept and what changed."""
         if self.max_staleness <= 0 or not self._incremental(source, selection, with_processes, needs, fold):
-            self._known.clear()
+            for kept in (self._known, self._aged, self._limits, self._sharers, self._ksm):
+                kept.clear()
             self._files.close()
-            self._aged.clear()
-            self._limits.clear()
-            self._sharers.clear()
             reading = load_reading(source, selection, with_processes=with_processes, needs=needs, jobs=jobs,
                                    fold=fold)
             self.reread = len(reading.processes)
@@ -143,7 +144,7 @@ class Refresher:
         reused = [pid for pid in (seen if touched is None else touched)
                   if pid in known and pid in seen and seen[pid].start_time != known[pid].start]
         events = [self._forget(pid) for pid in sorted(known.keys() - seen.keys() | set(reused))]
-        reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0}
+        reasons = self.reasons = {"new": 0, "moved": 0, "age": 0, "shared": 0, "ksm": 0}
         first, moved, forked = set(), [], set()
         # (a process whose stat did not change has the counters it was last read with)
         for pid, stat in seen.items() if touched is None else ((p, seen[p]) for p in touched if p in seen):
@@ -164,8 +165,10 @@ class Refresher:
         reasons["moved"] += len(self._leaderless - first)
         first |= self._leaderless
         oldest = self._oldest(seen, first | grown, gap, now)
-        reasons["age"] = len(oldest)
         first |= oldest
+        merged = self._ksm.moved(source, [pid for pid in seen if pid not in first], self._limits, self._page_kib)
+        reasons["age"], reasons["ksm"] = len(oldest), len(merged)
+        first |= merged
         sharers = self._sharers
         sharers.spread(events)
         shared = sharers.drifted(self._limits, first)
@@ -181,6 +184,7 @@ class Refresher:
             meminfo, _ = self._read(source, selection, needs, jobs, seen, again, now)
             sharers.settle(again)
         self.reread = len(first) + len(again)
+        self._ksm.read(first | again)
         self._payoff.collected(self._reads, self._tries, self.counted, now)
         reading = self._reading(source, meminfo, needs, selection.selects, seen)
         self._durations.append(max(self.clock() - now, 0.0))
@@ -229,6 +233,7 @@ class Refresher:
         del self._aged[pid]
         self._limits.pop(pid, None)
         self._files.forget(pid)
+        self._ksm.forget(pid)
         return pid, known.shared, self._sharers.remove(pid), known.split
 
     def _read(self, source, selection, needs, jobs, seen, pids, now):

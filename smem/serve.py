@@ -217,7 +217,8 @@ class SharedCollector:
             reasons = GaugeMetricFamily("smem_collection_reread_by_reason_processes",
                                         "of the processes the latest collection read, how many because they were "
                                         "new, their own memory moved, their figure reached --max-staleness, what "
-                                        "they share moved, or all (every process read)", labels=["reason"])
+                                        "they share moved, KSM merged or unmerged their pages, or all (every process read)",
+                                        labels=["reason"])
             for reason, count in sorted(collection.reasons.items()):
                 reasons.add_metric([reason], count)
             yield reasons

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, realproc_files, run_smem
-from workload import odd_cmdline_process, swapped_process
+from workload import ksm_merged, ksm_running, odd_cmdline_process, swapped_process
 
 from smem.parsers.meminfo import parse_meminfo
 from smem.parsers.mm_stat import MM_STAT_FIELDS, parse_mm_stat
@@ -213,34 +213,19 @@ def test_mm_stat_as_the_kernel_prints_it():
 
 @pytest.fixture
 def merged_pages():
-    """4 MiB of identical pages of this process, merged by KSM (run=1 for the test, as it was
-    after); skips where the kernel has no KSM or ksmd merges nothing within 20 s."""
-    control = "/sys/kernel/mm/ksm/run"
-    if os.geteuid() != 0 or not os.path.exists(control) or not hasattr(mmap, "MADV_MERGEABLE"):
-        pytest.skip("KSM needs root and CONFIG_KSM")
-    with open(control) as f:
-        was = f.read().strip()
+    """4 MiB of identical pages of this process, merged by KSM (workload.ksm_running); skips
+    where the kernel has no KSM or ksmd merges nothing within 20 s."""
     region = mmap.mmap(-1, 4 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     try:
         region.write(b"smem" * (len(region) // 4))
         region.madvise(mmap.MADV_MERGEABLE)
-        with open(control, "w") as f:
-            f.write("1")
-        for _ in range(200):  # ksmd scans 100 pages each 20 ms by default: well under a second
-            with open("/proc/self/ksm_merging_pages") as f:
-                merging = int(f.read())
-            if merging >= len(region) // mmap.PAGESIZE:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.skip("ksmd did not merge our pages")
-        yield merging * mmap.PAGESIZE // 1024
+        with ksm_running():
+            yield ksm_merged("self", len(region) // mmap.PAGESIZE) * mmap.PAGESIZE // 1024
     finally:
-        with open(control, "w") as f:
-            f.write(was)
         region.close()
 
 
+@pytest.mark.xdist_group("ksm")  # (ksmd started and stopped: one test at a time, workload.ksm_running)
 def test_ksm_column_and_the_saving_row(merged_pages):
     table = run_smem("--pid", os.getpid(), "-c", "pid ksm", "-F", "json")
     assert json.loads(table.stdout)["rows"][0]["ksm"] >= merged_pages  # smaps KSM: (6.6+) or the fallback

@@ -14,12 +14,14 @@ from smem.incremental import Refresher
 from smem.options import Query, ReportRequest, TableOptions
 from smem.sources.live import LiveSource
 
-from workload import obedient_process
+from workload import ksm_merged, ksm_running, obedient_process
 
 pytestmark = pytest.mark.skipif(not os.path.exists('/proc/self/smaps_rollup'), reason='needs smaps_rollup (Linux 4.14+)')
 
 HOUR = 3600.0
 BOUND = 0.01
+#: ksmd started and stopped (workload.ksm_running): one test at a time, here and in test_breakdown
+KSM = pytest.mark.xdist_group('ksm')
 
 
 def _request(*pids):
@@ -167,6 +169,49 @@ def test_a_process_that_exits_leaves_and_moves_its_sharers(tmp_path):
         assert b.pid not in kept
         assert full[a.pid] >= before[a.pid] + 3 * 1024
         _close(kept, full)
+
+
+@KSM
+def test_pages_ksm_merges_while_the_process_sleeps_move_its_figure():
+    """ksmd merges a sleeping process's pages: its stat does not move, yet its PSS falls (16 MiB
+    of one page repeated, to a few KiB); the figure is read again, not kept for max-staleness."""
+    with obedient_process() as a:
+        a.mergeable(16384)
+        refresher = Refresher(HOUR)
+        before, _ = _both(refresher, a.pid)
+        if before[a.pid] < 16384:
+            pytest.skip('KSM merged the pages before the first read (ksmd was running)')
+        with ksm_running():
+            ksm_merged(a.pid, 16384 // 4)
+            kept, full = _both(refresher, a.pid)
+        assert full[a.pid] <= before[a.pid] - 15 * 1024
+        _close(kept, full)
+        assert refresher.reasons['ksm'] == 1
+
+
+@KSM
+def test_a_process_whose_merged_pages_others_join_is_read_again():
+    """a and b hold the same 16 MiB, which KSM merged: each page one KSM page both share.  When
+    KSM merges c's copy in while all three sleep, a's and b's counts do not move and no stat
+    does, yet each one's share falls by a third: both are read again, for what all merged."""
+    with obedient_process() as a, obedient_process() as b, obedient_process() as c:
+        for p in (a, b):
+            p.mergeable(16384, seed=7)
+        refresher = Refresher(HOUR)
+        _both(refresher, a.pid, b.pid, c.pid)
+        with ksm_running():
+            for p in (a, b):
+                ksm_merged(p.pid, 16384 // 4)
+        _both(refresher, a.pid, b.pid, c.pid)
+        assert refresher.reasons['ksm'] == 2  # (their counts moved)
+        c.mergeable(16384, seed=7)  # (with ksmd stopped: merged below, while c sleeps)
+        before, _ = _both(refresher, a.pid, b.pid, c.pid)
+        with ksm_running():
+            ksm_merged(c.pid, 16384 // 4)
+            kept, full = _both(refresher, a.pid, b.pid, c.pid)
+        assert full[a.pid] <= before[a.pid] - 2 * 1024 and full[b.pid] <= before[b.pid] - 2 * 1024
+        _close(kept, full)
+        assert refresher.reasons['ksm'] == 3
 
 
 class _Reborn(LiveSource):

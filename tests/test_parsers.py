@@ -6,6 +6,7 @@ import pytest
 
 from conftest import FIXTURES, realproc_files
 from smem.parsers.cmdline import parse_cmdline
+from smem.parsers.ksm import parse_ksm_stat
 from smem.parsers.meminfo import parse_meminfo
 from smem.parsers.passwd import parse_passwd
 from smem.parsers.smaps import ANONYMOUS, parse_smaps
@@ -88,6 +89,21 @@ def test_meminfo_recorded_machine():
     raw = (FIXTURES / "parsers" / "meminfo-6.18").read_text()
     assert info.counts["HugePages_Total"] == int(re.search(r"^HugePages_Total:\s+(\d+)$", raw, re.M).group(1))
     assert "HugePages_Total" not in info.kib
+
+
+def test_ksm_stat_recorded_machine():
+    stat = parse_ksm_stat((FIXTURES / "parsers" / "ksm_stat-6.18").read_bytes())
+    assert stat["ksm_merging_pages"] == stat["ksm_rmap_items"] == 4096 and stat["ksm_zero_pages"] == 0
+    assert stat["ksm_mergeable"] == "yes" and stat["ksm_merge_any"] == "no"  # (the names' colons dropped)
+
+
+def test_ksm_stat_of_older_kernels_and_what_is_no_line():
+    assert parse_ksm_stat(b"ksm_rmap_items 12\n") == {"ksm_rmap_items": 12}  # 6.1: absent is not zero
+    assert parse_ksm_stat(b"ksm_process_profit -8192\nksm_new_field 3\n") == {
+        "ksm_process_profit": -8192, "ksm_new_field": 3}  # (its bookkeeping can cost more than it saves)
+    for garbage in (b"ksm_rmap_items\n", b" 12\n"):
+        with pytest.raises(ValueError):
+            parse_ksm_stat(garbage)
 
 
 def test_meminfo_absent_is_not_zero():

@@ -319,6 +319,11 @@ class Obedient:
         """Unmap the latest private memory it grew."""
         self._order({'free': True})
 
+    def mergeable(self, kib: int, seed: int | None = None) -> None:
+        """Map ``kib`` of private pages and give them to KSM (MADV_MERGEABLE): one page repeated,
+        or with ``seed``, pages each other's processes given the same seed have too."""
+        self._order({'mergeable': kib, **({} if seed is None else {'seed': seed})})
+
     def map_file(self, path: str) -> None:
         """Map the file at ``path`` (MAP_SHARED, read-only) and read every page of it."""
         self._order({'map': os.fsencode(path).hex()})
@@ -353,6 +358,41 @@ def obedient_process(comm: str = 'smem-obedient'):
     finally:
         if proc.returncode is None:
             _stop(proc)
+
+
+@contextlib.contextmanager
+def ksm_running():
+    """ksmd merging (/sys/kernel/mm/ksm/run 1) for the block, as it was after; skips where the
+    kernel has no KSM or this is no root.  A test using it is marked ``xdist_group("ksm")``:
+    ksmd is the machine's, and another test stopping it midway leaves pages unmerged."""
+    import pytest
+    control = '/sys/kernel/mm/ksm/run'
+    if os.geteuid() != 0 or not os.path.exists(control) or not hasattr(mmap, 'MADV_MERGEABLE'):
+        pytest.skip('KSM needs root and CONFIG_KSM')
+    with open(control) as f:
+        was = f.read().strip()
+    try:
+        with open(control, 'w') as f:
+            f.write('1')
+        yield
+    finally:
+        with open(control, 'w') as f:
+            f.write(was)
+
+
+def ksm_merged(pid: int | str, pages: int, seconds: float = 20.0) -> int:
+    """Wait until KSM merged ``pages`` of process ``pid`` (ksmd scans 100 pages each 20 ms by
+    default: well under a second for a few MiB); its merged pages, or a skip after ``seconds``."""
+    import time
+    import pytest
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(f'/proc/{pid}/ksm_merging_pages') as f:
+            merging = int(f.read())
+        if merging >= pages:
+            return merging
+        time.sleep(0.1)
+    pytest.skip('ksmd did not merge the pages')
 
 
 @contextlib.contextmanager

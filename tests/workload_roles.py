@@ -16,6 +16,7 @@ import json
 import mmap
 import os
 import pwd
+import random
 import sys
 import traceback
 
@@ -335,7 +336,9 @@ def _hold(spec: dict) -> None:
 
 def _obedient(spec: dict) -> None:
     """Do what each line of stdin says (JSON: {"grow": KiB} maps and writes that much private
-    memory, {"free": true} unmaps the latest of those, {"map": hex path} maps a file MAP_SHARED and reads every page, {"title": hex} sets
+    memory, {"free": true} unmaps the latest of those, {"mergeable": KiB} maps that
+    much of one page repeated (with "seed", of pages random.Random(seed) makes) and gives them to
+    KSM (MADV_MERGEABLE), {"map": hex path} maps a file MAP_SHARED and reads every page, {"title": hex} sets
     the command line, {"uid": N} sets its uid and gid), answering each with a line; exit at end of file."""
     _set_comm(spec['comm'])
     keep, grown = [], []
@@ -356,6 +359,11 @@ def _obedient(spec: dict) -> None:
         elif 'free' in order:
             grown.pop().close()
             m = None
+        elif 'mergeable' in order:  # pages given to KSM: one page repeated, or seed's pages
+            m = _anon(order['mergeable'], shared=False)
+            seed = order.get('seed')
+            m.write(b'smem' * (len(m) // 4) if seed is None else random.Random(seed).randbytes(len(m)))
+            m.madvise(mmap.MADV_MERGEABLE)
         else:
             fd = os.open(bytes.fromhex(order['map']), os.O_RDONLY)
             m = mmap.mmap(fd, os.fstat(fd).st_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)

@@ -1,0 +1,106 @@
+"""Which processes KSM may have moved the figures of since the last collection (smem.incremental).
+
+ksmd merges the identical pages of regions given to it (madvise MADV_MERGEABLE, prctl
+PR_SET_MEMORY_MERGE) while their processes sleep (Documentation/admin-guide/mm/ksm.rst).  A
+merged page stays mapped, so the process's stat does not move, yet its PSS and USS fall, and
+so does the PSS of every process mapping the KSM page it joined; a page merged into the zero
+page (``use_zero_pages``) leaves its RSS.  A collection that re-reads only the processes whose
+stat moved kept such figures up to ``--max-staleness``: a sleeping virtual machine's PSS GiBs
+too high on a host that runs KSM.
+
+The system's counters (``pages_shared``, ``pages_sharing``, ``ksm_zero_pages``) move with every
+merge and unmerge.  Where they are as they were, nothing is read; where they moved, each
+process's ``/proc/PID/ksm_stat`` (``ksm_merging_pages`` 6.4+, ``ksm_zero_pages`` 6.10+; else
+``/proc/PID/ksm_merging_pages``, 5.19+) says whose pages are merged.  One whose counts moved is
+read again.  One whose counts did not but that has merged pages shares KSM pages others may
+have joined or left, each moving its share of one page by less than that page: it is read again
+once the pages merged and unmerged in all since its last read pass its tolerance.  A kernel
+before 5.19 says no process's count: its figures wait for ``--max-staleness``.
+"""
+
+from .parsers.ksm import parse_ksm_stat, parse_ksm_value
+
+__all__ = ["KsmChanges", "SYSTEM_COUNTERS"]
+
+#: /sys/kernel/mm/ksm counters that move when a page is merged or unmerged
+SYSTEM_COUNTERS = ("pages_shared", "pages_sharing", "ksm_zero_pages")
+
+
+class KsmChanges:
+    """The KSM counters of one collection after another."""
+
+    def __init__(self):
+        self._system = None  # SYSTEM_COUNTERS at the last collection (None: not read, or no KSM)
+        self._pages = {}     # pid -> (merged pages, zero pages) as last read
+        self._drift = {}     # pid -> KiB of pages merged or unmerged in all since its last read
+
+    def moved(self, source, pids, limits, page_kib):
+        """The pids of ``pids`` to read again for what KSM did since the last call: those whose
+        counts moved, and those with merged pages once what all merged or unmerged passes their
+        ``limits`` (KiB, by pid; smem.incremental's tolerance of each PSS)."""
+        system = _system_counters(source)
+        before, self._system = self._system, system
+        if system is None or before is None or system == before or not page_kib:
+            return set()
+        merged = sum(abs(now - was) for now, was in zip(system, before)) * page_kib
+        moved = set()
+        for pid in pids:
+            now = _process_pages(source, pid)
+            if now is None:  # (gone, or no count kept: waits for max-staleness)
+                continue
+            was = self._pages.get(pid)
+            self._pages[pid] = now
+            if now != was and (was is not None or any(now)):
+                moved.add(pid)
+            elif any(now):
+                drift = self._drift.get(pid, 0) + merged
+                if drift > limits.get(pid, 0):
+                    moved.add(pid)
+                else:
+                    self._drift[pid] = drift
+        return moved
+
+    def read(self, pids):
+        """``pids`` were read: what KSM did before is in their figures."""
+        for pid in pids:
+            self._drift.pop(pid, None)
+
+    def forget(self, pid):
+        self._pages.pop(pid, None)
+        self._drift.pop(pid, None)
+
+    def clear(self):
+        self._system = None
+        self._pages.clear()
+        self._drift.clear()
+
+
+def _system_counters(source):
+    """SYSTEM_COUNTERS (0 for one the kernel lacks), or None where there is no KSM."""
+    values = []
+    for name in SYSTEM_COUNTERS:
+        try:
+            values.append(parse_ksm_value(source.read_sys(f"kernel/mm/ksm/{name}")))
+        except (OSError, ValueError):
+            values.append(None)
+    return None if values[0] is None else tuple(v or 0 for v in values)
+
+
+def _process_pages(source, pid):
+    """(pages merged, pages merged into the zero page) of ``pid``, or None where unknown."""
+    raw = source.read_optional(f"{pid}/ksm_stat")
+    try:
+        stat = parse_ksm_stat(raw) if raw else {}
+    except ValueError:
+        stat = {}
+    merging = stat.get("ksm_merging_pages")
+    if not isinstance(merging, int):
+        raw = source.read_optional(f"{pid}/ksm_merging_pages")
+        try:
+            merging = parse_ksm_value(raw) if raw else None
+        except ValueError:
+            merging = None
+    if merging is None:
+        return None
+    zero = stat.get("ksm_zero_pages")
+    return merging, zero if isinstance(zero, int) else 0
