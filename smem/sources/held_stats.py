@@ -20,9 +20,11 @@ its stat is not read.  A process's pages can be taken while it does not run, by 
 a lazily freed page reclaimed, or a huge page assembled (khugepaged): where /proc/vmstat says
 any of that happened since the last scan (:data:`PASSIVE`), or cannot be read, every stat is.
 Some changes move no such counter, and its figure waits for ``--max-staleness``: a page another
-process unmaps from it through process_madvise(MADV_PAGEOUT); its pages of a file or shmem that
-another process truncates or punches a hole in (ftruncate, fallocate, MADV_REMOVE); pages
-another writes into it (process_vm_writev, /proc/PID/mem, ptrace, userfaultfd's UFFDIO_COPY).
+process unmaps from it through process_madvise(MADV_PAGEOUT), or a DAMON scheme whose action
+is pageout (DAMOS_PAGEOUT, DAMON_RECLAIM: the same path, which counts no pgsteal); its pages of
+a file or shmem that another process truncates or punches a hole in (ftruncate, fallocate,
+MADV_REMOVE); pages another writes into it (process_vm_writev, /proc/PID/mem, ptrace,
+userfaultfd's UFFDIO_COPY).
 Where the kernel keeps no run time (no /proc/PID/schedstat: CONFIG_SCHED_INFO off; or "0 0 0"),
 as this process's own schedstat says, nothing is gated: a schedstat read would only add to the
 stat's.
