@@ -31,10 +31,12 @@ def recorded_growth(where, namespace):
         for name, smaps_every in (("every", 1), ("rollups", 3)):
             rec = where / name
             recorders[name] = rec, subprocess.Popen(
-                namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval", "1", "--count", "3",
+                namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval", "2", "--count", "3",
                                 "--smaps-every", smaps_every], cwd=TESTS.parent),
                 cwd=TESTS.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for frame in (1, 2):  # each growth done once both have the frame, before the frame after next begins
+        # each growth done once both have the frame, before the next one begins (2 s: touching 100
+        # MiB took over the rest of 1 s on a loaded machine, and frame 2 missed it)
+        for frame in (1, 2):
             for rec, recorder in recorders.values():
                 wait_frames(rec, recorder, frame)
             grower.stdin.write("grow\n")
