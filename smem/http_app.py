@@ -52,6 +52,7 @@ def routes(metrics_app, page_app=None, host_allowed=lambda header: False):
     def app(environ, start_response):
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
+            environ = _served_accept(environ)
             if environ.get("REQUEST_METHOD") == "HEAD":  # prometheus_client's app answers it 405
                 return _head(metrics_app, environ, start_response)
             return metrics_app(environ, start_response)
@@ -76,6 +77,23 @@ def routes(metrics_app, page_app=None, host_allowed=lambda header: False):
     listed = served[0] if len(served) == 1 else ", ".join(served[:-1]) + " and " + served[-1]
     not_found = f"not found: smem serves {listed}\n".encode()
     return app
+
+
+def _served_accept(environ):
+    """``environ`` without an Accept header prometheus_client cannot read: it compares a format's
+    version as numbers and raises on one that is not (``version=abc``), a 500 and a line on our
+    stderr for each such request from anyone who can reach the port.  The default format answers."""
+    accept = environ.get("HTTP_ACCEPT")
+    if not accept:
+        return environ
+    try:
+        from prometheus_client.exposition import choose_encoder
+        choose_encoder(accept)
+    except ImportError:
+        return environ
+    except (ValueError, TypeError):
+        return {k: v for k, v in environ.items() if k != "HTTP_ACCEPT"}
+    return environ
 
 
 def _head(app, environ, start_response):

@@ -14,8 +14,9 @@ ends: q, --count, Ctrl-C, SIGTERM or SIGHUP (smem.cli.main unwinds on those).
 import os
 import select
 import time
+import unicodedata
 
-__all__ = ["Screen"]
+__all__ = ["Screen", "cut_to_columns"]
 
 HOME, ERASE_LINE, ERASE_BELOW, CLEAR = "\x1b[H", "\x1b[K", "\x1b[J", "\x1b[H\x1b[2J"
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
@@ -74,7 +75,7 @@ class Screen:
         """Show ``lines`` from the top, each cut to the width (one column spare: writing the last
         column leaves a wrap pending that erasing the line would act on) and as many as fit."""
         columns, rows = self.size()
-        shown = [line[:max(columns - 1, 1)] for line in lines[:rows]]
+        shown = [cut_to_columns(line, max(columns - 1, 1)) for line in lines[:rows]]
         self._write(HOME + (ERASE_LINE + "\n").join(shown) + ERASE_LINE + ERASE_BELOW)
 
     def keys(self, timeout):
@@ -90,3 +91,19 @@ class Screen:
         if not data:  # the terminal hung up: frames go on, without keys
             self._keys_fd = None
         return data.decode("latin-1")
+
+
+def cut_to_columns(line, columns):
+    """``line`` cut to what fits in ``columns`` terminal columns.  A wide character (CJK, most
+    emoji: East Asian Width W or F) takes two, a combining mark or format character none; cut by
+    characters, a name of wide ones was twice the width, wrapped, and scrolled the frame."""
+    if line.isascii():
+        return line[:columns]
+    used = 0
+    for i, c in enumerate(line):
+        if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+            continue
+        used += 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+        if used > columns:
+            return line[:i]
+    return line

@@ -278,6 +278,19 @@ def test_cgroup_v2_hybrid_and_container_ids():
     assert cgroup_label(docker) == "/system.slice/docker-0123456789ab.scope"
 
 
+def test_cgroup_path_with_line_separators_is_whole():
+    """A cgroup's name may hold any byte but "/" and a newline, and the file does not escape it:
+    only a newline ends a line.  A name with a carriage return (or \\x1c, \\x85, U+2028) that
+    spells another line named a cgroup of the user's choosing, and cut its own name there."""
+    from smem.parsers.cgroup import cgroup_v2_path, parse_cgroup
+    spoof = "4:memory:/user\r4:memory:/system.slice/sshd.service\n".encode()
+    assert parse_cgroup(spoof) == "/user\r4:memory:/system.slice/sshd.service"
+    for separator in ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"):
+        line = f"0::/user.slice/a{separator}0::/system.slice\n".encode()
+        assert parse_cgroup(line) == f"/user.slice/a{separator}0::/system.slice", repr(separator)
+        assert cgroup_v2_path(line) == f"/user.slice/a{separator}0::/system.slice", repr(separator)
+
+
 def test_swap_devices_are_named_without_their_directory():
     from smem.parsers.swaps import parse_swap_devices
     # as this machine's kernel wrote it with the zram device of test_breakdown swapped on

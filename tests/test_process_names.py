@@ -116,3 +116,36 @@ def test_process_filter_never_matches_the_wrappers_that_run_smem():
         proc = subprocess.run(wrapper, capture_output=True, cwd=os.path.dirname(os.path.dirname(__file__)))
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.decode().splitlines() == ["  PID Command                     "], wrapper
+
+
+def _memory_hierarchy():
+    """The cgroup v1 memory hierarchy's mount and ID, or skips (needs root to make a cgroup)."""
+    with open("/proc/self/cgroup") as f:
+        ids = [l.split(":")[0] for l in f.read().splitlines() if "memory" in l.split(":")[1].split(",")]
+    if os.geteuid() != 0 or not ids or not os.path.isdir("/sys/fs/cgroup/memory"):
+        pytest.skip("needs root and a cgroup v1 memory hierarchy at /sys/fs/cgroup/memory")
+    return "/sys/fs/cgroup/memory", ids[0]
+
+
+def test_cgroup_name_with_a_carriage_return_is_whole_and_names_no_other(child):
+    """A process in a cgroup whose name spells another /proc/PID/cgroup line after a carriage
+    return is shown in its own cgroup, named whole, not in the one the name spelt."""
+    mount, hierarchy = _memory_hierarchy()
+    token = uuid.uuid4().hex[:8]
+    outer = os.path.join(mount, f"smem-{token}\r{hierarchy}:memory:")
+    inner = os.path.join(outer, f"spoof-{token}")
+    os.makedirs(inner)
+    c = None
+    try:
+        c = child(f"""
+            with open({inner + "/cgroup.procs"!r}, "w") as f:
+                f.write(str(os.getpid()))
+        """, args=[token])
+        out = run_smem("--cgroup", "-a", "-H", "-c", "cgroup count", "-P", token, env={"COLUMNS": "400"})
+        (line,) = rows(out)
+        assert line.split()[0] == f"/smem-{token}?{hierarchy}:memory:/spoof-{token}"
+    finally:
+        if c is not None:
+            c.stop()  # (a cgroup with a process in it cannot be removed)
+        os.rmdir(inner)
+        os.rmdir(outer)

@@ -213,3 +213,21 @@ def test_a_port_in_use_is_found_before_anything_is_read():
         proc = run_smem("serve", "--max-rss", "1K", "--listen", f"127.0.0.1:{port}")
     assert proc.returncode == 1
     assert proc.stderr.decode().splitlines() == [f"smem: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+def test_an_accept_header_with_a_version_not_numbers_gets_the_metrics():
+    """prometheus_client compares an OpenMetrics Accept header's version as numbers and raises on
+    one that is not: anyone who could reach the port had a 500, and a line on smem's stderr for
+    each request.  Such a header is a format smem does not offer: the default one answers."""
+    proc, base = serving("-S", CAPTURE, "--min-interval", "60")
+    try:
+        for accept in ("application/openmetrics-text; version=abc", "text/plain; version=x.1",
+                       "application/openmetrics-text; version=1.0.0"):
+            request = urllib.request.Request(base + "/metrics", headers={"Accept": accept})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                assert response.status == 200, accept
+                assert "smem_process_pss_bytes" in response.read().decode(), accept
+    finally:
+        status, err = stop(proc)
+    assert status == 0
+    assert "answering" not in err, err

@@ -40,6 +40,13 @@ def test_mountinfo_decodes_escaped_mount_points():
         ((0, 27), "/mnt/my disk\\x", "tmpfs"), ((254, 0), "/", "ext4")]
 
 
+def test_mountinfo_mount_point_with_a_carriage_return_is_whole():
+    """The kernel escapes a space, tab, newline and backslash in a path, not a carriage return
+    (nor \\x1c, U+2028), which str.splitlines also ends a line at: the mount was lost."""
+    data = "31 25 0:28 / /home/u/a\rb\u2028c rw - tmpfs tmpfs rw\n27 1 254:0 / / rw - ext4 /dev/vda rw\n"
+    assert [m.mount_point for m in parse_mountinfo(data.encode())] == ["/home/u/a\rb\u2028c", "/"]
+
+
 def test_inventory_names_survive_spaces_newlines_and_backslashes():
     name = "/dev/shm/a b\nc\\040d"
     data = (f"# smem shmem inventory 1\n"

@@ -258,3 +258,30 @@ def test_a_recording_whose_first_frame_is_damaged_plays_the_rest_on_a_terminal(t
     assert b"frame 2/3 " in screen.seen and b"frame 1/3 " not in screen.seen
     assert screen.seen.rstrip().endswith(b"frames/000001.zst: damaged or cut short: not a zstd frame: "
                                          b"skipped, the other frames played")
+
+
+@pytest.mark.skipif(subprocess.run(["which", "tmux"], capture_output=True).returncode != 0, reason="needs tmux")
+def test_a_name_of_wide_characters_is_cut_to_the_width_not_wrapped():
+    """A command line of wide characters (CJK, emoji: two columns each) was cut to the width in
+    characters, twice as wide on the screen: its line wrapped, and the frame scrolled its status
+    lines off the top, whatever process named itself so.  Each line is cut to the columns it takes."""
+    marker = f"smem-wide-chars-{os.getpid()}"
+    code = "import sys; b = b'x' * int(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
+    children = []
+    for i in range(12):  # (argv[0] of wide characters: the command line starts with them)
+        children.append(subprocess.Popen(["漢字" * 60, "-c", code, str((i + 1) << 20), marker], executable=sys.executable,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+        assert children[-1].stdout.readline() == b"ready\n"
+    tmux = _Tmux(80, 10, "--interval", "0.2", "-P", marker)
+    try:
+        screen = tmux.wait_for(r"frame 4 ")
+        assert screen[0].startswith("smem processes "), screen
+        assert screen[1].startswith("sort pss "), screen
+        assert screen[2].split()[:2] == ["PID", "User"], screen
+        table = [line for line in screen[3:] if line.strip()]
+        assert len(table) == 6 and all(line.split()[0] in {str(c.pid) for c in children} for line in table), screen
+    finally:
+        tmux.close()
+        for child in children:
+            child.stdin.close()
+            child.wait()

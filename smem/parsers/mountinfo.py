@@ -8,6 +8,7 @@ One line per mount::
 (3) is the device's ``major:minor`` (decimal), (5) the mount point, then optional
 fields up to the ``-`` separator, (9) the filesystem type and (10) its source.  Paths
 escape space, tab, newline and backslash as octal (``\\040``); they are decoded here.
+A carriage return (or \\x1c, U+2028) in a path is not escaped: only a newline ends a line.
 """
 
 import re
@@ -33,7 +34,7 @@ class Mount(NamedTuple):
 
 def parse_mountinfo(data) -> List[Mount]:
     mounts = []
-    for line in data.decode("utf-8", "surrogateescape").splitlines():
+    for line in data.decode("utf-8", "surrogateescape").split("\n"):
         fields = line.split(" ")
         if "-" not in fields[6:]:
             continue
