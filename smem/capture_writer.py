@@ -209,6 +209,8 @@ def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=Tru
         left_out = len(skipped) + facts.pop("unreadable_processes", 0)  # (a remote capture's own too)
         if left_out:
             facts["unreadable_processes"] = left_out
+        if skipped and source.local and os.geteuid() == 0:
+            facts["unreadable_by_root"] = 1
         hidden = source.hidden()
         if hidden is not None:
             facts["hidepid"] = hidden.mode
