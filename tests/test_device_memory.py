@@ -145,6 +145,18 @@ def test_the_breakdown_has_dma_buf_rows_and_still_adds_up(tree, unheld):
     assert rows["unexplained"]["used"] == mem_total - 1200 - 2512000 - 16 - unheld
 
 
+def test_a_kernel_that_lists_no_dma_buf_is_not_said_to_be_unreadable(tmp_path):
+    """Without /sys/kernel/dmabuf (CONFIG_DMABUF_SYSFS_STATS off) and debugfs, root was told the
+    list was "(not readable)", as if a permission were missing."""
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    shutil.rmtree(tree / "sys" / "kernel" / "dmabuf")
+    rows, _ = _breakdown(tree)
+    row = rows["dma-buf held by no process"]
+    assert row["used"] is None and "not readable" not in row["source"], row
+    assert "CONFIG_DMABUF_SYSFS_STATS" in row["source"] and "debugfs" in row["source"], row
+
+
 #: In a new mount and pid namespace: a /dev of its own (the real null, zero, full, random and
 #: urandom bound into a tmpfs) with a dri/renderD128 to open, so a process holds an fd whose
 #: link names a DRM device; its /proc shows the namespace's processes alone.
