@@ -82,6 +82,11 @@ def test_the_table_shows_a_dash_and_openmetrics_leaves_absent_out():
     samples = [l for l in res.stdout.decode().splitlines() if l.startswith("smem_process_gpu_bytes{")]
     assert len(samples) == 4 and not any('pid="104"' in s or 'pid="105"' in s for s in samples)
     assert any('pid="102"' in s and s.endswith(f" {(109 << 10) * 1024}") for s in samples)
+    # the HELP says what the exposition does: a series absent, not a table's "-"
+    helps = [l for l in run_smem("-S", str(TREE), "-c", "pid gpu dmabuf zram", "-F", "openmetrics").stdout.decode()
+             .splitlines() if l.startswith("# HELP smem_process_")]
+    assert len(helps) == 3 and not any("- without" in h for h in helps), helps
+    assert all("absent without" in h for h in helps), helps
 
 
 def _capture_of_tree():
