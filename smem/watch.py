@@ -43,6 +43,7 @@ from .errors import CaptureError
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
 from .report import format_value, make_table
+from .sources.recorded import without_frame
 from .table_memo import RowMemo
 
 __all__ = ["run_watch"]
@@ -158,19 +159,12 @@ def _streamed(request, the_plan, options, write, warn):
         if not damaged.read(frames, number, recorded):
             continue
         for warning in frames.warnings:
-            if _said_kind(warning, frames.current) not in said:
-                said.add(_said_kind(warning, frames.current))
+            if without_frame(warning) not in said:  # (a recording's frames: the same warning each)
+                said.add(without_frame(warning))
                 warn(warning)
         write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame,
                                    memo=frames.memo)))
     damaged.said()
-
-
-def _said_kind(warning, snapshot):
-    """What makes a warning the same warning in a stream of frames: its text but the frame's name
-    (a recording's "recording REC frame 7, TIME" warns what frame 6 warned, every frame of a night)."""
-    description = snapshot.source.description if snapshot is not None else ""
-    return warning.replace(description, "") if description else warning
 
 
 class _Damaged:
