@@ -363,8 +363,10 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     machine = snapshot.source.machine()
     if machine.unreadable_processes:  # (its writer said so in capture-info: not root, or root refused)
         count = machine.unreadable_processes
+        why = ("its writer ran as root: the kernel refused them even so" if machine.unreadable_by_root
+               else "a writer not root reads only its own user's")
         warnings.append(f"{snapshot.source.description} left out {count} process{'es' * (count > 1)} its writer "
-                        "could not read (a writer not root reads only its own user's)")
+                        f"could not read ({why})")
     if machine.hidepid in ("invisible", "ptraceable"):  # (what a writer writes; a capture may say anything)
         warnings.append(f"{snapshot.source.description} was taken from a /proc mounted hidepid={machine.hidepid}, "
                         "without root: the processes it hid are not in it")

@@ -136,6 +136,7 @@ def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=Tru
         frame_reader(source).check()  # not root, no kpagecount: fail before writing anything
     mappings = {}
     read_meminfo(source)  # a source without meminfo cannot make a capture
+    machine = source.machine()  # (its time is the capture's start, with its meminfo: not its end)
     mode = "w|" + compression if compression else "w|"
     written, skipped = 0, []
     users = {}
@@ -203,11 +204,13 @@ def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=Tru
             out.file(name, data)
         out.file("passwd", "".join(f"{_passwd_field(name)}:x:{uid}:{uid}::/:/nonexistent\n"
                                    for uid, name in sorted(users.items())).encode("utf-8", "surrogateescape"))
-        facts = source.machine().as_facts()
+        facts = machine.as_facts()
         facts["tool"] = f"smem {__version__}"
         left_out = len(skipped) + facts.pop("unreadable_processes", 0)  # (a remote capture's own too)
         if left_out:
             facts["unreadable_processes"] = left_out
+        if skipped and source.local and os.geteuid() == 0:
+            facts["unreadable_by_root"] = 1
         hidden = source.hidden()
         if hidden is not None:
             facts["hidepid"] = hidden.mode

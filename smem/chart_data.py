@@ -53,16 +53,17 @@ MAX_BARS = 25
 LABEL_WIDTH = 40
 
 
-def _label(value, key):
+def _label(value, column):
     """A readable label: control characters shown as ?, long ones cut with an ellipsis.
 
-    Mapping names are paths, whose end says most, so they lose their start.
+    Mapping names are paths, whose end says most, so they lose their start; so does a cgroup's
+    path, as in the table (its column's keep_end: the services under one slice share its start).
     """
     if value is None:
         return "-"
     text = drawable(str(value))
     if len(text) > LABEL_WIDTH:
-        if key == "map":
+        if column.key == "map" or column.keep_end:
             text = "\u2026" + text[-(LABEL_WIDTH - 1):]
         else:
             text = text[:LABEL_WIDTH - 1] + "\u2026"
@@ -90,9 +91,9 @@ def _draw_order(table):
     return rows[::-1] if table.sort.is_amount else rows
 
 
-def _labels(entries, key):
-    """Labels for (label value, row) entries; a label shown twice gets its row's pid: postgres (1234)."""
-    labels = [_label(value, key) for value, _ in entries]
+def _labels(entries, column):
+    """Labels for (label value, row) entries of ``column``; a label shown twice gets its row's pid: postgres (1234)."""
+    labels = [_label(value, column) for value, _ in entries]
     seen = {}
     for label in labels:
         seen[label] = seen.get(label, 0) + 1
@@ -179,7 +180,7 @@ def pie_data(table, options, snapshot):
     if not table.values:
         raise SmemError(f"nothing to chart: no {view.title} match")
     column, pairs = _pie_values(table, snapshot)
-    label_key = table.columns[-1].key
+    label_column = table.columns[-1]
     notes = []
     if options.sort and not table.sort.is_amount:
         notes.append(f"sorted by {table.sort.key}, which is not an amount: slices show {column.header}")
@@ -193,11 +194,11 @@ def pie_data(table, options, snapshot):
     drawn = [(value, label, row) for value, label, row in pairs if value is not None and value > 0]
     zero = [(label, row) for value, label, row in pairs if value == 0]
     if zero and drawn:
-        notes.append(_zero_note(_labels(zero, label_key), view.row_noun))
+        notes.append(_zero_note(_labels(zero, label_column), view.row_noun))
     if not drawn:
         why = "absent from this source" if missing == len(pairs) else "0 for all of them"
         raise SmemError(f"nothing to chart: the {view.title}' {column.header} is {why}")
-    rows = list(zip((value for value, _, _ in drawn), _labels([(label, row) for _, label, row in drawn], label_key)))
+    rows = list(zip((value for value, _, _ in drawn), _labels([(label, row) for _, label, row in drawn], label_column)))
     used = sum(value for value, _ in rows)
     ram = table.ram_kib
     unused = 0
@@ -347,7 +348,7 @@ def bar_data(table, options, snapshot):
     rows = _draw_order(table)
     folded = _bars_folded(table, rows, snapshot)
     kept = [entry for i, entry in enumerate(rows) if i not in folded]
-    labels = _labels([(values[-1], row) for values, _, row in kept], label_column.key)
+    labels = _labels([(values[-1], row) for values, _, row in kept], label_column)
     raw = [[values[index] for values, _, _ in kept] for index, _ in series.values()]
     notes = []
     if folded:

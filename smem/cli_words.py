@@ -238,6 +238,11 @@ def usage_message(error):
         not_a_number = re.match(r"('.*') is not a valid", error.message)  # ("'2.5' is not a valid integer range")
         if not_a_number:
             return _range_message(error.param, not_a_number.group(1))
+    if isinstance(error, click.BadParameter) and getattr(error.param, "type", None) in (click.FLOAT, click.INT):
+        not_a_number = re.match(r"('.*') is not a valid", error.message)  # (its range checked after: validate)
+        if not_a_number:
+            what = "a number of seconds" if error.param.metavar in ("SECONDS", "S") else "a number"
+            return f"{_option_names(error.param)} takes {what} (not {not_a_number.group(1)})"
     if isinstance(error, click.BadParameter) and error.param is not None:
         return f"{_option_names(error.param)}: {one_line(error.message)}"
     return one_line(error.format_message())

@@ -111,13 +111,25 @@ def selected_columns(view: View, options: TableOptions, chart: Optional[ChartOpt
     missing = [k for k in dict.fromkeys(keys) if k not in view.columns]
     if missing:
         raise UnknownField(view, missing)
+    _measured_by_wss(view, keys, options)
     return [view.columns[k] for k in keys]
+
+
+def _measured_by_wss(view, keys, options):
+    """wss and wsspss only under --wss: without it they would be smaps' Referenced, pages referenced
+    since the bits were last cleared (by anyone, at any time), which is no working set."""
+    if not options.working_set:
+        for key in keys:
+            if "wss" in view.columns[key].needs:
+                raise UsageError(f"{key} is measured by --wss SECONDS (this machine's processes, once, as root): "
+                                 "without it there is no working set to show")
 
 
 def sort_column(view: View, options: TableOptions, default: Optional[str] = None) -> Column:
     key = options.sort or default or view.default_sort
     if key not in view.columns:
         raise UnknownField(view, [key], _source_hint(key))
+    _measured_by_wss(view, [key], options)
     return view.columns[key]
 
 

@@ -64,6 +64,12 @@ SERVE_HELPS = {"cpu": "% of one core it ran since the collection before (one sta
 TEXTFILE_NAME = "smem.prom"
 
 
+def _left_out(snapshot):
+    """The processes a capture's writer could not read (its capture-info): left out of the figures
+    as much as those this collection could not read."""
+    return snapshot.source.machine().unreadable_processes or 0
+
+
 def _options(view, **more):
     columns = tuple(view.default_columns) + tuple(k for k in EXTRA_COLUMNS
                                                   if k in view.columns and k not in view.default_columns)
@@ -164,7 +170,8 @@ class SharedCollector:
                  + self.cpu_seconds.families(snapshot, tables) + pressure_families(snapshot.pressure))
         return Collection(every, time.time(),
                           time.monotonic() - start, len(snapshot.processes),
-                          sum(map(len, snapshot.unreadable.values())), len(snapshot.skipped), warnings,
+                          sum(map(len, snapshot.unreadable.values())) + _left_out(snapshot), len(snapshot.skipped),
+                          warnings,
                           oldest_age=self.refresher.oldest_age(), reread=self.refresher.reread,
                           reasons=dict(self.refresher.reasons), counted=self.refresher.counted, taken=taken)
 
@@ -200,7 +207,8 @@ class SharedCollector:
             yield GaugeMetricFamily("smem_collection_processes", "processes read in the latest collection",
                                     value=collection.processes)
             yield GaugeMetricFamily("smem_collection_unreadable_processes",
-                                    "processes that could not be read (permissions) in the latest collection",
+                                    "processes that could not be read (permissions) in the latest collection, or by the "
+                                    "writer of the capture it read (-S)",
                                     value=collection.unreadable)
             yield GaugeMetricFamily("smem_collection_skipped_processes",
                                     "processes left out by --max-rss in the latest collection",

@@ -43,6 +43,7 @@ from .errors import CaptureError
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
 from .report import format_value, make_table
+from .sources.recorded import without_frame
 from .table_memo import RowMemo
 
 __all__ = ["run_watch"]
@@ -158,8 +159,8 @@ def _streamed(request, the_plan, options, write, warn):
         if not damaged.read(frames, number, recorded):
             continue
         for warning in frames.warnings:
-            if warning not in said:
-                said.add(warning)
+            if without_frame(warning) not in said:  # (a recording's frames: the same warning each)
+                said.add(without_frame(warning))
                 warn(warning)
         write(fmt.stream(Rendering(frames.table(options), options, frames.current, frame=frames.frame,
                                    memo=frames.memo)))

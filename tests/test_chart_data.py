@@ -3,11 +3,14 @@ when "unused" fills the pie, and the labels, from the recorded capture through t
 command line calls, so the figures are checked as numbers rather than read back from a drawing.
 """
 
+import shutil
+
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
 
 from chart_capture import VIEW_ARGS, chart_table, classic, expected_slices, smem  # noqa: E402
+from conftest import FIXTURES  # noqa: E402
 from smem.chart_data import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E402
 
 
@@ -168,6 +171,24 @@ def test_two_sharers_of_one_name_are_told_apart_by_pid():
     from types import SimpleNamespace
 
     from smem.chart_data import _labels
+    from smem.views import VIEWS
     from smem.views.sharing import HolderRow
     rows = [HolderRow(SimpleNamespace(pid=pid), "root", 100.0) for pid in (11, 12)]
-    assert _labels([("bash", rows[0]), ("bash", rows[1])], "name") == ["bash (11)", "bash (12)"]
+    name = VIEWS["process"].columns["name"]
+    assert _labels([("bash", rows[0]), ("bash", rows[1])], name) == ["bash (11)", "bash (12)"]
+
+
+def test_a_long_cgroup_label_keeps_its_end_as_the_table_does(tmp_path):
+    """A chart cut a cgroup's path at its end, as a command's: every container under one slice
+    (/system.slice/docker-<64 hex digits>.scope) read the same; the table keeps the end."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "cgroup2_zswap" / "capture", tree)
+    parent = "/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef"
+    (tree / "13337" / "cgroup").write_text(f"0::{parent}aaaa.scope\n")
+    (tree / "13423" / "cgroup").write_text(f"0::{parent}bbbb.scope\n")
+    for chart in ({"bar": "cgroup"}, {"pie": "cgroup"}):
+        table, options, snapshot = chart_table(view="cgroup", source=tree, **chart)
+        labels = (bar_data if "bar" in chart else pie_data)(table, options, snapshot).labels
+        cut = sorted(label for label in labels if label.startswith("\u2026"))
+        assert [label[-10:] for label in cut] == ["aaaa.scope", "bbbb.scope"], labels
+        assert all(len(label) == 40 for label in cut)

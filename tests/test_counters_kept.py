@@ -76,7 +76,7 @@ def test_every_column_reads_only_what_it_declares(source, load, view_name):
         if "exact" in column.needs:
             continue  # pagemap: tests/test_exact*.py
         for selection in selections:
-            options = TableOptions(columns=(key,), sort=key, totals=True)
+            options = TableOptions(columns=(key,), sort=key, totals=True, working_set="wss" in column.needs)
             # the per-mapping path, where counters are dropped (not the rollup)
             needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)], mappings=True)
             assert needs.counters is not None

@@ -82,6 +82,11 @@ def test_the_table_shows_a_dash_and_openmetrics_leaves_absent_out():
     samples = [l for l in res.stdout.decode().splitlines() if l.startswith("smem_process_gpu_bytes{")]
     assert len(samples) == 4 and not any('pid="104"' in s or 'pid="105"' in s for s in samples)
     assert any('pid="102"' in s and s.endswith(f" {(109 << 10) * 1024}") for s in samples)
+    # the HELP says what the exposition does: a series absent, not a table's "-"
+    helps = [l for l in run_smem("-S", str(TREE), "-c", "pid gpu dmabuf zram", "-F", "openmetrics").stdout.decode()
+             .splitlines() if l.startswith("# HELP smem_process_")]
+    assert len(helps) == 3 and not any("- without" in h for h in helps), helps
+    assert all("absent without" in h for h in helps), helps
 
 
 def _capture_of_tree():
@@ -143,6 +148,18 @@ def test_the_breakdown_has_dma_buf_rows_and_still_adds_up(tree, unheld):
     assert sum(r["used"] for r in document["rows"] if r["used"] is not None) == mem_total
     # the fixture's meminfo gives MemFree and no AnonPages: PSS (6 x 200 KiB), free, the dma-bufs
     assert rows["unexplained"]["used"] == mem_total - 1200 - 2512000 - 16 - unheld
+
+
+def test_a_kernel_that_lists_no_dma_buf_is_not_said_to_be_unreadable(tmp_path):
+    """Without /sys/kernel/dmabuf (CONFIG_DMABUF_SYSFS_STATS off) and debugfs, root was told the
+    list was "(not readable)", as if a permission were missing."""
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    shutil.rmtree(tree / "sys" / "kernel" / "dmabuf")
+    rows, _ = _breakdown(tree)
+    row = rows["dma-buf held by no process"]
+    assert row["used"] is None and "not readable" not in row["source"], row
+    assert "CONFIG_DMABUF_SYSFS_STATS" in row["source"] and "debugfs" in row["source"], row
 
 
 #: In a new mount and pid namespace: a /dev of its own (the real null, zero, full, random and

@@ -79,6 +79,20 @@ def test_a_change_column_without_interval_says_what_it_needs():
         "smem: unknown field for the process view: dname (did you mean name?);")
 
 
+@pytest.mark.parametrize("args", [
+    ["-c", "pid wss"], ["-c", "pid pss", "-s", "wsspss"], ["-S", str(FIXTURES / "gpu_proc" / "tree"), "-c", "pid wss"],
+    ["-u", "-c", "user wsspss"], ["diff", str(FIXTURES / "gpu_proc" / "tree"), str(FIXTURES / "gpu_proc" / "tree"),
+                                  "-c", "pid dwss"],
+])
+def test_a_working_set_column_without_wss_is_refused_not_filled_with_referenced(args):
+    """-c wss without --wss showed smaps' Referenced (pages referenced since whenever the bits were
+    last cleared, or a capture's) headed WSS: a working set over no known time."""
+    proc = run_smem(*args)
+    assert proc.returncode == 2 and proc.stdout == b""
+    (line,) = proc.stderr.decode().splitlines()
+    assert "is measured by --wss SECONDS" in line, line
+
+
 def test_a_misspelt_field_is_given_its_close_spelling():
     """--pie nme listed every field and left the user to find name among 48."""
     for args, said in ((["--pie", "nme"], "process view: nme (did you mean name?); known: "),

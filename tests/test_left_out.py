@@ -224,6 +224,41 @@ def test_a_capture_taken_without_root_says_so_when_read(nobodys, writer, options
     assert read.stderr.decode().splitlines() == [f"smem: warning: {said}"]
 
 
+def test_a_capture_root_could_not_read_all_of_does_not_say_it_was_taken_without_root(tmp_path):
+    """Root can be refused a process too (one of another container's namespace, a security module's
+    choice): a capture taken as root that left one out was read back with "(a writer not root reads
+    only its own user's)", telling the user to capture again as root.  Here the kernel's refusal is
+    a source whose smaps of one process cannot be read."""
+    import io
+    import tarfile
+
+    from conftest import run_smem
+    from smem.capture_writer import write_capture
+    from smem.sources.live import LiveSource
+
+    if os.geteuid() != 0:
+        pytest.skip("a capture taken as root")
+    refused = os.getppid()
+
+    class Refusing(LiveSource):
+        def pids(self):
+            return [os.getpid(), refused]
+
+        def read_optional(self, name):
+            return None if name.startswith(f"{refused}/smaps") else super().read_optional(name)
+
+    buffer = io.BytesIO()
+    _, skipped = write_capture(Refusing(), buffer, compression=None)
+    assert [pid for pid, _ in skipped] == [refused]
+    path = tmp_path / "c.tar"
+    path.write_bytes(buffer.getvalue())
+    read = run_smem("-S", path, "-t")
+    assert read.returncode == 0, read.stderr
+    assert read.stderr.decode().splitlines() == [
+        f"smem: warning: capture {path} left out 1 process its writer could not read (its writer ran as root: "
+        "the kernel refused them even so)"]
+
+
 _SERVE = """
 from smem.options import Query, ServeOptions
 from smem.serve import SharedCollector

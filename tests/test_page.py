@@ -170,6 +170,22 @@ def test_the_bars_segments_are_as_wide_as_their_share_and_their_labels_whole_and
     assert below and "\nbelow zero: anon of processes not read: meminfo and the processes are read" in below[0], tips
 
 
+def test_memtotal_is_memtotal_in_the_path_and_its_box_when_an_area_is_below_zero(browser, tmp_path):
+    """An area below zero is no box, so MemTotal's boxes add up to more than MemTotal: the path and
+    the box said "MemTotal · 23.6 GiB" under a header of "MemTotal 23.5 GiB"."""
+    path = str(tmp_path / "below.html")
+    write_page("-S", capture_without_anon(tmp_path / "below.tar"), path=path)
+    _open_file(browser, path)
+    (memtotal,) = [fact.split(" ", 1)[1] for fact in _texts(browser, "#facts > span") if fact.startswith("MemTotal ")]
+    assert _texts(browser, "#crumbs button")[0] == f"MemTotal \u00b7 {memtotal}"
+    browser.execute_script("window.smemPage.zoomTo(window.smemPage.state.tree)")
+    _wait(browser, "return document.querySelectorAll('#crumbs button').length === 1")
+    assert _texts(browser, "#crumbs button") == [f"MemTotal \u00b7 {memtotal}"]
+    root = browser.execute_script("const d = document.getElementById('chart').data[0]; return d.text[0]")
+    assert root == memtotal
+    _no_requests_and_no_errors(browser)
+
+
 def test_a_measure_with_nothing_to_draw_says_so_and_one_the_machine_lacks_cannot_be_chosen(browser, pages, tmp_path):
     """Swap PSS on a machine without swap drew one empty box, "processes · 0 KiB"; what a capture
     does not know the header said as "?"."""

@@ -62,6 +62,19 @@ def test_record_this_machine_keeps_smaps_in_key_frames_only(tmp_path, pid_namesp
         assert namespaced == (view == ["-w", "--breakdown"] and pid_namespace.isolated), (view, proc.stderr)
 
 
+def test_frames_slower_than_the_interval_are_said_once(tmp_path, pid_namespace):
+    """smem record --interval 2 on a loaded machine wrote a frame every 13 s and said only "every
+    2 s": the frames' spacing is the time each takes, and one line says so, once."""
+    rec = tmp_path / "rec"
+    proc = smem_process("record", "-o", rec, "--interval", "0.001", "--count", "4", "--smaps-every", "100",
+                        namespace=pid_namespace)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    slow = [line for line in err.decode().splitlines() if "longer than --interval" in line]
+    assert len(slow) == 1 and slow[0].startswith("smem: warning: frame 2 took "), err
+    assert slow[0].endswith("longer than --interval 0.001 s: the frames are as far apart as they take"), slow
+
+
 def test_the_last_frame_of_a_count_or_a_duration_keeps_its_smaps(tmp_path, pid_namespace):
     """A recording's end is where a page of it opens and what -m of it reads: with the default
     --smaps-every 360 those were the key frame's, up to an hour before the end."""

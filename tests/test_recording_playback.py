@@ -283,3 +283,39 @@ def test_a_recording_compared_with_itself_says_both_sides_are_one_frame(grown, t
     assert [line for line in proc.stderr.decode().splitlines() if "one PID namespace" not in line] == [
         f"smem: warning: OLD and NEW are one frame, frame {last} of recording {rec}: every change is 0 "
         "(the page of a recording alone, smem html -S REC, draws it over time)"]
+
+
+def _recording_left_out(tmp_path):
+    """A recording of four frames, each of a capture whose writer could not read 3 processes."""
+    import hostile_inputs as hc
+    from smem.recording.store import RecordingWriter
+    rec = tmp_path / "rec"
+    info = ("capture-info", b"pagesize=4096\nunreadable_processes=3\n")
+    with RecordingWriter(str(rec), smaps_every=2) as writer:
+        for i in range(4):
+            capture = hc.capture_tar(processes={1234: hc.process_files(smaps_rollup=hc.SMAPS)}, extra=[info])
+            writer.add(io.BytesIO(capture), taken=1796598000 + 10 * i)
+    return rec
+
+
+def test_a_warning_every_frame_repeats_is_said_once_in_all_frames(tmp_path):
+    """A recording whose writer could not read a process: --all-frames said "recording REC frame
+    N, TIME left out 1 process ..." for every frame, a day's 8,640 lines on stderr beside the
+    CSV.  The same warning of another frame is said once."""
+    rec = _recording_left_out(tmp_path)
+    proc = run_smem("-S", rec, "--all-frames", "-F", "csv", "-c", "pid pss")
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.decode().splitlines()) == 1 + 4  # a header, a row a frame
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and "left out 3 processes its writer could not read" in lines[0], lines
+
+
+def test_a_warning_every_frame_repeats_is_said_once_by_the_page_of_a_recording(tmp_path):
+    """smem html -S REC read each instant it embeds and said each one's warning: one line a frame
+    the slider stops at, up to 48."""
+    pytest.importorskip("plotly")
+    rec = _recording_left_out(tmp_path)
+    proc = run_smem("html", "-S", rec, "-o", tmp_path / "page.html")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1 and "left out 3 processes its writer could not read" in lines[0], lines

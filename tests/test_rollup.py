@@ -116,7 +116,8 @@ def test_an_archive_read_for_the_rollup_keeps_only_the_smaps_it_may_need(capture
     for name in ("process", "user"):
         view = VIEWS[name]
         options = TableOptions(columns=tuple(k for k in view.columns
-                                             if not view.columns[k].needs & {"mappings", "exact"}), totals=True)
+                                             if not view.columns[k].needs & {"mappings", "exact"}), totals=True,
+                               working_set=True)  # (wss: smaps_rollup's Referenced, as after --wss's clear_refs)
         needs = needs_of(view, selected_columns(view, options) + [sort_column(view, options)])
         assert not needs.mappings
         tables = [make_table([Snapshot(load_reading(s, needs=needs))], view, options) for s in (lean, whole)]

@@ -189,6 +189,23 @@ def test_a_process_that_cannot_be_read_is_counted_not_a_failed_scrape(tmp_path):
     assert written["smem_user_pss_bytes"] == {(("user", r["user"]),): float(r["pss"] * 1024) for r in users}
 
 
+def test_processes_a_capture_left_out_are_counted_as_unreadable(tmp_path):
+    """A capture whose writer could not read 3 processes (its capture-info says so, and a report
+    warns of it) was served with smem_collection_unreadable_processes 0: an alert on it stayed
+    quiet while the figures left those processes out."""
+    import tarfile
+    tree = tmp_path / "tree"
+    with tarfile.open(CAPTURE) as tar:
+        tar.extractall(tree, filter="data")
+    with open(tree / "capture-info", "a") as info:
+        info.write("unreadable_processes=3\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_smem("serve", "-S", tree, "--textfile", out, "--count", "1")
+    assert proc.returncode == 0 and b"left out 3 processes" in proc.stderr, proc.stderr
+    assert _samples((out / "smem.prom").read_text())["smem_collection_unreadable_processes"] == {(): 3.0}
+
+
 def test_the_page_answers_only_host_headers_naming_the_address_served():
     from smem.serve import allowed_hosts
     loopback = allowed_hosts("127.0.0.1", 9464)

@@ -103,6 +103,9 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
                                             "(see 'smem --help')"),
     (["-w", "--recommend", "abc"], "smem: --recommend takes a number at least 0, at most 1000 (not 'abc') "
                                    "(see 'smem --help')"),
+    # --interval and --wss check their range themselves: not a number, they said "'abc' is not a valid float"
+    (["--interval", "abc"], "smem: --interval takes a number of seconds (not 'abc') (see 'smem --help')"),
+    (["--wss", "1s"], "smem: --wss takes a number of seconds (not '1s') (see 'smem --help')"),
     # an optional value (--recommend [PCT]) does not take what looks like an option: click read -5 as one
     (["-w", "--recommend", "-5"], "smem: no such option -5: a negative number is no option, and no option "
                                   "takes one (see 'smem --help')"),

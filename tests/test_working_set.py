@@ -155,13 +155,14 @@ def test_what_idle_tracking_measured_is_what_the_columns_show_and_the_document_s
     pids = [p.pid for p in reading.processes if p.has_memory]
     measured = {pid: (8 * (i + 1), 2 * (i + 1)) for i, pid in enumerate(pids[1:])}  # the first: not measured
     snapshot = Snapshot(reading, Derived(working_set=WorkingSet("page_idle", 2.5, measured)))
-    options = TableOptions(columns=("pid", "wss", "wsspss"), sort="pid", format="json")
+    options = TableOptions(columns=("pid", "wss", "wsspss"), sort="pid", format="json", working_set=True)
     table = make_table([snapshot], VIEWS["process"], options)
     assert {row[0]: tuple(row[1:]) for row in table.values} == {pids[0]: (None, None), **measured}
     document = json.loads(render(Rendering(table, options, snapshot)))
     assert document["working_set"] == {"method": "page_idle", "seconds": 2.5}
     assert document["rows"][0]["wss"] is None  # absent, not 0
-    users = make_table([snapshot], VIEWS["user"], TableOptions(columns=("user", "wss", "wsspss"), totals=True))
+    users = make_table([snapshot], VIEWS["user"], TableOptions(columns=("user", "wss", "wsspss"), totals=True,
+                                                                              working_set=True))
     assert [sum(row[1] for row in users.values), sum(row[2] for row in users.values)] == \
         [sum(w for w, _ in measured.values()), sum(p for _, p in measured.values())]
 

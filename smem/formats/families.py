@@ -58,7 +58,7 @@ def families(table, helps=None):
                 samples.append((values, value * 1024 if column.is_amount else value))
         unit = "bytes" if column.is_amount else ""
         name = _metric_name(f"smem_{table.view.name}_{column.total_name}") + ("_bytes" if unit else "")
-        said = (helps or {}).get(column.key, column.help)
+        said = (helps or {}).get(column.key, column.help).replace("- without", "absent without")  # (no "-" here)
         result.append(Family(name, f"{said} ({table.view.title})", unit, label_names, samples))
     return result
 

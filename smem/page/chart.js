@@ -12,8 +12,8 @@ function hover(n) {  // (long names cut: the tables and the sharing panel give t
     if (compared() && n.d[m] !== undefined && n.d[m] !== null) line += ` (${signed(n.d[m])})`;
     lines.push(m === state.measure ? `<b>${line}</b>` : line);
   }
-  const parent = n.parent ? total(n.parent) : 0;
-  const v = total(n);
+  const parent = n.parent ? figure(n.parent) : 0;
+  const v = figure(n);
   if (n.parent) lines.push(`${pct(v, parent)} of ${plotlyText(cut(n.parent.label, 60))}`);
   if (state.measure === "pss" && state.data.meta.memtotal) lines.push(`${pct(v, state.data.meta.memtotal)} of MemTotal`);
   if (n.status) lines.push(n.status === "new" ? "new: only in NEW" : "gone");
@@ -56,7 +56,7 @@ function drawChart() {
     labels: nodes.map((n, i) => (labelled[i] ? plotlyText(n.label) + (n.status ? ` [${n.status}]` : "") : "")),
     parents: nodes.map((n) => (n === top || !shown.has(n.parent && n.parent.id) ? "" : n.parent.id)),
     values: nodes.map((n) => total(n)), branchvalues: "total",
-    text: nodes.map((n, i) => (labelled[i] ? human(total(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "") : "")),
+    text: nodes.map((n, i) => (labelled[i] ? human(figure(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "") : "")),
     hovertext: nodes.map(hover),
     hovertemplate: "%{hovertext}<extra></extra>",
     texttemplate: labelled.map((shown) => (shown ? "%{label}<br>%{text}" : "")),
@@ -158,7 +158,7 @@ function drawCrumbs(top) {
   for (let p = top; p; p = p.parent) chain.unshift(p);
   chain.forEach((n, i) => {
     if (i) crumbs.append(el("span", {class: "sep", text: "›"}));
-    crumbs.append(el("button", {type: "button", text: `${n.label} · ${human(total(n))}`, title: n.name || n.label,
+    crumbs.append(el("button", {type: "button", text: `${n.label} · ${human(figure(n))}`, title: n.name || n.label,
                                 onclick: () => (n === top ? null : zoomTo(n))}));
   });
 }

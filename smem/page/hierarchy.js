@@ -193,6 +193,13 @@ function total(n) {  // the node's size in the chart: at least its children's su
   return memo[state.measure];
 }
 
+/* The figure a node is named with (its text, the path, the hover): its size in the chart, but
+   MemTotal's own for the root, whose boxes add up to more where an area is below zero (meminfo and
+   the processes read at different moments): that area is no box. */
+function figure(n) {
+  return n.kind === "root" ? value(n) : total(n);
+}
+
 function forgetTotals(n) {  // children made: this node's and its ancestors' sizes are summed again
   for (let p = n; p; p = p.parent) p.totals = null;
 }

@@ -14,6 +14,7 @@ process is what a recording is for, and the largest processes of a busy machine 
 import json
 import re
 
+from ..sources.recorded import without_frame
 from .data import page_documents
 
 __all__ = ["timeline_documents", "FULL_FRAMES", "FULL_BUDGET", "TOP_PROCESSES", "TOP_GROWERS", "chosen_processes"]
@@ -155,7 +156,7 @@ def timeline_documents(request, entries):
             if index in kept:
                 continue
             documents, meta, said = page_documents(request, at=str(read_from))
-        warnings.extend(w for w in said if w not in warnings)
+        warnings.extend(w for w in said if without_frame(w) not in map(without_frame, warnings))
         if last is None:
             last, kept[index] = (documents, meta), "null"
             continue

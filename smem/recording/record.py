@@ -41,20 +41,30 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
     written), or until stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP: then, after one last key
     frame, Stopped is raised (smem.cli exits with its status).  The processes the first frame left
     out (not readable, or hidden: not root) are ``warn``-ed, as smem capture says them: once, for a
-    recorder's log is read at its start and the next frames leave out the same."""
+    recorder's log is read at its start and the next frames leave out the same.  A usual frame (not
+    a key frame, slower by its smaps) that takes longer than ``interval`` is ``warn``-ed once: the
+    frames are then as far apart as they take, not ``interval``."""
     written = 0
     with StopSignals() as stop, RecordingWriter(path, smaps_every, hold=stop.held) as writer:
         try:
             if said is not None:
                 said(f"recording this machine into {path} every {interval:g} s{_resumed_line(writer)}")
                 _said_ignored(said, stop)
+            slow_said = False
             for last in _schedule(interval, count, duration):
                 # (the last of a --count or --duration run keeps its smaps too: the page and -m of
                 # the recording's end are then of its end, not of the key frame up to an hour before)
-                left_out = _add_frame(writer, writer.wants_smaps() or last)
+                number, key, started = writer.next_number, writer.wants_smaps() or last, time.monotonic()
+                left_out = _add_frame(writer, key)
+                took = time.monotonic() - started
                 if not written and warn is not None:
                     for warning in left_out:
                         warn(warning)
+                if took > interval and not slow_said and warn is not None and (not key or smaps_every == 1):
+                    seconds = f"{took:.1f}" if took >= 1 else f"{took:.2g}"
+                    warn(f"frame {number} took {seconds} s, longer than --interval {interval:g} s: "
+                         "the frames are as far apart as they take")
+                    slow_said = True
                 written += 1
         except Stopped as first:  # (the frame under way, if any, is dropped: never named in the index)
             _last_key_frame(writer, stop, first, said)

@@ -37,6 +37,9 @@ class Machine(NamedTuple):
     # what a capture left out, its writer not root: processes it could not read, and the hidepid=
     # of a /proc that hid others (a capture read later says so: its totals are not the machine's)
     unreadable_processes: Optional[int] = None
+    #: 1 where its writer ran as root and was refused those even so (another namespace's, a
+    #: security module's choice): reading it again as root would not bring them back
+    unreadable_by_root: Optional[int] = None
     hidepid: Optional[str] = None
     #: 1 where the data lists the processes of a PID namespace of their own (a container's), not
     #: the machine's (smem.sources.hidden_pids); None where not said
@@ -45,7 +48,7 @@ class Machine(NamedTuple):
     #: the names these facts have in capture-info and in JSON's "source" object
     KEYS = {"page_size": "pagesize", "kernel": "kernel", "arch": "machine", "hostname": "hostname",
             "time": "time", "epoch": "epoch", "tool": "tool", "unreadable_processes": "unreadable_processes",
-            "hidepid": "hidepid", "pid_namespace": "pid_namespace"}
+            "unreadable_by_root": "unreadable_by_root", "hidepid": "hidepid", "pid_namespace": "pid_namespace"}
 
     @property
     def word_bytes(self) -> Optional[int]:
@@ -64,7 +67,8 @@ class Machine(NamedTuple):
             value = facts.get(key)
             if value is None or value == "":
                 continue
-            values[field] = (_count(value) if field in ("page_size", "epoch", "unreadable_processes", "pid_namespace")
+            values[field] = (_count(value) if field in ("page_size", "epoch", "unreadable_processes", "unreadable_by_root",
+                                                  "pid_namespace")
                              else str(value))
         return cls(**values)
 

@@ -337,6 +337,17 @@ def rollups_carry_split(data):
     return False
 
 
+#: how a recording's source description names its frame: " frame 7, 2026-12-04T03:00:10Z", or the key
+#: frame read for another (" frame 1 (the key frame for frame 7), ...")
+_FRAME_NAMED = re.compile(r" frame \d+(?: \(the key frame for frame \d+\))?, \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def without_frame(text):
+    """``text`` (a warning) without the recording frame it names: what makes one frame's warning
+    the same warning as the next frame's, said once over many frames."""
+    return _FRAME_NAMED.sub("", text)
+
+
 def open_recording(path, at=None, per_mapping=True, streamed=False, every_mapping=None, option="--at"):
     """The frame of the recording at ``path`` that ``at`` names, as a capture source.  A report
     that reads mappings (-m, -M: ``every_mapping``, by default ``per_mapping``) reads the last

@@ -234,7 +234,8 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
         unheld = devices.unheld
         add("dma-buf held by no process" + (" read" if selected else ""), unheld[1] if unheld else None,
             f"{_buffers(unheld[0])} of /sys/kernel/dmabuf/buffers or debugfs bufinfo no process holds"
-            if unheld else "/sys/kernel/dmabuf/buffers or debugfs bufinfo (not readable)")
+            if unheld else "no list of every dma-buf: /sys/kernel/dmabuf/buffers needs CONFIG_DMABUF_SYSFS_STATS, "
+                           "debugfs dma_buf/bufinfo needs debugfs mounted and root")
     add("free", m.get("MemFree"), "meminfo MemFree", cache=True)
     add("free in per-CPU lists", pools.per_cpu_free_kib if pools is not None else None,
         "zoneinfo pagesets count x page size", cache=True)
