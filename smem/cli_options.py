@@ -237,7 +237,7 @@ def report_request(o, view):
     of ``view``."""
     pie, bar = o["pie"], o["bar"]
     return ReportRequest(
-        query=query_from(o, view, source=o["source"], exact=o["exact"] or o["shared_with"], wss_seconds=o["wss"],
+        query=query_from(o, view, source=o["source"], exact=o["exact"], wss_seconds=o["wss"],
                          timeout=o["timeout"], at=o["at"]),
         table=table_from(o, wraps=wraps(view))._replace(
             working_set=o["wss"] is not None),
