@@ -70,6 +70,23 @@ def test_the_registry_is_the_only_list_of_view_flags(module):
             assert not re.search(rf"""["']{re.escape(name)}["']""", text), name
 
 
+def test_nothing_outside_views_switches_on_a_views_name():
+    """A view's name is what outputs call it; what a layer does with a view follows its traits, so a
+    comparison of ``<...view...>.name`` outside smem/views/ is a view switched on by name."""
+    import ast
+    found = []
+    for path in (TESTS.parent / "smem").rglob("*.py"):
+        if "views" in path.relative_to(TESTS.parent / "smem").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    if (isinstance(side, ast.Attribute) and side.attr == "name"
+                            and "view" in ast.unparse(side.value).lower()):
+                        found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
+
+
 def test_smem_diff_offers_the_flags_of_the_views_it_can_compare():
     for name, chosen_by in choices().items():
         if chosen_by.flags:
