@@ -5,7 +5,7 @@ import contextlib
 import os
 
 from .app import named_processes
-from .compression import by_option
+from .compression import DEFAULT_WRITTEN, by_option
 from .errors import SmemError
 from .extras import require
 from .sources import open_source
@@ -13,7 +13,7 @@ from .sources import open_source
 __all__ = ["run_capture", "run_receive", "left_out"]
 
 
-def run_capture(path, stream=None, *, host=None, compression="gz", exact=False, force=False):
+def run_capture(path, stream=None, *, host=None, compression=DEFAULT_WRITTEN, exact=False, force=False):
     """Write a capture of this machine (or of ``host``) to the file ``path``, or to ``stream``
     (standard output) when ``path`` is None; the warnings to show.  ``compression``: gz, bz2, xz,
     zst or none."""

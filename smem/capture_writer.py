@@ -21,6 +21,7 @@ import tarfile
 import time
 
 from . import __version__
+from .compression import DEFAULT_WRITTEN
 from .device_memory import DMABUF_BUFINFO, DMABUF_SYSFS
 from .kernel_pools import cgroup_memory_stat_path
 from .loading.process import read_meminfo
@@ -122,7 +123,7 @@ def _comm(stat):
         return None
 
 
-def write_capture(source, fileobj, compression="gz", exact=False, with_smaps=True):
+def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, with_smaps=True):
     """Write a capture of ``source`` to ``fileobj``; returns (processes written, [(pid, name)] of
     those that could not be read).
 

@@ -28,7 +28,7 @@ No matplotlib here: these are values (PieData, BarData) a test or a drawing read
 from dataclasses import dataclass
 from typing import List, Optional
 
-from .errors import SmemError, UsageError
+from .errors import SmemError
 from .report import CONTROLS
 from .units import human
 
@@ -340,11 +340,6 @@ def bar_data(table, options, snapshot):
     for index, column in enumerate(table.columns[:-1]):
         if column.is_amount and column.key not in series:
             series[column.key] = (index, column)
-    if not series:
-        shown = " ".join(c.key for c in table.columns[:-1]) or "none"
-        amounts = " ".join(k for k, c in view.columns.items() if c.is_amount)
-        raise UsageError(f"nothing to draw bars of: no memory column among the columns shown ({shown}); "
-                         f"add some with -c, from: {amounts}")
     rows = _draw_order(table)
     folded = _bars_folded(table, rows, snapshot)
     kept = [entry for i, entry in enumerate(rows) if i not in folded]

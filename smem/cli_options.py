@@ -14,7 +14,7 @@ import click
 
 from .cli_output import note
 from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, Percent, seconds
-from .compression import WRITTEN, WRITTEN_ALIASES
+from .compression import DEFAULT_WRITTEN, WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
 from .formats import FORMATS, TABLE_FORMATS
 from .options import (DEFAULT_FORMAT, ChartOptions, Query, ReportRequest, ServeOptions, SystemOptions, TableOptions,
@@ -160,7 +160,8 @@ capture_options = bundle(
                       "a terminal)."),
     output_options("capture"),
     click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead."),
-    click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default="gz", show_default=True,
+    click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default=DEFAULT_WRITTEN,
+                 show_default=True,
                  help="Compression of the tar archive; gzip, bzip2 and zstd name them too (zst needs "
                       "smem[compression])."),
     click.option("--exact", is_flag=True,
@@ -237,7 +238,7 @@ def report_request(o, view):
     of ``view``."""
     pie, bar = o["pie"], o["bar"]
     return ReportRequest(
-        query=query_from(o, view, source=o["source"], exact=o["exact"] or o["shared_with"], wss_seconds=o["wss"],
+        query=query_from(o, view, source=o["source"], exact=o["exact"], wss_seconds=o["wss"],
                          timeout=o["timeout"], at=o["at"]),
         table=table_from(o, wraps=wraps(view))._replace(
             working_set=o["wss"] is not None),

@@ -1,11 +1,11 @@
 """Reading processes in worker processes: each reads and parses chunks of the pids.
 
-:func:`collect` gives what ``[read(pid) for pid in pids]`` gives, in the same
-order, but may fork worker processes that, with this process, take chunks of
+:func:`each_result` gives what ``[read(pid) for pid in pids]`` gives, one result at a time
+in no set order, but may fork worker processes that, with this process, take chunks of
 16 pids from a queue (a pipe holding the chunks' numbers) until it is empty:
 whoever is quicker takes more, so no process waits on another's larger share (a
-worker, its pages copied on write as it starts, was measured 8 to 12 ms behind
-the parent on an equal share of 1,500 pids).  Each worker sends back, pickled
+worker, its pages copied on write as it starts, lags the parent on an equal share:
+docs/benchmarks.md).  Each worker sends back, pickled
 through a memfd a chunk at a time (taken in one at a time, so that the caller
 may fold each process as it comes), what ``read`` returns: the loader's
 processes with only the counters the report reads (it cuts them down as it
@@ -30,15 +30,14 @@ it would have to send is the text itself.
 
 import os
 
-__all__ = ["collect", "each_result", "each_of_shares", "workers_for", "chunk_size", "DEFAULT_JOBS", "MIN_PIDS",
+__all__ = ["each_result", "each_of_shares", "workers_for", "chunk_size", "DEFAULT_JOBS", "MIN_PIDS",
            "CHUNK"]
 
 #: Workers when neither ``jobs`` nor SMEM_JOBS says: 0 = one per usable CPU (above MIN_PIDS).
 DEFAULT_JOBS = 0
 
-#: Below this many pids, forking does not pay.  Measured on 2 idle cores (docs/benchmarks.md),
-#: 2 processes against 1: 89 pids, +6 ms (smem) and +4 ms (smem -m); 386 pids, -9 ms and -21 ms;
-#: 1,600 pids, -64 ms and -97 ms.
+#: Below this many pids, forking does not pay (measured on 2 idle cores, 2 processes against 1:
+#: docs/benchmarks.md, "Where forking starts to pay").
 MIN_PIDS = 200
 
 
@@ -68,22 +67,13 @@ def workers_for(jobs, npids, keeps_text=False):
     return max(1, min(jobs, npids))
 
 
-def collect(pids, read, workers):
-    """``[read(pid) for pid in pids]``, read by ``workers`` processes (this one included).
-
-    ``read`` is called in forked children, so it may be any callable (a closure over the
-    source and the selection); what it returns must pickle (a worker sends it back).
-    """
-    merged = [None] * len(pids)
-    for index, result in _each(pids, read, workers):
-        merged[index] = result
-    return merged
-
-
 def each_result(pids, read, workers):
-    """What :func:`collect` gives, one result at a time as it comes, in no set order (this
-    process's chunks first, then each worker's): the caller folds each as it arrives, so
-    neither side holds every process's mappings at once."""
+    """``read(pid)`` of each of ``pids``, read by ``workers`` processes (this one included), one
+    result at a time as it comes, in no set order (this process's chunks first, then each
+    worker's): the caller folds each as it arrives, so neither side holds every process's
+    mappings at once.  ``read`` is called in forked children, so it may be any callable (a
+    closure over the source and the selection); what it returns must pickle (a worker sends it
+    back)."""
     for _, result in _each(pids, read, workers):
         yield result
 
@@ -137,7 +127,7 @@ def each_of_shares(shares, workers):
     """What ``shares(mine, workers)`` gives for the shares ``mine`` (a set of numbers in
     ``range(workers)``) together: share 0 here, each item as it comes, the others in forked
     workers, taken in once this process's are done.  An item is ``(tag, result)``, the result
-    (see :func:`collect`) sent as the report needs it and the tag as it is.  For a stream that
+    (see :func:`each_result`) sent as the report needs it and the tag as it is.  For a stream that
     can only be read from its start (a capture's archive), which each worker walks whole: so
     the shares no worker could be started for are this process's too, and those of the
     workers that failed are read again here in one walk."""

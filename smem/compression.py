@@ -11,8 +11,8 @@ parsers/kernel_image.py): this table says which exist, so the three cannot disag
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["Compression", "COMPRESSIONS", "CAPTURE_COMPRESSIONS", "WRITTEN", "WRITTEN_ALIASES", "compression_of",
-           "by_option"]
+__all__ = ["Compression", "COMPRESSIONS", "CAPTURE_COMPRESSIONS", "WRITTEN", "DEFAULT_WRITTEN", "WRITTEN_ALIASES",
+           "compression_of", "by_option"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,9 @@ CAPTURE_COMPRESSIONS = tuple(c for c in COMPRESSIONS if c.capture)
 
 #: the ``--compression`` spellings, the first the default, and "none"
 WRITTEN = tuple(c.option for c in COMPRESSIONS if c.option) + ("none",)
+
+#: what ``smem capture`` writes unless ``--compression`` says otherwise (WRITTEN's first)
+DEFAULT_WRITTEN = WRITTEN[0]
 
 #: the programs' names (gzip, bzip2, zstd), which ``--compression`` takes for their spellings too
 WRITTEN_ALIASES = {c.name: c.option for c in COMPRESSIONS if c.option and c.name != c.option}

@@ -31,8 +31,8 @@ def uss_of(counters):
 
 def _sum_kept(mappings):
     """The kept counters (plain dicts, a few keys: parse_smaps_kept) summed in one pass; a key
-    no mapping has stays absent.  Summed lazily key by key (aggregate.Sums) the same cost 0.2 s
-    of a 0.5 s report of a 1,500-process capture, and the report then summed them again."""
+    no mapping has stays absent.  Summed lazily key by key (aggregate.Sums) they cost a large
+    share of a capture's report (docs/benchmarks.md), and the report then summed them again."""
     totals = {}
     for mapping in mappings:
         for key, value in mapping.counters.items():

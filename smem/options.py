@@ -5,8 +5,8 @@ changes them.  A :class:`Query` says what to read, :class:`TableOptions` how
 to lay the rows out, :class:`ChartOptions` what to draw, :class:`SystemOptions`
 how to size RAM for the system view, :class:`WatchOptions` how often to read
 again (watch mode); a :class:`ReportRequest` carries them together.  Named tuples, as psutil
-returns: immutable, ``_replace`` for a changed copy, and built at import in a tenth of a frozen
-dataclass's time (each of those compiles its methods: 0.6 ms a class, 9 ms of a report's start).
+returns: immutable, ``_replace`` for a changed copy, and built at import far faster than a frozen
+dataclass, which compiles its methods (docs/benchmarks.md).
 :class:`ServeOptions` are ``smem serve``'s: where it listens or
 writes, and how often it reads.
 """

@@ -39,13 +39,15 @@ import secrets
 import shutil
 import stat
 
+from .compression import CAPTURE_COMPRESSIONS
 from .errors import OutputError
 from .output_path import kind_of, not_ours, open_directory, sticky_directory_owner, trusted, write_error
 
 __all__ = ["output_file", "replace_file", "looks_like_capture", "CAPTURE_MAGIC", "FIFO_STALL_SECONDS"]
 
-#: What a capture starts with: a compressed stream or a tar header ("ustar" at 257 is checked apart).
-CAPTURE_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
+#: What a capture starts with: a stream of a compression a capture may have (compression.py, the
+#: one table), or a tar header ("ustar" at 257 is checked apart).
+CAPTURE_MAGIC = tuple(c.magic for c in CAPTURE_COMPRESSIONS)
 
 #: A FIFO whose reader takes nothing for this long is given up (a reader that never reads must
 #: not hold root's smem for ever).

@@ -96,7 +96,8 @@ class Table(NamedTuple):
 
 
 def selected_columns(view: View, options: TableOptions, chart: Optional[ChartOptions] = None) -> List[Column]:
-    """The Column objects to show: -c (or ``all``, or the defaults), then the chart's label field."""
+    """The Column objects to show: -c (or ``all``, or the defaults), then the chart's label field;
+    an unknown field, or bars of no amount, a UsageError (app.plan: before anything is read)."""
     if options.columns == ("all",):
         # every column, the defaults first in their order; the exact ones only under --exact
         # (they cost a pagemap scan), the working set only under --wss (it is measured)
@@ -112,7 +113,12 @@ def selected_columns(view: View, options: TableOptions, chart: Optional[ChartOpt
     if missing:
         raise UnknownField(view, missing)
     _measured_by_wss(view, keys, options)
-    return [view.columns[k] for k in keys]
+    columns = [view.columns[k] for k in keys]
+    if chart is not None and chart.kind == "bar" and not any(c.is_amount for c in columns[:-1]):
+        amounts = " ".join(k for k, c in view.columns.items() if c.is_amount)  # (bars are the amounts shown)
+        raise UsageError(f"nothing to draw bars of: no memory column among the columns shown "
+                         f"({' '.join(c.key for c in columns[:-1]) or 'none'}); add some with -c, from: {amounts}")
+    return columns
 
 
 def _measured_by_wss(view, keys, options):

@@ -95,11 +95,11 @@ class Collection:
     counted: int = 0                 # processes whose figures their counters gave (smem.private_growth)
 
 
-def _largest(view, snapshot, earlier, top):
+def _largest(snapshot, earlier, top):
     """(snapshot, earlier) with only the processes that can be among the ``top`` of largest PSS
     (ties and processes without a PSS kept), for the process view's table sorted by PSS: its rows
     are made of those alone, not of every process at every scrape."""
-    if view.name != "process" or snapshot.pss_missing:
+    if snapshot.pss_missing:
         return snapshot, earlier
     import heapq
     pss = [p.totals.get("Pss") for p in snapshot.processes]
@@ -126,8 +126,9 @@ class SharedCollector:
         from .selection import Selection
         from .views import VIEWS
         Selection(query.process_filter, query.user_filter, query.map_filter)  # a bad regex fails here, at start
-        self.request = ReportRequest(query=query, table=_options(VIEWS[query.view], sort="pss", reverse=True,
-                                                                 limit=options.top))
+        # the --top N processes: the process view's table, of those alone (_largest)
+        self.request = ReportRequest(query=query._replace(view="process"),
+                                     table=_options(VIEWS["process"], sort="pss", reverse=True, limit=options.top))
         self.companions = tuple((name, _options(VIEWS[name])) for name in COMPANIONS)
         self.plan = plan(self.request, self.companions)  # unknown fields and bad filters fail here, at start
         self.top = options.top
@@ -158,7 +159,7 @@ class SharedCollector:
             taken = snapshot.source.machine().epoch
             tables = companion_tables(self.plan, snapshot, self.request.system, earlier)
             if self.top:
-                largest = _largest(self.plan.view, snapshot, earlier, self.top)
+                largest = _largest(snapshot, earlier, self.top)
                 tables = (make_table(readings(self.plan.view, *largest), self.plan.view, self.request.table,
                                      self.request.system), *tables)
         except SmemError as e:

@@ -29,8 +29,7 @@ frame).
 
 Processes are read serially unless ``--jobs`` or ``SMEM_JOBS`` says otherwise:
 worker processes (smem.collect) save wall time, which a frame a second does
-not need, and cost CPU, which a watch spends every second (docs/benchmarks.md:
-56 ms of CPU a frame with two workers, 43 ms serially, at 390 processes).
+not need, and cost CPU, which a watch spends every second (docs/benchmarks.md).
 """
 
 import gc

@@ -1,17 +1,17 @@
 """The chart data (smem.chart_data): which rows become slices or bars, what folds into "other",
 when "unused" fills the pie, and the labels, from the recorded capture through the functions the
 command line calls, so the figures are checked as numbers rather than read back from a drawing.
+The data is made without matplotlib, so it is checked where the charts extra is not installed
+(the two tests that also draw the chart skip there).
 """
 
 import shutil
 
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
-
-from chart_capture import VIEW_ARGS, chart_table, classic, expected_slices, smem  # noqa: E402
-from conftest import FIXTURES  # noqa: E402
-from smem.chart_data import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data  # noqa: E402
+from chart_capture import VIEW_ARGS, chart_table, classic, expected_slices, smem
+from conftest import FIXTURES
+from smem.chart_data import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data
 
 
 def test_pie_folds_small_slices_as_smem15_and_fills_ram_with_unused(capsys):
@@ -77,6 +77,7 @@ def test_a_slice_below_zero_is_named_as_left_out(tmp_path):
 
 
 def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
+    pytest.importorskip("matplotlib")  # (it draws the chart too)
     table, options, snapshot = chart_table(pie="name", sort="name", columns=("pid", "name"))
     pie = pie_data(table, options, snapshot)
     pss = {int(pid): int(value) for pid, value in classic(capsys, "-c", "pid pss")}
@@ -147,6 +148,7 @@ def test_repeated_labels_carry_the_pid():
 def test_bars_fold_small_rows_and_keep_a_sensible_height(capsys, tmp_path):
     """-m --bar map drew every mapping, dozens of them 0, thousands of pixels tall: the rows a pie
     would fold, and those beyond the largest MAX_BARS, are one "other" bar holding their sums."""
+    pytest.importorskip("matplotlib")  # (it draws the chart too)
     from smem.chart_data import MAX_BARS
     table, options, snapshot = chart_table("mapping", bar="map", columns=("pss",))
     bars = bar_data(table, options, snapshot)

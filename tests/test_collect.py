@@ -4,7 +4,7 @@ On captures (every view; read in one pass, each worker walking the archive too a
 loading its share, or held whole, by workers taking chunks) and on live processes this
 test starts, the reports of a parallel and a serial read are identical; and the workers
 really are other processes, each taking whole chunks or its share, whose results come
-back in pid order.
+back once each.
 """
 
 import os
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import FIXTURES, run_smem, without_rollups
-from smem.collect import CHUNK, MAX_CHUNKS, chunk_size, collect, each_of_shares, each_result, workers_for
+from smem.collect import CHUNK, MAX_CHUNKS, chunk_size, each_of_shares, each_result, workers_for
 from smem.loading import load_reading
 from smem.model import Snapshot
 from smem.selection import Selection
@@ -40,9 +40,14 @@ def _barrier(directory, readers, seconds=20):
     return read
 
 
-def test_workers_take_chunks_and_results_come_back_in_order(tmp_path):
+def _by_pid(pids, read, workers):
+    """Every result of each_result, in pid order (it gives them as they come)."""
+    return sorted(each_result(pids, read, workers))
+
+
+def test_workers_take_whole_chunks_and_every_result_comes_back_once(tmp_path):
     pids = list(range(1, 104))
-    out = collect(pids, _barrier(tmp_path, 3), 3)
+    out = _by_pid(pids, _barrier(tmp_path, 3), 3)
     assert [pid for pid, _ in out] == pids
     readers = [reader for _, reader in out]
     assert len(set(readers)) == 3 and os.getpid() in readers
@@ -55,7 +60,7 @@ def test_chunks_are_few_enough_for_one_page_of_pipe(tmp_path):
     assert chunk_size(100) == CHUNK
     assert -(-1_000_000 // chunk_size(1_000_000)) <= MAX_CHUNKS
     pids = list(range(40_000))  # more than MAX_CHUNKS chunks of CHUNK: bigger chunks, and still a worker
-    out = collect(pids, _barrier(tmp_path, 2), 2)
+    out = _by_pid(pids, _barrier(tmp_path, 2), 2)
     assert [pid for pid, _ in out] == pids
     assert len({reader for _, reader in out}) == 2
 
@@ -86,7 +91,7 @@ def test_a_failing_worker_has_what_it_took_read_again_here(tmp_path):
     def broken(pid):
         raise RuntimeError("everywhere")
     with pytest.raises(RuntimeError, match="everywhere"):
-        collect(list(range(40)), broken, 2)
+        list(each_result(list(range(40)), broken, 2))
 
 
 def test_interrupted_the_workers_are_stopped_and_nothing_is_left_open(tmp_path):
@@ -102,7 +107,7 @@ def test_interrupted_the_workers_are_stopped_and_nothing_is_left_open(tmp_path):
         time.sleep(0.01)  # (a worker still busy when the parent is interrupted)
         return pid
     with pytest.raises(KeyboardInterrupt):
-        collect(list(range(10 * CHUNK)), read, 2)
+        list(each_result(list(range(10 * CHUNK)), read, 2))
     workers = [int(p.name) for p in tmp_path.iterdir() if int(p.name) != me]
     assert len(workers) == 1
     assert not os.path.exists(f"/proc/{workers[0]}")  # killed, and reaped (no zombie left)

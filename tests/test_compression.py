@@ -1,5 +1,6 @@
 """One table of compressions (smem/compression.py): what reads a capture, what `smem capture
---compression` writes and what a -K kernel image may hold all come from it."""
+--compression` writes, what `smem capture -o` takes for a capture it may replace and what a -K kernel
+image may hold all come from it."""
 
 import io
 import tarfile
@@ -8,6 +9,7 @@ import pytest
 
 from smem.cli import capture
 from smem.compression import CAPTURE_COMPRESSIONS, COMPRESSIONS, WRITTEN, by_option, compression_of
+from smem.output import looks_like_capture
 from smem.parsers import kernel_image
 from smem.sources import decompressed
 
@@ -28,6 +30,7 @@ def test_a_written_capture_is_read_as_the_same_compression(option):
         tar.addfile(info, io.BytesIO(b"x\n\n"))
     found = compression_of(out.getvalue())
     assert found is by_option(option) and found.starts(out.getvalue()[:8])
+    assert looks_like_capture(out.getvalue()[:512])  # (smem capture -o may replace it without --force)
     assert compression_of(b"\x00" * 512) is None
 
 

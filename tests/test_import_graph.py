@@ -1,5 +1,6 @@
 """Layers import one way only: the import graph of smem/, every import counted (those inside
-functions too, which run later but still tie two modules together), has no cycle."""
+functions too, which run later but still tie two modules together, and those the view and format
+registries make by name), has no cycle."""
 
 import ast
 from pathlib import Path
@@ -89,9 +90,21 @@ def cycles(graph):
     return found
 
 
+def registry_imports():
+    """The imports the registries make by name (importlib.import_module), which no import statement
+    shows: each view's module (smem.views) and each format's renderer (smem.formats)."""
+    from smem.formats import FORMATS
+    from smem.views import _WHERE
+    return {"smem.views": {f"smem.views.{module}" for module, _, _ in _WHERE.values()},
+            "smem.formats": {f"smem.formats.{f.renderer.split(':')[0]}" for f in FORMATS.values()}}
+
+
 def test_the_package_imports_one_way():
     graph = import_graph()
+    for name, imported in registry_imports().items():
+        graph[name] |= imported
     assert "smem.loading.streamed" in graph["smem.loading"]  # (a lazy import is an edge)
+    assert {"smem.views.breakdown", "smem.formats.openmetrics"} <= graph["smem.views"] | graph["smem.formats"]
     assert cycles(graph) == []
 
 

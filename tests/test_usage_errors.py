@@ -68,6 +68,16 @@ def test_options_that_would_be_ignored_are_usage_errors(args, words):
     assert words in _usage_error(run_smem(*args))
 
 
+@pytest.mark.parametrize("chart", [["--pie", "nosuch"], ["--bar", "pid", "-c", "pid name"]])
+def test_a_chart_of_no_field_or_no_amount_is_refused_before_the_source_is_read(tmp_path, chart):
+    """Known before a byte is read (the view's columns): a bar chart of no memory column, as an
+    unknown field, is refused before the source is opened (a remote host's capture, a whole
+    machine's processes), not after."""
+    line = _usage_error(run_smem("-S", tmp_path / "nonexistent", *chart, "-o", tmp_path / "x.png"))
+    assert ("unknown field" in line if chart[0] == "--pie"
+            else "nothing to draw bars of: no memory column among the columns shown (pid name)" in line), line
+
+
 @pytest.mark.parametrize("args,line", [
     (["diff"], "smem: missing OLD: smem diff takes OLD [NEW] (see 'smem diff --help')"),
     (["diff", CAPTURE], f"smem: smem diff compares OLD and NEW, or the first and last frames of a recording: "

@@ -59,12 +59,32 @@ def test_the_commands_view_options_are_the_registrys():
     assert len(others) + len(view_flags()) == len(smem.cli.report.params)  # no flag's name taken twice
 
 
-def test_the_registry_is_the_only_list_of_view_flags():
-    """cli.py names no view flag: adding a view never edits it."""
-    text = (TESTS.parent / "smem" / "cli.py").read_text()
+@pytest.mark.parametrize("module", ["cli.py", "cli_options.py"])
+def test_the_registry_is_the_only_list_of_view_flags(module):
+    """The command line names no view flag, by its spelling or by the parameter click gives it
+    (what a view implies, as --shared-with --exact, is the view's trait): adding a view never
+    edits it."""
+    text = (TESTS.parent / "smem" / module).read_text()
     for flag in view_flags():
-        for decl in flag.decls:
-            assert not re.search(rf"""["']{re.escape(decl)}["']""", text), decl
+        for name in flag.decls + (flag.dest,):
+            assert not re.search(rf"""["']{re.escape(name)}["']""", text), name
+
+
+def test_nothing_outside_views_switches_on_a_views_name():
+    """A view's name is what outputs call it; what a layer does with a view follows its traits, so a
+    comparison of ``<...view...>.name`` outside smem/views/ is a view switched on by name."""
+    import ast
+    found = []
+    for path in (TESTS.parent / "smem").rglob("*.py"):
+        if "views" in path.relative_to(TESTS.parent / "smem").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in (node.left, *node.comparators):
+                    if (isinstance(side, ast.Attribute) and side.attr == "name"
+                            and "view" in ast.unparse(side.value).lower()):
+                        found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
 
 
 def test_smem_diff_offers_the_flags_of_the_views_it_can_compare():

@@ -101,7 +101,7 @@ def collector_paused():
 
     Loading allocates an object or two per mapping (30,000 on a busy desktop) and
     none of them form cycles, but every 700 allocations the collector walks the
-    young objects and, now and then, the whole growing heap: 3-4% of a report's time.
+    young objects and, now and then, the whole growing heap (docs/benchmarks.md).
     """
     if not gc.isenabled():
         yield

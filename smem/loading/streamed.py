@@ -71,9 +71,9 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
     return gathered.reading(source, meminfo, selection.selects)
 
 
-#: Walkers of a streamed archive at most: each decompresses all of it (about 200 of the 246 ms
-#: of a C smemcap capture of 1,500 processes), so only the parsing is shared; a third would
-#: save little wall time for another walk's CPU.
+#: Walkers of a streamed archive at most: each decompresses all of it (most of the time of
+#: loading a capture: docs/benchmarks.md, "Captures parsed by two walkers"), so only the parsing
+#: is shared; a third would save little wall time for another walk's CPU.
 MAX_WALKERS = 2
 
 

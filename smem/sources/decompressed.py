@@ -28,9 +28,8 @@ MAX_ZSTD_WINDOW = 1 << 27
 #: header (a long name, extended attributes) is some KiB.
 MAX_HEADER_BYTES = 16 << 20
 
-#: Decompressed data asked of the decompressor at a time, and at most read ahead of the members
-#: (a C smemcap capture of 1,510 processes, serial: 303 ms of CPU, 312 at 512 KiB, 338 at 256 KiB;
-#: the peak, 2 MiB more than at 256 KiB).
+#: Decompressed data asked of the decompressor at a time, and at most read ahead of the members:
+#: smaller costs CPU, larger memory (docs/benchmarks.md, "Captures parsed by two walkers").
 READ_AHEAD = 1 << 20
 
 
