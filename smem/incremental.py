@@ -166,7 +166,7 @@ class Refresher:
         first |= self._leaderless
         oldest = self._oldest(seen, first | grown, gap, now)
         first |= oldest
-        merged = self._ksm.moved(source, [pid for pid in seen if pid not in first], self._limits, self._page_kib)
+        merged = self._ksm.moved(source, seen, first, self._limits, self._page_kib)
         reasons["age"], reasons["ksm"] = len(oldest), len(merged)
         first |= merged
         sharers = self._sharers

@@ -34,10 +34,10 @@ class KsmChanges:
         self._pages = {}     # pid -> (merged pages, zero pages) as last read
         self._drift = {}     # pid -> KiB of pages merged or unmerged in all since its last read
 
-    def moved(self, source, pids, limits, page_kib):
-        """The pids of ``pids`` to read again for what KSM did since the last call: those whose
-        counts moved, and those with merged pages once what all merged or unmerged passes their
-        ``limits`` (KiB, by pid; smem.incremental's tolerance of each PSS)."""
+    def moved(self, source, pids, chosen, limits, page_kib):
+        """The pids of ``pids`` (but ``chosen``, read anyway) to read again for what KSM did since
+        the last call: those whose counts moved, and those with merged pages once what all merged
+        or unmerged passes their ``limits`` (KiB, by pid; smem.incremental's tolerance of each PSS)."""
         system = _system_counters(source)
         before, self._system = self._system, system
         if system is None or before is None or system == before or not page_kib:
@@ -49,7 +49,9 @@ class KsmChanges:
             if now is None:  # (gone, or no count kept: waits for max-staleness)
                 continue
             was = self._pages.get(pid)
-            self._pages[pid] = now
+            self._pages[pid] = now  # (a chosen one's too: its read has what KSM did)
+            if pid in chosen:
+                continue
             if now != was and (was is not None or any(now)):
                 moved.add(pid)
             elif any(now):
