@@ -143,16 +143,13 @@ def listed_dmabufs(source):
     if names:
         listed = {}
         for name in names:
-            try:
-                size = parse_dmabuf_size(source.read_sys(f"{DMABUF_SYSFS}/{name}/size"))
-            except OSError:
-                continue
+            raw = source.read_sys_optional(f"{DMABUF_SYSFS}/{name}/size")
+            size = parse_dmabuf_size(raw) if raw is not None else None
             if size is not None:
                 listed[int(name)] = size // 1024
         return listed
-    try:
-        data = source.read_sys(DMABUF_BUFINFO)
-    except OSError:
+    data = source.read_sys_optional(DMABUF_BUFINFO)
+    if data is None:
         return None
     return {inode: size // 1024 for inode, size in parse_dmabuf_bufinfo(data).items()}
 

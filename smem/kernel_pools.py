@@ -106,10 +106,8 @@ def _cgroup_zswap(source, cgroups):
         path = cgroup_memory_stat_path(cgroup)
         if path is None:
             continue
-        try:
-            counts = zswap_bytes(parse_memory_stat(source.read_sys(path)))
-        except OSError:
-            continue
+        raw = source.read_sys_optional(path)
+        counts = zswap_bytes(parse_memory_stat(raw)) if raw is not None else None
         if counts is not None:
             found[cgroup] = counts
     return found
@@ -124,17 +122,22 @@ def read_kernel_pools(source, cgroups: Iterable[str] = ()):
     for name in source.list_sys("block"):
         if not name.startswith("zram"):
             continue
+        raw = source.read_sys_optional(f"block/{name}/mm_stat")
         try:
-            stat = parse_mm_stat(source.read_sys(f"block/{name}/mm_stat"))
-        except (OSError, ValueError):
+            stat = parse_mm_stat(raw) if raw is not None else None
+        except ValueError:
+            stat = None
+        if stat is None:
             continue
         swap = name in swapping if swapping is not None else bool(stat.get("orig_data_size"))
         devices.append(ZramDevice(name, stat, swap))
     ksm = {}
     for name in KSM_FILES:
+        raw = source.read_sys_optional(f"kernel/mm/ksm/{name}")
         try:
-            ksm[name] = parse_ksm_value(source.read_sys(f"kernel/mm/ksm/{name}"))
-        except (OSError, ValueError):
+            if raw is not None:
+                ksm[name] = parse_ksm_value(raw)
+        except ValueError:
             continue
     zoneinfo = source.read_optional("zoneinfo")
     try:

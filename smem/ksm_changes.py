@@ -81,9 +81,10 @@ def _system_counters(source):
     """SYSTEM_COUNTERS (0 for one the kernel lacks), or None where there is no KSM."""
     values = []
     for name in SYSTEM_COUNTERS:
+        raw = source.read_sys_optional(f"kernel/mm/ksm/{name}")
         try:
-            values.append(parse_ksm_value(source.read_sys(f"kernel/mm/ksm/{name}")))
-        except (OSError, ValueError):
+            values.append(parse_ksm_value(raw) if raw is not None else None)
+        except ValueError:
             values.append(None)
     return None if values[0] is None else tuple(v or 0 for v in values)
 

@@ -34,11 +34,7 @@ def cgroup_pressure_path(cgroup):
     return None if path is None else path[:-len("memory.stat")] + "memory.pressure"
 
 
-def _read(read, path):
-    try:
-        data = read(path)
-    except OSError:
-        return None
+def _stalls(data):
     return parse_pressure(data) if data else None
 
 
@@ -46,10 +42,14 @@ def read_memory_pressure(source, cgroups=()) -> MemoryPressure:
     found = {}
     for cgroup in sorted(set(cgroups)):
         path = cgroup_pressure_path(cgroup)
-        stalls = _read(source.read_sys, path) if path is not None else None
+        stalls = _stalls(source.read_sys_optional(path)) if path is not None else None
         if stalls:
             found[cgroup] = stalls
-    return MemoryPressure(_read(source.read, SYSTEM_PRESSURE) or None, found)
+    try:  # (a kernel booted with psi=0 has the file and refuses its read: EOPNOTSUPP)
+        system = _stalls(source.read(SYSTEM_PRESSURE))
+    except OSError:
+        system = None
+    return MemoryPressure(system or None, found)
 
 
 def _figures(stall):

@@ -120,3 +120,25 @@ def _unreadable_as_nobody(tree):
     code = imported + AS_NOBODY + _UNREADABLE.format(tree=str(tree), pid=pid)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+class SysRefusing(FilesOfATree):
+    """A tree whose every /sys attribute refuses its read as a driver's may: with EIO, here that
+    of /proc/self/mem at offset 0 (no page mapped there)."""
+
+    def read_sys(self, path):
+        with open("/proc/self/mem", "rb") as f:
+            return f.read(16)
+
+
+def test_a_sys_attribute_refused_with_any_error_is_absent(tmp_path):
+    """/sys reads have one rule (sources/derived.read_sys_optional), not a try in each reader:
+    any OSError, EIO included, is the attribute's absence; the system view goes on without it."""
+    from smem.kernel_pools import read_kernel_pools
+    from smem.ksm_changes import KsmChanges
+    source = as_source(SysRefusing(_extract(tmp_path / "cap")))
+    with pytest.raises(OSError):
+        source.read_sys("kernel/mm/ksm/pages_sharing")
+    assert source.read_sys_optional("kernel/mm/ksm/pages_sharing") is None
+    assert read_kernel_pools(source).ksm == {}
+    assert KsmChanges().moved(source, source.pids(), set(), {}, 4) == set()

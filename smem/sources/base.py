@@ -198,6 +198,10 @@ class Source(abc.ABC):
         """Like :meth:`read`, but None where the file does not exist or cannot be read."""
         return derived.read_optional(self, path)
 
+    def read_sys_optional(self, path):
+        """Like :meth:`read_sys`, but None where the file cannot be had, whatever the error."""
+        return derived.read_sys_optional(self, path)
+
     def read_process(self, pid, name):
         """A file of process ``pid`` ("smaps"); ProcessGone if the process exited,
         ProcessUnreadable if it may not be read (smem.errors.translated)."""

@@ -24,6 +24,16 @@ def read_optional(source, path):
         raise
 
 
+def read_sys_optional(source, path):
+    """``source.read_sys(path)``, or None where it cannot be had.  Unlike a /proc file's, any
+    OSError is the file's absence: a /sys attribute is its driver's, which may refuse a read with
+    any errno (EIO, ENODEV, EINVAL, EOPNOTSUPP) while the rest of the machine reads fine."""
+    try:
+        return source.read_sys(path)
+    except OSError:
+        return None
+
+
 def read_at(source, path, offset, length):
     """``length`` bytes of ``path`` from ``offset``, for a source that can only read whole files."""
     return source.read(path)[offset:offset + length]
