@@ -225,6 +225,8 @@ _SIGNATURES = {
 
 def _holds_chart(fmt):
     signatures = _SIGNATURES.get(fmt, ())
+    if fmt == "png":  # a photo or a screenshot is a PNG too: a chart is one matplotlib wrote (its tEXt)
+        return lambda head: head.startswith(b"\x89PNG") and b"software\x00matplotlib" in head.lower()
     if fmt == "avif":  # an ISO media file: the brand follows the box size
         return lambda head: head[4:12] == b"ftypavif"
     if fmt == "webp":  # RIFF holds WAV and AVI too: the form type says which

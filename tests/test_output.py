@@ -128,6 +128,13 @@ def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(t
     wrong = tmp_path / "old.pdf"  # a png named .pdf is not a pdf chart
     wrong.write_bytes(png.read_bytes())
     assert "does not hold a pdf chart" in _one_error_line(run_smem(*PIE, "-o", wrong))
+    photo = tmp_path / "photo.png"  # a PNG, but no chart: one matplotlib did not write
+    from PIL import Image
+    Image.new("RGB", (4, 4), "red").save(photo)
+    kept = photo.read_bytes()
+    assert "does not hold a png chart" in _one_error_line(run_smem(*PIE, "-o", photo))
+    assert photo.read_bytes() == kept
+    assert run_smem(*PIE, "--force", "-o", photo).returncode == 0 and photo.read_bytes() != kept
     empty = tmp_path / "empty.png"  # made by mktemp or touch: nothing to lose
     empty.touch()
     assert run_smem(*PIE, "-o", empty).returncode == 0
