@@ -156,6 +156,36 @@ def test_two_signals_while_a_frame_is_indexed_stop_as_two():
         stop.pause()
 
 
+def test_a_signal_whose_stop_was_lost_in_a_finalizer_still_stops_the_recorder():
+    """A signal that lands in a __del__ (a held descriptor's, a generator the collector closes)
+    raises Stopped there, where Python prints "Exception ignored" and goes on: the recorder
+    recorded on, ignoring every later signal (a clean CI run hung 120 s on it).  check(), at
+    each frame, raises it again."""
+    from smem.recording.stopping import Stopped, StopSignals
+
+    class Finalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # (the handler runs between two instructions: here)
+                pass
+
+    import sys
+    lost_where_raised, hook = [], sys.unraisablehook  # (Python's "Exception ignored in ...")
+    sys.unraisablehook = lost_where_raised.append
+    try:
+        with StopSignals() as stop:
+            Finalized()
+            assert [type(u.exc_value) for u in lost_where_raised] == [Stopped]
+            with pytest.raises(Stopped) as lost:
+                stop.check()
+            assert lost.value.signum == signal.SIGINT
+            stop.resume()
+            stop.check()  # (met: nothing more to raise)
+            stop.pause()
+    finally:
+        sys.unraisablehook = hook
+
+
 def test_a_sigint_ignored_when_the_recorder_started_stays_ignored_and_sigterm_stops_it(tmp_path, pid_namespace):
     """A script's ``smem record ... &`` (a shell without job control), starts the recorder
     with SIGINT ignored: it stays ignored, as in any program, so ``kill -INT`` of such a recorder

@@ -52,6 +52,7 @@ def record_this_machine(path, interval=DEFAULT_INTERVAL, count=None, duration=No
                 _said_ignored(said, stop)
             slow_said = False
             for last in _schedule(interval, count, duration):
+                stop.check()  # (a signal whose Stopped was lost where it was raised stops it now)
                 # (the last of a --count or --duration run keeps its smaps too: the page and -m of
                 # the recording's end are then of its end, not of the key frame up to an hour before)
                 number, key, started = writer.next_number, writer.wants_smaps() or last, time.monotonic()

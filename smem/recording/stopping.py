@@ -14,6 +14,10 @@ named in the index and counted (raised there, it could leave a line cut short, o
 numbered but not counted, before the last frame's line: an index the reader refuses), raised
 as soon as that is done; and the stretch from one Stopped raised to :meth:`StopSignals.resume`
 (the last frame begun), so that a second signal cannot land in the handling of the first.
+
+Raised where it cannot leave (a ``__del__``, a generator closed by the collector: Python prints
+"Exception ignored" and goes on), Stopped would be lost, and the recorder record on for ever;
+:meth:`StopSignals.check`, at each frame, raises it again.
 """
 
 import contextlib
@@ -51,6 +55,7 @@ class StopSignals:
         self._holding = False
         self._paused = False
         self._pending = []  # (in the order received: two may come while one is held)
+        self._unhandled = None  # the signal of the latest Stopped raised, until resume() says it was met
         self._before = {}
         self.ignored = []  # (those left ignored)
 
@@ -79,7 +84,13 @@ class StopSignals:
 
     def _raise(self, signum):
         self._paused = True
+        self._unhandled = signum
         raise Stopped(signum)
+
+    def check(self):
+        """Raise again a Stopped that never reached the recorder (see the module's docstring)."""
+        if self._unhandled is not None:
+            self._raise(self._unhandled)
 
     def _release(self):
         if self._pending and not self._paused:
@@ -107,6 +118,7 @@ class StopSignals:
     def resume(self):
         """Signals raised again: the next received since the last was raised, now."""
         self._paused = False
+        self._unhandled = None
         self._release()
 
     def pause(self):
