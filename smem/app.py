@@ -19,16 +19,13 @@ from .loading import load_reading
 from .loading.process import SLOW_READ_SECONDS
 from .model import Derived, Snapshot
 from .selection import Selection, own_invocation
-from .options import ReportRequest
+from .options import LIVE, ReportRequest
 from .report import CONTROLS, make_table, selected_columns, sort_column, summed_uss_note
 from .sources import open_source
 from .sources.base import OWN_PID
 from .units import human
 from .views import VIEWS, needs_of
 from .views.columns import Sizing
-
-#: how smem diff names this machine now
-LIVE = "live"
 
 __all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "warning_kind", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
 

@@ -219,7 +219,7 @@ def diff(old, new, timeout, from_, to, **o):
     view = chosen_view(o)
     if _asked_field_help(o, view, compared=True):
         return
-    validate.diff(view, old=old, new=new, timeout=timeout, **o)
+    validate.diff(view, old=old, new=new, from_=from_, to=to, timeout=timeout, **o)
     if new is None:
         new, from_ = old, from_ or "first"
     _run(ReportRequest(query=query_from(o, view, source=new, old_source=old, timeout=timeout,

@@ -14,10 +14,12 @@ writes, and how often it reads.
 from typing import Callable, NamedTuple, Optional, Tuple
 
 __all__ = ["Query", "TableOptions", "ChartOptions", "SystemOptions", "WatchOptions", "ReportRequest",
-           "ServeOptions", "MAX_SECONDS", "DEFAULT_FORMAT"]
+           "ServeOptions", "MAX_SECONDS", "DEFAULT_FORMAT", "LIVE"]
 
 #: -F when not given: smem 1.5's table (a key of smem.formats.FORMATS)
 DEFAULT_FORMAT = "classic"
+#: how smem diff (and -S) names this machine now
+LIVE = "live"
 
 #: the longest time an option may give (an interval, a timeout, a staleness), seconds: 115 days;
 #: the timers it goes to overflow past about 9.2e9 (sleep, select, a socket's timeout)

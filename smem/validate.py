@@ -9,11 +9,12 @@ view registry (imported here, not at the command line's start: --help and comple
 """
 
 import os
+import stat
 
 from . import working_set
 from .compression import DEFAULT_WRITTEN
 from .errors import UsageError
-from .options import DEFAULT_FORMAT, MAX_SECONDS
+from .options import DEFAULT_FORMAT, LIVE, MAX_SECONDS
 
 __all__ = ["report", "diff", "capture", "html", "record", "serve"]
 
@@ -24,6 +25,7 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
     and against ``view`` (the name the view flags chose)."""
     _chart(pie, bar, output, force, fmt)
     _over_tcp(timeout, (source,), "-S tcp://HOST:PORT")
+    _frame_chosen(source, at, "--at")
     watching = _watch(interval, count, delta, speed, all_frames, max_staleness)
     chosen = _registered(view)
     _takes_selection(chosen, **selection)
@@ -44,18 +46,40 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
         raise UsageError("--exact accounts processes: use it with the process, -u, -g or --cgroup views")
 
 
-def diff(view, *, old, new, timeout=None, **selection):
-    """smem diff: OLD alone is a recording, and ``view`` (as the view flags chose it) has rows to
-    match between two readings."""
+def diff(view, *, old, new, from_=None, to=None, timeout=None, **selection):
+    """smem diff: OLD alone is a recording, --from and --to choose frames of recordings, and
+    ``view`` (as the view flags chose it) has rows to match between two readings."""
     _over_tcp(timeout, (old, new), "OLD or NEW tcp://HOST:PORT")
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
             raise UsageError(_not_a_recording(str(old)))
+    _frame_chosen(old, from_, "--from")
+    _frame_chosen(old if new is None else new, to, "--to")
     chosen = _registered(view)
     _comparable(chosen, False, "smem diff")
     from .views.diff import diff_view
     _takes_selection(diff_view(chosen), **selection)
+
+
+def _frame_chosen(source, at, option):
+    """--at (smem diff's --from and --to) chooses a frame: of a recording, a directory holding its
+    index; not of this machine, a stream or a capture.  A path that cannot be read is left to the
+    source, which says why."""
+    if at is None:
+        return
+    if source is None or source in ("", "-", LIVE) or "://" in source:
+        raise UsageError(f"{option} chooses a frame of a recording: use it with "
+                         + ("-S RECORDING" if option == "--at" else "a recording"))
+    from .sources.recorded import is_recording
+    if is_recording(source):
+        return
+    try:
+        mode = os.stat(source).st_mode
+    except (OSError, ValueError):  # (ValueError: a NUL in the path, which the source refuses)
+        return
+    kind = "a capture directory" if stat.S_ISDIR(mode) else "a capture"
+    raise UsageError(f"{option} chooses a frame of a recording: {source} is {kind}")
 
 
 def _over_tcp(timeout, sources, how):

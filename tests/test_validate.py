@@ -9,6 +9,7 @@ import pytest
 from conftest import FIXTURES, run_smem
 
 CAPTURE = str(FIXTURES / "captures" / "faithful.tar.gz")
+CAPTURE_DIR = str(FIXTURES / "cgroup2_zswap" / "capture")
 WATCH_ONLY = "is for watch mode: use it with --interval SECONDS"
 TCP_ONLY = "--timeout bounds a sender over TCP: use it with --listen"
 FORCE_NEEDS_O = "--force lets -o replace a file: use it with -o"
@@ -70,6 +71,11 @@ def _refused(*args):
     (["--bar", "pid", "-F", "csv", "-o", "x.png"], "-F csv formats a table, and --pie and --bar draw a chart: "
      "choose one (-o FILE.png, .svg or .pdf chooses the chart's format)"),
     (["-m", "--exact"], "--exact accounts processes: use it with the process, -u, -g or --cgroup views"),
+    (["--at", "1"], "--at chooses a frame of a recording: use it with -S RECORDING"),
+    (["--at", "1", "-S", "-"], "--at chooses a frame of a recording: use it with -S RECORDING"),
+    (["--at", "1", "-S", "ssh://box"], "--at chooses a frame of a recording: use it with -S RECORDING"),
+    (["--at", "1", "-S", CAPTURE], f"--at chooses a frame of a recording: {CAPTURE} is a capture"),
+    (["--at", "1", "-S", CAPTURE_DIR], f"--at chooses a frame of a recording: {CAPTURE_DIR} is a capture directory"),
 ])
 def test_report_rules(args, said):
     if "--wss" in args and "-S" not in args and "nan" not in args and os.geteuid() != 0:
@@ -94,6 +100,9 @@ def test_playback_rules(recording, args, said):
     ([CAPTURE, CAPTURE, "--breakdown"], "--breakdown accounts for all of MemTotal: use it with -w"),
     ([CAPTURE, CAPTURE, "--shm", "-U", "x"],
      "the shared memory: changes view attributes memory to every process: it takes no -U"),
+    ([CAPTURE, "live", "--from", "1"], f"--from chooses a frame of a recording: {CAPTURE} is a capture"),
+    ([CAPTURE, "live", "--to", "1"], "--to chooses a frame of a recording: use it with a recording"),
+    ([CAPTURE_DIR, CAPTURE, "--from", "1"], f"--from chooses a frame of a recording: {CAPTURE_DIR} is a capture directory"),
 ])
 def test_diff_rules(args, said):
     assert _refused("diff", *args) == f"smem: {said}"

@@ -28,14 +28,12 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
     report that wants of smaps only the PSS split, where its rollups carry it (Linux 5.9+).
     ``streamed=True``: an
     archive is an ArchiveStream, a StreamedSource read once, process by process, by whoever loads
-    it (its each_process), else an ArchiveSource read whole as it is opened.  ``at_option``: the
-    option that gave ``at`` (--at; smem diff's --from, --to), which an error names.  ``said``: called
+    it (its each_process), else an ArchiveSource read whole as it is opened.  ``at`` is given only
+    with a recording (smem.validate's rule); ``at_option``: the option that gave it (--at; smem
+    diff's --from, --to), which an error about its value names.  ``said``: called
     with a line while a source waits (tcp://: where it listens), for the caller to show; a source
     prints nothing itself.
     """
-    if at is not None and (spec is None or spec == "" or spec in ("-",) or "://" in spec):
-        raise UsageError(f"{at_option} chooses a frame of a recording: use it with "
-                         + ("-S RECORDING" if at_option == "--at" else "a recording"))
     if spec is None or spec == "":
         return LiveSource()
     from .archive import ArchiveSource  # decompressors: only for captures
@@ -63,11 +61,7 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
         if is_recording(spec):
             return open_recording(spec, at, per_mapping, streamed,
                                   per_mapping if every_mapping is None else every_mapping, at_option)
-        if at is not None:
-            raise UsageError(f"{at_option} chooses a frame of a recording: {spec} is a capture directory")
         return DirectorySource(spec)
-    if at is not None:
-        raise UsageError(f"{at_option} chooses a frame of a recording: {spec} is a capture")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # refused unopened: opening may block or act
         raise SourceError(f"{spec}: not a capture file (a device or socket)")
     name = spec  # errors name the file as the user gave it
