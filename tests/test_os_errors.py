@@ -15,14 +15,15 @@ from smem.errors import ProcessGone, ProcessUnreadable
 from smem.loading.process import read_identity
 from smem.selection import Selection
 from smem.sources import LiveSource, open_source
-from smem.sources.base import as_source
+from smem.sources.base import Source
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class FilesOfATree:
-    """A source in four methods, as a new one (a recording, a peer) is written: files of a tree."""
+class FilesOfATree(Source):
+    """A source in four methods, as a new one is written: files of a tree; every other member is
+    Source's default or derived from these."""
 
     def __init__(self, root):
         self.root = root
@@ -62,7 +63,7 @@ def test_a_vanished_process_is_gone_through_every_source(tmp_path):
                "directory": (open_source(str(tree)), pid),
                "tree": (LiveSource(str(tmp_path), local=False, proc=str(tree)), pid),
                "archive": (open_source(str(CAPTURE)), missing),
-               "four methods": (as_source(FilesOfATree(str(tree))), pid)}
+               "four methods": (FilesOfATree(str(tree)), pid)}
     for kind, (source, gone) in sources.items():
         with pytest.raises(ProcessGone):
             source.read_process(gone, "smaps")
@@ -90,11 +91,10 @@ def test_a_vanished_process_is_skipped_not_shown_as_unknown(tmp_path):
 _UNREADABLE = """
 from smem.errors import ProcessUnreadable
 from smem.sources import LiveSource, open_source
-from smem.sources.base import as_source
 from test_os_errors import FilesOfATree
 tree, pid = {tree!r}, {pid}
 for kind, source, target in (("live", LiveSource(), 1), ("directory", open_source(tree), pid),
-                             ("four methods", as_source(FilesOfATree(tree)), pid)):
+                             ("four methods", FilesOfATree(tree), pid)):
     try:
         source.read_process(target, "smaps")
         sys.exit(kind + ": read")
@@ -136,7 +136,7 @@ def test_a_sys_attribute_refused_with_any_error_is_absent(tmp_path):
     any OSError, EIO included, is the attribute's absence; the system view goes on without it."""
     from smem.kernel_pools import read_kernel_pools
     from smem.ksm_changes import KsmChanges
-    source = as_source(SysRefusing(_extract(tmp_path / "cap")))
+    source = SysRefusing(_extract(tmp_path / "cap"))
     with pytest.raises(OSError):
         source.read_sys("kernel/mm/ksm/pages_sharing")
     assert source.read_sys_optional("kernel/mm/ksm/pages_sharing") is None

@@ -6,17 +6,16 @@ the page size).  It knows nothing of smaps or meminfo formats: parsing is the
 parsers' job.  Missing files raise ``FileNotFoundError`` and unreadable ones
 ``PermissionError``, exactly as the live /proc does, so smem.errors maps them
 to smem's own exceptions in one place whatever the source.  A source implements
-four primitives (:class:`Primitives`); the rest is derived (derived.py) or an
-optional capability with a default.
+four primitives (smem 1.5's sources had four too); the rest is derived (derived.py)
+or an optional capability with a default, as collections.abc's mixin methods are.
 """
 
 import abc
-import typing
 
 from . import derived
 from .machine import Machine
 
-__all__ = ["Source", "Primitives", "as_source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
+__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
            "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "StreamedSource", "NeedHeld",
            "KERNEL_CONFIG_MEMBER"]
 
@@ -69,31 +68,13 @@ class NeedHeld(Exception):
     tarfile reads it): the caller reads it whole (``source.held()``) and loads from that."""
 
 
-@typing.runtime_checkable
-class Primitives(typing.Protocol):
-    """The four things a source must do (smem 1.5's sources had four too); everything else is
-    derived from them (sources/derived.py) or an optional capability with a default
-    (:class:`Source`).  Errors: a missing file raises FileNotFoundError (or another OSError of
-    errors.GONE_ERRNOS), an unreadable one PermissionError, as the live /proc does; smem.errors
-    translates them in one place."""
-
-    def pids(self):
-        """The numeric process ids present, in ascending order."""
-
-    def read(self, path):
-        """The whole content of ``path`` (relative to the proc root: "meminfo", "1234/smaps") as bytes."""
-
-    def owner(self, pid):
-        """The uid owning the process, or None if unknown."""
-
-    def facts(self):
-        """The machine's facts as capture-info strings (``pagesize``, ``kernel``, ...); {} if none."""
-
-
 class Source(abc.ABC):
-    """A source: the :class:`Primitives` (pids, read, owner, facts), the optional capabilities
-    below with their defaults, and the derived methods (sources/derived.py), which no source
-    overrides.  :func:`as_source` makes one of any object that has the primitives."""
+    """A source: four primitives (pids, read, owner, facts), the optional capabilities below
+    with their defaults, and the derived methods (sources/derived.py), which no source
+    overrides.  A new source subclasses it and writes the primitives; that is all it must do.
+    Errors: a missing file raises FileNotFoundError (or another OSError of errors.GONE_ERRNOS),
+    an unreadable one PermissionError, as the live /proc does; smem.errors translates them in
+    one place."""
 
     # -- the primitives ---------------------------------------------------------------------------
 
@@ -103,14 +84,14 @@ class Source(abc.ABC):
 
     @abc.abstractmethod
     def read(self, path):
-        """The whole content of ``path`` (relative to the proc root) as bytes."""
+        """The whole content of ``path`` (relative to the proc root: "meminfo", "1234/smaps") as bytes."""
 
     @abc.abstractmethod
     def owner(self, pid):
         """The uid owning the process, or None if unknown."""
 
     def facts(self):
-        """The machine's facts as capture-info strings (``pagesize``, ``kernel``, ...)."""
+        """The machine's facts as capture-info strings (``pagesize``, ``kernel``, ...); {} if none."""
         return {}
 
     # -- optional capabilities, with their defaults ------------------------------------------------
@@ -226,41 +207,6 @@ class Source(abc.ABC):
     def machine(self) -> Machine:
         """The machine the data came from (page size, kernel, host, time); read once."""
         return derived.machine_of(self)
-
-
-#: the optional capabilities :func:`as_source` takes from the object it wraps, where it has them
-_OPTIONAL = ("facts", "user_name", "read_at", "open_process", "firmware_memmap", "boot_log", "shmem_inventory", "device_fdinfo",
-             "kernel_config", "read_sys", "list_sys", "close", "local", "capabilities", "prefer_rollup", "description")
-
-
-def as_source(primitives):
-    """A :class:`Source` of any object with the :class:`Primitives` (a recording, a peer over TCP):
-    it passes as is if it is one already, else it is wrapped, taking the optional capabilities the
-    object has and the defaults for the rest."""
-    if isinstance(primitives, Source):
-        return primitives
-    if not isinstance(primitives, Primitives):
-        raise TypeError(f"{type(primitives).__name__} lacks a source's primitives (pids, read, owner, facts)")
-    return _Wrapped(primitives)
-
-
-class _Wrapped(Source):
-    """A Source over an object with the primitives: its members first, the defaults after."""
-
-    def __init__(self, inner):
-        self._inner = inner
-        for name in _OPTIONAL:
-            if hasattr(inner, name):
-                self.__dict__[name] = getattr(inner, name)
-
-    def pids(self):
-        return self._inner.pids()
-
-    def read(self, path):
-        return self._inner.read(path)
-
-    def owner(self, pid):
-        return self._inner.owner(pid)
 
 
 class StreamedSource(Source):

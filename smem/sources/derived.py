@@ -1,7 +1,7 @@
 """What every source offers, derived from its primitives alone: the one shared layer.
 
-A source implements the primitives (:class:`~smem.sources.base.Primitives`: its pids, a file's
-bytes, a pid's owner, the machine's facts) and, where it can, the optional capabilities
+A source implements the primitives (:class:`~smem.sources.base.Source`'s abstract methods: its
+pids, a file's bytes, a pid's owner; and the machine's facts) and, where it can, the optional capabilities
 :class:`~smem.sources.base.Source` declares with defaults.  Everything else is here, once, as
 functions of any source: an optional read, a process's file with its OS errors translated
 (smem.errors.translated, the one place they become smem's), the owner read from a status file,
