@@ -16,6 +16,12 @@ read again.  One whose counts did not but that has merged pages shares KSM pages
 have joined or left, each moving its share of one page by less than that page: it is read again
 once the pages merged and unmerged in all since its last read pass its tolerance.  A kernel
 before 5.19 says no process's count: its figures wait for ``--max-staleness``.
+
+Only processes ksmd may scan are asked each time: ``ksm_stat`` (6.1+) says whether it does
+(``ksm_rmap_items``, and ``ksm_mergeable``/``ksm_merge_any``, 6.8+).  One that said no is asked
+again once it is read again (it ran: it may have given ksmd a region since), and a region
+given by one that neither faults nor grows after waits, as any unseen change does, for its
+next read by age.
 """
 
 from .parsers.ksm import parse_ksm_stat, parse_ksm_value
@@ -33,6 +39,7 @@ class KsmChanges:
         self._system = None  # SYSTEM_COUNTERS at the last collection (None: not read, or no KSM)
         self._pages = {}     # pid -> (merged pages, zero pages) as last read
         self._drift = {}     # pid -> KiB of pages merged or unmerged in all since its last read
+        self._unscanned = set()  # pids ksmd did not scan when last asked, and not read since
 
     def moved(self, source, pids, chosen, limits, page_kib):
         """The pids of ``pids`` (but ``chosen``, read anyway) to read again for what KSM did since
@@ -44,8 +51,13 @@ class KsmChanges:
             return set()
         merged = sum(abs(now - was) for now, was in zip(system, before)) * page_kib
         moved = set()
+        unscanned = self._unscanned
         for pid in pids:
-            now = _process_pages(source, pid)
+            if pid in unscanned:
+                continue
+            now, scanned = _process_pages(source, pid)
+            if not scanned:
+                unscanned.add(pid)
             if now is None:  # (gone, or no count kept: waits for max-staleness)
                 continue
             was = self._pages.get(pid)
@@ -66,15 +78,18 @@ class KsmChanges:
         """``pids`` were read: what KSM did before is in their figures."""
         for pid in pids:
             self._drift.pop(pid, None)
+        self._unscanned.difference_update(pids)
 
     def forget(self, pid):
         self._pages.pop(pid, None)
         self._drift.pop(pid, None)
+        self._unscanned.discard(pid)
 
     def clear(self):
         self._system = None
         self._pages.clear()
         self._drift.clear()
+        self._unscanned.clear()
 
 
 def _system_counters(source):
@@ -89,9 +104,17 @@ def _system_counters(source):
     return None if values[0] is None else tuple(v or 0 for v in values)
 
 
+#: ksm_stat's words that ksmd may scan the process: its regions given to KSM (6.8+)
+_GIVEN = ("ksm_mergeable", "ksm_merge_any")
+
+
 def _process_pages(source, pid):
-    """(pages merged, pages merged into the zero page) of ``pid``, or None where unknown."""
+    """((pages merged, pages merged into the zero page), whether ksmd may scan it) of ``pid``;
+    (None, True) where its count is unknown.  Where ksm_stat does not say (before 6.1), it may;
+    where it is empty the process has no address space (a kernel thread, a zombie) and never will."""
     raw = source.read_optional(f"{pid}/ksm_stat")
+    if raw == b"":
+        return None, False
     try:
         stat = parse_ksm_stat(raw) if raw else {}
     except ValueError:
@@ -104,6 +127,10 @@ def _process_pages(source, pid):
         except ValueError:
             merging = None
     if merging is None:
-        return None
+        return None, True
     zero = stat.get("ksm_zero_pages")
-    return merging, zero if isinstance(zero, int) else 0
+    pages = merging, zero if isinstance(zero, int) else 0
+    rmap_items = stat.get("ksm_rmap_items")
+    scanned = (not isinstance(rmap_items, int) or rmap_items > 0 or any(pages)
+               or any(stat.get(word) not in (None, "no") for word in _GIVEN))
+    return pages, scanned
