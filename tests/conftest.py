@@ -38,7 +38,7 @@ import pytest
 import smem.cli
 import smem.report
 
-from page_browser import _blank_when_done, browser  # noqa: F401 (fixtures: one browser a worker)
+from page_browser import _blank_when_done, _chromium, browser  # noqa: F401 (fixtures: one browser a worker)
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"

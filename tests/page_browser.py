@@ -21,28 +21,66 @@ CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 # ------------------------------------------------------------------ in a browser
 
-@pytest.fixture(scope="session")
-def browser():
-    if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("chromium and chromium-driver are not installed")
-    webdriver = pytest.importorskip("selenium.webdriver")
+class _Chromium:
+    """The worker's one chromium, started again where it died: a crashed browser (or renderer:
+    "tab crashed") would fail every later page test of the worker, not the one it crashed in."""
+
+    def __init__(self):
+        self.where = tempfile.mkdtemp(prefix="smem-chromium-")
+        self.driver = None
+
+    def live(self):
+        from selenium.common.exceptions import WebDriverException
+        if self.driver is not None:
+            try:
+                self.driver.execute_script("return 1")
+                return self.driver
+            except WebDriverException:
+                self.quit()
+        self.driver = _started(os.path.join(self.where, "profile"))
+        self.driver.smem_page_file = os.path.join(self.where, "page.html")  # where _open_file shows every page
+        return self.driver
+
+    def quit(self):
+        driver, self.driver = self.driver, None
+        if driver is not None:
+            try:
+                driver.quit()
+            except Exception:  # (a browser that died: its driver may be gone too)
+                pass
+
+
+def _started(profile):
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    where = tempfile.mkdtemp(prefix="smem-chromium-")
-    profile = os.path.join(where, "profile")
+    shutil.rmtree(profile, ignore_errors=True)  # (a dead one's profile is locked)
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1400,1200", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.smem_page_file = os.path.join(where, "page.html")  # where _open_file shows every page
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@pytest.fixture(scope="session")
+def _chromium():
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("chromium and chromium-driver are not installed")
+    pytest.importorskip("selenium.webdriver")
+    chromium = _Chromium()
     try:
-        yield driver
+        yield chromium
     finally:
-        driver.quit()
-        shutil.rmtree(where, ignore_errors=True)
+        chromium.quit()
+        shutil.rmtree(chromium.where, ignore_errors=True)
+
+
+@pytest.fixture
+def browser(_chromium):
+    """The worker's chromium, alive."""
+    return _chromium.live()
 
 
 @pytest.fixture(autouse=True)
@@ -52,10 +90,15 @@ def _blank_when_done(request):
     yield
     if "browser" in request.fixturenames:
         try:
-            browser = request.getfixturevalue("browser")
+            chromium = request.getfixturevalue("_chromium")
         except pytest.skip.Exception:  # no chromium: the test was skipped
             return
-        browser.get("about:blank")
+        if chromium.driver is not None:
+            from selenium.common.exceptions import WebDriverException
+            try:
+                chromium.driver.get("about:blank")
+            except WebDriverException:  # (it died: the next test starts another)
+                pass
 
 
 def _open(browser, url):

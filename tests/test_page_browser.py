@@ -1,0 +1,43 @@
+"""The page tests' browser (page_browser.py): a chromium that died is started again for the next
+test, so one crash fails one test, not every later page test of the worker."""
+
+import os
+import signal
+import time
+
+import pytest
+
+pytestmark = pytest.mark.xdist_group("page")
+
+
+def _children(pid):
+    """The pids whose parent is ``pid`` (from /proc: chromedriver's chromium)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rpartition(b")")[2].split()[1]) == pid:
+                found.append(int(name))
+    return found
+
+
+def test_a_chromium_that_died_is_started_again(_chromium):
+    driver = _chromium.live()
+    assert driver.execute_script("return 6 * 7") == 42
+    browsers = _children(driver.service.process.pid)
+    assert browsers, "chromedriver started no chromium"
+    for pid in browsers:
+        os.kill(pid, signal.SIGKILL)
+    for pid in browsers:  # (gone, and reaped by chromedriver)
+        for _ in range(200):
+            if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat", "rb").read().split(b") ")[1][:1] == b"Z":
+                break
+            time.sleep(0.05)
+    again = _chromium.live()
+    assert again is not driver
+    assert again.execute_script("return 6 * 7") == 42
+    assert _chromium.live() is again  # (alive: kept)
