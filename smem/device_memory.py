@@ -11,7 +11,9 @@ Per client and region the driver prints resident memory and, of its buffers, tho
 with other clients (``drm-shared-``, counted whether resident or not).  A process's ``gpu`` is
 its share of what is resident and its client's own: resident less shared (at least 0),
 split as above; ``gpushared`` is the shared memory of its clients, in full (no less than
-resident, at most), since the other clients a buffer is shared with are not named.  A region
+resident, at most), since the other clients a buffer is shared with are not named.  A group of
+processes (a user, a program, a cgroup) adds its members' split parts and counts each client's
+shared memory once, however many of them hold the client.  A region
 or client without the keys is absent: ``None``, never 0.
 
 A dma-buf (a buffer shared between devices and processes, Documentation/driver-api/dma-buf.rst)
@@ -30,7 +32,7 @@ from .parsers.dmabuf_fdinfo import parse_dmabuf_fdinfo
 from .parsers.drm_fdinfo import parse_drm_fdinfo
 from .parsers.maps import dmabuf_mappings
 
-__all__ = ["DeviceHandles", "DeviceShare", "DeviceMemory", "read_device_handles", "device_memory",
+__all__ = ["DeviceHandles", "Held", "DeviceShare", "DeviceMemory", "read_device_handles", "device_memory",
            "device_shares", "REGION_KINDS", "region_kind", "sum_shares", "DMABUF_SYSFS", "DMABUF_BUFINFO"]
 
 #: the kernel's lists of every dma-buf (/sys paths): sysfs statistics, debugfs
@@ -91,13 +93,27 @@ def read_device_handles(source, pid, maps_dmabuf=True) -> Optional[DeviceHandles
     return DeviceHandles(tuple(clients), tuple(dmabufs), mapped)
 
 
+class Held(NamedTuple):
+    """What one holder has of one client or dma-buf, KiB unrounded; None where nothing says.
+    The split parts (``own``, ``regions``, ``dmabuf``: 1/k each) add up over a group's holders;
+    ``shared``, in full, counts once however many of them hold the client."""
+
+    own: Optional[float] = None
+    regions: Dict[str, float] = {}
+    shared: Optional[int] = None
+    dmabuf: Optional[float] = None
+
+
 class DeviceShare(NamedTuple):
-    """A process's (or a group's) device memory, KiB; None where nothing says."""
+    """A process's (or a group's) device memory, KiB; None where nothing says.  ``held``:
+    ((key, Held), ...) of each client ("drm", ...) and dma-buf ("dmabuf", inode) it holds, a key
+    once per holder: what :func:`sum_shares` adds a group up from."""
 
     gpu: Optional[int] = None
     gpushared: Optional[int] = None
     regions: Dict[str, int] = {}    # region kind -> its own share, KiB
     dmabuf: Optional[int] = None
+    held: Tuple = ()
 
     def region(self, kind):
         return self.regions.get(kind)
@@ -191,34 +207,56 @@ def device_shares(processes, listed=None):
     for clients in mine.values():
         for key in clients:
             holders[key] = holders.get(key, 0) + 1
-    shares = {}
-    dmabuf = {}
+    held = {pid: [(("drm", key), _client_held(client, holders[key])) for key, client in clients.items()]
+            for pid, clients in mine.items()}
     for p in processes:
         if p.devices is not None:
             inodes = {b.inode for _, b in p.devices.dmabufs} | {inode for inode, _ in p.devices.mapped}
-            if inodes:
-                dmabuf[p.pid] = _kib(sum(sizes[i] / buffer_holders[i] for i in inodes))
-    for pid, clients in mine.items():
-        own = shared = None
-        regions = {}
-        for key, client in clients.items():
-            k = holders[key]
-            for name, region in client.regions.items():
-                if region.resident is None:
-                    continue
-                in_common = min(region.shared, region.resident) if region.shared is not None else 0
-                part = (region.resident - in_common) / k
-                own = (own or 0) + part
-                kind = region_kind(name)
-                if kind is not None:
-                    regions[kind] = regions.get(kind, 0) + part
-                if region.shared is not None:
-                    shared = (shared or 0) + in_common
-        if own is not None or shared is not None:
-            shares[pid] = DeviceShare(_kib(own), shared, {k: _kib(v) for k, v in regions.items()})
-    for pid, kib in dmabuf.items():
-        shares[pid] = shares.get(pid, DeviceShare())._replace(dmabuf=kib)
+            held.setdefault(p.pid, []).extend((("dmabuf", i), Held(dmabuf=sizes[i] / buffer_holders[i]))
+                                              for i in sorted(inodes))
+    shares = {}
+    for pid, items in held.items():
+        items = [(key, h) for key, h in items if h != Held()]
+        if items:
+            shares[pid] = _share(items)
     return shares, sizes
+
+
+def _client_held(client, k):
+    """A holder's Held of ``client``, held by ``k`` processes: resident less shared (at least 0)
+    split 1/k, by region kind too; shared (no more than resident) in full."""
+    own = shared = None
+    regions = {}
+    for name, region in client.regions.items():
+        if region.resident is None:
+            continue
+        in_common = min(region.shared, region.resident) if region.shared is not None else 0
+        part = (region.resident - in_common) / k
+        own = (own or 0) + part
+        kind = region_kind(name)
+        if kind is not None:
+            regions[kind] = regions.get(kind, 0) + part
+        if region.shared is not None:
+            shared = (shared or 0) + in_common
+    return Held(own, regions, shared)
+
+
+def _share(held):
+    """The DeviceShare of ``held`` ((key, Held), ...): the split parts added, each client's shared
+    memory once (a key held by several of a group's processes is one client)."""
+    own = dmabuf = shared = None
+    regions, seen = {}, set()
+    for key, h in held:
+        if h.own is not None:
+            own = (own or 0) + h.own
+        for kind, part in h.regions.items():
+            regions[kind] = regions.get(kind, 0) + part
+        if h.dmabuf is not None:
+            dmabuf = (dmabuf or 0) + h.dmabuf
+        if h.shared is not None and key not in seen:
+            shared = (shared or 0) + h.shared
+        seen.add(key)
+    return DeviceShare(_kib(own), shared, {k: _kib(v) for k, v in regions.items()}, _kib(dmabuf), tuple(held))
 
 
 def _kib(value):
@@ -226,17 +264,10 @@ def _kib(value):
 
 
 def sum_shares(shares):
-    """One DeviceShare of several (a group's members'); None where none of them has one."""
+    """One DeviceShare of several (a group's members'); None where none of them has one.  The
+    parts split 1/k add up (unrounded, so a group of all a buffer's holders has all of it); a
+    client's shared memory, in full, counts once however many members hold the client."""
     shares = [s for s in shares if s is not None]
     if not shares:
         return None
-
-    def total(field):
-        values = [getattr(s, field) for s in shares if getattr(s, field) is not None]
-        return sum(values) if values else None
-
-    regions = {}
-    for share in shares:
-        for kind, value in share.regions.items():
-            regions[kind] = regions.get(kind, 0) + value
-    return DeviceShare(total("gpu"), total("gpushared"), regions, total("dmabuf"))
+    return _share([item for share in shares for item in share.held])

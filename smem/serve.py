@@ -52,9 +52,11 @@ __all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "TE
 COMPANIONS = ("program", "user", "cgroup", "system")
 
 #: beyond each view's default columns (swap uss pss rss, the count; -w's used cache noncache): the
-#: proportional swap, GPU memory (read from the fds of every process: DRM clients, dma-bufs) and
-#: the CPU each used since the scrape before (the first: since it started)
-EXTRA_COLUMNS = ("swappss", "gpu", "gpushared", "dmabuf", "cpu")
+#: proportional swap, GPU memory (read from the fds of every process: DRM clients, dma-bufs),
+#: the CPU each used since the scrape before (the first: since it started) and a cgroup's memory
+#: pressure as the counters of its stall time (two series a cgroup; rate() of them gives the share
+#: of time stalled over any window, which the six avg columns would add as six more series each)
+EXTRA_COLUMNS = ("swappss", "gpu", "gpushared", "dmabuf", "cpu", "somestall", "fullstall")
 
 #: HELP texts said more exactly for what smem serve exports than the columns' help, which speaks of
 #: reports, watch mode and smem diff too

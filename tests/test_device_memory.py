@@ -73,6 +73,45 @@ def test_groups_add_their_processes_shares():
     assert sum(r["gpu"] for r in users if r["gpu"] is not None) == AMDGPU_OWN // 2 * 2 + (109 << 10) + 10260
 
 
+def _one_program(tmp_path):
+    """The tree with 101 (game, holding amdgpu client 30 beside 100) renamed compositor: one
+    program of two processes holding one client."""
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    for name in ("stat", "status", "cmdline", "smaps"):
+        path = tree / "101" / name
+        path.write_bytes(path.read_bytes().replace(b"game", b"compositor"))
+    return tree
+
+
+def test_a_group_counts_a_shared_client_once_and_adds_the_split_parts(tmp_path):
+    """100 and 101 hold amdgpu client 30, whose 13584 KiB shared with other clients each shows in
+    full: a group holding it through both counted it twice (the user's GPUShared 43552, so too
+    its OpenMetrics gauge).  Its split parts (gpu, the regions, dma-buf 180 split in three) add up
+    unrounded: the user of all three holders has all 16 KiB of the buffer, not 3 x 5."""
+    once = 13584 + (16 << 10)  # client 30 and i915 client 18 (102)
+    for args, columns in ((("-u",), "user"), (("--cgroup",), "cgroup")):
+        (row,) = _rows(TREE, *args, columns=columns + " gpu gpushared gpuvram dmabuf")["rows"]
+        assert row["gpushared"] == once, args
+        assert row["gpu"] == AMDGPU_OWN + (109 << 10) + 10260 and row["gpuvram"] == AMDGPU_OWN_VRAM + 2068
+        assert row["dmabuf"] == 16
+    programs = {r["name"]: r for r in _rows(_one_program(tmp_path), "-g", columns="name count gpu gpushared")["rows"]}
+    assert programs["compositor"] == {"name": "compositor", "count": 2, "gpu": AMDGPU_OWN, "gpushared": 13584}
+    res = run_smem("-S", str(TREE), "-u", "-c", "user gpushared", "-F", "openmetrics")
+    (sample,) = [l for l in res.stdout.decode().splitlines() if l.startswith("smem_user_gpushared_bytes{")]
+    assert sample.endswith(f" {once * 1024}"), sample
+
+
+def test_a_process_total_adds_each_rows_shared_memory_as_rss_total_does():
+    """-t of the process view sums the column as shown (smem 1.5's totals: RSS's counts a shared
+    page once per row), and the help says so; the user view's row counts the client once."""
+    document = _rows(TREE, "-t", columns="pid gpushared")
+    assert document["totals"]["gpushared"] == 2 * 13584 + (16 << 10)
+    help_text = run_smem("-c", "help").stdout.decode()
+    (line,) = [l for l in help_text.splitlines() if l.split()[:1] == ["gpushared"]]
+    assert "once" in line and "-t" in line, line
+
+
 def test_the_table_shows_a_dash_and_openmetrics_leaves_absent_out():
     res = run_smem("-S", str(TREE), "-c", "pid gpu gpushared", "-s", "pid")
     lines = res.stdout.decode().splitlines()

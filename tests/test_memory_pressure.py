@@ -115,6 +115,56 @@ def test_openmetrics_gauges(tree):
     assert "# TYPE smem_memory_pressure_stall_seconds counter" in text  # (a total since boot: rate() takes it)
 
 
+def test_the_cgroup_view_has_each_cgroups_stall_time(tree):
+    rows = {r["cgroup"]: r for r in _json("-S", str(tree), "--cgroup", "-c", "cgroup somestall fullstall")["rows"]}
+    # the recorded memory.pressure's totals, microseconds, as seconds
+    assert (rows[f"/{CGROUP}"]["somestall"], rows[f"/{CGROUP}"]["fullstall"]) == (3559.632828, 3300.487258)
+    assert rows["/other.slice/unrecorded.scope"]["somestall"] is None
+
+
+def test_openmetrics_exports_a_cgroups_pressure_columns_as_the_machines(tree):
+    """A cgroup's pressure columns, asked for, are the machine's families per cgroup: the avg
+    columns one gauge labelled by kind and window (0-1), the totals one counter by kind; a
+    cgroup without memory.pressure has no sample, not 0."""
+    text = run_smem("-S", str(tree), "--cgroup", "-c", "cgroup some10 full300 fullstall", "-F", "openmetrics",
+                    check=True).stdout.decode()
+    lines = [l for l in text.splitlines() if l.startswith("smem_cgroup_memory_pressure")]
+    assert lines == [f'smem_cgroup_memory_pressure_ratio{{cgroup="/{CGROUP}",kind="some",window="avg10"}} 0.7024',
+                     f'smem_cgroup_memory_pressure_ratio{{cgroup="/{CGROUP}",kind="full",window="avg300"}} 0.6038',
+                     f'smem_cgroup_memory_pressure_stall_seconds_total{{cgroup="/{CGROUP}",kind="full"}} 3300.487258']
+    assert "# TYPE smem_cgroup_memory_pressure_stall_seconds counter" in text
+    assert "# UNIT smem_cgroup_memory_pressure_stall_seconds seconds" in text
+    assert "smem_cgroup_some10" not in text and "smem_cgroup_fullstall" not in text
+
+
+def test_smem_serve_exports_each_cgroups_stall_time_over_http(tree):
+    """A real smem serve of the capture on 127.0.0.1, scraped: per cgroup the two counters of its
+    stall time (rate() gives any window's share; the six avg gauges would be six more series a
+    cgroup), the one without memory.pressure absent from them while its other families are there."""
+    parser = pytest.importorskip("prometheus_client.parser")
+    from serve_process import next_line, start_serve, stop
+    import urllib.request
+    proc = start_serve("--listen", "127.0.0.1:0", "-S", str(tree), "--top", "0")
+    try:
+        line = next_line(proc)
+        if "warning: capture" in line:  # (the tree says no installed RAM: -w's sizing, said first)
+            line = next_line(proc)
+        assert "serving http://" in line, line
+        base = line.split("serving ")[1].strip().rsplit("/", 1)[0]
+        with urllib.request.urlopen(base + "/metrics", timeout=60) as response:
+            text = response.read().decode()
+    finally:
+        status, stderr = stop(proc)
+    assert status == 0, stderr
+    families = {f.name: f for f in parser.text_string_to_metric_families(text)}
+    stalled = families["smem_cgroup_memory_pressure_stall_seconds"]
+    assert stalled.type == "counter"
+    assert {(s.labels["cgroup"], s.labels["kind"]): s.value for s in stalled.samples} == {
+        (f"/{CGROUP}", "some"): 3559.632828, (f"/{CGROUP}", "full"): 3300.487258}
+    assert "/other.slice/unrecorded.scope" in {s.labels["cgroup"] for s in families["smem_cgroup_pss_bytes"].samples}
+    assert "smem_cgroup_memory_pressure_ratio" not in families  # (cardinality: the counters say it)
+
+
 def test_a_capture_carries_the_pressure_files(tree):
     out = io.BytesIO()
     source = DirectorySource(str(tree))

@@ -13,7 +13,8 @@ goes up and down) but the kernel's running totals since boot, which are
 counters (``smem_memory_pressure_stall_seconds_total``: ``rate()`` takes them,
 and a reboot is a counter reset to Prometheus).
 
-A row's labels are the view's ``labels`` (pid, user, name; user; area ...),
+A row's labels are the view's ``labels`` (pid, user, name; user; area ...), and a column's own
+where several columns are one family (views.columns.ColumnMetric),
 as valid UTF-8 with control characters written ``\\xNN`` (formats.cells);
 escaping quotes and backslashes is the writer's job.  A value absent from the
 source is left out, never written as 0.
@@ -41,14 +42,23 @@ class Family:
 
 
 def families(table, helps=None):
-    """A :class:`Family` for each amount or count column of ``table`` (labels and text are not gauges);
-    ``helps`` {column key: HELP text} where the exporter says more exactly than the column's help,
-    which speaks of every command."""
+    """A :class:`Family` for each amount or count column of ``table`` (labels and text are not gauges),
+    and one for each name its columns' ColumnMetric declare (a cgroup's pressure columns: one family
+    labelled by kind and window, as the machine's), where its first such column is; ``helps``
+    {column key: HELP text} where the exporter says more exactly than the column's help, which
+    speaks of every command."""
     labels = table.view.metrics.labels
     label_names = tuple(k for k, _ in labels)
     row_labels = [tuple(printable(str(get(row))) for _, get in labels) for row in table.rows]
     result = []
+    declared = {}  # ColumnMetric name -> (the first column's ColumnMetric, the samples of all its columns)
     for column in table.columns:
+        if column.metric is not None and column.key not in label_names:
+            if column.metric.name not in declared:
+                declared[column.metric.name] = (column.metric, [])
+                result.append(column.metric.name)  # (its place among the families)
+            declared[column.metric.name][1].extend(_samples(table, column, row_labels))
+            continue
         if column.key in label_names or not (column.is_amount or column.total == "sum"):
             continue  # labels, text and identifiers are not gauges
         samples = []
@@ -60,7 +70,27 @@ def families(table, helps=None):
         name = _metric_name(f"smem_{table.view.name}_{column.total_name}") + ("_bytes" if unit else "")
         said = (helps or {}).get(column.key, column.help).replace("- without", "absent without")  # (no "-" here)
         result.append(Family(name, f"{said} ({table.view.title})", unit, label_names, samples))
-    return result
+    return [_declared(table, *declared[f]) if isinstance(f, str) else f for f in result]
+
+
+def _samples(table, column, row_labels):
+    """A ColumnMetric column's samples: each row's labels and the column's own, its value scaled;
+    a row without a value has none."""
+    metric = column.metric
+    own = tuple(value for _, value in metric.labels)
+    samples = []
+    for row, values in zip(table.rows, row_labels):
+        value = column.getter(row)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            samples.append((values + own, round(value * metric.scale, 9)))
+    return samples
+
+
+def _declared(table, metric, samples):
+    """The family a ColumnMetric names, of its columns' samples: ``smem_<view>_<name>``."""
+    label_names = tuple(k for k, _ in table.view.metrics.labels) + tuple(k for k, _ in metric.labels)
+    return Family(_metric_name(f"smem_{table.view.name}_{metric.name}"), f"{metric.help} ({table.view.title})",
+                  metric.unit, label_names, samples, metric.type)
 
 
 def _metric_name(text):

@@ -19,8 +19,21 @@ view's flags without importing the views.
 import enum
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
-__all__ = ["Column", "amount", "text", "count", "View", "Reads", "Sizing", "Accounting", "Charting", "Metrics",
+__all__ = ["Column", "ColumnMetric", "amount", "text", "count", "View", "Reads", "Sizing", "Accounting", "Charting", "Metrics",
            "Comparison"]
+
+
+class ColumnMetric(NamedTuple):
+    """How a column is exported where it is not a gauge of its own (an amount or a count is
+    ``smem_<view>_<column>``): one of the columns of one family ``smem_<view>_<name>``, its
+    samples told apart by the column's ``labels`` ((label, value), ...) beside the row's."""
+
+    name: str                   # with its unit suffix: "memory_pressure_ratio"
+    help: str                   # the family's HELP (the view's title is added)
+    labels: tuple = ()
+    unit: str = ""              # "seconds", or "" (a ratio)
+    scale: float = 1            # the column's value x this is the sample's (a % as 0-1: 0.01)
+    type: str = "gauge"         # or "counter": a running total
 
 
 class Column(NamedTuple):
@@ -54,6 +67,8 @@ class Column(NamedTuple):
     #: a number of things (a group's processes, a process's mappings) that a comparison shows as it
     #: shows an amount, in OLD, in NEW and the change, not NEW's alone; no KiB, so no -k or -p
     compared: bool = False
+    #: how -F openmetrics and smem serve export it where it is neither an amount nor a count
+    metric: Optional[ColumnMetric] = None
 
     @property
     def changes(self):

@@ -8,7 +8,7 @@ accounting with pagemap is what tells that apart).
 from ..aggregate import Sums
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
-from .columns import Accounting, Column, Comparison, Metrics, Reads, View, count, text
+from .columns import Accounting, Column, ColumnMetric, Comparison, Metrics, Reads, View, count, text
 from .memory_columns import exact_columns, memory_columns
 from ..kernel_pools import SwapRamRatios
 from .cpu import cpu_column, cpu_readings, process_cpu
@@ -211,13 +211,40 @@ def _pressure(kind, window):
     return get
 
 
+def _stalled(kind):
+    def get(r):
+        us = r.pressure.of_cgroup(r.key, kind, "total_us") if r.pressure is not None else None
+        return None if us is None else us / 1e6
+    return get
+
+
+#: the families the pressure columns are exported as, labelled as the machine's
+#: (formats.families.pressure_families) and by cgroup; absent where a cgroup has no memory.pressure
+_RATIO = "share of time its tasks stalled on memory over the window (cgroup v2 memory.pressure: some = at least " \
+         "one task, full = all at once; absent without it)"
+_STALLED = "time its tasks stalled on memory since the cgroup was made (cgroup v2 memory.pressure total; " \
+           "absent without it)"
+
+
 def _pressure_columns():
-    """The cgroup's memory.pressure (cgroup v2, Linux 4.20+): % of time its tasks stalled on memory."""
+    """The cgroup's memory.pressure (cgroup v2, Linux 4.20+): % of time its tasks stalled on memory,
+    and for how long in all; exported as smem_cgroup_memory_pressure_ratio{kind, window} and the
+    counter smem_cgroup_memory_pressure_stall_seconds_total{kind}."""
     from ..parsers.pressure import KINDS, WINDOWS
-    return [Column(f"{kind}{window[3:]}", f"{kind.title()}{window[3:]}", _pressure(kind, window),
-                   f"memory.pressure {kind} {window}: % of the last {window[3:]} s {'some' if kind == 'some' else 'all'}"
-                   f" of its tasks stalled on memory (- without cgroup v2 PSI)", width=7, needs=frozenset({"pressure"}))
-            for kind in KINDS for window in WINDOWS]
+    averages = [Column(f"{kind}{window[3:]}", f"{kind.title()}{window[3:]}", _pressure(kind, window),
+                       f"memory.pressure {kind} {window}: % of the last {window[3:]} s {'some' if kind == 'some' else 'all'}"
+                       f" of its tasks stalled on memory (- without cgroup v2 PSI)", width=7, needs=frozenset({"pressure"}),
+                       metric=ColumnMetric("memory_pressure_ratio", _RATIO, (("kind", kind), ("window", window)),
+                                           scale=0.01))
+                for kind in KINDS for window in WINDOWS]
+    totals = [Column(f"{kind}stall", f"{kind.title()}Stall", _stalled(kind),
+                     f"memory.pressure {kind} total: seconds {'some' if kind == 'some' else 'all'} of its tasks "
+                     f"stalled on memory since the cgroup was made (- without cgroup v2 PSI)", width=11,
+                     needs=frozenset({"pressure"}),
+                     metric=ColumnMetric("memory_pressure_stall_seconds", _STALLED, (("kind", kind),), "seconds",
+                                         type="counter"))
+              for kind in KINDS]
+    return averages + totals
 
 
 CGROUP_VIEW = View(

@@ -62,7 +62,8 @@ def device_columns(devices_of):
               "GPU memory resident and its own (less what its clients share), a client held by k "
               "processes split 1/k (DRM fdinfo; - without a GPU client)", needs={"devices"}),
         _wide("gpushared", "GPUShared", _device(devices_of, "gpushared"),
-              "GPU memory its clients share with other clients, in full (DRM fdinfo drm-shared-)",
+              "GPU memory its clients share with other clients, in full (DRM fdinfo drm-shared-): a group "
+              "counts a client once; -t adds the rows' as RSS's does",
               needs={"devices"}),
     ]
     for kind, what in REGION_KINDS.items():
