@@ -309,8 +309,9 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
                    "machine's /proc, again at every collection.")
 def serve(**o):
     """Export memory for Prometheus: per program, user and cgroup, the system's areas (-w), and the
-    --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), each cgroup's memory pressure
-    stall time (cgroup v2 PSI) and the machine's, with smem's own figures (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), and at /
+    --top N processes by PSS, in bytes (USS, PSS, swap PSS, RSS, swap), each cgroup's memory
+    pressure stall time (cgroup v2 PSI) and the machine's, with smem's own figures
+    (smem_collection_*). Serves http://HOST:PORT/metrics until SIGTERM or Ctrl-C (exit 0), and at /
     the page of smem html, refreshed in place every --min-interval (with smem[html]); or with
     --textfile writes DIR/smem.prom for node_exporter's textfile collector. Processes are read
     in one process unless -j says otherwise. Needs smem[metrics] (prometheus_client).
