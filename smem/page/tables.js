@@ -19,6 +19,7 @@ function drawHeader() {
   const warned = meta.warnings || [], said = document.getElementById("warnings");
   said.replaceChildren(...warned.map((w) => el("div", {text: "warning: " + w})));
   said.hidden = !warned.length;
+  drawPressure();
   const bar = document.getElementById("bar"), legend = document.getElementById("legend");
   bar.replaceChildren(); legend.replaceChildren();
   if (!data.system) { document.getElementById("breakdown").hidden = true; return; }
@@ -147,8 +148,8 @@ function drawTable() {
       return (typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y))) * dir;
     });
   }
-  const body = el("tbody");
-  for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r));
+  const body = el("tbody"), decimals = decimalsOf(doc);
+  for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r, decimals));
   const foot = el("tfoot");
   if (doc.totals && !words.length) {
     const tr = el("tr");
@@ -173,7 +174,19 @@ function pressed(event) {
   event.currentTarget.click();
 }
 
-function tableRow(columns, r) {
+/* The decimals of each column of figures that are not KiB (CPU%, a cgroup's pressure): as many as
+   its most precise figure has, at most two, so that a column's figures line up ("0.0" over "12.5"). */
+function decimalsOf(doc) {
+  const decimals = {};
+  for (const c of doc.columns.filter((c) => !c.amount)) {
+    const most = Math.max(0, ...doc.rows.map((r) => r[c.key])
+      .filter((v) => typeof v === "number" && !Number.isInteger(v)).map((v) => (String(v).split(".")[1] || "").length));
+    if (most) decimals[c.key] = Math.min(2, most);
+  }
+  return decimals;
+}
+
+function tableRow(columns, r, decimals) {
   const tr = el("tr", {tabindex: "0", onkeydown: pressed, onclick: () => selectRow(r, tr)});
   for (const c of columns) {
     const v = r[c.key];
@@ -181,12 +194,13 @@ function tableRow(columns, r) {
     if (c.amount) {
       td.textContent = /^d/.test(c.key) && compared() ? (v === null ? "-" : signed(v)) : human(v);
       td.title = v === null || v === undefined ? "absent" : `${v} KiB`;
-      if (/^d/.test(c.key) && v) td.classList.add(v > 0 ? "grow" : "shrink");
+      if (/^d/.test(c.key) && compared() && v) td.classList.add(v > 0 ? "grow" : "shrink");  // (not DmaBuf's)
     } else if (c.key === "status") {
       if (v) td.append(el("span", {class: "tag " + v, text: v}));
     } else {
       const change = /^d/.test(c.key) && compared() && typeof v === "number";  // a count's (dcount)
-      const text = v === null || v === undefined ? "-" : change && v > 0 ? "+" + v : String(v);
+      const shown = typeof v === "number" && decimals && decimals[c.key] ? v.toFixed(decimals[c.key]) : String(v);
+      const text = v === null || v === undefined ? "-" : change && v > 0 ? "+" + shown : shown;
       if (change && v) td.classList.add(v > 0 ? "grow" : "shrink");
       if (c.keep_end) {  // (a cgroup path: cut, its last part shows, which tells it from its parent)
         td.classList.add("keep-end");
