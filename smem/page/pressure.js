@@ -27,7 +27,7 @@ function drawPressure() {
   box.replaceChildren();
   box.hidden = !memory && !columns.length;
   if (box.hidden) return;
-  const parts = [el("div", {class: "pressure-title"}, el("b", {text: "Memory pressure"}),
+  const parts = [el("div", {class: "pressure-title"}, el("b", {text: compared() ? "Memory pressure (NEW)" : "Memory pressure"}),
                     el("span", {text: " % of the time tasks waited for memory (PSI): some, at least one task; full, " +
                                       "all at once (no work done for want of memory)"}))];
   if (memory) {

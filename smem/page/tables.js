@@ -114,11 +114,11 @@ function drawTable() {
   const doc = state.data[state.table];
   const table = document.getElementById("table");
   const sort = sortOf(doc);
-  const columns = doc.columns;
+  const columns = doc.columns, shape = shapeOf(doc);
   const head = el("tr");
   for (const c of columns) {
     const sorted = sort.key === c.key;
-    head.append(el("th", {class: c.amount || typeof (doc.rows[0] || {})[c.key] === "number" ? "num" : null,
+    head.append(el("th", {class: shape.figures.has(c.key) ? "num" : null,
                           title: c.help, text: c.header, "data-key": c.key, tabindex: "0",
                           "aria-sort": sorted ? (sort.reverse ? "descending" : "ascending") : null,
                           onkeydown: pressed, onclick: () => {
@@ -148,8 +148,8 @@ function drawTable() {
       return (typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y))) * dir;
     });
   }
-  const body = el("tbody"), decimals = decimalsOf(doc);
-  for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r, decimals));
+  const body = el("tbody");
+  for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r, shape));
   const foot = el("tfoot");
   if (doc.totals && !words.length) {
     const tr = el("tr");
@@ -161,6 +161,7 @@ function drawTable() {
     foot.append(tr);
   }
   table.replaceChildren(el("thead", {}, head), body, foot);
+  table.classList.toggle("dense", columns.length > DENSE_COLUMNS);  // (the cgroups' with CPU, GPU and pressure)
   document.getElementById("table-count").textContent =
     `${rows.length} of ${doc.rows.length} rows` + (rows.length > TABLE_ROWS ? ` (the first ${TABLE_ROWS} shown: filter to narrow)` : "");
   const command = state.data.meta.commands && state.data.meta.commands[state.table];
@@ -174,23 +175,27 @@ function pressed(event) {
   event.currentTarget.click();
 }
 
-/* The decimals of each column of figures that are not KiB (CPU%, a cgroup's pressure): as many as
-   its most precise figure has, at most two, so that a column's figures line up ("0.0" over "12.5"). */
-function decimalsOf(doc) {
-  const decimals = {};
-  for (const c of doc.columns.filter((c) => !c.amount)) {
-    const most = Math.max(0, ...doc.rows.map((r) => r[c.key])
-      .filter((v) => typeof v === "number" && !Number.isInteger(v)).map((v) => (String(v).split(".")[1] || "").length));
+/* How a table's cells are laid out: ``figures``, the keys of its columns of figures (right-aligned,
+   a "-" in them too: a cgroup's pressure whose first row has none); ``decimals``, of each column
+   of figures that are not KiB (CPU%, pressure), as many as its most precise figure has, at most
+   two, so that a column's figures line up ("0.0" over "12.5"). */
+function shapeOf(doc) {
+  const figures = new Set(), decimals = {};
+  for (const c of doc.columns) {
+    const numbers = doc.rows.map((r) => r[c.key]).filter((v) => typeof v === "number");
+    if (c.amount || numbers.length) figures.add(c.key);
+    if (c.amount) continue;
+    const most = Math.max(0, ...numbers.filter((v) => !Number.isInteger(v)).map((v) => (String(v).split(".")[1] || "").length));
     if (most) decimals[c.key] = Math.min(2, most);
   }
-  return decimals;
+  return {figures, decimals};
 }
 
-function tableRow(columns, r, decimals) {
+function tableRow(columns, r, shape) {
   const tr = el("tr", {tabindex: "0", onkeydown: pressed, onclick: () => selectRow(r, tr)});
   for (const c of columns) {
     const v = r[c.key];
-    const td = el("td", {class: c.amount ? "num" : typeof v === "number" ? "num" : "text"});
+    const td = el("td", {class: shape.figures.has(c.key) ? "num" : "text"});
     if (c.amount) {
       td.textContent = /^d/.test(c.key) && compared() ? (v === null ? "-" : signed(v)) : human(v);
       td.title = v === null || v === undefined ? "absent" : `${v} KiB`;
@@ -199,7 +204,7 @@ function tableRow(columns, r, decimals) {
       if (v) td.append(el("span", {class: "tag " + v, text: v}));
     } else {
       const change = /^d/.test(c.key) && compared() && typeof v === "number";  // a count's (dcount)
-      const shown = typeof v === "number" && decimals && decimals[c.key] ? v.toFixed(decimals[c.key]) : String(v);
+      const shown = typeof v === "number" && shape.decimals[c.key] ? v.toFixed(shape.decimals[c.key]) : String(v);
       const text = v === null || v === undefined ? "-" : change && v > 0 ? "+" + shown : shown;
       if (change && v) td.classList.add(v > 0 ? "grow" : "shrink");
       if (c.keep_end) {  // (a cgroup path: cut, its last part shows, which tells it from its parent)
