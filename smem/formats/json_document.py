@@ -21,6 +21,12 @@ def _described(source):
     return {"description": printable(source.description, controls=False), **_facts(source)}
 
 
+def _reads_pressure(table):
+    """Whether the table's view or columns read memory pressure: a snapshot read for several tables
+    (smem html's page) has it for all, and a table's document is what ``smem -F json`` prints of it."""
+    return "pressure" in table.view.reads.needs or any("pressure" in c.needs for c in table.columns)
+
+
 def render(rendering):
     import json
     table, options, snapshot = rendering.table, rendering.options, rendering.snapshot
@@ -57,7 +63,7 @@ def render(rendering):
     if working_set is not None:  # --wss: how it was measured
         document["working_set"] = {"method": working_set.method, "seconds": working_set.seconds}
     pressure = getattr(snapshot, "pressure", None)
-    if pressure is not None and pressure.system:
+    if pressure is not None and pressure.system and _reads_pressure(table):
         from ..memory_pressure import pressure_object
         document["pressure"] = {"memory": pressure_object(pressure.system)}
     return json.dumps(document, indent=2) + "\n"

@@ -14,6 +14,7 @@ const TABLES = [["process", "Processes"], ["user", "Users"], ["program", "Progra
 const KIND_NAMES = {anon: "anonymous mappings", file: "file mappings", shmem: "shared memory mappings"};
 const GROUP_SHADES = ["#5b6b7f", "#7a8797", "#4d5a6a", "#8b96a3"];  // slate greys: no area's hue
 const PAGE_KIND_NAMES = {anon: "anonymous pages", file: "file pages", shmem: "shared memory pages"};
+const DENSE_COLUMNS = 14;  // a table of more columns is drawn with narrower cells, to fit a window
 const TABLE_ROWS = 400;   // rows drawn at once; the filter and the sort reach every row
 const CHART_NODES = 1200; // nodes handed to plotly at once: deeper levels are built as the user zooms
 const MAX_CHILDREN = 250;  // boxes under one parent; the smaller rest is one box

@@ -24,14 +24,19 @@ __all__ = ["PageRequest", "TABLES", "ROLLUP_TABLES", "page_documents", "page_com
 
 _AMOUNTS = ("swap", "uss", "pss", "rss", "swappss")
 
+#: beside the memory: how much of a core each ran (the cpu column), its GPU memory and its share of
+#: dma-bufs (DRM fdinfo: smem.device_memory); shown only where some row has a figure (data.OPTIONAL)
+_SOURCES = ("cpu", "gpu", "dmabuf")
+
 #: the tables of the page: name -> (view, columns, the smem options that print the same document).
 #: The page reads every mapping (it shows them), so its figures are the sums of smaps, as a report
 #: with a column that reads mappings (maps, vss) prints them, not smaps_rollup's (read apart)
 TABLES = {
-    "process": ("process", ("pid", "user", "name", "command", "cgroup", "maps") + _AMOUNTS, ""),
-    "user": ("user", ("user", "count") + _AMOUNTS + ("vss",), "-u"),
-    "program": ("program", ("name", "count") + _AMOUNTS + ("vss",), "-g"),
-    "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",), "--cgroup"),
+    "process": ("process", ("pid", "user", "name", "command", "cgroup", "maps") + _AMOUNTS + _SOURCES, ""),
+    "user": ("user", ("user", "count") + _AMOUNTS + ("vss",) + _SOURCES, "-u"),
+    "program": ("program", ("name", "count") + _AMOUNTS + ("vss",) + _SOURCES, "-g"),
+    "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",) + _SOURCES
+               + tuple(k for k, c in VIEWS["cgroup"].columns.items() if "pressure" in c.needs), "--cgroup"),
     "mapping": ("mapping", ("map", "count", "pids") + _AMOUNTS, "-m"),
     "system": ("breakdown", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
 }
@@ -42,11 +47,24 @@ TABLES = {
 #: frame has: asked for, every figure would be the key frame's (sources.recorded.open_recording)
 ROLLUP_TABLES = {
     "process": ("process", ("pid", "user", "name", "command", "cgroup") + _AMOUNTS
-                + ("pss_anon", "pss_file", "pss_shmem"), ""),
+                + ("pss_anon", "pss_file", "pss_shmem") + _SOURCES, ""),
     **{name: (view, tuple(c for c in columns if c != "vss"), flags)
        for name, (view, columns, flags) in TABLES.items() if name in ("user", "program", "cgroup")},
     "system": TABLES["system"],
 }
+
+
+def _optional():
+    """The columns a table shows only where its reading has a figure of them: a machine without a
+    GPU, a capture without the clock or a kernel without cgroup PSI had a column of "-" (absent is
+    not zero).  What needs the clock, DRM fdinfo or PSI, as the registry says."""
+    kinds = {"uptime", "devices", "pressure"}
+    return frozenset(k for view in ("process", "user", "program", "cgroup")
+                     for k, c in VIEWS[view].columns.items() if c.needs & kinds)
+
+
+#: column keys dropped from a table (and from its command) where no row has a figure of them
+OPTIONAL = _optional()
 
 
 class PageRequest(NamedTuple):
@@ -60,6 +78,8 @@ class PageRequest(NamedTuple):
 def _table_options(name, compared, tables=TABLES):
     view, columns, _ = tables[name]
     if compared:
+        # the amounts, in OLD, in NEW and their change; no CPU, GPU nor pressure beside them
+        columns = tuple(k for k in columns if k not in OPTIONAL)
         # PSS first: the table is sorted by its change, which 15 columns of old, new and change
         # of each amount had put out of view
         keep = (("used", "cache", "noncache") if name == "system"
@@ -84,12 +104,14 @@ def _views(compared, tables=TABLES):
         yield name, diff_view(view) if compared else view
 
 
-def page_command(name, request, at=None, tables=TABLES):
+def page_command(name, request, at=None, tables=TABLES, columns=None):
     """The smem command that prints the ``name`` table's document of ``request`` (at frame ``at``
-    of a recording, or the query's --at; ``tables``: ROLLUP_TABLES at a frame without smaps)."""
+    of a recording, or the query's --at; ``tables``: ROLLUP_TABLES at a frame without smaps;
+    ``columns``: those the page shows, where it left out some of the table's)."""
     query = request.query
     at = query.at if at is None else at
-    _, columns, flags = tables[name]
+    _, all_columns, flags = tables[name]
+    columns = all_columns if columns is None else columns
     words = ["smem"]
     if query.old_source is not None:
         words += ["diff", _quoted(query.old_source), _quoted(query.source or "live")]
@@ -159,10 +181,11 @@ def _page_documents(request, at, tables):
     new, old = snapshots[-1], snapshots[0] if compared else None
     if compared:
         warnings.extend(w for w in same_frame(old, new, PAGE_FRAMES_HINT) if w not in warnings)
-    documents, process_areas = {}, []
+    documents, process_areas, shown = {}, [], {}
     for name, view in views.items():
         options = _table_options(name, compared, tables)
-        table = make_table(snapshots, view, options, system)
+        table = _without_absent(make_table(snapshots, view, options, system))
+        shown[name] = tuple(c.key for c in table.columns)
         documents[name] = render(Rendering(table, options, new, old_snapshot=old))
         if name == "system":
             process_areas = [_current(row).area for row in table.rows if _current(row).of_processes]
@@ -177,13 +200,26 @@ def _page_documents(request, at, tables):
         "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
         "process_areas": process_areas, "top_mappings": request.top_mappings,
         "top_sharers": request.top_sharers, "read_at": started,
-        "commands": {name: page_command(name, request, at, tables) for name in tables},
+        "commands": {name: page_command(name, request, at, tables, None if compared else shown[name])
+                     for name in tables},
         "rollup": tables is ROLLUP_TABLES,
         # what smem said on stderr as it read (processes it could not read, a capture taken without
         # root, ...): the page is kept and shared, and its figures need them
         "warnings": warnings,
     }
     return documents, meta, warnings
+
+
+def _without_absent(table):
+    """``table`` without its OPTIONAL columns of no figure in any row: what ``smem -F json -c``
+    prints of the columns left."""
+    keep = [i for i, c in enumerate(table.columns)
+            if c.key not in OPTIONAL or any(values[i] is not None for values in table.values)]
+    if len(keep) == len(table.columns):
+        return table
+    return table._replace(columns=[table.columns[i] for i in keep],
+                          values=[[values[i] for i in keep] for values in table.values],
+                          totals=None if table.totals is None else [table.totals[i] for i in keep])
 
 
 def _current(row):

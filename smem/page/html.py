@@ -74,7 +74,7 @@ def _own(name):
 
 
 #: the page's script, in parts (one idea each) joined in this order into one scope
-SCRIPT_PARTS = ("common.js", "hierarchy.js", "chart.js", "tables.js", "timeline.js", "page.js")
+SCRIPT_PARTS = ("common.js", "hierarchy.js", "chart.js", "pressure.js", "tables.js", "timeline.js", "page.js")
 
 
 def _page_script():

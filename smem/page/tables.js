@@ -19,6 +19,7 @@ function drawHeader() {
   const warned = meta.warnings || [], said = document.getElementById("warnings");
   said.replaceChildren(...warned.map((w) => el("div", {text: "warning: " + w})));
   said.hidden = !warned.length;
+  drawPressure();
   const bar = document.getElementById("bar"), legend = document.getElementById("legend");
   bar.replaceChildren(); legend.replaceChildren();
   if (!data.system) { document.getElementById("breakdown").hidden = true; return; }
@@ -113,11 +114,11 @@ function drawTable() {
   const doc = state.data[state.table];
   const table = document.getElementById("table");
   const sort = sortOf(doc);
-  const columns = doc.columns;
+  const columns = doc.columns, shape = shapeOf(doc);
   const head = el("tr");
   for (const c of columns) {
     const sorted = sort.key === c.key;
-    head.append(el("th", {class: c.amount || typeof (doc.rows[0] || {})[c.key] === "number" ? "num" : null,
+    head.append(el("th", {class: shape.figures.has(c.key) ? "num" : null,
                           title: c.help, text: c.header, "data-key": c.key, tabindex: "0",
                           "aria-sort": sorted ? (sort.reverse ? "descending" : "ascending") : null,
                           onkeydown: pressed, onclick: () => {
@@ -148,7 +149,7 @@ function drawTable() {
     });
   }
   const body = el("tbody");
-  for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r));
+  for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r, shape));
   const foot = el("tfoot");
   if (doc.totals && !words.length) {
     const tr = el("tr");
@@ -160,6 +161,7 @@ function drawTable() {
     foot.append(tr);
   }
   table.replaceChildren(el("thead", {}, head), body, foot);
+  table.classList.toggle("dense", columns.length > DENSE_COLUMNS);  // (the cgroups' with CPU, GPU and pressure)
   document.getElementById("table-count").textContent =
     `${rows.length} of ${doc.rows.length} rows` + (rows.length > TABLE_ROWS ? ` (the first ${TABLE_ROWS} shown: filter to narrow)` : "");
   const command = state.data.meta.commands && state.data.meta.commands[state.table];
@@ -173,20 +175,37 @@ function pressed(event) {
   event.currentTarget.click();
 }
 
-function tableRow(columns, r) {
+/* How a table's cells are laid out: ``figures``, the keys of its columns of figures (right-aligned,
+   a "-" in them too: a cgroup's pressure whose first row has none); ``decimals``, of each column
+   of figures that are not KiB (CPU%, pressure), as many as its most precise figure has, at most
+   two, so that a column's figures line up ("0.0" over "12.5"). */
+function shapeOf(doc) {
+  const figures = new Set(), decimals = {};
+  for (const c of doc.columns) {
+    const numbers = doc.rows.map((r) => r[c.key]).filter((v) => typeof v === "number");
+    if (c.amount || numbers.length) figures.add(c.key);
+    if (c.amount) continue;
+    const most = Math.max(0, ...numbers.filter((v) => !Number.isInteger(v)).map((v) => (String(v).split(".")[1] || "").length));
+    if (most) decimals[c.key] = Math.min(2, most);
+  }
+  return {figures, decimals};
+}
+
+function tableRow(columns, r, shape) {
   const tr = el("tr", {tabindex: "0", onkeydown: pressed, onclick: () => selectRow(r, tr)});
   for (const c of columns) {
     const v = r[c.key];
-    const td = el("td", {class: c.amount ? "num" : typeof v === "number" ? "num" : "text"});
+    const td = el("td", {class: shape.figures.has(c.key) ? "num" : "text"});
     if (c.amount) {
       td.textContent = /^d/.test(c.key) && compared() ? (v === null ? "-" : signed(v)) : human(v);
       td.title = v === null || v === undefined ? "absent" : `${v} KiB`;
-      if (/^d/.test(c.key) && v) td.classList.add(v > 0 ? "grow" : "shrink");
+      if (/^d/.test(c.key) && compared() && v) td.classList.add(v > 0 ? "grow" : "shrink");  // (not DmaBuf's)
     } else if (c.key === "status") {
       if (v) td.append(el("span", {class: "tag " + v, text: v}));
     } else {
       const change = /^d/.test(c.key) && compared() && typeof v === "number";  // a count's (dcount)
-      const text = v === null || v === undefined ? "-" : change && v > 0 ? "+" + v : String(v);
+      const shown = typeof v === "number" && shape.decimals[c.key] ? v.toFixed(shape.decimals[c.key]) : String(v);
+      const text = v === null || v === undefined ? "-" : change && v > 0 ? "+" + shown : shown;
       if (change && v) td.classList.add(v > 0 ? "grow" : "shrink");
       if (c.keep_end) {  // (a cgroup path: cut, its last part shows, which tells it from its parent)
         td.classList.add("keep-end");
