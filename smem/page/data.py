@@ -28,6 +28,12 @@ _AMOUNTS = ("swap", "uss", "pss", "rss", "swappss")
 #: dma-bufs (DRM fdinfo: smem.device_memory); shown only where some row has a figure (data.OPTIONAL)
 _SOURCES = ("cpu", "gpu", "dmabuf")
 
+def _now(column):
+    """Whether a column says how things are now, not a running total since a start (a cgroup's
+    stall seconds since it was made, which the page has no use for beside the averages)."""
+    return column.metric is None or column.metric.type != "counter"
+
+
 #: the tables of the page: name -> (view, columns, the smem options that print the same document).
 #: The page reads every mapping (it shows them), so its figures are the sums of smaps, as a report
 #: with a column that reads mappings (maps, vss) prints them, not smaps_rollup's (read apart)
@@ -36,7 +42,7 @@ TABLES = {
     "user": ("user", ("user", "count") + _AMOUNTS + ("vss",) + _SOURCES, "-u"),
     "program": ("program", ("name", "count") + _AMOUNTS + ("vss",) + _SOURCES, "-g"),
     "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",) + _SOURCES
-               + tuple(k for k, c in VIEWS["cgroup"].columns.items() if "pressure" in c.needs), "--cgroup"),
+               + tuple(k for k, c in VIEWS["cgroup"].columns.items() if "pressure" in c.needs and _now(c)), "--cgroup"),
     "mapping": ("mapping", ("map", "count", "pids") + _AMOUNTS, "-m"),
     "system": ("breakdown", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
 }
