@@ -108,6 +108,8 @@ def test_the_page_shows_them_with_the_registry_headers_and_help(browser, made):
     assert (cells["CPU%"], cells["GPU"], cells["DmaBuf"]) == ("30.2", "270 MiB", "5 KiB")
     assert dict(zip(headers, _cells(browser, "101")))["CPU%"] == "0.0"  # (one decimal, as 30.2: not "0")
     assert dict(zip(headers, _cells(browser, "104")))["GPU"] == "-"
+    totals = dict(zip(headers, _texts(browser, "#table tfoot td")))  # (CPU%'s is under cpu_percent in "totals")
+    assert (totals["CPU%"], totals["GPU"]) == ("30.2", "659 MiB"), totals
     help = browser.find_element(By.CSS_SELECTOR, '#table th[data-key="cpu"]').get_attribute("title")
     assert help == VIEWS["process"].columns["cpu"].help
     # the DmaBuf figures are no change (its key starts with d): not coloured as one

@@ -43,7 +43,8 @@ def render(rendering):
         "view": table.view.name,
         "units": {"amounts": "KiB"} if not asked_units(options) else {"amounts": "as shown"},
         "sort": {"column": table.sort.key, "reverse": bool(options.reverse)},
-        "columns": [{"key": c.key, "header": c.header, "amount": c.is_amount, "help": c.help, "keep_end": c.keep_end}
+        "columns": [{"key": c.key, "header": c.header, "amount": c.is_amount, "help": c.help, "keep_end": c.keep_end,
+                     **({"total": c.total_name} if table.totals is not None and c.total is not None else {})}
                     for c in columns],
         "rows": [row_object(values) for values in table.values],
     })

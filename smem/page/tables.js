@@ -154,8 +154,8 @@ function drawTable() {
   if (doc.totals && !words.length) {
     const tr = el("tr");
     columns.forEach((c, i) => {
-      const name = Object.keys(doc.totals).find((k) => k === c.key || (i === 0 && !(c.key in doc.totals)));
-      const v = c.key in doc.totals ? doc.totals[c.key] : i === 0 ? "total" : "";
+      const key = c.total || c.key;  // (named for what it counts: the cpu column's is cpu_percent)
+      const v = i === 0 ? "total" : key in doc.totals ? doc.totals[key] : "";
       tr.append(el("td", {class: c.amount ? "num" : null, text: c.amount ? human(v) : v === undefined ? "" : String(v)}));
     });
     foot.append(tr);
