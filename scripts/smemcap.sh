@@ -626,6 +626,10 @@ fi
 # ... and the capture says so too, to whoever reads it later (docs/capture-format.md)
 if [ "$nskipped" -gt 0 ]; then
 	printf 'unreadable_processes=%s\n' "$nskipped" >>"$cap/capture-info" || die "cannot write to $tmp"
+	# root refused even so (a container's root, a security module): not a capture to take again as root
+	if [ "$myuid" = 0 ]; then
+		printf 'unreadable_by_root=1\n' >>"$cap/capture-info" || die "cannot write to $tmp"
+	fi
 fi
 if [ -n "$hidden" ]; then
 	printf 'hidepid=%s\n' "$hidden" >>"$cap/capture-info" || die "cannot write to $tmp"
