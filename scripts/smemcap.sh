@@ -70,6 +70,9 @@ out=${1:--}
 
 [ -r /proc/meminfo ] && [ -d /proc/self ] ||
 	die "/proc is not mounted (cannot read /proc/meminfo)"
+# (no process would be readable below: said as what it is, not as "is /proc mounted?")
+[ -e /proc/self/smaps ] ||
+	die "this kernel has no /proc/PID/smaps (built without CONFIG_PROC_PAGE_MONITOR, or without an MMU): smem reads each process's memory from it"
 
 # A small busybox may be built without one of these: say which, before any work (without cat
 # the copy of meminfo would seem to fail, without rm the temporary files would stay, ...).
