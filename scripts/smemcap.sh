@@ -70,6 +70,9 @@ out=${1:--}
 
 [ -r /proc/meminfo ] && [ -d /proc/self ] ||
 	die "/proc is not mounted (cannot read /proc/meminfo)"
+# (no process would be readable below: said as what it is, not as "is /proc mounted?")
+[ -e /proc/self/smaps ] ||
+	die "this kernel has no /proc/PID/smaps (built without CONFIG_PROC_PAGE_MONITOR, or without an MMU): smem reads each process's memory from it"
 
 # A small busybox may be built without one of these: say which, before any work (without cat
 # the copy of meminfo would seem to fail, without rm the temporary files would stay, ...).
@@ -626,6 +629,10 @@ fi
 # ... and the capture says so too, to whoever reads it later (docs/capture-format.md)
 if [ "$nskipped" -gt 0 ]; then
 	printf 'unreadable_processes=%s\n' "$nskipped" >>"$cap/capture-info" || die "cannot write to $tmp"
+	# root refused even so (a container's root, a security module): not a capture to take again as root
+	if [ "$myuid" = 0 ]; then
+		printf 'unreadable_by_root=1\n' >>"$cap/capture-info" || die "cannot write to $tmp"
+	fi
 fi
 if [ -n "$hidden" ]; then
 	printf 'hidepid=%s\n' "$hidden" >>"$cap/capture-info" || die "cannot write to $tmp"

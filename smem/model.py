@@ -51,7 +51,7 @@ class Process:
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
                  "status", "cgroup", "ksm_kib", "devices", "read_seconds", "_totals", "_mapped",
-                 "_map_count", "fold_part")
+                 "_map_count", "fold_part", "split")
 
     def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
         self.pid = pid
@@ -71,6 +71,7 @@ class Process:
         self._mapped = None       # whether it mapped anything, once its mappings are summed and let go
         self._map_count = None    # how many mappings it had, once they are let go
         self.fold_part = None     # what a view's fold took of its mappings where it was read (a worker)
+        self.split = None         # (anon, file, shmem) PSS estimated per mapping, where they were let go unkept
 
     def __reduce__(self):
         """Pickled as a flat tuple of its fields and its mappings as three flat lists (headers,

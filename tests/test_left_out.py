@@ -259,6 +259,28 @@ def test_a_capture_root_could_not_read_all_of_does_not_say_it_was_taken_without_
         "the kernel refused them even so)"]
 
 
+def test_a_smemcap_sh_capture_root_could_not_read_all_of_says_its_writer_ran_as_root(tmp_path):
+    """The same for smemcap.sh, a board's root: its capture-info said only how many it left out,
+    so the capture was read back with "(a writer not root reads only its own user's)".  Here the
+    kernel refuses root a process for real: the script runs as root of a user namespace of its
+    own (a container's root), beside the real root's sleep, which only the real root may read."""
+    from conftest import run_smem
+    from smemcap_shells import SCRIPT
+    path = tmp_path / "c.tar"
+    proc = _inside(["unshare", "--user", "--map-root-user", "sh", str(SCRIPT), str(path)], "rw",
+                   env=dict(os.environ, TMPDIR=str(tmp_path)))
+    if proc.returncode != 0 and b"unshare" in proc.stderr:
+        pytest.skip(f"cannot make a user namespace here: {proc.stderr.decode().strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch(r"smemcap.sh: warning: 1 process could not be read and was left out: pid \d+ \(sleep\)",
+                        proc.stderr.decode().strip()), proc.stderr
+    read = run_smem("-S", path, "-t")
+    assert read.returncode == 0, read.stderr
+    assert read.stderr.decode().splitlines() == [
+        f"smem: warning: capture {path} left out 1 process its writer could not read (its writer ran as root: "
+        "the kernel refused them even so)"]
+
+
 _SERVE = """
 from smem.options import Query, ServeOptions
 from smem.serve import SharedCollector

@@ -200,6 +200,31 @@ def test_a_frame_whose_rollups_have_no_pss_split_stops_at_its_key_frame(tmp_path
     assert not page["meta"][0]["rollup"] and page["mapping"][0]["rows"]
 
 
+@pytest.mark.parametrize("kind", ["no rollups", "rollups without the split"])
+def test_the_system_table_of_a_kernel_before_5_9_is_what_smem_prints(tmp_path, kind):
+    """A board's kernel before 5.9 (no Pss_Anon in smaps_rollup) or before 4.14 (no rollup; C
+    smemcap's captures): -w --breakdown estimates the processes' PSS split per mapping, but the
+    page, which sums each process's smaps by name, had no mappings to estimate it from: its
+    System table and top bar showed "process memory (PSS)" and one "anon, page cache, shmem not
+    mapped" of no known cache, under "Same numbers as: smem ... -w --breakdown", which splits them."""
+    import io
+    import tarfile
+    capture = tmp_path / "unsplit.tar"
+    with tarfile.open(CAPTURE) as tin, tarfile.open(capture, "w") as tout:
+        for m in tin:
+            data = tin.extractfile(m).read() if m.isreg() else None
+            if data is not None and m.name.endswith("/smaps_rollup"):
+                if kind == "no rollups":
+                    continue
+                data = b"".join(line for line in data.splitlines(True) if not line.startswith(b"Pss_"))
+                m.size = len(data)
+            tout.addfile(m, io.BytesIO(data) if data is not None else None)
+    document, attrs = embedded(write_page("-S", capture, path=str(tmp_path / "page.html")))["system"]
+    printed = json.loads(run_smem(*shlex.split(attrs["data-command"])[1:], check=True).stdout)
+    assert document == printed
+    assert "process anon (PSS)" in [row["area"] for row in document["rows"]]
+
+
 def test_the_compared_system_table_keeps_the_tables_order(pages):
     """The compared page's System table had Source second (Area Source Status OldUsed ...), as smem
     diff had: it is last, where the page's own System table (and -w --breakdown) has it."""

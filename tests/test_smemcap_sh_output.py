@@ -256,6 +256,28 @@ def test_fails_without_proc(shell, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_kernel_without_smaps_is_said(shell, tmp_path):
+    """A board's kernel built without CONFIG_PROC_PAGE_MONITOR (or without an MMU) has no
+    /proc/PID/smaps: every process was passed over and the script said "no process could be read
+    (is /proc mounted?)", with busybox's "can't open /proc/self/smaps" before it where there is no
+    getconf.  A tmpfs over /proc (private mount namespace) with meminfo and no smaps stands in."""
+    prefix, path = shell
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True) if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("cannot create a mount namespace")
+    cmd = ('cp /proc/meminfo /proc/version "$0" && mount -t tmpfs none /proc && cp "$0"/meminfo "$0"/version /proc '
+           '&& rm "$0"/meminfo "$0"/version && for n in 1 $$; do mkdir /proc/$n && echo "Uid: 0 0 0 0" >/proc/$n/status '
+           '&& printf "init\\0" >/proc/$n/cmdline; done && ln -s $$ /proc/self && exec "$@"')
+    res = subprocess.run(["unshare", "-m", "sh", "-c", cmd, str(tmp_path), *prefix, str(SCRIPT)],
+                         env=script_env(path + ":" + os.environ["PATH"], tmp_path), capture_output=True)
+    assert res.returncode == 1
+    assert res.stderr.decode().splitlines() == [
+        "smemcap.sh: this kernel has no /proc/PID/smaps (built without CONFIG_PROC_PAGE_MONITOR, or without an "
+        "MMU): smem reads each process's memory from it"]
+    assert res.stdout == b""
+    assert list(tmp_path.iterdir()) == []
+
+
 def _drain_to_eof(fd):
     """Reads fd until every writer (the script, tar's gzip) has gone."""
     while True:

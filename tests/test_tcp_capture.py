@@ -329,3 +329,23 @@ def test_an_output_that_cannot_be_written_is_said_before_the_wait(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and err.decode().splitlines() == [
         f"smem: cannot write {tmp_path / 'missing' / 'x.tgz'}: No such file or directory"], err
+
+
+def test_a_pushed_capture_is_named_capture_from_its_peer_once():
+    """A report of a pushed capture names it as its errors do, ``capture from HOST:PORT``: its
+    warnings said ``capture capture from 127.0.0.1:40112 left out ...``."""
+    port = free_port()
+    data = capture_tar(extra=[("capture-info", b"tool=smemcap.sh 1\nunreadable_processes=1\n")])
+    proc = smem_process("-S", f"tcp://127.0.0.1:{port}", "-t", "--timeout", "60")
+    try:
+        wait_listening(port, proc)
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(data)
+            peer = "%s:%d" % s.getsockname()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert err.decode().splitlines()[1:] == [
+        f"smem: warning: capture from {peer} left out 1 process its writer could not read (a writer not root "
+        "reads only its own user's)"]

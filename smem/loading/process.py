@@ -9,7 +9,8 @@ as what they match is read, so a filtered-out process's smaps is never read.
 import time
 
 from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SourceError
-from ..model import Process, rollup_keys
+from ..aggregate import pss_split_of_mappings
+from ..model import ROLLUP_SPLIT, Process, rollup_keys
 from ..parsers.cmdline import parse_cmdline
 from ..parsers.ksm import parse_ksm_value
 from ..parsers.maps import DMABUF_PREFIX
@@ -34,6 +35,8 @@ MAX_KIB = 1 << 54
 
 #: What is checked against MAX_KIB where the report keeps every counter.
 _CHECKED = ("Size", "Rss", "Pss", "Swap", "Private_Clean", "Private_Dirty")
+#: what pss_split_of_mappings reads of each mapping
+_SPLIT_COUNTERS = frozenset({"Pss", "Anonymous", "Rss"})
 
 
 def read_meminfo(source):
@@ -139,6 +142,9 @@ def read_counters(source, process, selection, needs, fold=None):
                     raw, needs.counters, needs.counters | {"Rss"}, fold.fields)
                 process._mapped, process._map_count, mappings = count > 0, count, None
                 process.fold_part = fold.part_of_rows(rows)
+                if needs.split and not (process.rollup and all(k in process.rollup for k in ROLLUP_SPLIT)):
+                    # (a kernel before 5.9: the breakdown's split, estimated per mapping as -w's is)
+                    process.split = pss_split_of_mappings(parse_smaps_kept(raw, _SPLIT_COUNTERS)[0])
                 maps_dmabuf = any(row[0].startswith(DMABUF_PREFIX) for row in rows)
             elif needs.counters is not None and not needs.mappings and not needs.split and search is None:
                 # the report shows the process's sums only: no mapping is made (a capture by C

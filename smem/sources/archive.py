@@ -42,8 +42,9 @@ class Archive(CaptureFacts, Source):
     hands its processes over as they come.
     """
 
-    def __init__(self, data, name, per_mapping=True):
-        self.description = f"capture {name}"
+    def __init__(self, data, name, per_mapping=True, description=None):
+        # (description: where the name says it already, a pushed "capture from HOST:PORT")
+        self.description = description or f"capture {name}"
         self.name = name
         self._data = data
         self._per_mapping = per_mapping
@@ -238,8 +239,8 @@ class ArchiveSource(Archive):
     """A capture archive held: every member a report may read, read as it is opened; the file
     is closed then, unless another owns it (``owned=False``: a stream's held form)."""
 
-    def __init__(self, data, name, per_mapping=True, owned=True):
-        super().__init__(data, name, per_mapping)
+    def __init__(self, data, name, per_mapping=True, owned=True, description=None):
+        super().__init__(data, name, per_mapping, description)
         try:
             self._read_stream(DecompressedStream(self._data, self.name), self._per_mapping)
         except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells

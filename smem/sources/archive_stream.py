@@ -79,7 +79,7 @@ class ArchiveStream(Archive, StreamedSource):
     def replayed(self):
         """Another streamed reading of the same archive, from its start: a worker forked
         before this one is read walks it too, loading its share of the processes."""
-        return ArchiveStream(self._data, self.name, self._per_mapping)
+        return ArchiveStream(self._data, self.name, self._per_mapping, self.description)
 
     def processes_suggested(self):
         """About how many processes the archive holds, from its stored size: a process of 90
@@ -97,7 +97,7 @@ class ArchiveStream(Archive, StreamedSource):
 
     def held(self):
         """The same archive read whole (an :class:`ArchiveSource`), where one pass cannot do."""
-        return ArchiveSource(self._data, self.name, self._per_mapping, owned=False)
+        return ArchiveSource(self._data, self.name, self._per_mapping, owned=False, description=self.description)
 
 
 

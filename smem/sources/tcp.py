@@ -293,7 +293,7 @@ class Listener:
             return None
         spool, name = received
         try:
-            source = ArchiveSource(CaptureFile(_reopened(spool), name), name)
+            source = ArchiveSource(CaptureFile(_reopened(spool), name), name, description=name)
         except BaseException:
             spool.close()
             raise
@@ -326,4 +326,4 @@ def receive_source(spec, timeout=DEFAULT_TIMEOUT, per_mapping=True, streamed=Fal
                          "smem capture --listen HOST:0 says the one it takes")
     with Listener(address, timeout, said=said) as listener:
         spool, name = listener.first()
-    return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping)
+    return (ArchiveStream if streamed else ArchiveSource)(CaptureFile(spool, name), name, per_mapping, description=name)

@@ -18,7 +18,7 @@ def process_split(process):
         return tuple(rollup[k] for k in ROLLUP_SPLIT)
     if process.mappings is not None:
         return pss_split_of_mappings(process.mappings)
-    return None
+    return process.split  # (estimated where its mappings were read, then let go: the page's)
 
 
 def process_ksm(process):
