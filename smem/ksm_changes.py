@@ -17,11 +17,12 @@ have joined or left, each moving its share of one page by less than that page: i
 once the pages merged and unmerged in all since its last read pass its tolerance.  A kernel
 before 5.19 says no process's count: its figures wait for ``--max-staleness``.
 
-Only processes ksmd may scan are asked each time: ``ksm_stat`` (6.1+) says whether it does
-(``ksm_rmap_items``, and ``ksm_mergeable``/``ksm_merge_any``, 6.8+).  One that said no is asked
-again once it is read again (it ran: it may have given ksmd a region since), and a region
-given by one that neither faults nor grows after waits, as any unseen change does, for its
-next read by age.
+Only processes ksmd may scan are asked each time: ``ksm_stat`` says whether it may
+(``ksm_mergeable`` and ``ksm_merge_any``, kernels of 2025 on; before them, 6.1 to 6.13 at
+least, ``ksm_rmap_items`` 0 says only that ksmd has not reached it yet, up to a whole pass after
+its region was given: asked).  One that said no is asked again once it is read again (it ran:
+it may have given ksmd a region since), and a region given by one that neither faults nor grows
+after waits, as any unseen change does, for its next read by age.
 """
 
 from .parsers.ksm import parse_ksm_stat, parse_ksm_value
@@ -104,13 +105,13 @@ def _system_counters(source):
     return None if values[0] is None else tuple(v or 0 for v in values)
 
 
-#: ksm_stat's words that ksmd may scan the process: its regions given to KSM (6.8+)
+#: ksm_stat's words that ksmd may scan the process: its regions given to KSM (kernels of 2025 on)
 _GIVEN = ("ksm_mergeable", "ksm_merge_any")
 
 
 def _process_pages(source, pid):
     """((pages merged, pages merged into the zero page), whether ksmd may scan it) of ``pid``;
-    (None, True) where its count is unknown.  Where ksm_stat does not say (before 6.1), it may;
+    (None, True) where its count is unknown.  Where ksm_stat does not say (no _GIVEN), it may;
     where it is empty the process has no address space (a kernel thread, a zombie) and never will."""
     raw = source.read_optional(f"{pid}/ksm_stat")
     if raw == b"":
@@ -131,6 +132,7 @@ def _process_pages(source, pid):
     zero = stat.get("ksm_zero_pages")
     pages = merging, zero if isinstance(zero, int) else 0
     rmap_items = stat.get("ksm_rmap_items")
+    given = [stat.get(word) for word in _GIVEN]
     scanned = (not isinstance(rmap_items, int) or rmap_items > 0 or any(pages)
-               or any(stat.get(word) not in (None, "no") for word in _GIVEN))
+               or any(said != "no" for said in given))  # (None: a kernel that does not say)
     return pages, scanned

@@ -94,3 +94,24 @@ def test_a_process_that_shows_merged_pages_is_scanned_whatever_else_it_says(host
         _merge(host, sharing)
         asked = _asked(changes, source)
     assert asked == [100, 200]
+
+
+#: /proc/PID/ksm_stat from Linux 6.1 to (at least) 6.13, of a process whose region ksmd has not reached yet
+#: (its rmap items are made as ksmd scans it, up to a whole pass after madvise): no
+#: ksm_mergeable or ksm_merge_any (kernels of 2025 on) to tell it from one that gave ksmd nothing
+NOT_REACHED_YET = b"ksm_rmap_items 0\nksm_zero_pages 0\nksm_merging_pages 0\nksm_process_profit 0\n"
+
+
+def test_a_process_ksmd_has_not_reached_is_asked_until_it_is_merged(host):
+    """Without ksm_mergeable, no rmap item is no answer: a process that gave ksmd a region and slept (asked
+    while ksmd had not reached it) was left out of every later collection until it was read by
+    age, while ksmd merged its pages."""
+    (host / "proc" / "100" / "ksm_stat").write_bytes(NOT_REACHED_YET)
+    source, changes = Asked(host), KsmChanges()
+    for sharing in (1000, 2000, 3000):
+        _merge(host, sharing)
+        asked = _asked(changes, source)
+    assert asked == [100, 200]
+    (host / "proc" / "100" / "ksm_stat").write_bytes(NOT_REACHED_YET.replace(b"merging_pages 0", b"merging_pages 7"))
+    _merge(host, 4000)
+    assert 100 in changes.moved(source, [100, 200], set(), {}, 4)  # (ksmd merged its pages: read again)

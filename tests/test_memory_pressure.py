@@ -137,6 +137,18 @@ def test_openmetrics_exports_a_cgroups_pressure_columns_as_the_machines(tree):
     assert "smem_cgroup_some10" not in text and "smem_cgroup_fullstall" not in text
 
 
+def test_a_column_named_twice_is_one_family(tree):
+    """-c may name a column twice (smem 1.5's table shows it twice), but an exposition has each
+    family once and each series once: the family was written twice ("received metadata after
+    samples", and a pressure column's series twice), which a scrape refuses whole."""
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    text = run_smem("-S", str(tree), "--cgroup", "-c", "cgroup pss some10 pss some10 somestall", "-F", "openmetrics",
+                    check=True).stdout.decode()
+    families = {f.name: f for f in parser.text_string_to_metric_families(text)}
+    assert [s.value for s in families["smem_cgroup_memory_pressure_ratio"].samples] == [0.7024]
+    assert len(families["smem_cgroup_pss_bytes"].samples) == 2
+
+
 def test_smem_serve_exports_each_cgroups_stall_time_over_http(tree):
     """A real smem serve of the capture on 127.0.0.1, scraped: per cgroup the two counters of its
     stall time (rate() gives any window's share; the six avg gauges would be six more series a

@@ -52,7 +52,12 @@ def families(table, helps=None):
     row_labels = [tuple(printable(str(get(row))) for _, get in labels) for row in table.rows]
     result = []
     declared = {}  # ColumnMetric name -> (the first column's ColumnMetric, the samples of all its columns)
+    # (a column -c names twice is shown twice, and exported once: a family or a series twice is
+    # an exposition a scrape refuses)
+    shown = {}
     for column in table.columns:
+        shown.setdefault(column.key, column)
+    for column in shown.values():
         if column.metric is not None and column.key not in label_names:
             if column.metric.name not in declared:
                 declared[column.metric.name] = (column.metric, [])
