@@ -139,3 +139,22 @@ def test_without_them_the_page_has_no_such_column_and_no_pressure_box(browser, m
     assert not {"CPU%", "GPU", "DmaBuf"} & set(_headers(browser))
     assert not browser.find_element(By.ID, "pressure").is_displayed()
     _no_requests_and_no_errors(browser)
+
+
+def test_a_table_of_more_rows_than_a_call_takes_arguments_is_drawn(browser, made, tmp_path):
+    """The layout of a column of decimals (CPU%) was worked out with Math.max(...figures): a
+    table of 130,000 rows (a machine of as many processes) threw RangeError and the page never
+    started.  The tree's page with its process document's rows repeated that many times."""
+    import re
+    text = made["tree"][1]
+    found = re.search(r'(<script type="application/json" id="smem-process"[^>]*>)(.*?)(</script>)', text, re.S)
+    document = json.loads(found.group(2))
+    first = document["rows"][0]
+    document["rows"] = [{**first, "pid": 1000 + i, "cpu": 0.5} for i in range(130_000)]
+    page = tmp_path / "many.html"
+    page.write_text(text[:found.start(2)] + json.dumps(document).replace("</", "<\\/") + text[found.end(2):],
+                    encoding="utf-8")
+    _open_file(browser, str(page))
+    assert _texts(browser, "#table-count")[0].startswith("130000 of 130000 rows")
+    assert dict(zip(_headers(browser), _cells(browser, "1000")))["CPU%"] == "0.5"
+    _no_requests_and_no_errors(browser)
