@@ -34,6 +34,10 @@ def _now(column):
     return column.metric is None or column.metric.type != "counter"
 
 
+#: the cgroup table's memory pressure columns (some10 ... full300), which the header's pressure box
+#: shows too (pressure.js: the page's meta names them)
+PRESSURE_COLUMNS = tuple(k for k, c in VIEWS["cgroup"].columns.items() if "pressure" in c.needs and _now(c))
+
 #: the tables of the page: name -> (view, columns, the smem options that print the same document).
 #: The page reads every mapping (it shows them), so its figures are the sums of smaps, as a report
 #: with a column that reads mappings (maps, vss) prints them, not smaps_rollup's (read apart)
@@ -41,8 +45,7 @@ TABLES = {
     "process": ("process", ("pid", "user", "name", "command", "cgroup", "maps") + _AMOUNTS + _SOURCES, ""),
     "user": ("user", ("user", "count") + _AMOUNTS + ("vss",) + _SOURCES, "-u"),
     "program": ("program", ("name", "count") + _AMOUNTS + ("vss",) + _SOURCES, "-g"),
-    "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",) + _SOURCES
-               + tuple(k for k, c in VIEWS["cgroup"].columns.items() if "pressure" in c.needs and _now(c)), "--cgroup"),
+    "cgroup": ("cgroup", ("cgroup", "count") + _AMOUNTS + ("vss",) + _SOURCES + PRESSURE_COLUMNS, "--cgroup"),
     "mapping": ("mapping", ("map", "count", "pids") + _AMOUNTS, "-m"),
     "system": ("breakdown", ("area", "used", "cache", "noncache", "saved", "source"), "-w --breakdown"),
 }
@@ -205,7 +208,7 @@ def _page_documents(request, at, tables):
         "installed": {"kib": ram.kib, "source": ram.source, "estimate": ram.estimate} if ram else None,
         "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
         "process_areas": process_areas, "top_mappings": request.top_mappings,
-        "top_sharers": request.top_sharers, "read_at": started,
+        "top_sharers": request.top_sharers, "read_at": started, "pressure_columns": PRESSURE_COLUMNS,
         "commands": {name: page_command(name, request, at, tables, None if compared else shown[name])
                      for name in tables},
         "rollup": tables is ROLLUP_TABLES,

@@ -5,12 +5,12 @@
 
 const PRESSURE_CGROUPS = 3;  // the most stalled cgroups listed beside the machine's figures
 
-/* The cgroup table's pressure columns ({kind, seconds, column}), as the registry names them:
-   KIND then the window's seconds (some10 ... full300), in the table's order. */
+/* The cgroup table's pressure columns ({column}) the page's meta names (smem.page.data chose them
+   from the column registry), in the table's order: those the document has. */
 function pressureColumns(doc) {
   if (!doc) return [];
-  return doc.columns.map((c) => [c, /^(some|full)(\d+)$/.exec(c.key)]).filter(([, m]) => m)
-    .map(([c, m]) => ({kind: m[1], seconds: m[2], column: c}));
+  const keys = new Set(state.data.meta.pressure_columns || []);
+  return doc.columns.filter((c) => keys.has(c.key)).map((c) => ({column: c}));
 }
 
 /* A stall figure's cell: the % with two decimals, shaded by how much of the time it is. */
