@@ -20,9 +20,11 @@ before 5.19 says no process's count: its figures wait for ``--max-staleness``.
 Only processes ksmd may scan are asked each time: ``ksm_stat`` says whether it may
 (``ksm_mergeable`` and ``ksm_merge_any``, kernels of 2025 on; before them, 6.1 to 6.13 at
 least, ``ksm_rmap_items`` 0 says only that ksmd has not reached it yet, up to a whole pass after
-its region was given: asked).  One that said no is asked again once it is read again (it ran:
-it may have given ksmd a region since), and a region given by one that neither faults nor grows
-after waits, as any unseen change does, for its next read by age.
+its region was given: there, one still without an rmap item two of ksmd's full scans after it
+was first asked so is taken for one ksmd does not scan: a pass makes an rmap item of each page
+of a region given).  One that said no is asked again once it is read again (it ran: it may have
+given ksmd a region since), and a region given by one that neither faults nor grows after waits,
+as any unseen change does, for its next read by age.
 """
 
 from .parsers.ksm import parse_ksm_stat, parse_ksm_value
@@ -41,6 +43,7 @@ class KsmChanges:
         self._pages = {}     # pid -> (merged pages, zero pages) as last read
         self._drift = {}     # pid -> KiB of pages merged or unmerged in all since its last read
         self._unscanned = set()  # pids ksmd did not scan when last asked, and not read since
+        self._unreached = {}     # pid -> full_scans when first asked without an rmap item (kernels that do not say)
 
     def moved(self, source, pids, chosen, limits, page_kib):
         """The pids of ``pids`` (but ``chosen``, read anyway) to read again for what KSM did since
@@ -52,13 +55,22 @@ class KsmChanges:
             return set()
         merged = sum(abs(now - was) for now, was in zip(system, before)) * page_kib
         moved = set()
-        unscanned = self._unscanned
+        unscanned, unreached = self._unscanned, self._unreached
+        passes = ()  # (full_scans, read once where needed)
         for pid in pids:
             if pid in unscanned:
                 continue
             now, scanned = _process_pages(source, pid)
-            if not scanned:
+            if scanned is None:  # (not reached yet, or never will be: two full scans tell)
+                if passes == ():
+                    passes = _full_scans(source)
+                since = unreached.setdefault(pid, passes)
+                if passes is not None and since is not None and passes - since >= 2:
+                    unscanned.add(pid)
+            elif not scanned:
                 unscanned.add(pid)
+            else:
+                unreached.pop(pid, None)
             if now is None:  # (gone, or no count kept: waits for max-staleness)
                 continue
             was = self._pages.get(pid)
@@ -80,17 +92,30 @@ class KsmChanges:
         for pid in pids:
             self._drift.pop(pid, None)
         self._unscanned.difference_update(pids)
+        for pid in pids:  # (it ran: a region it gave since waits for two scans from now)
+            self._unreached.pop(pid, None)
 
     def forget(self, pid):
         self._pages.pop(pid, None)
         self._drift.pop(pid, None)
         self._unscanned.discard(pid)
+        self._unreached.pop(pid, None)
 
     def clear(self):
         self._system = None
         self._pages.clear()
         self._drift.clear()
         self._unscanned.clear()
+        self._unreached.clear()
+
+
+def _full_scans(source):
+    """How many full passes ksmd has made over the processes it scans, or None where unknown."""
+    raw = source.read_sys_optional("kernel/mm/ksm/full_scans")
+    try:
+        return parse_ksm_value(raw) if raw is not None else None
+    except ValueError:
+        return None
 
 
 def _system_counters(source):
@@ -111,8 +136,9 @@ _GIVEN = ("ksm_mergeable", "ksm_merge_any")
 
 def _process_pages(source, pid):
     """((pages merged, pages merged into the zero page), whether ksmd may scan it) of ``pid``;
-    (None, True) where its count is unknown.  Where ksm_stat does not say (no _GIVEN), it may;
-    where it is empty the process has no address space (a kernel thread, a zombie) and never will."""
+    (None, True) where its count is unknown.  Where ksm_stat does not say (no _GIVEN) and ksmd
+    made no rmap item of it, None: not yet, or never; where it is empty the process has no
+    address space (a kernel thread, a zombie) and never will be."""
     raw = source.read_optional(f"{pid}/ksm_stat")
     if raw == b"":
         return None, False
@@ -133,6 +159,8 @@ def _process_pages(source, pid):
     pages = merging, zero if isinstance(zero, int) else 0
     rmap_items = stat.get("ksm_rmap_items")
     given = [stat.get(word) for word in _GIVEN]
-    scanned = (not isinstance(rmap_items, int) or rmap_items > 0 or any(pages)
-               or any(said != "no" for said in given))  # (None: a kernel that does not say)
-    return pages, scanned
+    if not isinstance(rmap_items, int) or rmap_items > 0 or any(pages):
+        return pages, True
+    if all(said is None for said in given):  # (a kernel that does not say)
+        return pages, None
+    return pages, any(said != "no" for said in given)

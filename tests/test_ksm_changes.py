@@ -115,3 +115,31 @@ def test_a_process_ksmd_has_not_reached_is_asked_until_it_is_merged(host):
     (host / "proc" / "100" / "ksm_stat").write_bytes(NOT_REACHED_YET.replace(b"merging_pages 0", b"merging_pages 7"))
     _merge(host, 4000)
     assert 100 in changes.moved(source, [100, 200], set(), {}, 4)  # (ksmd merged its pages: read again)
+
+
+def _scans(host, passes):
+    """ksmd finished another full pass over the processes it scans."""
+    (host / "proc" / "sys" / "kernel" / "mm" / "ksm" / "full_scans").write_text(f"{passes}\n")
+
+
+def test_a_process_ksmd_passed_twice_without_an_rmap_item_is_asked_no_more(host):
+    """Without ksm_mergeable, two of ksmd's full scans after a process was first asked without an
+    rmap item tell: a pass makes an rmap item of each page of a region given, so it gave none.
+    It is asked again once it is read (it ran: it may give one), two scans on from then."""
+    (host / "proc" / "100" / "ksm_stat").write_bytes(NOT_REACHED_YET)
+    source, changes = Asked(host), KsmChanges()
+    _scans(host, 10)
+    _merge(host, 1000)
+    _asked(changes, source)
+    asked = []
+    for passes, sharing in ((10, 2000), (11, 3000), (12, 4000), (12, 5000), (13, 6000)):
+        _scans(host, passes)
+        _merge(host, sharing)
+        asked.append(_asked(changes, source))
+    assert asked == [[2, 100, 200], [100, 200], [100, 200], [200], [200]]
+    changes.read({100})
+    for passes, sharing in ((13, 7000), (14, 8000), (15, 9000), (15, 10000)):
+        _scans(host, passes)
+        _merge(host, sharing)
+        asked.append(_asked(changes, source))
+    assert asked[5:] == [[100, 200], [100, 200], [100, 200], [200]]
