@@ -213,29 +213,49 @@ def show_chart(table, options, chart, snapshot):
         _show(data, draw)
 
 
-#: How a file of each chart format starts, so that -o replaces an old chart but nothing else
-#: without --force (raw and rgba have no signature: they need --force).
+#: How a file of each chart format starts; a file -o names is replaced without --force only where
+#: it also holds the mark of a chart smem drew (below): a photo is a JPEG, a paper a PDF.
 _SIGNATURES = {
     "png": (b"\x89PNG",), "pdf": (b"%PDF",), "eps": (b"%!PS",), "ps": (b"%!PS",),
     "jpg": (b"\xff\xd8\xff",), "jpeg": (b"\xff\xd8\xff",), "tif": (b"II*\x00", b"MM\x00*"),
-    "tiff": (b"II*\x00", b"MM\x00*"), "pgf": (b"%% Creator: ",),
-    "gif": (b"GIF8",),
+    "tiff": (b"II*\x00", b"MM\x00*"), "pgf": (b"%% Creator: ",), "gif": (b"GIF8",),
 }
+
+#: What smem writes into a chart of a format Pillow writes, where matplotlib marks none (a JPEG's
+#: comment, a TIFF's ImageDescription, a WebP's or AVIF's XMP), as Pillow's keyword for it
+_MARK = b"smem chart (matplotlib)"
+_MARKED = {"jpg": {"comment": _MARK}, "jpeg": {"comment": _MARK}, "gif": {"comment": _MARK},
+           "tif": {"description": _MARK.decode()}, "tiff": {"description": _MARK.decode()},
+           "webp": {"xmp": b"<x:xmpmeta>" + _MARK + b"</x:xmpmeta>"},
+           "avif": {"xmp": b"<x:xmpmeta>" + _MARK + b"</x:xmpmeta>"}}
+
+#: the words by which matplotlib names itself in a file of each format it writes itself, and
+#: where: in the first bytes, or (a PDF's Info dictionary, its Producer) in the last
+_WRITER = {"png": (b"software\x00matplotlib", "head"), "svg": (b"matplotlib", "head"),
+           "eps": (b"%%creator: matplotlib", "head"), "ps": (b"%%creator: matplotlib", "head"),
+           "pgf": (b"matplotlib", "head"), "pdf": (b"matplotlib pdf backend", "tail")}
 
 
 def _holds_chart(fmt):
-    signatures = _SIGNATURES.get(fmt, ())
-    if fmt == "png":  # a photo or a screenshot is a PNG too: a chart is one matplotlib wrote (its tEXt)
-        return lambda head: head.startswith(b"\x89PNG") and b"software\x00matplotlib" in head.lower()
+    """Whether a file's first and last bytes (``head``, ``tail``) are of a ``fmt`` chart smem drew."""
     if fmt == "avif":  # an ISO media file: the brand follows the box size
-        return lambda head: head[4:12] == b"ftypavif"
-    if fmt == "webp":  # RIFF holds WAV and AVI too: the form type says which
-        return lambda head: head[:4] == b"RIFF" and head[8:12] == b"WEBP"
-    if fmt == "svg":  # any XML starts <?xml: an SVG has its element in the first bytes
-        return lambda head: head.lstrip().startswith((b"<?xml", b"<svg")) and b"<svg" in head
-    if fmt == "svgz":  # any gzip file starts so: look inside
-        return lambda head: head.startswith(b"\x1f\x8b") and b"<svg" in _inflated_start(head)
-    return lambda head: bool(signatures) and head.lstrip().startswith(signatures)
+        starts = lambda head: head[4:12] == b"ftypavif"  # noqa: E731
+    elif fmt == "webp":  # RIFF holds WAV and AVI too: the form type says which
+        starts = lambda head: head[:4] == b"RIFF" and head[8:12] == b"WEBP"  # noqa: E731
+    elif fmt == "svg":  # any XML starts <?xml: an SVG has its element in the first bytes
+        starts = lambda head: head.lstrip().startswith((b"<?xml", b"<svg")) and b"<svg" in head  # noqa: E731
+    elif fmt == "svgz":  # any gzip file starts so: look inside
+        return lambda head, tail: (head.startswith(b"\x1f\x8b") and b"<svg" in (inner := _inflated_start(head))
+                                   and b"matplotlib" in inner.lower())
+    else:
+        signatures = _SIGNATURES.get(fmt, ())
+        starts = lambda head: bool(signatures) and head.lstrip().startswith(signatures)  # noqa: E731
+    if fmt in _MARKED:
+        return lambda head, tail: starts(head) and (_MARK in head or _MARK in tail)
+    words, where = _WRITER.get(fmt, (None, None))
+    if words is None:  # (raw, rgba: nothing says what they are)
+        return lambda head, tail: False
+    return lambda head, tail: starts(head) and words in (head if where == "head" else tail).lower()
 
 
 def _inflated_start(head):
@@ -255,7 +275,8 @@ def _save(data, draw, path, fmt, force=False):
         with output_file(path, _holds_chart(fmt), force=force, what=f"{fmt} chart") as out, \
                 matplotlib.rc_context({"svg.fonttype": "none"}):
             # svg.fonttype none: labels stay text, searchable and small.
-            figure.savefig(out, format=fmt, dpi=100, bbox_inches="tight")
+            figure.savefig(out, format=fmt, dpi=100, bbox_inches="tight",
+                           **({"pil_kwargs": _MARKED[fmt]} if fmt in _MARKED else {}))
     except (OSError, RuntimeError, ValueError) as e:
         raise SmemError(f"cannot save the chart as {path}: {e}") from None
 

@@ -54,8 +54,12 @@ CAPTURE_MAGIC = tuple(c.magic for c in CAPTURE_COMPRESSIONS)
 FIFO_STALL_SECONDS = 60
 
 
-def looks_like_capture(head):
-    """Whether ``head`` (the first 512 bytes of a file) starts a capture smem could have written."""
+#: how much of each end of an existing file is read to tell whether it holds what is written
+_ENDS = 4096
+
+
+def looks_like_capture(head, tail=b""):
+    """Whether ``head`` (the first bytes of a file) starts a capture smem could have written."""
     return head.startswith(CAPTURE_MAGIC) or head[257:262] == b"ustar"
 
 
@@ -63,7 +67,7 @@ def looks_like_capture(head):
 def output_file(path, looks_like=looks_like_capture, force=False, what="file", private=False):
     """A binary file object to write ``path`` with; the result appears only if the block completes.
 
-    ``looks_like(head)``: whether an existing file holds what we write (so may be
+    ``looks_like(head, tail)``: whether an existing file holds what we write (so may be
     rewritten without ``force``); ``what`` names the content in messages ("png
     chart"); ``private``: a new file is made 0600 (a capture holds every process's
     command line and memory map, which /proc shows to their owners only).
@@ -220,15 +224,19 @@ class _Target:
         return 0o666 & ~umask  # as open() would have made it
 
     def _holds_our_kind(self, looks_like):
-        """Empty, or ``looks_like`` its first bytes (read through a second, read-only open)."""
-        if os.fstat(self.existing).st_size == 0:
+        """Empty, or ``looks_like`` its first and last bytes (read through a second, read-only
+        open: a PDF names its writer at its end)."""
+        size = os.fstat(self.existing).st_size
+        if size == 0:
             return True
         try:
             with open(f"/proc/self/fd/{self.existing}", "rb") as f:
-                head = f.read(512)
+                head = f.read(_ENDS)
+                f.seek(max(size - _ENDS, 0))
+                tail = f.read(_ENDS)
         except OSError:
             return False
-        return looks_like(head)
+        return looks_like(head, tail)
 
     def rewrite_from(self, scratch_fd):
         """Copy the finished scratch file over the existing file's content, in place: the room for

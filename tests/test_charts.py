@@ -238,11 +238,13 @@ def test_pie_title_is_centred_over_the_pie():
 
 
 def test_chart_signatures_say_more_than_the_container(tmp_path):
-    from smem.charts import _holds_chart
-    assert _holds_chart("svg")(b'<?xml version="1.0"?>\n<svg xmlns=...') and not _holds_chart("svg")(b"<?xml?><html>")
-    assert _holds_chart("webp")(b"RIFF\0\0\0\0WEBPVP8 ") and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ")
+    from smem.charts import _MARK, _holds_chart
+    svg = b'<?xml version="1.0"?>\n<svg xmlns=...><dc:title>Matplotlib v3</dc:title>'
+    assert _holds_chart("svg")(svg, b"") and not _holds_chart("svg")(b"<?xml?><html><!-- matplotlib -->", b"")
+    webp = b"RIFF\0\0\0\0WEBPVP8 "
+    assert _holds_chart("webp")(webp, _MARK) and not _holds_chart("webp")(b"RIFF\0\0\0\0WAVEfmt ", _MARK)
     import gzip
-    assert _holds_chart("svgz")(gzip.compress(b"<?xml?><svg>")) and not _holds_chart("svgz")(gzip.compress(b"tar"))
+    assert _holds_chart("svgz")(gzip.compress(svg), b"") and not _holds_chart("svgz")(gzip.compress(b"tar matplotlib"), b"")
 
 
 def test_pie_slice_names_never_overlap():

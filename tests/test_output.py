@@ -334,3 +334,50 @@ def test_a_disk_that_fills_keeps_the_old_page_whole(small_disk, tmp_path):
     run_smem("html", "-S", new, "-o", page, check=True)  # (with room: rewritten whole, as long as a new one)
     rewritten = page.read_bytes()
     assert rewritten.endswith(b"</html>\n") and abs(len(rewritten) - (tmp_path / "new.html").stat().st_size) < 64
+
+
+#: files of the vector formats that no chart of smem's is: what a user may keep under such a name
+#: (a paper a word processor wrote, a drawing, a printout), each naming the program that wrote it
+_DOCUMENTS = {
+    "pdf": b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [] "
+           b"/Count 0 >>\nendobj\n3 0 obj\n<< /Producer (LibreOffice 7.4) /Title (my paper) >>\nendobj\n"
+           b"trailer\n<< /Root 1 0 R /Info 3 0 R >>\n%%EOF\n",
+    "svg": b'<?xml version="1.0" encoding="UTF-8"?>\n<!-- Created with Inkscape (http://www.inkscape.org/) -->\n'
+           b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5"/></svg>\n',
+    "eps": b"%!PS-Adobe-3.0 EPSF-3.0\n%%Creator: inkscape 1.2\n%%BoundingBox: 0 0 10 10\n%%EndComments\n"
+           b"0 0 moveto 10 10 lineto stroke\nshowpage\n%%EOF\n",
+    "ps": b"%!PS-Adobe-3.0\n%%Creator: groff version 1.22.4\n%%Pages: 1\n%%EndComments\nshowpage\n%%EOF\n",
+}
+
+
+def _not_a_chart(fmt, path):
+    if fmt == "svgz":
+        import gzip
+        path.write_bytes(gzip.compress(_DOCUMENTS["svg"]))
+    elif fmt in _DOCUMENTS:
+        path.write_bytes(_DOCUMENTS[fmt])
+    else:  # a photo: Pillow, as a camera's or an editor's file
+        from PIL import Image
+        Image.new("RGB", (64, 64), "red").save(path, format={"jpg": "jpeg", "tif": "tiff"}.get(fmt, fmt))
+
+
+@charts
+@pytest.mark.parametrize("fmt", ["pdf", "svg", "svgz", "eps", "ps", "jpg", "tif", "gif", "webp", "avif"])
+def test_a_file_of_the_charts_format_is_replaced_only_when_smem_drew_it(tmp_path, fmt):
+    """Any PDF, JPEG, SVG ... was taken for an old chart by its first bytes: -o paper.pdf or -o
+    photo.jpg replaced the user's file without --force.  Now only a chart smem drew (matplotlib
+    names itself in it, or smem marks it) is rewritten; anything else needs --force."""
+    pytest.importorskip("PIL")
+    from smem.charts import supported_formats
+    if fmt not in supported_formats():
+        pytest.skip(f"matplotlib writes no {fmt} here")
+    kept = tmp_path / f"mine.{fmt}"
+    _not_a_chart(fmt, kept)
+    before = kept.read_bytes()
+    assert f"does not hold a {fmt} chart" in _one_error_line(run_smem(*PIE, "-o", kept))
+    assert kept.read_bytes() == before
+    chart = tmp_path / f"chart.{fmt}"  # a chart smem drew: the next one replaces it
+    assert run_smem(*PIE, "-o", chart).returncode == 0
+    first = chart.read_bytes()
+    assert run_smem(*BAR, "-o", chart).returncode == 0 and chart.read_bytes() != first
+    assert run_smem(*PIE, "--force", "-o", kept).returncode == 0 and kept.read_bytes() != before

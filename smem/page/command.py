@@ -48,6 +48,6 @@ def _documents(request):
     return page_documents(request)
 
 
-def _looks_like_page(head):
+def _looks_like_page(head, tail=b""):
     """An existing file -o may replace without --force: a page smem html wrote."""
     return head.startswith(b"<!DOCTYPE html>") and b'<meta name="generator" content="smem html">' in head
