@@ -232,8 +232,9 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
     if options.totals:
         counted_in_totals = view.accounting.counted
         summed = entries if counted_in_totals is None else [e for e in entries if counted_in_totals(e[2])]
-        totals = [_total(c, [c.total_getter(e[2]) for e in summed] if c.total_getter is not None
-                         else [e[1][i] for e in summed]) for i, c in enumerate(columns)]
+        totals = [c.total_of([e[2] for e in summed]) if c.total_of is not None and c.total is not None
+                  else _total(c, [c.total_getter(e[2]) for e in summed] if c.total_getter is not None
+                              else [e[1][i] for e in summed]) for i, c in enumerate(columns)]
     return Table(view, columns, sort, values, [e[2] for e in entries], [e[0] for e in entries],
                  totals, ram_kib, swap_kib, list(notes))
 

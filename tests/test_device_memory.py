@@ -102,11 +102,17 @@ def test_a_group_counts_a_shared_client_once_and_adds_the_split_parts(tmp_path):
     assert sample.endswith(f" {once * 1024}"), sample
 
 
-def test_a_process_total_adds_each_rows_shared_memory_as_rss_total_does():
-    """-t of the process view sums the column as shown (smem 1.5's totals: RSS's counts a shared
-    page once per row), and the help says so; the user view's row counts the client once."""
-    document = _rows(TREE, "-t", columns="pid gpushared")
-    assert document["totals"]["gpushared"] == 2 * 13584 + (16 << 10)
+def test_a_total_counts_a_shared_client_once():
+    """-t of gpushared summed the rows as shown, so client 30, which 100 and 101 hold, was in it
+    twice (2 x 13584 + 16384); the total now counts each client once, as a group's row does, in
+    the process view, a group view and smem diff (where OLD's and NEW's are taken so too)."""
+    once = 13584 + (16 << 10)
+    assert _rows(TREE, "-t", columns="pid gpushared")["totals"]["gpushared"] == once
+    assert _rows(TREE, "-t", "-g", columns="name gpushared")["totals"]["gpushared"] == once
+    compared = json.loads(run_smem("diff", str(TREE), str(TREE), "-t", "-c", "pid old_gpushared gpushared dgpushared",
+                                   "-F", "json", check=True).stdout)
+    totals = compared["totals"]
+    assert (totals["old_gpushared"], totals["gpushared"], totals["dgpushared"]) == (once, once, 0), totals
     help_text = run_smem("-c", "help").stdout.decode()
     (line,) = [l for l in help_text.splitlines() if l.split()[:1] == ["gpushared"]]
     assert "once" in line and "-t" in line, line

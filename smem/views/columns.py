@@ -61,6 +61,9 @@ class Column(NamedTuple):
     #: the figure of a row its -t sum adds, where it is not the one shown (a change whose side lacks
     #: the figure shows "-", but the total of changes is still NEW's total minus OLD's)
     total_getter: Optional[Callable[[Any], Any]] = None
+    #: the -t total taken of the rows together, where a sum of rows would count one thing twice (a
+    #: GPU client two rows hold, whose shared memory each row shows in full); None where absent
+    total_of: Optional[Callable[[Sequence[Any]], Any]] = None
     #: last in a classic table on a terminal too narrow for it, the column wraps (at words) under
     #: itself rather than run past the edge; it is never padded (a breakdown's Source)
     wraps: bool = False
@@ -80,9 +83,11 @@ class Column(NamedTuple):
         return self.total_key or self.key
 
 
-def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), counters=(), exact_total=None):
+def amount(key, header, getter, help, width=8, percent_of="ram", needs=(), counters=(), exact_total=None,
+           total_of=None):
     return Column(key, header, getter, help, width=width, is_amount=True, percent_of=percent_of,
-                  total="sum", needs=frozenset(needs), counters=frozenset(counters), exact_total=exact_total)
+                  total="sum", needs=frozenset(needs), counters=frozenset(counters), exact_total=exact_total,
+                  total_of=total_of)
 
 
 def count(key, header, getter, help, width=5, total="sum", needs=(), total_key=None, compared=None):

@@ -86,6 +86,25 @@ def _change_in_totals(getter):
     return get
 
 
+def _rows_total(total_of, side):
+    """A total taken of the rows together (Column.total_of), of one side's rows: None where none."""
+    if total_of is None:
+        return None
+    return lambda rows: total_of([part for part in (getattr(r, side) for r in rows) if part is not None])
+
+
+def _change_of_rows_total(total_of):
+    """The change of a total taken of the rows together: NEW's total minus OLD's (absent: 0)."""
+    if total_of is None:
+        return None
+    old, new = _rows_total(total_of, "old"), _rows_total(total_of, "new")
+
+    def get(rows):
+        before, after = old(rows), new(rows)
+        return None if before is None and after is None else (after or 0) - (before or 0)
+    return get
+
+
 def _magnitude(getter):
     delta = _delta(getter)
 
@@ -102,20 +121,24 @@ def _columns(base, old, new):
             continue  # a comparison of page frames across two times means nothing
         if not column.changes:
             columns[key] = column._replace(getter=(lambda g: lambda r: g(r.current))(column.getter),
-                                           total=column.total if column.total in ("rows", None) else None)
+                                           total=column.total if column.total in ("rows", None) else None,
+                                           total_of=None)
             continue
         # a count's total is named for what it counts (processes): old_processes, dprocesses beside it
         total_key = column.total_key
         columns[f"old_{key}"] = column._replace(key=f"old_{key}", header=f"Old{column.header}",
                                                 getter=_side(column.getter, "old"), help=f"{column.help}, in {old}",
                                                 width=max(column.width, len(column.header) + 3),
-                                                total_key=total_key and f"old_{total_key}")
-        columns[key] = column._replace(getter=_side(column.getter, "new"), help=f"{column.help}, in {new}")
+                                                total_key=total_key and f"old_{total_key}",
+                                                total_of=_rows_total(column.total_of, "old"))
+        columns[key] = column._replace(getter=_side(column.getter, "new"), help=f"{column.help}, in {new}",
+                                       total_of=_rows_total(column.total_of, "new"))
         columns[f"d{key}"] = column._replace(key=f"d{key}", header=f"d{column.header}",
                                              getter=_delta(column.getter), total_getter=_change_in_totals(column.getter),
                                              help=f"change in {column.key}: {new} - {old}",
                                              width=max(column.width, len(column.header) + 1),
-                                             total_key=total_key and f"d{total_key}")
+                                             total_key=total_key and f"d{total_key}",
+                                             total_of=_change_of_rows_total(column.total_of))
     columns["status"] = text("status", "Status", lambda r: r.status, f"new (only in {new}) or gone (only in {old})", 6)
     measure = base.columns.get(base.charting.measure)
     if measure is not None and measure.is_amount:

@@ -53,6 +53,15 @@ def _device(devices_of, field, kind=None):
     return get
 
 
+def _shared_once(devices_of):
+    """gpushared's -t total: each client once, however many rows hold it (device_memory.sum_shares)."""
+    def total(rows):
+        from ..device_memory import sum_shares
+        share = sum_shares(devices_of(r) for r in rows)
+        return share.gpushared if share is not None else None
+    return total
+
+
 def device_columns(devices_of):
     """GPU memory per client counted once and split between its holders (smem.device_memory);
     ``devices_of``: a row's DeviceShare, or None."""
@@ -62,9 +71,9 @@ def device_columns(devices_of):
               "GPU memory resident and its own (less what its clients share), a client held by k "
               "processes split 1/k (DRM fdinfo; - without a GPU client)", needs={"devices"}),
         _wide("gpushared", "GPUShared", _device(devices_of, "gpushared"),
-              "GPU memory its clients share with other clients, in full (DRM fdinfo drm-shared-): a group "
-              "counts a client once; -t adds the rows' as RSS's does",
-              needs={"devices"}),
+              "GPU memory its clients share with other clients, in full (DRM fdinfo drm-shared-): a group, "
+              "and the -t total, count a client once", needs={"devices"},
+              total_of=_shared_once(devices_of)),
     ]
     for kind, what in REGION_KINDS.items():
         columns.append(_wide(f"gpu{kind}", f"GPU{kind.upper()}", _device(devices_of, None, kind),
