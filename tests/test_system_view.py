@@ -182,7 +182,8 @@ def test_the_recommendation_is_in_every_format(tmp_path):
     needs = sum(row["noncache"] for row in document["rows"])
     assert figures == {"needs_kib": needs, "headroom_percent": 10.0, "with_headroom_kib": needs + needs // 10,
                        "fits_in_kib": figures["fits_in_kib"], "free_not_counted_kib": None,  # (no zoneinfo)
-                       "page_map_kib": None, "measured_page_map_kib": None, "page_map_not_scaled": "the arch unknown"}
+                       "page_map_kib": None, "measured_page_map_kib": None, "page_map_not_scaled": "the arch unknown",
+                       "not_counted": []}
     assert figures["with_headroom_kib"] <= figures["fits_in_kib"] < 2 * figures["with_headroom_kib"]
     assert document["notes"][-1] == line
     shown = run_smem("-S", tree, "-w", "--recommend", "10", "-H", "-F", "json").stdout
