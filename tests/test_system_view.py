@@ -291,7 +291,7 @@ def test_the_kernel_image_given_is_named_under_the_table(tmp_path):
 def test_realmem_below_memtotal_is_warned_about(tmp_path):
     proc = run_smem("-S", _tree(tmp_path), "-w", "-R", "1G")
     assert proc.returncode == 0
-    assert "-R 1048576 KiB is less than the memory the kernel manages" in proc.stderr.decode()
+    assert "-R 1.0G (1048576 KiB) is less than the memory the kernel manages" in proc.stderr.decode()
     areas, _ = _areas(proc.stdout)
     assert areas["firmware/hardware"][0] == 0
     assert re.search(r"\(MemTotal \d+ KiB\)", proc.stderr.decode())  # in the table's unit
