@@ -27,7 +27,7 @@ from .units import human
 from .views import VIEWS, needs_of
 from .views.columns import Sizing
 
-__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "warning_kind", "named_processes", "pids_not_found", "SLOW_READ_SECONDS"]
+__all__ = ["Result", "run_report", "plan", "Plan", "read_snapshot", "companion_tables", "load_warnings", "warning_kind", "named_processes", "pids_not_found", "SLOW_READ_SECONDS", "NO_SMAPS"]
 
 
 class Result(NamedTuple):
@@ -251,6 +251,8 @@ def pids_not_found(query, snapshot):
         message += ", or left out by -P/-U"
     if any(pid in shown for pid in asked):
         return [message] if missing else []
+    if snapshot.no_smaps:  # (not "not found": they are there, and nothing of them can be measured)
+        raise SmemError(f"--pid {','.join(map(str, asked))}: {NO_SMAPS}")
     said = [message] if missing else []
     for reason in sorted({unreadable[pid] for pid in asked if pid in unreadable}):
         pids = [pid for pid in asked if unreadable.get(pid) == reason]
@@ -348,6 +350,11 @@ def warning_kind(message):
     return match.group(1) if match else message
 
 
+#: what a reading of a kernel without smaps says (Reading.no_smaps)
+NO_SMAPS = ("the kernel gives no /proc/PID/smaps (built without CONFIG_PROC_PAGE_MONITOR, or without an MMU): "
+            "no process's memory can be measured")
+
+
 def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     """The lines that say what the snapshot could not show: unreadable, skipped, slow processes."""
     warnings = []
@@ -367,6 +374,8 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     if machine.hidepid in ("invisible", "ptraceable"):  # (what a writer writes; a capture may say anything)
         warnings.append(f"{snapshot.source.description} was taken from a /proc mounted hidepid={machine.hidepid}, "
                         "without root: the processes it hid are not in it")
+    if snapshot.no_smaps:
+        warnings.append(f"{snapshot.source.description}: {NO_SMAPS}; smem -w shows the system's")
     if snapshot.pss_missing:
         warnings.append("the kernel does not report PSS (Linux < 2.6.25); PSS shows as '-'")
     if snapshot.skipped:

@@ -4,7 +4,7 @@ written as it came (the capture itself is smem.capture_writer's)."""
 import contextlib
 import os
 
-from .app import named_processes
+from .app import NO_SMAPS, named_processes
 from .compression import DEFAULT_WRITTEN, by_option
 from .errors import SmemError
 from .extras import require
@@ -29,7 +29,7 @@ def run_capture(path, stream=None, *, host=None, compression=DEFAULT_WRITTEN, ex
               else contextlib.nullcontext(stream))
     try:
         with target as out, _compressed(out, compression) as (archive, tar_compression):
-            written, skipped = write_capture(source, archive, tar_compression, exact=exact)
+            written = write_capture(source, archive, tar_compression, exact=exact)
         hidden = source.hidden()
         if path is None:
             stream.flush()
@@ -40,15 +40,18 @@ def run_capture(path, stream=None, *, host=None, compression=DEFAULT_WRITTEN, ex
         raise SmemError(f"cannot write the capture{where}: {e.strerror or e}") from None
     finally:
         source.close()
-    return left_out(skipped, hidden, host is None)
+    return left_out(written.skipped, hidden, host is None, no_smaps=written.no_smaps)
 
 
-def left_out(skipped, hidden, local, where="", verb="capture"):
+def left_out(skipped, hidden, local, where="", verb="capture", no_smaps=False):
     """The warnings of a capture (of a recording's frame: ``where``, ``verb`` record) that left
     processes out: those it could not read (``skipped``: (pid, name)), and those a hidepid= /proc
-    hid (``hidden``: Source.hidden's clause), each saying how to get them where it is our doing."""
+    hid (``hidden``: Source.hidden's clause), each saying how to get them where it is our doing;
+    and where the kernel gives no smaps (``no_smaps``), that no process's memory is in it."""
     hint = f"; run as root to {verb} them" if local and os.geteuid() != 0 else ""
     warnings = []
+    if no_smaps:
+        warnings.append(f"{NO_SMAPS}, and the processes are {verb}d without it{where}; smem -w reads the system's")
     if skipped:
         warnings.append(f"{len(skipped)} process{'es' if len(skipped) > 1 else ''} could not be read and "
                         f"{'were' if len(skipped) > 1 else 'was'} left out{where}: {named_processes(skipped)}{hint}")

@@ -19,19 +19,20 @@ import io
 import os
 import tarfile
 import time
+from typing import NamedTuple
 
 from . import __version__
 from .compression import DEFAULT_WRITTEN
 from .device_memory import DMABUF_BUFINFO, DMABUF_SYSFS
 from .kernel_pools import cgroup_memory_stat_path
-from .loading.process import read_meminfo
+from .loading.process import kernel_gives_no_smaps, read_meminfo
 from .memory_pressure import SYSTEM_PRESSURE, cgroup_pressure_path
 from .parsers.cgroup import cgroup_v2_path
 from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
 from .sources.base import KERNEL_CONFIG_MEMBER, OWN_PID, SHMEM_MEMBER
 
-__all__ = ["write_capture", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
+__all__ = ["write_capture", "Written", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
 
 PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status", "cgroup")
 _ROLLUP_FIRST = ("smaps_rollup", "smaps", "cmdline", "stat", "status", "cgroup")
@@ -123,9 +124,20 @@ def _comm(stat):
         return None
 
 
+class Written(NamedTuple):
+    """What a capture holds of the processes."""
+
+    processes: int     # written
+    skipped: list      # [(pid, name)] of those that could not be read
+    no_smaps: bool     # the kernel gives no smaps: each process written without its memory
+
+
 def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, with_smaps=True):
-    """Write a capture of ``source`` to ``fileobj``; returns (processes written, [(pid, name)] of
-    those that could not be read).
+    """Write a capture of ``source`` to ``fileobj``; returns what it wrote (Written).
+
+    A kernel without /proc/PID/smaps (kernel_gives_no_smaps) has its processes written without
+    them (their cmdline, stat, status): the capture's reader says that no process's memory could
+    be measured, not that processes could not be read (which running as root would not change).
 
     With ``exact``, also the frames each process maps and their map counts
     (smem.exact), so that ``smem -S CAPTURE --exact`` works offline.  With ``with_smaps=False``
@@ -137,6 +149,7 @@ def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, wit
         frame_reader(source).check()  # not root, no kpagecount: fail before writing anything
     mappings = {}
     read_meminfo(source)  # a source without meminfo cannot make a capture
+    no_smaps = kernel_gives_no_smaps(source)
     machine = source.machine()  # (its time is the capture's start, with its meminfo: not its end)
     mode = "w|" + compression if compression else "w|"
     written, skipped = 0, []
@@ -161,7 +174,7 @@ def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, wit
                 data = source.read_optional(f"{pid}/{name}")
                 if data is not None:
                     files[name] = data
-            if not ("smaps" in files or "smaps_rollup" in files) or "stat" not in files:
+            if not ("smaps" in files or "smaps_rollup" in files or no_smaps) or "stat" not in files:
                 if "stat" in files:  # unreadable, as opposed to gone
                     skipped.append((pid, _comm(files["stat"])))
                 continue
@@ -223,4 +236,4 @@ def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, wit
             pids = sorted(pid for pid, maps in mappings.items() if maps)
             for name, data in exact_capture_members(source, pids, mappings).items():
                 out.file(name, data)
-    return written, skipped
+    return Written(written, skipped, no_smaps)

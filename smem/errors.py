@@ -80,6 +80,19 @@ class ProcessGone(Exception):
     """
 
 
+class SmapsAbsent(ProcessGone):
+    """A process named (its cmdline read) has no smaps and no smaps_rollup: it exited meanwhile,
+    or its kernel gives none (CONFIG_PROC_PAGE_MONITOR off, no MMU).  Skipped as a process gone,
+    and counted: a reading where every process is so says the kernel has none (smem.app)."""
+
+    def __init__(self, pid):
+        super().__init__(pid)
+        self.pid = pid
+
+    def __reduce__(self):  # (sent from a worker: smem.collect)
+        return SmapsAbsent, (self.pid,)
+
+
 class ProcessUnreadable(Exception):
     """A process exists but its files cannot be read (usually permissions).
 

@@ -258,6 +258,7 @@ class Reading:
     devices: object = None    # device_memory.DeviceMemory, when asked for
     pressure: object = None   # memory_pressure.MemoryPressure, when asked for
     clock: tuple = None       # (seconds since boot, clock ticks a second), when asked for (cpu)
+    no_smaps: bool = False    # processes named and none had smaps or smaps_rollup: the kernel gives none
 
     @property
     def mem_total(self):
@@ -298,6 +299,7 @@ class Snapshot:
     devices = property(lambda self: self.reading.devices)
     pressure = property(lambda self: self.reading.pressure)
     clock = property(lambda self: self.reading.clock)
+    no_smaps = property(lambda self: self.reading.no_smaps)
     mem_total = property(lambda self: self.reading.mem_total)
     swap_total = property(lambda self: self.reading.swap_total)
     sizing = property(lambda self: self.derived.sizing)

@@ -2,7 +2,9 @@
 
 The need is the sum of the areas' non-reclaimable parts (``noncache`` of -w or --breakdown);
 the headroom is the user's percent on top; the answer is the smallest RAM size sold (2^n or
-3·2^n MiB, from 16M) that holds both.  The line under the table says it, and formats that carry
+3·2^n MiB, from 16M) that holds both.  Installed RAM or the kernel image unknown (no iomem, not
+root, C smemcap's capture) leaves an area out of the need: the line says which, and how to give
+it (``not_counted``).  The line under the table says it, and formats that carry
 figures carry them (JSON's ``recommend`` object, OpenMetrics' ``smem_recommended_ram_bytes``).
 
 Part of the need scales with the RAM itself: the page map, the kernel's array of one ``struct
@@ -15,12 +17,12 @@ page size).  Where installed RAM is not known the row holds no page map to scale
 word or page size is not, the need stays as measured and the line says so.
 """
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 from .errors import UsageError
 from .units import human
 
-__all__ = ["PageMap", "Recommendation", "page_map", "recommend", "standard_ram_size", "STRUCT_PAGE_BYTES"]
+__all__ = ["PageMap", "Recommendation", "SIZED_AREAS", "page_map", "recommend", "standard_ram_size", "STRUCT_PAGE_BYTES"]
 
 #: bytes of one struct page by the kernel's word size (its usual layout: eight words)
 STRUCT_PAGE_BYTES = {8: 64, 4: 32}
@@ -69,6 +71,9 @@ class Recommendation(NamedTuple):
     #: why the page map was not scaled (the word or page size unknown); None where it was, or
     #: where installed RAM is not known (no page map in the need to scale)
     page_map_not_scaled: Optional[str] = None
+    #: the areas whose size the data does not give, so not in needs_kib ("firmware/hardware":
+    #: installed RAM unknown, its page map with it; "kernel image"): a need too low by them
+    not_counted: Tuple[str, ...] = ()
 
     def __str__(self):
         headroom = (f" (+{self.headroom_percent:g}% headroom: {human(self.with_headroom_kib)})"
@@ -81,26 +86,36 @@ class Recommendation(NamedTuple):
                       f"not the measured {human(self.measured_page_map_kib)}")
         elif self.page_map_not_scaled:
             scaled = f"; page map not scaled to the size ({self.page_map_not_scaled})"
+        unknown = ""
+        if self.not_counted:
+            unknown = (f"; {' and '.join(_UNKNOWN[area][0] for area in self.not_counted)} unknown, not counted: "
+                       f"give {', '.join(_UNKNOWN[area][1] for area in self.not_counted)}")
         return (f"needs {human(self.needs_kib)} non-reclaimable{free}{headroom}; fits in {human(self.fits_in_kib)}"
-                f"{scaled}")
+                f"{scaled}{unknown}")
 
 
-def recommend(noncache_kib, headroom_percent, free_not_counted_kib=None, page_map=None):
+#: the areas whose size the data may not give: (how the line names it unknown, the option that gives it)
+SIZED_AREAS = _UNKNOWN = {"firmware/hardware": ("firmware/hardware (its page map)", "-R SIZE"),
+            "kernel image": ("kernel image", "-K vmlinux")}
+
+
+def recommend(noncache_kib, headroom_percent, free_not_counted_kib=None, page_map=None, not_counted=()):
     """The RAM size that holds ``noncache_kib`` (less ``free_not_counted_kib``: free pages it
     counts) plus ``headroom_percent`` of it; with a PageMap, less the measured page map and plus
-    that of the size itself (a str: why not, said in the line)."""
+    that of the size itself (a str: why not, said in the line).  ``not_counted``: the areas of
+    unknown size (Recommendation.not_counted), said in the line."""
     needs = max(noncache_kib - (free_not_counted_kib or 0), 0)
     if not isinstance(page_map, PageMap):
         with_headroom = _with_headroom(needs, headroom_percent)
         return Recommendation(needs, headroom_percent, with_headroom, standard_ram_size(with_headroom),
-                              free_not_counted_kib, page_map_not_scaled=page_map)
+                              free_not_counted_kib, page_map_not_scaled=page_map, not_counted=tuple(not_counted))
     fixed = max(needs - page_map.measured_kib, 0)
     for size in _standard_sizes():  # (the smallest: a smaller size has a smaller page map)
         needs = fixed + page_map.kib(size)
         with_headroom = _with_headroom(needs, headroom_percent)
         if with_headroom <= size:
             return Recommendation(needs, headroom_percent, with_headroom, size, free_not_counted_kib,
-                                  page_map.kib(size), page_map.measured_kib)
+                                  page_map.kib(size), page_map.measured_kib, not_counted=tuple(not_counted))
     raise UsageError(f"no RAM size holds {fixed} KiB and its page map")
 
 

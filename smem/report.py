@@ -258,6 +258,9 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
                         [str(n) for n in notes], memo)
     if recommendation is not None:
         table = table._replace(recommendation=recommendation)
+    if snapshot.no_smaps and table.totals is not None and view.reads.processes:
+        # no process could be measured (a kernel without smaps): the sums are unknown, not 0
+        table = table._replace(totals=[None if c.total == "sum" else t for c, t in zip(table.columns, table.totals)])
     if snapshot.exact is not None and table.totals is not None and view.accounting.process_groups:
         _exact_totals(table, snapshot.exact)
     return table

@@ -40,8 +40,9 @@ def _realmem_below(system, mem_total, abbreviate):
     -R without a unit (256: bytes) is said to be bytes."""
     amount = human if abbreviate else (lambda kib: f"{kib} KiB")  # -k: as the table
     size = system.realmem_bytes
+    # -R as the user wrote it (2G, not 2097152 KiB), and in the table's unit to compare with MemTotal
     given = (f"{size} bytes (a size without a unit is bytes: {size}M is {size} MiB)" if size < 1 << 20
-             else amount(system.ram_kib))
+             else human(system.ram_kib) + ("" if abbreviate else f" ({amount(system.ram_kib)})"))
     line = (f"-R {given} is less than the memory the kernel manages (MemTotal {amount(mem_total)}): "
             "firmware/hardware shows as 0")
     if system.recommend is None:

@@ -248,7 +248,7 @@ def test_a_capture_root_could_not_read_all_of_does_not_say_it_was_taken_without_
             return None if name.startswith(f"{refused}/smaps") else super().read_optional(name)
 
     buffer = io.BytesIO()
-    _, skipped = write_capture(Refusing(), buffer, compression=None)
+    skipped = write_capture(Refusing(), buffer, compression=None).skipped
     assert [pid for pid, _ in skipped] == [refused]
     path = tmp_path / "c.tar"
     path.write_bytes(buffer.getvalue())

@@ -69,6 +69,7 @@ def test_a_64_bit_capture_needs_the_page_map_of_the_size_it_recommends(view):
     assert figures["fits_in_kib"] == _smallest_holding(fixed, 64, 4096) <= 512 * MiB  # (768M before)
     assert figures["fits_in_kib"] == standard_ram_size(figures["with_headroom_kib"])
     assert figures["page_map_not_scaled"] is None
+    assert figures["not_counted"] == []  # (memmap and iomem give both)
     fits = figures["fits_in_kib"] // MiB
     assert document["notes"][-1].endswith(f"; fits in {fits}.0M; page map scaled to the size: "
                                           f"{fits / 64:.1f}M at {fits}.0M, not the measured 384.0M")
@@ -129,7 +130,8 @@ def test_a_32_bit_capture_has_32_byte_entries(tmp_path):
     assert figures["fits_in_kib"] == _smallest_holding(fixed, 32, 4096)
     line = _line("-S", tree, "-w", "-R", "1G")
     assert line.endswith(f"page map scaled to the size: {figures['page_map_kib'] / 1024:.1f}M at "
-                         f"{figures['fits_in_kib'] // MiB}.0M, not the measured 8.0M"), line
+                         f"{figures['fits_in_kib'] // MiB}.0M, not the measured 8.0M; kernel image unknown, "
+                         "not counted: give -K vmlinux"), line
 
 
 def test_a_capture_without_installed_ram_keeps_its_answer(tmp_path):
@@ -141,10 +143,29 @@ def test_a_capture_without_installed_ram_keeps_its_answer(tmp_path):
     assert figures["fits_in_kib"] == standard_ram_size(figures["needs_kib"]) == 512 * MiB
     assert (figures["page_map_kib"], figures["measured_page_map_kib"], figures["page_map_not_scaled"]) == \
         (None, None, None)
+    # the line itself says what the need leaves out (it said "fits in 512.0M" alone, the areas
+    # unknown only in a warning apart), and JSON and OpenMetrics carry it
     line = recorded["notes"][-1]
-    assert line == f"needs {figures['needs_kib'] / 1024:.1f}M non-reclaimable; fits in 512.0M", line
+    assert line == (f"needs {figures['needs_kib'] / 1024:.1f}M non-reclaimable; fits in 512.0M; firmware/hardware "
+                    "(its page map) and kernel image unknown, not counted: give -R SIZE, -K vmlinux"), line
+    assert figures["not_counted"] == ["firmware/hardware", "kernel image"]
+    metrics = run_smem("-S", CAPTURES / "armv7-noswap.tar.gz", "-w", "--recommend", "-F", "openmetrics").stdout
+    assert {'smem_recommended_not_counted{area="firmware/hardware"} 1',
+            'smem_recommended_not_counted{area="kernel image"} 1'} <= set(metrics.decode().splitlines())
     board = _board(tmp_path, {"machine": "armv7l", "pagesize": 4096})
     assert _recommend("-S", board, "-w")["recommend"] == figures
+
+
+@pytest.mark.parametrize("view", [["-w"], ["-w", "--breakdown"]])
+def test_the_line_says_which_unknown_size_was_not_counted(view):
+    """-R given, the kernel image still unknown (the board's capture has no iomem nor boot log)."""
+    document = _recommend("-S", CAPTURES / "armv7-noswap.tar.gz", *view, "-R", "1G")
+    assert document["recommend"]["not_counted"] == ["kernel image"]
+    assert document["notes"][-1].endswith("; kernel image unknown, not counted: give -K vmlinux"), document["notes"]
+    metrics = run_smem("-S", CAPTURES / "armv7-noswap.tar.gz", *view, "-R", "1G", "--recommend",
+                       "-F", "openmetrics").stdout.decode().splitlines()
+    assert 'smem_recommended_not_counted{area="firmware/hardware"} 0' in metrics
+    assert 'smem_recommended_not_counted{area="kernel image"} 1' in metrics
 
 
 def test_an_unknown_arch_keeps_the_measured_page_map_and_says_so(tmp_path):
@@ -154,7 +175,8 @@ def test_an_unknown_arch_keeps_the_measured_page_map_and_says_so(tmp_path):
     assert figures["needs_kib"] == sum(r["noncache"] for r in document["rows"])
     assert figures["fits_in_kib"] == standard_ram_size(figures["needs_kib"])
     assert (figures["page_map_kib"], figures["page_map_not_scaled"]) == (None, "the word size of sparc64 unknown")
-    assert document["notes"][-1].endswith("; page map not scaled to the size (the word size of sparc64 unknown)")
+    assert document["notes"][-1].endswith("; page map not scaled to the size (the word size of sparc64 unknown); "
+                                          "kernel image unknown, not counted: give -K vmlinux")
     shutil.rmtree(tree)
     unnamed = _board(tmp_path, {"pagesize": 4096})
     assert _recommend("-S", unnamed, "-w", "-R", "1G")["recommend"]["page_map_not_scaled"] == "the arch unknown"

@@ -24,14 +24,15 @@ def test_realmem_below_memtotal_says_what_r_was_read_as_and_what_answers_would_i
     which the warning says, since it reads as 256 MiB to whoever typed it."""
     tree = CAPTURE
     err = run_smem("-S", tree, "-w", "-R", "256M").stderr.decode()
-    assert "-R 262144 KiB is less than the memory the kernel manages" in err, err
+    # -R as given (256M, in smem's human unit), and in the table's unit beside MemTotal's
+    assert "-R 256.0M (262144 KiB) is less than the memory the kernel manages" in err, err
     assert "not a size to try" in err and "--recommend" in err, err
     human = run_smem("-S", tree, "-w", "-R", "256M", "-k").stderr.decode()
     assert "-R 256.0M is less than" in human, human
     bare = run_smem("-S", tree, "-w", "-R", "256").stderr.decode()
     assert "-R 256 bytes (a size without a unit is bytes: 256M is 256 MiB) is less than" in bare, bare
     asked = run_smem("-S", tree, "-w", "-R", "256M", "--recommend").stderr.decode()
-    assert "-R 262144 KiB is less than" in asked and "--recommend" not in asked, asked  # already asked
+    assert "-R 256.0M (262144 KiB) is less than" in asked and "--recommend" not in asked, asked  # already asked
     assert err.count("\n") == 1  # one line still
 
 

@@ -182,7 +182,8 @@ def test_the_recommendation_is_in_every_format(tmp_path):
     needs = sum(row["noncache"] for row in document["rows"])
     assert figures == {"needs_kib": needs, "headroom_percent": 10.0, "with_headroom_kib": needs + needs // 10,
                        "fits_in_kib": figures["fits_in_kib"], "free_not_counted_kib": None,  # (no zoneinfo)
-                       "page_map_kib": None, "measured_page_map_kib": None, "page_map_not_scaled": "the arch unknown"}
+                       "page_map_kib": None, "measured_page_map_kib": None, "page_map_not_scaled": "the arch unknown",
+                       "not_counted": []}
     assert figures["with_headroom_kib"] <= figures["fits_in_kib"] < 2 * figures["with_headroom_kib"]
     assert document["notes"][-1] == line
     shown = run_smem("-S", tree, "-w", "--recommend", "10", "-H", "-F", "json").stdout
@@ -290,7 +291,7 @@ def test_the_kernel_image_given_is_named_under_the_table(tmp_path):
 def test_realmem_below_memtotal_is_warned_about(tmp_path):
     proc = run_smem("-S", _tree(tmp_path), "-w", "-R", "1G")
     assert proc.returncode == 0
-    assert "-R 1048576 KiB is less than the memory the kernel manages" in proc.stderr.decode()
+    assert "-R 1.0G (1048576 KiB) is less than the memory the kernel manages" in proc.stderr.decode()
     areas, _ = _areas(proc.stdout)
     assert areas["firmware/hardware"][0] == 0
     assert re.search(r"\(MemTotal \d+ KiB\)", proc.stderr.decode())  # in the table's unit

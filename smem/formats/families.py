@@ -140,21 +140,27 @@ def pressure_families(pressure):
 
 
 def recommendation_families(recommendation):
-    """--recommend's answer (recommendation.Recommendation) as unlabelled families:
+    """--recommend's answer (recommendation.Recommendation) as families:
     ``smem_non_reclaimable_bytes`` (what the device needs), ``smem_recommended_ram_bytes``
-    (the usual RAM size that holds it and the headroom) and, where the page map was scaled to that
-    size, ``smem_recommended_page_map_bytes`` (its page map, in the need); none without --recommend."""
+    (the usual RAM size that holds it and the headroom), where the page map was scaled to that
+    size ``smem_recommended_page_map_bytes`` (its page map, in the need), and
+    ``smem_recommended_not_counted`` by area (1: its size unknown, not in the need, as the line says);
+    none without --recommend."""
     if recommendation is None:
         return []
+    from ..recommendation import SIZED_AREAS
     scaled = []
     if recommendation.page_map_kib is not None:
         scaled = [Family("smem_recommended_page_map_bytes", "the page map (a struct page per page) of the "
                          "recommended RAM size, in smem_non_reclaimable_bytes in place of the measured machine's "
                          "(--recommend)", "bytes", (), [((), recommendation.page_map_kib * 1024)])]
+    unknown = Family("smem_recommended_not_counted", "1 where the area's size is unknown (no iomem, not root, "
+                     "a C smemcap capture), so not in smem_non_reclaimable_bytes: give -R, -K (--recommend)",
+                     "", ("area",), [((area,), int(area in recommendation.not_counted)) for area in SIZED_AREAS])
     return [Family("smem_non_reclaimable_bytes", "memory that cannot be reclaimed, --recommend's need "
                    "(the areas' noncache, less the free pages of the per-CPU lists that -w counts in it; with the "
                    "page map scaled to the recommended size where known)", "bytes", (),
                    [((), recommendation.needs_kib * 1024)]),
             Family("smem_recommended_ram_bytes", "the smallest usual RAM size holding what cannot be "
                    f"reclaimed plus {recommendation.headroom_percent:g}% headroom (--recommend)", "bytes", (),
-                   [((), recommendation.fits_in_kib * 1024)])] + scaled
+                   [((), recommendation.fits_in_kib * 1024)])] + scaled + [unknown]

@@ -7,7 +7,7 @@ system's meminfo.  A source that lists its pids is read by workers taking chunks
 One process is read by :mod:`.process`; the results are taken in by :mod:`.gathered`.
 """
 
-from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable
+from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SmapsAbsent
 from ..model import Need, Needs
 from ..selection import Selection, own_invocation
 from ..sources.base import NeedHeld, StreamedSource
@@ -59,10 +59,10 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
     def one(pid):
         try:
             return folded_where_read(read_process_memory(source, pid, selection, own_pid, names, needs, fold), fold)
+        except (ProcessUnreadable, ProcessSkipped, SmapsAbsent) as e:
+            return e
         except ProcessGone:
             return None
-        except (ProcessUnreadable, ProcessSkipped) as e:
-            return e
 
     def one_and_beside(pid):
         result = one(pid)

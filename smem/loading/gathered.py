@@ -4,7 +4,7 @@ import contextlib
 import gc
 from types import MappingProxyType
 
-from ..errors import ProcessSkipped, ProcessUnreadable
+from ..errors import ProcessSkipped, ProcessUnreadable, SmapsAbsent
 from ..model import Reading
 
 __all__ = ["Gathered", "collector_paused", "make_reading", "folded_where_read"]
@@ -38,9 +38,13 @@ class Gathered:
         self.unreadable = []   # (pid, reason, name)
         self.skipped = []      # (pid, name, VmRSS KiB)
         self.pss_missing = False
+        self.smaps_absent = 0  # processes named whose smaps and smaps_rollup were not there
 
     def add(self, result):
         if result is None:
+            return
+        if isinstance(result, SmapsAbsent):
+            self.smaps_absent += 1
             return
         if isinstance(result, ProcessSkipped):
             self.skipped.append((result.pid, result.name, result.rss_kib))
@@ -66,13 +70,25 @@ class Gathered:
         unreadable = sorted(((pid, reason, name) for pid, reason, name in self.unreadable), key=lambda u: u[0])
         return make_reading(source, self.needs, tuple(sorted(self.processes, key=lambda p: p.pid)), meminfo,
                             unreadable, self.pss_missing, tuple(sorted(self.skipped, key=lambda s: s[0])),
-                            self.fold, selected)
+                            self.fold, selected, self.kernel_without_smaps(source))
+
+    def kernel_without_smaps(self, source):
+        """Whether the source's kernel gives no /proc/PID/smaps: processes were named and none
+        had smaps or smaps_rollup (nor was refused: a refused one has them).  Live, where a process
+        may exit as it is read, the kernel is asked too (process.kernel_gives_no_smaps)."""
+        if self.processes or self.unreadable or not self.smaps_absent:
+            return False
+        from ..sources.base import VANISHING
+        from .process import kernel_gives_no_smaps
+        return not source.has(VANISHING) or kernel_gives_no_smaps(source)
 
 
-def make_reading(source, needs, processes, meminfo, unreadable, pss_missing, skipped, folded, selected):
+def make_reading(source, needs, processes, meminfo, unreadable, pss_missing, skipped, folded, selected,
+                 no_smaps=False):
     """The Reading of ``processes`` (in pid order), with what the machine gives beside them that
     ``needs`` asks for (kernel pools, the clock, memory pressure, device memory): one place for
-    every loader, whole or incremental.  ``unreadable``: (pid, reason, name) in pid order."""
+    every loader, whole or incremental.  ``unreadable``: (pid, reason, name) in pid order;
+    ``no_smaps``: the kernel gives no process's smaps (Gathered.kernel_without_smaps)."""
     by_reason = {}
     for pid, reason, name in unreadable:
         by_reason.setdefault(reason, []).append((pid, name))
@@ -92,7 +108,7 @@ def make_reading(source, needs, processes, meminfo, unreadable, pss_missing, ski
         from ..device_memory import device_memory
         extra["devices"] = device_memory(source, processes)
     return Reading(source, processes, meminfo, MappingProxyType({r: tuple(u) for r, u in by_reason.items()}),
-                   pss_missing, skipped, pools, folded, selected, **extra)
+                   pss_missing, skipped, pools, folded, selected, no_smaps=no_smaps, **extra)
 
 
 @contextlib.contextmanager

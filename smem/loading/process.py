@@ -8,7 +8,7 @@ as what they match is read, so a filtered-out process's smaps is never read.
 
 import time
 
-from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SourceError
+from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SmapsAbsent, SourceError
 from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT, Process, rollup_keys
 from ..parsers.cmdline import parse_cmdline
@@ -21,6 +21,7 @@ from ..parsers.status import parse_status, status_kib
 from ..sources.base import VANISHING
 
 __all__ = ["read_process_memory", "read_identity", "read_counters", "read_meminfo", "user_name", "name_of",
+           "kernel_gives_no_smaps",
            "SLOW_READ_SECONDS", "MAX_KIB"]
 
 
@@ -133,7 +134,7 @@ def read_counters(source, process, selection, needs, fold=None):
             rollup_totals = raw is None
     if not rollup_totals or process.rollup is None:
         try:
-            raw = raw if raw is not None else source.read_process(pid, "smaps")
+            raw = raw if raw is not None else _smaps(source, pid)
             search = selection.mapping.matches if selection.mapping is not None else None
             if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_rows"):
                 # a fold that reads each name's figures (the page's): one pass, no Mapping of each
@@ -189,6 +190,29 @@ def read_counters(source, process, selection, needs, fold=None):
         raw = source.read_optional(f"{pid}/cgroup")
         process.cgroup = parse_cgroup(raw) if raw else None
     return process, had_pss
+
+
+def _smaps(source, pid):
+    """The process's smaps; SmapsAbsent where it has none (counted: the kernel may give none)."""
+    try:
+        return source.read_process(pid, "smaps")
+    except ProcessGone:
+        raise SmapsAbsent(pid) from None
+
+
+def kernel_gives_no_smaps(source):
+    """Whether the kernel ``source`` reads gives no /proc/PID/smaps (built without
+    CONFIG_PROC_PAGE_MONITOR, or without an MMU: small boards), so no process's memory can be
+    measured.  Live, smem's own process has smaps if any has; a tree or capture lists processes
+    and none has smaps or smaps_rollup (a kernel thread's is there, empty)."""
+    if source.has(VANISHING):
+        return source.read_optional("self/smaps") is None
+    listed = False
+    for pid in source.pids():
+        if source.read_optional(f"{pid}/smaps_rollup") is not None or source.read_optional(f"{pid}/smaps") is not None:
+            return False
+        listed = True
+    return listed
 
 
 def ksm_merging_kib(source, pid):

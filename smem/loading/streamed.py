@@ -1,6 +1,6 @@
 """Loading a source read in one pass (a capture's archive): each process as its files arrive."""
 
-from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable
+from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SmapsAbsent
 from .gathered import Gathered, collector_paused, folded_where_read
 from .process import name_of, read_counters, read_identity, read_meminfo, user_name
 
@@ -43,12 +43,12 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
                 continue
             try:
                 result = read_counters(files, process, selection, needs, fold)
-            except ProcessGone:
-                continue
-            except (ProcessUnreadable, ProcessSkipped) as e:
+            except (ProcessUnreadable, ProcessSkipped, SmapsAbsent) as e:
                 if isinstance(e, ProcessUnreadable):
                     e.name = name_of(files, process)
                 result = e
+            except ProcessGone:
+                continue
             if decided:  # (one kept aside is folded once its user is known, as a whole process)
                 result = folded_where_read(result, fold)
             yield (None if decided else process.uid), result

@@ -83,13 +83,13 @@ def _add_frame(writer, key):
     taken = time.time()
     source = open_source(None)
     try:
-        _, skipped = write_capture(source, buffer, compression=None, with_smaps=key)
+        written = write_capture(source, buffer, compression=None, with_smaps=key)
         hidden = source.hidden()
     finally:
         source.close()
     buffer.seek(0)
     writer.add(buffer, taken, key)
-    return left_out(skipped, hidden, True, " of the recording", "record")
+    return left_out(written.skipped, hidden, True, " of the recording", "record", written.no_smaps)
 
 
 def _last_key_frame(writer, stop, first, said):

@@ -26,6 +26,7 @@ __all__ = ["system_areas", "sizing_rows", "sizing_notes", "recommendation", "sou
 MEMINFO = "/proc/meminfo"
 #: the area of installed RAM the kernel never sees (and its page map, allocated at boot)
 FIRMWARE = "firmware/hardware"
+KERNEL_IMAGE = "kernel image"
 
 #: both views chart their rows as areas (a pie of all of RAM: no slice folded into "other"),
 #: label them by area in OpenMetrics, and match them by area in a comparison
@@ -49,7 +50,7 @@ def system_areas(meminfo_kib, ram_kib=None, kernel_kib=None):
     kernel_cache = m.get("Buffers", 0) + m.get("SReclaimable", 0) + (m.get("Cached", 0) - mapped)
     return [
         (FIRMWARE, firmware, 0),
-        ("kernel image", kernel, 0),
+        (KERNEL_IMAGE, kernel, 0),
         ("kernel dynamic memory", kernel_dynamic, kernel_cache),
         ("userspace memory", userspace, mapped),
         ("free memory", free, free),
@@ -99,7 +100,10 @@ def recommendation(rows, headroom_percent, free_not_counted_kib=None, machine=No
     from ..recommendation import page_map, recommend
     firmware = next((r for r in rows if r.area == FIRMWARE), None)
     installed = getattr(firmware, "figure", None)
+    kernel = getattr(next((r for r in rows if r.area == KERNEL_IMAGE), None), "figure", None)
     scaled = None
     if installed is not None and installed.known and firmware.noncache is not None:
         scaled = page_map(machine, installed.kib, firmware.noncache)
-    return recommend(sum(r.noncache for r in rows), headroom_percent, free_not_counted_kib, scaled)
+    not_counted = tuple(area for area, unknown in ((FIRMWARE, installed is not None and not installed.known),
+                                                   (KERNEL_IMAGE, kernel is not None and not kernel.kib)) if unknown)
+    return recommend(sum(r.noncache for r in rows), headroom_percent, free_not_counted_kib, scaled, not_counted)
