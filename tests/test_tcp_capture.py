@@ -52,12 +52,26 @@ def marker_process(namespace):
     try:
         pid = namespace.command_pid(proc)
         try:
+            _execed(pid, b"sleep")
             yield namespace.pid_in(pid)
         finally:
             os.kill(pid, signal.SIGKILL)
     finally:
         proc.kill()  # nsenter, if the command never started
         proc.wait()
+
+
+def _execed(pid, comm):
+    """Wait until ``pid`` runs ``comm``: nsenter's child is seen as it forks, a copy of nsenter
+    until it execs, which a busy machine took longer than a recording's frames (a frame named it
+    nsenter, and -P '^sleep 3600$' found nothing)."""
+    deadline = time.monotonic() + 30  # a hang guard, not a timing
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            if f.read().rstrip(b"\n") == comm:
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"{pid} never ran {comm!r}")
 
 
 def listening_port(proc):
