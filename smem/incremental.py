@@ -46,7 +46,7 @@ from .known_figures import Known, amounts, movers, remapped
 from .ksm_changes import KsmChanges
 from .loading import load_reading
 from .loading.gathered import make_reading
-from .loading.process import read_meminfo
+from .loading.process import kernel_gives_no_smaps, read_meminfo
 from .model import Need, rollup_keys
 from .parsers import MAX_KIB
 from .parsers.maps import parse_maps_objects
@@ -381,9 +381,8 @@ class Refresher:
         return again, resident, bases
 
     def _reading(self, source, meminfo, needs, selected, seen):
-        """The Reading of every process known now, as load_reading would make it; each with the
-        stat read at this collection, so its CPU time (and state, threads) is now's, not when its
-        memory was last read."""
+        """The Reading of every process known now, as load_reading would make it; each with the stat
+        read at this collection, so its CPU time (and state, threads) is now's, not its last read's."""
         processes, unreadable, skipped = [], [], []
         for pid, k in sorted(self._known.items()):
             process = k.process
@@ -396,5 +395,6 @@ class Refresher:
                 unreadable.append((pid, *k.unreadable))
             if k.skipped is not None:
                 skipped.append((pid, *k.skipped))
+        no_smaps = not processes and not unreadable and bool(seen) and kernel_gives_no_smaps(source)  # (none measured)
         return make_reading(source, needs, tuple(processes), meminfo, unreadable, self._pss_missing, tuple(skipped),
-                            None, selected)
+                            None, selected, no_smaps)

@@ -135,3 +135,20 @@ def test_pid_of_a_process_of_a_kernel_without_smaps_is_an_error_saying_why():
     proc = run_smem("-S", TREE, "--pid", "1915")
     assert proc.returncode == 1 and proc.stdout == b"", proc
     assert proc.stderr.decode() == f"smem: --pid 1915: {SAID.split(';')[0]}\n"
+
+
+def test_watch_and_serve_say_so_at_every_collection():
+    """The collections after a first (smem.incremental: watch mode, smem serve, smem record) built
+    their reading without the flag, and a first collection there reads through them too: watch
+    mode never said it, and its totals were 0.  The tree read as this machine's /proc is (its
+    own process has no smaps either, as on such a kernel)."""
+    from smem.incremental import Refresher
+    from smem.sources.live import LiveSource
+    from smem.views import VIEWS, needs_of
+    view = VIEWS["process"]
+    needs = needs_of(view, [view.columns[k] for k in view.default_columns])
+    refresher = Refresher(60)
+    board = LiveSource("/nonexistent", proc=str(TREE), local=True)
+    readings = [refresher.load(board, needs=needs) for _ in range(3)]
+    assert [(len(r.processes), r.no_smaps) for r in readings] == [(0, True)] * 3
+    assert not Refresher(60).load(LiveSource(), needs=needs).no_smaps  # (this machine has smaps)
