@@ -170,3 +170,29 @@ def test_a_recordings_slider_names_each_stop_by_its_frame_when_one_was_damaged(b
         assert label.startswith(f"frame {frame} of 3 "), label
         assert f"--at {frame}" in browser.execute_script("return window.smemPage.state.data.meta.commands.user")
     _no_requests_and_no_errors(browser)
+
+
+#: script: [chart, its tick labels' texts, whether any is rotated, whether any two overlap] of each time chart
+TICKS = """return ['time-lines', 'time-areas'].map((id) => {
+    const labels = [...document.querySelectorAll(`#${id} .xtick text`)];
+    const boxes = labels.map((t) => t.getBoundingClientRect());
+    const rotated = labels.some((t) => /rotate\\((?!0[,)])/.test(t.getAttribute('transform') || ''));
+    const overlap = boxes.some((a, i) => boxes.slice(i + 1).some((b) =>
+        a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom));
+    return [id, labels.map((t) => t.textContent), rotated, overlap]; })"""
+
+
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_a_recordings_time_axes_are_level_and_their_labels_apart(browser, recorded_page, width):
+    """The areas' chart, narrower for its legend, turned its times aslant, and the date under the
+    first ("Dec 7, 2026") ran into the time beside it."""
+    browser.set_window_size(width, 1200)
+    try:
+        _open_file(browser, recorded_page[0])
+        _wait(browser, "return document.querySelectorAll('#time-areas .xtick text').length > 1")
+        charts = browser.execute_script(TICKS)
+        for chart, labels, rotated, overlap in charts:
+            assert len(labels) >= 2 and not rotated and not overlap, charts
+    finally:
+        browser.set_window_size(1400, 1200)
+    _no_requests_and_no_errors(browser)

@@ -156,7 +156,8 @@ function drawTable() {
     columns.forEach((c, i) => {
       const key = c.total || c.key;  // (named for what it counts: the cpu column's is cpu_percent)
       const v = i === 0 ? "total" : key in doc.totals ? doc.totals[key] : "";
-      tr.append(el("td", {class: c.amount ? "num" : null, text: c.amount ? human(v) : v === undefined ? "" : String(v)}));
+      // (aligned as the column's figures: a count's or CPU%'s total, left-aligned, stood apart from them)
+      tr.append(el("td", {class: shape.figures.has(c.key) ? "num" : null, text: c.amount ? human(v) : v === undefined ? "" : String(v)}));
     });
     foot.append(tr);
   }

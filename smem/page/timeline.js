@@ -4,7 +4,7 @@
    at every frame, and a slider over the frames whose whole documents are embedded: moving it
    renders that instant.  Names reach plotly escaped (plotlyText), the label by textContent. */
 
-/* A screen narrow enough that the charts' legends go below them (stacked from 900 px, each
+/* A screen narrow enough that the charts' legends go below them (stacked from 1200 px, each
    chart still has too little room for a legend beside it here). */
 const NARROW = window.matchMedia("(max-width: 640px)");
 
@@ -14,6 +14,23 @@ function timeAxis(frames) { return frames.map((f) => new Date(f.time * 1000)); }
    MiB as "20k"), else MiB; [its name, KiB in one]. */
 function chartUnit(most) { return most >= 10 << 20 ? ["GiB", 1 << 20] : ["MiB", 1024]; }
 
+/* How many times fit level along the axis of the chart ``id`` as plotly last drew it (a two-line
+   first label, its date under it, needs some 100 pixels); 6 before it is drawn. */
+function timeTicks(id) {
+  const size = document.getElementById(id)._fullLayout?._size;
+  return size ? Math.max(1, Math.min(6, Math.floor(size.w / 100))) : 6;
+}
+
+/* Drawn (first, again on a slider move, or at a new width): its ticks made as many as fit. */
+function levelTimeTicks(id) {
+  const chart = document.getElementById(id), fit = () => {
+    const n = timeTicks(id);
+    if (chart.layout.xaxis.nticks !== n) Plotly.relayout(chart, {"xaxis.nticks": n});
+  };
+  chart.on("plotly_afterplot", fit);
+  fit();
+}
+
 function drawTimeCharts(summary, at, colors) {
   const x = timeAxis(summary.frames);
   const inUnit = (unit) => (v) => (v === null || v === undefined ? null : v / unit);
@@ -22,10 +39,11 @@ function drawTimeCharts(summary, at, colors) {
   // (on a phone a legend beside the plot took half its width: the processes' goes below it, and
   // the areas', as long as the page's own legend above with the same colours, is left to it)
   const narrow = NARROW.matches;
-  const layout = (title, unit, below) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
+  const layout = (title, unit, below, id) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
                                height: narrow && below ? 380 : 260, shapes: [marker], yaxis: {title: {text: unit}},
-                               // (few ticks, and room for them: a recording of seconds crowded and cut them)
-                               xaxis: {nticks: 6, automargin: true},
+                               // (few ticks, and room for them: a recording of seconds crowded and cut them;
+                               // level, as many as fit: aslant, the date under the first ran into the next)
+                               xaxis: {nticks: timeTicks(id), tickangle: 0, automargin: true},
                                showlegend: !narrow || below,
                                legend: narrow ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
                                               : {font: {size: 11}},
@@ -39,7 +57,7 @@ function drawTimeCharts(summary, at, colors) {
     // (the command, in meta, not in the template, where its own %{...} would be read: two python3
     // lines are told apart by their scripts; cut, keeping its start, as the tables cut it)
     meta: plotlyText(`${p.pid} ${cut(p.command ?? p.name ?? "", 80)}`)}));
-  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest and the most grown processes", lineUnit, true),
+  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest and the most grown processes", lineUnit, true, "time-lines"),
                {displayModeBar: false, responsive: true});
   // (stacked: the unit of their sum at the fullest frame)
   const [areaUnit, areaKib] = chartUnit(largest([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]));
@@ -47,7 +65,7 @@ function drawTimeCharts(summary, at, colors) {
     type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
     hovertemplate: `%{y:.1f} ${areaUnit}`,
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
-  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down", areaUnit, false),
+  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down", areaUnit, false, "time-areas"),
                {displayModeBar: false, responsive: true});
 }
 
@@ -87,4 +105,5 @@ function startTimeline(timeline, own) {
     `${summary.frames.length} frames, ${keys} of them key frames (every smaps kept); the others kept smaps_rollup only. ` +
     `The slider stops at the ${stops.length} whose whole tables are embedded.`;
   show(stops.length - 1);
+  levelTimeTicks("time-lines"); levelTimeTicks("time-areas");
 }
