@@ -110,6 +110,10 @@ def test_the_page_shows_them_with_the_registry_headers_and_help(browser, made):
     assert dict(zip(headers, _cells(browser, "104")))["GPU"] == "-"
     totals = dict(zip(headers, _texts(browser, "#table tfoot td")))  # (CPU%'s is under cpu_percent in "totals")
     assert (totals["CPU%"], totals["GPU"]) == ("30.2", "659 MiB"), totals
+    # the count smem prints under PID, and the User column's, are the first cell's title: no bare 1 under names
+    assert (totals["PID"], totals["User"]) == ("total", ""), totals
+    first = browser.find_element(By.CSS_SELECTOR, "#table tfoot td")
+    assert first.get_attribute("title") == "6 processes, 1 users"
     help = browser.find_element(By.CSS_SELECTOR, '#table th[data-key="cpu"]').get_attribute("title")
     assert help == VIEWS["process"].columns["cpu"].help
     # the DmaBuf figures are no change (its key starts with d): not coloured as one

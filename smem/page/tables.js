@@ -152,13 +152,21 @@ function drawTable() {
   for (const r of rows.slice(0, TABLE_ROWS)) body.append(tableRow(columns, r, shape));
   const foot = el("tfoot");
   if (doc.totals && !words.length) {
-    const tr = el("tr");
+    const tr = el("tr"), counts = [];
     columns.forEach((c, i) => {
       const key = c.total || c.key;  // (named for what it counts: the cpu column's is cpu_percent)
-      const v = i === 0 ? "total" : key in doc.totals ? doc.totals[key] : "";
+      let v = key in doc.totals ? doc.totals[key] : "";
+      // the count under the first column (processes, as smem prints under PID) and a text column's
+      // (users) are said by the first cell's title: a bare "1" under names read as nothing
+      const counted = i === 0 || (c.total && c.total !== c.key && !c.amount && !shape.figures.has(c.key));
+      if (counted) {
+        if (v !== "") counts.push(`${v} ${c.total && c.total !== c.key ? c.total : "rows"}`);
+        v = i === 0 ? "total" : "";
+      }
       // (aligned as the column's figures: a count's or CPU%'s total, left-aligned, stood apart from them)
       tr.append(el("td", {class: shape.figures.has(c.key) ? "num" : null, text: c.amount ? human(v) : v === undefined ? "" : String(v)}));
     });
+    if (counts.length) tr.cells[0].title = counts.join(", ");
     foot.append(tr);
   }
   table.replaceChildren(el("thead", {}, head), body, foot);
