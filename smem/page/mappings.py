@@ -16,7 +16,7 @@ from operator import itemgetter
 
 from ..aggregate import is_shmem_name
 from ..formats.cells import printable
-from ..parsers.smaps import sum_mappings_by_name
+from ..parsers.smaps import ANONYMOUS, sum_mappings_by_name
 from ..views.mapping import MAPPING_VIEW, MappingRow, MappingSums
 
 __all__ = ["KINDS", "FIELDS", "FIELD_COUNTERS", "PageFold", "name_kind"]
@@ -37,6 +37,13 @@ def name_kind(name, shared):
     if shared and is_shmem_name(name):
         return 2
     return 0 if not name or name[0] in "[<" else 1  # [heap], [stack], [anon:x]; <anonymous>
+
+
+def is_own_area(name):
+    """Whether a mapping of ``name`` is each process's own area ([heap], [stack], [anon:x],
+    <anonymous>): another process's of the same name is other memory (a forked child's pages
+    shared copy-on-write aside), not one object they share, as a file or [vdso] is."""
+    return name == ANONYMOUS or name == "[heap]" or name.startswith(("[stack", "[anon:"))
 
 
 def _column_sums(rows):
@@ -162,7 +169,8 @@ class PageFold(MappingSums):
         KINDS, name an index in ``maps["names"]``, or -1 for the box of the rest of that kind),
         the ``top`` largest by PSS first.  ``sharers["mappings"][name index]``: ``{"rows": [[pid,
         *FIELDS], ...], "more": [processes, *FIELDS] or None}`` for mappings of two or more
-        processes, the ``top_sharers`` largest by PSS listed (ties in pid order).
+        processes, the ``top_sharers`` largest by PSS listed (ties in pid order); ``"own": true``
+        where the name is each process's own area (is_own_area): those processes share no object.
         """
         names = {row.name: index for index, row in enumerate(self.rows())}
         names[None] = -1
@@ -179,7 +187,8 @@ class PageFold(MappingSums):
             rows.sort(key=_pid)  # (then by PSS: ties stay in pid order)
             rows.sort(key=_pss_of_mapper, reverse=True)
             rest = rows[top:]
-            shared[names[name]] = {"rows": rows[:top], "more": [len(rest), *_column_sums(rest)] if rest else None}
+            shared[names[name]] = {"rows": rows[:top], "more": [len(rest), *_column_sums(rest)] if rest else None,
+                                   **({"own": True} if is_own_area(name) else {})}
         del names[None]
         shared = dict(sorted(shared.items()))
         return _documents(names, per_process, shared, self.top, self.top_sharers)

@@ -276,6 +276,10 @@ function showMapping(index, tableRowOfMapping) {
   const commands = new Map(data.process.rows.map((r) => [r.pid, r.command]));
   const parts = [el("h3", {text: name === undefined ? "?" : name})];
   if (row) parts.push(el("p", {class: "note", text: `mapped by ${row.pids} process${row.pids === 1 ? "" : "es"} in ${row.count} mappings; PSS ${human(row.pss)}, RSS ${human(row.rss)}, USS ${human(row.uss)}`}));
+  if (shared && shared.own) {  // ([heap], [stack], <anonymous>: a name each process has for memory of its own)
+    parts.push(el("p", {class: "note own", text: `Each process has its own ${name}: the processes below have one each, ` +
+                        "other memory, not one object they share (a forked child's copy-on-write pages aside: its USS, not PSS, tells)."}));
+  }
   if (shared) {
     const f = data.sharers.fields;
     const rows = shared.rows.map((s) => {
@@ -309,11 +313,12 @@ function showProcess(r) {
   const table = rows.map((m) => {
     const shared = data.sharers.mappings[String(m[1])];
     const others = shared ? shared.rows.length - 1 + (shared.more ? shared.more[0] : 0) : 0;
-    const cells = [maps.names[m[1]], human(m[f.indexOf("pss")]), human(m[f.indexOf("rss")]), String(others)];
+    // (each process's own [heap] or [stack]: others of that name share nothing with it)
+    const cells = [maps.names[m[1]], human(m[f.indexOf("pss")]), human(m[f.indexOf("rss")]), shared && shared.own ? "own" : String(others)];
     cells.onclick = () => showMapping(m[1]);
     return cells;
   });
-  parts.push(shareTable(["mapping", "PSS", "RSS", "others"], table));
+  parts.push(shareTable(["mapping", "PSS", "RSS", "others mapping it"], table));
   share.replaceChildren(...parts);
 }
 
