@@ -36,6 +36,8 @@ def test_a_processs_own_heap_is_not_shown_as_shared(browser, page):
     _open_file(browser, page[0])
     browser.execute_script("""[...document.querySelectorAll('#table tbody tr')]
         .find((tr) => Number(tr.cells[0].textContent) === arguments[0]).click()""", pid)
+    (hint,) = _texts(browser, "#share p.hint")  # (what a user asks of a process: what quitting it frees)
+    assert hint.startswith("USS is what quitting it would free"), hint
     rows = {cells.split("\t")[0]: cells.split("\t")[-1] for cells in _texts(browser, "#share tbody tr")}
     assert rows["[heap]"] == "own", rows
     assert any(v.isdigit() and int(v) > 0 for v in rows.values()), rows  # (a library its others map: a count)

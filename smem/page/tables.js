@@ -278,7 +278,7 @@ function showMapping(index, tableRowOfMapping) {
   if (row) parts.push(el("p", {class: "note", text: `mapped by ${row.pids} process${row.pids === 1 ? "" : "es"} in ${row.count} mappings; PSS ${human(row.pss)}, RSS ${human(row.rss)}, USS ${human(row.uss)}`}));
   if (shared && shared.own) {  // ([heap], [stack], <anonymous>: a name each process has for memory of its own)
     parts.push(el("p", {class: "note own", text: `Each process has its own ${name}: the processes below have one each, ` +
-                        "other memory, not one object they share (a forked child's copy-on-write pages aside: its USS, not PSS, tells)."}));
+                        "other memory, not one object they share (forked processes share copy-on-write pages of theirs: there USS is below RSS)."}));
   }
   if (shared) {
     const f = data.sharers.fields;
@@ -309,6 +309,9 @@ function showProcess(r) {
                       (rows.length ? `its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`
                                    : data.meta.rollup ? "this frame kept smaps_rollup only: its mappings were not recorded"
                                    : "no mapping of it was read")}));
+  // (what a user asks of a process: what quitting it gives back)
+  parts.push(el("p", {class: "note hint", text: "USS is what quitting it would free; its shared pages stay while another " +
+                      "process maps them (a forked family, or a file in tmpfs, frees them only all together)."}));
   if (!rows.length) { share.replaceChildren(...parts); return; }
   const table = rows.map((m) => {
     const shared = data.sharers.mappings[String(m[1])];
