@@ -70,9 +70,10 @@ out=${1:--}
 
 [ -r /proc/meminfo ] && [ -d /proc/self ] ||
 	die "/proc is not mounted (cannot read /proc/meminfo)"
-# (no process would be readable below: said as what it is, not as "is /proc mounted?")
-[ -e /proc/self/smaps ] ||
-	die "this kernel has no /proc/PID/smaps (built without CONFIG_PROC_PAGE_MONITOR, or without an MMU): smem reads each process's memory from it"
+# A kernel without /proc/PID/smaps (CONFIG_PROC_PAGE_MONITOR off, or no MMU: small boards): its
+# processes are captured without their memory, for the system's (smem -w), and that is said
+no_smaps=
+[ -e /proc/self/smaps ] || no_smaps=1
 
 # A small busybox may be built without one of these: say which, before any work (without cat
 # the copy of meminfo would seem to fail, without rm the temporary files would stay, ...).
@@ -415,6 +416,7 @@ page_size() {
 	fi
 	# Without getconf: the first mapping's KernelPageSize is the base page
 	# size (Documentation/filesystems/proc.rst, "smaps").
+	[ -z "$no_smaps" ] || return 0
 	while read -r key val unit; do
 		if [ "$key" = KernelPageSize: ] && [ "$unit" = kB ]; then
 			echo $((val * 1024))
@@ -523,12 +525,12 @@ device_fd() { # device_fd SRC DST FD LINK: FD's fdinfo into DST/fdinfo/FD where 
 copy_pid() {
 	src=/proc/$1
 	dst=$cap/$1
-	cat "$src/smaps" >"$dst/smaps" 2>/dev/null || return 1
+	mm=$src
+	[ -n "$no_smaps" ] || cat "$src/smaps" >"$dst/smaps" 2>/dev/null || return 1
 	# Kernel threads have no mm: empty smaps, and smaps_rollup fails (ESRCH).  So has a process
 	# whose first thread exited while others run on (ps says "Zl"): its address space (smaps,
 	# smaps_rollup, cmdline) is read through another of its threads.
-	mm=$src
-	if [ ! -s "$dst/smaps" ]; then
+	if [ -z "$no_smaps" ] && [ ! -s "$dst/smaps" ]; then
 		for t in "$src"/task/[0-9]*; do
 			[ "$t" = "$src/task/$1" ] && continue
 			if cat "$t/smaps" >"$dst/smaps" 2>/dev/null && [ -s "$dst/smaps" ]; then
@@ -572,7 +574,7 @@ npids=0
 for p in /proc/[0-9]*; do
 	n=${p#/proc/}
 	case $n in *[!0-9]*) continue ;; esac
-	[ -r "$p/smaps" ] || continue
+	[ -n "$no_smaps" ] || [ -r "$p/smaps" ] || continue
 	if ! mkdir "$cap/$n" 2>/dev/null; then
 		[ -d "$p" ] || continue
 		die "cannot write to $tmp"
@@ -585,6 +587,8 @@ for p in /proc/[0-9]*; do
 		[ -d "$p" ] && skipped "$n"
 	fi
 done
+[ -z "$no_smaps" ] || [ "$npids" -eq 0 ] ||
+	printf '%s: warning: %s\n' "$prog" "the kernel gives no /proc/PID/smaps (built without CONFIG_PROC_PAGE_MONITOR, or without an MMU): no process's memory can be measured, and the processes are captured without it; smem -w reads the system's" >&2
 if [ "$nskipped" -gt 0 ] && [ "$npids" -gt 0 ]; then
 	if [ "$nskipped" -eq 1 ]; then
 		what="1 process could not be read and was left out"
