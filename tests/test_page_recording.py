@@ -196,3 +196,17 @@ def test_a_recordings_time_axes_are_level_and_their_labels_apart(browser, record
     finally:
         browser.set_window_size(1400, 1200)
     _no_requests_and_no_errors(browser)
+
+
+def test_a_recordings_areas_legend_lists_the_largest_first(browser, recorded_page):
+    """The areas' legend, a scroll box beside the chart, listed them in the stack's order, the
+    areas of a few KiB first: the large ones were out of sight."""
+    _open_file(browser, recorded_page[0])
+    _wait(browser, "return document.querySelectorAll('#time-areas .legend .traces').length > 2")
+    shown = browser.execute_script("""return [...document.querySelectorAll('#time-areas .legend .traces')]
+        .map((t) => [t.getBoundingClientRect().top, t.querySelector('text.legendtext').textContent])
+        .sort((a, b) => a[0] - b[0]).map((t) => t[1])""")
+    peaks = browser.execute_script("""const c = document.getElementById('time-areas');
+        return Object.fromEntries(c.data.map((t) => [t.name, Math.max(...t.y.map((v) => v || 0))]))""")
+    assert shown == sorted(peaks, key=lambda name: -peaks[name]), (shown, peaks)
+    _no_requests_and_no_errors(browser)

@@ -40,7 +40,7 @@ function drawTimeCharts(summary, at, colors) {
   // the areas', as long as the page's own legend above with the same colours, is left to it)
   const narrow = NARROW.matches;
   const layout = (title, unit, below, id) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
-                               height: narrow && below ? 380 : 260, shapes: [marker], yaxis: {title: {text: unit}},
+                               height: narrow && below ? 380 : 260, shapes: [marker], yaxis: {title: {text: unit}, automargin: true},
                                // (few ticks, and room for them: a recording of seconds crowded and cut them;
                                // level, as many as fit: aslant, the date under the first ran into the next)
                                xaxis: {nticks: timeTicks(id), tickangle: 0, automargin: true},
@@ -61,12 +61,17 @@ function drawTimeCharts(summary, at, colors) {
                {displayModeBar: false, responsive: true});
   // (stacked: the unit of their sum at the fullest frame)
   const [areaUnit, areaKib] = chartUnit(largest([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]));
-  const areas = summary.areas.map((a) => ({
+  // (the legend lists the largest first: in the stack's order, a scroll box began with the areas of
+  // a few KiB and the large ones were out of sight)
+  const peaks = summary.areas.map((a) => largest([a.used]));
+  const ranks = new Map(peaks.map((_, i) => i).sort((i, j) => peaks[j] - peaks[i]).map((i, rank) => [i, rank]));
+  const areas = summary.areas.map((a, i) => ({
     type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
-    hovertemplate: `%{y:.1f} ${areaUnit}`,
+    hovertemplate: `%{y:.1f} ${areaUnit}`, legendrank: 1 + ranks.get(i),
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
-  Plotly.react(document.getElementById("time-areas"), areas, layout("MemTotal broken down", areaUnit, false, "time-areas"),
-               {displayModeBar: false, responsive: true});
+  const areasLayout = layout("MemTotal broken down", areaUnit, false, "time-areas");
+  areasLayout.legend.traceorder = "normal";  // (by rank, the smallest on top: a stack's default reverses it)
+  Plotly.react(document.getElementById("time-areas"), areas, areasLayout, {displayModeBar: false, responsive: true});
 }
 
 /* What a stop's frame kept: every smaps (a key frame: the mappings are this frame's), or
