@@ -88,15 +88,15 @@ class Recommendation(NamedTuple):
             scaled = f"; page map not scaled to the size ({self.page_map_not_scaled})"
         unknown = ""
         if self.not_counted:
-            unknown = (f"; {' and '.join(_UNKNOWN[area][0] for area in self.not_counted)} unknown, not counted: "
-                       f"give {', '.join(_UNKNOWN[area][1] for area in self.not_counted)}")
+            unknown = (f"; {' and '.join(SIZED_AREAS[area][0] for area in self.not_counted)} unknown, not counted: "
+                       f"give {', '.join(SIZED_AREAS[area][1] for area in self.not_counted)}")
         return (f"needs {human(self.needs_kib)} non-reclaimable{free}{headroom}; fits in {human(self.fits_in_kib)}"
                 f"{scaled}{unknown}")
 
 
 #: the areas whose size the data may not give: (how the line names it unknown, the option that gives it)
-SIZED_AREAS = _UNKNOWN = {"firmware/hardware": ("firmware/hardware (its page map)", "-R SIZE"),
-            "kernel image": ("kernel image", "-K vmlinux")}
+SIZED_AREAS = {"firmware/hardware": ("firmware/hardware (its page map)", "-R SIZE"),
+               "kernel image": ("kernel image", "-K vmlinux")}
 
 
 def recommend(noncache_kib, headroom_percent, free_not_counted_kib=None, page_map=None, not_counted=()):

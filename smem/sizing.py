@@ -38,7 +38,8 @@ class Figure:
     estimate: bool = False
     smem15: bool = True      # a source smem 1.5 had too (-R, -K, meminfo): no footnote then
     doubt: str = ""          # a reason to doubt the figure, for a warning
-    known: bool = True       # False for installed RAM taken as MemTotal, not known
+    known: bool = True       # False where the data does not give it: installed RAM taken as
+                             # MemTotal, a kernel image of unknown size (0)
 
 
 def _iomem(source):
@@ -132,7 +133,7 @@ def kernel_image(source, kernel_path=None, iomem=None):
             parts[1] = line["data"]  # older kernels: "...K data"
         if any(p is not None for p in parts):
             return Figure(sum(p or 0 for p in parts), "boot log", estimate=True, smem15=False)
-    return Figure(0, "unknown (give -K)")
+    return Figure(0, "unknown (give -K)", known=False)
 
 
 def _example_image(source):

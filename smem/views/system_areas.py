@@ -77,7 +77,7 @@ def sizing_notes(snapshot, rows):
     notes = []
     for row in rows:
         figure = row.figure
-        if row.order == 1 and figure is not None and not figure.kib and snapshot.source.local:
+        if row.order == 1 and figure is not None and not figure.known and snapshot.source.local:
             notes.append(f"{row.area}: unknown (/proc/iomem hides it from non-root users and no boot "
                          "line was found; give -K vmlinux)")
             continue
@@ -104,6 +104,6 @@ def recommendation(rows, headroom_percent, free_not_counted_kib=None, machine=No
     scaled = None
     if installed is not None and installed.known and firmware.noncache is not None:
         scaled = page_map(machine, installed.kib, firmware.noncache)
-    not_counted = tuple(area for area, unknown in ((FIRMWARE, installed is not None and not installed.known),
-                                                   (KERNEL_IMAGE, kernel is not None and not kernel.kib)) if unknown)
+    not_counted = tuple(area for area, figure in ((FIRMWARE, installed), (KERNEL_IMAGE, kernel))
+                        if figure is not None and not figure.known)
     return recommend(sum(r.noncache for r in rows), headroom_percent, free_not_counted_kib, scaled, not_counted)
