@@ -13,10 +13,16 @@ from conftest import TESTS
 
 
 def start_serve(*args):
-    """``smem serve ARGS`` as a process (COLUMNS and LINES unset), its standard error a pipe."""
+    """``smem serve ARGS`` as a process (COLUMNS and LINES unset), its standard error a pipe.
+
+    The pipes are unbuffered: ``next_line`` asks select(2) whether a line is there, and select sees
+    only what the kernel holds; a buffered reader's first readline could take both the warning and
+    the "serving" line, and select then waited 60 s for a line already read (a busy machine's
+    failure)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     return subprocess.Popen([sys.executable, "-m", "smem", "serve", *map(str, args)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=TESTS.parent, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=TESTS.parent, env=env,
+                            bufsize=0)
 
 
 def next_line(proc, seconds=60):
