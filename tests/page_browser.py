@@ -136,7 +136,7 @@ def _wait(browser, script, timeout=20):
         if value:
             return value
         time.sleep(0.05)
-    pytest.fail(f"never true: {script}")
+    pytest.fail(f"never true: {script}; the browser's log: {browser.get_log('browser')}")
 
 
 def _click_box(browser, label):
