@@ -21,7 +21,7 @@ def recorded_growth(where, namespace):
     100 MiB of anonymous memory after the first frame and after the second: "every" kept every
     frame's smaps, "rollups" the first frame's only (the others keep smaps_rollup).  Name ->
     (path, the pid, the recording).  At once: the two wait out the same two intervals."""
-    from test_recording_playback import wait_frames
+    from test_recording_playback import index_lines, wait_frames
     grower = subprocess.Popen(namespace.argv([sys.executable, "-c", GROWER]), stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     grower_pid = namespace.command_pid(grower)  # (nsenter forwards no signal: it is the one to kill)
@@ -34,14 +34,21 @@ def recorded_growth(where, namespace):
                 namespace.argv([sys.executable, "-m", "smem", "record", "-o", rec, "--interval", "2", "--count", "3",
                                 "--smaps-every", smaps_every], cwd=TESTS.parent),
                 cwd=TESTS.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        # each growth done once both have the frame, before the next one begins (2 s: touching 100
-        # MiB took over the rest of 1 s on a loaded machine, and frame 2 missed it)
+        # each growth done once both have the frame, before the next one begins: the recorders
+        # are stopped (SIGSTOP) from when they wrote the frame until the growth is whole, which
+        # on a loaded machine took longer than the interval, and frame 2 caught half of it
+        pids = {name: namespace.command_pid(recorder) for name, (_, recorder) in recorders.items()}
         for frame in (1, 2):
-            for rec, recorder in recorders.values():
+            for name, (rec, recorder) in recorders.items():
                 wait_frames(rec, recorder, frame)
+                os.kill(pids[name], signal.SIGSTOP)
+                assert len(index_lines(rec)[1]) == frame, f"{name}: frame {frame + 1} came before the growth"
             grower.stdin.write("grow\n")
             grower.stdin.flush()
             assert grower.stdout.readline() == "grown\n"
+            for name, (_, recorder) in recorders.items():  # (nsenter stops itself when its child stops)
+                os.kill(pids[name], signal.SIGCONT)
+                os.kill(recorder.pid, signal.SIGCONT)
         for rec, recorder in recorders.values():
             assert recorder.wait(timeout=120) == 0, recorder.stderr.read()
         pid = namespace.pid_in(grower_pid)
