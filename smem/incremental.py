@@ -52,8 +52,8 @@ from .parsers import MAX_KIB
 from .parsers.maps import parse_maps_objects
 from .parsers.smaps import parse_smaps_kept
 from .parsers.statm import parse_statm
-from .private_growth import BASELINE_KEYS, CounterTrust, Payoff, agrees, baseline_of, estimable, large_folios
-from .private_growth import grown as grown_counters
+from .private_growth import BASELINE_KEYS, CounterTrust, Payoff, agrees, baseline_of, estimable, large_folios, \
+    grown as grown_counters
 from .selection import Selection
 from .sharers import Sharers, caps, sharing_keys
 from .sources.folio_stats import mthp_counts
@@ -166,6 +166,7 @@ class Refresher:
         first |= self._leaderless
         oldest = self._oldest(seen, first | grown, gap, now)
         first |= oldest
+        self._ksm.ran(seen.keys() if touched is None else touched)  # (a region given faults nothing)
         merged = self._ksm.moved(source, seen, first, self._limits, self._page_kib)
         reasons["age"], reasons["ksm"] = len(oldest), len(merged)
         first |= merged
@@ -323,8 +324,7 @@ class Refresher:
             if known.base is None or pid in walked or known.read_at <= late or known.ppid != stat.ppid:
                 continue
             statm = self._statm(source, pid, stat)
-            self._reads += 1
-            self._tries += 1
+            self._reads, self._tries = self._reads + 1, self._tries + 1
             counters = None if statm is None else grown_counters(known.base, stat, statm, self._page_kib, self._large)
             process = None if counters is None or not known.same_program(source, pid, stat) else \
                 known.refreshed(source, pid, stat, counters, known.file_rss, needs, selection, self._cgroup)

@@ -71,6 +71,22 @@ def test_a_process_ksmd_does_not_scan_is_asked_again_only_once_read(host):
     assert _asked(changes, source) == [100, 200]  # (ksmd scans both now)
 
 
+def test_a_process_ksmd_does_not_scan_is_asked_again_once_it_ran(host):
+    """madvise(MADV_MERGEABLE) faults nothing: a sleeping process that said no, woke, gave ksmd a
+    region and slept again was asked no more (nothing read it) while ksmd merged its pages; that it
+    ran shows in its stat, which every collection reads."""
+    source, changes = Asked(host), KsmChanges()
+    for sharing in (1000, 2000, 3000):
+        _merge(host, sharing)
+        _asked(changes, source)
+    (host / "proc" / "100" / "ksm_stat").write_bytes(SCANNED)
+    _merge(host, 4000)
+    assert _asked(changes, source) == [200]  # (it did not run, as far as a collection saw)
+    changes.ran({100})
+    _merge(host, 5000)
+    assert _asked(changes, source) == [100, 200]
+
+
 def test_a_process_that_says_nothing_of_its_scan_is_asked_every_time(host):
     """ksm_stat before Linux 6.1 (ksm_merging_pages alone) says nothing of ksmd's scan: asked."""
     for pid in (100, 200):
