@@ -373,12 +373,10 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
                 data = None
         if data is None:
             data = recording.frame_bytes(entry)
-    source = (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)
-    source.description = f"{name}, {entry.timestamp}"
-    source.notes = tuple(notes)
     # (which frame was read for which was asked: smem diff refuses two frames that read one key frame)
-    source.recording_frame = RecordingFrame(os.path.realpath(path), asked, entry.number, str(path))
-    return source
+    frame = RecordingFrame(os.path.realpath(path), asked, entry.number, str(path))
+    return (ArchiveStream if streamed else ArchiveSource)(
+        data, name, per_mapping, description=f"{name}, {entry.timestamp}", notes=notes, recording_frame=frame)
 
 
 def _key_frame_note(key, every_mapping):
