@@ -311,7 +311,7 @@ def _account_exactly(reading, view, selection, warnings, jobs=None, frames=None)
     """(ExactAccounting, (selected pids, SharedWith) or None), or (None, None) where the frames
     cannot be read and the view can do without them (a warning says so).  ``frames``: those the
     loader read (smem.exact.frames_pass), or None."""
-    from .exact import ExactUnavailable, account_snapshot, sharing_of_selection  # numpy: only here
+    from .exact import ExactUnavailable, SharedWith, account_snapshot, sharing_of_selection  # numpy: only here
     try:
         accounting = account_snapshot(reading, jobs, frames)
     except ExactUnavailable as e:
@@ -324,8 +324,9 @@ def _account_exactly(reading, view, selection, warnings, jobs=None, frames=None)
     own = own_invocation(reading.source, selection)
     selected, sharing = sharing_of_selection(reading, accounting, selection, exclude=own)
     if reading.source.has(OWN_PID):  # smem itself maps the same libraries: not an answer
-        for pid in own | {os.getpid()}:
-            sharing.holders.pop(pid, None)
+        ours = own | {os.getpid()}
+        sharing = SharedWith(sharing.shared_kib, {pid: kib for pid, kib in sharing.holders.items() if pid not in ours},
+                             sharing.elsewhere_kib)
     return accounting, (selected, sharing)
 
 

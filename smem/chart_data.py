@@ -125,7 +125,7 @@ def _amount_text(kib, column, table, options):
     return human(kib)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PieData:
     title: str
     subtitle: str
@@ -261,7 +261,7 @@ def _bars_folded(table, rows, snapshot):
     return folded if len(folded) > 1 else set()
 
 
-@dataclass
+@dataclass(frozen=True)
 class BarData:
     title: str
     subtitle: str

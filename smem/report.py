@@ -262,7 +262,7 @@ def make_table(snapshots: Sequence[Any], view: View, options: TableOptions, syst
         # no process could be measured (a kernel without smaps): the sums are unknown, not 0
         table = table._replace(totals=[None if c.total == "sum" else t for c, t in zip(table.columns, table.totals)])
     if snapshot.exact is not None and table.totals is not None and view.accounting.process_groups:
-        _exact_totals(table, snapshot.exact)
+        table = _exact_totals(table, snapshot.exact)
     return table
 
 
@@ -286,14 +286,17 @@ def summed_uss_note(table: Table, exact: bool, captured: bool = False) -> Option
 
 
 def _exact_totals(table, exact):
-    """Under --exact, totals of all the rows' processes as one group: distinct frames, not sums."""
+    """``table`` with, under --exact, the totals of all the rows' processes as one group: distinct
+    frames, not sums (a new Table: the one made is a value)."""
     pids = sorted({pid for row in table.rows for pid in row.member_pids})
     figures = exact.groups({"all": pids})["all"]
-    table.notes.append("totals: the processes of all rows as one group, each frame counted once (--exact)")
+    totals = list(table.totals)
     for i, column in enumerate(table.columns):
         if column.exact_total is not None:
             value = getattr(figures, column.exact_total)
-            table.totals[i] = int(round(value)) if isinstance(value, float) else value
+            totals[i] = int(round(value)) if isinstance(value, float) else value
+    return table._replace(totals=totals, notes=[*table.notes, "totals: the processes of all rows as one group, "
+                                                "each frame counted once (--exact)"])
 
 
 

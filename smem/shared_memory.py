@@ -27,7 +27,8 @@ what was not there.  Files are inside their mount: a file's record names its mou
 """
 
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from types import MappingProxyType
+from typing import Mapping, Optional, Tuple
 
 from .aggregate import anonymous_pss
 from .parsers.meminfo import swap_in_use_kib
@@ -45,7 +46,7 @@ _SYSV_PREFIX = "/SYSV"
 _MEMFD_PREFIX = "/memfd:"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Mapper:
     """A process that maps an object (PSS, RSS, swap of its mappings of it, KiB), or holds it
     by a descriptor only (``via`` "fd": no amounts)."""
@@ -70,9 +71,10 @@ def _sub(total, value):
     return None if total is None or value is None else total - value
 
 
-@dataclass
+@dataclass(frozen=True)
 class SharedObject:
-    """One shared-memory object; amounts in KiB, None where the source does not say."""
+    """One shared-memory object; amounts in KiB, None where the source does not say.  Frozen:
+    a snapshot's rows are read by the table, the chart and a diff alike."""
 
     kind: str                          # one of KINDS: a mount's filesystem type, file, sysv, memfd
     name: str                          # mount point, path, "0xKEY id SHMID", memfd name
@@ -86,7 +88,8 @@ class SharedObject:
     fstype: Optional[str] = None       # a mount's filesystem type (tmpfs, devtmpfs)
     attached: Optional[int] = None     # a SysV segment's attach count (the kernel's nattch)
     files: Optional[int] = None        # a mount's regular files, where all were walked
-    mappers: Dict[int, Mapper] = field(default_factory=dict)  # by pid: mapping or holding it
+    # by pid: mapping or holding it
+    mappers: Mapping[int, Mapper] = field(default_factory=lambda: MappingProxyType({}))
     order: int = 0                     # where it is listed: a mount, then its files, segments, memfds
     mappings: int = 0                  # the mappings of it read (each PSS truncated to a KiB)
 
@@ -169,37 +172,24 @@ class SharedObject:
 
         mappers = {}
         for pid, mapper in self.mappers.items():
-            left = Mapper(pid, mapper.name, mapper.via, mapper.pss_kib, mapper.rss_kib, mapper.swap_kib)
+            pss, rss, swap = mapper.pss_kib, mapper.rss_kib, mapper.swap_kib
             for part in parts:
                 theirs = part.mappers.get(pid)
                 if theirs is not None and theirs.via == "map":
-                    left.pss_kib, left.rss_kib = _sub(left.pss_kib, theirs.pss_kib), _sub(left.rss_kib, theirs.rss_kib)
-                    left.swap_kib = _sub(left.swap_kib, theirs.swap_kib)
-            if left.via != "map" or any(v != 0 for v in (left.pss_kib, left.rss_kib, left.swap_kib)):
-                mappers[pid] = left
+                    pss, rss, swap = _sub(pss, theirs.pss_kib), _sub(rss, theirs.rss_kib), _sub(swap, theirs.swap_kib)
+            if mapper.via != "map" or any(v != 0 for v in (pss, rss, swap)):
+                mappers[pid] = replace(mapper, pss_kib=pss, rss_kib=rss, swap_kib=swap)
         used, rss = less("used_kib"), less("rss_kib")
         swap = max(used - rss, 0) if used is not None and rss is not None else less("swap_kib")
         rest = replace(self, name=f"{self.name} (rest)", size_kib=None, used_kib=used, rss_kib=rss, swap_kib=swap,
-                       files=None, mappers=mappers, mappings=max(self.mappings - sum(p.mappings for p in parts), 0))
+                       files=None, mappers=MappingProxyType(mappers),
+                       mappings=max(self.mappings - sum(p.mappings for p in parts), 0))
         return rest, tuple(short)
 
-    def note_mapping(self, process, counters):
-        mapper = self.mappers.get(process.pid)
-        if mapper is None or mapper.via != "map":
-            mapper = self.mappers[process.pid] = Mapper(process.pid, process.name)
-        self.mappings += 1
-        # the object's own pages only: a private mapping's copy-on-write copies are the
-        # process's anonymous memory, not the file's (smaps Anonymous; PSS's part estimated)
-        pss, rss, anonymous = counters.get("Pss"), counters.get("Rss"), counters.get("Anonymous")
-        anon_pss = anonymous_pss(counters)
-        mapper.pss_kib = _add(mapper.pss_kib, pss - anon_pss if pss is not None and anon_pss else pss)
-        mapper.rss_kib = _add(mapper.rss_kib, rss - anonymous if rss is not None and anonymous else rss)
-        mapper.swap_kib = _add(mapper.swap_kib, counters.get("Swap", 0))
 
-
-@dataclass
+@dataclass(frozen=True)
 class SharedMemory:
-    objects: List[SharedObject]
+    objects: Tuple[SharedObject, ...]
     #: the inputs the source lacked (an older capture): "sysvipc/shm", "smem/shmem"
     missing: Tuple[str, ...] = ()
 
@@ -210,15 +200,41 @@ def _kib(n, up=False):
     return (n + 1023) // 1024 if up else n // 1024
 
 
-def _split(obj, allocated, rss, swap_free):
-    """Set used, RSS and swap (KiB) from allocated and resident bytes; with no swap in use,
+def _split(allocated, rss, swap_free):
+    """Used, RSS and swap (KiB) from allocated and resident bytes; with no swap in use,
     every allocated page is in RAM, whatever the writer could learn."""
-    obj.used_kib = _kib(allocated)
     if rss is None and swap_free and allocated is not None:
         rss = allocated
-    obj.rss_kib = _kib(rss)
-    if allocated is not None and rss is not None:
-        obj.swap_kib = max(_kib(allocated) - _kib(rss), 0)
+    swap = max(_kib(allocated) - _kib(rss), 0) if allocated is not None and rss is not None else None
+    return {"used_kib": _kib(allocated), "rss_kib": _kib(rss), "swap_kib": swap}
+
+
+def _draft(kind, name, **fields):
+    """An object's fields as the builder gathers them (a plain dict: its mappers, pid ->
+    [name, via, PSS, RSS, swap], and mappings counted as they are read), made a
+    SharedObject once all is read."""
+    return {"kind": kind, "name": name, **fields, "mappers": {}, "mappings": 0}
+
+
+def _note_mapping(draft, process, counters):
+    """Add one mapping of ``process`` to the draft's mappers (a holder by fd becomes a mapper)."""
+    mappers = draft["mappers"]
+    mapper = mappers.get(process.pid)
+    if mapper is None or mapper[1] != "map":
+        mapper = mappers[process.pid] = [process.name, "map", 0, 0, 0]
+    draft["mappings"] += 1
+    # the object's own pages only: a private mapping's copy-on-write copies are the
+    # process's anonymous memory, not the file's (smaps Anonymous; PSS's part estimated)
+    pss, rss, anonymous = counters.get("Pss"), counters.get("Rss"), counters.get("Anonymous")
+    anon_pss = anonymous_pss(counters)
+    mapper[2] = _add(mapper[2], pss - anon_pss if pss is not None and anon_pss else pss)
+    mapper[3] = _add(mapper[3], rss - anonymous if rss is not None and anonymous else rss)
+    mapper[4] = _add(mapper[4], counters.get("Swap", 0))
+
+
+def _built(draft, order):
+    mappers = MappingProxyType({pid: Mapper(pid, *mapper) for pid, mapper in draft["mappers"].items()})
+    return SharedObject(**{**draft, "mappers": mappers, "order": order})
 
 
 def _hex_device(text):
@@ -238,8 +254,7 @@ def shared_memory(source, processes, meminfo_kib=None) -> SharedMemory:
     mappings: smem.model.Process); ``meminfo_kib``: the source's meminfo (swap in use)."""
     swap_free = _swap_unused(meminfo_kib or {})
     missing = []
-    objects = []
-    mounts, files, sysv, memfds = {}, {}, {}, {}
+    mounts, files, sysv, memfds = {}, {}, {}, {}  # drafts (_draft) by device, (device, inode), shmid
 
     raw = source.shmem_inventory()
     if raw is None:
@@ -247,46 +262,38 @@ def shared_memory(source, processes, meminfo_kib=None) -> SharedMemory:
     else:
         inventory = parse_shmem_inventory(raw)
         for m in inventory.mounts:
-            if m.device in mounts:
-                continue
-            obj = SharedObject(m.fstype, m.mount_point, size_kib=_kib(m.capacity), device=m.device,
-                               fstype=m.fstype, files=m.files)
-            _split(obj, m.used, m.rss, swap_free)
-            mounts[m.device] = obj
+            if m.device not in mounts:
+                mounts[m.device] = _draft(m.fstype, m.mount_point, size_kib=_kib(m.capacity), device=m.device,
+                                          fstype=m.fstype, files=m.files, **_split(m.used, m.rss, swap_free))
         for f in inventory.files:
             mount = mounts.get(f.device)
-            obj = SharedObject("file", f.path, size_kib=_kib(f.size, up=True), device=f.device, inode=f.inode,
-                               parent=mount.name if mount is not None else None)
-            _split(obj, f.allocated, f.rss, swap_free)
-            files.setdefault((f.device, f.inode), obj)
+            if (f.device, f.inode) not in files:
+                files[(f.device, f.inode)] = _draft(
+                    "file", f.path, size_kib=_kib(f.size, up=True), device=f.device, inode=f.inode,
+                    parent=mount["name"] if mount is not None else None, **_split(f.allocated, f.rss, swap_free))
         for h in inventory.memfds:
             key = (h.device, h.inode)
-            obj = memfds.get(key)
-            if obj is None:
-                obj = memfds[key] = SharedObject("memfd", h.name, size_kib=_kib(h.size, up=True), device=h.device,
-                                                 inode=h.inode)
-                _split(obj, h.allocated, h.rss, swap_free)
-            if h.pid not in obj.mappers:
-                obj.mappers[h.pid] = Mapper(h.pid, "?", via="fd", pss_kib=None, rss_kib=None, swap_kib=None)
+            draft = memfds.get(key)
+            if draft is None:
+                draft = memfds[key] = _draft("memfd", h.name, size_kib=_kib(h.size, up=True), device=h.device,
+                                             inode=h.inode, **_split(h.allocated, h.rss, swap_free))
+            draft["mappers"].setdefault(h.pid, ["?", "fd", None, None, None])
 
     raw = source.read_optional(SYSVIPC_SHM)
     if raw is None:
         missing.append(SYSVIPC_SHM)
     else:
         for s in parse_sysvipc_shm(raw):
-            obj = SharedObject("sysv", _sysv_name(s.key, s.shmid), size_kib=_kib(s.size, up=True), inode=s.shmid,
-                               attached=s.nattch)
-            obj.rss_kib, obj.swap_kib = _kib(s.rss), _kib(s.swap)
-            if s.rss is not None and s.swap is not None:
-                obj.used_kib = _kib(s.rss + s.swap)
-            sysv[s.shmid] = obj
+            used = _kib(s.rss + s.swap) if s.rss is not None and s.swap is not None else None
+            sysv[s.shmid] = _draft("sysv", _sysv_name(s.key, s.shmid), size_kib=_kib(s.size, up=True), inode=s.shmid,
+                                   attached=s.nattch, used_kib=used, rss_kib=_kib(s.rss), swap_kib=_kib(s.swap))
 
     names = {p.pid: p.name for p in processes}
-    for obj in memfds.values():  # a holder's name, where it was read
-        for mapper in obj.mappers.values():
-            mapper.name = names.get(mapper.pid, mapper.name)
+    for draft in memfds.values():  # a holder's name, where it was read
+        for pid, mapper in draft["mappers"].items():
+            mapper[0] = names.get(pid, mapper[0])
 
-    prefixes = (_SYSV_PREFIX, _MEMFD_PREFIX, *(m.name.rstrip("/") + "/" for m in mounts.values()))
+    prefixes = (_SYSV_PREFIX, _MEMFD_PREFIX, *(m["name"].rstrip("/") + "/" for m in mounts.values()))
     for process in processes:
         for mapping in process.mappings or ():
             name = mapping.name
@@ -297,37 +304,35 @@ def shared_memory(source, processes, meminfo_kib=None) -> SharedMemory:
             except (ValueError, IndexError):
                 continue
             if name.startswith(_SYSV_PREFIX):
-                obj = sysv.get(inode)
-                if obj is None:  # not in sysvipc/shm: an older capture, or removed (IPC_RMID) but attached
-                    obj = sysv[inode] = SharedObject("sysv", _sysv_name(_key_of(name), inode), inode=inode)
-                obj.device = device
-                obj.note_mapping(process, mapping.counters)
+                draft = sysv.get(inode)
+                if draft is None:  # not in sysvipc/shm: an older capture, or removed (IPC_RMID) but attached
+                    draft = sysv[inode] = _draft("sysv", _sysv_name(_key_of(name), inode), inode=inode)
+                draft["device"] = device
+                _note_mapping(draft, process, mapping.counters)
                 continue
             if name.startswith(_MEMFD_PREFIX):
-                obj = memfds.get((device, inode))
-                if obj is None:
-                    obj = memfds[(device, inode)] = SharedObject("memfd", memfd_name(name), device=device,
-                                                                  inode=inode)
-                obj.note_mapping(process, mapping.counters)
+                draft = memfds.get((device, inode))
+                if draft is None:
+                    draft = memfds[(device, inode)] = _draft("memfd", memfd_name(name), device=device, inode=inode)
+                _note_mapping(draft, process, mapping.counters)
                 continue
             mount = mounts.get(device)
             if mount is None:
                 continue
-            mount.note_mapping(process, mapping.counters)
-            obj = files.get((device, inode))
-            if obj is not None:
-                obj.note_mapping(process, mapping.counters)
+            _note_mapping(mount, process, mapping.counters)
+            draft = files.get((device, inode))
+            if draft is not None:
+                _note_mapping(draft, process, mapping.counters)
 
-    for mount in sorted(mounts.values(), key=lambda o: o.name):
-        objects.append(mount)
-        objects.extend(sorted((f for f in files.values() if f.device == mount.device),
-                              key=lambda o: (-(o.used_kib or 0), o.name)))
-    objects.extend(f for f in files.values() if f.device not in mounts)
-    objects.extend(sorted(sysv.values(), key=lambda o: o.inode))
-    objects.extend(sorted(memfds.values(), key=lambda o: (o.name, o.inode)))
-    for order, obj in enumerate(objects):
-        obj.order = order
-    return SharedMemory(objects, tuple(missing))
+    listed = []
+    for mount in sorted(mounts.values(), key=lambda d: d["name"]):
+        listed.append(mount)
+        listed.extend(sorted((f for f in files.values() if f["device"] == mount["device"]),
+                             key=lambda d: (-(d["used_kib"] or 0), d["name"])))
+    listed.extend(f for f in files.values() if f["device"] not in mounts)
+    listed.extend(sorted(sysv.values(), key=lambda d: d["inode"]))
+    listed.extend(sorted(memfds.values(), key=lambda d: (d["name"], d["inode"])))
+    return SharedMemory(tuple(_built(draft, order) for order, draft in enumerate(listed)), tuple(missing))
 
 
 def _sysv_name(key, shmid):

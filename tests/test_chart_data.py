@@ -5,6 +5,7 @@ The data is made without matplotlib, so it is checked where the charts extra is 
 (the two tests that also draw the chart skip there).
 """
 
+import dataclasses
 import shutil
 
 import pytest
@@ -87,6 +88,13 @@ def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
     assert sum(pss[p] for p in pids) == sum(pie.values)
     code, _, err = smem(capsys, "-s", "name", "-c", "pid name", "--pie", "name", "-o", tmp_path / "p.svg")
     assert code == 0, err
+
+
+def test_the_drawing_reads_values_no_one_can_change():
+    table, options, snapshot = chart_table(pie="name")
+    for data in (pie_data(table, options, snapshot), bar_data(table, options, snapshot)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            data.notes = []
 
 
 def test_bar_order_and_columns_follow_s_r_c():

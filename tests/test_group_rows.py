@@ -75,3 +75,12 @@ def test_a_new_snapshot_is_not_given_the_pass_of_the_one_before(snapshots):
         for rows, key in VIEW_ROWS:
             got = _got(rows(pair, Options))
             assert got == _expected(pair, key)
+
+
+def test_a_row_is_made_with_its_members_and_none_can_be_added_after(snapshots):
+    """The table, a chart and a diff read the same rows: a row's members are a tuple, its sums of them."""
+    class Options:
+        numeric = True
+    for rows, _ in VIEW_ROWS:
+        made = rows(snapshots, Options)
+        assert made and all(isinstance(r.processes, tuple) and r.count == len(r.processes) for r in made)

@@ -198,6 +198,19 @@ def test_diff_of_two_frames_read_from_one_key_frame_is_refused(grown, tmp_path):
     run_smem("diff", rec, "--from", "2", "--to", "2", "-m", "-P", marker, check=True)  # (asked: the same frame)
 
 
+def test_a_frame_read_whole_after_its_stream_still_names_its_key_frame(grown):
+    """A frame streamed, then read whole (an archive one pass cannot read: loading.load_reading
+    takes its held form), is still the frame asked for read from its key frame: what smem diff
+    refuses two sides by, and the note the report says."""
+    from smem.sources.recorded import open_recording
+    rec = grown[0]
+    streamed = open_recording(rec, at="2", streamed=True)
+    assert (streamed.recording_frame.asked, streamed.recording_frame.read) == (2, 1) and streamed.notes
+    held = streamed.held()
+    assert (held.description, held.notes, held.recording_frame) == \
+        (streamed.description, streamed.notes, streamed.recording_frame)
+
+
 def test_speed_replays_at_the_recorded_pace(grown):
     rec, pid, marker, _ = grown
     proc = run_smem("-S", rec, "--speed", "1000", "-F", "json", "-c", "pid pss", "-P", marker, check=True)

@@ -60,3 +60,10 @@ def test_inventory_names_survive_spaces_newlines_and_backslashes():
                                                                                             None, None)]
     assert [(f.inode, f.size, f.allocated, f.rss, f.path) for f in inventory.files] == [(12, 5000, 8192, None, name)]
     assert [(h.pid, h.fd, h.name, h.rss) for h in inventory.memfds] == [(321, 7, "x y", 4096)]
+
+
+def test_the_inventory_is_a_value_no_reader_can_add_to():
+    inventory = parse_shmem_inventory(b"mount 0:27 tmpfs 4096 - - - /dev/shm\nfile 0:27 12 5000 8192 - /dev/shm/a\n"
+                                      b"memfd 0:1 99 10 4096 4096 321 7 /memfd:x (deleted)\n")
+    assert [len(objects) for objects in inventory] == [1, 1, 1]
+    assert all(isinstance(objects, tuple) for objects in inventory)

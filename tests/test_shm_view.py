@@ -4,6 +4,7 @@ found to the page with who maps it; a capture gives the same rows; an old captur
 what it lacks."""
 
 import ctypes
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ import uuid
 import pytest
 
 from conftest import FIXTURES, run_smem
+from smem.app import plan, read_snapshot
+from smem.options import Query, ReportRequest, SystemOptions, TableOptions
 
 #: one worker builds the objects and the live report once for the module
 pytestmark = pytest.mark.xdist_group("shm_view")
@@ -177,6 +180,26 @@ def test_totals_count_a_file_once_in_its_mount(live, objects):
     counted = [r["mapped"] for r in rows if r["kind"] != "file" and r["mapped"] is not None]
     assert document["totals"]["mapped"] == sum(counted)
     assert sum(r["mapped"] for r in rows if r["mapped"] is not None) > sum(counted)  # files left out
+
+
+def test_the_objects_are_values_built_once(objects):
+    """The table, a chart's rest of a mount and a diff all read the same rows: none may change one."""
+    request = ReportRequest(Query(view="shm"), TableOptions(), None, SystemOptions())
+    found = read_snapshot(request, plan(request))[0].shared_memory
+    (memfd,) = [o for o in found.objects if o.kind == "memfd" and o.inode == objects["memfd_inode"]]
+    (file,) = [o for o in found.objects if o.kind == "file" and o.name == objects["mapped"]]
+    (mount,) = [o for o in found.objects if o.fstype is not None and o.name == file.parent and o.device == file.device]
+    mapper = memfd.mappers[objects["pid"]]
+    assert isinstance(found.objects, tuple) and mapper.via == "map"
+    for value, name in ((found, "objects"), (memfd, "rss_kib"), (mapper, "pss_kib")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, None)
+    with pytest.raises(TypeError):
+        memfd.mappers[0] = mapper
+    before = dict(mount.mappers), mount.mappings, mount.rss_kib
+    rest, _ = mount.rest([file])
+    assert (dict(mount.mappers), mount.mappings, mount.rss_kib) == before
+    assert objects["pid"] not in rest.mappers or rest.mappers[objects["pid"]] != mount.mappers[objects["pid"]]
 
 
 def test_a_capture_gives_the_same_rows(live, objects, tmp_path):

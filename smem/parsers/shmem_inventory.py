@@ -19,7 +19,7 @@ on a memfd (``/proc/PID/fd/FD`` -> ``/memfd:NAME (deleted)``), stat of the descr
 Lines of kinds not known here, and lines that do not parse, are skipped.
 """
 
-from typing import List, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 from . import MAX_BYTES, plausible
 from .mountinfo import unescape
@@ -61,9 +61,9 @@ class MemfdHandle(NamedTuple):
 
 
 class ShmemInventory(NamedTuple):
-    mounts: List[TmpfsMount]
-    files: List[TmpfsFile]
-    memfds: List[MemfdHandle]
+    mounts: Tuple[TmpfsMount, ...]
+    files: Tuple[TmpfsFile, ...]
+    memfds: Tuple[MemfdHandle, ...]
 
 
 def escape(name):
@@ -95,7 +95,7 @@ _FIELDS = {"mount": 7, "file": 6, "memfd": 8}
 
 
 def parse_shmem_inventory(data) -> ShmemInventory:
-    inventory = ShmemInventory([], [], [])
+    mounts, files, memfds = [], [], []
     for line in data.decode("utf-8", "surrogateescape").split("\n"):
         kind = line.partition(" ")[0]
         count = _FIELDS.get(kind)
@@ -107,18 +107,15 @@ def parse_shmem_inventory(data) -> ShmemInventory:
         name = unescape(fields[-1])
         try:
             if kind == "mount":
-                inventory.mounts.append(TmpfsMount(_device(fields[1]), fields[2], *map(_amount, fields[3:7]),
-                                                   name))
+                mounts.append(TmpfsMount(_device(fields[1]), fields[2], *map(_amount, fields[3:7]), name))
             elif kind == "file":
-                inventory.files.append(TmpfsFile(_device(fields[1]), _whole(fields[2]),
-                                                 *map(_amount, fields[3:6]), name))
+                files.append(TmpfsFile(_device(fields[1]), _whole(fields[2]), *map(_amount, fields[3:6]), name))
             else:
-                inventory.memfds.append(MemfdHandle(_device(fields[1]), _whole(fields[2]),
-                                                    *map(_amount, fields[3:6]), _whole(fields[6]),
-                                                    _whole(fields[7]), memfd_name(name)))
+                memfds.append(MemfdHandle(_device(fields[1]), _whole(fields[2]), *map(_amount, fields[3:6]),
+                                          _whole(fields[6]), _whole(fields[7]), memfd_name(name)))
         except ValueError:
             continue
-    return inventory
+    return ShmemInventory(tuple(mounts), tuple(files), tuple(memfds))
 
 
 def memfd_name(link):

@@ -42,9 +42,11 @@ class Archive(CaptureFacts, Source):
     hands its processes over as they come.
     """
 
-    def __init__(self, data, name, per_mapping=True, description=None):
+    def __init__(self, data, name, per_mapping=True, description=None, notes=(), recording_frame=None):
         # (description: where the name says it already, a pushed "capture from HOST:PORT")
         self.description = description or f"capture {name}"
+        self.notes = tuple(notes)  # (a recording's frame: what the report must say of the frame chosen)
+        self.recording_frame = recording_frame  # recorded.RecordingFrame: which frame, for which asked
         self.name = name
         self._data = data
         self._per_mapping = per_mapping
@@ -239,8 +241,8 @@ class ArchiveSource(Archive):
     """A capture archive held: every member a report may read, read as it is opened; the file
     is closed then, unless another owns it (``owned=False``: a stream's held form)."""
 
-    def __init__(self, data, name, per_mapping=True, owned=True, description=None):
-        super().__init__(data, name, per_mapping, description)
+    def __init__(self, data, name, per_mapping=True, owned=True, description=None, notes=(), recording_frame=None):
+        super().__init__(data, name, per_mapping, description, notes, recording_frame)
         try:
             self._read_stream(DecompressedStream(self._data, self.name), self._per_mapping)
         except NeedTarfile:  # pax or GNU extensions, or damage: tarfile reads all and tells

@@ -97,7 +97,8 @@ class ArchiveStream(Archive, StreamedSource):
 
     def held(self):
         """The same archive read whole (an :class:`ArchiveSource`), where one pass cannot do."""
-        return ArchiveSource(self._data, self.name, self._per_mapping, owned=False, description=self.description)
+        return ArchiveSource(self._data, self.name, self._per_mapping, owned=False, description=self.description,
+                             notes=self.notes, recording_frame=self.recording_frame)
 
 
 

@@ -115,7 +115,6 @@ class Recording:
             os.close(self._dir)
             raise
         self._anchors = {}
-        self.note = None  # what choose() has to say of the frame it chose (a warning), or None
 
     def close(self):
         if self._dir is not None:
@@ -199,27 +198,26 @@ class Recording:
         """The frame ``--at`` names (a frame number, ``first``, ``last``, a date and time, ``HH:MM``,
         ``+DURATION`` after the first frame or ``-DURATION`` before the last): the last frame taken at
         or before that time; the last frame without ``at``.  ``option``: the option that gave ``at``
-        (smem diff's --from and --to take the same words), which an error names."""
-        self.note = None
+        (smem diff's --from and --to take the same words), which an error names.  Returns (the
+        frame, what to say of it: a warning, or None), the warning given, not kept on the recording."""
         if not self.frames:
             raise CaptureError(f"{self.path}: the recording has no frame yet")
         if at is None or at == "last":
-            return self.frames[-1]
+            return self.frames[-1], None
         if at == "first":
-            return self.frames[0]
+            return self.frames[0], None
         text = at.strip()
         if text.isascii() and text.isdigit():
             for entry in self.frames:
                 if entry.number == int(text):
-                    return entry
+                    return entry, None
             raise UsageError(f"{option} {at}: the recording has no frame {int(text)} (frames "
                              f"{self.frames[0].number} to {self.frames[-1].number})")
         when, within = self._time_of(text, at, option)
         chosen = [e for e in self.frames if (e.time < when + within if within else e.time <= when)]
         if not chosen:
             raise UsageError(f"{option} {at}: before the recording's first frame ({self.frames[0].local_and_utc})")
-        self.note = self._far_before(chosen[-1], when, at, option)
-        return chosen[-1]
+        return chosen[-1], self._far_before(chosen[-1], when, at, option)
 
     def _far_before(self, entry, when, at, option):
         """The warning for a frame ``entry`` chosen for the time ``when`` that is much older (after the
@@ -357,9 +355,9 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
     from .archive_stream import ArchiveStream
     every_mapping = per_mapping if every_mapping is None else every_mapping
     with Recording(path) as recording:
-        entry = recording.choose(at, option)
+        entry, note = recording.choose(at, option)
         asked = entry.number
-        notes = [recording.note] if recording.note else []
+        notes = [note] if note else []
         name = f"recording {path} frame {entry.number}"
         data = None
         if per_mapping and not entry.smaps:
@@ -373,12 +371,10 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
                 data = None
         if data is None:
             data = recording.frame_bytes(entry)
-    source = (ArchiveStream if streamed else ArchiveSource)(data, name, per_mapping)
-    source.description = f"{name}, {entry.timestamp}"
-    source.notes = tuple(notes)
     # (which frame was read for which was asked: smem diff refuses two frames that read one key frame)
-    source.recording_frame = RecordingFrame(os.path.realpath(path), asked, entry.number, str(path))
-    return source
+    frame = RecordingFrame(os.path.realpath(path), asked, entry.number, str(path))
+    return (ArchiveStream if streamed else ArchiveSource)(
+        data, name, per_mapping, description=f"{name}, {entry.timestamp}", notes=notes, recording_frame=frame)
 
 
 def _key_frame_note(key, every_mapping):

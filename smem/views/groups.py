@@ -21,20 +21,24 @@ _STATUS_FIELDS = ("RssAnon", "RssFile", "RssShmem")
 
 
 class GroupRow:
+    """A group of processes and what they add up to; made once (group_rows), its fields never set
+    after: the table, a chart and a diff read the same row."""
+
     __slots__ = ("key", "label", "processes", "totals", "exact", "swap_ratios", "devices", "pressure", "cpu",
                  "measured", "_split", "_status")
 
-    def __init__(self, key, label):
+    def __init__(self, key, label, processes, exact=None, swap_ratios=(None, None), devices=None, pressure=None,
+                 cpu=None, measured=None):
         self.key = key
         self.label = label
-        self.processes = []
-        self.totals = Sums([])
-        self.exact = None  # ExactFigures of the group under --exact
-        self.swap_ratios = (None, None)  # kernel_pools.SwapRamRatios.of_group of its processes
-        self.devices = None  # device_memory.DeviceShare: its processes' summed
-        self.pressure = None  # memory_pressure.MemoryPressure (the cgroup view)
-        self.cpu = None  # % of one core its processes ran, summed (views.cpu)
-        self.measured = None  # smem.working_set.WorkingSet, under --wss
+        self.processes = processes  # a tuple of its smem.model.Process
+        self.totals = Sums([p.totals for p in processes])
+        self.exact = exact  # ExactFigures of the group under --exact
+        self.swap_ratios = swap_ratios  # kernel_pools.SwapRamRatios.of_group of its processes
+        self.devices = devices  # device_memory.DeviceShare: its processes' summed
+        self.pressure = pressure  # memory_pressure.MemoryPressure (the cgroup view)
+        self.cpu = cpu  # % of one core its processes ran, summed (views.cpu)
+        self.measured = measured  # smem.working_set.WorkingSet, under --wss
         self._split = False
         self._status = None
 
@@ -45,13 +49,6 @@ class GroupRow:
     @property
     def member_pids(self):
         return [p.pid for p in self.processes]
-
-    def add(self, process):
-        self.processes.append(process)
-
-    def close(self):
-        """Called once every process is in: the sums are over them."""
-        self.totals = Sums([p.totals for p in self.processes])
 
     @property
     def split(self):
@@ -85,38 +82,33 @@ class GroupRow:
         return self._status
 
 
-def group_rows(snapshots, key, label):
+def group_rows(snapshots, key, label, pressure=None):
     """One row per value of ``key(process)`` among the processes that map memory, of the last of
-    ``snapshots`` (an earlier one before it: the cpu column is over the interval between them)."""
+    ``snapshots`` (an earlier one before it: the cpu column is over the interval between them);
+    ``pressure``: the cgroup view's, each row's own."""
     snapshot = snapshots[-1]
     members = _members(snapshots)
-    groups = {}
+    groups = {}  # key -> (label, [process], [cpu]): gathered here, each made a GroupRow once
     for process, cpu in zip(members.processes, members.cpu):
         k = key(process)
-        row = groups.get(k)
-        if row is None:
-            row = groups[k] = GroupRow(k, label(process))
-            row.cpu = []
-        row.processes.append(process)
-        row.cpu.append(cpu)
-    ratios = members.ratios
-    devices = snapshot.devices
-    clock = snapshot.clock
-    for row in groups.values():
-        shares = [v for v in row.cpu if v is not None] if clock is not None else None
-        row.cpu = round(sum(shares), 1) if shares else None
-        row.close()
-        row.swap_ratios = ratios.of_group(row.processes)
-        row.measured = snapshot.working_set
-        if devices:
-            from ..device_memory import sum_shares
-            row.devices = sum_shares(devices.get(p.pid) for p in row.processes)
-    exact = snapshot.exact
-    if exact is not None:
-        figures = exact.groups({k: row.member_pids for k, row in groups.items()})
-        for k, row in groups.items():
-            row.exact = figures[k]
-    return list(groups.values())
+        group = groups.get(k)
+        if group is None:
+            group = groups[k] = (label(process), [], [])
+        group[1].append(process)
+        group[2].append(cpu)
+    exact, devices, clock = snapshot.exact, snapshot.devices, snapshot.clock
+    figures = exact.groups({k: [p.pid for p in g[1]] for k, g in groups.items()}) if exact is not None else None
+    if devices:
+        from ..device_memory import sum_shares
+    rows = []
+    for k, (name, processes, cpus) in groups.items():
+        shares = [v for v in cpus if v is not None] if clock is not None else None
+        rows.append(GroupRow(k, name, tuple(processes), exact=figures[k] if figures is not None else None,
+                             swap_ratios=members.ratios.of_group(processes),
+                             devices=sum_shares(devices.get(p.pid) for p in processes) if devices else None,
+                             pressure=pressure, cpu=round(sum(shares), 1) if shares else None,
+                             measured=snapshot.working_set))
+    return rows
 
 
 class _Members:
@@ -198,11 +190,7 @@ PROGRAM_VIEW = View(
 
 
 def cgroup_rows(snapshots, options):
-    snapshot = snapshots[-1]
-    rows = group_rows(snapshots, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup))
-    for row in rows:
-        row.pressure = snapshot.pressure
-    return rows
+    return group_rows(snapshots, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup), snapshots[-1].pressure)
 
 
 def _pressure(kind, window):

@@ -83,19 +83,19 @@ def rows(snapshots, options):
     ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
     devices = snapshot.devices or {}
     clock, earlier = snapshot.clock, cpu_readings(snapshots[0]) if len(snapshots) > 1 else None
-    numeric, ratio_of, measured = options.numeric, ratios.of, snapshot.working_set
-    if clock is None and not devices and not numeric:  # (the usual case, watch mode's every frame: 1,500 rows)
-        result = [ProcessRow(p, p.user, None, ratio_of(p), None, None, measured)
-                  for p in snapshot.processes if p.has_memory]
-    else:
-        result = [ProcessRow(p, user_label(p, numeric), None, ratio_of(p), devices.get(p.pid),
-                             process_cpu(p, clock, earlier) if clock is not None else None, measured)
-                  for p in snapshot.processes if p.has_memory]
-    exact = snapshot.exact
-    if exact is not None:
-        for row in result:
-            row.exact = exact.process(row.process.pid) if row.process.pid in exact.pids else None
-    return result
+    numeric, ratio_of, measured, exact = options.numeric, ratios.of, snapshot.working_set, snapshot.exact
+    if clock is None and not devices and not numeric and exact is None:
+        # (the usual case, watch mode's every frame: 1,500 rows)
+        return [ProcessRow(p, p.user, None, ratio_of(p), None, None, measured)
+                for p in snapshot.processes if p.has_memory]
+    return [ProcessRow(p, user_label(p, numeric), _exact_of(exact, p.pid), ratio_of(p), devices.get(p.pid),
+                       process_cpu(p, clock, earlier) if clock is not None else None, measured)
+            for p in snapshot.processes if p.has_memory]
+
+
+def _exact_of(exact, pid):
+    """Its ExactFigures, given when the row is made: its memo (memo_inputs) takes every field once."""
+    return exact.process(pid) if exact is not None and pid in exact.pids else None
 
 
 def _stat(field):
