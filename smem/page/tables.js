@@ -171,6 +171,7 @@ function drawTable() {
   }
   table.replaceChildren(el("thead", {}, head), body, foot);
   table.classList.toggle("dense", columns.length > DENSE_COLUMNS);  // (the cgroups' with CPU, GPU and pressure)
+  table.classList.toggle("compared", compared());  // (OLD's figures, NEW's and the changes: cut shorter when narrow)
   document.getElementById("table-count").textContent =
     `${rows.length} of ${doc.rows.length} rows` + (rows.length > TABLE_ROWS ? ` (the first ${TABLE_ROWS} shown: filter to narrow)` : "");
   const command = state.data.meta.commands && state.data.meta.commands[state.table];
