@@ -45,7 +45,27 @@ function drawHeader() {
                        el("b", {text: human(row.used)})));
     }
   });
+  drawBelowZero(rows, belowZero);
   fitBarLabels();
+}
+
+/* What each area below zero is and why it is, under the legend: a screenshot shows no hover
+   text, and "-112 MiB" read as an error.  ``note`` is the breakdown's ("below zero: AREAS: WHY"). */
+function drawBelowZero(rows, note) {
+  const said = document.getElementById("below-zero");
+  const below = rows.filter((r) => r.used < 0 && r.area !== "unexplained");  // (MemTotal less the rest: its own note)
+  said.hidden = !below.length;
+  const why = note ? note.slice(note.lastIndexOf(": ") + 2) : "";
+  said.replaceChildren(...below.map((row) => el("span", {}, el("b", {text: row.area}),
+    ` is ${human(row.used)}: ${belowZeroMeaning(row)}. Below zero: the processes read held more than meminfo counted` +
+    (why ? `, as ${why}. ` : ". "))));
+}
+
+function belowZeroMeaning(row) {
+  if (!row.area.startsWith("anon of processes not read")) return row.source;
+  return "the anonymous memory meminfo counts (AnonPages) less what the processes smem read hold (their Pss_Anon), " +
+         "which is that of the processes it could not read" + (row.area.endsWith("not selected") ? " or did not select" : "") +
+         ": in the system's figure but in no process's";
 }
 
 /* Each segment's label as long as fits (its name and size, its size, or none): a label cut
@@ -171,6 +191,7 @@ function drawTable() {
   }
   table.replaceChildren(el("thead", {}, head), body, foot);
   table.classList.toggle("dense", columns.length > DENSE_COLUMNS);  // (the cgroups' with CPU, GPU and pressure)
+  table.classList.toggle("compared", compared());  // (OLD's figures, NEW's and the changes: cut shorter when narrow)
   document.getElementById("table-count").textContent =
     `${rows.length} of ${doc.rows.length} rows` + (rows.length > TABLE_ROWS ? ` (the first ${TABLE_ROWS} shown: filter to narrow)` : "");
   const command = state.data.meta.commands && state.data.meta.commands[state.table];
