@@ -238,7 +238,7 @@ def _zip_bomb(port):
 
 
 #: kind: (the peer, what smem's one line says, --timeout): 1 s for the peers that send at once (a
-#: busy machine's pause is no stall), 0.3 s for those given up only when it runs out (once, or
+#: busy machine's pause is no stall), 0.3-0.6 s for those given up only when it runs out (once, or
 #: 10 times for the slow and the silent one), so that they wait seconds, not tens of them.
 HOSTILE = {
     "garbage": (_send_and_close(os.urandom(3000).replace(b"\x1f", b"x").replace(b"B", b"x")
@@ -249,7 +249,7 @@ HOSTILE = {
     "nothing at all": (_send_and_close(b""), "closed the connection without sending a capture", 1),
     "stall half way": (_stall, "sent 300 bytes, then nothing for 0.3 s: given up", 0.3),
     "silent": (_silent, "sent nothing for 3 s (10 x --timeout", 0.3),
-    "slow": (_slow, "still sending after 3 s", 0.3),
+    "slow": (_slow, "still sending after 6 s", 0.6),  # (0.3 s: this test, starved, once paused past it)
 }
 
 
