@@ -102,6 +102,19 @@ def test_a_group_counts_a_shared_client_once_and_adds_the_split_parts(tmp_path):
     assert sample.endswith(f" {once * 1024}"), sample
 
 
+def test_a_total_is_the_group_views_total():
+    """dma-buf 180 (16 KiB), held by three processes, is 5.33 KiB of each: the process view's -t
+    summed the rows as shown (3 x 5 = 15) where -u's and --cgroup's rows and totals have all 16,
+    and the page showed the two totals in two tables.  Each device column's total adds the
+    unrounded parts, as a group does."""
+    columns = "gpu gpushared gpuvram gpusys dmabuf"
+    processes = _rows(TREE, "-t", columns="pid " + columns)["totals"]
+    assert processes["dmabuf"] == 16
+    for args, key in ((("-u",), "user"), (("--cgroup",), "cgroup"), (("-g",), "name")):
+        grouped = _rows(TREE, "-t", *args, columns=f"{key} {columns}")["totals"]
+        assert {k: grouped[k] for k in columns.split()} == {k: processes[k] for k in columns.split()}, args
+
+
 def test_a_total_counts_a_shared_client_once():
     """-t of gpushared summed the rows as shown, so client 30, which 100 and 101 hold, was in it
     twice (2 x 13584 + 16384); the total now counts each client once, as a group's row does, in

@@ -53,12 +53,14 @@ def _device(devices_of, field, kind=None):
     return get
 
 
-def _shared_once(devices_of):
-    """gpushared's -t total: each client once, however many rows hold it (device_memory.sum_shares)."""
+def _of_all_rows(devices_of, field, kind=None):
+    """A device column's -t total, the share of all the rows as one group's (device_memory.sum_shares):
+    each client's shared memory once however many rows hold it, the parts split 1/k added before
+    rounding, so that it is a group view's total too (the rows' rounded parts summed fell short)."""
     def total(rows):
         from ..device_memory import sum_shares
         share = sum_shares(devices_of(r) for r in rows)
-        return share.gpushared if share is not None else None
+        return None if share is None else share.region(kind) if kind is not None else getattr(share, field)
     return total
 
 
@@ -69,18 +71,20 @@ def device_columns(devices_of):
     columns = [
         _wide("gpu", "GPU", _device(devices_of, "gpu"),
               "GPU memory resident and its own (less what its clients share), a client held by k "
-              "processes split 1/k (DRM fdinfo; - without a GPU client)", needs={"devices"}),
+              "processes split 1/k (DRM fdinfo; - without a GPU client)", needs={"devices"},
+              total_of=_of_all_rows(devices_of, "gpu")),
         _wide("gpushared", "GPUShared", _device(devices_of, "gpushared"),
               "GPU memory its clients share with other clients, in full (DRM fdinfo drm-shared-): a group, "
               "and the -t total, count a client once", needs={"devices"},
-              total_of=_shared_once(devices_of)),
+              total_of=_of_all_rows(devices_of, "gpushared")),
     ]
     for kind, what in REGION_KINDS.items():
         columns.append(_wide(f"gpu{kind}", f"GPU{kind.upper()}", _device(devices_of, None, kind),
-                             f"gpu in {what}", needs={"devices"}))
+                             f"gpu in {what}", needs={"devices"}, total_of=_of_all_rows(devices_of, None, kind)))
     columns.append(_wide("dmabuf", "DmaBuf", _device(devices_of, "dmabuf"),
                          "dma-buf PSS: each buffer it holds by fd or maps (/dmabuf:) split between the "
-                         "processes holding it (fdinfo size, /sys/kernel/dmabuf; - without one)", needs={"devices"}))
+                         "processes holding it (fdinfo size, /sys/kernel/dmabuf; - without one)", needs={"devices"},
+                         total_of=_of_all_rows(devices_of, "dmabuf")))
     return columns
 
 
