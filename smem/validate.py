@@ -12,7 +12,6 @@ import os
 import stat
 
 from . import working_set
-from .compression import DEFAULT_WRITTEN
 from .errors import UsageError
 from .options import DEFAULT_FORMAT, LIVE, MAX_SECONDS
 
@@ -249,14 +248,14 @@ def capture(*, output, force, host, compression, exact, script, listen, timeout,
     """smem capture: --listen, --script and ssh (--host) each take only their own options."""
     if listen is not None:
         given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),
-                                          ("--compression", compression != DEFAULT_WRITTEN)) if value]
+                                          ("--compression", compression is not None)) if value]
         if given:
             raise UsageError(f"--listen writes the capture as the target sent it: it takes no {' or '.join(given)}")
     elif timeout is not None:
         raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
     if script:
         given = [name for name, value in (("-o", output), ("--host", host), ("--exact", exact), ("--force", force),
-                                          ("--compression", compression != DEFAULT_WRITTEN)) if value]
+                                          ("--compression", compression is not None)) if value]
         if given:
             raise UsageError(f"--script prints the capture script to standard output: "
                              f"it takes no {' or '.join(given)}")
