@@ -38,6 +38,8 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
     from .views.columns import Sizing
     if recommend is not None and chosen.reads.sizing is Sizing.NEVER:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
+    if selection.get("kernel") is not None and chosen.reads.sizing is Sizing.NEVER:  # (-R is -p's RAM too)
+        raise UsageError("-K sizes the kernel image for the whole system: use it with -w")
     if recommend is not None and watching:  # (a watched table compares frames: it has no notes)
         watched_by = "--interval" if interval is not None else "--speed" if speed is not None else "--all-frames"
         raise UsageError(f"--recommend sizes RAM from one reading: not with {watched_by}")
