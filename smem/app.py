@@ -368,7 +368,8 @@ def load_warnings(snapshot, slow_seconds=SLOW_READ_SECONDS):
     machine = snapshot.source.machine()
     if machine.unreadable_processes:  # (its writer said so in capture-info: not root, or root refused)
         count = machine.unreadable_processes
-        why = ("its writer ran as root: the kernel refused them even so" if machine.unreadable_by_root
+        why = (f"its writer ran as root: the kernel refused {'them' if count > 1 else 'it'} even so"
+               if machine.unreadable_by_root
                else "a writer not root reads only its own user's")
         warnings.append(f"{snapshot.source.description} left out {count} process{'es' * (count > 1)} its writer "
                         f"could not read ({why})")

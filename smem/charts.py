@@ -192,12 +192,21 @@ def _titles(figure, data, notes, centre=0.5):
                     transform=offset_copy(figure.transFigure, fig=figure, y=4 + NOTE_POINTS * n, units="points"))
 
 
+def _quiet_matplotlib():
+    """matplotlib logs warnings of its own on importing (a home it cannot make its config
+    directory in, the font cache being built): lines on stderr that are not smem's one-line
+    messages, about nothing the user asked.  Its errors still show."""
+    import logging
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
+
+
 def _has_display():
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def show_chart(table, options, chart, snapshot):
     """Draw ``chart`` (--pie or --bar) of ``table``: save it to ``-o FILE``, or open a window."""
+    _quiet_matplotlib()
     require("matplotlib", "--pie and --bar")
     fmt = _output_format(chart.output) if chart.output else None
     if fmt is None and not _has_display():

@@ -227,6 +227,12 @@ def diff(old, new, timeout, from_, to, **o):
                        table=table_from(o, wraps=wraps(view), flows=True)))
 
 
+def _capture_compression(given, output):
+    """--compression as given, else the one -o's name says (box.tar.xz was written as gzip)."""
+    from .compression import DEFAULT_WRITTEN, named_by
+    return given or (named_by(output) if output is not None else None) or DEFAULT_WRITTEN
+
+
 @cli.command(context_settings=CONTEXT)
 @capture_options
 def capture(**o):
@@ -246,8 +252,8 @@ def capture(**o):
     try:
         warnings = (run_receive(o["listen"], output, stream, timeout=o["timeout"], force=o["force"], said=note)
                     if o["listen"] is not None else
-                    run_capture(output, stream, host=o["host"], compression=o["compression"], exact=o["exact"],
-                                force=o["force"]))
+                    run_capture(output, stream, host=o["host"], exact=o["exact"], force=o["force"],
+                                compression=_capture_compression(o["compression"], output)))
     except BrokenPipeError:  # a reader that stops early (head, a dropped ssh or nc) has half a capture
         silence_stdout()
         raise SmemError("the capture was cut off: standard output was closed before the end "

@@ -160,10 +160,10 @@ capture_options = bundle(
                       "a terminal)."),
     output_options("capture"),
     click.option("--host", metavar="ssh://[USER@]HOST[:PORT]", help="Capture a remote host over ssh instead."),
-    click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES), default=DEFAULT_WRITTEN,
-                 show_default=True,
-                 help="Compression of the tar archive; gzip, bzip2 and zstd name them too (zst needs "
-                      "smem[compression])."),
+    click.option("--compression", type=Choice(WRITTEN, aliases=WRITTEN_ALIASES),
+                 help=f"Compression of the tar archive; gzip, bzip2 and zstd name them too (zst needs "
+                      f"smem[compression]). Default: the one -o FILE's extension names (.tar: none, .tgz, "
+                      f".tar.bz2, .tar.xz, .tar.zst), else {DEFAULT_WRITTEN}."),
     click.option("--exact", is_flag=True,
                  help="Also store the page frames each process maps and their map counts (root), for --exact "
                       "offline."),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 __all__ = ["Compression", "COMPRESSIONS", "CAPTURE_COMPRESSIONS", "WRITTEN", "DEFAULT_WRITTEN", "WRITTEN_ALIASES",
-           "compression_of", "by_option"]
+           "compression_of", "by_option", "named_by"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +71,15 @@ def compression_of(head, among=CAPTURE_COMPRESSIONS):
 def by_option(option):
     """The Compression of a ``--compression`` spelling (None for "none")."""
     return next((c for c in COMPRESSIONS if c.option == option), None)
+
+
+#: what a file's extension says it holds, as ``--compression`` spells it
+_EXTENSIONS = {".tar": "none", ".tgz": "gz", ".gz": "gz", ".tbz": "bz2", ".tbz2": "bz2", ".bz2": "bz2",
+               ".txz": "xz", ".xz": "xz", ".tzst": "zst", ".zst": "zst"}
+
+
+def named_by(path):
+    """The ``--compression`` spelling ``path``'s extension names (box.tar.xz: xz, box.tar: none),
+    or None: a capture written under a name that says another compression is misnamed."""
+    name = str(path).lower()
+    return next((option for extension, option in _EXTENSIONS.items() if name.endswith(extension)), None)

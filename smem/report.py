@@ -335,11 +335,23 @@ def cut_to(column: Column, text: str, width: int) -> str:
     the end, a service's cgroup and the cgroups under it would look the same)."""
     if len(text) <= width:
         return text
+    if column.cut_words:
+        return _cut_words(text, width)
     if not column.keep_end:
         return text[:width]
     if width <= len(CUT_MARK):
         return text[len(text) - width:]
     return CUT_MARK + text[len(text) - width + len(CUT_MARK):]
+
+
+def _cut_words(text, width):
+    """The first words of ``text`` that fit in ``width`` with ``+N``, N the words left out."""
+    words = text.split(" ")
+    for kept in range(len(words) - 1, -1, -1):
+        cut = " ".join(words[:kept] + [f"+{len(words) - kept}"])
+        if len(cut) <= width:
+            return cut
+    return text[:width]
 
 
 def plain_cell(value):

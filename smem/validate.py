@@ -12,7 +12,6 @@ import os
 import stat
 
 from . import working_set
-from .compression import DEFAULT_WRITTEN
 from .errors import UsageError
 from .options import DEFAULT_FORMAT, LIVE, MAX_SECONDS
 
@@ -39,6 +38,8 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
     from .views.columns import Sizing
     if recommend is not None and chosen.reads.sizing is Sizing.NEVER:
         raise UsageError("--recommend sizes RAM for the whole system: use it with -w")
+    if selection.get("kernel") is not None and chosen.reads.sizing is Sizing.NEVER:  # (-R is -p's RAM too)
+        raise UsageError("-K sizes the kernel image for the whole system: use it with -w")
     if recommend is not None and watching:  # (a watched table compares frames: it has no notes)
         watched_by = "--interval" if interval is not None else "--speed" if speed is not None else "--all-frames"
         raise UsageError(f"--recommend sizes RAM from one reading: not with {watched_by}")
@@ -249,14 +250,14 @@ def capture(*, output, force, host, compression, exact, script, listen, timeout,
     """smem capture: --listen, --script and ssh (--host) each take only their own options."""
     if listen is not None:
         given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),
-                                          ("--compression", compression != DEFAULT_WRITTEN)) if value]
+                                          ("--compression", compression is not None)) if value]
         if given:
             raise UsageError(f"--listen writes the capture as the target sent it: it takes no {' or '.join(given)}")
     elif timeout is not None:
         raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
     if script:
         given = [name for name, value in (("-o", output), ("--host", host), ("--exact", exact), ("--force", force),
-                                          ("--compression", compression != DEFAULT_WRITTEN)) if value]
+                                          ("--compression", compression is not None)) if value]
         if given:
             raise UsageError(f"--script prints the capture script to standard output: "
                              f"it takes no {' or '.join(given)}")

@@ -319,3 +319,17 @@ def test_a_row_below_zero_is_explained(tmp_path):
     assert any(n.startswith("below zero: anon of processes not read: ") for n in document["notes"])
     assert sum(r["used"] for r in rows.values() if r["used"] is not None) == parse_meminfo(
         meminfo.read_bytes()).kib["MemTotal"]
+
+
+def test_a_selection_of_no_process_keeps_the_process_rows_at_0():
+    """-P matching nothing switched the table to the rows of a capture without processes ('anon',
+    'page cache', 'shmem'), with no word of the selection: the process rows are there, 0 of
+    0 processes, and the rest says it is of the processes not selected, as with a match."""
+    capture = FIXTURES / "captures" / "faithful.tar.gz"
+    chosen, _ = _breakdown("-S", capture, "-P", "matches-no-process-at-all")
+    matched, _ = _breakdown("-S", capture, "-P", ".")
+    assert list(chosen) == list(matched)
+    assert [chosen[a]["used"] for a in ("process anon (PSS)", "process file (PSS)", "process shmem (PSS)")] == [0, 0, 0]
+    assert "0 processes'" in chosen["process anon (PSS)"]["source"]
+    assert chosen["anon of processes not read or not selected"]["used"] == (
+        matched["anon of processes not read or not selected"]["used"] + matched["process anon (PSS)"]["used"])

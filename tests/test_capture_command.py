@@ -77,3 +77,18 @@ def test_the_capturing_smem_is_not_in_its_capture():
     with tarfile.open(fileobj=io.BytesIO(out)) as tar:
         pids = {name.split("/")[0] for name in tar.getnames() if name.split("/")[0].isdigit()}
     assert str(os.getpid()) in pids and str(proc.pid) not in pids  # (this test's process is)
+
+
+@pytest.mark.parametrize("name,magic", [
+    ("box.tar", None), ("box.tar.xz", b"\xfd7zXZ\x00"), ("BOX.TAR.BZ2", b"BZh"), ("box.tbz2", b"BZh"),
+    ("box.txz", b"\xfd7zXZ\x00"), ("box.tgz", b"\x1f\x8b"), ("box.tar.gz", b"\x1f\x8b"), ("box.cap", b"\x1f\x8b"),
+])
+def test_the_output_name_chooses_the_compression(pid_namespace, name, magic, tmp_path):
+    """-o box.tar.xz wrote gzip under that name (tar xJf refused it): without --compression, the
+    name's extension says which; a name that says none gets the default, gzip."""
+    capture = tmp_path / name
+    done = _capture(pid_namespace, "-o", capture)
+    assert done.returncode == 0, done.stderr
+    head = capture.read_bytes()[:512]
+    assert head.startswith(magic) if magic else head[257:262] == b"ustar"  # (a plain tar's magic)
+    assert run_smem("-S", capture, "-u").returncode == 0

@@ -191,3 +191,15 @@ def test_new_taken_before_old_is_said(tmp_path):
     assert swapped.returncode == 0 and swapped.stderr.decode().splitlines() == [
         "smem: warning: NEW (2026-12-03T08:05:18Z) was taken before OLD (2026-12-03T09:05:18Z): each change is "
         "from the later to the earlier"]
+
+
+def test_a_side_with_none_of_the_rows_totals_0_not_unknown(captures):
+    """-t of rows all gone (a watched process that exited, alone in its -P) showed '-' for NEW's
+    PSS, USS, RSS, swap, as if unknown: NEW has none of them, 0; and OLD's of rows all new, 0."""
+    old, new, p = captures
+    for pid, empty, full in ((p["gone"], "", "old_"), (p["born"], "old_", "")):
+        doc = _rows(old, new, "--pid", pid, "-c", "pid status old_pss pss old_uss uss old_rss rss", "-t")
+        assert [r["status"] for r in doc["rows"]] == (["gone"] if pid == p["gone"] else ["new"])
+        (row,) = doc["rows"]
+        for key in ("pss", "uss", "rss"):
+            assert doc["totals"][f"{empty}{key}"] == 0 and doc["totals"][f"{full}{key}"] == row[f"{full}{key}"], key

@@ -256,7 +256,7 @@ def test_a_capture_root_could_not_read_all_of_does_not_say_it_was_taken_without_
     assert read.returncode == 0, read.stderr
     assert read.stderr.decode().splitlines() == [
         f"smem: warning: capture {path} left out 1 process its writer could not read (its writer ran as root: "
-        "the kernel refused them even so)"]
+        "the kernel refused it even so)"]  # (one process: it, not them)
 
 
 def test_a_smemcap_sh_capture_root_could_not_read_all_of_says_its_writer_ran_as_root(tmp_path):
@@ -278,7 +278,7 @@ def test_a_smemcap_sh_capture_root_could_not_read_all_of_says_its_writer_ran_as_
     assert read.returncode == 0, read.stderr
     assert read.stderr.decode().splitlines() == [
         f"smem: warning: capture {path} left out 1 process its writer could not read (its writer ran as root: "
-        "the kernel refused them even so)"]
+        "the kernel refused it even so)"]  # (one process: it, not them)
 
 
 _SERVE = """

@@ -29,3 +29,21 @@ def test_a_host_that_does_not_resolve_is_one_line_and_exit_1(tmp_path, command):
     assert proc.returncode == 1 and len(lines) == 1, lines
     assert lines[0].startswith(f"smem: cannot listen on {NOWHERE}: "), lines
     assert os.listdir(tmp_path) == []  # (no -o file, no recording's directory)
+
+
+@pytest.mark.parametrize("option, address, said, not_said", [
+    (["serve", "--listen"], "127.0.0.1:99999", "the port is a number from 0 to 65535", "host is required"),
+    (["capture", "--listen"], "[::1]:70000", "the port is a number from 0 to 65535", "host is required"),
+    (["serve", "--listen"], "127.0.0.1:http", "the port is a number from 0 to 65535", "host is required"),
+    (["-S"], "tcp://127.0.0.1:", "the port is a number from 0 to 65535", "host is required"),
+    (["serve", "--listen"], ":9464", "the host is required", "the port is"),
+    (["capture", "--listen"], "5555", "the host is required", "the port is"),
+    (["-S"], "tcp://nohost", "the port is required", "host is required"),
+], ids=["port-too-large", "ipv6-port-too-large", "port-a-name", "port-missing", "host-missing",
+        "port-alone", "host-alone"])
+def test_a_wrong_address_names_the_part_that_is_wrong(option, address, said, not_said):
+    """A port out of range was answered 'the host is required' beside a host given in full."""
+    proc = run_smem(*option, address)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert said in lines[0] and not_said not in lines[0], lines

@@ -65,6 +65,10 @@ def _refused(*args):
     (["diff", CAPTURE, "live", "--timeout", "3"],
      "--timeout bounds a sender over TCP: use it with OLD or NEW tcp://HOST:PORT"),
     (["--recommend", "5", "-u"], "--recommend sizes RAM for the whole system: use it with -w"),
+    # -K (even a file that is not there) was ignored outside -w, the table shown as if it were used
+    (["-K", "/nonexistent/vmlinux"], "-K sizes the kernel image for the whole system: use it with -w"),
+    (["-K", "/nonexistent/vmlinux", "-u", "-p"], "-K sizes the kernel image for the whole system: use it with -w"),
+    (["-K", "/nonexistent/vmlinux", "--shm"], "-K sizes the kernel image for the whole system: use it with -w"),
     (["--recommend", "5", "-w", "--interval", "1"], "--recommend sizes RAM from one reading: not with --interval"),
     (["--pie", "name", "-F", "json"], "-F json formats a table, and --pie and --bar draw a chart: choose one "
      "(-o FILE.png, .svg or .pdf chooses the chart's format)"),

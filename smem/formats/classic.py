@@ -87,7 +87,7 @@ def render(rendering):
             widths = fitted
     _flow(table, options, widths)
     for i, column in enumerate(table.columns):
-        if column.truncate and column.keep_end and not uncut:  # (the rest are cut by their ``%.Ns``)
+        if column.truncate and (column.keep_end or column.cut_words) and not uncut:  # (the rest are cut by their ``%.Ns``)
             cells = formatted.get(i) or [row[i] for row in table.values]
             formatted[i] = [cut_to(column, str(c), widths[i]) for c in cells]
     specs = []

@@ -53,20 +53,26 @@ MAX_HELD_BYTES = 2 * MAX_RECEIVED_BYTES
 
 def parse_address(text, option="--listen", port_example=5555):
     """HOST:PORT or [IPV6]:PORT as (host, port); the host is required (no listening everywhere
-    by default)."""
-    usage = UsageError(f"{option} takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:{port_example} or "
-                       f"[::1]:{port_example} (not {text[:60]!r}); the host is required: say 0.0.0.0 to "
-                       f"listen on every interface")
+    by default).  The error names the part that is wrong: a port out of range beside a host was
+    told the host is required."""
+    def usage(why):
+        return UsageError(f"{option} takes HOST:PORT or [IPV6]:PORT, e.g. 127.0.0.1:{port_example} or "
+                          f"[::1]:{port_example} (not {text[:60]!r}); {why}")
+    no_host = usage("the host is required: say 0.0.0.0 to listen on every interface")
     if text.startswith("["):
         host, bracket, port = text[1:].partition("]:")
         if not bracket or ":" not in host:
-            raise usage
+            raise usage("an IPv6 address is written in brackets, [::1]:PORT")
     else:
         host, colon, port = text.rpartition(":")
-        if not colon or ":" in host:
-            raise usage
-    if not host or not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
-        raise usage
+        if not colon:
+            raise no_host if text.isascii() and text.isdigit() else usage("the port is required")
+        if ":" in host:
+            raise usage("an IPv6 address is written in brackets, [::1]:PORT")
+    if not host:
+        raise no_host
+    if not (port.isascii() and port.isdigit() and len(port) <= 5 and int(port) <= 65535):
+        raise usage("the port is a number from 0 to 65535")
     return host, int(port)
 
 

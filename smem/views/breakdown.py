@@ -264,6 +264,8 @@ def breakdown_rows(snapshots, options):
         result = [BreakdownRow(order, area, used, cache, source, figure=figure)
                   for order, area, used, cache, source, figure in sizing_rows(snapshot)]
     sums = process_sums(snapshot.processes, process_split)
+    if snapshot.selected and sums.count == 0:  # (-P matching nothing: 0 of 0, not a capture without processes)
+        sums = ProcessSums(0, 0, 0, 0, 0)
     machine = snapshot.source.machine()
     areas = breakdown_areas(snapshot.meminfo, sums, snapshot.pools, machine.arch, machine.kernel,
                             snapshot.selected, snapshot.devices)

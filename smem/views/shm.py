@@ -104,7 +104,8 @@ COLUMNS = {c.key: c for c in (
     text("id", "ID", lambda r: r.identity, "what tells it from others of its name: device, device:inode, shmid",
          12),
     text("processes", "Processes", _processes,
-         "who maps it, as name[pid]; (fd): holds a descriptor of it without mapping it", 30, truncate=True),
+         "who maps it, as name[pid]; (fd): holds a descriptor of it without mapping it (cut in a "
+         "table: +N for the N more)", 30, truncate=True, cut_words=True),
 )}
 
 SHM_VIEW = View(

@@ -1,0 +1,71 @@
+"""smem --shm's Processes column, cut to its width in a table, says how many processes it left
+out: a /dev/shm file six forks map showed 'python3[101] python3[102]' and nothing more, as if
+two mapped it."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from conftest import run_smem
+
+#: the parent maps the first file, touching each page, and forks five children, which keep the
+#: mapping; then maps the second file alone; all wait on stdin
+MAPPERS = r"""
+import mmap, os, sys
+with open(sys.argv[1], "r+b") as f:
+    shared = mmap.mmap(f.fileno(), 0)
+for offset in range(0, len(shared), mmap.PAGESIZE):
+    shared[offset] = 1
+for _ in range(5):
+    if os.fork() == 0:
+        sys.stdin.read()
+        os._exit(0)
+with open(sys.argv[2], "r+b") as f:
+    alone = mmap.mmap(f.fileno(), 0)
+for offset in range(0, len(alone), mmap.PAGESIZE):
+    alone[offset] = 1
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture(scope="module")
+def files():
+    """Two /dev/shm files of 64 MiB (among a mount's largest, which alone are listed): the first
+    mapped by six processes, the second by one."""
+    paths = [f"/dev/shm/smem-cut-{uuid.uuid4().hex[:6]}-{n}" for n in (6, 1)]  # (within Name's 32)
+    for path in paths:
+        with open(path, "wb") as f:
+            f.truncate(64 << 20)
+    proc = subprocess.Popen([sys.executable, "-c", MAPPERS, *paths], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        yield paths
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        for path in paths:
+            os.unlink(path)
+
+
+def test_a_cut_list_of_processes_says_how_many_more(files):
+    six, one = files
+    document = json.loads(run_smem("--shm", "-F", "json", check=True).stdout)
+    whole = next(r["processes"] for r in document["rows"] if r["name"] == six)
+    assert len(whole.split()) == 6
+    table = run_smem("--shm", "-c", "name processes", check=True).stdout
+    cell = _cell(table, six)
+    *names, more = cell.split()
+    assert len(cell) <= 30 and more.startswith("+") and len(names) + int(more[1:]) == 6, cell
+    assert names == whole.split()[:len(names)]
+    alone = _cell(table, one)
+    assert len(alone.split()) == 1 and not alone.startswith("+"), alone  # (a list that fits: no mark)
+
+
+def _cell(table, path):
+    line = next(line for line in table.decode().splitlines() if path in line)
+    return line[line.index(path) + len(path):].strip()
