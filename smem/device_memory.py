@@ -130,18 +130,20 @@ def _clients_of(pid, handles):
 
 class DeviceMemory(NamedTuple):
     """The device memory of a snapshot's processes: each one's share, the dma-bufs they hold
-    ({inode: KiB}) and those the kernel lists ({inode: KiB}; None where it lists none)."""
+    ({inode: KiB}), those the kernel lists ({inode: KiB}; None where it lists none) and whether
+    any process's fds were read (a capture without them says nothing of what they hold)."""
 
     shares: Dict[int, DeviceShare]
     buffers: Dict[int, int]
     listed: Optional[Dict[int, int]] = None
+    read: bool = False
 
     def get(self, pid):
         return self.shares.get(pid)
 
     @property
     def held_kib(self):
-        return sum(self.buffers.values()) if self.buffers or self.listed is not None else None
+        return sum(self.buffers.values()) if self.buffers or self.listed is not None or self.read else None
 
     @property
     def unheld(self):
@@ -173,7 +175,8 @@ def listed_dmabufs(source):
 def device_memory(source, processes) -> DeviceMemory:
     """The DeviceMemory of ``processes`` (read with their DeviceHandles) on ``source``'s machine."""
     listed = listed_dmabufs(source)
-    return DeviceMemory(*device_shares(processes, listed), listed)
+    processes = list(processes)
+    return DeviceMemory(*device_shares(processes, listed), listed, any(p.devices is not None for p in processes))
 
 
 def _dmabuf_sizes(processes, listed):

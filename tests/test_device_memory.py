@@ -208,6 +208,31 @@ def test_the_breakdown_has_dma_buf_rows_and_still_adds_up(tree, unheld):
     assert rows["unexplained"]["used"] == mem_total - 1200 - 2512000 - 16 - unheld
 
 
+def test_processes_read_holding_no_dma_buf_hold_0_and_a_capture_without_fds_is_unknown(tmp_path):
+    """This machine's processes, every fd read as root, hold what they hold (no dma-buf here: 0);
+    the breakdown said '-', unknown, beside 'the 0 dma-bufs processes hold'.  A capture keeps the
+    fdinfo of device fds only, so one without any cannot tell none held from none read: '-',
+    saying so."""
+    if os.geteuid() != 0:
+        pytest.skip("another user's fds are read as root")
+    rows, _ = _breakdown_of()
+    assert rows["dma-buf held by processes"]["used"] is not None
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    shutil.rmtree(tree / "sys" / "kernel" / "dmabuf")  # (no list of the kernel's either)
+    for fdinfo in tree.glob("*/fdinfo"):
+        shutil.rmtree(fdinfo)
+    for maps in list(tree.glob("*/maps")) + list(tree.glob("*/smaps")):
+        maps.write_bytes(b"".join(l for l in maps.read_bytes().splitlines(True) if b"/dmabuf:" not in l))
+    row = _breakdown(tree)[0]["dma-buf held by processes"]
+    assert row["used"] is None and "fds read" in row["source"] and "0 dma-bufs" not in row["source"], row
+
+
+def _breakdown_of(*args):
+    document = json.loads(run_smem(*args, "-w", "--breakdown", "-F", "json", "-c", "area used source", check=True).stdout)
+    return {row["area"]: row for row in document["rows"]}, document
+
+
 def test_a_kernel_that_lists_no_dma_buf_is_not_said_to_be_unreadable(tmp_path):
     """Without /sys/kernel/dmabuf (CONFIG_DMABUF_SYSFS_STATS off) and debugfs, root was told the
     list was "(not readable)", as if a permission were missing."""

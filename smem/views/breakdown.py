@@ -230,7 +230,9 @@ def breakdown_areas(meminfo, sums=None, pools=None, arch=None, kernel=None, sele
     if devices is not None:
         held = devices.buffers
         add("dma-buf held by processes", devices.held_kib,
-            f"size of the {_buffers(len(held))} processes hold by fd or map, each once")
+            f"size of the {_buffers(len(held))} processes hold by fd or map, each once"
+            if devices.held_kib is not None else "no process's fds read, nor a dma-buf mapped (a capture keeps "
+                                                 "device fds only: holding none looks the same as not read)")
         unheld = devices.unheld
         add("dma-buf held by no process" + (" read" if selected else ""), unheld[1] if unheld else None,
             f"{_buffers(unheld[0])} of /sys/kernel/dmabuf/buffers or debugfs bufinfo no process holds"
