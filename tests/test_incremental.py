@@ -233,6 +233,20 @@ class _KsmMoving(LiveSource):
         return super().read_optional(path)
 
 
+def _asleep(pid, timeout=30):
+    """Once ``pid`` sleeps (state S) with its stat as it was a moment before: waiting on its stdin."""
+    import time
+    deadline, before = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        with open(f'/proc/{pid}/stat', 'rb') as f:
+            now = f.read()
+        if now == before and now.rpartition(b')')[2].split()[0] == b'S':
+            return
+        before = now
+        time.sleep(0.1)
+    pytest.fail(f'{pid} did not settle')
+
+
 def test_a_sleeping_process_ksmd_does_not_scan_is_not_asked_at_every_collection():
     """Read by --pid (each stat read and compared, not held), a sleeping process that gave ksmd
     nothing was asked for its ksm_stat at every collection KSM's counters moved, as if it had
@@ -242,6 +256,7 @@ def test_a_sleeping_process_ksmd_does_not_scan_is_not_asked_at_every_collection(
             pytest.skip('ksm_stat does not say whether ksmd scans a process (before 2025 kernels)')
     from smem.selection import Selection
     with obedient_process() as a:
+        _asleep(a.pid)  # (it answers 'ready' before it waits on its stdin: it may run on a moment)
         needs, source, refresher = plan(_request(a.pid)).needs, _KsmMoving(), Refresher(HOUR)
         asked = []
         for _ in range(4):
