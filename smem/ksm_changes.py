@@ -43,7 +43,7 @@ class KsmChanges:
         self._system = None  # SYSTEM_COUNTERS at the last collection (None: not read, or no KSM)
         self._pages = {}     # pid -> (merged pages, zero pages) as last read
         self._drift = {}     # pid -> KiB of pages merged or unmerged in all since its last read
-        self._unscanned = set()  # pids ksmd did not scan when last asked, and not read since
+        self._unscanned = set()  # pids ksmd did not scan when last asked, and not run or read since
         self._unreached = {}     # pid -> full_scans when first asked without an rmap item (kernels that do not say)
 
     def moved(self, source, pids, chosen, limits, page_kib):

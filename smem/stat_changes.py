@@ -37,7 +37,7 @@ class StatChanges:
             return stats
         raw = source.read_optional("vmstat")
         self.vmstat = parse_vmstat(raw) if raw else None
-        seen, before, parsed = {}, self._parsed, {}
+        seen, before, parsed, touched = {}, self._parsed, {}, set()
         read, wanted = source.read_optional, selection.pids
         for pid in source.pids():
             if wanted is not None and pid not in wanted:
@@ -55,10 +55,11 @@ class StatChanges:
                 except ValueError:
                     continue
                 parsed[pid] = raw, stat
+                touched.add(pid)
             if not stat.is_kernel_thread:
                 seen[pid] = stat
         self._parsed = parsed
-        return seen, None
+        return seen, None if fresh else touched
 
     @property
     def holding(self):

@@ -214,6 +214,60 @@ def test_a_process_whose_merged_pages_others_join_is_read_again():
         assert refresher.reasons['ksm'] == 3
 
 
+class _KsmMoving(LiveSource):
+    """This machine's /proc, but KSM's counters moved at every collection (ksmd merging
+    elsewhere); notes whose ksm_stat is asked."""
+
+    def __init__(self):
+        super().__init__()
+        self.sharing, self.asked = 1000, []
+
+    def read_sys_optional(self, path):
+        if path in ('kernel/mm/ksm/pages_shared', 'kernel/mm/ksm/pages_sharing', 'kernel/mm/ksm/ksm_zero_pages'):
+            return b'%d\n' % self.sharing
+        return super().read_sys_optional(path)
+
+    def read_optional(self, path):
+        if path.endswith('/ksm_stat'):
+            self.asked.append(int(path.partition('/')[0]))
+        return super().read_optional(path)
+
+
+def _asleep(pid, timeout=30):
+    """Once ``pid`` sleeps (state S) with its stat as it was a moment before: waiting on its stdin."""
+    import time
+    deadline, before = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        with open(f'/proc/{pid}/stat', 'rb') as f:
+            now = f.read()
+        if now == before and now.rpartition(b')')[2].split()[0] == b'S':
+            return
+        before = now
+        time.sleep(0.1)
+    pytest.fail(f'{pid} did not settle')
+
+
+def test_a_sleeping_process_ksmd_does_not_scan_is_not_asked_at_every_collection():
+    """Read by --pid (each stat read and compared, not held), a sleeping process that gave ksmd
+    nothing was asked for its ksm_stat at every collection KSM's counters moved, as if it had
+    run: only one whose stat moved may have given ksmd a region since."""
+    with open('/proc/self/ksm_stat', 'rb') as f:
+        if b'ksm_mergeable' not in f.read():
+            pytest.skip('ksm_stat does not say whether ksmd scans a process (before 2025 kernels)')
+    from smem.selection import Selection
+    with obedient_process() as a:
+        _asleep(a.pid)  # (it answers 'ready' before it waits on its stdin: it may run on a moment)
+        needs, source, refresher = plan(_request(a.pid)).needs, _KsmMoving(), Refresher(HOUR)
+        asked = []
+        for _ in range(4):
+            source.sharing += 1000
+            source.asked.clear()
+            refresher.load(source, Selection(pids=(a.pid,)), needs=needs, jobs=1)
+            asked.append(list(source.asked))
+        assert refresher.reread == 0
+        assert asked[1:] == [[a.pid], [], []]  # (asked once the counters moved; it said no and slept)
+
+
 class _Reborn(LiveSource):
     """This machine's /proc, but ``pid``'s stat gives another start time: what a process that
     took over the pid of one with the same fault counters and sizes would look like."""

@@ -1,5 +1,5 @@
 """Whose ksm_stat a collection asks (smem.ksm_changes): where the system's KSM counters moved,
-the processes ksmd may scan, and one it did not scan only once that process is read again.
+the processes ksmd may scan, and one it did not scan only once that process ran (its stat moved) or was read.
 
 A /proc and /sys tree of files the test writes stands in for a host running KSM, so the
 counters move exactly when the test says; the ksm_stat texts are this kernel's (6.18), and
