@@ -79,7 +79,8 @@ class ArchiveStream(Archive, StreamedSource):
     def replayed(self):
         """Another streamed reading of the same archive, from its start: a worker forked
         before this one is read walks it too, loading its share of the processes."""
-        return ArchiveStream(self._data, self.name, self._per_mapping, self.description)
+        return ArchiveStream(self._data, self.name, self._per_mapping, self.description, self.notes,
+                             self.recording_frame)
 
     def processes_suggested(self):
         """About how many processes the archive holds, from its stored size: a process of 90
