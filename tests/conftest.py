@@ -274,8 +274,8 @@ def run_smem_process(*args, input=None, env=None, check=False):
 #: The interpreter may live under /root, unreadable once we are nobody, so everything smem
 #: could need is imported first; then the code that follows runs as an unprivileged user.
 AS_NOBODY = ("import os, sys, difflib, socket, time, json, csv, io, tarfile, gzip, bz2, lzma, pwd, grp, "
-             "importlib.util, concurrent.futures.thread, smem.cli, smem.formats, smem.sizing, "
-             "smem.sources.archive, smem.sources.archive_stream; "
+             "importlib.util, concurrent.futures.thread, ctypes, smem.cli, smem.formats, smem.sizing, "
+             "smem.sources.archive, smem.sources.archive_stream, smem.sources.shmem_probe; "
              "[__import__(m) for m in ('numpy', 'smem.exact') if importlib.util.find_spec('numpy')]; "
              "os.setgroups([]); os.setgid(65534); os.setuid(65534); ")
 

@@ -34,7 +34,6 @@ def _preload():
     import resource  # noqa: F401
     import tarfile  # noqa: F401
     import traceback  # noqa: F401
-    import numpy  # noqa: F401
     import smem
     # every module of smem, not only those the command line imports at once: a module a case
     # imports lazily would otherwise be imported (and compiled, without bytecode files) again
@@ -58,7 +57,10 @@ def _preload_charts():
     """Import matplotlib, and draw and save a chart once: fonts, text layout and the writers are
     loaded before the children fork, so a chart case costs its own drawing only."""
     import io
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # no smem[charts]: the chart cases end in smem's one line, nothing to load
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, axes = plt.subplots()

@@ -68,7 +68,7 @@ def _started(profile):
 def _chromium():
     if not (CHROMIUM and CHROMEDRIVER):
         pytest.skip("chromium and chromium-driver are not installed")
-    pytest.importorskip("selenium.webdriver")
+    pytest.importorskip("selenium.webdriver", reason="smem[test]: selenium not installed")
     chromium = _Chromium()
     try:
         yield chromium

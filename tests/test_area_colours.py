@@ -23,7 +23,7 @@ from smem.parsers.meminfo import parse_meminfo
 from smem.views.breakdown import ProcessSums, breakdown_areas
 from smem.views.system_areas import system_areas
 
-matplotlib = pytest.importorskip("matplotlib")
+matplotlib = pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
 
 from chart_capture import chart_table  # noqa: E402
 from smem.chart_data import bar_data, pie_data  # noqa: E402

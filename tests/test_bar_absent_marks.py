@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
+matplotlib = pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
 
 from chart_capture import CAPTURE, smem, svg_texts  # noqa: E402
 

@@ -37,7 +37,7 @@ def test_capture_script_prints_the_shell_script_that_captures(pid_namespace, tmp
 
 
 def test_capture_in_zstd_reads_back(pid_namespace, tmp_path):
-    pytest.importorskip("zstandard")
+    pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
     capture = tmp_path / "box.tar.zst"
     assert _capture(pid_namespace, "--compression", "zst", "-o", capture).returncode == 0
     assert capture.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
@@ -49,7 +49,7 @@ def test_capture_in_zstd_reads_back(pid_namespace, tmp_path):
 def test_compression_takes_the_names_of_the_programs(pid_namespace, name, magic, tmp_path):
     """--compression zstd was refused (only zst): the program names people know are aliases."""
     if name == "zstd":
-        pytest.importorskip("zstandard")
+        pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
     capture = tmp_path / "box.tar"
     assert _capture(pid_namespace, "--compression", name, "-o", capture).returncode == 0
     assert capture.read_bytes().startswith(magic)

@@ -133,7 +133,7 @@ def test_reading_a_cut_off_capture_says_so_and_names_the_file(kind, whole_captur
     if program is not None and shutil.which(program[0]) is None:
         pytest.skip(f"no {program[0]}")
     if kind == "zst":
-        pytest.importorskip("zstandard")
+        pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
     data = whole_capture.read_bytes()
     if program is not None:
         data = subprocess.run(program, input=data, capture_output=True, check=True).stdout

@@ -78,7 +78,7 @@ def test_a_slice_below_zero_is_named_as_left_out(tmp_path):
 
 
 def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
-    pytest.importorskip("matplotlib")  # (it draws the chart too)
+    pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")  # (it draws the chart too)
     table, options, snapshot = chart_table(pie="name", sort="name", columns=("pid", "name"))
     pie = pie_data(table, options, snapshot)
     pss = {int(pid): int(value) for pid, value in classic(capsys, "-c", "pid pss")}
@@ -156,7 +156,7 @@ def test_repeated_labels_carry_the_pid():
 def test_bars_fold_small_rows_and_keep_a_sensible_height(capsys, tmp_path):
     """-m --bar map drew every mapping, dozens of them 0, thousands of pixels tall: the rows a pie
     would fold, and those beyond the largest MAX_BARS, are one "other" bar holding their sums."""
-    pytest.importorskip("matplotlib")  # (it draws the chart too)
+    pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")  # (it draws the chart too)
     from smem.chart_data import MAX_BARS
     table, options, snapshot = chart_table("mapping", bar="map", columns=("pss",))
     bars = bar_data(table, options, snapshot)

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
+matplotlib = pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
 
 from chart_capture import chart_table, smem, svg_texts  # noqa: E402
 from conftest import FIXTURES  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import nopss_tree, run_smem, run_smem_process
 
-matplotlib = pytest.importorskip("matplotlib")
+matplotlib = pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
 
 from chart_capture import (CAPTURE, PROCESS_ROWS, VIEW_ARGS, chart_table, classic,  # noqa: E402
                            expected_slices, smem, svg_texts)

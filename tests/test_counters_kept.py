@@ -96,7 +96,7 @@ def test_every_column_reads_only_what_it_declares(source, load, view_name):
 
 def test_the_mapping_views_pie_by_name_has_its_measure(tmp_path):
     """Sorted by a column that is not an amount, the pie shows PSS, which -c did not ask for."""
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
     capture = CAPTURES[0]
     out = tmp_path / "pie.svg"
     proc = run_smem("-S", capture, "-m", "-s", "map", "-c", "map count", "--pie", "map", "-o", out)

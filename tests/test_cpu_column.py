@@ -204,6 +204,7 @@ def test_smem_serve_says_over_the_interval_between_its_collections(window):
     two writes), as the kernel's ticks sampled over the same interval say (when each collection
     began: its smem_collection_timestamp_seconds less its duration); a process that was busy
     before and idle since shows 0, not its average since it started."""
+    pytest.importorskip("prometheus_client", reason="smem serve needs smem[metrics] (prometheus_client)")
     busy, spent = window.busy, window.spent
     assert window.served[0] == 0, window.served[1]
     assert len(window.written) == 2

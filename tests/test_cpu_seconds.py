@@ -7,8 +7,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import TESTS
 from smem.parsers.stat import parse_stat
+
+pytest.importorskip("prometheus_client", reason="smem serve needs smem[metrics] (prometheus_client)")
 
 #: names itself (its stat's comm: smem's program name), runs until it has used 0.15 s of CPU,
 #: then sleeps

@@ -169,7 +169,8 @@ def test_json_describes_both_sources(captures):
 @pytest.mark.parametrize("view", [[], ["-u"], ["-m"], ["-w"]], ids=["process", "user", "mapping", "system"])
 def test_openmetrics_of_a_diff_parses_as_openmetrics(view):
     """The diff views are named "process-diff": their metric names must still be valid ones."""
-    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser",
+                                 reason="smem[metrics]: prometheus_client not installed")
     quirks = FIXTURES / "captures" / "quirks.tar.gz"
     text = run_smem("diff", CAPTURE, quirks, *view, "-F", "openmetrics", check=True).stdout.decode()
     names = [f.name for f in parser.text_string_to_metric_families(text)]

@@ -166,7 +166,8 @@ def test_cgroup_view_groups_by_memory_cgroup(family):
 def test_exact_views_and_openmetrics_for_every_view():
     assert run_smem("--exact", "-m", "-t").returncode == 2  # not a view of processes: refused, no traceback
     assert b"--exact" in run_smem("--exact", "-w").stderr
-    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser",
+                                 reason="smem[metrics]: prometheus_client not installed")
     for args in (["--cgroup"], ["-g"], ["-m"], ["-u"], ["-w"]):
         proc = run_smem("-F", "openmetrics", *args)
         assert proc.returncode == 0, (args, proc.stderr)

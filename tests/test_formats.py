@@ -63,7 +63,8 @@ def test_csv_reads_back_with_the_csv_module():
 
 
 def test_openmetrics_parses_and_matches():
-    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser",
+                                 reason="smem[metrics]: prometheus_client not installed")
     text = run_smem("-S", CAPTURE, "-F", "openmetrics").stdout.decode()
     families = {f.name: f for f in parser.text_string_to_metric_families(text)}
     pss = {s.labels["pid"]: s.value for s in families["smem_process_pss_bytes"].samples}

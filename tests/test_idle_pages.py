@@ -19,7 +19,7 @@ import pytest
 
 from workload import forked_workers
 
-np = pytest.importorskip("numpy")
+np = pytest.importorskip("numpy", reason="smem[exact]: numpy not installed")
 
 from smem.idle_pages import IdleTracker, folio_heads, working_set_figures  # noqa: E402
 from smem.parsers.kpageflags import FLAGS, parse_kpageflags  # noqa: E402

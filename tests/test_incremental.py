@@ -369,7 +369,7 @@ def test_max_staleness_0_reads_everything():
 
 
 def test_serve_keeps_what_did_not_move_and_says_how_old_it_is():
-    parser = pytest.importorskip('prometheus_client.parser')
+    parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
     from serve_process import serving, stop
     from test_serve import _get
 

@@ -83,7 +83,7 @@ def test_a_capture_carries_the_config(tmp_path):
 
 
 def test_exact_says_its_group_uss_is_approximate_there(tmp_path):
-    pytest.importorskip("numpy")
+    pytest.importorskip("numpy", reason="smem[exact]: numpy not installed")
     from smem.app import _estimated
     source = DirectorySource(str(_tree(tmp_path, b"CONFIG_NO_PAGE_MAPCOUNT=y\n")))
     try:

@@ -188,16 +188,21 @@ def test_real_distribution_vmlinuz(tmp_path):
 def test_a_false_zstd_magic_does_not_stop_the_search_without_zstandard(vmlinux, vmlinux_size, tmp_path):
     """Without the zstandard package (smem[compression] not installed), junk that happens to hold
     a zstd magic is passed over and the gzip stream behind it still found; a kernel that is zstd
-    alone names the package to install."""
+    (or lz4) alone says how to install its package, as every other missing extra does."""
     gzip_image = tmp_path / "gzip.img"
     gzip_image.write_bytes(b"junk \x28\xb5\x2f\xfd\x00\x58 junk" + compress("gzip", vmlinux))
-    code = ("import sys; sys.modules['zstandard'] = None\n"  # as if not installed
+    code = ("import sys; sys.modules['zstandard'] = sys.modules['lz4'] = None\n"  # as if not installed
             "from smem.parsers.kernel_image import kernel_image_size\n"
             "from smem.errors import KernelImageError\n"
             "r = kernel_image_size(open(sys.argv[1], 'rb').read()); print(r.text, r.data, r.bss, r.total)\n"
             "try:\n    kernel_image_size(b'\\x28\\xb5\\x2f\\xfd' + bytes(64))\n"
+            "except KernelImageError as e:\n    print(e)\n"
+            "try:\n    kernel_image_size(b'\\x02\\x21\\x4c\\x18' + bytes(64))\n"
             "except KernelImageError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code, str(gzip_image)], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], check=True).stdout.splitlines()
     assert tuple(map(int, out[0].split())) == vmlinux_size
-    assert out[1] == "this kernel is zstd-compressed: install the Python package 'zstandard'"
+    assert out[1] == ("this kernel is zstd-compressed: the Python package 'zstandard' is not installed: "
+                      "pip install zstandard (smem's 'compression' extra; or apt install python3-zstandard)")
+    assert out[2] == ("this kernel is lz4-compressed: the Python package 'lz4' is not installed: "
+                      "pip install lz4 (smem's 'compression' extra; or apt install python3-lz4)")

@@ -96,7 +96,7 @@ def test_a_report_shows_what_it_holds_through_a_live_thread(exited):
 
 
 def test_exact_accounting_reads_its_pagemap_through_a_live_thread(exited):
-    pytest.importorskip("numpy")
+    pytest.importorskip("numpy", reason="smem[exact]: numpy not installed")
     if os.geteuid() != 0:
         pytest.skip("--exact reads /proc/kpagecount: root")
     pid, _, _ = exited

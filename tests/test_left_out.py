@@ -91,7 +91,7 @@ def test_a_capture_under_hidepid_says_what_it_left_out(nobodys):
 def test_a_recording_says_what_its_frames_leave_out(nobodys, options):
     """smem capture said which processes it left out; smem record, which writes the same captures
     as frames, said nothing, and a night's recording silently lacked every other user's."""
-    pytest.importorskip("zstandard")
+    pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
     imports = ("import zstandard, smem.app, smem.capture_writer, smem.capture_command, smem.recording.record, "
                "smem.recording.store, smem.recording.frames, smem.recording.stopping, smem.output; ")
     code = f"smem.cli.main(['record', '-o', {nobodys + '/rec'!r}, '--count', '2', '--interval', '0.1'])"
@@ -178,7 +178,7 @@ def test_a_pie_does_not_call_the_memory_of_processes_not_read_unused():
     """Where RAM is at most twice the processes' PSS the pie fills it with an "unused" slice: run
     without root, that slice held every process not read, root's whole memory drawn as unused."""
     import json
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
     proc = _as_nobody(_PIE, imports="import json, smem.chart_data, smem.report, smem.app; ")
     assert proc.returncode == 0, proc.stderr
     pie = json.loads(proc.stdout)
@@ -300,7 +300,7 @@ def test_serve_says_processes_not_read_once_however_many_come_and_go(pid_namespa
     ends: run without root on a shared server, the log had a line at nearly every scrape (the
     number is the gauge smem_collection_unreadable_processes)."""
     import json
-    pytest.importorskip("prometheus_client")
+    pytest.importorskip("prometheus_client", reason="smem[metrics]: prometheus_client not installed")
     if not pid_namespace.isolated:
         pytest.skip("needs a PID namespace to know which processes smem sees")
     imports = "import json, prometheus_client, smem.serve, smem.incremental, smem.formats.openmetrics; "

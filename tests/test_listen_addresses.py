@@ -5,6 +5,7 @@ take the same HOST:PORT; a value not of that form is a usage error (2), and a ho
 resolve is a runtime failure like a port in use or an address not of this machine (1).  serve
 said 2 for the unresolvable host and the others 1."""
 
+import importlib.util
 import os
 
 import pytest
@@ -18,7 +19,9 @@ NOWHERE = "no.such.host.invalid:9000"
 
 
 @pytest.mark.parametrize("command", [
-    ["serve", "-S", str(CAPTURE), "--listen", NOWHERE],
+    pytest.param(["serve", "-S", str(CAPTURE), "--listen", NOWHERE],
+                 marks=pytest.mark.skipif(importlib.util.find_spec("prometheus_client") is None,
+                                          reason="smem serve needs smem[metrics] (prometheus_client)")),
     ["capture", "--listen", NOWHERE, "-o", "{tmp}/box.tgz"],
     ["record", "--listen", NOWHERE, "-o", "{tmp}/rec"],
     ["-S", f"tcp://{NOWHERE}", "-u"],

@@ -73,7 +73,7 @@ def _rendered_cells(page):
 
 @pytest.mark.parametrize("style", ["github", "markdown", "pipe"])
 def test_markdown_renders_each_name_as_its_text(capture, style):
-    markdown_it = pytest.importorskip("markdown_it")
+    markdown_it = pytest.importorskip("markdown_it", reason="smem[test]: markdown-it-py not installed")
     page = markdown_it.MarkdownIt("commonmark").enable("table").render(_table(capture, style))
     cells, tags = _rendered_cells(page)
     assert cells == [c for i, name in enumerate(NAMES) for c in (str(1000 + i), name)]
@@ -81,7 +81,7 @@ def test_markdown_renders_each_name_as_its_text(capture, style):
 
 
 def test_restructuredtext_renders_each_name_as_its_text(capture):
-    core = pytest.importorskip("docutils.core")
+    core = pytest.importorskip("docutils.core", reason="smem[test]: docutils not installed")
     from docutils.writers.html5_polyglot import Writer
     page = core.publish_parts(_table(capture, "rst"), writer=Writer(),
                               settings_overrides={"report_level": 5, "raw_enabled": True})["body"]
@@ -95,7 +95,7 @@ def test_restructuredtext_renders_each_name_as_its_text(capture):
 
 
 def test_mediawiki_parses_each_name_as_text(capture):
-    mw = pytest.importorskip("mwparserfromhell")
+    mw = pytest.importorskip("mwparserfromhell", reason="smem[test]: mwparserfromhell not installed")
     rows = mw.parse(_table(capture, "mediawiki")).filter_tags(matches=lambda node: node.tag == "tr")
     cells, kinds = [], set()
     for td in (td for tr in rows for td in tr.contents.filter_tags(matches=lambda node: node.tag == "td")):
@@ -160,7 +160,7 @@ def _paragraphs(page):
 
 def test_notes_under_a_markdown_table_are_paragraphs_not_rows():
     """GitHub Markdown takes every line after a table, up to a blank one, for another row."""
-    markdown_it = pytest.importorskip("markdown_it")
+    markdown_it = pytest.importorskip("markdown_it", reason="smem[test]: markdown-it-py not installed")
     page = markdown_it.MarkdownIt("commonmark").enable("table").render(run_smem(*NOTED, "-F", "github").stdout.decode())
     cells, _ = _rendered_cells(page)
     assert "unexplained" in cells and not any(":" in cell and "%" in cell for cell in cells)
@@ -168,7 +168,7 @@ def test_notes_under_a_markdown_table_are_paragraphs_not_rows():
 
 
 def test_notes_under_a_restructuredtext_table_are_paragraphs_without_a_warning():
-    core = pytest.importorskip("docutils.core")
+    core = pytest.importorskip("docutils.core", reason="smem[test]: docutils not installed")
     from docutils.writers.html5_polyglot import Writer
     warnings = io.StringIO()
     page = core.publish_parts(run_smem(*NOTED, "-F", "rst").stdout.decode(), writer=Writer(),

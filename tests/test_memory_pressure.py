@@ -141,7 +141,8 @@ def test_a_column_named_twice_is_one_family(tree):
     """-c may name a column twice (smem 1.5's table shows it twice), but an exposition has each
     family once and each series once: the family was written twice ("received metadata after
     samples", and a pressure column's series twice), which a scrape refuses whole."""
-    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser",
+                                 reason="smem[metrics]: prometheus_client not installed")
     text = run_smem("-S", str(tree), "--cgroup", "-c", "cgroup pss some10 pss some10 somestall", "-F", "openmetrics",
                     check=True).stdout.decode()
     families = {f.name: f for f in parser.text_string_to_metric_families(text)}
@@ -153,7 +154,7 @@ def test_smem_serve_exports_each_cgroups_stall_time_over_http(tree):
     """A real smem serve of the capture on 127.0.0.1, scraped: per cgroup the two counters of its
     stall time (rate() gives any window's share; the six avg gauges would be six more series a
     cgroup), the one without memory.pressure absent from them while its other families are there."""
-    parser = pytest.importorskip("prometheus_client.parser")
+    parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
     from serve_process import next_line, start_serve, stop
     import urllib.request
     proc = start_serve("--listen", "127.0.0.1:0", "-S", str(tree), "--top", "0")
@@ -191,7 +192,7 @@ def test_a_capture_carries_the_pressure_files(tree):
 
 
 def test_smem_serve_exports_the_pressure_and_gpu_gauges(tree, tmp_path):
-    parser = pytest.importorskip("prometheus_client.parser")
+    parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
     out = tmp_path / "textfile"
     out.mkdir()
     for source in (tree, FIXTURES / "gpu_proc" / "tree"):

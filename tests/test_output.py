@@ -18,6 +18,7 @@ NOBODY = 65534
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user")
 #: the tests that write a chart through -o (the file rules are the same as for a capture)
 charts = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="charts need smem[charts]")
+html = pytest.mark.skipif(importlib.util.find_spec("plotly") is None, reason="smem html needs smem[html] (plotly)")
 #: the charts written here: the capture's users, a handful of slices (what -o does with the file is
 #: the same for every chart; tests/test_charts.py draws the processes' charts)
 PIE = ("-S", CAPTURE, "-u", "--pie", "user")
@@ -314,6 +315,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(where)])
 
 
+@html
 def test_a_disk_that_fills_keeps_the_old_page_whole(small_disk, tmp_path):
     """An old page rewritten in place (its name, owner and links kept) on a disk without room for
     the longer new one: the old page stays as it was, and the error is one line (it was cut to

@@ -19,7 +19,7 @@ from page_documents import (CAPTURE, CAPTURES, CGROUP, CGROUP_CELLS, IMG, SCRIPT
 from serve_process import serving, stop
 import hostile_inputs as hc
 
-pytest.importorskip("plotly")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 
@@ -292,7 +292,8 @@ def _request(url, host=None, method="GET"):
 
 
 def test_smem_serve_answers_the_page_to_its_own_address_only_and_refreshes_it(browser):
-    prometheus_client = pytest.importorskip("prometheus_client")
+    prometheus_client = pytest.importorskip("prometheus_client",
+                                            reason="smem[metrics]: prometheus_client not installed")
     assert prometheus_client
     proc, base = serving("-S", CAPTURE, "--min-interval", "1")
     try:

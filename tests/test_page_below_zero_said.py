@@ -8,7 +8,7 @@ import pytest
 from page_browser import _no_requests_and_no_errors, _open_file
 from page_documents import capture_without_anon, write_page
 
-pytest.importorskip("plotly")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 #: script: [the note's text as shown, its box's right edge, the window's width, whether it is under the legend], or null

@@ -16,7 +16,7 @@ from conftest import run_smem
 from page_documents import CAPTURE, IMG, SCRIPT_END, SVG_MAP, USER, embedded, write_page
 import hostile_inputs as hc
 
-pytest.importorskip("plotly")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 

@@ -55,7 +55,7 @@ def test_the_part_of_the_sums_by_name_is_the_part_of_every_mapping(path):
 
 def test_a_dma_buf_a_process_maps_is_in_the_pages_breakdown(tmp_path):
     """gpu_proc's buffer 180 (16 KiB) with its fds (100's and 101's) gone: 105 holds it only by mapping."""
-    pytest.importorskip("plotly")
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
     tree = tmp_path / "tree"
     shutil.copytree(FIXTURES / "gpu_proc" / "tree", tree, symlinks=True)
     for fd in ("100/fdinfo/12", "101/fdinfo/3"):

@@ -5,10 +5,11 @@ native order, independently of the parser's numpy."""
 
 import struct
 
-import numpy as np
 import pytest
 
-from smem.parsers.page_idle_bitmap import idle_among, idle_bitmap_words, parse_page_idle_bitmap
+np = pytest.importorskip("numpy", reason="idle page tracking needs smem[exact] (numpy)")
+
+from smem.parsers.page_idle_bitmap import idle_among, idle_bitmap_words, parse_page_idle_bitmap  # noqa: E402
 
 
 def _words(*values):

@@ -8,7 +8,7 @@ import pytest
 
 from page_browser import _no_requests_and_no_errors, _open_file
 
-pytest.importorskip("plotly")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 #: script: the pixels the header of each column whose key is an argument reaches beyond the table's visible box

@@ -9,7 +9,7 @@ from conftest import FIXTURES
 from page_browser import _no_requests_and_no_errors, _open_file, _texts
 from page_documents import embedded, write_page
 
-pytest.importorskip("plotly")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 

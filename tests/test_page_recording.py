@@ -13,7 +13,7 @@ from conftest import run_smem
 from page_browser import _no_requests_and_no_errors, _open_file, _wait
 from page_recordings import recorded_growth
 
-pytest.importorskip("plotly")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 

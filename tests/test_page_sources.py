@@ -20,7 +20,7 @@ from conftest import FIXTURES, run_smem
 from page_browser import _no_requests_and_no_errors, _open_file, _texts
 from page_documents import CAPTURE, embedded, write_page
 
-pytest.importorskip("plotly")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 PSI = FIXTURES / "psi"

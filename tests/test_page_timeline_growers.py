@@ -12,8 +12,8 @@ from conftest import TESTS
 from page_documents import embedded, write_page
 from test_recording_playback import wait_frames
 
-pytest.importorskip("plotly")
-pytest.importorskip("zstandard")
+pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
+pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 #: holds 32 MiB (touched), more than the grower ever does

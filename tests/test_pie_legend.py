@@ -2,7 +2,7 @@
 
 import pytest
 
-pytest.importorskip("matplotlib")
+pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
 
 
 def test_a_slice_name_on_the_right_is_not_drawn_under_the_legend():

@@ -19,7 +19,7 @@ import pytest
 from conftest import TESTS, run_smem, said_beside
 from test_tcp_capture import BUSYBOX, SCRIPT, listening_port, marker_process, needs_busybox, smem_in, smem_process
 
-pytest.importorskip("zstandard")
+pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
 
 
 def index_lines(path):

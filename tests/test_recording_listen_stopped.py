@@ -17,7 +17,7 @@ from test_recording import index_lines, pids_of
 from test_recording_stopped import _reads_back
 from test_tcp_capture import listening_port, marker_process, smem_in, smem_process
 
-pytest.importorskip("zstandard")
+pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
 
 
 @pytest.fixture(scope="module")

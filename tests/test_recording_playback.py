@@ -17,7 +17,7 @@ import pytest
 from conftest import FIXTURES, TESTS, run_smem, run_smem_process, said_beside
 from test_recording import index_lines
 
-pytest.importorskip("zstandard")
+pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
 
 GROWER = "import sys; data = b'\\x01' * (100 << 20); print('ready', flush=True); sys.stdin.read()"
 MIB_100_KIB = 100 << 10
@@ -79,7 +79,7 @@ def test_diff_of_a_recording_shows_the_grower_new(grown):
 
 def test_all_frames_is_one_stream_with_a_time_column(grown):
     rec, pid, marker, before = grown
-    pandas = pytest.importorskip("pandas")
+    pandas = pytest.importorskip("pandas", reason="smem[test]: pandas not installed")
     frames = index_lines(rec)[1]
     text = run_smem("-S", rec, "--all-frames", "-F", "csv", "-c", "pid name pss", "-P", marker, check=True).stdout
     table = pandas.read_csv(io.BytesIO(text), parse_dates=["timestamp"])
@@ -290,7 +290,7 @@ def test_a_recording_compared_with_itself_says_both_sides_are_one_frame(grown, t
             f"smem: warning: OLD and NEW are one frame, frame {last} of recording {other}: every change is 0 "
             "(smem diff REC alone compares its first frame with its last; --from and --to choose others)"]
     assert run_smem("diff", rec, rec, "--from", "1", check=True).stderr == b""
-    pytest.importorskip("plotly")
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
     proc = run_smem("html", "--compare", rec, "-S", rec, "-P", marker, "-o", tmp_path / "same.html", check=True)
     # (recorded in a PID namespace, the page's breakdown also says its processes are not the machine's)
     assert [line for line in proc.stderr.decode().splitlines() if "one PID namespace" not in line] == [
@@ -326,7 +326,7 @@ def test_a_warning_every_frame_repeats_is_said_once_in_all_frames(tmp_path):
 def test_a_warning_every_frame_repeats_is_said_once_by_the_page_of_a_recording(tmp_path):
     """smem html -S REC read each instant it embeds and said each one's warning: one line a frame
     the slider stops at, up to 48."""
-    pytest.importorskip("plotly")
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
     rec = _recording_left_out(tmp_path)
     proc = run_smem("html", "-S", rec, "-o", tmp_path / "page.html")
     assert proc.returncode == 0, proc.stderr

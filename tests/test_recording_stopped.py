@@ -14,7 +14,7 @@ from conftest import run_smem
 from test_recording import index_lines, pids_of
 from test_tcp_capture import marker_process, smem_in, smem_process
 
-pytest.importorskip("zstandard")
+pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
 
 
 def _recorder(rec, namespace):

@@ -18,7 +18,7 @@ from hostile_inputs import capture_tar, process_files
 from test_recording import index_lines
 from test_tcp_capture import listening_port, smem_in, smem_process
 
-pytest.importorskip("zstandard")
+pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
 
 
 def test_a_second_recorder_into_the_same_directory_is_refused(tmp_path, pid_namespace):

@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, run_smem
 from serve_process import serving, stop
 
-parser = pytest.importorskip("prometheus_client.parser")
+parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 AMOUNTS = ("swap", "swappss", "uss", "pss", "rss")

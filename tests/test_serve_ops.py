@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES, run_smem, run_smem_process
 from serve_process import next_line, start_serve, stop
 
-parser = pytest.importorskip("prometheus_client.parser")
+parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
@@ -219,7 +219,7 @@ def test_the_live_page_gets_a_new_reading_at_each_refresh():
     """The page fetches data.json every --min-interval seconds (setInterval), and its reading, aged
     from its end, was found younger than that at every other fetch: the page said "read at" a time
     two intervals old.  Here each fetch comes 0.95 s after the reading before started."""
-    pytest.importorskip("plotly")
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
     import json
     proc = start_serve("--listen", "127.0.0.1:0", "-S", CAPTURE, "--min-interval", "1", "--top", "1")
     try:

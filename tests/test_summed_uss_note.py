@@ -75,6 +75,7 @@ def _kpagecount_readable():
 def test_what_the_note_points_to_holds_the_shared_pages(family):
     """The family as one group (its user's row of exactly its processes): the USS leaves the 4 MiB
     they share out, --exact's GUSS has it; under --exact the note is not said."""
+    pytest.importorskip("numpy", reason="--exact needs smem[exact] (numpy)")
     wl, _ = family
     pids = ",".join(map(str, wl.pids))
     assert _said("-u", "--pid", pids) == 1
@@ -104,6 +105,7 @@ def test_on_a_capture_without_frames_the_note_says_which_capture_has_them(tmp_pa
     proc = run_smem("-S", CAPTURE, "-g")
     (note,) = [l for l in proc.stderr.decode().splitlines() if "adds GUSS" in l]
     assert "smem capture --exact" in note, note
+    pytest.importorskip("numpy", reason="--exact needs smem[exact] (numpy)")  # (without it, --exact says to install numpy first)
     exact = run_smem("-S", CAPTURE, "-g", "--exact")
     assert exact.returncode == 1 and "smem capture --exact" in exact.stderr.decode(), exact.stderr
     assert exact.stderr.decode().count("\n") == 1

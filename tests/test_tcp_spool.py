@@ -69,6 +69,7 @@ def test_capture_listen_with_a_full_tmpdir_is_one_line(pid_namespace, full_files
 def test_record_listen_with_a_full_tmpdir_warns_and_waits_for_the_next(pid_namespace, full_filesystem, tmp_path,
                                                                        capture):
     """The spool is dropped with the capture, and the room with it: the next capture may fit."""
+    pytest.importorskip("zstandard", reason="smem record needs smem[compression] (zstandard)")
     mount, seen = full_filesystem.path, full_filesystem.seen
     rec = tmp_path / "rec"
     proc, port = _listening(pid_namespace, mount, "record", "-o", rec)

@@ -69,7 +69,7 @@ def test_json_lines_and_csv_are_one_record_stream():
     assert list(rows[0]) == ["timestamp", "frame", "pid", "pss", "dpss", "status"]
     assert [(r["frame"], r["pid"]) for r in rows] == [("1", ME), ("2", ME)]
     assert rows[0]["dpss"] == "0" and int(rows[1]["dpss"]) == int(rows[1]["pss"]) - int(rows[0]["pss"])
-    pandas = pytest.importorskip("pandas")
+    pandas = pytest.importorskip("pandas", reason="smem[test]: pandas not installed")
     frame = pandas.read_json(io.BytesIO(jsonl.stdout), lines=True)
     assert list(frame["frame"]) == [1, 1, 2, 2] and str(frame["timestamp"].dtype).startswith("datetime64")
     assert list(pandas.read_csv(io.StringIO(text))["pid"]) == [int(ME)] * 2

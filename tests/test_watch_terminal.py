@@ -248,7 +248,7 @@ def test_a_wide_terminal_shows_whole_names_and_lines_and_folds_gone_rows():
 
 def test_a_recording_whose_first_frame_is_damaged_plays_the_rest_on_a_terminal(tmp_path, pid_namespace):
     """The others drawn, the terminal restored, then the one error line and exit 1."""
-    pytest.importorskip("zstandard")
+    pytest.importorskip("zstandard", reason="smem[compression]: zstandard not installed")
     rec = tmp_path / "rec"
     recorder = subprocess.run(pid_namespace.argv([sys.executable, "-m", "smem", "record", "-o", str(rec),
                                                   "--interval", "0.1", "--count", "3"], cwd=TESTS.parent),

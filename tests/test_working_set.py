@@ -202,7 +202,7 @@ def test_a_bitmap_that_cannot_be_written_is_an_error_where_idle_tracking_is_aske
 
 def test_a_bitmap_that_opens_but_refuses_the_marks_falls_back_to_clear_refs_saying_why(tmp_path, monkeypatch):
     """/dev/full in the bitmap's place: it opens for writing, and every write fails (ENOSPC)."""
-    pytest.importorskip("numpy")
+    pytest.importorskip("numpy", reason="smem[exact]: numpy not installed")
     (tmp_path / "kernel/mm/page_idle").mkdir(parents=True)
     (tmp_path / "kernel/mm/page_idle/bitmap").symlink_to("/dev/full")
     monkeypatch.delenv("SMEM_WSS_METHOD", raising=False)

@@ -30,6 +30,7 @@ from typing import Callable, Iterator, Optional
 
 from ..compression import COMPRESSIONS
 from ..errors import KernelImageError
+from ..extras import missing
 from .boot_images import HEADER_BYTES, image_header, wrapper_refusal
 from .elf import ELF_MAGIC, elf_extent, elf_size
 
@@ -277,7 +278,7 @@ def _zstd_chunks(view: memoryview) -> Iterator[bytes]:
     # The stream reader gives at most _CHUNK bytes a call, however few bytes of
     # input they come from (a 4-byte block can expand to 128 KiB).
     if _zstandard is None:
-        raise _MissingDecompressor("this kernel is zstd-compressed: install the Python package 'zstandard'")
+        raise _MissingDecompressor(missing("zstandard", "this kernel is zstd-compressed"))
     reader = _zstandard.ZstdDecompressor().stream_reader(view, read_across_frames=False)
     while True:
         chunk = reader.read(_CHUNK)
@@ -296,7 +297,7 @@ def _lz4_legacy_chunks(view: memoryview) -> Iterator[bytes]:
     # [u32 LE compressed size][data], each of which decompresses to 8 MiB
     # except the last.  The kernel appends the uncompressed size after it.
     if _lz4_block is None:
-        raise _MissingDecompressor("this kernel is lz4-compressed: install the Python package 'lz4'")
+        raise _MissingDecompressor(missing("lz4", "this kernel is lz4-compressed"))
     pos = 4
     while pos + 4 <= len(view):
         size = struct.unpack_from("<I", view, pos)[0]
