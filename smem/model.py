@@ -253,7 +253,7 @@ class Reading:
     pss_missing: bool         # some smaps had no Pss line (kernel < 2.6.25)
     skipped: tuple = ()       # ((pid, name, VmRSS KiB), ...) left out by --max-rss
     pools: object = None      # kernel_pools.KernelPools (zram, KSM), when asked for
-    folded: object = None     # the view's sums, where the loader folded processes into them
+    folded: object = None     # the view's sums (its fold's result), where the loader folded processes
     selected: bool = False    # -P, -U, --pid or -M left processes (mappings) out of what was read
     devices: object = None    # device_memory.DeviceMemory, when asked for
     pressure: object = None   # memory_pressure.MemoryPressure, when asked for

@@ -21,7 +21,7 @@ from smem.options import TableOptions  # noqa: E402
 from smem.report import make_table, selected_columns, sort_column  # noqa: E402
 from smem.sources import open_source  # noqa: E402
 from smem.views import VIEWS, needs_of  # noqa: E402
-from smem.views.mapping import MappingSums  # noqa: E402
+from smem.views.mapping import MappingFold  # noqa: E402
 
 CAPTURES = [FIXTURES / "captures" / "faithful.tar.gz", FIXTURES / "captures" / "quirks.tar.gz"]
 PROCESS_VIEWS = ("process", "mapping", "user", "program", "cgroup")
@@ -57,10 +57,10 @@ def load(source):
             loaded[key] = Snapshot(load_reading(source, selection, needs=needs))
         if folded and (key, "folded") not in loaded:
             reading = loaded[key].reading
-            sums = MappingSums()
+            fold = MappingFold()
             for process in reading.processes:
-                sums.add(process)
-            loaded[key, "folded"] = Snapshot(dataclasses.replace(reading, folded=sums))
+                fold.add(process)
+            loaded[key, "folded"] = Snapshot(dataclasses.replace(reading, folded=fold.result()))
         return loaded[key, "folded"] if folded else loaded[key]
     return load
 

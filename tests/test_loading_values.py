@@ -22,6 +22,9 @@ class KeptProcesses:
     def clear(self):
         self.given.clear()
 
+    def result(self):
+        return tuple(self.given)
+
 
 def test_a_folded_process_is_let_go_of_in_a_new_value():
     for streamed in (False, True):

@@ -11,6 +11,7 @@ import html
 import json
 import shlex
 import shutil
+from types import MappingProxyType
 
 import pytest
 
@@ -32,9 +33,8 @@ def test_each_figure_worked_out_by_name_is_what_the_mapping_views_column_reads(p
     fold = PageFold(12, 50)
     rows, _, count, _ = sum_smaps_by_name(path.read_bytes(), fold.keys, None, FIELD_COUNTERS)
     assert rows and count >= len(rows)
-    for name, _, _, sums, values, _ in rows:
-        row = MappingRow(name, None)
-        row.totals = sums
+    for name, _, mappings, sums, values, _ in rows:
+        row = MappingRow(name, mappings, 1, MappingProxyType(sums), None, None)
         assert list(values) == [MAPPING_VIEW.columns[key].getter(row) for key in FIELDS], name
 
 

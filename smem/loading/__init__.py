@@ -28,7 +28,8 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
     (smem.collect: None decides by the number of pids and the CPUs, 1 is serial).
     ``fold``: the view's accumulator (``add(process)``), given each process as it is
     read, after which the process's mappings are let go (the mapping view sums them by
-    name): memory then holds the sums, not every mapping of every process.  A source
+    name): memory then holds the sums, not every mapping of every process; the reading
+    holds what ``fold.result()`` makes of them once all are read (a value, not the fold).  A source
     that streams (an archive read in one pass) is read so, each process as it comes; where
     it cannot be, from its held form (the reading's ``source``).  ``beside``: more to read of each
     process that has memory, where it is read (a worker), right after it: ``beside.read(pid)``

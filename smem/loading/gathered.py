@@ -70,7 +70,8 @@ class Gathered:
         unreadable = sorted(((pid, reason, name) for pid, reason, name in self.unreadable), key=lambda u: u[0])
         return make_reading(source, self.needs, tuple(sorted(self.processes, key=lambda p: p.pid)), meminfo,
                             unreadable, self.pss_missing, tuple(sorted(self.skipped, key=lambda s: s[0])),
-                            self.fold, selected, self.kernel_without_smaps(source))
+                            None if self.fold is None else self.fold.result(), selected,
+                            self.kernel_without_smaps(source))
 
     def kernel_without_smaps(self, source):
         """Whether the source's kernel gives no /proc/PID/smaps: processes were named and none

@@ -12,14 +12,16 @@ shared anonymous), ``anon`` (no file: <anonymous>, heap, stacks, [anon:...]), ``
 copy-on-write copies a private file mapping holds).
 """
 
+from dataclasses import dataclass
 from operator import itemgetter
+from types import MappingProxyType
 
 from ..aggregate import is_shmem_name
 from ..formats.cells import printable
 from ..parsers.smaps import ANONYMOUS, sum_mappings_by_name
-from ..views.mapping import MAPPING_VIEW, MappingRow, MappingSums
+from ..views.mapping import MAPPING_VIEW, MappingFold, MappingSums, MappingTally
 
-__all__ = ["KINDS", "FIELDS", "FIELD_COUNTERS", "PageFold", "name_kind"]
+__all__ = ["KINDS", "FIELDS", "FIELD_COUNTERS", "PageFold", "PageSums", "name_kind"]
 
 KINDS = ("anon", "file", "shmem")
 
@@ -75,13 +77,14 @@ def _by_pss_of_row(row):
     return _ranked(row[4])
 
 
-class PageFold(MappingSums):
+class PageFold(MappingFold):
     """The page's fold: the mapping view's sums (the ``-m`` table), and per process its largest
     mappings and per mapping name its mappers, taken as each process is read, after which its
     mappings are let go (smem.loading): memory holds the sums and these rows, not every mapping.
 
     :meth:`part` is what a worker (smem.collect) takes of a process where it was read, so only
-    the sums by name travel; :meth:`add` takes that part in, in whatever order processes come.
+    the sums by name travel; :meth:`add` takes that part in, in whatever order processes come;
+    :meth:`result` is the value the reading holds (:class:`PageSums`).
     """
 
     def __init__(self, top, top_sharers):
@@ -90,8 +93,8 @@ class PageFold(MappingSums):
         self.keys = _counters()
         self.kinds = {}    # (name, shared) -> its kind: names recur in every process
         self.fields = FIELD_COUNTERS  # what the loader works out per name (part_of_rows)
-        self.shown = {}    # pid -> rows [kind, name, mappings, *FIELDS], name None for a kind's rest
-        self.mappers = {}  # name -> [[pid, *FIELDS], ...]
+        self.shown = {}    # pid -> rows (kind, name, mappings, *FIELDS), name None for a kind's rest
+        self.mappers = {}  # name -> [(pid, *FIELDS), ...]
 
     def clear(self):
         super().clear()
@@ -113,7 +116,7 @@ class PageFold(MappingSums):
         """What a worker sends of a process: (rows by name, the rows shown), or None for a
         process that maps nothing.  ``rows``: smem.parsers.smaps.sum_smaps_by_name's, its
         ``(name, first index, mappings, sums, values, shared)`` with the FIELDS' values
-        (FIELD_COUNTERS); shown ``[kind, name, mappings, *values]``, the ``top`` largest by PSS
+        (FIELD_COUNTERS); shown ``(kind, name, mappings, *values)``, the ``top`` largest by PSS
         (RSS where the kernel gives no PSS), then a row per kind for the rest, name None.  ``rows`` is kept as it is."""
         if not rows:
             return None
@@ -125,7 +128,7 @@ class PageFold(MappingSums):
             if kind is None:
                 kind = kinds[(name, shared)] = name_kind(name, shared)
             if n < top:
-                shown.append([kind, name, count, *values])
+                shown.append((kind, name, count, *values))
                 continue
             into = rest.get(kind)
             if into is None:
@@ -135,8 +138,8 @@ class PageFold(MappingSums):
             for i, value in enumerate(values, 3):
                 if value is not None:
                     into[i] = value if into[i] is None else into[i] + value
-        shown.extend(rest[kind] for kind in sorted(rest))
-        return rows, shown
+        shown.extend(tuple(rest[kind]) for kind in sorted(rest))
+        return rows, tuple(shown)
 
     def add(self, process):
         part = process.fold_part
@@ -148,21 +151,45 @@ class PageFold(MappingSums):
         pid = process.pid
         by_name, mappers = self.by_name, self.mappers
         for name, index, count, totals, values, _ in named:
-            row = by_name.get(name)
-            if row is None:
-                row = by_name[name] = MappingRow(name, (pid, index))
-            elif pid < row.first[0]:
-                row.first = (pid, index)
-            row.count += count
-            row.process_count += 1
-            into = row.totals
+            tally = by_name.get(name)
+            if tally is None:  # (no split)
+                tally = by_name[name] = MappingTally((pid, index))
+            elif pid < tally.first[0]:
+                tally.first = (pid, index)
+            tally.count += count
+            tally.process_count += 1
+            into = tally.totals
             for key, value in totals.items():  # (a sum by name holds the counters present only)
                 into[key] = into.get(key, 0) + value
-            mappers.setdefault(name, []).append([pid, *values])
+            mappers.setdefault(name, []).append((pid, *values))
         self.shown[pid] = shown
 
+    def result(self):
+        """The sums, the rows shown of each process in pid order and the mappers of each name that
+        two or more processes map, largest first (ties in pid order), whatever order they came in."""
+        sharers = {}
+        for name, rows in self.mappers.items():
+            if len(rows) > 1:
+                rows.sort(key=_pid)  # (then by PSS: ties stay in pid order)
+                rows.sort(key=_pss_of_mapper, reverse=True)
+                sharers[name] = tuple(rows)
+        return PageSums(self._rows(), MappingProxyType(dict(sorted(self.shown.items()))),
+                        MappingProxyType(sharers), self.top, self.top_sharers)
+
+
+@dataclass(frozen=True, eq=False)
+class PageSums(MappingSums):
+    """What the page's fold made of every process's mappings: the mapping view's rows, and
+    ``shown`` (pid -> its boxes, pid order) and ``sharers`` (name -> its mappers, largest
+    first), tuples a reader cannot change; :meth:`largest` gives each reader its own copy."""
+
+    shown: MappingProxyType
+    sharers: MappingProxyType
+    top: int
+    top_sharers: int
+
     def largest(self):
-        """(maps, sharers), plain data for JSON; names numbered in the order of their first
+        """(maps, sharers), new plain data for JSON; names numbered in the order of their first
         mapping (pid, then place), whatever order the processes came in.
 
         ``maps["processes"][pid]``: rows ``[kind, name, mappings, *FIELDS]`` (kind an index in
@@ -172,22 +199,19 @@ class PageFold(MappingSums):
         processes, the ``top_sharers`` largest by PSS listed (ties in pid order); ``"own": true``
         where the name is each process's own area (is_own_area): those processes share no object.
         """
-        names = {row.name: index for index, row in enumerate(self.rows())}
+        names = {row.name: index for index, row in enumerate(self.rows)}
         names[None] = -1
         per_process = {}
-        for pid in sorted(self.shown):
-            boxes = per_process[pid] = [box.copy() for box in self.shown[pid]]
+        for pid, shown in self.shown.items():
+            boxes = per_process[pid] = [list(box) for box in shown]
             for box in boxes:
                 box[1] = names[box[1]]
         shared = {}
         top = self.top_sharers
-        for name, rows in self.mappers.items():
-            if len(rows) < 2:
-                continue
-            rows.sort(key=_pid)  # (then by PSS: ties stay in pid order)
-            rows.sort(key=_pss_of_mapper, reverse=True)
+        for name, rows in self.sharers.items():
             rest = rows[top:]
-            shared[names[name]] = {"rows": rows[:top], "more": [len(rest), *_column_sums(rest)] if rest else None,
+            shared[names[name]] = {"rows": [list(row) for row in rows[:top]],
+                                   "more": [len(rest), *_column_sums(rest)] if rest else None,
                                    **({"own": True} if is_own_area(name) else {})}
         del names[None]
         shared = dict(sorted(shared.items()))

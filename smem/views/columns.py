@@ -134,7 +134,8 @@ class Reads(NamedTuple):
     #: -P, -U, -M and --pid apply (a view that attributes to every process refuses them)
     selection: bool = True
     #: (Needs) -> an accumulator the loader gives each process as it is read (``add``), after
-    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``
+    #: which the process's mappings are let go; ``rows`` then reads the snapshot's ``folded``,
+    #: the value its ``result()`` made once every process was read
     fold: Optional[Callable[[Any], Any]] = None
 
 

@@ -1,46 +1,70 @@
 """The mapping view (-m): one row per mapping name, summed over processes."""
 
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping, Optional
+
 from ..aggregate import anonymous_pss, is_shmem_mapping
 from .columns import Comparison, Metrics, Reads, View, amount, count, text
 from .memory_columns import memory_columns
 
-__all__ = ["MAPPING_VIEW", "MappingSums"]
+__all__ = ["MAPPING_VIEW", "MappingFold", "MappingRow", "MappingSums", "MappingTally"]
 
 
+@dataclass(frozen=True, eq=False)
 class MappingRow:
-    __slots__ = ("name", "count", "process_count", "totals", "first", "last_pid", "_split", "_split_parts")
+    """One name's sums over every process that maps it: a value, made once they are all read."""
 
-    def __init__(self, name, first):
-        self.name = name
-        self.count = 0          # mappings with this name
-        self.process_count = 0  # processes that map it
-        self.totals = {}        # counter -> KiB summed over those mappings; a key none has is absent
-        self.first = first      # (pid, index) of its first mapping: the rows' order, whatever the reading order
-        self.last_pid = None    # the process last counted in process_count
-        self._split = None
-        self._split_parts = [0, 0, 0, False]  # anon, file, shmem PSS, and whether any mapping had Pss
+    __slots__ = ("name", "count", "process_count", "totals", "first", "split")
+    name: str
+    count: int                  # mappings with this name
+    process_count: int          # processes that map it
+    totals: Mapping             # counter -> KiB summed over those mappings; a key none has is absent
+    first: tuple                # (pid, index) of its first mapping: the rows' order, whatever the reading order
+    split: Optional[tuple]      # (anon, file, shmem) PSS estimated per mapping, summed; None without
 
     def average(self, value):
         return None if value is None else value // self.process_count
 
-    @property
-    def split(self):
-        """(anon, file, shmem) PSS estimated per mapping (aggregate.pss_split_of_mappings), summed."""
-        if self._split_parts is None:
-            return None
-        anon, file, shmem, seen = self._split_parts
-        return (anon, file, shmem) if seen else None
 
-
+@dataclass(frozen=True, eq=False)
 class MappingSums:
-    """The mapping view's rows, summed as processes are read (smem.model folds each into
-    it, then lets its mappings go): per name, the mappings' count, the processes mapping
-    it, the counters summed and, with ``split``, the PSS split summed (what
-    aggregate.pss_split_of_mappings gives for the name's mappings)."""
+    """The mapping view's rows (what the loader's fold made of every process's mappings, in the
+    order of their first mapping): one value every reader of the reading shares."""
+
+    rows: tuple
+
+
+class MappingTally:
+    """One name's sums while the fold reads (its own, mutable; the reading gets a MappingRow)."""
+
+    __slots__ = ("first", "count", "process_count", "totals", "last_pid", "split_parts")
+
+    def __init__(self, first, last_pid=None, split_parts=None):
+        self.first = first      # (pid, index) of its first mapping
+        self.count = 0          # mappings with this name
+        self.process_count = 0  # processes that map it
+        self.totals = {}        # counter -> KiB summed
+        self.last_pid = last_pid  # the process last counted in process_count
+        self.split_parts = split_parts  # [anon, file, shmem PSS, whether any mapping had Pss], or None
+
+    def row(self, name):
+        """The value the reading holds: its totals a copy, which a fold that goes on cannot change."""
+        parts = self.split_parts
+        split = None if parts is None or not parts[3] else (parts[0], parts[1], parts[2])
+        return MappingRow(name, self.count, self.process_count, MappingProxyType(dict(self.totals)), self.first, split)
+
+
+class MappingFold:
+    """Sums the mapping view's rows as processes are read (the loader gives each to :meth:`add`,
+    then lets its mappings go): per name, the mappings' count, the processes mapping it, the
+    counters summed and, with ``split``, the PSS split summed (what
+    aggregate.pss_split_of_mappings gives for the name's mappings).  The sums stay in here, the
+    loader's while it reads; :meth:`result` is the value the reading holds."""
 
     def __init__(self, split=True):
         self.split = split
-        self.by_name = {}
+        self.by_name = {}  # name -> MappingTally
 
     def clear(self):
         self.by_name = {}
@@ -51,16 +75,16 @@ class MappingSums:
         pid = process.pid
         for index, m in enumerate(process.mappings or ()):
             name = m.name
-            row = by_name.get(name)
-            if row is None:
-                row = by_name[name] = MappingRow(name, (pid, index))
-            elif pid < row.first[0]:  # (a later mapping of the same process comes after its first)
-                row.first = (pid, index)
-            row.count += 1
-            if row.last_pid != pid:  # (a process's mappings are added together)
-                row.last_pid = pid
-                row.process_count += 1
-            totals = row.totals
+            tally = by_name.get(name)
+            if tally is None:
+                tally = by_name[name] = MappingTally((pid, index), None, [0, 0, 0, False])
+            elif pid < tally.first[0]:  # (a later mapping of the same process comes after its first)
+                tally.first = (pid, index)
+            tally.count += 1
+            if tally.last_pid != pid:  # (a process's mappings are added together)
+                tally.last_pid = pid
+                tally.process_count += 1
+            totals = tally.totals
             counters = m.counters
             if type(counters) is dict:  # the counters kept (parse_smaps_kept): all present
                 for key, value in counters.items():
@@ -70,14 +94,24 @@ class MappingSums:
                     value = counters.get(key)
                     if value is not None:
                         totals[key] = totals.get(key, 0) + value
-            if split and row._split_parts is not None:
-                _add_split(row, m)
+            if split and tally.split_parts is not None:
+                _add_split(tally, m)
 
-    def rows(self):
-        return sorted(self.by_name.values(), key=lambda r: r.first)
+    def result(self):
+        """The sums as the reading's value (:class:`MappingSums`)."""
+        return MappingSums(self._rows())
+
+    def _rows(self):
+        rows = [tally.row(name) for name, tally in self.by_name.items()]
+        rows.sort(key=_first)
+        return tuple(rows)
 
 
-def _add_split(row, m):
+def _first(row):
+    return row.first
+
+
+def _add_split(tally, m):
     """One mapping's part of the PSS split (as aggregate.pss_split_of_mappings counts it)."""
     c = m.counters
     pss = c.get("Pss")
@@ -85,22 +119,22 @@ def _add_split(row, m):
         return
     anon_part = anonymous_pss(c)
     if anon_part is None:
-        row._split_parts = None  # the kernel gives no Anonymous: no estimate (absent is not zero)
+        tally.split_parts = None  # the kernel gives no Anonymous: no estimate (absent is not zero)
         return
-    parts = row._split_parts
+    parts = tally.split_parts
     parts[3] = True
     parts[0] += anon_part
     parts[2 if is_shmem_mapping(m) else 1] += pss - anon_part
 
 
 def rows(snapshots, options):
-    snapshot = snapshots[0]
-    sums = snapshot.folded
+    sums = snapshots[0].folded
     if not isinstance(sums, MappingSums):  # a snapshot loaded without the fold: sum it now
-        sums = MappingSums()
-        for process in snapshot.processes:
-            sums.add(process)
-    return sums.rows()
+        fold = MappingFold()
+        for process in snapshots[0].processes:
+            fold.add(process)
+        sums = fold.result()
+    return sums.rows
 
 
 def _memory():
@@ -131,7 +165,7 @@ MAPPING_VIEW = View(
     name="mapping", title="mappings", columns=COLUMNS,
     default_columns=("map", "pids", "avgpss", "pss"),
     default_sort="pss", rows=rows, flowing_column="map",
-    reads=Reads(needs=frozenset({"mappings"}), fold=lambda needs: MappingSums(split=needs.split)),
+    reads=Reads(needs=frozenset({"mappings"}), fold=lambda needs: MappingFold(split=needs.split)),
     metrics=Metrics(labels=(("map", lambda r: r.name),)),
     comparison=Comparison(row_key=lambda r: r.name),
     smem15_table=True,
