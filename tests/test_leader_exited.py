@@ -206,8 +206,11 @@ def test_an_incremental_collection_re_reads_it_each_time():
         proc.stdin.write(b"f")
         proc.stdin.flush()
         assert proc.stdout.read(1) == b"f"
-        kept, full = pss(refresher.load), pss()
-        assert full < (HELD_MIB << 10) // 2 and abs(kept - full) <= full / 100, (kept, full)
+        # (a full read on either side: another worker's interpreter starting or exiting between two
+        # reads moves the PSS of the library pages this one shares with it, by over 1% on a busy machine)
+        before, kept, full = pss(), pss(refresher.load), pss()
+        assert full < (HELD_MIB << 10) // 2, full
+        assert any(abs(kept - side) <= side / 100 for side in (before, full)), (before, kept, full)
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
