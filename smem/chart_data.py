@@ -26,7 +26,7 @@ No matplotlib here: these are values (PieData, BarData) a test or a drawing read
 """
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from .errors import SmemError
 from .report import CONTROLS
@@ -127,14 +127,15 @@ def _amount_text(kib, column, table, options):
 
 @dataclass(frozen=True)
 class PieData:
+    """What a pie draws: made once by pie_data, its sequences tuples (a drawing reads, none changes)."""
     title: str
     subtitle: str
-    labels: List[str]       # slice labels in drawing order ("unused" first, "other" last)
-    values: List[int]       # KiB, same order
-    kinds: List[str]        # "row", "unused" or "other" per slice
-    legend: List[str]
-    notes: List[str]
-    colours: Optional[List[Optional[str]]] = None  # per slice: an area's colour; None: the drawing's own
+    labels: Tuple[str, ...]       # slice labels in drawing order ("unused" first, "other" last)
+    values: Tuple[int, ...]       # KiB, same order
+    kinds: Tuple[str, ...]        # "row", "unused" or "other" per slice
+    legend: Tuple[str, ...]
+    notes: Tuple[str, ...]
+    colours: Optional[Tuple[Optional[str], ...]] = None  # per slice: an area's colour; None: the drawing's own
 
 
 def _pie_values(table, snapshot):
@@ -234,8 +235,8 @@ def pie_data(table, options, snapshot):
               for label, value in zip(labels, values)]
     title = f"{view.title.capitalize()}: {column.header} by {table.columns[-1].header.lower()}"
     notes.extend(drawable(n) for n in getattr(table, "notes", ()))
-    return PieData(title, _source_line(snapshot), labels, values, kinds, legend, notes,
-                   colours if view.charting.areas else None)
+    return PieData(title, _source_line(snapshot), tuple(labels), tuple(values), tuple(kinds), tuple(legend),
+                   tuple(notes), tuple(colours) if view.charting.areas else None)
 
 
 def _colour(view, row):
@@ -263,14 +264,15 @@ def _bars_folded(table, rows, snapshot):
 
 @dataclass(frozen=True)
 class BarData:
+    """What a bar chart draws: made once by bar_data, its sequences tuples."""
     title: str
     subtitle: str
-    labels: List[str]                   # one per row, in drawing order
-    series: List[str]                   # column headers
-    values: List[List[Optional[float]]]  # per series, per row; None where absent
+    labels: Tuple[str, ...]                     # one per row, in drawing order
+    series: Tuple[str, ...]                     # column headers
+    values: Tuple[Tuple[Optional[float], ...], ...]  # per series, per row; None where absent
     axis_label: str
-    notes: List[str]
-    colours: Optional[List[Optional[str]]] = None  # per row: an area's colour; None: the series'
+    notes: Tuple[str, ...]
+    colours: Optional[Tuple[Optional[str], ...]] = None  # per row: an area's colour; None: the series'
 
 
 def sparse_series(values):
@@ -391,6 +393,6 @@ def bar_data(table, options, snapshot):
     if table.sort.key not in series and (options.sort or table.sort.is_amount):
         title += f" (sorted by {table.sort.header.lower()})"
     notes.extend(drawable(n) for n in getattr(table, "notes", ()))
-    return BarData(title, _source_line(snapshot), labels, headers, values, axis, notes,
-                   colours if view.charting.areas else None)
+    return BarData(title, _source_line(snapshot), tuple(labels), tuple(headers), tuple(map(tuple, values)), axis,
+                   tuple(notes), tuple(colours) if view.charting.areas else None)
 

@@ -29,9 +29,9 @@ def test_pie_folds_small_slices_as_smem15_and_fills_ram_with_unused(capsys):
     assert sorted(pie.values[1:-1]) == pss
     assert sum(pie.values) == ram   # unused + the rows are all of RAM
     # Largest first, as smem 1.5 draws them; -r flips the order.
-    assert pie.values[1:-1] == sorted(pss, reverse=True)
+    assert list(pie.values[1:-1]) == sorted(pss, reverse=True)
     table, options, snapshot = chart_table(pie="name", ram_kib=ram, reverse=True)
-    assert pie_data(table, options, snapshot).values[1:-1] == sorted(pss)
+    assert list(pie_data(table, options, snapshot).values[1:-1]) == sorted(pss)
 
 
 @pytest.mark.parametrize("view,sort,unused", [
@@ -95,14 +95,18 @@ def test_the_drawing_reads_values_no_one_can_change():
     for data in (pie_data(table, options, snapshot), bar_data(table, options, snapshot)):
         with pytest.raises(dataclasses.FrozenInstanceError):
             data.notes = []
+        sequences = [getattr(data, f.name) for f in dataclasses.fields(data) if f.name not in ("title", "subtitle",
+                                                                                            "axis_label")]
+        for sequence in sequences + [v for v in getattr(data, "values", ()) if not isinstance(v, (int, float))]:
+            assert sequence is None or isinstance(sequence, tuple), sequence  # (no list to append to)
 
 
 def test_bar_order_and_columns_follow_s_r_c():
     table, options, snapshot = chart_table(bar="name", columns=("name", "rss", "uss", "maps"), sort="rss")
     bars = bar_data(table, options, snapshot)
-    assert bars.series == ["RSS", "USS"]   # memory columns only, in -c order
+    assert bars.series == ("RSS", "USS")   # memory columns only, in -c order
     assert bars.labels[-1].startswith("other (")  # the smallest, last
-    assert bars.values[0][:-1] == sorted(bars.values[0][:-1], reverse=True)
+    assert list(bars.values[0][:-1]) == sorted(bars.values[0][:-1], reverse=True)
     table, options, snapshot = chart_table(bar="name", columns=("name", "rss", "uss", "maps"), sort="rss",
                                            reverse=True)
     reversed_bars = bar_data(table, options, snapshot)

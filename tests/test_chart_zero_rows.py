@@ -71,5 +71,5 @@ def test_a_column_at_zero_on_every_row_is_no_legend_entry():
     bar beside USS, PSS and RSS.  It is left out and named once."""
     table, options, snapshot = chart_table(bar="pid", source=FIXTURES / "captures" / "armv7-noswap.tar.gz")
     data = bar_data(table, options, snapshot)
-    assert data.series == ["USS", "PSS", "RSS"] and len(data.values) == 3
+    assert data.series == ("USS", "PSS", "RSS") and len(data.values) == 3
     assert "Swap: 0 on every row, not drawn" in data.notes
