@@ -18,6 +18,7 @@ from ..loading.gathered import collector_paused
 from ..options import Query, ReportRequest, SystemOptions, TableOptions
 from ..report import make_table
 from ..views import VIEWS
+from ..views.breakdown import BELOW_ZERO_WHY
 from .mappings import PageFold
 
 __all__ = ["PageRequest", "TABLES", "ROLLUP_TABLES", "page_documents", "page_command"]
@@ -209,6 +210,7 @@ def _page_documents(request, at, tables):
         "selected": bool(query.process_filter or query.user_filter or query.pids or query.map_filter),
         "process_areas": process_areas, "top_mappings": request.top_mappings,
         "top_sharers": request.top_sharers, "read_at": started, "pressure_columns": PRESSURE_COLUMNS,
+        "below_zero_why": BELOW_ZERO_WHY,
         "commands": {name: page_command(name, request, at, tables, None if compared else shown[name])
                      for name in tables},
         "rollup": tables is ROLLUP_TABLES,

@@ -45,20 +45,19 @@ function drawHeader() {
                        el("b", {text: human(row.used)})));
     }
   });
-  drawBelowZero(rows, belowZero);
+  drawBelowZero(rows, meta.below_zero_why);
   fitBarLabels();
 }
 
 /* What each area below zero is and why it is, under the legend: a screenshot shows no hover
-   text, and "-112 MiB" read as an error.  ``note`` is the breakdown's ("below zero: AREAS: WHY"). */
-function drawBelowZero(rows, note) {
+   text, and "-112 MiB" read as an error.  ``why``: the breakdown's (meta.below_zero_why). */
+function drawBelowZero(rows, why) {
   const said = document.getElementById("below-zero");
   const below = rows.filter((r) => r.used < 0 && r.area !== "unexplained");  // (MemTotal less the rest: its own note)
   said.hidden = !below.length;
-  const why = note ? note.slice(note.lastIndexOf(": ") + 2) : "";
   said.replaceChildren(...below.map((row) => el("span", {}, el("b", {text: row.area}),
-    ` is ${human(row.used)}: ${belowZeroMeaning(row)}. Below zero: the processes read held more than meminfo counted` +
-    (why ? `, as ${why}. ` : ". "))));
+    ` is ${human(row.used)}: ${belowZeroMeaning(row)}. Below zero: the processes read held more than meminfo ` +
+    `counted, as ${why}. `)));
 }
 
 function belowZeroMeaning(row) {

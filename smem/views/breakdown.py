@@ -52,7 +52,7 @@ from ..units import human
 from .columns import Column, Reads, Sizing, View, amount, text
 from .system_areas import AREAS_CHARTED, AREAS_COMPARED, AREAS_LABELLED, recommendation, sizing_notes, sizing_rows
 
-__all__ = ["BREAKDOWN_VIEW", "breakdown_areas", "ProcessSums", "process_sums", "BREAKDOWN_COUNTERS"]
+__all__ = ["BREAKDOWN_VIEW", "breakdown_areas", "ProcessSums", "process_sums", "BREAKDOWN_COUNTERS", "BELOW_ZERO_WHY"]
 
 #: what the rows read per process: the kernel's split, or what the per-mapping estimate needs
 BREAKDOWN_COUNTERS = frozenset({"Pss", "Pss_Anon", "Pss_File", "Pss_Shmem", "Anonymous", "Rss"})
@@ -283,6 +283,10 @@ def _process_rows(sums):
     return 3 if sums.anon is not None else 1
 
 
+#: why a row of processes' figures less meminfo's goes below zero (the page says it under its legend)
+BELOW_ZERO_WHY = "meminfo and the processes are read at different moments, and processes came or went in between"
+
+
 def _summary(snapshot, rows, options, system):
     ram_figure = rows[0].figure if rows and rows[0].figure is not None else None
     ram = ram_figure.kib if ram_figure else snapshot.mem_total
@@ -295,8 +299,7 @@ def _summary(snapshot, rows, options, system):
         notes.append(f"KSM: {human(saved)} saved (pages_sharing x page size, not in the sum){profit}")
     negative = [r.area for r in rows[:-1] if r.used is not None and r.used < 0]
     if negative:
-        notes.append(f"below zero: {', '.join(negative)}: meminfo and the processes are read at "
-                     "different moments, and processes came or went in between")
+        notes.append(f"below zero: {', '.join(negative)}: {BELOW_ZERO_WHY}")
     lost = rows[-1].used
     total = snapshot.mem_total
     if total:
