@@ -7,6 +7,7 @@ values, its totals); every output format (smem.formats) and chart
 place a cell becomes text (``-k``, ``-p``, ``-`` for an absent value).
 """
 
+import re
 from typing import Any, List, NamedTuple, Optional, Sequence
 
 from .errors import UsageError
@@ -336,7 +337,7 @@ def cut_to(column: Column, text: str, width: int) -> str:
     if len(text) <= width:
         return text
     if column.cut_words:
-        return _cut_words(text, width)
+        return _cut_words(text, width, column.cut_words)
     if not column.keep_end:
         return text[:width]
     if width <= len(CUT_MARK):
@@ -344,9 +345,10 @@ def cut_to(column: Column, text: str, width: int) -> str:
     return CUT_MARK + text[len(text) - width + len(CUT_MARK):]
 
 
-def _cut_words(text, width):
-    """The first words of ``text`` that fit in ``width`` with ``+N``, N the words left out."""
-    words = text.split(" ")
+def _cut_words(text, width, between):
+    """The first items of ``text`` (apart where ``between`` matches) that fit in ``width`` with
+    ``+N``, N the items left out."""
+    words = re.split(between, text)
     for kept in range(len(words) - 1, -1, -1):
         cut = " ".join(words[:kept] + [f"+{len(words) - kept}"])
         if len(cut) <= width:

@@ -47,9 +47,9 @@ class Column(NamedTuple):
     align: str = ">"            # ">" right, "<" left
     truncate: bool = False      # cut values to width (command, name, map)
     keep_end: bool = False      # cut, keep the end, not the start: a cgroup's path is told by its last part
-    #: a list of words (--shm's name[pid]s): cut at a word, ending with +N for the N left out, so a
-    #: cut list does not read as the whole
-    cut_words: bool = False
+    #: a list (--shm's name[pid]s), its items apart where this regular expression matches: cut
+    #: at an item, ending with +N for the N left out, so a cut list does not read as the whole
+    cut_words: Optional[str] = None
     is_amount: bool = False     # KiB: formatted by -k / -p
     percent_of: str = "ram"     # "ram" or "swap", for -p
     total: Optional[str] = None  # "sum", "rows", "distinct" or None (blank)
@@ -101,7 +101,7 @@ def count(key, header, getter, help, width=5, total="sum", needs=(), total_key=N
 
 
 def text(key, header, getter, help, width, truncate=False, total=None, align="<", needs=(), total_key=None,
-         keep_end=False, wraps=False, cut_words=False):
+         keep_end=False, wraps=False, cut_words=None):
     return Column(key, header, getter, help, width=width, align=align, truncate=truncate, keep_end=keep_end,
                   cut_words=cut_words,
                   total=total, needs=frozenset(needs), total_key=total_key, wraps=wraps)

@@ -77,6 +77,10 @@ def _amount(key, header, getter, help, percent_of="ram", total="sum"):
                   total=total)
 
 
+#: where one name[pid] of _processes ends and the next begins: a name may hold a space ("Web Content")
+_BETWEEN_LABELS = r"(?<=\]) |(?<=\]\(fd\)) "
+
+
 def _processes(obj):
     return " ".join(m.label for m in sorted(obj.mappers.values(), key=lambda m: m.pid))
 
@@ -105,7 +109,7 @@ COLUMNS = {c.key: c for c in (
          12),
     text("processes", "Processes", _processes,
          "who maps it, as name[pid]; (fd): holds a descriptor of it without mapping it (cut in a "
-         "table: +N for the N more)", 30, truncate=True, cut_words=True),
+         "table: +N for the N more)", 30, truncate=True, cut_words=_BETWEEN_LABELS),
 )}
 
 SHM_VIEW = View(
