@@ -3,6 +3,7 @@ selenium, one a module): the growth over time, the slider's stops at key frames 
 without smaps, each showing that frame's own figures and named by its number."""
 
 import json
+import os
 import shlex
 import shutil
 import time
@@ -10,7 +11,7 @@ import time
 import pytest
 
 from conftest import run_smem
-from page_browser import _no_requests_and_no_errors, _open_file, _wait
+from page_browser import _Chromium, _no_requests_and_no_errors, _open_file, _wait
 from page_recordings import recorded_growth
 
 pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
@@ -209,4 +210,33 @@ def test_a_recordings_areas_legend_lists_the_largest_first(browser, recorded_pag
     peaks = browser.execute_script("""const c = document.getElementById('time-areas');
         return Object.fromEntries(c.data.map((t) => [t.name, Math.max(...t.y.map((v) => v || 0))]))""")
     assert shown == sorted(peaks, key=lambda name: -peaks[name]), (shown, peaks)
+    _no_requests_and_no_errors(browser)
+
+
+#: a recording of three frames in which a process grew by 200 MiB, made by page_recordings.py on
+#: the day a page of it, 418 px wide, hung the browser (below)
+GROWN = os.path.join(os.path.dirname(__file__), "fixtures", "recordings", "grown")
+
+
+def test_a_recordings_page_gives_the_browser_back_at_every_narrow_width(browser, tmp_path):
+    """The time charts fit their ticks to the plot's width after each drawing, and automargin fits
+    the plot's width to the ticks (room for the last label): at 415 to 421 px this recording's lines
+    (drawn again by the slider) swapped 2 and 3 ticks in a loop that never gave the browser back,
+    and a CI run waited an hour on it.  At each of those widths, the page answers and its ticks settle."""
+    page = tmp_path / "page.html"
+    run_smem("html", "-S", GROWN, "-o", str(page), check=True)
+    _open_file(browser, str(page))
+    config = browser.command_executor.client_config
+    config.timeout = 10  # (a hung page: this test fails, not the next one)
+    try:
+        for width in range(410, 426):
+            browser.set_window_size(width, 1200)
+            for stop in ("0", "2"):  # (each drawn again there)
+                browser.execute_script("const s = document.getElementById('time-slider'); s.value = arguments[0];"
+                                       "s.dispatchEvent(new Event('input'));", stop)
+            ticks = browser.execute_script(
+                "return ['time-lines', 'time-areas'].map((id) => document.getElementById(id).layout.xaxis.nticks)")
+            assert all(1 <= n <= 6 for n in ticks), (width, ticks)
+    finally:
+        config.timeout = _Chromium.ANSWER
     _no_requests_and_no_errors(browser)

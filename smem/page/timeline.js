@@ -21,11 +21,18 @@ function timeTicks(id) {
   return size ? Math.max(1, Math.min(6, Math.floor(size.w / 100))) : 6;
 }
 
-/* Drawn (first, again on a slider move, or at a new width): its ticks made as many as fit. */
+/* Drawn (first, again on a slider move, or at a new width): its ticks made as many as fit, and
+   at one width of the chart only ever fewer.  (The last label sticks out past the plot, and
+   automargin makes room for it: fewer ticks, a wider plot, room for more; more, a narrower
+   plot, room for fewer.  At 418 px the lines' chart swapped 2 and 3 in a loop that never gave
+   the browser back.) */
 function levelTimeTicks(id) {
+  let settled = null;  // [the chart's width, the ticks fitted at it]
   const chart = document.getElementById(id), fit = () => {
-    const n = timeTicks(id);
-    if (chart.layout.xaxis.nticks !== n) Plotly.relayout(chart, {"xaxis.nticks": n});
+    const n = timeTicks(id), width = chart.clientWidth;
+    if (chart.layout.xaxis.nticks === n || (settled && settled[0] === width && n > settled[1])) return;
+    settled = [width, n];
+    Plotly.relayout(chart, {"xaxis.nticks": n});
   };
   chart.on("plotly_afterplot", fit);
   fit();
