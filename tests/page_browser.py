@@ -11,43 +11,80 @@ tests skip.
 
 import os
 import shutil
+import signal
 import tempfile
 import time
 
 import pytest
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+WINDOW = (1400, 1200)  # each test's window, width and height
 
 
 # ------------------------------------------------------------------ in a browser
 
 class _Chromium:
-    """The worker's one chromium, started again where it died: a crashed browser (or renderer:
-    "tab crashed") would fail every later page test of the worker, not the one it crashed in."""
+    """The worker's one chromium, started again where it died or hung: a crashed browser (or
+    renderer: "tab crashed") would fail every later page test of the worker, not the one it
+    crashed in, and a hung one made each later test wait out selenium's two minutes (a CI run
+    spent an hour so)."""
+
+    ANSWER = 60  # seconds any one command may take, a page's load under a busy suite included
+    ALIVE = 15   # seconds "return 1" may take before the browser is taken for hung
 
     def __init__(self):
         self.where = tempfile.mkdtemp(prefix="smem-chromium-")
         self.driver = None
 
     def live(self):
-        from selenium.common.exceptions import WebDriverException
         if self.driver is not None:
+            config = self.driver.command_executor.client_config
+            config.timeout = self.ALIVE
             try:
                 self.driver.execute_script("return 1")
                 return self.driver
-            except WebDriverException:
-                self.quit()
+            except Exception:  # (dead: a WebDriverException; hung: urllib3's ReadTimeoutError)
+                self.kill()
+            finally:
+                config.timeout = self.ANSWER
         self.driver = _started(os.path.join(self.where, "profile"))
+        self.driver.command_executor.client_config.timeout = self.ANSWER
+        self.driver.set_page_load_timeout(self.ANSWER)
+        self.driver.set_script_timeout(self.ANSWER)
         self.driver.smem_page_file = os.path.join(self.where, "page.html")  # where _open_file shows every page
         return self.driver
 
-    def quit(self):
+    def kill(self):
+        """Kill chromedriver and every chromium it started, without asking either (a hung browser
+        would not answer): chromedriver leads its own process group, and a chromium process that
+        left it still names the profile on its command line."""
         driver, self.driver = self.driver, None
+        if driver is None:
+            return
+        process = driver.service.process
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        process.wait()
+        profile = os.fsencode(self.where)
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if profile in f.read():
+                        os.kill(int(name), signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
+
+    def quit(self):
+        driver = self.driver
         if driver is not None:
+            driver.command_executor.client_config.timeout = self.ALIVE
             try:
                 driver.quit()
-            except Exception:  # (a browser that died: its driver may be gone too)
-                pass
+                self.driver = None
+            except Exception:  # (a browser that died or hung: its driver may be gone too)
+                self.kill()
 
 
 def _started(profile):
@@ -58,10 +95,11 @@ def _started(profile):
     shutil.rmtree(profile, ignore_errors=True)  # (a dead one's profile is locked)
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1400,1200", f"--user-data-dir={profile}"):
+                 "--window-size=%d,%d" % WINDOW, f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    service = Service(CHROMEDRIVER, popen_kw={"start_new_session": True})
+    return webdriver.Chrome(service=service, options=options)
 
 
 @pytest.fixture(scope="session")
@@ -94,11 +132,15 @@ def _blank_when_done(request):
         except pytest.skip.Exception:  # no chromium: the test was skipped
             return
         if chromium.driver is not None:
-            from selenium.common.exceptions import WebDriverException
+            config = chromium.driver.command_executor.client_config
+            config.timeout = chromium.ALIVE
             try:
                 chromium.driver.get("about:blank")
-            except WebDriverException:  # (it died: the next test starts another)
-                pass
+                chromium.driver.set_window_size(*WINDOW)  # (where a failed test left it narrower)
+            except Exception:  # (it died or hung: the next test starts another)
+                chromium.kill()
+            else:
+                config.timeout = chromium.ANSWER
 
 
 def _open(browser, url):

@@ -1,5 +1,5 @@
-"""The page tests' browser (page_browser.py): a chromium that died is started again for the next
-test, so one crash fails one test, not every later page test of the worker."""
+"""The page tests' browser (page_browser.py): a chromium that died or hung is started again for
+the next test, so one crash or hang fails one test, not every later page test of the worker."""
 
 import os
 import signal
@@ -25,6 +25,15 @@ def _children(pid):
     return found
 
 
+def _descendants(pid):
+    found, parents = [], [pid]
+    while parents:
+        children = _children(parents.pop())
+        found += children
+        parents += children
+    return found
+
+
 def test_a_chromium_that_died_is_started_again(_chromium):
     driver = _chromium.live()
     assert driver.execute_script("return 6 * 7") == 42
@@ -41,3 +50,21 @@ def test_a_chromium_that_died_is_started_again(_chromium):
     assert again is not driver
     assert again.execute_script("return 6 * 7") == 42
     assert _chromium.live() is again  # (alive: kept)
+
+
+def test_a_chromium_that_hangs_is_killed_and_started_again(_chromium):
+    """A browser that stops answering (here: stopped, every process of it) is taken for hung after
+    _Chromium.ALIVE seconds, killed whole, and replaced: a CI run once waited two minutes on it
+    in each of 31 later tests."""
+    driver = _chromium.live()
+    browsers = _descendants(driver.service.process.pid)
+    assert browsers, "chromedriver started no chromium"
+    for pid in browsers:
+        os.kill(pid, signal.SIGSTOP)
+    started = time.monotonic()
+    again = _chromium.live()
+    assert time.monotonic() - started < _chromium.ALIVE + 30
+    assert again is not driver
+    assert again.execute_script("return 6 * 7") == 42
+    for pid in browsers + [driver.service.process.pid]:  # (the hung one is gone, not left stopped)
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat", "rb").read().split(b") ")[1][:1] == b"Z"
