@@ -4,8 +4,8 @@ A :class:`Process` is one process's identity and counters; :class:`Needs` what a
 read per process (typed :class:`Need` flags); :class:`Reading` what the loader
 (:mod:`smem.loading`) read of a source, once; :class:`Derived` what the report worked out from it
 (sizing, exact accounting, shared memory, sharing); :class:`Snapshot` the two side by side, what
-views read.  Each is built once and never changed (a Process is completed by the loader that
-builds it, before anyone else sees it).
+views read.  Each is built once and never changed (the loader gathers a Process's fields, then
+makes it whole).
 """
 
 import enum
@@ -17,7 +17,7 @@ from typing import Optional
 from .aggregate import Sums
 from .parsers.smaps import Mapping
 
-__all__ = ["Process", "Need", "Needs", "Reading", "Derived", "Snapshot", "uss_of", "ROLLUP_SPLIT", "rollup_keys"]
+__all__ = ["Process", "summed", "Need", "Needs", "Reading", "Derived", "Snapshot", "uss_of", "ROLLUP_SPLIT", "rollup_keys"]
 
 
 def uss_of(counters):
@@ -41,37 +41,51 @@ def _sum_kept(mappings):
     return totals
 
 
+def summed(mappings, rollup):
+    """A process's totals (:attr:`Process.totals`): every smaps counter of ``mappings`` summed, or
+    without mappings (None) the kernel's own rollup of them."""
+    if mappings is None:
+        return rollup if rollup is not None else {}
+    if mappings and isinstance(mappings[0].counters, dict):
+        return _sum_kept(mappings)
+    return Sums([m.counters for m in mappings])
+
+
 class Process:
     """One process: identity, owner, and the memory data the report asked for.
 
     ``mappings`` is the list of mappings that passed the map filter, or None
     where only the kernel's rollup (smaps_rollup) was read; ``rollup`` holds
     those counters when read; ``status`` the parsed /proc/PID/status when read.
+    A value: every field is given where it is made (the loader gathers them first), and a
+    changed one is a new Process (:meth:`replaced`); setting a field raises AttributeError.
     """
 
     __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
                  "status", "cgroup", "ksm_kib", "devices", "read_seconds", "_totals", "_mapped",
                  "_map_count", "fold_part", "split")
 
-    def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None):
-        self.pid = pid
-        self.name = name          # comm, from stat; "?" if unknown; None if stat was not read (Needs.stat)
-        self.cmdline = cmdline    # arguments joined by spaces; "?" if unknown
-        self.uid = uid            # None if unknown
-        self.user = user          # user name, str(uid), or "?"
-        self.stat = stat          # PidStat or None
-        self.mappings = mappings
-        self.rollup = None
-        self.status = None
-        self.cgroup = None        # memory cgroup path, when read
-        self.ksm_kib = None       # pages KSM merged, from /proc/PID/ksm_merging_pages, when read
-        self.devices = None       # device_memory.DeviceHandles (GPU clients, dma-bufs), when read
-        self.read_seconds = None  # how long its smaps took to read (live sources)
-        self._totals = None
-        self._mapped = None       # whether it mapped anything, once its mappings are summed and let go
-        self._map_count = None    # how many mappings it had, once they are let go
-        self.fold_part = None     # what a view's fold took of its mappings where it was read (a worker)
-        self.split = None         # (anon, file, shmem) PSS estimated per mapping, where they were let go unkept
+    def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None, *, rollup=None, status=None,
+                 cgroup=None, ksm_kib=None, devices=None, read_seconds=None, totals=None, mapped=None,
+                 map_count=None, fold_part=None, split=None):
+        # pid; name: comm, from stat ("?" if unknown; None if stat was not read: Needs.stat);
+        # cmdline: arguments joined by spaces ("?" if unknown); uid (None if unknown); user: user
+        # name, str(uid), or "?"; stat: PidStat or None.
+        # cgroup: memory cgroup path; ksm_kib: pages KSM merged (/proc/PID/ksm_merging_pages);
+        # devices: device_memory.DeviceHandles (GPU clients, dma-bufs); read_seconds: how long its
+        # smaps took to read (live sources): each None where not read.
+        # totals: its counters summed, where the loader summed them as it read (else summed
+        # lazily, :attr:`totals`); mapped, map_count: whether it mapped anything and how many
+        # mappings it had, once its mappings are summed and let go; fold_part: what a view's fold
+        # took of its mappings where it was read (a worker); split: (anon, file, shmem) PSS
+        # estimated per mapping, where they were let go unkept.
+        for name, value in zip(Process.__slots__, (pid, name, cmdline, uid, user, stat, mappings, rollup, status,
+                                                   cgroup, ksm_kib, devices, read_seconds, totals, mapped,
+                                                   map_count, fold_part, split)):
+            _set(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a Process is a value: its {name} is given where it is made (Process.replaced)")
 
     def __reduce__(self):
         """Pickled as a flat tuple of its fields and its mappings as three flat lists (headers,
@@ -87,9 +101,9 @@ class Process:
         """A new Process with ``changes`` (field=value) and every other field as this one's."""
         new = Process.__new__(Process)
         for name, value in zip(Process.__slots__, _fields_of(self)):  # (one C call gets them all)
-            setattr(new, name, value)
+            _set(new, name, value)
         for name, value in changes.items():
-            setattr(new, name, value)
+            _set(new, name, value)
         return new
 
     def without_mappings(self):
@@ -115,14 +129,11 @@ class Process:
 
         Without mappings, the kernel's own rollup of them.
         """
-        if self._totals is None:
-            if self.mappings is None:
-                self._totals = self.rollup if self.rollup is not None else {}
-            elif self.mappings and isinstance(self.mappings[0].counters, dict):
-                self._totals = _sum_kept(self.mappings)
-            else:
-                self._totals = Sums([m.counters for m in self.mappings])
-        return self._totals
+        totals = self._totals
+        if totals is None:  # (derived from the fields, once: kept as a cached property keeps it)
+            totals = summed(self.mappings, self.rollup)
+            _set(self, "_totals", totals)
+        return totals
 
     @property
     def has_memory(self):
@@ -148,6 +159,8 @@ class Process:
 
 #: What pickling a Process keeps: every field but the mappings (sent flat beside them).
 _PICKLED = tuple(name for name in Process.__slots__ if name != "mappings")
+#: how a Process's fields are set where it is made (its own __setattr__ refuses)
+_set = object.__setattr__
 _fields_of = operator.attrgetter(*Process.__slots__)
 
 
@@ -155,8 +168,8 @@ def _rebuilt_process(fields, flat):
     """The Process :meth:`Process.__reduce__` gave ``fields`` and ``flat`` mappings of."""
     process = Process.__new__(Process)
     for name, value in zip(_PICKLED, fields):
-        setattr(process, name, value)
-    process.mappings = None if flat is None else list(map(Mapping, *flat))
+        _set(process, name, value)
+    _set(process, "mappings", None if flat is None else list(map(Mapping, *flat)))
     return process
 
 

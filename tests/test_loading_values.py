@@ -2,6 +2,8 @@
 fold (the mapping view's sums) keeps the process it was given, mappings and all, while the reading
 holds the process without them."""
 
+import pytest
+
 from conftest import FIXTURES
 from smem.loading import load_reading
 from smem.model import Need, Needs
@@ -37,3 +39,18 @@ def test_a_folded_process_is_let_go_of_in_a_new_value():
         for given in mapped:  # the same process, its mappings let go in the reading's value only
             kept = by_pid[given.pid]
             assert kept is not given and kept.cmdline == given.cmdline and kept.has_memory
+
+
+def test_a_process_is_a_value_made_whole_by_the_loader():
+    """Every field is given where the Process is made: setting one raises, and the loader's
+    processes hold what it read (rollup, status, cgroup, totals) without anyone setting them."""
+    needs = Needs(kinds=Need.STAT | Need.ROLLUP | Need.STATUS | Need.CGROUP, counters=frozenset({"Pss", "Rss"}))
+    reading = load_reading(open_source(str(CAPTURE)), jobs=1, needs=needs)
+    read = [p for p in reading.processes if p.has_memory]
+    assert read and all(p.rollup is not None and p.status is not None and p.totals["Pss"] >= 0 for p in read)
+    process = read[0]
+    for field in ("rollup", "mappings", "name", "_totals"):
+        with pytest.raises(AttributeError, match="a Process is a value"):
+            setattr(process, field, None)
+    changed = process.replaced(name="other")
+    assert (changed.name, process.name) == ("other", read[0].name) and changed.totals == process.totals

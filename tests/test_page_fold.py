@@ -16,7 +16,6 @@ from types import MappingProxyType
 import pytest
 
 from conftest import FIXTURES, realproc_files, run_smem
-from smem.model import Process
 from smem.page.mappings import FIELD_COUNTERS, FIELDS, PageFold
 from smem.parsers.smaps import parse_smaps, parse_smaps_kept, sum_smaps_by_name
 from smem.views.mapping import MAPPING_VIEW, MappingRow
@@ -45,10 +44,8 @@ def test_the_part_of_the_sums_by_name_is_the_part_of_every_mapping(path):
     keep = fold.keys + ("Size",)
     rows, totals, _, _ = sum_smaps_by_name(data, keep, None, fold.fields)
     by_name = fold.part_of_rows(rows)
-    kept = Process(1, "x", "x", 0, "root", None, parse_smaps_kept(data, keep)[0])
-    assert fold.part(kept) == (by_name, totals)
-    lazy = Process(1, "x", "x", 0, "root", None, parse_smaps(data))
-    part, lazy_totals = fold.part(lazy)
+    assert fold.part(parse_smaps_kept(data, keep)[0]) == (by_name, totals)
+    part, lazy_totals = fold.part(parse_smaps(data))
     assert lazy_totals is None and part[1] == by_name[1]  # (the rows shown; the sums: the page's counters only)
     assert any(row[1] is None for row in by_name[1]) or len(rows) <= 5
 

@@ -18,7 +18,7 @@ def folded_where_read(result, fold):
         return result
     process, had_pss = result
     if process.fold_part is None and process.mappings is not None:  # (not taken as it was read)
-        process = process.replaced(fold_part=fold.part(process)[0])
+        process = process.replaced(fold_part=fold.part(process.mappings)[0])
     return process.with_totals_only(), had_pss
 
 

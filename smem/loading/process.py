@@ -10,7 +10,7 @@ import time
 
 from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SmapsAbsent, SourceError
 from ..aggregate import pss_split_of_mappings
-from ..model import ROLLUP_SPLIT, Process, rollup_keys
+from ..model import ROLLUP_SPLIT, Process, rollup_keys, summed
 from ..parsers.cmdline import parse_cmdline
 from ..parsers.ksm import parse_ksm_value
 from ..parsers.maps import DMABUF_PREFIX
@@ -90,10 +90,12 @@ def read_process_memory(source, pid, selection, own_pid, names, needs, fold=None
 
 
 def read_counters(source, process, selection, needs, fold=None):
-    """(Process, whether its smaps had Pss): its counters read as ``needs`` says.  A ``fold``
-    that takes its part of a process where it is read (``part``: the page's) takes it here, and
-    the process's totals with it, in one pass over the mappings (smem.loading.gathered)."""
+    """(Process, whether its smaps had Pss): its counters read as ``needs`` says, gathered and
+    then made into one new Process beside the identity ``process``.  A ``fold`` that takes its
+    part of a process where it is read (``part``: the page's) takes it here, and the process's
+    totals with it, in one pass over the mappings (smem.loading.gathered)."""
     pid = process.pid
+    read = {}  # the fields read, given to the Process made at the end
     status = None
     if needs.max_rss_kib is not None or needs.status:
         raw = source.read_optional(f"{pid}/status")
@@ -104,6 +106,7 @@ def read_counters(source, process, selection, needs, fold=None):
     started = time.monotonic()
     had_pss = True
     maps_dmabuf = True  # (False once its smaps was read and names no dma-buf)
+    rollup = None
     rollup_totals = not needs.mappings and source.prefer_rollup
     if needs.rollup or rollup_totals:
         raw = source.read_optional(f"{pid}/smaps_rollup")
@@ -124,34 +127,35 @@ def read_counters(source, process, selection, needs, fold=None):
                 parsed = parse_smaps(raw) if raw else []
             except ValueError:
                 parsed = []
-        process.rollup = parsed[0].counters if parsed else None
+        rollup = parsed[0].counters if parsed else None
     raw = None
-    if rollup_totals and process.rollup is not None and needs.split and "Pss_Anon" not in process.rollup:
+    if rollup_totals and rollup is not None and needs.split and "Pss_Anon" not in rollup:
         rollup_totals = False  # a kernel before 5.9: the split is estimated per mapping
         if not source.local:
             raw = source.read_optional(f"{pid}/smaps")
             # a tree or capture holding the rollup alone: its sums, without the split (not no process)
             rollup_totals = raw is None
-    if not rollup_totals or process.rollup is None:
+    if not rollup_totals or rollup is None:
         try:
             raw = raw if raw is not None else _smaps(source, pid)
             search = selection.mapping.matches if selection.mapping is not None else None
+            mappings = None
             if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_rows"):
                 # a fold that reads each name's figures (the page's): one pass, no Mapping of each
                 # mapping, the process's totals summed with them
-                rows, process._totals, count, had_pss = sum_smaps_by_name(
+                rows, read["totals"], count, had_pss = sum_smaps_by_name(
                     raw, needs.counters, needs.counters | {"Rss"}, fold.fields)
-                process._mapped, process._map_count, mappings = count > 0, count, None
-                process.fold_part = fold.part_of_rows(rows)
-                if needs.split and not (process.rollup and all(k in process.rollup for k in ROLLUP_SPLIT)):
+                read["mapped"], read["map_count"] = count > 0, count
+                read["fold_part"] = fold.part_of_rows(rows)
+                if needs.split and not (rollup and all(k in rollup for k in ROLLUP_SPLIT)):
                     # (a kernel before 5.9: the breakdown's split, estimated per mapping as -w's is)
-                    process.split = pss_split_of_mappings(parse_smaps_kept(raw, _SPLIT_COUNTERS)[0])
+                    read["split"] = pss_split_of_mappings(parse_smaps_kept(raw, _SPLIT_COUNTERS)[0])
                 maps_dmabuf = any(row[0].startswith(DMABUF_PREFIX) for row in rows)
             elif needs.counters is not None and not needs.mappings and not needs.split and search is None:
                 # the report shows the process's sums only: no mapping is made (a capture by C
                 # smemcap, a kernel before 4.14); without PSS it sorts by RSS (report.make_table)
-                totals, had_pss, count = sum_smaps_kept(raw, needs.counters, needs.counters | {"Rss"})
-                process._totals, process._mapped, mappings = totals, count > 0, None
+                read["totals"], had_pss, count = sum_smaps_kept(raw, needs.counters, needs.counters | {"Rss"})
+                read["mapped"] = count > 0
             elif needs.counters is not None:
                 mappings, had_pss = parse_smaps_kept(raw, needs.counters, needs.counters | {"Rss"}, search)
             else:
@@ -162,34 +166,41 @@ def read_counters(source, process, selection, needs, fold=None):
                     mappings = [m for m in mappings if search(m.name)]
         except ValueError:
             raise ProcessUnreadable(pid, "malformed smaps") from None
-        process.mappings = mappings
+        read["mappings"] = mappings
         if search is not None:
-            process.rollup = None  # the whole process's: its PSS split is not of the mappings -M chose
+            rollup = None  # the whole process's: its PSS split is not of the mappings -M chose
         if mappings is not None and fold is not None and hasattr(fold, "part"):
-            process.fold_part, totals = fold.part(process)
+            read["fold_part"], totals = fold.part(mappings)
             if totals is not None:
-                process._totals = totals
+                read["totals"] = totals
+    read["rollup"] = rollup
     if source.local:
-        process.read_seconds = time.monotonic() - started
-        if process.read_seconds > SLOW_READ_SECONDS:
-            process = process.replaced(name=name_of(source, process))  # (the warning names it)
-    totals = process.totals  # (the sums the report reads anyway: computed once, here)
+        read["read_seconds"] = seconds = time.monotonic() - started
+        if seconds > SLOW_READ_SECONDS:
+            read["name"] = name_of(source, process)  # (the warning names it)
+    if needs.status:
+        read["status"] = status
+    if needs.cgroup:
+        from ..parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
+        raw = source.read_optional(f"{pid}/cgroup")
+        read["cgroup"] = parse_cgroup(raw) if raw else None
+    totals = read.get("totals")
+    if totals is None:  # (the sums the report reads anyway: summed once, here)
+        totals = read["totals"] = summed(read.get("mappings", process.mappings), rollup)
     for key in needs.counters if needs.counters is not None else _CHECKED:
         value = totals.get(key)
         if value is not None and value >= MAX_KIB:
             raise ProcessUnreadable(pid, "malformed smaps: a figure no machine has")
-    if needs.status:
-        process.status = status
     if needs.ksm and totals.get("KSM") is None:
-        process.ksm_kib = ksm_merging_kib(source, pid)
+        read["ksm_kib"] = ksm_merging_kib(source, pid)
     if needs.devices:
         from ..device_memory import read_device_handles
-        process.devices = read_device_handles(source, pid, maps_dmabuf)
-    if needs.cgroup:
-        from ..parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
-        raw = source.read_optional(f"{pid}/cgroup")
-        process.cgroup = parse_cgroup(raw) if raw else None
-    return process, had_pss
+        read["devices"] = read_device_handles(source, pid, maps_dmabuf)
+    return process.replaced(**{_SLOT.get(key, key): value for key, value in read.items()}), had_pss
+
+
+#: the Process slot of each of read_counters' gathered fields, named as Process() names them
+_SLOT = {"totals": "_totals", "mapped": "_mapped", "map_count": "_map_count"}
 
 
 def _smaps(source, pid):

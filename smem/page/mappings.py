@@ -100,13 +100,12 @@ class PageFold(MappingFold):
         super().clear()
         self.shown, self.mappers = {}, {}
 
-    def part(self, process):
-        """(part, totals) of one process whose mappings were read, gone over once: see
+    def part(self, mappings):
+        """(part, totals) of one process whose ``mappings`` were read, gone over once: see
         :meth:`part_of_rows`; totals None where its counters are not the kept dicts (then
         summed as usual), and (None, {}) for a process that maps nothing."""
-        mappings = process.mappings
-        if mappings is None or not process.has_memory:
-            return None, {} if mappings is not None else None
+        if not mappings:
+            return None, {}
         if type(mappings[0].counters) is not dict:  # (every counter kept, read lazily)
             return self.part_of_rows(sum_mappings_by_name(mappings, FIELD_COUNTERS, self.keys)[0]), None
         rows, totals = sum_mappings_by_name(mappings, FIELD_COUNTERS)
@@ -144,7 +143,7 @@ class PageFold(MappingFold):
     def add(self, process):
         part = process.fold_part
         if part is None and process.mappings is not None:  # (not taken where it was read)
-            part = self.part(process)[0]
+            part = self.part(process.mappings)[0]
         if part is None:
             return
         named, shown = part
