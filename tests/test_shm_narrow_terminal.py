@@ -123,3 +123,16 @@ def test_the_table_fits_the_terminal_and_keeps_its_figures(objects, columns):
 def _labels(text):
     """The name[pid]s of a Processes cell."""
     return re.findall(r"\S[^\[\]]*\[\d+\](?:\(fd\))?", text)
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_the_notes_under_the_table_wrap_at_words(objects, columns):
+    """The notes under the table (how files count, meminfo's Shmem beside the rows) were lines of
+    140 characters, which the terminal broke in the middle of words."""
+    lines = _on_a_terminal(["--shm", "-t"], columns)
+    notes = lines[next(i for i, line in enumerate(lines) if line.startswith("---")) + 2:]
+    assert any(line.startswith("files are part of their mount") for line in notes), notes
+    too_wide = [line for line in notes if len(line) >= columns]
+    assert not too_wide, "\n".join(too_wide)
+    said = " ".join(line.strip() for line in notes)
+    assert "files are part of their mount: totals count the mount, not the file again" in said, said

@@ -129,7 +129,7 @@ def render(rendering):
             dashes = max(sum(widths[:-1]) + len(widths) - 2, below + widths[-1])
         lines.append("-" * dashes)
         lines.append(template % tuple(total_cells) if padded else (template % tuple(total_cells)).rstrip())
-    lines.extend(table.notes)
+    lines.extend(_notes(table, options))
     lines.append("")
     return "\n".join(lines)
 
@@ -156,6 +156,19 @@ def _narrowed(table, options, widths, shown, total_cells):
     below = fitted[0] + 1
     widths[:] = fitted[:-1] + [max(terminal - below - 1, 10)]
     return below
+
+
+def _notes(table, options):
+    """The notes under the table; on a terminal whose width the table fits (--shm's), wrapped at
+    words to it: the terminal broke a note of 140 characters in the middle of a word."""
+    last = table.columns[-1] if table.columns else None
+    if (options.terminal_columns is None or options.autosize or last is None or not last.cut_words
+            or last.key != table.view.flowing_column):
+        return table.notes
+    import textwrap
+    width = max(options.terminal_columns - 1, 20)
+    return [part for note in table.notes
+            for part in textwrap.wrap(note, width, subsequent_indent="  ", break_on_hyphens=False) or [""]]
 
 
 def _least(cells, between):
