@@ -5,7 +5,8 @@
 # ash) and the busybox applets cat, mkdir, rm and tar (plus chown when run as
 # root).  gzip, date, uname, mktemp, stat, getconf, hostname, dd, ls, grep and
 # readlink are used when present.  Writes a gzip-compressed tar (a plain tar, with a warning,
-# where there is no gzip) to stdout or to FILE; the layout is described in docs/capture-format.md.  Run as root to capture every process.
+# where there is no gzip) to stdout, or to FILE compressed as its name says (bzip2, xz and zstd
+# where the box has them); the layout is described in docs/capture-format.md.  Run as root to capture every process.
 
 tool='smemcap.sh 1'
 prog=smemcap.sh
@@ -23,8 +24,10 @@ Capture /proc/meminfo, /proc/version and, for every readable process, its
 smaps, smaps_rollup, cmdline, stat, status and its GPU and dma-buf fds' fdinfo
 (plus /proc/iomem, /sys/firmware/memmap, /proc/sysvipc/shm, tmpfs mounts and
 memfds, zram, KSM and zswap settings, dma-bufs, /etc/passwd and host details)
-as a gzip-compressed tar (a plain tar where there is no gzip)
-written to FILE, or to stdout when FILE is omitted or "-".
+as a gzip-compressed tar (a plain tar where there is no gzip) written to
+stdout when FILE is omitted or "-", else to FILE compressed as its name says
+(.tar none, .tgz or .tar.gz gzip, .tar.bz2 bzip2, .tar.xz xz, .tar.zst zstd;
+gzip for any other name), where the box has that tool.
 Analyse it elsewhere with: smem -S FILE
 
 An existing FILE is rewritten only if it is empty or already holds a capture
@@ -84,13 +87,46 @@ need_applets() {
 	done
 }
 need_applets cat mkdir rm tar
-# Without gzip the capture is a plain tar (smem reads either), some times larger: said once.
+# Whether $1 is on PATH and compresses (busybox's xz and lzma only decompress).
+can_compress() {
+	command -v "$1" >/dev/null 2>&1 && : | "$1" -c >/dev/null 2>&1
+}
 have_gzip=
-if command -v gzip >/dev/null 2>&1; then
-	have_gzip=1
-else
-	printf '%s: warning: gzip not found on PATH: writing an uncompressed tar\n' "$prog" >&2
-fi
+can_compress gzip && have_gzip=1
+# FILE is compressed as its name says, as smem capture -o reads it (box.tar.xz: xz, box.tar:
+# none), with the tool where the box has one, else refused: never another format under that name.
+# Standard output, or a name that says none, is gzip's; without gzip a plain tar (smem reads
+# either), some times larger: said once.
+asked=
+[ "$out" = - ] || case $out in
+*.[Tt][Aa][Rr]) asked=none ;;
+*.[Tt][Gg][Zz] | *.[Gg][Zz]) asked=gzip ;;
+*.[Tt][Bb][Zz] | *.[Tt][Bb][Zz]2 | *.[Bb][Zz]2) asked=bzip2 ;;
+*.[Tt][Xx][Zz] | *.[Xx][Zz]) asked=xz ;;
+*.[Tt][Zz][Ss][Tt] | *.[Zz][Ss][Tt]) asked=zstd ;;
+esac
+compressor=
+case $asked in
+none) ;;
+'')
+	if [ -n "$have_gzip" ]; then
+		compressor=gzip
+	else
+		printf '%s: warning: gzip not found on PATH: writing an uncompressed tar\n' "$prog" >&2
+	fi
+	;;
+*)
+	if ! can_compress "$asked"; then
+		instead="FILE.tar for a plain tar"
+		[ -n "$have_gzip" ] && instead="FILE.tgz, or $instead"
+		die "cannot write $out as its name asks: no $asked on PATH that compresses; name it $instead"
+	fi
+	compressor=$asked
+	;;
+esac
+# (zstd says its progress on a terminal unless -q)
+zflags=-c
+[ "$compressor" = zstd ] && zflags='-q -c'
 
 # --- cleanup on exit and on HUP/INT/TERM ------------------------------------
 tmp=
@@ -691,10 +727,10 @@ esac
 # --- archive --------------------------------------------------------------------
 # Explicit member names (no "./" prefix).  The pipeline runs in the
 # background so a signal interrupts the wait and the trap can stop it.
-if [ -n "$have_gzip" ]; then
+if [ -n "$compressor" ]; then
 	{
 		(cd "$cap" && exec tar cf - $members [0-9]*) || : >"$tmp/tar-failed"
-	} | gzip -c >&3 &
+	} | "$compressor" $zflags >&3 &
 else
 	(cd "$cap" && exec tar cf - $members [0-9]*) >&3 || echo "$?" >"$tmp/tar-failed" &
 fi
@@ -707,7 +743,7 @@ wait
 [ "$rc" -eq 0 ] || [ "$rc" -ne $((128 + 13)) ] || rc=pipe
 [ -e "$tmp/tar-failed" ] && [ "$(cat "$tmp/tar-failed")" = $((128 + 13)) ] && rc=pipe
 [ "$rc" = pipe ] && die "writing the capture failed: whatever read its output closed the pipe before the end (nc could not connect or was cut off?); what it received is not a whole capture"
-[ "$rc" -eq 0 ] || die "writing the capture failed (gzip exit $rc)"
+[ "$rc" -eq 0 ] || die "writing the capture failed (${compressor:-tar} exit $rc)"
 [ -e "$tmp/tar-failed" ] && die "writing the capture failed (tar error)"
 exec 3>&-
 if [ "$out" != - ]; then

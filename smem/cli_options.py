@@ -240,7 +240,7 @@ def report_request(o, view):
     return ReportRequest(
         query=query_from(o, view, source=o["source"], exact=o["exact"], wss_seconds=o["wss"],
                          timeout=o["timeout"], at=o["at"]),
-        table=table_from(o, wraps=wraps(view))._replace(
+        table=table_from(o, wraps=wraps(view), flows=fits_terminal(view))._replace(
             working_set=o["wss"] is not None),
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, o["output"],
                             o["force"]) if pie is not None or bar is not None else None),
@@ -274,6 +274,13 @@ def wraps(view):
     its report and in a comparison of it alike."""
     from .views import VIEWS
     return any(c.wraps for c in VIEWS[view].columns.values())
+
+
+def fits_terminal(view):
+    """Whether ``view``'s report fits a terminal's width, as a comparison does: its last column is
+    a list cut at words with +N (--shm's Processes; no smem 1.5 table to keep)."""
+    from .views import VIEWS
+    return any(c.cut_words for c in VIEWS[view].columns.values())
 
 
 def table_from(o, wraps=False, flows=False):

@@ -86,6 +86,7 @@ def render(rendering):
         if _wrap_room(last, options, fitted, longest) is not None:
             widths = fitted
     _flow(table, options, widths)
+    below = _narrowed(table, options, widths, shown, total_cells)
     for i, column in enumerate(table.columns):
         if column.truncate and (column.keep_end or column.cut_words) and not uncut:  # (the rest are cut by their ``%.Ns``)
             cells = formatted.get(i) or [row[i] for row in table.values]
@@ -94,6 +95,8 @@ def render(rendering):
     for column, width in zip(table.columns, widths):
         align = "" if column.align == ">" else "-"
         specs.append(f"%{align}{width}.{width}s" if column.truncate else f"%{align}{width}s")
+    if below is not None:
+        specs[-1] = "%.0s"  # (the list is on a line of its own, under the row)
     template = " ".join(specs) + " "
     padded = table.view.smem15_table and not last.wraps
     room = _wrap_room(last, options, widths, longest)
@@ -102,6 +105,8 @@ def render(rendering):
     if not padded:
         header = header.rstrip()
     lines = [] if options.no_header else [header]
+    if below is not None and not options.no_header:
+        lines.append(" " * below + last.header)
     if formatted:
         columns = [formatted.get(i) for i in range(len(table.columns))]
 
@@ -112,16 +117,76 @@ def render(rendering):
             return _printable(template % tuple(row))
     if not padded:
         line = _unpadded(line, sum(widths) - widths[-1] + len(widths) - 1, room)
+    if below is not None:
+        line = _with_line_below(line, formatted[len(widths) - 1], below)
     if rendering.memo is not None:  # (watch mode: a row's line is kept while its cells and the template are)
         lines += rendering.memo.lines((template, options, table.ram_kib, table.swap_kib), table.values, line)
     else:
         lines += [line(n, row) for n, row in enumerate(table.values)]
     if total_cells is not None:
-        lines.append("-" * (len(header) if padded else _table_width(widths, room)))
+        dashes = len(header) if padded else _table_width(widths, room)
+        if below is not None:
+            dashes = max(sum(widths[:-1]) + len(widths) - 2, below + widths[-1])
+        lines.append("-" * dashes)
         lines.append(template % tuple(total_cells) if padded else (template % tuple(total_cells)).rstrip())
-    lines.extend(table.notes)
+    lines.extend(_notes(table, options))
     lines.append("")
     return "\n".join(lines)
+
+
+def _narrowed(table, options, widths, shown, total_cells):
+    """On a terminal narrower than the table, a last column cut at words (--shm's Processes, cut
+    with +N): the other columns fit their values (a column cut to its width, Name, no wider than
+    that), the list the room they leave, where each row's first item and its +N fit in it; else
+    the list goes on a line of its own under each row, indented under the second column, as wide
+    as the terminal leaves it.  ``widths`` are changed so; where the list goes below, its indent
+    (else None).  Lines of 118 characters on 80 columns were broken in two by the terminal."""
+    last = table.columns[-1]
+    terminal = options.terminal_columns
+    if (options.autosize or terminal is None or not last.cut_words or len(widths) < 3
+            or last.key != table.view.flowing_column or sum(widths) + len(widths) <= terminal):
+        return None
+    sizes = {c.key: min(size, c.width) if c.truncate else size
+             for c, size in zip(table.columns, _autosize(table, options, None).values())}
+    fitted = _widths(table.columns, shown, total_cells, sizes, False)
+    room = terminal - sum(fitted[:-1]) - len(fitted)
+    if room >= min(_least(shown[-1], last.cut_words), last.width):
+        widths[:] = fitted[:-1] + [room]
+        return None
+    below = fitted[0] + 1
+    widths[:] = fitted[:-1] + [max(terminal - below - 1, 10)]
+    return below
+
+
+def _notes(table, options):
+    """The notes under the table; on a terminal whose width the table fits (--shm's), wrapped at
+    words to it: the terminal broke a note of 140 characters in the middle of a word."""
+    last = table.columns[-1] if table.columns else None
+    if (options.terminal_columns is None or options.autosize or last is None or not last.cut_words
+            or last.key != table.view.flowing_column):
+        return table.notes
+    import textwrap
+    width = max(options.terminal_columns - 1, 20)
+    return [part for note in table.notes
+            for part in textwrap.wrap(note, width, subsequent_indent="  ", break_on_hyphens=False) or [""]]
+
+
+def _least(cells, between):
+    """The width that shows every cell's first item, with its +N where it has more."""
+    import re
+    least = 1
+    for cell in cells:
+        words = re.split(between, str(cell))
+        least = max(least, len(words[0]) + (len(f" +{len(words) - 1}") if len(words) > 1 else 0))
+    return least
+
+
+def _with_line_below(line, cells, indent):
+    """``line``, and under it, indented by ``indent``, the row's cell of the last column (none where empty)."""
+    def with_below(n, row):
+        cell = _printable(str(cells[n])).rstrip()
+        return line(n, row) + ("\n" + " " * indent + cell if cell and cell != "-" else "")
+    return with_below
 
 
 def _widths(columns, shown, total_cells, sizes, uncut):

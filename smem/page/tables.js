@@ -56,8 +56,12 @@ function drawBelowZero(rows, why) {
   const below = rows.filter((r) => r.used < 0 && r.area !== "unexplained");  // (MemTotal less the rest: its own note)
   said.hidden = !below.length;
   said.replaceChildren(...below.map((row) => el("span", {}, el("b", {text: row.area}),
-    ` is ${human(row.used)}: ${belowZeroMeaning(row)}. Below zero: the processes read held more than meminfo ` +
-    `counted, as ${why}. `)));
+    ` is ${human(row.used)}: ${belowZeroMeaning(row)}. ${belowZeroWhy(why)} `)));
+}
+
+/* Why an area goes below zero, as every note of one says it (the header's, the time chart's). */
+function belowZeroWhy(why) {
+  return `Below zero: the processes read held more than meminfo counted, as ${why}.`;
 }
 
 function belowZeroMeaning(row) {

@@ -72,13 +72,34 @@ function drawTimeCharts(summary, at, colors) {
   // a few KiB and the large ones were out of sight)
   const peaks = summary.areas.map((a) => largest([a.used]));
   const ranks = new Map(peaks.map((_, i) => i).sort((i, j) => peaks[j] - peaks[i]).map((i, rank) => [i, rank]));
+  // (an area below zero is stacked at 0, as the bar above leaves it out: stacked as it is, it was
+  // drawn downwards over the area under it; its hover keeps its figure, the note under says why)
   const areas = summary.areas.map((a, i) => ({
-    type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
-    hovertemplate: `%{y:.1f} ${areaUnit}`, legendrank: 1 + ranks.get(i),
+    type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map((v) => (v < 0 ? 0 : v)).map(inUnit(areaKib)),
+    customdata: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
+    hovertemplate: `%{customdata:.1f} ${areaUnit}`, legendrank: 1 + ranks.get(i),
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
   const areasLayout = layout("MemTotal broken down", areaUnit, false, "time-areas");
   areasLayout.legend.traceorder = "normal";  // (by rank, the smallest on top: a stack's default reverses it)
   Plotly.react(document.getElementById("time-areas"), areas, areasLayout, {displayModeBar: false, responsive: true});
+}
+
+/* Under the charts, each area below zero in some frame (drawn at 0): in how many, how low, what it
+   is (``rows``: the breakdown's rows shown, for their sources) and why, as the header says it.
+   (MemTotal less the rest, unexplained, says its own, as in the header.) */
+function drawTimeBelowZero(summary, rows, why) {
+  const said = document.getElementById("time-below-zero");
+  const below = summary.areas.filter((a) => a.area !== "unexplained" && a.used.some((v) => v < 0));
+  const sources = new Map(rows.map((r) => [r.area, r]));
+  said.hidden = !below.length;
+  said.replaceChildren(...below.map((a) => {
+    const frames = a.used.filter((v) => v < 0).length;
+    const lowest = a.used.reduce((m, v) => (v !== null && v < m ? v : m), 0);
+    const row = sources.get(a.area) || {area: a.area, source: "an area of the breakdown"};
+    return el("span", {}, el("b", {text: a.area}),
+      ` is below zero in ${frames} of ${a.used.length} frames (down to ${human(lowest)}), drawn at 0: ` +
+      `${belowZeroMeaning(row)}. ${belowZeroWhy(why)} `);
+  }));
 }
 
 /* What a stop's frame kept: every smaps (a key frame: the mappings are this frame's), or
@@ -108,6 +129,7 @@ function startTimeline(timeline, own) {
     kept.textContent = "This frame kept " + keptText(summary.frames, at) + ".";
     kept.className = "note" + (frame.smaps === false ? " rollup" : "");
     drawTimeCharts(summary, at, segmentColors(data));
+    drawTimeBelowZero(summary, data.system ? data.system.rows : [], data.meta.below_zero_why);
     if (state.data !== data) render(data);
   };
   slider.addEventListener("input", () => show(Number(slider.value)));

@@ -9,7 +9,8 @@ amount column ``k`` of the base view, and each count it declares ``compared`` (a
 processes, a mapping's), the comparison has ``old_k``, ``k`` (new)
 and ``dk`` (new - old); a row only in NEW is ``new`` (its old side counts as 0),
 one only in OLD is ``gone``.  Sums of ``dk`` are therefore NEW's total minus
-OLD's.  The default order is the largest absolute change in PSS last, as smem
+OLD's, and the totals of ``k`` (and a count of rows: processes) NEW's: a row gone is shown, not
+counted as there.  The default order is the largest absolute change in PSS last, as smem
 puts the largest rows last.
 
 Watch mode (``smem --interval``) is the same comparison between the first (or
@@ -126,6 +127,11 @@ def _change_of_rows_total(total_of):
     return get
 
 
+def _rows_in_new(rows):
+    """The -t count of a column totalled by its rows: those NEW has (a row gone is not there)."""
+    return sum(1 for row in rows if row.new is not None)
+
+
 def _magnitude(getter):
     delta = _delta(getter)
 
@@ -141,9 +147,11 @@ def _columns(base, old, new):
         if "exact" in column.needs:
             continue  # a comparison of page frames across two times means nothing
         if not column.changes:
+            # a count of rows (PID: processes) is NEW's, as the amounts' totals are: a row gone is
+            # shown, but it is no longer there to count
             columns[key] = column._replace(getter=(lambda g: lambda r: g(r.current))(column.getter),
                                            total=column.total if column.total in ("rows", None) else None,
-                                           total_of=None)
+                                           total_of=_rows_in_new if column.total == "rows" else None)
             continue
         # a count's total is named for what it counts (processes): old_processes, dprocesses beside it
         total_key = column.total_key
