@@ -173,6 +173,11 @@ def _damage(kind, rec):
     elif kind == "a frame that is a link":
         frame.unlink()
         frame.symlink_to("/etc/passwd")
+    elif kind == "a line nested deeper than the json parser goes":
+        with open(rec / "index.jsonl", "ab") as f:
+            f.write(b"[" * 100000 + b"\n")
+    elif kind == "a header nested deeper than the json parser goes":
+        (rec / "index.jsonl").write_bytes(b"[" * 100000 + b"\n")
     elif kind == "no frame":
         (rec / "index.jsonl").write_bytes((rec / "index.jsonl").read_bytes().split(b"\n")[0] + b"\n")
 
@@ -185,7 +190,9 @@ def small_recording(tmp_path_factory, pid_namespace):
 
 
 @pytest.mark.parametrize("kind", ["garbage index", "a line that is not a frame", "a frame missing",
-                                  "a frame cut short", "a frame that is a link", "no frame"])
+                                  "a frame cut short", "a frame that is a link", "no frame",
+                                  "a line nested deeper than the json parser goes",
+                                  "a header nested deeper than the json parser goes"])
 def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
     import shutil
     rec = tmp_path / "rec"

@@ -87,7 +87,7 @@ def _entry(line, where):
         item = json.loads(line)
         number, when, smaps, anchor = item["frame"], item["time"], item["smaps"], item["anchor"]
         processes = item.get("processes")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # (RecursionError: "[[[[..." past json's depth)
         raise CaptureError(f"{where}: not a frame line") from None
     if not (type(number) is int and 0 < number < 10 ** 9 and type(anchor) is int and 0 < anchor <= number
             and isinstance(when, (int, float)) and 0 <= when < 1e11 and isinstance(smaps, bool)
@@ -166,7 +166,7 @@ class Recording:
             lines[-1] = b""  # a last line without its newline was cut short: not a frame
         try:
             header = json.loads(lines[0])
-        except ValueError:
+        except (ValueError, RecursionError):
             header = None
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise CaptureError(f"{self.path}: not a smem recording (its {INDEX} has no header)")
