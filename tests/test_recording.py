@@ -178,6 +178,10 @@ def _damage(kind, rec):
             f.write(b"[" * 100000 + b"\n")
     elif kind == "a header nested deeper than the json parser goes":
         (rec / "index.jsonl").write_bytes(b"[" * 100000 + b"\n")
+    elif kind == "frames, a link to another recording's":
+        other = rec.parent / "other"
+        (rec / "frames").rename(other)
+        (rec / "frames").symlink_to(other)
     elif kind == "no frame":
         (rec / "index.jsonl").write_bytes((rec / "index.jsonl").read_bytes().split(b"\n")[0] + b"\n")
 
@@ -192,7 +196,8 @@ def small_recording(tmp_path_factory, pid_namespace):
 @pytest.mark.parametrize("kind", ["garbage index", "a line that is not a frame", "a frame missing",
                                   "a frame cut short", "a frame that is a link", "no frame",
                                   "a line nested deeper than the json parser goes",
-                                  "a header nested deeper than the json parser goes"])
+                                  "a header nested deeper than the json parser goes",
+                                  "frames, a link to another recording's"])
 def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
     import shutil
     rec = tmp_path / "rec"

@@ -128,11 +128,21 @@ class Recording:
         self.close()
 
     def _read(self, name, limit):
-        """A regular file of the recording, never followed through a link, at most ``limit`` bytes."""
+        """A regular file of the recording, never followed through a link, nor is ``frames/`` (another
+        recording's frames read as this one's), at most ``limit`` bytes."""
+        sub, _, leaf = name.rpartition("/")
+        where = None
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self._dir)
+            if sub:
+                where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._dir)
+            fd = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self._dir if where is None else where)
         except OSError as e:
-            raise CaptureError(f"{self.path}: cannot read {name}: {e.strerror}") from None
+            link = next((p for p in (sub, name) if p and os.path.islink(os.path.join(self.path, p))), None)
+            why = f"{link} is a symbolic link (not followed)" if link else e.strerror
+            raise CaptureError(f"{self.path}: cannot read {name}: {why}") from None
+        finally:
+            if where is not None:
+                os.close(where)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
