@@ -128,8 +128,7 @@ class Recording:
         self.close()
 
     def _read(self, name, limit):
-        """A regular file of the recording, never followed through a link, nor is ``frames/`` (another
-        recording's frames read as this one's), at most ``limit`` bytes."""
+        """A regular file of the recording, at most ``limit`` bytes, reached through no link (frames/ too)."""
         sub, _, leaf = name.rpartition("/")
         where = None
         try:
@@ -218,11 +217,13 @@ class Recording:
             return self.frames[0], None
         text = at.strip()
         if text.isascii() and text.isdigit():
+            number = text.lstrip("0") or "0"  # (compared as text: int() refuses 4,300 digits)
             for entry in self.frames:
-                if entry.number == int(text):
+                if str(entry.number) == number:
                     return entry, None
-            raise UsageError(f"{option} {at}: the recording has no frame {int(text)} (frames "
-                             f"{self.frames[0].number} to {self.frames[-1].number})")
+            said, frame = (s if len(s) <= 40 else s[:40] + "..." for s in (at, number))
+            raise UsageError(f"{option} {said}: the recording has no frame {frame} (frames {self.frames[0].number} to "
+                             f"{self.frames[-1].number})")
         when, within = self._time_of(text, at, option)
         chosen = [e for e in self.frames if (e.time < when + within if within else e.time <= when)]
         if not chosen:
@@ -262,7 +263,10 @@ class Recording:
             before = moment - datetime.timedelta(days=1)              # the day before, if the recording has it
             if before.timestamp() + within > self.frames[0].time:
                 moment = before
-        return moment.timestamp(), within
+        try:
+            return moment.timestamp(), within
+        except (ValueError, OverflowError, OSError):  # (year 1 in local time: before any frame; 9999's end: after)
+            return (-1e18 if moment.year < 1970 else 253402300799.0), within
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
