@@ -211,3 +211,16 @@ def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
         if "--all-frames" in args and kind.startswith("a frame"):  # (frame 2 damaged: frame 1 is played)
             assert lines[0].endswith(": skipped, the other frames played"), lines
             assert {row.split(",")[1] for row in proc.stdout.decode().splitlines()[1:]} == {"1"}, proc.stdout
+
+
+@pytest.mark.parametrize("line", [b"\n", b"{}\n"])
+def test_an_index_of_millions_of_short_lines_is_read_in_memory_like_its_size(tmp_path, line):
+    """The index was split into a list of every line before the first was parsed: 24 MiB of
+    ``{}`` lines (a 256 MiB index is allowed) took 350 MiB, eight pointers a line of empty ones."""
+    from hostile_bounds import max_rss_growth
+    from smem.sources.recorded import Recording
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    (rec / "index.jsonl").write_bytes(b'{"format": "smem-recording", "version": 1}\n' + line * ((24 << 20) // len(line)))
+    code, peak = max_rss_growth(lambda: Recording(str(rec)).frames)
+    assert code == (0 if line == b"\n" else 1) and peak < 100, (code, peak)
