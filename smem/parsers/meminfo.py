@@ -10,7 +10,7 @@ import io
 from typing import Dict, NamedTuple
 
 from ..errors import SourceError
-from . import MAX_BYTES, MAX_KIB
+from . import MAX_BYTES, MAX_KEYS, MAX_KIB
 
 __all__ = ["Meminfo", "parse_meminfo"]
 
@@ -40,7 +40,8 @@ def parse_meminfo(data):
         if abs(value) >= (MAX_KIB if in_kib else MAX_BYTES):
             raise SourceError(f"meminfo: {name[:40]!r} is {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}"
                               f"{' kB' if in_kib else ''}, past 2**64 bytes: not a real meminfo (damaged capture?)")
-        (kib if in_kib else counts)[name] = value
+        if len(kib) + len(counts) < MAX_KEYS or name in kib or name in counts:
+            (kib if in_kib else counts)[name] = value
     return Meminfo(kib, counts)
 
 
