@@ -3,7 +3,8 @@ gzips to 300 KB; 256 MiB per member are allowed) is read in memory like its size
 capture-info, meminfo and SysV shm parsers split the member into a list of every line first:
 1.8 GiB, 610 MiB and 1.2 GiB at 64 MiB, for a capture of 300 KB; and capture-info, meminfo and
 a process's status kept every key of millions (``k1=``, ``k2=``, ...), where a real file has a
-few dozen: 13 times the member's size."""
+few dozen: 13 times the member's size.  A DRM client's fdinfo, a cgroup's memory.stat, iomem and
+swaps of millions of entries took up to 28 times."""
 
 import gzip
 import subprocess
@@ -23,6 +24,12 @@ MEMBERS = {
     "capture-info keys": (b"pagesize=4096\n" + b"".join(b"k%d=\n" % i for i in range(N // 10)), []),
     "meminfo keys": (hc.MEMINFO + b"".join(b"k%d: 1 kB\n" % i for i in range(N // 14)), []),
     "1234/status keys": (hc.STATUS + b"".join(b"k%d:\n" % i for i in range(N // 10)), ["-c", "pid rss_anon"]),
+    # (the kernel's files of a few KiB: a member past 1 MiB (16 for zoneinfo and iomem) is refused)
+    "1234/fdinfo/5 keys": (b"drm-pdev:\t0000:04:00.0\n" + b"".join(b"drm-resident-k%d:\t1 KiB\n" % i
+                                                                     for i in range(N // 24)), ["-c", "pid gpu"]),
+    "sys/fs/cgroup/a/memory.stat keys": (b"".join(b"k%d 1\n" % i for i in range(N // 10)), ["--cgroup"]),
+    "iomem keys": (b"".join(b"00001000-0009ffff : k%d\n" % i for i in range(N // 26)), ["-w"]),
+    "swaps keys": (b"Filename Type\n" + b"".join(b"/dev/k%d partition 1 0 -2\n" % i for i in range(N // 30)), ["-w", "--breakdown"]),
 }
 
 
