@@ -173,6 +173,15 @@ def _damage(kind, rec):
     elif kind == "a frame that is a link":
         frame.unlink()
         frame.symlink_to("/etc/passwd")
+    elif kind == "a line nested deeper than the json parser goes":
+        with open(rec / "index.jsonl", "ab") as f:
+            f.write(b"[" * 100000 + b"\n")
+    elif kind == "a header nested deeper than the json parser goes":
+        (rec / "index.jsonl").write_bytes(b"[" * 100000 + b"\n")
+    elif kind == "frames, a link to another recording's":
+        other = rec.parent / "other"
+        (rec / "frames").rename(other)
+        (rec / "frames").symlink_to(other)
     elif kind == "no frame":
         (rec / "index.jsonl").write_bytes((rec / "index.jsonl").read_bytes().split(b"\n")[0] + b"\n")
 
@@ -185,7 +194,10 @@ def small_recording(tmp_path_factory, pid_namespace):
 
 
 @pytest.mark.parametrize("kind", ["garbage index", "a line that is not a frame", "a frame missing",
-                                  "a frame cut short", "a frame that is a link", "no frame"])
+                                  "a frame cut short", "a frame that is a link", "no frame",
+                                  "a line nested deeper than the json parser goes",
+                                  "a header nested deeper than the json parser goes",
+                                  "frames, a link to another recording's"])
 def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
     import shutil
     rec = tmp_path / "rec"
@@ -199,3 +211,16 @@ def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
         if "--all-frames" in args and kind.startswith("a frame"):  # (frame 2 damaged: frame 1 is played)
             assert lines[0].endswith(": skipped, the other frames played"), lines
             assert {row.split(",")[1] for row in proc.stdout.decode().splitlines()[1:]} == {"1"}, proc.stdout
+
+
+@pytest.mark.parametrize("line", [b"\n", b"{}\n"])
+def test_an_index_of_millions_of_short_lines_is_read_in_memory_like_its_size(tmp_path, line):
+    """The index was split into a list of every line before the first was parsed: 24 MiB of
+    ``{}`` lines (a 256 MiB index is allowed) took 350 MiB, eight pointers a line of empty ones."""
+    from hostile_bounds import max_rss_growth
+    from smem.sources.recorded import Recording
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    (rec / "index.jsonl").write_bytes(b'{"format": "smem-recording", "version": 1}\n' + line * ((24 << 20) // len(line)))
+    code, peak = max_rss_growth(lambda: Recording(str(rec)).frames)
+    assert code == (0 if line == b"\n" else 1) and peak < 100, (code, peak)

@@ -19,8 +19,10 @@ _CONTROLS = {c: f"\\x{c:02x}" for c in CONTROLS if c < 0x100}
 
 
 def printable(text, controls=True):
-    """``text`` as valid Unicode; with ``controls``, control characters escaped as ``\\xNN`` too."""
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """``text`` as valid Unicode; with ``controls``, control characters escaped as ``\\xNN`` too.  A
+    ``\\x`` of its own is written ``\\x5cx``: a name holding the text ``\\x1b`` is not one holding
+    ESC (as OpenMetrics label sets they were one, twice: an invalid exposition)."""
+    text = text.replace("\\x", "\\x5cx").encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return text.translate(_CONTROLS) if controls else text
 
 

@@ -1,8 +1,9 @@
 /* smem html: the hierarchy drawn by plotly (only the levels shown), zoomed by clicks and the path. */
 
 function hover(n) {  // (long names cut: the tables and the sharing panel give them whole)
-  const lines = [`<b>${plotlyText(cut(n.name || n.label, 90))}</b>`];
-  if (n.kind === "process") lines.push(plotlyText(cut(n.row.command, 90)), plotlyText(cut(`user ${n.row.user}` + (n.row.cgroup ? ` · cgroup ${n.row.cgroup}` : ""), 90)));
+  const lines = [`<b>${n.name ? plotlyName(cut(n.name, 90)) : boxLabel(n, 90)}</b>`];
+  if (n.kind === "process") lines.push(plotlyName(cut(n.row.command, 90)), `user ${plotlyName(cut(n.row.user, 40))}` +
+                                       (n.row.cgroup ? ` · cgroup ${plotlyName(cut(n.row.cgroup, 60))}` : ""));
   if (n.kind === "area") lines.push(plotlyText(n.row.source));
   if (n.kind === "mapping" || n.kind === "rest") lines.push(plotlyText(n.count ? `${n.count} mappings` : ""));
   if (n.row && n.row.swap !== undefined && n.kind === "process") lines.push(`Swap ${human(n.row.swap)}`);
@@ -14,7 +15,7 @@ function hover(n) {  // (long names cut: the tables and the sharing panel give t
   }
   const parent = n.parent ? figure(n.parent) : 0;
   const v = figure(n);
-  if (n.parent) lines.push(`${pct(v, parent)} of ${plotlyText(cut(n.parent.label, 60))}`);
+  if (n.parent) lines.push(`${pct(v, parent)} of ${boxLabel(n.parent, 60)}`);
   if (state.measure === "pss" && state.data.meta.memtotal) lines.push(`${pct(v, state.data.meta.memtotal)} of MemTotal`);
   if (n.status) lines.push(n.status === "new" ? "new: only in NEW" : "gone");
   return lines.join("<br>");
@@ -53,7 +54,7 @@ function drawChart() {
   const labelled = nodes.map((n) => n === top || total(n) * pixels >= MIN_LABEL_AREA);
   const trace = {
     type: state.layout, ids: nodes.map((n) => n.id),
-    labels: nodes.map((n, i) => (labelled[i] ? plotlyText(n.label) + (n.status ? ` [${n.status}]` : "") : "")),
+    labels: nodes.map((n, i) => (labelled[i] ? boxLabel(n, Infinity) + (n.status ? ` [${n.status}]` : "") : "")),
     parents: nodes.map((n) => (n === top || !shown.has(n.parent && n.parent.id) ? "" : n.parent.id)),
     values: nodes.map((n) => total(n)), branchvalues: "total",
     text: nodes.map((n, i) => (labelled[i] ? human(figure(n)) + (compared() && n.d[state.measure] ? " " + signed(n.d[state.measure]) : "") : "")),
@@ -158,8 +159,9 @@ function drawCrumbs(top) {
   for (let p = top; p; p = p.parent) chain.unshift(p);
   chain.forEach((n, i) => {
     if (i) crumbs.append(el("span", {class: "sep", text: "›"}));
-    crumbs.append(el("button", {type: "button", text: `${n.label} · ${human(figure(n))}`, title: n.name || n.label,
-                                onclick: () => (n === top ? null : zoomTo(n))}));
+    const [name, after] = nameOf(n);  // (the name isolated: its own U+202E reversed the figure after it)
+    crumbs.append(el("button", {type: "button", title: n.name || n.label, onclick: () => (n === top ? null : zoomTo(n))},
+                     isolated(name), `${after} · ${human(figure(n))}`));
   });
 }
 

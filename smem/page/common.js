@@ -54,6 +54,22 @@ const signed = (kib) => (kib > 0 ? "+" : "") + human(kib);
 const pct = (part, whole) => (whole ? (100 * part / whole).toFixed(part / whole < 0.001 ? 3 : 1) + "%" : "-");
 /* plotly reads labels as its own small markup: entities keep a name as the text it is */
 const plotlyText = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+/* a name isolated (FSI ... PDI) from what its line says after it, a pid or a figure, which its own
+   U+202E would show reversed: one FSI more than it has isolate controls (a stray PDI of its own
+   closes one of ours, not the last; it closed a <bdi>'s isolate in Chromium too), PDIs for all that
+   can be open.  Plotly's labels have no <bdi>.  A name without a bidi control or a right-to-left
+   letter, which cannot reorder anything, is left as it is. */
+const BIDI = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069\ud802\ud803\ud83a\ud83b]/;
+const isolated = (s) => {
+  if (!BIDI.test(String(s))) return String(s);
+  const n = (String(s).match(/[\u2066-\u2069]/g) || []).length;
+  return "\u2068".repeat(n + 1) + String(s) + "\u2069".repeat(2 * n + 1);
+};
+const plotlyName = (s) => isolated(plotlyText(s));
+/* a box's name (a process's without its pid) and what follows it: a process's pid */
+const nameOf = (n) => (n.kind === "process" ? [n.row.name ?? "?", ` ${n.row.pid}`] : [n.label, ""]);
+/* a box's label as plotly text, ``most`` characters of its name at most */
+const boxLabel = (n, most) => { const [name, after] = nameOf(n); return plotlyName(cut(name, most)) + after; };
 /* a long name cut to ``most`` characters, keeping its start (the hovers; the tables give it whole) */
 const cut = (text, most) => (String(text).length > most ? String(text).slice(0, most - 1) + "…" : String(text));
 

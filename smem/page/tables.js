@@ -325,14 +325,14 @@ function showProcess(r) {
   const f = maps.fields;
   const parts = [el("h3", {text: `${r.pid} ${r.command}`})];
   if (r.status === "gone") {  // (a comparison's process only in OLD: its figures are OLD's, its mappings unread)
-    parts.push(el("p", {class: "note", text: `${r.user} · gone: only in OLD, where it had PSS ${human(r.old_pss)} · USS ${human(r.old_uss)} · RSS ${human(r.old_rss)}`}));
+    parts.push(el("p", {class: "note"}, isolated(r.user), ` · gone: only in OLD, where it had PSS ${human(r.old_pss)} · USS ${human(r.old_uss)} · RSS ${human(r.old_rss)}`));
     share.replaceChildren(...parts);
     return;
   }
-  parts.push(el("p", {class: "note", text: `${r.user} · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · ` +
+  parts.push(el("p", {class: "note"}, isolated(r.user), ` · PSS ${human(r.pss)} · USS ${human(r.uss)} · RSS ${human(r.rss)} · ` +
                       (rows.length ? `its ${rows.length} largest mappings, and how many other processes map each (select one to see them)`
                                    : data.meta.rollup ? "this frame kept smaps_rollup only: its mappings were not recorded"
-                                   : "no mapping of it was read")}));
+                                   : "no mapping of it was read")));
   // (what a user asks of a process: what quitting it gives back)
   parts.push(el("p", {class: "note hint", text: "USS is what quitting it would free; its shared pages stay while another " +
                       "process maps them (a forked family, or a file in tmpfs, frees them only all together)."}));

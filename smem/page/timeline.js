@@ -60,10 +60,10 @@ function drawTimeCharts(summary, at, colors) {
   const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),
-    name: plotlyText(`${p.pid} ${p.name ?? ""}`), hovertemplate: `%{y:.1f} ${lineUnit}<extra>%{meta}</extra>`,
+    name: `${p.pid} ${plotlyName(p.name ?? "")}`, hovertemplate: `%{y:.1f} ${lineUnit}<extra>%{meta}</extra>`,
     // (the command, in meta, not in the template, where its own %{...} would be read: two python3
     // lines are told apart by their scripts; cut, keeping its start, as the tables cut it)
-    meta: plotlyText(`${p.pid} ${cut(p.command ?? p.name ?? "", 80)}`)}));
+    meta: `${p.pid} ${plotlyName(cut(p.command ?? p.name ?? "", 80))}`}));
   Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest and the most grown processes", lineUnit, true, "time-lines"),
                {displayModeBar: false, responsive: true});
   // (stacked: the unit of their sum at the fullest frame)

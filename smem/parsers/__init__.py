@@ -9,6 +9,9 @@ MAX_BYTES = 1 << 64
 MAX_KIB = MAX_BYTES >> 10
 #: Linux ids (uid, gid) are 32-bit, and (uid_t)-1 is no one.
 MAX_ID = (1 << 32) - 1
+#: The keys a file of ``key: value`` lines (meminfo, status, capture-info) has at most: a real
+#: one has a few dozen; a capture's of millions (``k1``, ``k2``, ...) held 13 times its size.
+MAX_KEYS = 1024
 
 
 def plausible(value, limit=MAX_BYTES):

@@ -5,16 +5,18 @@ the ones smem uses: Uid/Gid (real, effective, saved, fs), PPid, Threads,
 State, and the Vm*/Rss* sizes in KiB.
 """
 
-from . import MAX_ID, MAX_KIB, plausible
+import io
+
+from . import MAX_ID, MAX_KEYS, MAX_KIB, plausible
 
 __all__ = ["parse_status", "status_ids", "status_kib", "status_int"]
 
 
 def parse_status(data):
     fields = {}
-    for line in data.split(b"\n"):
+    for line in io.BytesIO(data):  # (line by line, MAX_KEYS at most: a capture's may hold millions)
         key, sep, value = line.partition(b":")
-        if sep:
+        if sep and (len(fields) < MAX_KEYS or key.decode("ascii", "replace") in fields):
             fields[key.decode("ascii", "replace")] = value.strip().decode("utf-8", "surrogateescape")
     return fields
 

@@ -13,6 +13,7 @@ them gives None for them, never 0.  ``perms`` is octal; ``key`` is signed
 (printed with ``%10d``).  A line that does not parse is skipped.
 """
 
+import re
 from typing import List, NamedTuple, Optional
 
 from . import MAX_BYTES, plausible
@@ -49,15 +50,14 @@ def _number(fields, index, base=10, signed=False):
 
 
 def parse_sysvipc_shm(data) -> List[ShmSegment]:
-    lines = data.decode("ascii", "replace").splitlines()
-    if not lines:
-        return []
-    names = lines[0].split()
+    # (line by line, as str.splitlines() ends them: a list of millions of short lines took gigabytes)
+    lines = (m.group() for m in re.finditer("[^\n\r\v\f\x1c-\x1e]+", data.decode("ascii", "replace")))
+    names = next(lines, "").split()
     column = {name: i for i, name in enumerate(names)}
     if not {"key", "shmid", "size"} <= column.keys():
         return []
     segments = []
-    for line in lines[1:]:
+    for line in lines:
         fields = line.split()
         key = _number(fields, column["key"], signed=True)
         shmid = _number(fields, column["shmid"])

@@ -32,10 +32,21 @@ MAX_MEMBER_BYTES = 256 << 20
 MAX_FRAME_MEMBER_BYTES = 1 << 30
 
 
+#: The kernel's files of a few KiB on any machine (zoneinfo and iomem: some MiB on the largest)
+#: may hold this much: parsed, a capture's of millions of short lines took up to 28 times the size.
+_SMALL_MEMBERS = {**dict.fromkeys(("meminfo", "status", "stat", "statm", "smaps_rollup", "cgroup", "uptime", "version",
+                                   "capture-info", "swaps", "memory.stat", "memory.pressure", "mm_stat"), 1 << 20),
+                  "zoneinfo": 16 << 20, "iomem": 16 << 20}
+
+
 def member_limit(name):
     """The most bytes the member ``name`` may hold."""
-    leaf = name.rstrip("/").rpartition("/")[2]
-    return MAX_FRAME_MEMBER_BYTES if leaf in ("frames", "kpages.sparse") else MAX_MEMBER_BYTES
+    parent, _, leaf = name.rstrip("/").rpartition("/")
+    if leaf in ("frames", "kpages.sparse"):
+        return MAX_FRAME_MEMBER_BYTES
+    if parent.rpartition("/")[2] in ("fdinfo", "pressure"):  # (N/fdinfo/FD, pressure/memory)
+        return 1 << 20
+    return _SMALL_MEMBERS.get(leaf, MAX_MEMBER_BYTES)
 
 
 def size_text(n):

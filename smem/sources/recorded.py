@@ -12,6 +12,7 @@ complete; a last line cut short (smem killed while appending it) is not a frame.
 """
 
 import datetime
+import io
 import json
 import os
 import re
@@ -87,7 +88,7 @@ def _entry(line, where):
         item = json.loads(line)
         number, when, smaps, anchor = item["frame"], item["time"], item["smaps"], item["anchor"]
         processes = item.get("processes")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # (RecursionError: "[[[[..." past json's depth)
         raise CaptureError(f"{where}: not a frame line") from None
     if not (type(number) is int and 0 < number < 10 ** 9 and type(anchor) is int and 0 < anchor <= number
             and isinstance(when, (int, float)) and 0 <= when < 1e11 and isinstance(smaps, bool)
@@ -128,11 +129,20 @@ class Recording:
         self.close()
 
     def _read(self, name, limit):
-        """A regular file of the recording, never followed through a link, at most ``limit`` bytes."""
+        """A regular file of the recording, at most ``limit`` bytes, reached through no link (frames/ too)."""
+        sub, _, leaf = name.rpartition("/")
+        where = None
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self._dir)
+            if sub:
+                where = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._dir)
+            fd = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self._dir if where is None else where)
         except OSError as e:
-            raise CaptureError(f"{self.path}: cannot read {name}: {e.strerror}") from None
+            link = next((p for p in (sub, name) if p and os.path.islink(os.path.join(self.path, p))), None)
+            why = f"{link} is a symbolic link (not followed)" if link else e.strerror
+            raise CaptureError(f"{self.path}: cannot read {name}: {why}") from None
+        finally:
+            if where is not None:
+                os.close(where)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
@@ -161,12 +171,11 @@ class Recording:
         return parsed
 
     def _parse(self, text):
-        lines = text.split(b"\n")
-        if lines and lines[-1]:
-            lines[-1] = b""  # a last line without its newline was cut short: not a frame
+        # (line by line: a list of every line of 256 MiB of short ones took gigabytes)
+        lines = (line[:-1] if line.endswith(b"\n") else b"" for line in io.BytesIO(text))  # (b"": a line cut short)
         try:
-            header = json.loads(lines[0])
-        except ValueError:
+            header = json.loads(next(lines, b""))
+        except (ValueError, RecursionError):
             header = None
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise CaptureError(f"{self.path}: not a smem recording (its {INDEX} has no header)")
@@ -174,7 +183,7 @@ class Recording:
             raise CaptureError(f"{self.path}: a recording of format version {header.get('version')!r}: "
                                f"this smem reads version {VERSION}")
         frames, seen = [], set()
-        for number, line in enumerate(lines[1:], 2):
+        for number, line in enumerate(lines, 2):
             if not line:
                 continue
             entry = _entry(line, f"{self.path}: {INDEX} line {number}")
@@ -208,11 +217,13 @@ class Recording:
             return self.frames[0], None
         text = at.strip()
         if text.isascii() and text.isdigit():
+            number = text.lstrip("0") or "0"  # (compared as text: int() refuses 4,300 digits)
             for entry in self.frames:
-                if entry.number == int(text):
+                if str(entry.number) == number:
                     return entry, None
-            raise UsageError(f"{option} {at}: the recording has no frame {int(text)} (frames "
-                             f"{self.frames[0].number} to {self.frames[-1].number})")
+            said, frame = (s if len(s) <= 40 else s[:40] + "..." for s in (at, number))
+            raise UsageError(f"{option} {said}: the recording has no frame {frame} (frames {self.frames[0].number} to "
+                             f"{self.frames[-1].number})")
         when, within = self._time_of(text, at, option)
         chosen = [e for e in self.frames if (e.time < when + within if within else e.time <= when)]
         if not chosen:
@@ -252,7 +263,10 @@ class Recording:
             before = moment - datetime.timedelta(days=1)              # the day before, if the recording has it
             if before.timestamp() + within > self.frames[0].time:
                 moment = before
-        return moment.timestamp(), within
+        try:
+            return moment.timestamp(), within
+        except (ValueError, OverflowError, OSError):  # (year 1 in local time: before any frame; 9999's end: after)
+            return (-1e18 if moment.year < 1970 else 253402300799.0), within
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
