@@ -21,7 +21,7 @@ REMEMBERED collections, so that back, it adds what it ran since, not all it ran 
 """
 
 from .formats.families import cpu_seconds_family
-from .formats.cells import printable
+from .formats.cells import label_value
 
 __all__ = ["CpuSeconds", "REMEMBERED"]
 
@@ -73,7 +73,7 @@ class CpuSeconds:
             before = self._totals.get(table.view.name, {})
             totals = {}
             for row in table.rows:
-                key = tuple(printable(str(get(row))) for _, get in labels)
+                key = tuple(label_value(str(get(row))) for _, get in labels)
                 added = sum(ran.get(p.pid, 0) for p in row.processes)
                 totals[key] = totals.get(key, before.get(key, 0)) + added
             self._totals[table.view.name] = totals
@@ -84,6 +84,6 @@ class CpuSeconds:
                 stat = row.process.stat
                 ticks = now.get((row.process.pid, stat.start_time)) if stat is not None else None
                 if ticks is not None:
-                    counted[tuple(printable(str(get(row))) for _, get in labels)] = ticks
+                    counted[tuple(label_value(str(get(row))) for _, get in labels)] = ticks
             return counted
         return None

@@ -9,9 +9,11 @@ JSON escapes control characters itself (``\u001b``), losslessly, so it asks
 for valid Unicode only.
 """
 
+import re
+
 from ..report import CONTROLS, format_value, percent_base
 
-__all__ = ["printable", "raw", "cell", "asked_units", "totals_row", "marker_column"]
+__all__ = ["printable", "label_value", "raw", "cell", "asked_units", "totals_row", "marker_column"]
 
 #: the tables' control characters (report.CONTROLS: C0, DEL, C1), escaped; the bytes that are not
 #: UTF-8 among them are already \xNN here (printable decodes them so)
@@ -22,6 +24,31 @@ def printable(text, controls=True):
     """``text`` as valid Unicode; with ``controls``, control characters escaped as ``\\xNN`` too."""
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return text.translate(_CONTROLS) if controls else text
+
+
+#: what printable writes for a byte it escapes (C0, DEL, C1, not UTF-8): a name holding this already
+#: would read as one that held such a byte
+_ESCAPE_LIKE = re.compile(r"\\x(?:[01][0-9a-f]|7f|[89a-f][0-9a-f])")
+
+
+def label_value(text):
+    """``text`` as a metric label: as it is where printable leaves it so and it holds nothing that reads
+    as printable's escape; else its bytes, each one printable escapes as ``\\xNN`` (a C1 character's
+    two) and each backslash doubled.  Two names never give one label (a duplicate series, which a
+    scrape drops or refuses), and systemd's ``\\x2d`` stays as it is."""
+    if printable(text) == text and not _ESCAPE_LIKE.search(text):
+        return text
+    return "".join(map(_escaped, text))
+
+
+def _escaped(c):
+    if "\udc80" <= c <= "\udcff":  # (a byte not UTF-8)
+        return f"\\x{ord(c) - 0xdc00:02x}"
+    if c == "\\":
+        return "\\\\"
+    if ord(c) in _CONTROLS:
+        return "".join(f"\\x{b:02x}" for b in c.encode("utf-8"))
+    return c
 
 
 def raw(value, controls=True):

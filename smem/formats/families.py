@@ -15,7 +15,7 @@ and a reboot is a counter reset to Prometheus).
 
 A row's labels are the view's ``labels`` (pid, user, name; user; area ...), and a column's own
 where several columns are one family (views.columns.ColumnMetric),
-as valid UTF-8 with control characters written ``\\xNN`` (formats.cells);
+as valid UTF-8, control characters written ``\\xNN``, two names never one label (formats.cells.label_value);
 escaping quotes and backslashes is the writer's job.  A value absent from the
 source is left out, never written as 0.
 """
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import List, Tuple
 
-from .cells import printable
+from .cells import label_value
 
 __all__ = ["Family", "families", "cpu_seconds_family", "pressure_families", "recommendation_families"]
 
@@ -49,7 +49,7 @@ def families(table, helps=None):
     speaks of every command."""
     labels = table.view.metrics.labels
     label_names = tuple(k for k, _ in labels)
-    row_labels = [tuple(printable(str(get(row))) for _, get in labels) for row in table.rows]
+    row_labels = [tuple(label_value(str(get(row))) for _, get in labels) for row in table.rows]
     result = []
     declared = {}  # ColumnMetric name -> (the first column's ColumnMetric, the samples of all its columns)
     # (a column -c names twice is shown twice, and exported once: a family or a series twice is

@@ -1,0 +1,84 @@
+"""Label values of smem serve and -F openmetrics: whatever a local user names a process, two names
+never give one label (a duplicate series, which Prometheus drops in silence, one program's figures
+shown for another's), and a name that needs no escaping is written as it is.  Real processes, named
+with prctl(PR_SET_NAME), scraped from a real server on 127.0.0.1."""
+
+import subprocess
+import sys
+import urllib.request
+import uuid
+
+import pytest
+
+from conftest import run_smem
+from serve_process import serving, stop
+
+parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
+
+#: pairs of names that printable() alone wrote alike: a byte that is not UTF-8 and its escape spelt
+#: out, a newline and its escape, a C1 control character and the same byte not UTF-8; and a name
+#: that looks like an escape but is none (systemd's \x2d), which stays as it is
+NAMES = (b"\xff\xfeb", b"\\xff\\xfeb", b"x\ny", b"x\\x0ay", b"c\xc2\x9b", b"c\x9b", b"a\\x2db")
+
+
+def _named(names):
+    """A process per name (prctl), each with a token in its command line: (token, processes)."""
+    token = uuid.uuid4().hex[:12]
+    children = []
+    for name in names:
+        code = (f"import ctypes, sys; ctypes.CDLL(None).prctl(15, {name!r}, 0, 0, 0); "
+                "print('ready', flush=True); sys.stdin.read()")
+        children.append(subprocess.Popen([sys.executable, "-c", code, token], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE))
+    for child in children:
+        assert child.stdout.readline() == b"ready\n"
+    return token, children
+
+
+def _ended(children):
+    for child in children:
+        child.stdin.close()
+        child.wait(30)
+
+
+def _series(text, family):
+    """[labels] of ``family``'s samples in exposition ``text`` (each once per series it has)."""
+    return [s.labels for f in parser.text_string_to_metric_families(text) for s in f.samples if s.name == family]
+
+
+@pytest.fixture(scope="module")
+def named():
+    token, children = _named(NAMES)
+    try:
+        yield token, children
+    finally:
+        _ended(children)
+
+
+def test_names_that_printable_writes_alike_are_distinct_series(named):
+    token, children = named
+    proc, base = serving("-P", token, "--top", "100")
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=60) as response:
+            text = response.read().decode()
+    finally:
+        status, err = stop(proc)
+    assert status == 0 and "Traceback" not in err, err
+    for family in ("smem_program_pss_bytes", "smem_program_cpu_seconds_total"):
+        names = [labels["name"] for labels in _series(text, family)]
+        assert len(names) == len(NAMES) == len(set(names)), (family, names)
+    processes = {labels["pid"]: labels["name"] for labels in _series(text, "smem_process_pss_bytes")}
+    assert sorted(processes) == sorted(str(c.pid) for c in children)
+    assert len(set(processes.values())) == len(NAMES)
+    assert processes[str(children[-1].pid)] == "a\\x2db"  # (needs no escape: as it is)
+    assert processes[str(children[0].pid)] == "\\xff\\xfeb"  # (the bytes, as before)
+    assert processes[str(children[2].pid)] == "x\\x0ay"  # (the newline, as before)
+
+
+def test_openmetrics_format_writes_them_apart_too(named):
+    token, _ = named
+    text = run_smem("-g", "-P", token, "-F", "openmetrics", check=True).stdout.decode()
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    names = [s.labels["name"] for f in text_string_to_metric_families(text) for s in f.samples
+             if s.name == "smem_program_pss_bytes"]
+    assert len(names) == len(NAMES) == len(set(names)), names
