@@ -3,6 +3,7 @@ never give one label (a duplicate series, which Prometheus drops in silence, one
 shown for another's), and a name that needs no escaping is written as it is.  Real processes, named
 with prctl(PR_SET_NAME), scraped from a real server on 127.0.0.1."""
 
+import os
 import subprocess
 import sys
 import urllib.request
@@ -82,3 +83,67 @@ def test_openmetrics_format_writes_them_apart_too(named):
     names = [s.labels["name"] for f in text_string_to_metric_families(text) for s in f.samples
              if s.name == "smem_program_pss_bytes"]
     assert len(names) == len(NAMES) == len(set(names)), names
+
+
+def _cgroup_mount():
+    """Where the hierarchy smem names a process's cgroup from is mounted (parsers.cgroup: v1's
+    memory, else v2), or None."""
+    with open("/proc/self/cgroup") as f:
+        v1 = any("memory" in line.split(":")[1].split(",") for line in f.read().splitlines() if line.count(":") >= 2)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            after = fields[fields.index("-") + 1:]
+            if (v1 and after[0] == "cgroup" and "memory" in after[2].split(",")) or (not v1 and after[0] == "cgroup2"):
+                return fields[4]
+    return None
+
+
+@pytest.fixture
+def containers():
+    """Two processes in two cgroups named as podman names containers, their ids alike in the 12 hex
+    digits that docker ps shows (a user makes such cgroups in the subtree systemd delegates to them):
+    (pids, {pid: its cgroup path}); skipped where cgroups cannot be made (not root, read-only)."""
+    from smem.parsers.cgroup import parse_cgroup
+    mount = _cgroup_mount()
+    top = None if mount is None else os.path.join(mount, "smem-test-" + uuid.uuid4().hex[:8])
+    same = "0123456789ab"
+    made, children = [], []
+    try:
+        for tail in ("b" * 52, "c" * 52):
+            path = os.path.join(top or "/nonexistent", f"libpod-{same}{tail}.scope")
+            try:
+                os.makedirs(path)
+            except OSError as e:
+                pytest.skip(f"cannot make a cgroup here ({e.strerror}): needs root and a writable cgroup mount")
+            made.append(path)
+            child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+            children.append(child)
+            with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                f.write(str(child.pid))
+        paths = {}
+        for child in children:
+            with open(f"/proc/{child.pid}/cgroup", "rb") as f:
+                paths[child.pid] = parse_cgroup(f.read())
+        yield [c.pid for c in children], paths
+    finally:
+        _ended(children)
+        for path in [*reversed(made), *([top] if made else [])]:
+            os.rmdir(path)
+
+
+def test_two_containers_whose_ids_start_alike_are_two_series(containers):
+    """A cgroup's label in the tables cuts a container's 64 hex digits to the 12 docker ps shows; its
+    metric label is its whole path: cut, two cgroups gave one label twice (a duplicate series)."""
+    pids, paths = containers
+    proc, base = serving("--pid", ",".join(map(str, pids)), "--top", "0")
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=60) as response:
+            text = response.read().decode()
+    finally:
+        status, err = stop(proc)
+    assert status == 0, err
+    for family in ("smem_cgroup_pss_bytes", "smem_cgroup_cpu_seconds_total"):
+        assert sorted(labels["cgroup"] for labels in _series(text, family)) == sorted(paths.values()), family
+    table = run_smem("--cgroup", "--pid", ",".join(map(str, pids)), "-c", "cgroup", check=True).stdout.decode()
+    assert sum(line.strip().endswith("libpod-0123456789ab.scope") for line in table.splitlines()) == 2
