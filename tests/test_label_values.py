@@ -106,21 +106,25 @@ def containers():
     (pids, {pid: its cgroup path}); skipped where cgroups cannot be made (not root, read-only)."""
     from smem.parsers.cgroup import parse_cgroup
     mount = _cgroup_mount()
-    top = None if mount is None else os.path.join(mount, "smem-test-" + uuid.uuid4().hex[:8])
+    if mount is None:
+        pytest.skip("no cgroup mount of the hierarchy smem names cgroups from")
+    top = os.path.join(mount, "smem-test-" + uuid.uuid4().hex[:8])
     same = "0123456789ab"
     made, children = [], []
     try:
-        for tail in ("b" * 52, "c" * 52):
-            path = os.path.join(top or "/nonexistent", f"libpod-{same}{tail}.scope")
+        for path in (top, *(os.path.join(top, f"libpod-{same}{tail}.scope") for tail in ("b" * 52, "c" * 52))):
             try:
-                os.makedirs(path)
+                os.mkdir(path)
+                made.append(path)
+                if path != top:
+                    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                                             stdin=subprocess.PIPE)
+                    children.append(child)
+                    with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                        f.write(str(child.pid))
             except OSError as e:
-                pytest.skip(f"cannot make a cgroup here ({e.strerror}): needs root and a writable cgroup mount")
-            made.append(path)
-            child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
-            children.append(child)
-            with open(os.path.join(path, "cgroup.procs"), "w") as f:
-                f.write(str(child.pid))
+                pytest.skip(f"cannot make a cgroup and move a process in ({e.strerror}): needs root and a "
+                            "writable cgroup mount")
         paths = {}
         for child in children:
             with open(f"/proc/{child.pid}/cgroup", "rb") as f:
@@ -128,7 +132,7 @@ def containers():
         yield [c.pid for c in children], paths
     finally:
         _ended(children)
-        for path in [*reversed(made), *([top] if made else [])]:
+        for path in reversed(made):
             os.rmdir(path)
 
 
