@@ -327,13 +327,13 @@ def serve(**o):
     query = query_from(o, "process", source=o["source"])
     if query.jobs is None:  # a daemon beside the work it watches: one core, and no fork from a server thread
         query = query._replace(jobs=1)
-    from .serve import serve_http, write_textfiles
+    from .serve import serve_http, unfailing, write_textfiles
     if options.textfile is not None:
         if write_textfiles(query, options, warn):
             sys.exit(1)  # what went wrong is said already (a warning); cron should see it failed
     else:
         from .page.live import LivePage  # the page at /: smem html's, read at most every --min-interval
-        serve_http(query, options, note, warn, LivePage(query, options.min_interval, warn))
+        serve_http(query, options, note, warn, LivePage(query, options.min_interval, unfailing(warn)))
 
 
 def _fail(message, code):

@@ -167,8 +167,11 @@ def make_server(host, port, app):
             error = exc_info[1]
             if not isinstance(error, (TimeoutError, ConnectionError)):
                 path = self.environ.get("PATH_INFO", "") if self.environ else ""
-                print(f"smem: serve: answering {path!r}: {type(error).__name__}: {str(error)!r}", file=sys.stderr,
-                      flush=True)
+                try:
+                    print(f"smem: serve: answering {path!r}: {type(error).__name__}: {str(error)!r}",
+                          file=sys.stderr, flush=True)
+                except OSError:
+                    pass  # (stderr gone: the client gets its 500 still)
 
     class QuietHandler(WSGIRequestHandler):
         timeout = IDLE_TIMEOUT  # (each connection holds a thread: one that never sends is let go)

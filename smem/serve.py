@@ -45,7 +45,7 @@ from .options import ReportRequest, TableOptions
 from .report import make_table
 from .shared_reading import SharedReading
 
-__all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "TEXTFILE_NAME"]
+__all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "unfailing", "TEXTFILE_NAME"]
 
 #: the views whose every row a scrape carries: their rows grow with what runs (programs, users,
 #: services), not with the number of processes; and the system's areas
@@ -120,6 +120,18 @@ def _only(snapshot, processes):
     return dataclasses.replace(snapshot, reading=dataclasses.replace(snapshot.reading, processes=processes))
 
 
+def unfailing(say):
+    """``say`` (a line on stderr) dropping a line it cannot write: a daemon whose stderr is gone (the
+    terminal it was started from hung up, a pipe to a logger that died) serves on.  Each scrape with
+    something new to say was an empty reply so (wsgiref takes an EPIPE for the client's going)."""
+    def said(message):
+        try:
+            say(message)
+        except OSError:
+            pass
+    return said
+
+
 class SharedCollector:
     """A prometheus_client collector whose scrapes share collections: one at a time, and one
     younger than ``min_interval`` seconds answers again."""
@@ -137,7 +149,7 @@ class SharedCollector:
         self.min_interval = options.min_interval
         self.refresher = Refresher(options.max_staleness)
         self.cpu_seconds = CpuSeconds()  # what each group ran, kept across its processes' exits
-        self.warn = warn
+        self.warn = unfailing(warn)
         self.collections = 0
         self.errors = 0
         self._shared = SharedReading(self.min_interval, self._collect)  # one at a time, shared
@@ -320,6 +332,7 @@ def write_textfiles(query, options, warn):
     write failing is an error: a directory it could never write."""
     require("prometheus_client", "smem serve --textfile")
     from prometheus_client import generate_latest
+    warn = unfailing(warn)
     directory = options.textfile
     try:
         if not stat.S_ISDIR(os.stat(directory).st_mode):

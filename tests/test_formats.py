@@ -258,7 +258,8 @@ def test_control_characters_never_reach_programs_raw():
 def test_c1_control_characters_are_controls_too():
     """CSI and OSC have 8-bit forms, U+009B and U+009D, which a terminal taking 8-bit controls
     obeys, as it does the bytes 0x9B and 0x9D in a name that is not UTF-8: the tables show ? for
-    them as for ESC (as ps does), CSV and OpenMetrics write \\x9b."""
+    them as for ESC (as ps does), CSV and OpenMetrics write the character's bytes, \\xc2\\x9b (to tell
+    it from the byte 0x9B, \\x9b: tests/test_label_values.py)."""
     pid, token, outputs = _named_process_outputs(b"c\xc2\x9b2J\x9d0;T", b"\xc2\x9b2J\x9b2J",
                                                  ("classic", "github", "csv", "openmetrics", "json"), wide=True)
     wide = outputs.pop("wide")
@@ -271,8 +272,8 @@ def test_c1_control_characters_are_controls_too():
     (line,) = [l for l in wide.decode().splitlines() if l.split()[:1] == [str(pid)]]
     assert "c?2J?0;T" in line and line.rstrip().endswith(token + "?2J?2J")
     (row,) = list(csv.reader(io.StringIO(outputs["csv"].decode())))[1:]
-    assert row[1] == "c\\x9b2J\\x9d0;T" and row[2].endswith(token + "\\x9b2J\\x9b2J")
-    assert 'name="c\\\\x9b2J\\\\x9d0;T"' in outputs["openmetrics"].decode()
+    assert row[1] == "c\\xc2\\x9b2J\\x9d0;T" and row[2].endswith(token + "\\xc2\\x9b2J\\x9b2J")
+    assert 'name="c\\\\xc2\\\\x9b2J\\\\x9d0;T"' in outputs["openmetrics"].decode()
     # JSON escapes U+009B itself (read back whole); the byte 0x9D, not UTF-8, is written \x9d
     assert json.loads(outputs["json"])["rows"][0]["name"] == "c\u009b2J\\x9d0;T"
 

@@ -232,3 +232,29 @@ def test_the_live_page_gets_a_new_reading_at_each_refresh():
         status, stderr = stop(proc)
     assert status == 0 and "Traceback" not in stderr, stderr
     assert read_at[0] < read_at[1] < read_at[2], read_at
+
+
+def test_a_log_no_one_reads_any_more_never_fails_a_scrape(tmp_path):
+    """Started from a shell that is gone (its terminal hung up) or piped to a logger that died, smem
+    serve cannot write its stderr: each scrape that had something new to say (a capture removed)
+    was an empty reply, the target down, while smem's own figures could still be served."""
+    import shutil
+    capture = tmp_path / "capture.tgz"
+    shutil.copy(CAPTURE, capture)
+    proc = start_serve("-S", capture, "--listen", "127.0.0.1:0", "--min-interval", "0")
+    try:
+        line = next_line(proc)
+        assert "serving http://" in line, line
+        base = line.split("serving ")[1].strip().rsplit("/", 1)[0]
+        assert "the page" in next_line(proc)
+        proc.stderr.close()  # (no one reads it now: a write is EPIPE)
+        assert "smem_process_pss_bytes{" in _get(base + "/metrics")
+        capture.unlink()
+        for _ in range(2):
+            served = {s.name: s.value for f in parser.text_string_to_metric_families(_get(base + "/metrics"))
+                      for s in f.samples}
+            assert "smem_process_pss_bytes" not in served and served["smem_collection_errors_total"] >= 1
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(subprocess.signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0

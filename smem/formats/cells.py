@@ -9,21 +9,44 @@ JSON escapes control characters itself (``\u001b``), losslessly, so it asks
 for valid Unicode only.
 """
 
+import re
+
 from ..report import CONTROLS, format_value, percent_base
 
 __all__ = ["printable", "raw", "cell", "asked_units", "totals_row", "marker_column"]
 
-#: the tables' control characters (report.CONTROLS: C0, DEL, C1), escaped; the bytes that are not
-#: UTF-8 among them are already \xNN here (printable decodes them so)
-_CONTROLS = {c: f"\\x{c:02x}" for c in CONTROLS if c < 0x100}
+#: the tables' control characters (report.CONTROLS: C0, DEL, C1), escaped as their bytes in UTF-8
+_CONTROLS = frozenset(chr(c) for c in CONTROLS if c < 0x100)
+#: what a name would read as an escape of ours: a byte that is not UTF-8 (0x80-0xFF), and with
+#: controls a control character's (0x00-0x1F, 0x7F; a C1's lead byte, 0xC2, is among the first)
+_ESCAPE_LIKE = {True: re.compile(r"\\x(?:[01][0-9a-f]|7f|[89a-f][0-9a-f])"), False: re.compile(r"\\x[89a-f][0-9a-f]")}
 
 
 def printable(text, controls=True):
-    """``text`` as valid Unicode; with ``controls``, control characters escaped as ``\\xNN`` too.  A
-    ``\\x`` of its own is written ``\\x5cx``: a name holding the text ``\\x1b`` is not one holding
-    ESC (as OpenMetrics label sets they were one, twice: an invalid exposition)."""
-    text = text.replace("\\x", "\\x5cx").encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return text.translate(_CONTROLS) if controls else text
+    """``text`` as valid Unicode, one-to-one: a name with nothing to escape (no byte that is not
+    UTF-8; with ``controls``, no control character) and nothing that reads as an escape is as it
+    is (systemd's ``\\x2d`` too); any other is spelt with each such byte ``\\xNN`` (a C1 character's
+    two bytes) and each backslash doubled.  Two names never come out alike: as OpenMetrics label
+    sets, a name holding ESC and one holding the text ``\\x1b`` were one, twice (an invalid
+    exposition), as were U+009B and the byte 0x9B."""
+    if _ESCAPE_LIKE[controls].search(text) is None and (
+            text.isprintable() or not any(_needs_escape(c, controls) for c in text)):
+        return text
+    return "".join(_escaped(c, controls) for c in text)
+
+
+def _needs_escape(c, controls):
+    return "\udc80" <= c <= "\udcff" or (controls and c in _CONTROLS)
+
+
+def _escaped(c, controls):
+    if "\udc80" <= c <= "\udcff":  # (a byte not UTF-8, as surrogateescape keeps it)
+        return f"\\x{ord(c) - 0xdc00:02x}"
+    if c == "\\":
+        return "\\\\"
+    if controls and c in _CONTROLS:
+        return "".join(f"\\x{b:02x}" for b in c.encode("utf-8"))
+    return c
 
 
 def raw(value, controls=True):

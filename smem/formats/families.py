@@ -15,7 +15,7 @@ and a reboot is a counter reset to Prometheus).
 
 A row's labels are the view's ``labels`` (pid, user, name; user; area ...), and a column's own
 where several columns are one family (views.columns.ColumnMetric),
-as valid UTF-8 with control characters written ``\\xNN`` (formats.cells);
+as valid UTF-8, control characters written ``\\xNN``, two names never one label (formats.cells.printable, one-to-one);
 escaping quotes and backslashes is the writer's job.  A value absent from the
 source is left out, never written as 0.
 """

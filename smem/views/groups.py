@@ -189,6 +189,13 @@ PROGRAM_VIEW = View(
 )
 
 
+def _whole_path(row):
+    """A cgroup's metric label: its path whole, as cAdvisor's id label has it.  The tables' label cuts a
+    container's id to the 12 hex digits docker ps shows, which two cgroups can share (a user names
+    cgroups freely in the subtree systemd delegates to them): one label twice, a duplicate series."""
+    return row.key if row.key is not None else row.label
+
+
 def cgroup_rows(snapshots, options):
     return group_rows(snapshots, lambda p: p.cgroup, lambda p: cgroup_label(p.cgroup), snapshots[-1].pressure)
 
@@ -246,5 +253,5 @@ CGROUP_VIEW = View(
     )},
     default_columns=("cgroup", "count", "swap", "uss", "pss", "rss"),
     default_sort="pss", rows=cgroup_rows, flowing_column="cgroup", reads=Reads(needs=frozenset({"cgroup"})),
-    accounting=_GROUPS, comparison=_BY_KEY, metrics=Metrics(labels=(("cgroup", lambda r: r.label),)),
+    accounting=_GROUPS, comparison=_BY_KEY, metrics=Metrics(labels=(("cgroup", _whole_path),)),
 )
