@@ -67,7 +67,11 @@ def _wait_up(url, proc, seconds=600):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f'{proc.args[0]} exited with {proc.returncode}')
+            said = ''
+            if getattr(proc, 'log', None):  # (what it said before it exited: its last lines)
+                with open(proc.log, errors='replace') as f:
+                    said = ': ' + ' | '.join(f.read().splitlines()[-5:])
+            raise RuntimeError(f'{proc.args[0]} exited with {proc.returncode}{said}')
         try:
             return _get(url)
         except OSError:
@@ -89,10 +93,12 @@ def _exporter(tmp, env):
     with open(config, 'w') as f:
         f.write(EXPORTER_CONFIG)
     port = _free_port()
-    proc = subprocess.Popen([EXPORTER, '-config.path', config, '-gather-smaps=true',
-                             '-web.listen-address', f'127.0.0.1:{port}'],
-                            env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    log = os.path.join(tmp, 'process-exporter.log')
+    with open(log, 'wb') as said:
+        proc = subprocess.Popen([EXPORTER, '-config.path', config, '-gather-smaps=true',
+                                 '-web.listen-address', f'127.0.0.1:{port}'],
+                                env=env, cwd=tmp, stdin=subprocess.DEVNULL, stdout=said, stderr=said)
+    proc.log = log
     return proc, f'http://127.0.0.1:{port}/metrics'
 
 
