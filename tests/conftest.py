@@ -270,6 +270,33 @@ def run_smem_process(*args, input=None, env=None, check=False):
     return proc
 
 
+def run_smem_on_a_terminal(args, columns):
+    """smem's output run on a pseudo-terminal ``columns`` wide (stdin not a terminal)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdout=slave, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env=env, cwd=TESTS.parent)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(60)
+    os.close(master)
+    return out.decode().replace("\r\n", "\n").splitlines()
+
+
+
 #: Python code that imports what smem may import lazily, then becomes nobody (uid 65534).
 #: The interpreter may live under /root, unreadable once we are nobody, so everything smem
 #: could need is imported first; then the code that follows runs as an unprivileged user.

@@ -3,14 +3,12 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tarfile
 import uuid
 
 import pytest
 
-from conftest import FIXTURES, rows, run_smem
+from conftest import FIXTURES, rows, run_smem, run_smem_on_a_terminal
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
 
@@ -62,37 +60,11 @@ def test_columns_with_commas():
     assert out == ["  PID      PSS "]
 
 
-def _on_a_terminal(args, columns):
-    """smem's output run on a pseudo-terminal ``columns`` wide (stdin not a terminal)."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdout=slave, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, env=env, cwd=os.path.dirname(os.path.dirname(__file__)))
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(60)
-    os.close(master)
-    return out.decode().replace("\r\n", "\n").splitlines()
-
-
 def test_autosize_uses_the_terminal_of_stdout_and_cuts_nothing_off_a_terminal(child):
     token = uuid.uuid4().hex
     c = child("pass", args=[token * 3])
     args = ["-a", "-c", "pid command", "-P", token]
-    (narrow,) = [l for l in _on_a_terminal(args, 80) if l.split()[:1] == [str(c.pid)]]
+    (narrow,) = [l for l in run_smem_on_a_terminal(args, 80) if l.split()[:1] == [str(c.pid)]]
     assert len(narrow) <= 80 and token * 3 not in narrow
     (sixty,) = rows(run_smem(*args, env={"COLUMNS": "60"}), c.pid)
     assert len(sixty) <= 60 and token not in sixty
@@ -129,9 +101,9 @@ def test_diff_on_a_terminal_gives_the_command_the_width_the_others_leave():
     the table is as before."""
     capture = str(FIXTURES / "captures" / "faithful.tar.gz")
     args = ["diff", capture, capture, "--pid", "7854"]
-    wide = _on_a_terminal(args, 160)
+    wide = run_smem_on_a_terminal(args, 160)
     assert len(wide) == 2 and all(len(line) == 160 for line in wide), wide
     assert "/root/.pyenv/versions/3.11.7/bin/python3 tests/fixtures/record_captures.py" in wide[1], wide
     piped = rows(run_smem(*args, check=True))
     assert piped[1].split()[2] == "/root/.pyenv/versions/3.11." and len(piped[0]) == 104, piped
-    assert _on_a_terminal(args, 90) == [line.rstrip("\n") for line in piped]  # (never under smem 1.5's 27)
+    assert run_smem_on_a_terminal(args, 90) == [line.rstrip("\n") for line in piped]  # (never under smem 1.5's 27)

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import TESTS, run_smem
+from conftest import run_smem, run_smem_on_a_terminal
 
 #: the parent creates and attaches a SysV segment, maps the /dev/shm file, touching each page of
 #: both, and forks five children that keep both mappings ("web content": a name with a space)
@@ -65,32 +65,6 @@ def objects():
         libc.shmctl(shmid, IPC_RMID, None)
 
 
-def _on_a_terminal(args, columns):
-    """smem's output on a pseudo-terminal ``columns`` wide."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdout=slave, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, env=env, cwd=TESTS.parent)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(60)
-    os.close(master)
-    return out.decode().replace("\r\n", "\n").splitlines()
-
-
 AMOUNTS = ("Size", "RSS", "Swap", "Mapped", "Unmapped")
 
 
@@ -98,7 +72,7 @@ AMOUNTS = ("Size", "RSS", "Swap", "Mapped", "Unmapped")
 def test_the_table_fits_the_terminal_and_keeps_its_figures(objects, columns):
     path, shmid = objects
     document = json.loads(run_smem("--shm", "-F", "json", check=True).stdout)
-    lines = _on_a_terminal(["--shm", "-t"], columns)
+    lines = run_smem_on_a_terminal(["--shm", "-t"], columns)
     header = lines[0]
     assert header.split()[:2] == ["Kind", "Name"], lines
     table = lines[:next(i for i, line in enumerate(lines) if line.startswith("---")) + 2]
@@ -129,7 +103,7 @@ def _labels(text):
 def test_the_notes_under_the_table_wrap_at_words(objects, columns):
     """The notes under the table (how files count, meminfo's Shmem beside the rows) were lines of
     140 characters, which the terminal broke in the middle of words."""
-    lines = _on_a_terminal(["--shm", "-t"], columns)
+    lines = run_smem_on_a_terminal(["--shm", "-t"], columns)
     notes = lines[next(i for i, line in enumerate(lines) if line.startswith("---")) + 2:]
     assert any(line.startswith("files are part of their mount") for line in notes), notes
     too_wide = [line for line in notes if len(line) >= columns]
