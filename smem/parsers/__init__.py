@@ -3,6 +3,8 @@
 They take bytes and return plain data; none of them touches the filesystem.
 """
 
+import re
+
 #: Every figure is an amount a machine could have: less than 2**64 bytes (the
 #: kernel's counters are 64-bit), so less than 2**54 KiB.  A larger one is damage.
 MAX_BYTES = 1 << 64
@@ -17,3 +19,13 @@ MAX_KEYS = 1024
 def plausible(value, limit=MAX_BYTES):
     """``value`` if 0 <= value < limit, else None: an int a machine could have."""
     return value if 0 <= value < limit else None
+
+
+#: a line, as str.splitlines() ends them
+_LINE = re.compile("[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def text_lines(text):
+    """The non-empty lines of ``text`` as str.splitlines() ends them, one at a time: a list of
+    every line of a capture's millions of short ones took gigabytes."""
+    return (match.group() for match in _LINE.finditer(text))

@@ -4,21 +4,15 @@
 time, page size, kernel release, machine).  Unknown keys pass through.
 """
 
-import re
-
-from . import MAX_KEYS
+from . import MAX_KEYS, text_lines
 
 __all__ = ["parse_capture_info"]
-
-#: a line, as str.splitlines() ends them (taken one at a time: a list of every line of millions
-#: of short ones took gigabytes)
-_LINE = re.compile("[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")
 
 
 def parse_capture_info(data):
     info = {}
-    for match in _LINE.finditer(data.decode("utf-8", "replace")):
-        key, sep, value = match.group().partition("=")
+    for line in text_lines(data.decode("utf-8", "replace")):
+        key, sep, value = line.partition("=")
         if sep and key.strip() and (len(info) < MAX_KEYS or key.strip() in info):
             info[key.strip()] = value.strip()
     return info

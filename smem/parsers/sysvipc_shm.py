@@ -13,10 +13,9 @@ them gives None for them, never 0.  ``perms`` is octal; ``key`` is signed
 (printed with ``%10d``).  A line that does not parse is skipped.
 """
 
-import re
 from typing import List, NamedTuple, Optional
 
-from . import MAX_BYTES, plausible
+from . import MAX_BYTES, plausible, text_lines
 
 __all__ = ["ShmSegment", "parse_sysvipc_shm"]
 
@@ -50,8 +49,7 @@ def _number(fields, index, base=10, signed=False):
 
 
 def parse_sysvipc_shm(data) -> List[ShmSegment]:
-    # (line by line, as str.splitlines() ends them: a list of millions of short lines took gigabytes)
-    lines = (m.group() for m in re.finditer("[^\n\r\v\f\x1c-\x1e]+", data.decode("ascii", "replace")))
+    lines = text_lines(data.decode("ascii", "replace"))
     names = next(lines, "").split()
     column = {name: i for i, name in enumerate(names)}
     if not {"key", "shmid", "size"} <= column.keys():
