@@ -11,9 +11,15 @@ allocating and freeing all along, the others idle):
 * Debian's prometheus-process-exporter, smaps gathered, grouping by command name.
 
 Every ``interval`` seconds the workload is stopped (SIGSTOP to its process group, so that
-nothing in it moves while they read it), the two servers whose figures are compared are
-scraped at once, it is continued, and the other two are scraped at once (so that it runs,
-allocating and freeing, for most of the time).  CPU is each server's user + system time from /proc/PID/stat (ticks),
+nothing in it moves while they read it), the servers whose figures are compared are scraped at
+once, it is continued, and the others are scraped at once (so that it runs, allocating and
+freeing, for most of the time).  The two that read every process at every scrape (the full
+re-read and process-exporter) take turns, one a round: what they cost a scrape does not depend
+on when it comes, while ours does (what is re-read for its age is the time since its last
+scrape over ``--max-staleness``), and on two cores a round of all four at 10,000 processes takes
+longer than 15 s, which would measure ours at a longer interval than the one asked.  So odd
+rounds compare figures (``every`` against ``full``), even rounds scrape process-exporter and
+``cat`` every rollup (R, below); ``ours`` and ``every`` are scraped every round.  CPU is each server's user + system time from /proc/PID/stat (ticks),
 taken just before and after its scrape, summed over the timed scrapes: the machine is
 shared, and CPU time, unlike wall time, is not what others' load makes it.  Accuracy: every
 PSS sample ours exports (``smem_*_pss_bytes``: processes, programs, users, cgroups) against
@@ -116,6 +122,8 @@ def _percentile(values, q):
 def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scrapes=12, interval=15.0,
                         staleness=60.0):
     """The table of one run (see the module's docstring)."""
+    if scrapes < 2:
+        raise SystemExit('bench: --scrapes must be 0 or at least 2 (the full re-read and process-exporter take turns)')
     servers = {}
     try:
         servers['ours'] = _ours(ours_argv, ours_env(), tmp, staleness, 10)
@@ -149,14 +157,15 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
                     list(pool.map(one, names))
             # the two whose figures are compared read a stopped workload; the others read it as it
             # runs, so that it is stopped no longer than that (it allocates and frees meanwhile)
+            comparing = k % 2 == 1 or 'exporter' not in servers  # (the full re-read's turn: see the docstring)
             os.killpg(wl.leader_pid, signal.SIGSTOP)
             try:
-                scrape(('every', 'full'))
+                scrape(('every', 'full') if comparing else ('every',))
             finally:
                 os.killpg(wl.leader_pid, signal.SIGCONT)
-            scrape(name for name in servers if name not in ('every', 'full'))
-            rollups.append(_cat_rollups_cpu())
-            ours, full = _samples(bodies['every']), _samples(bodies['full'])
+            scrape(('ours',) if comparing else ('ours', 'exporter'))
+            if not comparing or 'exporter' not in servers:
+                rollups.append(_cat_rollups_cpu())
             own = dict(OWN.findall(bodies['ours']))
             reread.append(float(own.get('smem_collection_reread_processes', 'nan')))
             ages.append(float(own.get('smem_oldest_figure_age_seconds', 'nan')))
@@ -164,6 +173,9 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
             counted.append(float(own.get('smem_collection_processes', 'nan')))
             for reason, count in REASON.findall(bodies['ours']):
                 reasons.setdefault(reason, []).append(float(count))
+            if not comparing:
+                continue
+            ours, full = _samples(bodies['every']), _samples(bodies['full'])
             for key, exact in full.items():
                 got = ours.get(key)
                 if got is None:
@@ -183,10 +195,11 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
                 proc.kill()
     mean = {name: sum(v) / len(v) for name, v in cpu.items()}
     t = Table(f'Incremental collection: smem serve (--max-staleness {staleness:g}) every {interval:g} s, '
-              f'{scrapes} scrapes, against process-exporter and a full re-read in the same rounds',
+              f'{scrapes} scrapes, against process-exporter and a full re-read taking turns in the same run',
               ['measure', 'value', 'target', 'met?'],
               note='CPU: user + system of each server (/proc/PID/stat), just before and after its scrape, '
-                   'mean over the scrapes. Errors: |ours - full| / full of each smem_*_pss_bytes sample, the '
+                   'mean over the scrapes (the full re-read\'s and process-exporter\'s over the rounds each took: odd and '
+                   'even). Errors: |ours - full| / full of each smem_*_pss_bytes sample, the '
                    'full read made in the same round with the workload stopped (SIGSTOP); "rest" are the '
                    'machine\'s other processes and the program/user/cgroup sums, which were not stopped.')
     pe = mean.get('exporter')
@@ -243,7 +256,7 @@ def _cost_split(t, ours, pe, r, reread, n, changed, interval, staleness):
     age re-reads are (N - changed) * interval / staleness of the N processes a scrape)."""
     share = reread / n
     s = ours - share * r
-    t.add('R: CPU of cat of every smaps_rollup (mean of one per round)', f'{r * 1000:.0f} ms over {n:.0f} processes',
+    t.add('R: CPU of cat of every smaps_rollup (mean of one per even round)', f'{r * 1000:.0f} ms over {n:.0f} processes',
           '', '')
     t.add('P: process-exporter beyond R', f'{(pe - r) * 1000:.0f} ms (R / (R + P) = {r / pe:.2f})', '', '')
     t.add('S: ours beyond the rollups it re-read (ours - reread / N * R)',
