@@ -141,7 +141,6 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         began = []
         for k in range(1, scrapes + 1):
             time.sleep(max(0.0, start + k * interval - time.monotonic()))
-            log(f'\r  incremental: scrape {k}/{scrapes}', end='')
             began.append(time.monotonic())
             bodies = {}
 
@@ -173,6 +172,9 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
             counted.append(float(own.get('smem_collection_processes', 'nan')))
             for reason, count in REASON.findall(bodies['ours']):
                 reasons.setdefault(reason, []).append(float(count))
+            log(f'  scrape {k}/{scrapes} at {began[-1] - start:.1f} s: ours {cpu["ours"][-1] * 1000:.0f} ms of CPU, '
+                f're-read {reread[-1]:.0f} (' + ', '.join(f'{r} {v[-1]:.0f}' for r, v in sorted(reasons.items())) +
+                f'), oldest figure {ages[-1]:.1f} s')
             if not comparing:
                 continue
             ours, full = _samples(bodies['every']), _samples(bodies['full'])
@@ -184,7 +186,6 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
                 error = abs(got - exact) / exact if exact else (0.0 if got == exact else 1.0)
                 pid = re.search(r'pid="(\d+)"', key[1])
                 (errors_wl if pid and pid.group(1) in workload_pids else errors_rest).append(error)
-        log('')
     finally:
         for proc, _ in servers.values():
             proc.terminate()

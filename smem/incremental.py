@@ -21,8 +21,8 @@ process's own memory does).  It re-reads the rollups of:
   its PSS;
 * the processes whose pages KSM merged or unmerged while they need not run (smem.ksm_changes);
 * the oldest figures, a few at every collection (as many as the time since the last one is a
-  share of ``max_staleness``), so that the re-reads are spread out and no figure is older than
-  ``max_staleness`` seconds.
+  share of ``max_staleness``, less what collections take), so that the re-reads are spread out
+  and no figure is older than ``max_staleness`` seconds.
 
 A process read before that runs the same program (its name in stat unchanged: no exec) is
 re-read for what moves (its rollup, its command line where the report shows it or -P matches
@@ -207,15 +207,15 @@ class Refresher:
         return "moved" if known.moved != movers(stat) else None
 
     def _oldest(self, seen, chosen, gap, now):
-        """The oldest figures of those not ``chosen``: as many as ``gap`` is a share of
-        max_staleness of them (the fractions carried over to the next collection), and at least
-        every one as old as max_staleness less what the latest collection took (a figure kept is
-        served when the collection ends).  Those read for their own changes are left out of the
-        count (they are read anyway), and the ones the age forces are counted in it, so that the
-        re-reads stay even: a figure read at the start is not re-read in a burst a minute on."""
+        """The oldest figures of those not ``chosen``: as many as ``gap`` is a share of the time a
+        figure may wait (max_staleness less what the latest collections took: a figure kept is
+        served when the collection ends), the fractions carried over, and every one older.  Those
+        read for their own changes are left out of the count (they are read anyway), those the
+        age forces counted in it: the re-reads stay even, not a burst a minute after the first
+        read, nor waves of figures read together after a slow collection."""
         known = self._known  # (every process seen and not chosen is known: one not known is new)
         rest = len(known) - len(known.keys() & chosen)
-        self._due = min(self._due + rest * gap / self.max_staleness, rest)
+        self._due = min(self._due + rest * gap / max(self.max_staleness - self._took, gap, 1e-9), rest)
         count = max(math.floor(self._due), 0)
         late = now - self.max_staleness + self._took
         oldest = []
