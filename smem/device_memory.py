@@ -203,7 +203,7 @@ def _dmabuf_sizes(processes, listed):
 def device_shares(processes, listed=None):
     """({pid: DeviceShare} of the processes that hold device memory, {inode: KiB} of the
     dma-bufs they hold)."""
-    processes = list(processes)
+    processes = [p for p in processes if p.devices is not None and any(p.devices)]  # (most hold none)
     sizes, buffer_holders = _dmabuf_sizes(processes, listed)
     mine = {p.pid: _clients_of(p.pid, p.devices) for p in processes if p.devices is not None}
     holders = {}
