@@ -1,6 +1,6 @@
 """The incremental collection (issue 26): smem serve against process-exporter and a full re-read.
 
-One run, three servers scraped in the same rounds on the same workload (every n-th worker
+One run, four servers scraped in the same rounds on the same workload (every n-th worker
 allocating and freeing all along, the others idle):
 
 * ours as a user runs it: ``smem serve`` (``--max-staleness`` as given: only what changed
@@ -10,21 +10,29 @@ allocating and freeing all along, the others idle):
   full read the figures are compared with;
 * Debian's prometheus-process-exporter, smaps gathered, grouping by command name.
 
-Every ``interval`` seconds the workload is stopped (SIGSTOP to its process group, so that
-nothing in it moves while they read it), the servers whose figures are compared are scraped at
-once, it is continued, and the others are scraped at once (so that it runs, allocating and
-freeing, for most of the time).  The two that read every process at every scrape (the full
-re-read and process-exporter) take turns, one a round: what they cost a scrape does not depend
-on when it comes, while ours does (what is re-read for its age is the time since its last
-scrape over ``--max-staleness``), and on two cores a round of all four at 10,000 processes takes
-longer than 15 s, which would measure ours at a longer interval than the one asked.  So odd
-rounds compare figures (``every`` against ``full``), even rounds scrape process-exporter and
-``cat`` every rollup (R, below); ``ours`` and ``every`` are scraped every round.  CPU is each server's user + system time from /proc/PID/stat (ticks),
-taken just before and after its scrape, summed over the timed scrapes: the machine is
-shared, and CPU time, unlike wall time, is not what others' load makes it.  Accuracy: every
-PSS sample ours exports (``smem_*_pss_bytes``: processes, programs, users, cgroups) against
-the same sample of the full read of the same round; the workload's processes are frozen,
-the rest of the machine is not, so the two are given apart.
+Every ``interval`` seconds ours is scraped; then the workload is stopped (SIGSTOP to its
+process group, so that nothing in it moves while they read it), the servers whose figures are
+compared are scraped at once, it is continued, and process-exporter is scraped (so that it
+runs, allocating and freeing, for most of the time).
+
+* The two that read every process at every scrape (the full re-read and process-exporter)
+  take turns, one a round: what they cost a scrape does not depend on when it comes, while
+  ours does (what it re-reads for age is the time since its last scrape over
+  ``--max-staleness``), and on two cores a round of all four at 10,000 processes takes longer
+  than 15 s, which would measure ours at a longer interval than the one asked.  Odd rounds
+  compare figures (``every`` against ``full``); even rounds scrape process-exporter and
+  ``cat`` every rollup (R, below); ``ours`` and ``every`` are scraped every round.
+* Ours is scraped first and alone, at the interval: a figure kept must be re-read within
+  ``--max-staleness`` less what a collection takes in wall time, which a process-exporter
+  scrape beside it on two cores would stretch, and what it re-reads for age is the time since
+  its last scrape's share of that.
+
+CPU is each server's user + system time from /proc/PID/stat (ticks), taken just before and
+after its scrape, summed over the timed scrapes: the machine is shared, and CPU time, unlike
+wall time, is not what others' load makes it.  Accuracy: every PSS sample ours exports
+(``smem_*_pss_bytes``: processes, programs, users, cgroups) against the same sample of the full
+read of the same round; the workload's processes are frozen, the rest of the machine is not,
+so the two are given apart.
 """
 
 import os
@@ -85,6 +93,17 @@ def _wait_up(url, proc, seconds=600):
     raise RuntimeError(f'{url} did not answer')
 
 
+def _up(server):
+    """``server`` (proc, url) once it has answered a scrape (stopped where it does not)."""
+    try:
+        _wait_up(server[1], server[0])
+    except BaseException:
+        server[0].kill()
+        server[0].wait()
+        raise
+    return server
+
+
 def _ours(ours_argv, env, tmp, staleness, top):
     port = _free_port()
     proc = subprocess.Popen(ours_argv('serve', '--listen', f'127.0.0.1:{port}', '--min-interval', '0',
@@ -126,13 +145,14 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         raise SystemExit('bench: --scrapes must be 0 or at least 2 (the full re-read and process-exporter take turns)')
     servers = {}
     try:
-        servers['ours'] = _ours(ours_argv, ours_env(), tmp, staleness, 10)
-        servers['every'] = _ours(ours_argv, ours_env(), tmp, staleness, 1000000)
-        servers['full'] = _ours(ours_argv, ours_env(), tmp, 0, 1000000)
+        # each started and scraped once (imports, the first full read) before the next starts, so
+        # that no first read is slowed by another's; ours last, so that its first timed scrape
+        # comes an interval after its first reads, as a scraper's second does
         if os.path.exists(EXPORTER):
-            servers['exporter'] = _exporter(tmp, peer_env())
-        for name, (proc, url) in servers.items():
-            _wait_up(url, proc)  # the warm-up scrape: imports, the first full read
+            servers['exporter'] = _up(_exporter(tmp, peer_env()))
+        servers['full'] = _up(_ours(ours_argv, ours_env(), tmp, 0, 1000000))
+        servers['every'] = _up(_ours(ours_argv, ours_env(), tmp, staleness, 1000000))
+        servers['ours'] = _up(_ours(ours_argv, ours_env(), tmp, staleness, 10))
         workload_pids = {str(p) for p in wl.pids}
         cpu = {name: [] for name in servers}
         errors_wl, errors_rest, missing, reread, ages, reasons, counted, rollups = [], [], 0, [], [], {}, [], []
@@ -142,27 +162,32 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
         for k in range(1, scrapes + 1):
             time.sleep(max(0.0, start + k * interval - time.monotonic()))
             began.append(time.monotonic())
-            bodies = {}
+            bodies, walls = {}, {}
 
             def scrape(names):
                 """Scrape ``names`` at once (each one's CPU is its own: the round is shorter, and the
                 gap between two scrapes nearer the interval on a busy machine)."""
                 def one(name):
                     proc, url = servers[name]
-                    before = cpu_seconds(proc.pid)
+                    before, t0 = cpu_seconds(proc.pid), time.monotonic()
                     bodies[name] = _get(url)
                     cpu[name].append(cpu_seconds(proc.pid) - before)
+                    walls[name] = time.monotonic() - t0
                 with ThreadPoolExecutor(4) as pool:
                     list(pool.map(one, names))
-            # the two whose figures are compared read a stopped workload; the others read it as it
-            # runs, so that it is stopped no longer than that (it allocates and frees meanwhile)
+            # ours first and alone (a collection's wall time sets how soon its figures are re-read,
+            # and the time since its last scrape how many are: the interval); the two whose figures
+            # are compared read a stopped workload, the others read it as it runs, so that it is
+            # stopped no longer than that (it allocates and frees meanwhile)
             comparing = k % 2 == 1 or 'exporter' not in servers  # (the full re-read's turn: see the docstring)
+            scrape(('ours',))
             os.killpg(wl.leader_pid, signal.SIGSTOP)
             try:
                 scrape(('every', 'full') if comparing else ('every',))
             finally:
                 os.killpg(wl.leader_pid, signal.SIGCONT)
-            scrape(('ours',) if comparing else ('ours', 'exporter'))
+            if not comparing:
+                scrape(('exporter',))
             if not comparing or 'exporter' not in servers:
                 rollups.append(_cat_rollups_cpu())
             own = dict(OWN.findall(bodies['ours']))
@@ -172,7 +197,8 @@ def section_incremental(wl, tmp, log, ours_argv, ours_env, peer_env, Table, scra
             counted.append(float(own.get('smem_collection_processes', 'nan')))
             for reason, count in REASON.findall(bodies['ours']):
                 reasons.setdefault(reason, []).append(float(count))
-            log(f'  scrape {k}/{scrapes} at {began[-1] - start:.1f} s: ours {cpu["ours"][-1] * 1000:.0f} ms of CPU, '
+            log(f'  scrape {k}/{scrapes} at {began[-1] - start:.1f} s: ours {cpu["ours"][-1] * 1000:.0f} ms of CPU in '
+                f'{walls["ours"]:.1f} s, '
                 f're-read {reread[-1]:.0f} (' + ', '.join(f'{r} {v[-1]:.0f}' for r, v in sorted(reasons.items())) +
                 f'), oldest figure {ages[-1]:.1f} s')
             if not comparing:
