@@ -151,6 +151,7 @@ def _columns(base, old, new):
             # shown, but it is no longer there to count
             columns[key] = column._replace(getter=(lambda g: lambda r: g(r.current))(column.getter),
                                            total=column.total if column.total in ("rows", None) else None,
+                                           total_getter=None,
                                            total_of=_rows_in_new if column.total == "rows" else None)
             continue
         # a count's total is named for what it counts (processes): old_processes, dprocesses beside it
