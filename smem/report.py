@@ -171,6 +171,14 @@ def _total(column, values):
     return ""
 
 
+def _column_total(column, index, entries):
+    """The -t total of the ``index``-th column over (sort value, shown values, row) ``entries``."""
+    if column.total_of is not None and column.total is not None:
+        return column.total_of([e[2] for e in entries])
+    getter = column.total_getter
+    return _total(column, [getter(e[2]) for e in entries] if getter is not None else [e[1][index] for e in entries])
+
+
 def _sort_entries(entries, width, reverse):
     """Sort (sort value, shown values, row) entries by the sort value, ties by the shown values
     in order, as one stable sort by all of them would: sorted once by the sort value, then only
@@ -233,9 +241,8 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
     if options.totals:
         counted_in_totals = view.accounting.counted
         summed = entries if counted_in_totals is None else [e for e in entries if counted_in_totals(e[2])]
-        totals = [c.total_of([e[2] for e in summed]) if c.total_of is not None and c.total is not None
-                  else _total(c, [c.total_getter(e[2]) for e in summed] if c.total_getter is not None
-                              else [e[1][i] for e in summed]) for i, c in enumerate(columns)]
+        totals = [_column_total(c, i, summed if c.total_rows is None else [e for e in summed if c.total_rows(e[2])])
+                  for i, c in enumerate(columns)]
     return Table(view, columns, sort, values, [e[2] for e in entries], [e[0] for e in entries],
                  totals, ram_kib, swap_kib, list(notes))
 

@@ -87,6 +87,11 @@ def render(rendering):
             widths = fitted
     _flow(table, options, widths)
     below = _narrowed(table, options, widths, shown, total_cells)
+    if below is not None and _overflows(widths, options.terminal_columns):
+        if not (options.abbreviate or options.percent) and any(c.is_amount for c in table.columns[:-1]):
+            # whole KiB figures do not fit beside the names: as -k shows them (8 digits, 5 columns, 80 wide)
+            return render(rendering._replace(options=options._replace(abbreviate=True)))
+        _cut_names(table.columns, widths, options)
     for i, column in enumerate(table.columns):
         if column.truncate and (column.keep_end or column.cut_words) and not uncut:  # (the rest are cut by their ``%.Ns``)
             cells = formatted.get(i) or [row[i] for row in table.values]
@@ -146,7 +151,7 @@ def _narrowed(table, options, widths, shown, total_cells):
     if (options.autosize or terminal is None or not last.cut_words or len(widths) < 3
             or last.key != table.view.flowing_column or sum(widths) + len(widths) <= terminal):
         return None
-    sizes = {c.key: min(size, c.width) if c.truncate else size
+    sizes = {c.key: _fitted_size(c, size, options)
              for c, size in zip(table.columns, _autosize(table, options, None).values())}
     fitted = _widths(table.columns, shown, total_cells, sizes, False)
     room = terminal - sum(fitted[:-1]) - len(fitted)
@@ -156,6 +161,34 @@ def _narrowed(table, options, widths, shown, total_cells):
     below = fitted[0] + 1
     widths[:] = fitted[:-1] + [max(terminal - below - 1, 10)]
     return below
+
+
+def _fitted_size(column, size, options):
+    """A column's width before its values widen it, where the list is narrowed: -a's, a column cut
+    to its width no wider than that, an amount its header's (-k's and -p's too: -a gives them 7)."""
+    if column.truncate:
+        return min(size, column.width)
+    if column.is_amount:
+        return 1 if options.no_header else len(column.header)
+    return size
+
+
+def _overflows(widths, terminal):
+    """Whether a row's line, its last column (the list) on a line of its own, is as wide as the
+    terminal or wider (a terminal breaks a line that reaches its last column in some cases)."""
+    return sum(widths[:-1]) + len(widths) - 2 >= terminal
+
+
+def _cut_names(columns, widths, options):
+    """``widths`` with the columns cut to their width (Name) narrower, to what the line leaves them
+    but never below their header or 10: the figures stay whole, the names lose their ends."""
+    over = sum(widths[:-1]) + len(widths) - 1 - options.terminal_columns
+    for i, column in enumerate(columns[:-1]):
+        if over > 0 and column.truncate:
+            least = max(10, 0 if options.no_header else len(column.header))
+            cut = max(0, min(over, widths[i] - least))
+            widths[i] -= cut
+            over -= cut
 
 
 def _notes(table, options):

@@ -64,6 +64,9 @@ class Column(NamedTuple):
     #: the figure of a row its -t sum adds, where it is not the one shown (a change whose side lacks
     #: the figure shows "-", but the total of changes is still NEW's total minus OLD's)
     total_getter: Optional[Callable[[Any], Any]] = None
+    #: which rows the -t total counts, where not every row has the column's figure to count (a
+    #: comparison's OLD and NEW sides: the rows that side has; a side with none of them totals 0)
+    total_rows: Optional[Callable[[Any], bool]] = None
     #: the -t total taken of the rows together, where a sum of rows would count one thing twice (a
     #: GPU client two rows hold, whose shared memory each row shows in full); None where absent
     total_of: Optional[Callable[[Sequence[Any]], Any]] = None

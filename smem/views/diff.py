@@ -94,25 +94,10 @@ def _rows_total(total_of, side):
     return lambda rows: total_of([part for part in (getattr(r, side) for r in rows) if part is not None])
 
 
-def _side_sum(getter, side):
-    """One side's -t total of a summed column: its figures of the rows it has; 0 where it has none
-    of them (every row gone: NEW holds nothing, it was shown as '-', unknown), None where the rows
-    it has lack the figure (absent is not zero), as report._total sums."""
-    def total(rows):
-        parts = [part for part in (getattr(r, side) for r in rows) if part is not None]
-        figures = [v for v in map(getter, parts) if v is not None]
-        if not figures:
-            return None if parts else 0
-        value = sum(figures)
-        return round(value, 6) if isinstance(value, float) else value
-    return total
-
-
-def _side_total(column, side):
-    """The total_of of ``column``'s ``side`` (old or new) in a comparison."""
-    if column.total_of is not None:
-        return _rows_total(column.total_of, side)
-    return _side_sum(column.getter, side) if column.total == "sum" else None
+def _has(side):
+    """A side's -t counts the rows it has (report totals them): 0 where it has none of them (every
+    row gone: NEW holds nothing, not an unknown '-'), unknown where those it has lack the figure."""
+    return lambda row: getattr(row, side) is not None
 
 
 def _change_of_rows_total(total_of):
@@ -151,6 +136,7 @@ def _columns(base, old, new):
             # shown, but it is no longer there to count
             columns[key] = column._replace(getter=(lambda g: lambda r: g(r.current))(column.getter),
                                            total=column.total if column.total in ("rows", None) else None,
+                                           total_getter=None,
                                            total_of=_rows_in_new if column.total == "rows" else None)
             continue
         # a count's total is named for what it counts (processes): old_processes, dprocesses beside it
@@ -159,9 +145,9 @@ def _columns(base, old, new):
                                                 getter=_side(column.getter, "old"), help=f"{column.help}, in {old}",
                                                 width=max(column.width, len(column.header) + 3),
                                                 total_key=total_key and f"old_{total_key}",
-                                                total_of=_side_total(column, "old"))
+                                                total_rows=_has("old"), total_of=_rows_total(column.total_of, "old"))
         columns[key] = column._replace(getter=_side(column.getter, "new"), help=f"{column.help}, in {new}",
-                                       total_of=_side_total(column, "new"))
+                                       total_rows=_has("new"), total_of=_rows_total(column.total_of, "new"))
         columns[f"d{key}"] = column._replace(key=f"d{key}", header=f"d{column.header}",
                                              getter=_delta(column.getter), total_getter=_change_in_totals(column.getter),
                                              help=f"change in {column.key}: {new} - {old}",

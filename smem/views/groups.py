@@ -5,6 +5,8 @@ their USS: a page shared only within the group is in nobody's USS; exact
 accounting with pagemap is what tells that apart).
 """
 
+from collections import Counter
+
 from ..aggregate import Sums
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
@@ -82,10 +84,11 @@ class GroupRow:
         return self._status
 
 
-def group_rows(snapshots, key, label, pressure=None):
+def group_rows(snapshots, key, label, pressure=None, apart=None):
     """One row per value of ``key(process)`` among the processes that map memory, of the last of
     ``snapshots`` (an earlier one before it: the cpu column is over the interval between them);
-    ``pressure``: the cgroup view's, each row's own."""
+    ``pressure``: the cgroup view's, each row's own; ``apart``: {key: label} -> the same keys with
+    labels that no two share, where two keys can have one label (two uids, one user name)."""
     snapshot = snapshots[-1]
     members = _members(snapshots)
     groups = {}  # key -> (label, [process], [cpu]): gathered here, each made a GroupRow once
@@ -100,8 +103,10 @@ def group_rows(snapshots, key, label, pressure=None):
     figures = exact.groups({k: [p.pid for p in g[1]] for k, g in groups.items()}) if exact is not None else None
     if devices:
         from ..device_memory import sum_shares
+    names = apart({k: g[0] for k, g in groups.items()}) if apart is not None else None
     rows = []
     for k, (name, processes, cpus) in groups.items():
+        name = names[k] if names is not None else name
         shares = [v for v in cpus if v is not None] if clock is not None else None
         rows.append(GroupRow(k, name, tuple(processes), exact=figures[k] if figures is not None else None,
                              swap_ratios=members.ratios.of_group(processes),
@@ -154,7 +159,22 @@ _BY_KEY = Comparison(row_key=lambda r: r.key, interval_rows=True)
 
 
 def user_rows(snapshots, options):
-    return group_rows(snapshots, lambda p: p.uid, lambda p: user_label(p, options.numeric))
+    return group_rows(snapshots, lambda p: p.uid, lambda p: user_label(p, options.numeric), apart=uids_apart)
+
+
+def uids_apart(labels):
+    """{uid: label} with each label that several uids hold written ``name:uid`` (passwd merged from
+    NIS or LDAP names two uids alike; a name that is a number, an unnamed uid's): one row per uid, as
+    smem 1.5 has them, but no two rows, CSV rows or metric series under one label.  A label so made
+    ends in its own uid, so two made never meet; one made that meets another name is made again."""
+    labels = dict(labels)
+    while True:
+        held = Counter(labels.values())
+        shared = [uid for uid, label in labels.items() if held[label] > 1]
+        if not shared:
+            return labels
+        for uid in shared:
+            labels[uid] = f"{labels[uid]}:{'?' if uid is None else uid}"
 
 
 USER_VIEW = View(

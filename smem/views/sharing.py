@@ -45,7 +45,9 @@ def summary(snapshot, rows, options, system):
 
 COLUMNS = {c.key: c for c in (
     count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows", total_key="processes"),
-    text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct", total_key="users"),
+    # (-t counts uids: two that passwd names alike are two users, as -u's rows are)
+    text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct", total_key="users")._replace(
+        total_getter=lambda r: r.process.uid),
     text("name", "Name", lambda r: r.process.name, "process name", 24, truncate=True),
     text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True,
          needs={"command"}),
