@@ -6,11 +6,9 @@ to a GiB took 1.07 GiB before it was refused; a recording of 10,000 processes st
 
 import io
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -27,25 +25,22 @@ CEILING = 160
 CAPTURE = hc.capture_tar(processes={1234: hc.process_files(smaps_rollup=hc.SMAPS)})
 
 
+#: Runs ``python -m smem ARGS`` as its child and writes that child's peak RSS (KiB) to a file:
+#: a child of pytest's own would report pytest's peak too (exec keeps the high-water mark of the
+#: memory it replaces, a forked copy's or, after vfork, the parent's itself).
+_MEASURED = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[3:], timeout=float(sys.argv[2])); "
+             "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+             "sys.exit(code)")
+
+
 def _smem(*args, timeout=120):
-    """``python -m smem ARGS`` as a child of its own: (exit status, stdout, stderr lines, its peak RSS in MiB)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "smem", *map(str, args)], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, cwd=ROOT)
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                _, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return proc.returncode, out.read(), err.read().decode().splitlines(), usage.ru_maxrss / 1024
+    """``python -m smem ARGS``: (exit status, stdout, stderr lines, its peak RSS in MiB)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peak = Path(tmp) / "peak"
+        proc = subprocess.run([sys.executable, "-c", _MEASURED, peak, str(timeout), sys.executable, "-m", "smem",
+                               *map(str, args)], stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT,
+                              timeout=timeout + 30)
+        return proc.returncode, proc.stdout, proc.stderr.decode().splitlines(), int(peak.read_text()) / 1024
 
 
 def _recording(rec, anchor, frames):
