@@ -9,6 +9,7 @@ from ..compression import compression_of
 from .archive import ArchiveSource, Archive, fdinfo_members, member_bytes
 from .base import NeedHeld, Source, StreamedSource, is_pid_name
 from .decompressed import DecompressedStream
+from .recorded_frame import StoredFrame
 from .tar_index import NeedTarfile
 
 __all__ = ["ArchiveStream", "PROCESS_FILES", "is_process_file"]
@@ -85,9 +86,11 @@ class ArchiveStream(Archive, StreamedSource):
     def processes_suggested(self):
         """About how many processes the archive holds, from its stored size: a process of 90
         mappings is about 4 KiB compressed (gzip: ours 4.6, C smemcap's 2.7) and 64-73 KiB in
-        a plain tar (C smemcap's); 0 once read whole."""
+        a plain tar (C smemcap's); a recording's frame, what its index says; 0 once read whole."""
         if self._data is None:
             return 0
+        if isinstance(self._data, StoredFrame):  # (its size is its changes since its anchor)
+            return self._data.processes or 0
         compressed = compression_of(self._data) is not None
         return len(self._data) // (4 << 10 if compressed else 64 << 10)
 

@@ -3,7 +3,8 @@
 Compression (gzip, bzip2, xz, zstd) is recognised by content, not by name (compression.py's
 table).  Every decompressor is bounded: xz's memory, zstd's window, the whole capture
 (MAX_CAPTURE_BYTES) and each read (a member's size, else MAX_HEADER_BYTES); damaged or hostile
-data is a CaptureError naming the capture, never a traceback.
+data is a CaptureError naming the capture, never a traceback.  A recording's frame
+(recorded_frame.StoredFrame) is zstd inflated with its anchor as the dictionary, up to MAX_FRAME_BYTES.
 """
 
 import bz2
@@ -16,13 +17,13 @@ from ..compression import compression_of
 from ..errors import CaptureError
 from .base import size_text
 from .capture_file import MAX_CAPTURE_BYTES, CaptureFile
+from .recorded_frame import MAX_FRAME_BYTES, StoredFrame
+from .zstd_frames import MAX_ZSTD_WINDOW, zstd_frames_end
 
 __all__ = ["DecompressedStream", "READERS", "zstd_frames_end", "MAX_ZSTD_WINDOW", "MAX_HEADER_BYTES"]
 
 #: The memory an xz stream may ask for (xz -9 needs 65 MiB); a 4 GiB dictionary is refused.
 MAX_XZ_MEMORY = 256 << 20
-#: The largest zstd window accepted (zstd's own default limit for decoding, 2**27).
-MAX_ZSTD_WINDOW = 1 << 27
 
 #: The most tarfile may read at once outside members' data: a pax or GNU extension
 #: header (a long name, extended attributes) is some KiB.
@@ -100,37 +101,6 @@ def _zstd_reader(stream):
     return decompressor.stream_reader(stream, read_across_frames=True)
 
 
-def zstd_frames_end(data):
-    """Where the zstd frames in ``data`` end, or None if the last one is cut short.
-
-    zstandard's stream reader ends quietly at a frame cut short, so the frames are
-    walked first (RFC 8878: frame header, then blocks until the last, then checksum);
-    bytes left after the last frame are left to the decoder, which refuses them.
-    """
-    pos, n = 0, len(data)
-    while pos + 4 <= n:
-        magic = int.from_bytes(data[pos:pos + 4], "little")
-        if magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame
-            pos += 8 + int.from_bytes(data[pos + 4:pos + 8], "little")
-            continue
-        if magic != 0xFD2FB528 or pos + 5 > n:
-            return pos
-        descriptor = data[pos + 4]
-        single = descriptor >> 5 & 1
-        pos += 5 + (not single) + (0, 1, 2, 4)[descriptor & 3] + (single, 2, 4, 8)[descriptor >> 6]
-        while True:
-            if pos + 3 > n:
-                return None
-            block = int.from_bytes(data[pos:pos + 3], "little")
-            pos += 3 + (1 if block >> 1 & 3 == 1 else block >> 3)
-            if block & 1:
-                break
-        pos += 4 * (descriptor >> 2 & 1)
-        if pos > n:
-            return None
-    return pos
-
-
 #: the file object decompressing a stream, of each compression a capture may have (compression.py)
 READERS = {
     "gzip": lambda stream: gzip.GzipFile(fileobj=stream),
@@ -158,9 +128,12 @@ class DecompressedStream:
     def __init__(self, data, name):
         self.name = name
         self.kind = None
-        self._raw = io.BufferedReader(_ReadFrom(data), 1 << 17)
-        found = compression_of(data)
-        if found is not None:
+        self._frame = data if isinstance(data, StoredFrame) else None  # (its errors name its file)
+        self._raw = io.BufferedReader(_ReadFrom(data if self._frame is None else data.data), 1 << 17)
+        found = compression_of(data) if self._frame is None else None
+        if self._frame is not None:
+            self.kind, self._raw = "zstd", self._frame.reader(self._raw, MAX_ZSTD_WINDOW)
+        elif found is not None:
             self.kind, reader = found.name, READERS[found.name]
             if self.kind == "zstd" and zstd_frames_end(data) is None:
                 raise CaptureError(f"{name}: zstd data is truncated or corrupt (a frame is cut short)")
@@ -178,6 +151,8 @@ class DecompressedStream:
         try:
             return self._raw.read(size)
         except self._errors as e:
+            if self._frame is not None:
+                raise CaptureError(f"{self._frame.name}: damaged ({e or type(e).__name__})") from None
             if self.kind is None:
                 raise CaptureError(f"{self.name}: cannot be read ({e or type(e).__name__})") from None
             raise CaptureError(f"{self.name}: {self.kind} data is truncated or corrupt "
@@ -250,6 +225,8 @@ class DecompressedStream:
 
     def _advance(self, step):
         self.pos += step
+        if self._frame is not None and self.pos > MAX_FRAME_BYTES:
+            raise CaptureError(f"{self._frame.name}: inflates past {MAX_FRAME_BYTES >> 20} MiB: not a frame")
         if self.pos > MAX_CAPTURE_BYTES:
             raise CaptureError(f"{self.name}: capture decompresses to more than "
                                f"{MAX_CAPTURE_BYTES >> 30} GiB: not a capture")

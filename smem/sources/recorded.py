@@ -3,9 +3,10 @@
 A recording is a directory: ``index.jsonl`` (a header line, then one line per frame), the
 frames under ``frames/`` and their anchors under ``anchors/`` (docs/capture-format.md; how
 they are made: smem.recording).  A frame is a capture tar compressed with its anchor as the
-dictionary, so once inflated it is read as any capture (smem.sources.archive, with its
-limits).  A recording is data like a capture: its index is parsed strictly, names of files
-are made from frame numbers, never taken from it, and only regular files are opened.
+dictionary, so it is read as any compressed capture, inflated as its members are read
+(smem.sources.archive, with its limits; recorded_frame.py: the anchor's bound).  A recording
+is data like a capture: its index is parsed strictly, names of files are made from frame
+numbers, never taken from it, and only regular files are opened.
 
 A line of the index is written once its frame is whole, so every frame the index lists is
 complete; a last line cut short (smem killed while appending it) is not a frame.
@@ -20,18 +21,16 @@ import stat
 from typing import NamedTuple
 
 from ..errors import CaptureError, SourceError, UsageError
+from .recorded_frame import MAX_FRAME_BYTES, StoredFrame, inflate_anchor
 
 __all__ = ["INDEX", "FORMAT", "FrameEntry", "Recording", "is_recording", "frame_path", "anchor_path",
-           "parse_duration", "open_recording", "RecordingFrame", "decompress", "MAX_FRAME_BYTES", "span", "usual_spacing"]
+           "parse_duration", "open_recording", "RecordingFrame", "MAX_FRAME_BYTES", "span", "usual_spacing"]
 
 #: the index's name: a directory holding it is a recording
 INDEX = "index.jsonl"
 #: the header line's format name and version
 FORMAT = "smem-recording"
 VERSION = 1
-#: A frame (or anchor) inflating past this is refused: a 10,000-process frame with every smaps
-#: is some hundreds of MiB.
-MAX_FRAME_BYTES = 1 << 30
 #: An index larger than this is not one (a year of frames every second is 2 GiB; a day at 10 s, 1 MiB).
 MAX_INDEX_BYTES = 256 << 20
 
@@ -102,7 +101,7 @@ _LAST_INDEX = [None, None]
 
 
 class Recording:
-    """A recording's index, read once; :meth:`frame_bytes` inflates a frame."""
+    """A recording's index, read once; :meth:`frame` reads a frame and its anchor."""
 
     def __init__(self, path):
         self.path = path
@@ -193,15 +192,20 @@ class Recording:
             frames.append(entry)
         return header, frames
 
-    def frame_bytes(self, entry):
-        """The capture tar of frame ``entry``, inflated."""
-        anchor = self._anchors.get(entry.anchor)
-        if anchor is None:
+    def frame(self, entry):
+        """Frame ``entry`` as stored (a StoredFrame: inflated as it is read), with its anchor inflated."""
+        from .zstd_frames import zstd_frames_end
+        dictionary = self._anchors.get(entry.anchor)
+        if dictionary is None:
             name = anchor_path(entry.anchor)
-            anchor = bytes(decompress(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}"))
-            self._anchors = {entry.anchor: anchor}  # (one kept: frames in order share it)
+            self._anchors = {}  # (the last anchor is dropped before the next is inflated)
+            dictionary = inflate_anchor(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}")
+            self._anchors = {entry.anchor: dictionary}  # (one kept: frames in order share it)
         name = frame_path(entry.number)
-        return decompress(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}", anchor)
+        data = self._read(name, MAX_FRAME_BYTES)
+        if zstd_frames_end(data) != len(data):
+            raise CaptureError(f"{self.path}: {name}: damaged or cut short: not a zstd frame")
+        return StoredFrame(data, dictionary, f"{self.path}: {name}", entry.processes)
 
     def choose(self, at=None, option="--at"):
         """The frame ``--at`` names (a frame number, ``first``, ``last``, a date and time, ``HH:MM``,
@@ -301,52 +305,25 @@ def parse_duration(text, option, shown=None):
     return seconds
 
 
-def decompress(data, name, anchor=None):
-    """The bytes of a frame (or an anchor, without ``anchor``); a CaptureError naming ``name`` for
-    damage, a cut, or more than MAX_FRAME_BYTES."""
-    from ..extras import require
-    from .decompressed import MAX_ZSTD_WINDOW, zstd_frames_end
-    zstandard = require("zstandard", "a recording (smem record, -S RECORDING)")
-    if zstd_frames_end(data) != len(data):
-        raise CaptureError(f"{name}: damaged or cut short: not a zstd frame")
-    dictionary = (zstandard.ZstdCompressionDict(anchor, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-                  if anchor is not None else None)
-    decompressor = zstandard.ZstdDecompressor(dict_data=dictionary, max_window_size=MAX_ZSTD_WINDOW)
-    out = bytearray()
-    try:
-        reader = decompressor.stream_reader(memoryview(data), read_across_frames=True)
-        while True:
-            chunk = reader.read(1 << 20)
-            if not chunk:
-                break
-            out += chunk
-            if len(out) > MAX_FRAME_BYTES:
-                raise CaptureError(f"{name}: inflates past {MAX_FRAME_BYTES >> 20} MiB: not a frame")
-    except zstandard.ZstdError as e:
-        raise CaptureError(f"{name}: damaged ({e})") from None
-    if not out:
-        raise CaptureError(f"{name}: empty: not a frame")
-    return out
-
-
-def rollups_carry_split(data):
-    """Whether the first smaps_rollup in a frame's capture tar ``data`` has the PSS split
-    (Pss_Anon, Linux 5.9+): every process of a frame is read from one kernel.  False where the
-    tar holds none, or anything the fast index leaves to tarfile."""
+def rollups_carry_split(frame):
+    """Whether the first smaps_rollup in ``frame`` (a StoredFrame) has the PSS split (Pss_Anon,
+    Linux 5.9+): every process of a frame is read from one kernel.  False where the tar holds
+    none, or anything the fast index leaves to tarfile.  Read as far as that smaps_rollup."""
+    from .decompressed import DecompressedStream
     from .tar_index import BLOCK, NeedTarfile, data_length, read_header
-    offset = 0
+    stream = DecompressedStream(frame, frame.name)
     try:
-        while offset + BLOCK <= len(data):
-            member = read_header(data[offset:offset + BLOCK])
+        while True:
+            header = stream.read(BLOCK)
+            member = read_header(header) if len(header) == BLOCK else None
             if member is None:
                 return False
-            offset += BLOCK
             if member.isreg() and member.size and member.name.endswith("/smaps_rollup"):
-                return b"\nPss_Anon:" in data[offset:offset + member.size]
-            offset += data_length(member)
+                return b"\nPss_Anon:" in stream.read(min(member.size, 1 << 16))  # (the split is near its start)
+            if not stream.skip(data_length(member)):
+                return False
     except NeedTarfile:
         return False
-    return False
 
 
 #: how a recording's source description names its frame: " frame 7, 2026-12-04T03:00:10Z", or the key
@@ -375,7 +352,7 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
         name = f"recording {path} frame {entry.number}"
         data = None
         if per_mapping and not entry.smaps:
-            data = None if every_mapping else recording.frame_bytes(entry)
+            data = None if every_mapping else recording.frame(entry)
             if data is None or not rollups_carry_split(data):
                 entry = [e for e in recording.frames if e.smaps and e.number <= entry.number][-1:] or [entry]
                 entry = entry[0]  # (every figure, the time too, is the key frame's: it names itself)
@@ -384,7 +361,7 @@ def open_recording(path, at=None, per_mapping=True, streamed=False, every_mappin
                     notes.append(_key_frame_note(entry, every_mapping))
                 data = None
         if data is None:
-            data = recording.frame_bytes(entry)
+            data = recording.frame(entry)
     # (which frame was read for which was asked: smem diff refuses two frames that read one key frame)
     frame = RecordingFrame(os.path.realpath(path), asked, entry.number, str(path))
     return (ArchiveStream if streamed else ArchiveSource)(
