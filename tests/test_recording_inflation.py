@@ -4,7 +4,6 @@ memory) only as far as its compressed size can honestly make it.  A 35 KB anchor
 to a GiB took 1.07 GiB before it was refused; a recording of 10,000 processes still reads.
 """
 
-import io
 import json
 import subprocess
 import sys
@@ -15,7 +14,6 @@ import pytest
 
 zstandard = pytest.importorskip("zstandard", reason="recordings are zstd: smem[compression]")
 import hostile_inputs as hc  # noqa: E402
-from smem.recording.store import RecordingWriter  # noqa: E402
 from smem.sources.recorded_frame import ANCHOR_RATIO, MAX_FRAME_BYTES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,18 +96,11 @@ def test_a_recording_inflating_to_a_gib_is_refused_in_little_memory(tmp_path, ma
         assert all(part in lines[0] for part in says), (args, lines)
 
 
-def test_a_recording_of_ten_thousand_alike_processes_reads(tmp_path):
-    """The most compressible honest anchor: 10,000 copies of one real process (this one), its pid
-    apart.  Its anchor's ratio is what ANCHOR_RATIO must stay well above."""
-    template = {}
-    for leaf in ("cmdline", "stat", "status", "smaps_rollup"):
-        with open(f"/proc/self/{leaf}", "rb") as f:
-            template[leaf] = f.read()
-    processes = {pid: dict(template, stat=str(pid).encode() + template["stat"][template["stat"].index(b" "):])
-                 for pid in range(100, 10100)}
-    rec = tmp_path / "rec"
-    with RecordingWriter(str(rec)) as writer:
-        writer.add(io.BytesIO(hc.capture_tar(processes=processes)), with_smaps=True)
+def test_a_recording_of_ten_thousand_alike_processes_reads():
+    """The most compressible honest anchor: 10,000 copies of one real process, their pids apart
+    (tests/fixtures/record_alike_recording.py wrote it with smem record's writer).  Its anchor's
+    ratio is what ANCHOR_RATIO must stay well above."""
+    rec = ROOT / "tests" / "fixtures" / "recordings" / "alike"
     anchor = rec / "anchors" / "000001.zst"
     inflated = len(zstandard.ZstdDecompressor().stream_reader(anchor.read_bytes(), read_across_frames=True).read())
     assert inflated / anchor.stat().st_size > 50  # (else it does not press on the bound)
