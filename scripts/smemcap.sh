@@ -606,10 +606,20 @@ skipped() {
 	named="$named${named:+, }pid $1${comm:+ ($comm)}"
 }
 
+# The cpu column is a process's CPU time over the time since it started, that is, uptime less its
+# start: uptime is read again here, and this shell, which works all through the loop, is copied
+# first, right after it.  Read minutes before and copied last, the shell's CPU time outran its age
+# by the whole capture (400% of one core on two cores).
+if [ -s "$cap/uptime" ] && up=$(cat /proc/uptime 2>/dev/null) && [ -n "$up" ]; then
+	printf '%s\n' "$up" >"$cap/uptime"
+fi
 npids=0
-for p in /proc/[0-9]*; do
+own_copied=
+for p in "/proc/$$" /proc/[0-9]*; do
 	n=${p#/proc/}
 	case $n in *[!0-9]*) continue ;; esac
+	[ "$p" != "/proc/$$" ] || [ -z "$own_copied" ] || continue  # (the shell, copied first)
+	own_copied=1
 	[ -n "$no_smaps" ] || [ -r "$p/smaps" ] || continue
 	if ! mkdir "$cap/$n" 2>/dev/null; then
 		[ -d "$p" ] || continue

@@ -301,18 +301,19 @@ def _not_zero(labels, raw, headers, view, notes, folded):
     """The indexes of the rows (``labels``; ``raw`` per series, per row) not at 0: a row at 0 (a
     figure 0, none other than 0: empty bars under a label) is named in ``notes`` as the pie names
     its own; a row with no figure at all stays, marked n/a (:func:`absent_marks`).  ``folded``:
-    how many rows the last, "other", stands for (0: none); at 0 it goes too, and so does its note."""
+    the labels of the rows the last, "other", stands for (none: no such bar); at 0 it goes too, and so
+    does its note, and the note names those rows, not "other (4 mappings)", which says not which."""
     zero = [i for i in range(len(labels)) if any(v[i] == 0 for v in raw) and all(v[i] in (0, None) for v in raw)]
     if not zero:
         return list(range(len(labels)))
     if len(zero) == len(labels):
         verb = "is" if len(headers) == 1 else "are"
         raise SmemError(f"nothing to chart: the {view.title}' {', '.join(headers)} {verb} 0 for all of them")
-    count = len(zero)
+    named = [labels[i] for i in zero]
     if folded and zero[-1] == len(labels) - 1:
         notes.pop()  # (the "other" note: that bar is not drawn)
-        count += folded - 1
-    notes.append(_zero_note([labels[i] for i in zero], view.row_noun, count))
+        named[-1:] = folded
+    notes.append(_zero_note(named, view.row_noun))
     return [i for i in range(len(labels)) if i not in set(zero)]
 
 
@@ -356,7 +357,8 @@ def bar_data(table, options, snapshot):
         notes.append(f"other: {len(folded)} {view.row_noun} under {FOLD_EACH:.1%} each or {FOLD_TOGETHER:.0%} "
                      f"together, or beyond the largest {MAX_BARS}")
     colours = [_colour(view, row) for _, _, row in kept] + ([None] if folded else [])
-    shown = _not_zero(labels, raw, [c.header for _, c in series.values()], view, notes, len(folded))
+    folded_labels = _labels([(rows[i][0][-1], rows[i][2]) for i in sorted(folded)], label_column)
+    shown = _not_zero(labels, raw, [c.header for _, c in series.values()], view, notes, folded_labels)
     labels, colours, raw = [labels[i] for i in shown], [colours[i] for i in shown], [[v[i] for i in shown] for v in raw]
     series, raw = _zero_columns_dropped(series, raw, notes)
     sparse = sparse_series(raw)

@@ -76,7 +76,7 @@ class Recommendation(NamedTuple):
     not_counted: Tuple[str, ...] = ()
 
     def __str__(self):
-        headroom = (f" (+{self.headroom_percent:g}% headroom: {human(self.with_headroom_kib)})"
+        headroom = (f" (+{self.headroom_percent:g}% headroom: {_under(self.with_headroom_kib, self.fits_in_kib)})"
                     if self.headroom_percent else "")
         free = (f" (free pages in per-CPU lists, {human(self.free_not_counted_kib)}, not counted)"
                 if self.free_not_counted_kib else "")
@@ -90,8 +90,18 @@ class Recommendation(NamedTuple):
         if self.not_counted:
             unknown = (f"; {' and '.join(SIZED_AREAS[area][0] for area in self.not_counted)} unknown, not counted: "
                        f"give {', '.join(SIZED_AREAS[area][1] for area in self.not_counted)}")
-        return (f"needs {human(self.needs_kib)} non-reclaimable{free}{headroom}; fits in {human(self.fits_in_kib)}"
+        return (f"needs {_under(self.needs_kib, self.fits_in_kib)} non-reclaimable{free}{headroom}; "
+                f"fits in {human(self.fits_in_kib)}"
                 f"{scaled}{unknown}")
+
+
+def _under(kib, size_kib):
+    """``kib`` in human units, with the decimals that tell it from the ``size_kib`` it fits in:
+    "needs 2.0G ...; fits in 2.0G" reads as a need that fills the size, where 1.98G leaves 19M."""
+    decimals = 1
+    while kib < size_kib and human(kib, decimals) == human(size_kib, decimals) and decimals < 3:
+        decimals += 1
+    return human(kib, decimals)
 
 
 #: the areas whose size the data may not give: (how the line names it unknown, the option that gives it)

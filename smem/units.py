@@ -13,8 +13,8 @@ __all__ = ["human", "percent", "parse_size"]
 _SUFFIXES = ("", "K", "M", "G", "T", "P", "E")
 
 
-def human(kib):
-    """smem's ``-k`` form: 1 decimal and a binary suffix ("4.0K", "1.5G"); "0" for zero."""
+def human(kib, decimals=1):
+    """smem's ``-k`` form: 1 decimal (or ``decimals``) and a binary suffix ("4.0K", "1.5G"); "0" for zero."""
     if kib == 0:
         return "0"
     value = kib * 1024
@@ -22,7 +22,7 @@ def human(kib):
         if abs(value) < 1024 or suffix == _SUFFIXES[-1]:
             break
         value /= 1024.0
-    return "%.1f%s" % (value, suffix)
+    return "%.*f%s" % (decimals, value, suffix)
 
 
 def percent(kib, total):

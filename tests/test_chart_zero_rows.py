@@ -73,3 +73,15 @@ def test_a_column_at_zero_on_every_row_is_no_legend_entry():
     data = bar_data(table, options, snapshot)
     assert data.series == ("USS", "PSS", "RSS") and len(data.values) == 3
     assert "Swap: 0 on every row, not drawn" in data.notes
+
+
+def test_an_other_bar_at_zero_is_named_by_the_rows_it_holds(capsys, tmp_path):
+    """A process's mappings as bars: [vdso], [vsyscall], [vvar] and [vvar_vclock] (PSS 0) fold into
+    one "other" bar, which is 0 and so left out; the note said "zero, not drawn: other (4
+    mappings)", which names none of them.  It names the four."""
+    out = tmp_path / "bar.svg"
+    code, _, err = smem(capsys, "-m", "-P", "^smem-long", "-M", r"^\[(v|heap)", "--bar", "map", "-o", out)
+    assert code == 0, err
+    (note,) = [t for t in svg_texts(out) if t.startswith("zero, not drawn: ")]
+    assert sorted(note.removeprefix("zero, not drawn: ").split(", ")) == ["[vdso]", "[vsyscall]", "[vvar]",
+                                                                            "[vvar_vclock]"], note

@@ -188,3 +188,13 @@ def test_an_unknown_arch_keeps_the_measured_page_map_and_says_so(tmp_path):
     ("mipsel", 4), ("sparc64", None), ("", None), (None, None)])
 def test_the_word_size_of_an_arch(arch, word):
     assert Machine(arch=arch).word_bytes == word
+
+
+def test_a_need_just_under_the_size_is_told_from_it():
+    """A board's need of 1.98G (2,077,809 KiB) fits in 2G: the line said "needs 2.0G non-reclaimable;
+    fits in 2.0G", which reads as a need that fills the RAM.  Its figure takes the decimals that tell
+    the two apart; one well under keeps smem's one decimal."""
+    from smem.recommendation import recommend
+    assert str(recommend(2077809, 0)) == "needs 1.98G non-reclaimable; fits in 2.0G"
+    assert str(recommend(1900000, 10)) == "needs 1.8G non-reclaimable (+10% headroom: 1.99G); fits in 2.0G"
+    assert str(recommend(1500000, 0)) == "needs 1.4G non-reclaimable; fits in 1.5G"

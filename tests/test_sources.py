@@ -15,7 +15,7 @@ import tarfile
 
 import pytest
 
-from conftest import TESTS, run_smem
+from conftest import FIXTURES, TESTS, run_smem
 
 VIEWS = [[], ["-m"], ["-u"], ["-w"], ["-c", "pid user name maps vss", "-n", "-t"]]
 
@@ -195,6 +195,11 @@ def test_truncated_corrupt_and_missing(capture_tar, tmp_path):
     assert "No such file" in _one_error_line(run_smem("-S", tmp_path / "does-not-exist.tgz"))
     assert "meminfo" in _one_error_line(run_smem("-S", tmp_path))  # a directory that is no capture
     assert "standard input" in _one_error_line(run_smem("-S", "-", input=b""))
+    # what is not a capture, or one cut off, on stdin: named as the empty one is, not "<stdin>"
+    assert _one_error_line(run_smem("-S", "-", input=b"<html>not a capture</html>\n" * 40)).startswith(
+        "smem: standard input: not a readable capture archive")
+    assert _one_error_line(run_smem("-S", "-", input=(FIXTURES / "captures" / "faithful.tar.gz").read_bytes()[:5000])
+                           ).startswith("smem: standard input: gzip data is truncated")
 
 
 def test_hostile_members_are_ignored_and_nothing_is_written(capture_tar, tmp_path):

@@ -42,7 +42,7 @@ def open_source(spec=None, stdin=None, per_mapping=True, streamed=False, timeout
     from .directory import DirectorySource
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return (ArchiveStream if streamed else ArchiveSource)(read_capture(stream, "standard input"), "<stdin>",
+        return (ArchiveStream if streamed else ArchiveSource)(read_capture(stream, "standard input"), "standard input",
                                                               per_mapping)
     if spec.startswith("ssh://"):
         from .remote import RemoteSource

@@ -87,11 +87,14 @@ class Archive(CaptureFacts, Source):
         where ``wanted(path, member)``, else None (and directories, noted by _add, with None).
         A member no reader asks for (capture_members.py) is read past, not handed out.
         NeedTarfile for anything unusual."""
+        ours = False  # a capture-info read: the writer is one of ours, which end the archive
         while True:
             header = stream.read(BLOCK)
             if not header:
                 if stream.pos == 0:
                     raise NeedTarfile  # tarfile's "empty file" error
+                if ours:
+                    raise CaptureError(_cut_between_members(self.name, stream.members))
                 return  # no end marker, as C smemcap writes
             member = read_header(header)
             stream.end = stream.pos
@@ -122,6 +125,7 @@ class Archive(CaptureFacts, Source):
             if not stream.skip(length):
                 raise NeedTarfile
             if path is not None:
+                ours = ours or (path == "capture-info" and member.isreg())
                 yield path, content
             elif member.isdir():
                 name = member_path(member.name)
@@ -165,10 +169,14 @@ class Archive(CaptureFacts, Source):
             stream.seek(end)
         except io.UnsupportedOperation:
             pass
+        first = True
         while stream.pos - end <= MAX_TRAILER_BYTES:
             rest = stream.read(1 << 20)
             if not rest:
+                if first and "capture-info" in self._files:
+                    raise CaptureError(_cut_between_members(self.name, stream.members))
                 return
+            first = False
             if rest.strip(b"\0"):
                 raise CaptureError(f"{self.name}: capture archive is truncated or corrupt after member "
                                    f"{len(self._files)}")
@@ -253,6 +261,16 @@ class ArchiveSource(Archive):
             self._data.close()
         self._data = None
 
+
+
+def _cut_between_members(name, members):
+    """An archive that holds a capture-info (smemcap.sh's, smem capture's, a recording's frame)
+    and stops after a whole member, without the zero blocks that end a tar: every writer of ours
+    ends its archives so, and a plain tar cut short (busybox without gzip, through nc) is cut where
+    tar wrote a record, a member's edge, so the cut showed nothing.  C smemcap writes no end marker
+    and no capture-info."""
+    return (f"{name}: capture archive is truncated: it stops after member {members} without the "
+            f"end-of-archive blocks its writer puts there (cut off while it was written or sent?)")
 
 
 def member_bytes(files, path):
