@@ -274,6 +274,18 @@ def test_a_capture_is_made_readable_by_its_owner_only(pid_namespace, tmp_path):
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
 
 
+@html
+def test_a_page_is_made_readable_by_its_owner_only(tmp_path):
+    """A page holds every process's command line and mappings, as a capture does."""
+    page = tmp_path / "page.html"
+    old = os.umask(0o022)
+    try:
+        run_smem("html", "-S", CAPTURE, "-o", page, check=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(page).st_mode) == 0o600
+
+
 def test_a_fifo_reader_that_goes_away_is_an_error(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

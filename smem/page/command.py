@@ -27,7 +27,7 @@ def run_html(request, path, stream=None, force=False):
         return warnings
     from ..output import output_file
     try:
-        with output_file(path, looks_like=_looks_like_page, force=force, what="smem html page") as out:
+        with output_file(path, looks_like=_looks_like_page, force=force, what="smem html page", private=True) as out:
             out.write(page)
     except OSError as e:
         raise SmemError(f"cannot write {path}: {e.strerror or e}") from None
