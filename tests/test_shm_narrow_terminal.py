@@ -18,28 +18,23 @@ import uuid
 import pytest
 
 from conftest import run_smem, run_smem_on_a_terminal
+from shm_mappers import MAP_FIRST_FILE, READY_THEN_WAIT
 
-#: the parent creates and attaches a SysV segment, maps the /dev/shm file, touching each page of
-#: both, and forks five children that keep both mappings ("web content": a name with a space)
-MAPPERS = r"""
-import ctypes, mmap, os, sys
+#: the parent maps the /dev/shm file and attaches a SysV segment, touching each page of both, and
+#: forks five children that keep both mappings ("web content": a name with a space)
+MAPPERS = MAP_FIRST_FILE + r"""
+import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
 shmid = int(sys.argv[2])
 addr = libc.shmat(shmid, None, 0)
 ctypes.memset(addr, 1, 2 << 20)
-with open(sys.argv[1], "r+b") as f:
-    shared = mmap.mmap(f.fileno(), 0)
-for offset in range(0, len(shared), mmap.PAGESIZE):
-    shared[offset] = 1
 for _ in range(5):
     if os.fork() == 0:
         libc.prctl(15, b"web content", 0, 0, 0)  # PR_SET_NAME
         sys.stdin.read()
         os._exit(0)
-print("ready", flush=True)
-sys.stdin.read()
-"""
+""" + READY_THEN_WAIT
 
 IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 
@@ -114,15 +109,7 @@ def test_the_notes_under_the_table_wrap_at_words(objects, columns):
 
 
 #: a process that maps the file named by its first argument, touching each page, and waits
-MAPPER = r"""
-import mmap, sys
-with open(sys.argv[1], "r+b") as f:
-    shared = mmap.mmap(f.fileno(), 0)
-for offset in range(0, len(shared), mmap.PAGESIZE):
-    shared[offset] = 1
-print("ready", flush=True)
-sys.stdin.read()
-"""
+MAPPER = MAP_FIRST_FILE + READY_THEN_WAIT
 
 GIB = 1 << 30
 #: the file's figures in the capture (bytes): a 40 GiB file, 30 in RAM, 10 in swap, 20 of it mapped

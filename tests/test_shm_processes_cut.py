@@ -12,16 +12,13 @@ import uuid
 import pytest
 
 from conftest import run_smem
+from shm_mappers import MAP_FIRST_FILE
 
 #: the parent maps the first file, touching each page, and forks five children, which keep the
 #: mapping and name themselves "web content" (a name with a space, as Firefox's processes have);
 #: then maps the second file alone; all wait on stdin
-MAPPERS = r"""
-import ctypes, mmap, os, sys
-with open(sys.argv[1], "r+b") as f:
-    shared = mmap.mmap(f.fileno(), 0)
-for offset in range(0, len(shared), mmap.PAGESIZE):
-    shared[offset] = 1
+MAPPERS = MAP_FIRST_FILE + r"""
+import ctypes
 for _ in range(5):
     if os.fork() == 0:
         ctypes.CDLL(None).prctl(15, b"web content", 0, 0, 0)  # PR_SET_NAME
