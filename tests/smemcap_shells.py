@@ -59,6 +59,12 @@ def _busybox_applets():
     return out.split()
 
 
+def busybox_bin(root, without=()):
+    """A directory ``root`` (made) of every busybox applet but ``without``'s, to be a PATH: a box
+    whose busybox was built without them (gzip, bzip2)."""
+    return _applet_dir(root, [name for name in _busybox_applets() if name not in without])
+
+
 # Each way of running the script is an xdist group: one worker makes its capture (a copy of
 # /proc, a second or two) once and runs every test of it.
 SHELLS = [

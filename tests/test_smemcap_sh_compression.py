@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from smem.compression import compression_of
-from smemcap_shells import BUSYBOX, DASH, SHELLS, run_script, script_env, SCRIPT
+from smemcap_shells import BUSYBOX, DASH, SHELLS, busybox_bin, run_script, script_env, SCRIPT
 from smemcap_shells import shell  # noqa: F401 (fixture)
 
 
@@ -59,12 +59,7 @@ def test_file_is_written_in_the_compression_its_name_says(shell, pid_namespace, 
 def test_a_compression_the_box_cannot_write_is_refused_in_one_line(tmp_path, name, tool, bins):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, check=True, text=True).stdout.split()
-    for applet in applets:
-        if not bins.endswith("without " + applet):
-            (bindir / applet).symlink_to(BUSYBOX)
+    bindir = busybox_bin(tmp_path / "bin", without=bins.split(" without ")[1:])
     out = tmp_path / name
     for argv in ([DASH], [BUSYBOX, "sh"]):
         res = subprocess.run(argv + [str(SCRIPT), str(out)], env=script_env(str(bindir), tmpdir),
@@ -82,12 +77,7 @@ def test_a_plain_tar_named_so_needs_no_gzip_and_says_nothing(tmp_path, pid_names
     """box.tar asks for a tar: a box without gzip writes it without the warning stdout gets."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, check=True, text=True).stdout.split()
-    for applet in applets:
-        if applet != "gzip":
-            (bindir / applet).symlink_to(BUSYBOX)
+    bindir = busybox_bin(tmp_path / "bin", without=("gzip",))
     out = tmp_path / "box.tar"
     res = run_script(([BUSYBOX, "sh"], str(bindir)), tmpdir, str(out), namespace=pid_namespace)
     assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")

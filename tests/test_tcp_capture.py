@@ -23,6 +23,7 @@ import pytest
 
 from conftest import TESTS, run_smem
 from hostile_inputs import capture_tar, compress, header, without_end, zeros_stream
+from smemcap_shells import busybox_bin
 
 BUSYBOX = shutil.which("busybox")
 SCRIPT = TESTS.parent / "scripts" / "smemcap.sh"
@@ -153,13 +154,7 @@ def test_a_target_slow_to_copy_proc_is_waited_for_past_the_timeout(tmp_path, pid
 def test_a_box_without_gzip_sends_a_plain_tar_that_every_reader_takes(tmp_path, pid_namespace):
     """A busybox built without gzip: the script says so once and writes a plain tar, which
     smem -S, capture --listen and record --listen all take."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, check=True, text=True).stdout.split()
-    for name in applets:
-        if name != "gzip":
-            (bindir / name).symlink_to(BUSYBOX)
-    env = dict(os.environ, PATH=str(bindir))
+    env = dict(os.environ, PATH=busybox_bin(tmp_path / "bin", without=("gzip",)))
 
     def push(port=None, file=None):
         line = f"{BUSYBOX} sh {SCRIPT} " + (f"{file}" if file else f"| {BUSYBOX} nc 127.0.0.1 {port}")
