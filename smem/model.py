@@ -228,6 +228,9 @@ class Needs:
     counters: Optional[frozenset] = None
     max_rss_kib: Optional[int] = None
     rollup_keys: Optional[tuple] = field(init=False, repr=False, compare=False)
+    #: ``kinds`` as an int: the loader asks which it holds some ten times a process, and an
+    #: enum.Flag's ``in`` is a Python method call where an int's ``&`` is one operation
+    _bits: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         keys = None
@@ -235,24 +238,31 @@ class Needs:
             split = ROLLUP_SPLIT if self.kinds & (Need.SPLIT | Need.ROLLUP) else ()
             keys = tuple(sorted(self.counters.union(split, {"Rss", "Pss"})))
         object.__setattr__(self, "rollup_keys", keys)  # (derived from the fields, once)
+        object.__setattr__(self, "_bits", self.kinds.value)
 
     def with_kinds(self, kinds):
         """These needs and ``kinds`` too."""
         return self if kinds in self.kinds else replace(self, kinds=self.kinds | kinds)
 
-    mappings = property(lambda self: Need.MAPPINGS in self.kinds)
-    rollup = property(lambda self: Need.ROLLUP in self.kinds)
-    status = property(lambda self: Need.STATUS in self.kinds)
-    cgroup = property(lambda self: Need.CGROUP in self.kinds)
-    pools = property(lambda self: Need.POOLS in self.kinds)
-    ksm = property(lambda self: Need.KSM in self.kinds)
-    stat = property(lambda self: Need.STAT in self.kinds)
-    exact = property(lambda self: Need.EXACT in self.kinds)
-    split = property(lambda self: Need.SPLIT in self.kinds)
-    devices = property(lambda self: Need.DEVICES in self.kinds)
-    pressure = property(lambda self: Need.PRESSURE in self.kinds)
-    uptime = property(lambda self: Need.UPTIME in self.kinds)
-    command = property(lambda self: Need.COMMAND in self.kinds)
+    mappings = property(lambda self: bool(self._bits & _MAPPINGS))
+    rollup = property(lambda self: bool(self._bits & _ROLLUP))
+    status = property(lambda self: bool(self._bits & _STATUS))
+    cgroup = property(lambda self: bool(self._bits & _CGROUP))
+    pools = property(lambda self: bool(self._bits & _POOLS))
+    ksm = property(lambda self: bool(self._bits & _KSM))
+    stat = property(lambda self: bool(self._bits & _STAT))
+    exact = property(lambda self: bool(self._bits & _EXACT))
+    split = property(lambda self: bool(self._bits & _SPLIT))
+    devices = property(lambda self: bool(self._bits & _DEVICES))
+    pressure = property(lambda self: bool(self._bits & _PRESSURE))
+    uptime = property(lambda self: bool(self._bits & _UPTIME))
+    command = property(lambda self: bool(self._bits & _COMMAND))
+
+
+(_MAPPINGS, _ROLLUP, _STATUS, _CGROUP, _POOLS, _KSM, _STAT, _EXACT, _SPLIT, _DEVICES, _PRESSURE, _UPTIME,
+ _COMMAND) = (flag.value for flag in (Need.MAPPINGS, Need.ROLLUP, Need.STATUS, Need.CGROUP, Need.POOLS, Need.KSM,
+                                      Need.STAT, Need.EXACT, Need.SPLIT, Need.DEVICES, Need.PRESSURE, Need.UPTIME,
+                                      Need.COMMAND))
 
 
 @dataclass(frozen=True, eq=False)
