@@ -11,7 +11,10 @@ and its ``memory.pressure``, and the machine's ``pressure/memory``; the kernel's
 the ``fdinfo/FD`` of each process's DRM and dma-buf descriptors (GPU and dma-buf memory) and
 the kernel's lists of dma-bufs (/sys/kernel/dmabuf/buffers, debugfs bufinfo);
 ``passwd`` lines for the users that own processes; and ``capture-info`` with the
-machine's facts.  Extracted into DIR/proc it is
+machine's facts, twice: first, with what is known at the start (so a plain tar cut anywhere after
+it holds one, which says its writer ends the archive: the reader refuses it as cut, where a cut
+before a capture-info at the end looked like a whole C smemcap capture), and last, whole, with
+what writing counted (LATE_FACTS); readers take the last.  Extracted into DIR/proc it is
 readable by smem 1.5 as ``smem -S DIR``.
 """
 
@@ -32,7 +35,7 @@ from .parsers.smaps import parse_smaps
 from .parsers.stat import parse_stat
 from .sources.base import KERNEL_CONFIG_MEMBER, OWN_PID, SHMEM_MEMBER
 
-__all__ = ["write_capture", "Written", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES"]
+__all__ = ["write_capture", "Written", "PROCESS_FILES", "SYSTEM_FILES", "ZRAM_FILES", "SYS_DIRECTORIES", "LATE_FACTS"]
 
 PROCESS_FILES = ("smaps", "smaps_rollup", "cmdline", "stat", "status", "cgroup")
 _ROLLUP_FIRST = ("smaps_rollup", "smaps", "cmdline", "stat", "status", "cgroup")
@@ -40,6 +43,9 @@ _ROLLUP_FIRST = ("smaps_rollup", "smaps", "cmdline", "stat", "status", "cgroup")
 ZRAM_FILES = ("mm_stat", "disksize", "comp_algorithm")
 #: /sys directories copied whole: KSM (Documentation/admin-guide/mm/ksm.rst) and zswap's settings
 SYS_DIRECTORIES = ("kernel/mm/ksm", "module/zswap/parameters")
+#: capture-info's facts known only once every process is written: the first capture-info has
+#: none of them, the last has every fact
+LATE_FACTS = ("unreadable_processes", "unreadable_by_root", "hidepid")
 
 
 def _sys_files(source, directory, names):
@@ -93,10 +99,10 @@ class _Writer:
         self.tar = tar
         self.now = int(time.time())
 
-    def file(self, name, data):
+    def file(self, name, data, mode=0o444):
         info = tarfile.TarInfo(name)
         info.size = len(data)
-        info.mode = 0o444
+        info.mode = mode
         info.mtime = self.now
         self.tar.addfile(info, io.BytesIO(data))
 
@@ -115,6 +121,12 @@ def _passwd_field(name):
     """A user name as one passwd(5) field: a ':' or newline (a hostile host's tar) would
     add fields or lines."""
     return "".join("?" if c == ":" or not c.isprintable() else c for c in name)
+
+
+def _info(facts):
+    """capture-info's bytes: a ``key=value`` line a fact."""
+    lines = (f"{k}={' '.join(str(v).split())}\n" for k, v in facts.items())  # one line each
+    return "".join(lines).encode("utf-8", "surrogateescape")
 
 
 def _comm(stat):
@@ -157,6 +169,13 @@ def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, wit
     cgroups = set()  # the processes' cgroup v2 paths
     with tarfile.open(fileobj=fileobj, mode=mode, format=tarfile.GNU_FORMAT) as tar:
         out = _Writer(tar)
+        facts = machine.as_facts()
+        facts["tool"] = f"smem {__version__}"
+        facts.setdefault("epoch", out.now)
+        # first: a tar cut after it says it is cut (it ends without the zero blocks its writer puts
+        # there); writable, so that an extraction writing the last over it in place (Python's
+        # tarfile, not root) may
+        out.file("capture-info", _info({k: v for k, v in facts.items() if k not in LATE_FACTS}), mode=0o644)
         for name in ("meminfo", "version", *SYSTEM_FILES):
             data = source.read_optional(name)
             if data is not None:
@@ -218,8 +237,6 @@ def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, wit
             out.file(name, data)
         out.file("passwd", "".join(f"{_passwd_field(name)}:x:{uid}:{uid}::/:/nonexistent\n"
                                    for uid, name in sorted(users.items())).encode("utf-8", "surrogateescape"))
-        facts = machine.as_facts()
-        facts["tool"] = f"smem {__version__}"
         left_out = len(skipped) + facts.pop("unreadable_processes", 0)  # (a remote capture's own too)
         if left_out:
             facts["unreadable_processes"] = left_out
@@ -228,9 +245,7 @@ def write_capture(source, fileobj, compression=DEFAULT_WRITTEN, exact=False, wit
         hidden = source.hidden()
         if hidden is not None:
             facts["hidepid"] = hidden.mode
-        facts.setdefault("epoch", out.now)
-        lines = (f"{k}={' '.join(str(v).split())}\n" for k, v in facts.items())  # one line each
-        out.file("capture-info", "".join(lines).encode("utf-8", "surrogateescape"))
+        out.file("capture-info", _info(facts))  # (the last, whole: what readers take)
         if exact:
             # the frames of the very mappings whose smaps the capture holds, read right after
             pids = sorted(pid for pid, maps in mappings.items() if maps)

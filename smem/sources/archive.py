@@ -87,7 +87,7 @@ class Archive(CaptureFacts, Source):
         where ``wanted(path, member)``, else None (and directories, noted by _add, with None).
         A member no reader asks for (capture_members.py) is read past, not handed out.
         NeedTarfile for anything unusual."""
-        ours = False  # a capture-info read: the writer is one of ours, which end the archive
+        ours = False  # a capture-info read: the writer is one of ours, which put it first and end the archive
         while True:
             header = stream.read(BLOCK)
             if not header:
@@ -267,8 +267,10 @@ def _cut_between_members(name, members):
     """An archive that holds a capture-info (smemcap.sh's, smem capture's, a recording's frame)
     and stops after a whole member, without the zero blocks that end a tar: every writer of ours
     ends its archives so, and a plain tar cut short (busybox without gzip, through nc) is cut where
-    tar wrote a record, a member's edge, so the cut showed nothing.  C smemcap writes no end marker
-    and no capture-info."""
+    tar wrote a record, a member's edge, so the cut showed nothing.  Our writers put a capture-info
+    first, so a cut anywhere after it is found (a capture of ours from before smem capture did,
+    cut before its one capture-info, still cannot be told from a whole one).  C smemcap writes no
+    end marker and no capture-info."""
     return (f"{name}: capture archive is truncated: it stops after member {members} without the "
             f"end-of-archive blocks its writer puts there (cut off while it was written or sent?)")
 

@@ -20,7 +20,8 @@ class ArchiveStream(Archive, StreamedSource):
     the archive once (per walker: :meth:`replayed`), front to back, handing out each process's
     files as the next process (or a global member) starts and keeping only the small global
     members (meminfo, passwd, capture-info, ...), so a report's memory need not grow with the
-    capture."""
+    capture.  A member met again replaces the one before (smem capture's capture-info: first what
+    it knew at the start, last every fact), as the held form keeps the last."""
 
     def each_process(self):
         """Each process's files as the archive is read once, front to back: ``(pid, source)``
@@ -55,6 +56,8 @@ class ArchiveStream(Archive, StreamedSource):
                         self._files[path] = content
                         if path == "passwd":
                             self._passwd = None  # user names asked before it came are asked again
+                        elif path == "capture-info":  # (smem capture's last, whole, after its first)
+                            self.__dict__.pop("_machine", None)  # facts asked before it came are asked again
                     continue
                 if pid != current:
                     if current is not None:
