@@ -23,6 +23,7 @@ from .cli_output import note, printable, quiet_broken_pipe, silence_stdout, warn
 from .cli_words import PATH, Choice, DefaultGroup, command_suggestion, one_line, option_suggestion, usage_message
 from .errors import SmemError, UsageError
 from .options import ReportRequest
+from .sigint_ignored import sigint_ignored_line
 from .views import chosen_view, view_flags
 
 __all__ = ["cli", "main"]
@@ -186,6 +187,9 @@ def _watch_run(request):
     from .watch import run_watch
     if sys.stdout is None:
         raise SmemError("cannot write the report: standard output is closed")
+    ignored = sigint_ignored_line("watching")
+    if ignored is not None:
+        note(ignored)
     screen = None
     if sys.stdout.isatty():
         keys = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
@@ -329,7 +333,7 @@ def serve(**o):
         query = query._replace(jobs=1)
     from .serve import serve_http, unfailing, write_textfiles
     if options.textfile is not None:
-        if write_textfiles(query, options, warn):
+        if write_textfiles(query, options, warn, note):
             sys.exit(1)  # what went wrong is said already (a warning); cron should see it failed
     else:
         from .page.live import LivePage  # the page at /: smem html's, read at most every --min-interval

@@ -44,6 +44,7 @@ from .incremental import Refresher
 from .options import ReportRequest, TableOptions
 from .report import make_table
 from .shared_reading import SharedReading
+from .sigint_ignored import sigint_ignored_line
 
 __all__ = ["COMPANIONS", "SharedCollector", "serve_http", "write_textfiles", "unfailing", "TEXTFILE_NAME"]
 
@@ -277,14 +278,17 @@ class _Stop(BaseException):
 
 @contextlib.contextmanager
 def _stopped_by_signals():
+    """SIGTERM and SIGINT stop serving, but a SIGINT that what started smem left ignored (a
+    script's &) stays ignored, as in smem record; yields the line that says so (None if not)."""
     def stop(signum, frame):
         raise _Stop()
-    signums = (signal.SIGTERM, signal.SIGINT)
+    ignored = sigint_ignored_line("this server")
+    signums = (signal.SIGTERM,) if ignored is not None else (signal.SIGTERM, signal.SIGINT)
     before = {s: signal.getsignal(s) for s in signums}
     for s in signums:
         signal.signal(s, stop)
     try:
-        yield
+        yield ignored
     except _Stop:
         pass
     finally:
@@ -307,12 +311,14 @@ def serve_http(query, options, announce, warn, page_app=None):
         if first.error is not None:
             raise SmemError(first.error)
         collector.say(first)
-        with _stopped_by_signals():
+        with _stopped_by_signals() as ignored:
             thread = threading.Thread(target=server.serve_forever, name="smem-serve", daemon=True)
             thread.start()
             announce(f"serving http://{address_text(options.host, server.server_address[1])}/metrics")
             if page_app is not None:
                 announce(f"the page: http://{address_text(options.host, server.server_address[1])}/")
+            if ignored is not None:
+                announce(ignored)
             while True:
                 time.sleep(3600)
     finally:
@@ -321,7 +327,7 @@ def serve_http(query, options, announce, warn, page_app=None):
         server.server_close()
 
 
-def write_textfiles(query, options, warn):
+def write_textfiles(query, options, warn, announce=None):
     """Write options.textfile/smem.prom every options.interval seconds, options.count times
     (until SIGTERM or Ctrl-C when None); how many of the reads and writes failed with a count
     (for cron), 0 without (stopped as asked: each failure was a warning already).  A failed read
@@ -329,7 +335,8 @@ def write_textfiles(query, options, warn):
     its age) rather than being replaced by one without a figure of the machine's.  A write that
     fails after a good one (the disk full a while) is a warning, tried again at the next
     interval, as a failed read is: an exporter left running for weeks outlives it.  The first
-    write failing is an error: a directory it could never write."""
+    write failing is an error: a directory it could never write.  ``announce``: says that SIGINT
+    is left ignored, where it is."""
     require("prometheus_client", "smem serve --textfile")
     from prometheus_client import generate_latest
     warn = unfailing(warn)
@@ -345,7 +352,9 @@ def write_textfiles(query, options, warn):
     path = os.path.join(directory, TEXTFILE_NAME)
     written = 0
     good, unwritten, said = False, 0, None
-    with _stopped_by_signals():
+    with _stopped_by_signals() as ignored:
+        if ignored is not None and announce is not None:
+            unfailing(announce)(ignored)
         next_at = time.monotonic()
         while True:
             failed_before = collector.errors

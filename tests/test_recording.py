@@ -150,7 +150,7 @@ def test_record_listen_takes_the_busybox_loop_and_the_next_capture_after_a_bad_o
         _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     warnings = [line for line in err.decode().splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "not a readable capture archive" in warnings[0] and "next capture" in warnings[0]
+    assert len(warnings) == 1 and "not a capture (it looks like a text file)" in warnings[0] and "next capture" in warnings[0]
     # the first frame is said (the target reaches us), the next ones are not (a daemon's log)
     notes = [line for line in err.decode().splitlines() if not line.startswith("smem: warning:")]
     assert len(notes) == 1 and notes[0].startswith("smem: recorded frame 1 from 127.0.0.1:"), err

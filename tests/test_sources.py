@@ -197,7 +197,7 @@ def test_truncated_corrupt_and_missing(capture_tar, tmp_path):
     assert "standard input" in _one_error_line(run_smem("-S", "-", input=b""))
     # what is not a capture, or one cut off, on stdin: named as the empty one is, not "<stdin>"
     assert _one_error_line(run_smem("-S", "-", input=b"<html>not a capture</html>\n" * 40)).startswith(
-        "smem: standard input: not a readable capture archive")
+        "smem: standard input: not a capture (it looks like an HTML page)")
     assert _one_error_line(run_smem("-S", "-", input=(FIXTURES / "captures" / "faithful.tar.gz").read_bytes()[:5000])
                            ).startswith("smem: standard input: gzip data is truncated")
 

@@ -129,11 +129,12 @@ def render(rendering):
     else:
         lines += [line(n, row) for n, row in enumerate(table.values)]
     if total_cells is not None:
-        dashes = len(header) if padded else _table_width(widths, room)
+        total = template % tuple(total_cells) if padded else (template % tuple(total_cells)).rstrip()
+        dashes = len(header) if padded else _widest_line(lines, total)
         if below is not None:
             dashes = max(sum(widths[:-1]) + len(widths) - 2, below + widths[-1])
         lines.append("-" * dashes)
-        lines.append(template % tuple(total_cells) if padded else (template % tuple(total_cells)).rstrip())
+        lines.append(total)
     lines.extend(_notes(table, options))
     lines.append("")
     return "\n".join(lines)
@@ -257,9 +258,11 @@ def _unpadded(line, indent, room):
     return unpadded
 
 
-def _table_width(widths, room):
-    """The width of the lines of a table whose last column is not padded (its dashes)."""
-    return sum(widths[:-1]) + len(widths) - 1 + (widths[-1] if room is None else room)
+def _widest_line(lines, total):
+    """The width of a table whose last column is not padded (its dashes): its widest line drawn
+    (a row's wrapped parts each a line).  The last column's own width counted a list of processes
+    no row had: 117 dashes under --shm's header of 96."""
+    return max(len(part) for line in (*lines, total) for part in line.split("\n"))
 
 
 def _printable(line):

@@ -23,6 +23,8 @@ Raised where it cannot leave (a ``__del__``, a generator closed by the collector
 import contextlib
 import signal
 
+from ..sigint_ignored import sigint_ignored_line
+
 __all__ = ["Stopped", "StopSignals"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -110,10 +112,7 @@ class StopSignals:
     def ignored_line(self):
         """The line a recorder says at its start where SIGINT was left ignored: Ctrl-C and ``kill
         -INT`` then do nothing, which looked like a hang; None otherwise (nohup's SIGHUP is meant)."""
-        if signal.SIGINT not in self.ignored:
-            return None
-        return ("SIGINT is ignored, as what started smem left it (a script's &): Ctrl-C and kill -INT "
-                "do not stop this recording; SIGTERM does")
+        return sigint_ignored_line("this recording") if signal.SIGINT in self.ignored else None
 
     def resume(self):
         """Signals raised again: the next received since the last was raised, now."""

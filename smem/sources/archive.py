@@ -19,6 +19,7 @@ from .capture_file import CaptureFile
 from .capture_members import is_read_member, member_path
 from .captured import CaptureFacts
 from .decompressed import MAX_HEADER_BYTES, DecompressedStream
+from .looks_like import not_a_capture
 from .tar_index import BLOCK, NeedTarfile, data_length, read_header
 
 __all__ = ["Archive", "ArchiveSource", "member_bytes", "fdinfo_members"]
@@ -160,6 +161,9 @@ class Archive(CaptureFacts, Source):
         except tarfile.TarError as e:
             if "unexpected end of data" in str(e):  # tarfile's words for a member cut short
                 raise CaptureError(f"{self.name}: capture archive is truncated ({e})") from None
+            if stream.members == 0:  # (not one header read: most likely no tar at all)
+                raise CaptureError(self._not_a_tar(stream.kind) or
+                                   f"{self.name}: not a readable capture archive ({e})") from None
             raise CaptureError(f"{self.name}: not a readable capture archive ({e})") from None
         except EOFError:
             raise CaptureError(f"{self.name}: capture archive is truncated") from None
@@ -180,6 +184,20 @@ class Archive(CaptureFacts, Source):
             if rest.strip(b"\0"):
                 raise CaptureError(f"{self.name}: capture archive is truncated or corrupt after member "
                                    f"{len(self._files)}")
+
+    def _not_a_tar(self, kind):
+        """The line for data whose first block is no tar header (a page, a script, a zip given as
+        a capture), saying what it looks like; None for a tar whose first header is damaged, or a
+        recording's frame (its own errors say it)."""
+        if not isinstance(self._data, (bytes, bytearray, CaptureFile)):
+            return None
+        try:
+            first = DecompressedStream(self._data, self.name).read(BLOCK)
+        except CaptureError:
+            return None
+        if first[257:262] == b"ustar":
+            return None
+        return not_a_capture(self.name, self._data[:BLOCK], first, kind)
 
     def _read_past(self, tar, member):
         """Read a member no reader asks for a MiB at a time, dropping it: a cut is still one."""

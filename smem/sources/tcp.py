@@ -33,6 +33,7 @@ import tempfile
 import time
 
 from ..errors import CaptureError, SourceError, UsageError
+from ..sigint_ignored import sigint_ignored_line
 
 __all__ = ["Listener", "receive_source", "parse_address", "DEFAULT_TIMEOUT", "MAX_RECEIVED_BYTES", "WHOLE_TIMEOUTS",
            "MAX_CONNECTIONS", "MAX_HELD_BYTES"]
@@ -149,6 +150,9 @@ class Listener:
         if said is not None:
             said(f"listening on {self.address} for a capture (on the target: sh smemcap.sh | "
                  f"{self._nc}{self._nc_note})")
+            ignored = sigint_ignored_line("this wait for a capture")
+            if ignored is not None:
+                said(ignored)
 
     def target_loop(self, pause=10):
         """The README's loop a target runs to push a capture every ``pause`` seconds."""
