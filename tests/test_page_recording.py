@@ -240,3 +240,36 @@ def test_a_recordings_page_gives_the_browser_back_at_every_narrow_width(browser,
     finally:
         config.timeout = _Chromium.ANSWER
     _no_requests_and_no_errors(browser)
+
+
+#: a recording of four frames of a PID namespace holding only sh and three sleeps (``unshare --pid
+#: --fork --mount-proc sh -c "sleep 300 & sleep 300 & sleep 300 & python -m smem record -o small
+#: --interval 1 --count 4"``): processes of 200 to 400 KiB, as a new user's container held
+SMALL = os.path.join(os.path.dirname(__file__), "fixtures", "recordings", "small")
+
+
+@pytest.fixture(scope="module")
+def small_page(tmp_path_factory):
+    page = str(tmp_path_factory.mktemp("small") / "page.html")
+    run_smem("html", "-S", SMALL, "-o", page, check=True)
+    return page
+
+
+def test_a_recording_of_small_processes_draws_their_pss_in_kib(browser, small_page):
+    """The processes' chart was in MiB whatever they held: a container's shell and sleeps of 200 to
+    400 KiB ticked "0.2", "0.25", "0.3" MiB.  In KiB, as the tables say them, its ticks are whole
+    numbers and its hover says the figure in the axis's unit."""
+    _open_file(browser, small_page)
+    _wait(browser, "return document.querySelectorAll('#time-lines .ytick text').length > 1")
+    unit, ticks, hovers, last = browser.execute_script("""const c = document.getElementById('time-lines');
+        return [c.layout.yaxis.title.text, [...c.querySelectorAll('.ytick text')].map((t) => t.textContent),
+                c.data.map((t) => t.hovertemplate), Object.fromEntries(c.data.map((t) => [t.name, t.y[t.y.length - 1]]))]""")
+    assert unit == "KiB", unit
+    assert len(ticks) >= 2 and all(tick.isdigit() for tick in ticks), ticks  # ("0.25": a fraction of a MiB)
+    assert all(hover.startswith("%{y:.0f} KiB<") for hover in hovers), hovers
+    # each line's last point is its process's PSS in the table (the last frame's), in KiB as there
+    # (the lines' from smaps_rollup, the key frame's table from the smaps' sums: a few KiB apart)
+    rows = dict(browser.execute_script("return window.smemPage.state.data.process.rows.map((r) => [`${r.pid} ${r.name}`, r.pss])"))
+    assert last.keys() == rows.keys() and all(100 < pss < 1024 and abs(last[n] - pss) <= 0.1 * pss
+                                              for n, pss in rows.items()), (last, rows)
+    _no_requests_and_no_errors(browser)

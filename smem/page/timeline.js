@@ -10,9 +10,15 @@ const NARROW = window.matchMedia("(max-width: 640px)");
 
 function timeAxis(frames) { return frames.map((f) => new Date(f.time * 1000)); }
 
-/* The unit of a chart whose largest figure is ``most`` KiB: GiB from 10 GiB (plotly wrote 20000
-   MiB as "20k"), else MiB; [its name, KiB in one]. */
-function chartUnit(most) { return most >= 10 << 20 ? ["GiB", 1 << 20] : ["MiB", 1024]; }
+/* The unit of a chart of figures from ``least`` to ``most`` KiB, 1024-based as the tables' ([its
+   name, KiB in one, the hover's format]): the largest in which they span 2 or more, so the ticks
+   step by whole-ish numbers (a chart of small processes in MiB ticked 0.14, 0.16, 0.18), of
+   those that keep ``most`` under 10000 (plotly wrote 20000 MiB as "20k"). */
+const CHART_UNITS = [["GiB", 1 << 20, ".1f"], ["MiB", 1024, ".1f"], ["KiB", 1, ".0f"]];
+function chartUnit(least, most) {
+  const fit = CHART_UNITS.filter(([, kib]) => most / kib < 10000);
+  return fit.find(([, kib]) => (most - least) / kib >= 2) || fit[fit.length - 1] || CHART_UNITS[0];
+}
 
 /* How many times fit level along the axis of the chart ``id`` as plotly last drew it (a two-line
    first label, its date under it, needs some 100 pixels); 6 before it is drawn. */
@@ -38,6 +44,18 @@ function levelTimeTicks(id) {
   fit();
 }
 
+/* [the least, the largest] of every figure in ``series`` (arrays, nulls left out); [0, 0] if none.
+   (A loop: Math.max(...figures) of a long recording is a call of a million arguments, which V8 refuses.) */
+function bounds(series) {
+  let least = Infinity, most = -Infinity;
+  for (const values of series) for (const v of values) {
+    if (v === null || v === undefined) continue;
+    if (v < least) least = v;
+    if (v > most) most = v;
+  }
+  return most === -Infinity ? [0, 0] : [least, most];
+}
+
 function drawTimeCharts(summary, at, colors) {
   const x = timeAxis(summary.frames);
   const inUnit = (unit) => (v) => (v === null || v === undefined ? null : v / unit);
@@ -55,29 +73,29 @@ function drawTimeCharts(summary, at, colors) {
                                legend: narrow ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
                                               : {font: {size: 11}},
                                hovermode: "x unified"});
-  // (a loop: Math.max(...figures) of a long recording is a call of a million arguments, which V8 refuses)
-  const largest = (series) => series.reduce((most, values) => values.reduce((m, v) => (v > m ? v : m), most), 0);
-  const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
+  const [lineLeast, lineMost] = bounds(summary.processes.map((p) => p.pss));
+  const [lineUnit, lineKib, lineFormat] = chartUnit(lineLeast, lineMost);
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),
-    name: `${p.pid} ${plotlyName(p.name ?? "")}`, hovertemplate: `%{y:.1f} ${lineUnit}<extra>%{meta}</extra>`,
+    name: `${p.pid} ${plotlyName(p.name ?? "")}`, hovertemplate: `%{y:${lineFormat}} ${lineUnit}<extra>%{meta}</extra>`,
     // (the command, in meta, not in the template, where its own %{...} would be read: two python3
     // lines are told apart by their scripts; cut, keeping its start, as the tables cut it)
     meta: `${p.pid} ${plotlyName(cut(p.command ?? p.name ?? "", 80))}`}));
   Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest and the most grown processes", lineUnit, true, "time-lines"),
                {displayModeBar: false, responsive: true});
-  // (stacked: the unit of their sum at the fullest frame)
-  const [areaUnit, areaKib] = chartUnit(largest([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]));
+  // (stacked from 0: the unit of their sum at the fullest frame)
+  const [, areaMost] = bounds([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]);
+  const [areaUnit, areaKib, areaFormat] = chartUnit(0, areaMost);
   // (the legend lists the largest first: in the stack's order, a scroll box began with the areas of
   // a few KiB and the large ones were out of sight)
-  const peaks = summary.areas.map((a) => largest([a.used]));
+  const peaks = summary.areas.map((a) => bounds([a.used])[1]);
   const ranks = new Map(peaks.map((_, i) => i).sort((i, j) => peaks[j] - peaks[i]).map((i, rank) => [i, rank]));
   // (an area below zero is stacked at 0, as the bar above leaves it out: stacked as it is, it was
   // drawn downwards over the area under it; its hover keeps its figure, the note under says why)
   const areas = summary.areas.map((a, i) => ({
     type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map((v) => (v < 0 ? 0 : v)).map(inUnit(areaKib)),
     customdata: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
-    hovertemplate: `%{customdata:.1f} ${areaUnit}`, legendrank: 1 + ranks.get(i),
+    hovertemplate: `%{customdata:${areaFormat}} ${areaUnit}`, legendrank: 1 + ranks.get(i),
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
   const areasLayout = layout("MemTotal broken down", areaUnit, false, "time-areas");
   areasLayout.legend.traceorder = "normal";  // (by rank, the smallest on top: a stack's default reverses it)
