@@ -201,12 +201,12 @@ def test_a_recordings_time_axes_are_level_and_their_labels_apart(browser, record
 
 def test_a_recordings_areas_legend_lists_the_largest_first(browser, recorded_page):
     """The areas' legend, a scroll box beside the chart, listed them in the stack's order, the
-    areas of a few KiB first: the large ones were out of sight."""
+    areas of a few KiB first: the large ones were out of sight.  (In rows under it: read as text.)"""
     _open_file(browser, recorded_page[0])
     _wait(browser, "return document.querySelectorAll('#time-areas .legend .traces').length > 2")
     shown = browser.execute_script("""return [...document.querySelectorAll('#time-areas .legend .traces')]
-        .map((t) => [t.getBoundingClientRect().top, t.querySelector('text.legendtext').textContent])
-        .sort((a, b) => a[0] - b[0]).map((t) => t[1])""")
+        .map((t) => [t.getBoundingClientRect(), t.querySelector('text.legendtext').textContent])
+        .sort((a, b) => a[0].top - b[0].top || a[0].left - b[0].left).map((t) => t[1])""")
     peaks = browser.execute_script("""const c = document.getElementById('time-areas');
         return Object.fromEntries(c.data.map((t) => [t.name, Math.max(...t.y.map((v) => v || 0))]))""")
     assert shown == sorted(peaks, key=lambda name: -peaks[name]), (shown, peaks)
@@ -273,3 +273,42 @@ def test_a_recording_of_small_processes_draws_their_pss_in_kib(browser, small_pa
     assert last.keys() == rows.keys() and all(100 < pss < 1024 and abs(last[n] - pss) <= 0.1 * pss
                                               for n, pss in rows.items()), (last, rows)
     _no_requests_and_no_errors(browser)
+
+
+#: script: [the window's width, the areas' chart's box, its legend's box, each legend entry's [name, box]]
+#: (a box: [left, top, right, bottom])
+LEGEND_BOXES = """const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const chart = document.getElementById('time-areas'), legend = chart.querySelector('g.legend');
+    return [document.documentElement.clientWidth, box(chart), box(legend.querySelector('rect.bg')),
+            [...legend.querySelectorAll('.traces')].map((t) => [t.querySelector('text.legendtext').textContent, box(t)])]"""
+
+
+@pytest.mark.parametrize("width", [1400, 900])
+def test_a_recordings_areas_legend_shows_every_area_without_scrolling(browser, small_page, width):
+    """The areas' legend, beside the chart, was a scroll box 260 pixels high: at 1400 px its last
+    entries, "unexplained" among them, were cut off under it, and at 900 px too.  Each entry is
+    inside the legend's box, the chart's and the window, none over another."""
+    browser.set_window_size(width, 1200)
+    try:
+        _open_file(browser, small_page)
+        _wait(browser, "return document.querySelectorAll('#time-areas .legend .traces').length > 2")
+        time.sleep(0.3)  # (the chart made taller for its legend: drawn again)
+        window, chart, legend, entries = browser.execute_script(LEGEND_BOXES)
+        names = browser.execute_script("return document.getElementById('time-areas').data.map((t) => t.name)")
+        assert sorted(name for name, _ in entries) == sorted(names) and "unexplained" in names
+        inside = lambda inner, outer: (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5
+                                       and inner[2] <= outer[2] + 0.5 and inner[3] <= outer[3] + 0.5)
+        for name, entry in entries:
+            assert inside(entry, legend) and inside(entry, chart) and entry[2] <= window, (width, name, entry, legend, chart)
+        boxes = [entry for _, entry in entries]
+        overlaps = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                    if a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1]
+        assert not overlaps, overlaps
+        # (its plot as high as the processes' beside or above it: the legend's rows took their own room)
+        plots = browser.execute_script("""return ['time-lines', 'time-areas'].map((id) =>
+            document.querySelector(`#${id} .nsewdrag`).getBoundingClientRect().height)""")
+        assert abs(plots[0] - plots[1]) <= 2, plots
+    finally:
+        browser.set_window_size(1400, 1200)
+    _no_requests_and_no_errors(browser)
+

@@ -56,6 +56,37 @@ function bounds(series) {
   return most === -Infinity ? [0, 0] : [least, most];
 }
 
+/* A time chart's height with its legend beside the plot, or none; one whose legend is in rows
+   under it is taller by their room (legendRoom), its plot as high as its neighbour's. */
+const CHART_HEIGHT = 260;
+/* The pixels a legend in rows may take: every row shown (plotly scrolls one taller than this). */
+const LEGEND_MOST = 2000;
+
+/* The pixels the chart ``id``'s legend in rows took when it was last drawn at its present width
+   (0 before: fitLegendRoom makes room once it is drawn). */
+function legendRoom(id) {
+  const chart = document.getElementById(id), room = chart.smemLegendRoom;
+  return room && room[0] === chart.clientWidth ? room[1] : 0;
+}
+
+/* Drawn (first, again on a slider move, or at a new width): the chart made as much taller than
+   CHART_HEIGHT as its legend's rows take (at the chart's foot, under the time axis's labels), so
+   its plot is as high as its neighbour's whatever the rows.  At one width it is fitted once: the
+   rows depend on the width alone. */
+function fitLegendRoom(id) {
+  const chart = document.getElementById(id), fit = () => {
+    const legend = chart.querySelector("g.legend"), width = chart.clientWidth;
+    if (!legend || chart.layout.legend?.yref !== "container") return;
+    const room = Math.ceil(legend.getBoundingClientRect().height);
+    const fitted = chart.smemLegendRoom;
+    if (fitted && fitted[0] === width) return;
+    chart.smemLegendRoom = [width, room];
+    if (chart.layout.height !== CHART_HEIGHT + room) Plotly.relayout(chart, {height: CHART_HEIGHT + room});
+  };
+  chart.on("plotly_afterplot", fit);
+  fit();
+}
+
 function drawTimeCharts(summary, at, colors) {
   const x = timeAxis(summary.frames);
   const inUnit = (unit) => (v) => (v === null || v === undefined ? null : v / unit);
@@ -64,14 +95,19 @@ function drawTimeCharts(summary, at, colors) {
   // (on a phone a legend beside the plot took half its width: the processes' goes below it, and
   // the areas', as long as the page's own legend above with the same colours, is left to it)
   const narrow = NARROW.matches;
-  const layout = (title, unit, below, id) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
-                               height: narrow && below ? 380 : 260, shapes: [marker], yaxis: {title: {text: unit}, automargin: true},
+  // ``legend``: "beside" the plot, or "below" it, in rows at the chart's foot (yref container), the
+  // chart taller by the room its rows took when last drawn (fitLegendRoom)
+  const layout = (title, unit, legend, id) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
+                               height: narrow && legend === "below" ? 380 : CHART_HEIGHT + (legend === "rows" ? legendRoom(id) : 0),
+                               shapes: [marker], yaxis: {title: {text: unit}, automargin: true},
                                // (few ticks, and room for them: a recording of seconds crowded and cut them;
                                // level, as many as fit: aslant, the date under the first ran into the next)
                                xaxis: {nticks: timeTicks(id), tickangle: 0, automargin: true},
-                               showlegend: !narrow || below,
-                               legend: narrow ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
-                                              : {font: {size: 11}},
+                               showlegend: legend !== "none",
+                               legend: legend === "below" ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
+                                     : legend === "rows" ? {font: {size: 11}, orientation: "h", x: 0, xanchor: "left", yref: "container",
+                                                            y: 0, yanchor: "bottom", maxheight: LEGEND_MOST}
+                                     : {font: {size: 11}},
                                hovermode: "x unified"});
   const [lineLeast, lineMost] = bounds(summary.processes.map((p) => p.pss));
   const [lineUnit, lineKib, lineFormat] = chartUnit(lineLeast, lineMost);
@@ -81,7 +117,8 @@ function drawTimeCharts(summary, at, colors) {
     // (the command, in meta, not in the template, where its own %{...} would be read: two python3
     // lines are told apart by their scripts; cut, keeping its start, as the tables cut it)
     meta: `${p.pid} ${plotlyName(cut(p.command ?? p.name ?? "", 80))}`}));
-  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest and the most grown processes", lineUnit, true, "time-lines"),
+  Plotly.react(document.getElementById("time-lines"), lines,
+               layout("PSS of the largest and the most grown processes", lineUnit, narrow ? "below" : "beside", "time-lines"),
                {displayModeBar: false, responsive: true});
   // (stacked from 0: the unit of their sum at the fullest frame)
   const [, areaMost] = bounds([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]);
@@ -97,7 +134,9 @@ function drawTimeCharts(summary, at, colors) {
     customdata: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
     hovertemplate: `%{customdata:${areaFormat}} ${areaUnit}`, legendrank: 1 + ranks.get(i),
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
-  const areasLayout = layout("MemTotal broken down", areaUnit, false, "time-areas");
+  // (its legend in rows under the plot: beside it, a scroll box of 260 pixels cut off the last
+  // areas, "unexplained" among them, at 1400 px)
+  const areasLayout = layout("MemTotal broken down", areaUnit, narrow ? "none" : "rows", "time-areas");
   areasLayout.legend.traceorder = "normal";  // (by rank, the smallest on top: a stack's default reverses it)
   Plotly.react(document.getElementById("time-areas"), areas, areasLayout, {displayModeBar: false, responsive: true});
 }
@@ -157,5 +196,5 @@ function startTimeline(timeline, own) {
     `${summary.frames.length} frames, ${keys} of them key frames (every smaps kept); the others kept smaps_rollup only. ` +
     `The slider stops at the ${stops.length} whose whole tables are embedded.`;
   show(stops.length - 1);
-  levelTimeTicks("time-lines"); levelTimeTicks("time-areas");
+  levelTimeTicks("time-lines"); levelTimeTicks("time-areas"); fitLegendRoom("time-areas");
 }
