@@ -6,7 +6,7 @@ are cut shorter still."""
 
 import pytest
 
-from page_browser import _no_requests_and_no_errors, _open_file
+from page_browser import _no_requests_and_no_errors, _open_file, _wait
 
 pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
@@ -53,4 +53,34 @@ def test_a_comparisons_change_of_pss_is_in_view(browser, pages, hostile_comparis
         assert title.endswith("--x")  # (the command cut, its whole text on hover)
     finally:
         browser.set_window_size(1400, 1200)
+    _no_requests_and_no_errors(browser)
+
+
+#: script: [whether the table's frame shows a shadow at its left edge, at its right, the button's text
+#: or null where hidden, the headers of the columns half or more right of the table's view]
+EDGES = """const frame = document.querySelector('.table-frame'), wrap = document.querySelector('.table-wrap');
+    const shade = (where) => getComputedStyle(frame, where).opacity === '1';
+    const edge = wrap.getBoundingClientRect().left + wrap.clientLeft + wrap.clientWidth;
+    const more = document.getElementById('table-more');
+    return [shade('::before'), shade('::after'), more.hidden || !more.offsetWidth ? null : more.textContent,
+            [...document.querySelectorAll('#table thead th')].filter((th) => { const r = th.getBoundingClientRect();
+                                                                                return r.left + r.width / 2 > edge; })
+                                                                 .map((th) => th.textContent)]"""
+
+
+def test_a_table_wider_than_its_box_says_its_columns_go_on_to_the_right(browser, pages):
+    """At 1400 px a comparison's process table is wider than its card: its RSS columns were
+    reached only by scrolling it sideways, and nothing said they were there.  A shadow at its right edge and a button naming the columns
+    there say so; the button scrolls to them, and then the shadow is at the left edge.  A table
+    that fits says nothing."""
+    from selenium.webdriver.common.by import By
+    _open_file(browser, pages["compared"][0])
+    left, right, button, hidden = browser.execute_script(EDGES)
+    assert not left and right and hidden and {"RSS", "dRSS"} <= set(hidden), (left, right, hidden)
+    assert button.startswith(f"{len(hidden)} more columns → ") and hidden[0] in button, button
+    browser.find_element(By.ID, "table-more").click()
+    _wait(browser, "const w = document.querySelector('.table-wrap'); return w.scrollLeft + w.clientWidth >= w.scrollWidth - 1")
+    assert browser.execute_script(EDGES) == [True, False, None, []]
+    _open_file(browser, pages["plain"][0])  # (its ten columns fit at 1400 px)
+    assert browser.execute_script(EDGES) == [False, False, None, []]
     _no_requests_and_no_errors(browser)

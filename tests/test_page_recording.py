@@ -201,12 +201,12 @@ def test_a_recordings_time_axes_are_level_and_their_labels_apart(browser, record
 
 def test_a_recordings_areas_legend_lists_the_largest_first(browser, recorded_page):
     """The areas' legend, a scroll box beside the chart, listed them in the stack's order, the
-    areas of a few KiB first: the large ones were out of sight."""
+    areas of a few KiB first: the large ones were out of sight.  (In rows under it: read as text.)"""
     _open_file(browser, recorded_page[0])
     _wait(browser, "return document.querySelectorAll('#time-areas .legend .traces').length > 2")
     shown = browser.execute_script("""return [...document.querySelectorAll('#time-areas .legend .traces')]
-        .map((t) => [t.getBoundingClientRect().top, t.querySelector('text.legendtext').textContent])
-        .sort((a, b) => a[0] - b[0]).map((t) => t[1])""")
+        .map((t) => [t.getBoundingClientRect(), t.querySelector('text.legendtext').textContent])
+        .sort((a, b) => a[0].top - b[0].top || a[0].left - b[0].left).map((t) => t[1])""")
     peaks = browser.execute_script("""const c = document.getElementById('time-areas');
         return Object.fromEntries(c.data.map((t) => [t.name, Math.max(...t.y.map((v) => v || 0))]))""")
     assert shown == sorted(peaks, key=lambda name: -peaks[name]), (shown, peaks)
@@ -240,3 +240,75 @@ def test_a_recordings_page_gives_the_browser_back_at_every_narrow_width(browser,
     finally:
         config.timeout = _Chromium.ANSWER
     _no_requests_and_no_errors(browser)
+
+
+#: a recording of four frames of a PID namespace holding only sh and three sleeps (``unshare --pid
+#: --fork --mount-proc sh -c "sleep 300 & sleep 300 & sleep 300 & python -m smem record -o small
+#: --interval 1 --count 4"``): processes of 200 to 400 KiB, as a new user's container held
+SMALL = os.path.join(os.path.dirname(__file__), "fixtures", "recordings", "small")
+
+
+@pytest.fixture(scope="module")
+def small_page(tmp_path_factory):
+    page = str(tmp_path_factory.mktemp("small") / "page.html")
+    run_smem("html", "-S", SMALL, "-o", page, check=True)
+    return page
+
+
+def test_a_recording_of_small_processes_draws_their_pss_in_kib(browser, small_page):
+    """The processes' chart was in MiB whatever they held: a container's shell and sleeps of 200 to
+    400 KiB ticked "0.2", "0.25", "0.3" MiB.  In KiB, as the tables say them, its ticks are whole
+    numbers and its hover says the figure in the axis's unit."""
+    _open_file(browser, small_page)
+    _wait(browser, "return document.querySelectorAll('#time-lines .ytick text').length > 1")
+    unit, ticks, hovers, last = browser.execute_script("""const c = document.getElementById('time-lines');
+        return [c.layout.yaxis.title.text, [...c.querySelectorAll('.ytick text')].map((t) => t.textContent),
+                c.data.map((t) => t.hovertemplate), Object.fromEntries(c.data.map((t) => [t.name, t.y[t.y.length - 1]]))]""")
+    assert unit == "KiB", unit
+    assert len(ticks) >= 2 and all(tick.isdigit() for tick in ticks), ticks  # ("0.25": a fraction of a MiB)
+    assert all(hover.startswith("%{y:.0f} KiB<") for hover in hovers), hovers
+    # each line's last point is its process's PSS in the table (the last frame's), in KiB as there
+    # (the lines' from smaps_rollup, the key frame's table from the smaps' sums: a few KiB apart)
+    rows = dict(browser.execute_script("return window.smemPage.state.data.process.rows.map((r) => [`${r.pid} ${r.name}`, r.pss])"))
+    assert last.keys() == rows.keys() and all(100 < pss < 1024 and abs(last[n] - pss) <= 0.1 * pss
+                                              for n, pss in rows.items()), (last, rows)
+    _no_requests_and_no_errors(browser)
+
+
+#: script: [the window's width, the areas' chart's box, its legend's box, each legend entry's [name, box]]
+#: (a box: [left, top, right, bottom])
+LEGEND_BOXES = """const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const chart = document.getElementById('time-areas'), legend = chart.querySelector('g.legend');
+    return [document.documentElement.clientWidth, box(chart), box(legend.querySelector('rect.bg')),
+            [...legend.querySelectorAll('.traces')].map((t) => [t.querySelector('text.legendtext').textContent, box(t)])]"""
+
+
+@pytest.mark.parametrize("width", [1400, 900])
+def test_a_recordings_areas_legend_shows_every_area_without_scrolling(browser, small_page, width):
+    """The areas' legend, beside the chart, was a scroll box 260 pixels high: at 1400 px its last
+    entries, "unexplained" among them, were cut off under it, and at 900 px too.  Each entry is
+    inside the legend's box, the chart's and the window, none over another."""
+    browser.set_window_size(width, 1200)
+    try:
+        _open_file(browser, small_page)
+        _wait(browser, "return document.querySelectorAll('#time-areas .legend .traces').length > 2")
+        time.sleep(0.3)  # (the chart made taller for its legend: drawn again)
+        window, chart, legend, entries = browser.execute_script(LEGEND_BOXES)
+        names = browser.execute_script("return document.getElementById('time-areas').data.map((t) => t.name)")
+        assert sorted(name for name, _ in entries) == sorted(names) and "unexplained" in names
+        inside = lambda inner, outer: (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5
+                                       and inner[2] <= outer[2] + 0.5 and inner[3] <= outer[3] + 0.5)
+        for name, entry in entries:
+            assert inside(entry, legend) and inside(entry, chart) and entry[2] <= window, (width, name, entry, legend, chart)
+        boxes = [entry for _, entry in entries]
+        overlaps = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                    if a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1]
+        assert not overlaps, overlaps
+        # (its plot as high as the processes' beside or above it: the legend's rows took their own room)
+        plots = browser.execute_script("""return ['time-lines', 'time-areas'].map((id) =>
+            document.querySelector(`#${id} .nsewdrag`).getBoundingClientRect().height)""")
+        assert abs(plots[0] - plots[1]) <= 2, plots
+    finally:
+        browser.set_window_size(1400, 1200)
+    _no_requests_and_no_errors(browser)
+

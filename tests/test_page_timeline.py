@@ -48,5 +48,39 @@ def test_a_recordings_lines_say_each_processs_command_on_hover(browser):
         draw(summary, 1, new Map());
         return lines.map((t) => [t.name, t.hovertemplate, t.meta]);""", script)
     command = "python3 leaky.py %{y} &lt;b&gt;" + "x" * 54 + "…"  # (80 characters of it)
-    assert drawn == [["7 python3", "%{y:.1f} MiB<extra>%{meta}</extra>", f"7 {command}"],
-                     ["8 python3", "%{y:.1f} MiB<extra>%{meta}</extra>", "8 python3"]], drawn
+    assert drawn == [["7 python3", "%{y:.0f} KiB<extra>%{meta}</extra>", f"7 {command}"],
+                     ["8 python3", "%{y:.0f} KiB<extra>%{meta}</extra>", "8 python3"]], drawn
+
+
+#: script: the unit, the hover's template and the top of the data of the processes' chart drawn of
+#: each of ``arguments[1]``, lists of figures (KiB) of one process's frames
+LINE_UNITS = """const lines = [];
+    const Plotly = {react: (id, traces, layout) => { if (id === "time-lines") lines.push(
+        [layout.yaxis.title.text, traces[0].hovertemplate.split("<")[0], Math.max(...traces[0].y)]); }};
+    const draw = new Function("Plotly", "document", arguments[0] + "\\nreturn drawTimeCharts;")(
+        Plotly, {getElementById: (id) => id});
+    for (const pss of arguments[1]) {
+      const summary = {frames: pss.map((_, i) => ({time: 1.8e9 + 10 * i})),
+                       processes: [{pid: 1, name: "p", pss}], areas: [{area: "free", used: pss.map(() => 5)}]};
+      draw(summary, 0, new Map());
+    }
+    return lines;"""
+
+
+def test_a_recordings_lines_are_drawn_in_the_unit_their_figures_step_by_whole_numbers_in(browser):
+    """The processes' chart was in MiB (GiB from 10 GiB) whatever they held: processes of 130 to 190
+    KiB ticked 0.14, 0.16, 0.18.  The unit is the largest in which the figures shown span 2 or more
+    (1024-based, as the tables'), its hover in it, and never one that plotly writes as "20k"."""
+    script = '"use strict";\n' + "\n".join((PAGE / name).read_text() for name in ("common.js", "timeline.js"))
+    mib, gib = 1 << 10, 1 << 20
+    cases = {  # KiB of one process, frame by frame: the unit, the hover's template, the largest in it
+        (130, 190): ["KiB", "%{y:.0f} KiB", 190],
+        (1000, 1100): ["KiB", "%{y:.0f} KiB", 1100],  # (0.98 to 1.07 MiB: ticks of 0.02)
+        (19 * mib, 21 * mib): ["MiB", "%{y:.1f} MiB", 21],  # (19456 to 21504 KiB: "20k")
+        (20 * mib, 20 * mib): ["MiB", "%{y:.1f} MiB", 20],  # (flat: the least unit under 10000)
+        (0, 3 * gib): ["GiB", "%{y:.1f} GiB", 3],
+        (12 * gib, 12 * gib): ["GiB", "%{y:.1f} GiB", 12],
+        (100 * mib, 1200 * mib): ["MiB", "%{y:.1f} MiB", 1200],  # (0.1 to 1.2 GiB: ticks of 0.2)
+    }
+    drawn = browser.execute_script(LINE_UNITS, script, [list(pss) for pss in cases])
+    assert dict(zip(cases, drawn)) == cases, drawn

@@ -199,7 +199,36 @@ function drawTable() {
     `${rows.length} of ${doc.rows.length} rows` + (rows.length > TABLE_ROWS ? ` (the first ${TABLE_ROWS} shown: filter to narrow)` : "");
   const command = state.data.meta.commands && state.data.meta.commands[state.table];
   document.getElementById("table-command").textContent = command ? "Same numbers as: " + command : "";
+  markTableEdges();
 }
+
+/* A table wider than its box says so: a shadow at each edge past which it has columns (the frame's
+   more-left, more-right), and beside the filter a button naming the columns right of the view,
+   which scrolls to them.  (At 1400 px a comparison's RSS columns were reached only by scrolling
+   the table sideways, and nothing on the screen said they were there.) */
+function markTableEdges() {
+  const wrap = document.querySelector(".table-wrap"), frame = wrap.parentElement;
+  const box = wrap.getBoundingClientRect(), edge = box.left + wrap.clientLeft + wrap.clientWidth;
+  frame.classList.toggle("more-left", wrap.scrollLeft > 1);
+  frame.classList.toggle("more-right", wrap.scrollWidth - wrap.clientWidth - wrap.scrollLeft > 1);
+  // (a column counts as right of the view once half of it is)
+  const right = [...document.querySelectorAll("#table thead th")].filter((th) => {
+    const r = th.getBoundingClientRect();
+    return r.left + r.width / 2 > edge;
+  });
+  const more = document.getElementById("table-more");
+  more.hidden = !right.length;
+  const names = right.map((th) => th.textContent);
+  more.textContent = right.length ? `${right.length} more column${right.length === 1 ? "" : "s"} → ` +
+                                    (names.length > 4 ? names.slice(0, 4).join(", ") + ", …" : names.join(", ")) : "";
+  more.title = names.join(", ");
+}
+document.querySelector(".table-wrap").addEventListener("scroll", markTableEdges, {passive: true});
+new ResizeObserver(markTableEdges).observe(document.querySelector(".table-wrap"));
+document.getElementById("table-more").addEventListener("click", () => {
+  const wrap = document.querySelector(".table-wrap");
+  wrap.scrollTo({left: wrap.scrollWidth, behavior: "smooth"});
+});
 
 /* Enter or space on a focused header, row or legend item: as a click (they are reached by Tab). */
 function pressed(event) {

@@ -10,9 +10,15 @@ const NARROW = window.matchMedia("(max-width: 640px)");
 
 function timeAxis(frames) { return frames.map((f) => new Date(f.time * 1000)); }
 
-/* The unit of a chart whose largest figure is ``most`` KiB: GiB from 10 GiB (plotly wrote 20000
-   MiB as "20k"), else MiB; [its name, KiB in one]. */
-function chartUnit(most) { return most >= 10 << 20 ? ["GiB", 1 << 20] : ["MiB", 1024]; }
+/* The unit of a chart of figures from ``least`` to ``most`` KiB, 1024-based as the tables' ([its
+   name, KiB in one, the hover's format]): the largest in which they span 2 or more, so the ticks
+   step by whole-ish numbers (a chart of small processes in MiB ticked 0.14, 0.16, 0.18), of
+   those that keep ``most`` under 10000 (plotly wrote 20000 MiB as "20k"). */
+const CHART_UNITS = [["GiB", 1 << 20, ".1f"], ["MiB", 1024, ".1f"], ["KiB", 1, ".0f"]];
+function chartUnit(least, most) {
+  const fit = CHART_UNITS.filter(([, kib]) => most / kib < 10000);
+  return fit.find(([, kib]) => (most - least) / kib >= 2) || fit[fit.length - 1] || CHART_UNITS[0];
+}
 
 /* How many times fit level along the axis of the chart ``id`` as plotly last drew it (a two-line
    first label, its date under it, needs some 100 pixels); 6 before it is drawn. */
@@ -38,6 +44,49 @@ function levelTimeTicks(id) {
   fit();
 }
 
+/* [the least, the largest] of every figure in ``series`` (arrays, nulls left out); [0, 0] if none.
+   (A loop: Math.max(...figures) of a long recording is a call of a million arguments, which V8 refuses.) */
+function bounds(series) {
+  let least = Infinity, most = -Infinity;
+  for (const values of series) for (const v of values) {
+    if (v === null || v === undefined) continue;
+    if (v < least) least = v;
+    if (v > most) most = v;
+  }
+  return most === -Infinity ? [0, 0] : [least, most];
+}
+
+/* A time chart's height with its legend beside the plot, or none; one whose legend is in rows
+   under it is taller by their room (legendRoom), its plot as high as its neighbour's. */
+const CHART_HEIGHT = 260;
+/* The pixels a legend in rows may take: every row shown (plotly scrolls one taller than this). */
+const LEGEND_MOST = 2000;
+
+/* The pixels the chart ``id``'s legend in rows took when it was last drawn at its present width
+   (0 before: fitLegendRoom makes room once it is drawn). */
+function legendRoom(id) {
+  const chart = document.getElementById(id), room = chart.smemLegendRoom;
+  return room && room[0] === chart.clientWidth ? room[1] : 0;
+}
+
+/* Drawn (first, again on a slider move, or at a new width): the chart made as much taller than
+   CHART_HEIGHT as its legend's rows take (at the chart's foot, under the time axis's labels), so
+   its plot is as high as its neighbour's whatever the rows.  At one width it is fitted once: the
+   rows depend on the width alone. */
+function fitLegendRoom(id) {
+  const chart = document.getElementById(id), fit = () => {
+    const legend = chart.querySelector("g.legend"), width = chart.clientWidth;
+    if (!legend || chart.layout.legend?.yref !== "container") return;
+    const room = Math.ceil(legend.getBoundingClientRect().height);
+    const fitted = chart.smemLegendRoom;
+    if (fitted && fitted[0] === width) return;
+    chart.smemLegendRoom = [width, room];
+    if (chart.layout.height !== CHART_HEIGHT + room) Plotly.relayout(chart, {height: CHART_HEIGHT + room});
+  };
+  chart.on("plotly_afterplot", fit);
+  fit();
+}
+
 function drawTimeCharts(summary, at, colors) {
   const x = timeAxis(summary.frames);
   const inUnit = (unit) => (v) => (v === null || v === undefined ? null : v / unit);
@@ -46,40 +95,48 @@ function drawTimeCharts(summary, at, colors) {
   // (on a phone a legend beside the plot took half its width: the processes' goes below it, and
   // the areas', as long as the page's own legend above with the same colours, is left to it)
   const narrow = NARROW.matches;
-  const layout = (title, unit, below, id) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
-                               height: narrow && below ? 380 : 260, shapes: [marker], yaxis: {title: {text: unit}, automargin: true},
+  // ``legend``: "beside" the plot, or "below" it, in rows at the chart's foot (yref container), the
+  // chart taller by the room its rows took when last drawn (fitLegendRoom)
+  const layout = (title, unit, legend, id) => ({title: {text: title, font: {size: 13}}, margin: {l: 50, r: 10, t: 30, b: 30},
+                               height: narrow && legend === "below" ? 380 : CHART_HEIGHT + (legend === "rows" ? legendRoom(id) : 0),
+                               shapes: [marker], yaxis: {title: {text: unit}, automargin: true},
                                // (few ticks, and room for them: a recording of seconds crowded and cut them;
                                // level, as many as fit: aslant, the date under the first ran into the next)
                                xaxis: {nticks: timeTicks(id), tickangle: 0, automargin: true},
-                               showlegend: !narrow || below,
-                               legend: narrow ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
-                                              : {font: {size: 11}},
+                               showlegend: legend !== "none",
+                               legend: legend === "below" ? {font: {size: 10}, orientation: "h", x: 0, y: -0.15, yanchor: "top"}
+                                     : legend === "rows" ? {font: {size: 11}, orientation: "h", x: 0, xanchor: "left", yref: "container",
+                                                            y: 0, yanchor: "bottom", maxheight: LEGEND_MOST}
+                                     : {font: {size: 11}},
                                hovermode: "x unified"});
-  // (a loop: Math.max(...figures) of a long recording is a call of a million arguments, which V8 refuses)
-  const largest = (series) => series.reduce((most, values) => values.reduce((m, v) => (v > m ? v : m), most), 0);
-  const [lineUnit, lineKib] = chartUnit(largest(summary.processes.map((p) => p.pss)));
+  const [lineLeast, lineMost] = bounds(summary.processes.map((p) => p.pss));
+  const [lineUnit, lineKib, lineFormat] = chartUnit(lineLeast, lineMost);
   const lines = summary.processes.map((p) => ({
     type: "scatter", mode: "lines+markers", x, y: p.pss.map(inUnit(lineKib)),
-    name: `${p.pid} ${plotlyName(p.name ?? "")}`, hovertemplate: `%{y:.1f} ${lineUnit}<extra>%{meta}</extra>`,
+    name: `${p.pid} ${plotlyName(p.name ?? "")}`, hovertemplate: `%{y:${lineFormat}} ${lineUnit}<extra>%{meta}</extra>`,
     // (the command, in meta, not in the template, where its own %{...} would be read: two python3
     // lines are told apart by their scripts; cut, keeping its start, as the tables cut it)
     meta: `${p.pid} ${plotlyName(cut(p.command ?? p.name ?? "", 80))}`}));
-  Plotly.react(document.getElementById("time-lines"), lines, layout("PSS of the largest and the most grown processes", lineUnit, true, "time-lines"),
+  Plotly.react(document.getElementById("time-lines"), lines,
+               layout("PSS of the largest and the most grown processes", lineUnit, narrow ? "below" : "beside", "time-lines"),
                {displayModeBar: false, responsive: true});
-  // (stacked: the unit of their sum at the fullest frame)
-  const [areaUnit, areaKib] = chartUnit(largest([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]));
+  // (stacked from 0: the unit of their sum at the fullest frame)
+  const [, areaMost] = bounds([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]);
+  const [areaUnit, areaKib, areaFormat] = chartUnit(0, areaMost);
   // (the legend lists the largest first: in the stack's order, a scroll box began with the areas of
   // a few KiB and the large ones were out of sight)
-  const peaks = summary.areas.map((a) => largest([a.used]));
+  const peaks = summary.areas.map((a) => bounds([a.used])[1]);
   const ranks = new Map(peaks.map((_, i) => i).sort((i, j) => peaks[j] - peaks[i]).map((i, rank) => [i, rank]));
   // (an area below zero is stacked at 0, as the bar above leaves it out: stacked as it is, it was
   // drawn downwards over the area under it; its hover keeps its figure, the note under says why)
   const areas = summary.areas.map((a, i) => ({
     type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map((v) => (v < 0 ? 0 : v)).map(inUnit(areaKib)),
     customdata: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
-    hovertemplate: `%{customdata:.1f} ${areaUnit}`, legendrank: 1 + ranks.get(i),
+    hovertemplate: `%{customdata:${areaFormat}} ${areaUnit}`, legendrank: 1 + ranks.get(i),
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
-  const areasLayout = layout("MemTotal broken down", areaUnit, false, "time-areas");
+  // (its legend in rows under the plot: beside it, a scroll box of 260 pixels cut off the last
+  // areas, "unexplained" among them, at 1400 px)
+  const areasLayout = layout("MemTotal broken down", areaUnit, narrow ? "none" : "rows", "time-areas");
   areasLayout.legend.traceorder = "normal";  // (by rank, the smallest on top: a stack's default reverses it)
   Plotly.react(document.getElementById("time-areas"), areas, areasLayout, {displayModeBar: false, responsive: true});
 }
@@ -139,5 +196,5 @@ function startTimeline(timeline, own) {
     `${summary.frames.length} frames, ${keys} of them key frames (every smaps kept); the others kept smaps_rollup only. ` +
     `The slider stops at the ${stops.length} whose whole tables are embedded.`;
   show(stops.length - 1);
-  levelTimeTicks("time-lines"); levelTimeTicks("time-areas");
+  levelTimeTicks("time-lines"); levelTimeTicks("time-areas"); fitLegendRoom("time-areas");
 }
