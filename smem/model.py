@@ -17,7 +17,7 @@ from typing import Optional
 from .aggregate import Sums
 from .parsers.smaps import Mapping
 
-__all__ = ["Process", "summed", "Need", "Needs", "Reading", "Derived", "Snapshot", "uss_of", "ROLLUP_SPLIT", "rollup_keys"]
+__all__ = ["Process", "PROCESS_FIELDS", "summed", "Need", "Needs", "Reading", "Derived", "Snapshot", "uss_of", "ROLLUP_SPLIT", "rollup_keys"]
 
 
 def uss_of(counters):
@@ -51,7 +51,15 @@ def summed(mappings, rollup):
     return Sums([m.counters for m in mappings])
 
 
-class Process:
+#: A Process's fields, in the order it holds them (a tuple: made in one C call, read through C
+#: getters, never changed).
+PROCESS_FIELDS = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup", "status", "cgroup",
+                  "ksm_kib", "devices", "read_seconds", "_totals", "_mapped", "_map_count", "fold_part", "split")
+_INDEX = {name: i for i, name in enumerate(PROCESS_FIELDS)}
+_MAPPINGS_AT, _ROLLUP_AT, _TOTALS_AT = _INDEX["mappings"], _INDEX["rollup"], _INDEX["_totals"]
+
+
+class Process(tuple):
     """One process: identity, owner, and the memory data the report asked for.
 
     ``mappings`` is the list of mappings that passed the map filter, or None
@@ -59,15 +67,16 @@ class Process:
     those counters when read; ``status`` the parsed /proc/PID/status when read.
     A value: every field is given where it is made (the loader gathers them first), and a
     changed one is a new Process (:meth:`replaced`); setting a field raises AttributeError.
+    A tuple underneath, so that making one (once a process read, ten thousand a report) is one
+    C call where setting eighteen slots one by one was eighteen Python calls; compared and hashed
+    by identity, as any object.
     """
 
-    __slots__ = ("pid", "name", "cmdline", "uid", "user", "stat", "mappings", "rollup",
-                 "status", "cgroup", "ksm_kib", "devices", "read_seconds", "_totals", "_mapped",
-                 "_map_count", "fold_part", "split")
+    __slots__ = ()
 
-    def __init__(self, pid, name, cmdline, uid, user, stat, mappings=None, *, rollup=None, status=None,
-                 cgroup=None, ksm_kib=None, devices=None, read_seconds=None, totals=None, mapped=None,
-                 map_count=None, fold_part=None, split=None):
+    def __new__(cls, pid, name, cmdline, uid, user, stat, mappings=None, *, rollup=None, status=None,
+                cgroup=None, ksm_kib=None, devices=None, read_seconds=None, totals=None, mapped=None,
+                map_count=None, fold_part=None, split=None):
         # pid; name: comm, from stat ("?" if unknown; None if stat was not read: Needs.stat);
         # cmdline: arguments joined by spaces ("?" if unknown); uid (None if unknown); user: user
         # name, str(uid), or "?"; stat: PidStat or None.
@@ -75,36 +84,39 @@ class Process:
         # devices: device_memory.DeviceHandles (GPU clients, dma-bufs); read_seconds: how long its
         # smaps took to read (live sources): each None where not read.
         # totals: its counters summed, where the loader summed them as it read (else summed
-        # lazily, :attr:`totals`); mapped, map_count: whether it mapped anything and how many
+        # here from the mappings); mapped, map_count: whether it mapped anything and how many
         # mappings it had, once its mappings are summed and let go; fold_part: what a view's fold
         # took of its mappings where it was read (a worker); split: (anon, file, shmem) PSS
         # estimated per mapping, where they were let go unkept.
-        for name, value in zip(Process.__slots__, (pid, name, cmdline, uid, user, stat, mappings, rollup, status,
-                                                   cgroup, ksm_kib, devices, read_seconds, totals, mapped,
-                                                   map_count, fold_part, split)):
-            _set(self, name, value)
+        if totals is None and mappings is not None:
+            totals = summed(mappings, rollup)
+        return tuple.__new__(cls, (pid, name, cmdline, uid, user, stat, mappings, rollup, status, cgroup, ksm_kib,
+                                   devices, read_seconds, totals, mapped, map_count, fold_part, split))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"a Process is a value: its {name} is given where it is made (Process.replaced)")
 
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
     def __reduce__(self):
         """Pickled as a flat tuple of its fields and its mappings as three flat lists (headers,
         names, counters): what a worker sends the parent (smem.collect).  Tuples and lists
-        pickle in C, where copyreg's default for a slotted object, and a Mapping's own
-        __reduce__, would be Python calls per process and per mapping."""
-        mappings = self.mappings
+        pickle in C, where a Mapping's own __reduce__ would be a Python call per mapping."""
+        mappings = self[_MAPPINGS_AT]
         flat = None if mappings is None else ([m._header for m in mappings], [m.name for m in mappings],
                                               [m.counters for m in mappings])
-        return _rebuilt_process, (tuple(getattr(self, name) for name in _PICKLED), flat)
+        return _rebuilt_process, (tuple(self[:_MAPPINGS_AT]) + tuple(self[_MAPPINGS_AT + 1:]), flat)
 
     def replaced(self, **changes):
         """A new Process with ``changes`` (field=value) and every other field as this one's."""
-        new = Process.__new__(Process)
-        for name, value in zip(Process.__slots__, _fields_of(self)):  # (one C call gets them all)
-            _set(new, name, value)
+        fields = list(self)
         for name, value in changes.items():
-            _set(new, name, value)
-        return new
+            fields[_INDEX[name]] = value
+        if fields[_TOTALS_AT] is None and fields[_MAPPINGS_AT] is not None:
+            fields[_TOTALS_AT] = summed(fields[_MAPPINGS_AT], fields[_ROLLUP_AT])
+        return tuple.__new__(Process, fields)
 
     def without_mappings(self):
         """This process without its mappings, once a view has folded them into its sums (the
@@ -129,10 +141,10 @@ class Process:
 
         Without mappings, the kernel's own rollup of them.
         """
-        totals = self._totals
-        if totals is None:  # (derived from the fields, once: kept as a cached property keeps it)
-            totals = summed(self.mappings, self.rollup)
-            _set(self, "_totals", totals)
+        totals = self[_TOTALS_AT]
+        if totals is None:  # (no mappings: summed when made otherwise)
+            rollup = self[_ROLLUP_AT]
+            return rollup if rollup is not None else {}
         return totals
 
     @property
@@ -157,20 +169,15 @@ class Process:
         return f"Process({self.pid}, {self.name!r})"
 
 
-#: What pickling a Process keeps: every field but the mappings (sent flat beside them).
-_PICKLED = tuple(name for name in Process.__slots__ if name != "mappings")
-#: how a Process's fields are set where it is made (its own __setattr__ refuses)
-_set = object.__setattr__
-_fields_of = operator.attrgetter(*Process.__slots__)
+for _i, _name in enumerate(PROCESS_FIELDS):
+    setattr(Process, _name, property(operator.itemgetter(_i), doc=f"field {_i} of the value"))
+del _i, _name
 
 
 def _rebuilt_process(fields, flat):
     """The Process :meth:`Process.__reduce__` gave ``fields`` and ``flat`` mappings of."""
-    process = Process.__new__(Process)
-    for name, value in zip(_PICKLED, fields):
-        _set(process, name, value)
-    _set(process, "mappings", None if flat is None else list(map(Mapping, *flat)))
-    return process
+    mappings = None if flat is None else list(map(Mapping, *flat))
+    return tuple.__new__(Process, fields[:_MAPPINGS_AT] + (mappings,) + fields[_MAPPINGS_AT:])
 
 
 class Need(enum.Flag):
@@ -228,9 +235,6 @@ class Needs:
     counters: Optional[frozenset] = None
     max_rss_kib: Optional[int] = None
     rollup_keys: Optional[tuple] = field(init=False, repr=False, compare=False)
-    #: ``kinds`` as an int: the loader asks which it holds some ten times a process, and an
-    #: enum.Flag's ``in`` is a Python method call where an int's ``&`` is one operation
-    _bits: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         keys = None
@@ -238,31 +242,19 @@ class Needs:
             split = ROLLUP_SPLIT if self.kinds & (Need.SPLIT | Need.ROLLUP) else ()
             keys = tuple(sorted(self.counters.union(split, {"Rss", "Pss"})))
         object.__setattr__(self, "rollup_keys", keys)  # (derived from the fields, once)
-        object.__setattr__(self, "_bits", self.kinds.value)
+        # each kind as a bool attribute (``needs.status``): the loader asks which it holds some ten
+        # times a process, and an enum.Flag's ``in`` is a Python method call, an attribute one read
+        bits = self.kinds.value
+        for name, value in _KIND_ATTRIBUTES:
+            object.__setattr__(self, name, bool(bits & value))
 
     def with_kinds(self, kinds):
         """These needs and ``kinds`` too."""
         return self if kinds in self.kinds else replace(self, kinds=self.kinds | kinds)
 
-    mappings = property(lambda self: bool(self._bits & _MAPPINGS))
-    rollup = property(lambda self: bool(self._bits & _ROLLUP))
-    status = property(lambda self: bool(self._bits & _STATUS))
-    cgroup = property(lambda self: bool(self._bits & _CGROUP))
-    pools = property(lambda self: bool(self._bits & _POOLS))
-    ksm = property(lambda self: bool(self._bits & _KSM))
-    stat = property(lambda self: bool(self._bits & _STAT))
-    exact = property(lambda self: bool(self._bits & _EXACT))
-    split = property(lambda self: bool(self._bits & _SPLIT))
-    devices = property(lambda self: bool(self._bits & _DEVICES))
-    pressure = property(lambda self: bool(self._bits & _PRESSURE))
-    uptime = property(lambda self: bool(self._bits & _UPTIME))
-    command = property(lambda self: bool(self._bits & _COMMAND))
 
-
-(_MAPPINGS, _ROLLUP, _STATUS, _CGROUP, _POOLS, _KSM, _STAT, _EXACT, _SPLIT, _DEVICES, _PRESSURE, _UPTIME,
- _COMMAND) = (flag.value for flag in (Need.MAPPINGS, Need.ROLLUP, Need.STATUS, Need.CGROUP, Need.POOLS, Need.KSM,
-                                      Need.STAT, Need.EXACT, Need.SPLIT, Need.DEVICES, Need.PRESSURE, Need.UPTIME,
-                                      Need.COMMAND))
+#: the kinds a Needs answers as plain bool attributes (needs.status, needs.mappings, ...)
+_KIND_ATTRIBUTES = tuple((flag.name.lower(), flag.value) for flag in Need)
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import FIXTURES
 from smem.loading import load_reading
-from smem.model import Derived, Need, Needs, Snapshot
+from smem.model import PROCESS_FIELDS, Derived, Need, Needs, Snapshot
 from smem.selection import Selection
 from smem.sources import open_source
 
@@ -16,7 +16,7 @@ CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
 
 def _fields(process):
-    return {name: getattr(process, name) for name in type(process).__slots__ if name != "mappings"}
+    return {name: getattr(process, name) for name in PROCESS_FIELDS if name != "mappings"}
 
 
 @pytest.mark.parametrize("kinds", [Need.MAPPINGS | Need.STAT | Need.STATUS, Need.STAT])

@@ -276,6 +276,6 @@ def _widest(cells):
     the most negative, so 1,500 rows take two C loops, not 1,500 ``str`` calls."""
     if not cells:
         return 0
-    if all(type(c) is int for c in cells):
+    if set(map(type, cells)) == {int}:  # (three C loops: no Python call a cell)
         return max(len(str(max(cells))), len(str(min(cells))))
     return max(map(len, map(str, cells)))

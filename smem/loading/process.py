@@ -95,7 +95,7 @@ def read_counters(source, process, selection, needs, fold=None):
     part of a process where it is read (``part``: the page's) takes it here, and the process's
     totals with it, in one pass over the mappings (smem.loading.gathered)."""
     pid = process.pid
-    read = {}  # the fields read, given to the Process made at the end
+    read = {}  # the fields read (named as Process.replaced names them), given to the Process made at the end
     status = None
     if needs.max_rss_kib is not None or needs.status:
         raw = source.read_optional(f"{pid}/status")
@@ -143,9 +143,9 @@ def read_counters(source, process, selection, needs, fold=None):
             if needs.counters is not None and search is None and fold is not None and hasattr(fold, "part_of_rows"):
                 # a fold that reads each name's figures (the page's): one pass, no Mapping of each
                 # mapping, the process's totals summed with them
-                rows, read["totals"], count, had_pss = sum_smaps_by_name(
+                rows, read["_totals"], count, had_pss = sum_smaps_by_name(
                     raw, needs.counters, needs.counters | {"Rss"}, fold.fields)
-                read["mapped"], read["map_count"] = count > 0, count
+                read["_mapped"], read["_map_count"] = count > 0, count
                 read["fold_part"] = fold.part_of_rows(rows)
                 if needs.split and not (rollup and all(k in rollup for k in ROLLUP_SPLIT)):
                     # (a kernel before 5.9: the breakdown's split, estimated per mapping as -w's is)
@@ -154,8 +154,8 @@ def read_counters(source, process, selection, needs, fold=None):
             elif needs.counters is not None and not needs.mappings and not needs.split and search is None:
                 # the report shows the process's sums only: no mapping is made (a capture by C
                 # smemcap, a kernel before 4.14); without PSS it sorts by RSS (report.make_table)
-                read["totals"], had_pss, count = sum_smaps_kept(raw, needs.counters, needs.counters | {"Rss"})
-                read["mapped"] = count > 0
+                read["_totals"], had_pss, count = sum_smaps_kept(raw, needs.counters, needs.counters | {"Rss"})
+                read["_mapped"] = count > 0
             elif needs.counters is not None:
                 mappings, had_pss = parse_smaps_kept(raw, needs.counters, needs.counters | {"Rss"}, search)
             else:
@@ -172,7 +172,7 @@ def read_counters(source, process, selection, needs, fold=None):
         if mappings is not None and fold is not None and hasattr(fold, "part"):
             read["fold_part"], totals = fold.part(mappings)
             if totals is not None:
-                read["totals"] = totals
+                read["_totals"] = totals
     read["rollup"] = rollup
     if source.local:
         read["read_seconds"] = seconds = time.monotonic() - started
@@ -184,9 +184,9 @@ def read_counters(source, process, selection, needs, fold=None):
         from ..parsers.cgroup import parse_cgroup  # (its patterns compiled for the cgroup view only)
         raw = source.read_optional(f"{pid}/cgroup")
         read["cgroup"] = parse_cgroup(raw) if raw else None
-    totals = read.get("totals")
+    totals = read.get("_totals")
     if totals is None:  # (the sums the report reads anyway: summed once, here)
-        totals = read["totals"] = summed(read.get("mappings", process.mappings), rollup)
+        totals = read["_totals"] = summed(read.get("mappings", process.mappings), rollup)
     for key in needs.counters if needs.counters is not None else _CHECKED:
         value = totals.get(key)
         if value is not None and value >= MAX_KIB:
@@ -196,11 +196,7 @@ def read_counters(source, process, selection, needs, fold=None):
     if needs.devices:
         from ..device_memory import read_device_handles
         read["devices"] = read_device_handles(source, pid, maps_dmabuf)
-    return process.replaced(**{_SLOT.get(key, key): value for key, value in read.items()}), had_pss
-
-
-#: the Process slot of each of read_counters' gathered fields, named as Process() names them
-_SLOT = {"totals": "_totals", "mapped": "_mapped", "map_count": "_map_count"}
+    return process.replaced(**read), had_pss
 
 
 def _smaps(source, pid):

@@ -8,7 +8,7 @@ functions of any source: an optional read, a process's file with its OS errors t
 the typed facts of the machine.  ``Source``'s methods of the same names call these.
 """
 
-from ..errors import is_absence, translated
+from ..errors import is_absence, process_error, translated
 from .machine import Machine
 
 __all__ = ["read_optional", "read_process", "read_process_at", "read_at", "status_owner", "machine_of"]
@@ -42,8 +42,10 @@ def read_at(source, path, offset, length):
 def read_process(source, pid, name):
     """Process ``pid``'s file ``name`` ("smaps"): ProcessGone if the process exited,
     ProcessUnreadable if it may not be read."""
-    with translated(pid):
+    try:  # (as smem.errors.translated does, without a context manager: read twice a process)
         return source.read(f"{pid}/{name}")
+    except OSError as e:
+        raise process_error(pid, e) from None
 
 
 def read_process_at(source, pid, name, offset, length):

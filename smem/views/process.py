@@ -1,5 +1,7 @@
 """The process view (the default): one row per process with memory mapped."""
 
+from operator import attrgetter
+
 from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT
 from ..parsers.cgroup import cgroup_label
@@ -103,17 +105,17 @@ def _stat(field):
 
 
 COLUMNS = {c.key: c for c in (
-    count("pid", "PID", lambda r: r.process.pid, "process ID", total="rows", total_key="processes"),
+    count("pid", "PID", attrgetter("process.pid"), "process ID", total="rows", total_key="processes"),
     # (-t counts uids: two that passwd names alike are two users, as -u's rows are)
-    text("user", "User", lambda r: r.user, "owner of the process", 8, total="distinct", total_key="users")._replace(
+    text("user", "User", attrgetter("user"), "owner of the process", 8, total="distinct", total_key="users")._replace(
         total_getter=lambda r: r.process.uid),
     text("name", "Name", lambda r: r.process.name, "process name (from stat)", 24, truncate=True, needs={"stat"}),
-    text("command", "Command", lambda r: r.process.command, "process command line", 27, truncate=True,
+    text("command", "Command", attrgetter("process.command"), "process command line", 27, truncate=True,
          needs={"command"}),
     text("cgroup", "Cgroup", lambda r: cgroup_label(r.process.cgroup), "memory cgroup of the process", 40,
          truncate=True, keep_end=True, needs={"cgroup"}),
     count("maps", "Maps", lambda r: r.process.map_count, "number of mappings", needs={"mappings"}),
-    *memory_columns(lambda r: r.process.totals, lambda r: r.split,
+    *memory_columns(attrgetter("process.totals"), attrgetter("split"),
                     lambda r, field: process_status(r.process, field), split_needs={"rollup"},
                     ksm_of=lambda r: process_ksm(r.process), swap_ratios_of=lambda r: r.swap_ratios,
                     devices_of=lambda r: r.devices, working_set_of=lambda r: r.working_set),
