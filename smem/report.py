@@ -232,7 +232,9 @@ def build_table(view: View, rows: list, options: TableOptions, ram_kib: Optional
     if memo is not None:
         entries = memo.entries(view, rows, columns, sort)
     else:
-        entries = [(sort.getter(row), [c.getter(row) for c in columns], row) for row in rows]
+        # column by column (each getter mapped over the rows in C), then turned into rows
+        cells = list(map(list, zip(*[map(c.getter, rows) for c in columns]))) if columns else [[] for _ in rows]
+        entries = list(zip(map(sort.getter, rows), cells, rows))
     _sort_entries(entries, len(columns), options.reverse)
     if options.limit is not None:
         entries = entries[:options.limit]

@@ -70,8 +70,10 @@ def render(rendering):
         sizes = _autosize(table, options, options.terminal_columns)
     shown, formatted = [], {}
     uncut = options.autosize and options.terminal_columns is None  # (-a to a file or a pipe: nothing is cut)
+    # each column's cells, the rows turned into columns in one C pass
+    by_column = list(map(list, zip(*table.values))) if table.values else [[] for _ in table.columns]
     for i, (column, f) in enumerate(zip(table.columns, formatters)):
-        cells = [row[i] for row in table.values]
+        cells = by_column[i]
         if f is not plain_cell:
             cells = formatted[i] = list(map(f, cells))
         elif None in cells:  # (``%s`` shows the rest as plain_cell would: _printable replaces controls)

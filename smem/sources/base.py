@@ -11,17 +11,20 @@ or an optional capability with a default, as collections.abc's mixin methods are
 """
 
 import abc
+import re
 
 from . import derived
 from .machine import Machine
 
-__all__ = ["Source", "Machine", "is_pid_name", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
+__all__ = ["Source", "Machine", "is_pid_name", "pid_names", "PAGEMAP", "OWN_PID", "VANISHING", "member_limit", "SHMEM_MEMBER",
            "MAX_MEMBER_BYTES", "MAX_FRAME_MEMBER_BYTES", "StreamedSource", "NeedHeld",
            "KERNEL_CONFIG_MEMBER"]
 
 #: The most digits a pid has (PID_MAX_LIMIT is 2**22); longer is not a pid, and
 #: int() refuses 4,300 digits anyway.
 _PID_DIGITS = 10
+#: is_pid_name as one pattern: ASCII digits, 1 to _PID_DIGITS of them
+_PID_NAME = re.compile(f"[0-9]{{1,{_PID_DIGITS}}}")
 
 
 #: One member larger than this is refused before it is inflated: a huge process's smaps
@@ -59,6 +62,12 @@ def is_pid_name(name):
     str.isdigit() also passes "²" and "٣", which int() refuses or reads as another number.
     """
     return 0 < len(name) <= _PID_DIGITS and name.isascii() and name.isdigit()
+
+
+def pid_names(names):
+    """The process names among ``names`` (a directory's entries), as :func:`is_pid_name` takes
+    them, as ints in ascending order: one C loop over 10,000 entries, not a Python call each."""
+    return sorted(map(int, filter(_PID_NAME.fullmatch, names)))
 
 
 #: the capture member holding the kernel's configuration, gzip'd (as /proc/config.gz)

@@ -16,7 +16,7 @@ import pwd
 import stat
 
 from ..errors import CaptureError, SourceError
-from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, is_pid_name,
+from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, pid_names,
                    member_limit, size_text)
 from .hidden_pids import hidden_by_mount, pid_namespaced
 from .proc_files import address_space_dir, descriptors, open_live, read_whole, through_a_thread
@@ -60,8 +60,7 @@ class LiveSource(Source):
 
     def pids(self):
         try:
-            return sorted(int(e) for e in os.listdir(self._proc_fd if self._proc_fd is not None else self.proc)
-                          if is_pid_name(e))
+            return pid_names(os.listdir(self._proc_fd if self._proc_fd is not None else self.proc))
         except OSError as e:
             raise SourceError(f"{self.proc}: {e.strerror}") from None
 
