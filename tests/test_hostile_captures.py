@@ -216,7 +216,7 @@ def test_a_huge_file_in_a_directory_capture_is_refused_unread(tmp_path):
 
 def test_pid_names_are_ascii_digits_in_every_source(tmp_path):
     from smem.sources import LiveSource
-    names = ["²", "³", "١٢", "１２", "9" * 200, "12a"]
+    names = ["²", "³", "١٢", "１２", "9" * 200, "12a", "12\n"]
     root = _tree(tmp_path / "cap")
     for name in names:
         (root / name).mkdir()
