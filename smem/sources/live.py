@@ -19,7 +19,7 @@ from ..errors import CaptureError, SourceError
 from .base import (MAX_FRAME_MEMBER_BYTES, MAX_MEMBER_BYTES, OWN_PID, PAGEMAP, VANISHING, Source, pid_names,
                    member_limit, size_text)
 from .hidden_pids import hidden_by_mount, pid_namespaced
-from .proc_files import address_space_dir, descriptors, open_live, read_whole, through_a_thread
+from .proc_files import WHOLE_IF_SHORT, address_space_dir, descriptors, open_live, read_whole, through_a_thread
 
 __all__ = ["LiveSource", "file_kind", "is_device_memory_link", "DEVICE_MEMORY_LINKS"]
 
@@ -67,7 +67,7 @@ class LiveSource(Source):
     def read(self, path):
         if self.local:
             try:
-                data = read_whole(self.proc + "/" + path)
+                data = read_whole(self.proc + "/" + path, path[path.rfind("/") + 1:] in WHOLE_IF_SHORT)
             except ProcessLookupError:
                 data = through_a_thread(self.proc, path)
                 if data is None:

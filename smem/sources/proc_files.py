@@ -11,16 +11,26 @@ memory.  /proc/PID/task/TID/ of a live thread has the same files of the same add
 
 import os
 
-__all__ = ["read_whole", "through_a_thread", "open_live", "address_space_dir", "descriptors", "ADDRESS_SPACE_FILES"]
+__all__ = ["read_whole", "WHOLE_IF_SHORT", "through_a_thread", "open_live", "address_space_dir", "descriptors", "ADDRESS_SPACE_FILES"]
 
 
-def read_whole(path):
+#: A process's files that a read returning fewer bytes than asked has read to their end, so no
+#: read is made to find it: the seq_files of one record (stat, statm, status, smaps_rollup:
+#: single_open, fs/seq_file.c, returns what is left of its one record up to the count) and
+#: cmdline (proc_pid_cmdline_read copies until the count or the arguments' end).  A seq_file of
+#: many records (smaps, maps) may return less than asked before its end: its buffer filled.
+WHOLE_IF_SHORT = frozenset({"cmdline", "smaps_rollup", "stat", "statm", "status"})
+
+
+def read_whole(path, whole_if_short=False):
     """The file's bytes: open, read to an empty read, close (three or four system calls, where
-    open().read() adds two fstat and an lseek; /proc files say size 0 and may come in pieces)."""
+    open().read() adds two fstat and an lseek; /proc files say size 0 and may come in pieces).
+    ``whole_if_short`` (a file of :data:`WHOLE_IF_SHORT`): a first read shorter than asked is the
+    whole file, and the empty read that would say so is not made."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         data = os.read(fd, 1 << 16)
-        if not data:
+        if not data or (whole_if_short and len(data) < 1 << 16):
             return data
         chunks = [data]
         while True:
