@@ -270,8 +270,20 @@ def run_smem_process(*args, input=None, env=None, check=False):
     return proc
 
 
-def run_smem_on_a_terminal(args, columns):
-    """smem's output run on a pseudo-terminal ``columns`` wide (stdin not a terminal)."""
+def run_smem_in(namespace, *args, check=False):
+    """``python -m smem ARGS`` of this checkout in ``namespace`` (a pid_namespace): a live report
+    of its processes alone, not of the machine's thousands."""
+    proc = subprocess.run(namespace.argv([sys.executable, "-m", "smem", *map(str, args)], cwd=TESTS.parent),
+                          env=dict(os.environ, PYTHONPATH=str(TESTS.parent)), stdin=subprocess.DEVNULL,
+                          capture_output=True, cwd=TESTS.parent, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"smem {args} failed ({proc.returncode}): {proc.stderr.decode()}")
+    return proc
+
+
+def run_smem_on_a_terminal(args, columns, namespace=None):
+    """smem's output run on a pseudo-terminal ``columns`` wide (stdin not a terminal), in
+    ``namespace`` if given (a pid_namespace)."""
     import fcntl
     import pty
     import struct
@@ -279,8 +291,11 @@ def run_smem_on_a_terminal(args, columns):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdout=slave, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, env=env, cwd=TESTS.parent)
+    argv = [sys.executable, "-m", "smem", *args]
+    if namespace is not None:
+        argv, env = namespace.argv(argv, cwd=TESTS.parent), dict(env, PYTHONPATH=str(TESTS.parent))
+    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
+                            cwd=TESTS.parent)
     os.close(slave)
     out = b""
     while True:

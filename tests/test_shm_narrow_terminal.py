@@ -5,7 +5,9 @@ row's line where it has room, else on a line of its own under the row); where ev
 too wide (a large machine's figures, 8 digits in five columns), the figures as -k shows them.
 
 Real objects: a /dev/shm file and a SysV segment, mapped by six processes; and a capture of a
-/dev/shm file one process maps, its figures made a large machine's."""
+/dev/shm file one process maps, its figures made a large machine's.  The six processes and the
+live reports run in the module's PID namespace (conftest's pid_namespace): --shm reads every
+process's mappings, thousands on a busy machine."""
 
 import ctypes
 import json
@@ -17,7 +19,7 @@ import uuid
 
 import pytest
 
-from conftest import run_smem, run_smem_on_a_terminal
+from conftest import run_smem, run_smem_in, run_smem_on_a_terminal
 from shm_mappers import MAP_FIRST_FILE, READY_THEN_WAIT
 
 #: the parent maps the /dev/shm file and attaches a SysV segment, touching each page of both, and
@@ -40,8 +42,9 @@ IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 
 
 @pytest.fixture(scope="module")
-def objects():
-    """(the /dev/shm file's path, the SysV segment's shmid), each mapped by six processes."""
+def objects(pid_namespace):
+    """(the /dev/shm file's path, the SysV segment's shmid), each mapped by six processes of
+    ``pid_namespace``."""
     libc = ctypes.CDLL(None, use_errno=True)
     shmid = libc.shmget(IPC_PRIVATE, 2 << 20, IPC_CREAT | 0o600)
     if shmid < 0:
@@ -49,8 +52,8 @@ def objects():
     path = f"/dev/shm/smem-narrow-{uuid.uuid4().hex[:6]}"
     with open(path, "wb") as f:
         f.truncate(8 << 20)
-    proc = subprocess.Popen([sys.executable, "-c", MAPPERS, path, str(shmid)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(pid_namespace.argv([sys.executable, "-c", MAPPERS, path, str(shmid)]),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline() == b"ready\n"
         yield path, shmid
@@ -65,10 +68,10 @@ AMOUNTS = ("Size", "RSS", "Swap", "Mapped", "Unmapped")
 
 
 @pytest.mark.parametrize("columns", [80, 100])
-def test_the_table_fits_the_terminal_and_keeps_its_figures(objects, columns):
+def test_the_table_fits_the_terminal_and_keeps_its_figures(objects, pid_namespace, columns):
     path, shmid = objects
-    document = json.loads(run_smem("--shm", "-F", "json", check=True).stdout)
-    lines = run_smem_on_a_terminal(["--shm", "-t"], columns)
+    document = json.loads(run_smem_in(pid_namespace, "--shm", "-F", "json", check=True).stdout)
+    lines = run_smem_on_a_terminal(["--shm", "-t"], columns, pid_namespace)
     header = lines[0]
     assert header.split()[:2] == ["Kind", "Name"], lines
     table = lines[:next(i for i, line in enumerate(lines) if line.startswith("---")) + 2]
@@ -96,10 +99,10 @@ def _labels(text):
 
 
 @pytest.mark.parametrize("columns", [80, 100])
-def test_the_notes_under_the_table_wrap_at_words(objects, columns):
+def test_the_notes_under_the_table_wrap_at_words(objects, pid_namespace, columns):
     """The notes under the table (how files count, meminfo's Shmem beside the rows) were lines of
     140 characters, which the terminal broke in the middle of words."""
-    lines = run_smem_on_a_terminal(["--shm", "-t"], columns)
+    lines = run_smem_on_a_terminal(["--shm", "-t"], columns, pid_namespace)
     notes = lines[next(i for i, line in enumerate(lines) if line.startswith("---")) + 2:]
     assert any(line.startswith("files are part of their mount") for line in notes), notes
     too_wide = [line for line in notes if len(line) >= columns]

@@ -1,6 +1,7 @@
 """smem --shm's Processes column, cut to its width in a table, says how many processes it left
 out: a /dev/shm file six forks map showed 'python3[101] python3[102]' and nothing more, as if
-two mapped it."""
+two mapped it.  The forks and smem run in the module's PID namespace (conftest's pid_namespace):
+--shm reads every process's mappings, thousands on a busy machine."""
 
 import json
 import os
@@ -11,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import run_smem
+from conftest import run_smem_in
 from shm_mappers import MAP_FIRST_FILE
 
 #: the parent maps the first file, touching each page, and forks five children, which keep the
@@ -34,14 +35,15 @@ sys.stdin.read()
 
 
 @pytest.fixture(scope="module")
-def files():
+def files(pid_namespace):
     """Two /dev/shm files of 64 MiB (among a mount's largest, which alone are listed): the first
     mapped by six processes, the second by one."""
     paths = [f"/dev/shm/smem-cut-{uuid.uuid4().hex[:6]}-{n}" for n in (6, 1)]  # (within Name's 32)
     for path in paths:
         with open(path, "wb") as f:
             f.truncate(64 << 20)
-    proc = subprocess.Popen([sys.executable, "-c", MAPPERS, *paths], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(pid_namespace.argv([sys.executable, "-c", MAPPERS, *paths]), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline() == b"ready\n"
         yield paths
@@ -52,13 +54,13 @@ def files():
             os.unlink(path)
 
 
-def test_a_cut_list_of_processes_says_how_many_more(files):
+def test_a_cut_list_of_processes_says_how_many_more(files, pid_namespace):
     """+N counts the processes left out, not the words: "web content[102]" is one."""
     six, one = files
-    document = json.loads(run_smem("--shm", "-F", "json", check=True).stdout)
+    document = json.loads(run_smem_in(pid_namespace, "--shm", "-F", "json", check=True).stdout)
     whole = next(r["processes"] for r in document["rows"] if r["name"] == six)
     assert len(_labels(whole)) == 6 and "web content[" in whole, whole
-    table = run_smem("--shm", "-c", "name processes", check=True).stdout
+    table = run_smem_in(pid_namespace, "--shm", "-c", "name processes", check=True).stdout
     cell = _cell(table, six)
     names, more = _labels(cell[:cell.rindex(" ")]), cell.rsplit(" ", 1)[1]
     assert len(cell) <= 30 and more.startswith("+") and len(names) + int(more[1:]) == 6, cell

@@ -1,19 +1,21 @@
 """smem --shm on real kernel objects: a /dev/shm file nobody maps, one a child maps, a SysV
 segment a child attaches and a memfd a child holds and partly maps, each of a known size,
 found to the page with who maps it; a capture gives the same rows; an old capture says
-what it lacks."""
+what it lacks.  The child, smem's reports and captures run in the module's PID namespace
+(conftest's pid_namespace): --shm reads every process's mappings, thousands on a busy machine."""
 
 import ctypes
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
 
 import pytest
 
-from conftest import FIXTURES, run_smem
+from conftest import FIXTURES, TESTS, run_smem
 from smem.app import plan, read_snapshot
 from smem.options import Query, ReportRequest, SystemOptions, TableOptions
 
@@ -63,8 +65,9 @@ def _libc():
 
 
 @pytest.fixture(scope="module")
-def objects():
-    """The objects, and the child (pid) that maps them; all removed afterwards."""
+def objects(pid_namespace):
+    """The objects, and the child (pid: as the namespace names it) that maps them; all removed
+    afterwards."""
     if not os.path.isdir("/dev/shm") or not os.path.exists("/proc/sysvipc/shm"):
         pytest.skip("no /dev/shm or no SysV IPC")
     tag = f"smem-shm-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -73,7 +76,7 @@ def objects():
     shmid = libc.shmget(IPC_PRIVATE, 4 * MIB, IPC_CREAT | 0o600)
     if shmid < 0:
         pytest.skip(f"shmget failed: {os.strerror(ctypes.get_errno())}")
-    child = None
+    child = inside = None
     try:
         with open(unmapped, "wb") as f:
             f.write(b"u" * (8 * MIB))
@@ -81,12 +84,16 @@ def objects():
             f.write(b"v" * (2 * MIB))
         with open(private, "wb") as f:
             f.write(b"p" * MIB)
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(shmid), str(3 * MIB), mapped, str(6 * MIB),
-                                  str(2 * MIB), tag, private], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        child = subprocess.Popen(pid_namespace.argv([sys.executable, "-c", CHILD, str(shmid), str(3 * MIB), mapped,
+                                                     str(6 * MIB), str(2 * MIB), tag, private]),
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        inside = pid_namespace.command_pid(child)
         memfd_inode = int(child.stdout.readline())
         yield dict(tag=tag, unmapped=unmapped, mapped=mapped, private=private, shmid=shmid, memfd_inode=memfd_inode,
-                   pid=child.pid)
+                   pid=pid_namespace.pid_in(inside), namespace=pid_namespace)
     finally:
+        if inside is not None and inside != child.pid:
+            os.kill(inside, signal.SIGKILL)  # (nsenter waits for it)
         if child is not None:
             child.kill()
             child.wait()
@@ -96,8 +103,15 @@ def objects():
                 os.unlink(path)
 
 
-def _report(*args):
-    res = run_smem("--shm", "-t", "-F", "json", "-c", "all", *args)
+def _smem(namespace, *args):
+    """``python -m smem ARGS`` of this checkout, in ``namespace``."""
+    return subprocess.run(namespace.argv([sys.executable, "-m", "smem", *args], cwd=TESTS.parent),
+                          env=dict(os.environ, PYTHONPATH=str(TESTS.parent)), stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120)
+
+
+def _report(namespace, *args):
+    res = _smem(namespace, "--shm", "-t", "-F", "json", "-c", "all", *args)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout), res.stderr.decode()
 
@@ -117,7 +131,7 @@ def _ours(document, o):
 
 @pytest.fixture(scope="module")
 def live(objects):
-    return _report()
+    return _report(objects["namespace"])
 
 
 def _kib(n):
@@ -182,9 +196,13 @@ def test_totals_count_a_file_once_in_its_mount(live, objects):
     assert sum(r["mapped"] for r in rows if r["mapped"] is not None) > sum(counted)  # files left out
 
 
-def test_the_objects_are_values_built_once(objects):
-    """The table, a chart's rest of a mount and a diff all read the same rows: none may change one."""
-    request = ReportRequest(Query(view="shm"), TableOptions(), None, SystemOptions())
+def test_the_objects_are_values_built_once(objects, tmp_path):
+    """The table, a chart's rest of a mount and a diff all read the same rows: none may change one.
+    (Read here, from a capture of the namespace: this process's /proc is the machine's.)"""
+    capture = tmp_path / "c.tgz"
+    res = _smem(objects["namespace"], "capture", "-o", capture)
+    assert res.returncode == 0, res.stderr
+    request = ReportRequest(Query(view="shm", source=str(capture)), TableOptions(), None, SystemOptions())
     found = read_snapshot(request, plan(request))[0].shared_memory
     (memfd,) = [o for o in found.objects if o.kind == "memfd" and o.inode == objects["memfd_inode"]]
     (file,) = [o for o in found.objects if o.kind == "file" and o.name == objects["mapped"]]
@@ -203,12 +221,12 @@ def test_the_objects_are_values_built_once(objects):
 
 
 def test_a_capture_gives_the_same_rows(live, objects, tmp_path):
-    capture = tmp_path / "c.tgz"
-    before = _report()[0]
-    res = run_smem("capture", "-o", capture)
+    capture, namespace = tmp_path / "c.tgz", objects["namespace"]
+    before = _report(namespace)[0]
+    res = _smem(namespace, "capture", "-o", capture)
     assert res.returncode == 0, res.stderr
-    after = _report()[0]  # read beside the capture, not when the module began: a busy machine moves pages
-    captured, warnings = _report("-S", capture)
+    after = _report(namespace)[0]  # read beside the capture, not when the module began: a busy machine moves pages
+    captured, warnings = _report(namespace, "-S", capture)
     assert "has no" not in warnings
     keys = ("kind", "name", "size", "used", "rss", "swap", "mapped", "unmapped", "pids", "attached", "processes")
 

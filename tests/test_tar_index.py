@@ -23,7 +23,7 @@ import pytest
 # Its module fixtures are costly: one worker builds them and runs every test here.
 pytestmark = pytest.mark.xdist_group("tar_index")
 
-from conftest import FIXTURES, TESTS, run_smem
+from conftest import FIXTURES, TESTS
 from smem.errors import CaptureError
 from smem.sources import archive as capture
 from smem.sources.archive import ArchiveSource
@@ -101,19 +101,20 @@ ZOMBIE_PARENT = ["sh", "-c", "true & exec sleep 600"]
 
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory, pid_namespace):
-    """name -> uncompressed tar, made once: the fixtures and this machine by every tool.
-
-    smemcap.sh (a cat for each of hundreds of files: a second of CPU a copy of this machine)
-    captures the module's PID namespace, a process and its zombie there; smem capture and the C
-    smemcap, which cost a few hundredths, the machine."""
+    """name -> uncompressed tar, made once: the fixtures, and by every tool the module's PID
+    namespace, a process and its zombie there.  (Not the machine: each test reads each capture
+    twice, with and without the fast index, so a capture of a machine of 10,000 processes made
+    this file take minutes of CPU.)"""
     tmp = tmp_path_factory.mktemp("captures")
     tars = {p.name: gzip.decompress(p.read_bytes()) for p in sorted((FIXTURES / "captures").glob("*.tar.gz"))}
-    run_smem("capture", "--compression", "none", "-o", tmp / "smem.tar", check=True)
-    tars["smem capture"] = (tmp / "smem.tar").read_bytes()
     parent, inside = subprocess.Popen(pid_namespace.argv(ZOMBIE_PARENT)), None
     try:
         inside = pid_namespace.command_pid(parent)
         _wait_for_a_zombie(inside)
+        subprocess.run(pid_namespace.argv([sys.executable, "-m", "smem", "capture", "--compression", "none", "-o",
+                                           tmp / "smem.tar"], cwd=TESTS.parent),
+                       env=dict(os.environ, PYTHONPATH=str(TESTS.parent)), stdin=subprocess.DEVNULL, check=True)
+        tars["smem capture"] = (tmp / "smem.tar").read_bytes()
         subprocess.run(pid_namespace.argv(["sh", SCRIPT, tmp / "sh.tgz"]), check=True, stderr=subprocess.DEVNULL)
         tars["smemcap.sh"] = gzip.decompress((tmp / "sh.tgz").read_bytes())
         busybox = shutil.which("busybox")
@@ -124,13 +125,13 @@ def captures(tmp_path_factory, pid_namespace):
             subprocess.run(pid_namespace.argv([busybox, "sh", SCRIPT, tmp / "bb.tgz"]), check=True,
                            stderr=subprocess.DEVNULL, env={"PATH": str(tmp / "bin"), "TMPDIR": str(tmp)})
             tars["smemcap.sh, busybox"] = gzip.decompress((tmp / "bb.tgz").read_bytes())
+        if shutil.which("smemcap"):
+            tars["C smemcap"] = subprocess.run(pid_namespace.argv(["smemcap"]), capture_output=True, check=True).stdout
     finally:
         if inside is not None and inside != parent.pid:
             os.kill(inside, signal.SIGKILL)  # (nsenter waits for it)
         parent.kill()
         parent.wait()
-    if shutil.which("smemcap"):
-        tars["C smemcap"] = subprocess.run(["smemcap"], capture_output=True, check=True).stdout
     return tars
 
 
@@ -163,7 +164,7 @@ def test_damaged_captures_give_the_same_error(captures, monkeypatch):
     raw = captures["smem capture"]
     members, end = _by_index(raw)
     header = members[len(members) // 2][4] - 512  # a header in the middle
-    data = next(m[4] for m in members[len(members) // 2:] if m[5] > 600)  # data longer than a block
+    data = max(m[4] for m in members if m[5] > 600)  # (the last) data longer than a block
     cases = {
         "empty": b"",
         "zeros": bytes(2048),

@@ -366,23 +366,31 @@ def ksm_running():
     kernel has no KSM or this is no root.  A test using it is marked ``xdist_group("ksm")``:
     ksmd is the machine's, and another test stopping it midway leaves pages unmerged."""
     import pytest
-    control = '/sys/kernel/mm/ksm/run'
+    control, pace = '/sys/kernel/mm/ksm/run', '/sys/kernel/mm/ksm/pages_to_scan'
     if os.geteuid() != 0 or not os.path.exists(control) or not hasattr(mmap, 'MADV_MERGEABLE'):
         pytest.skip('KSM needs root and CONFIG_KSM')
     with open(control) as f:
         was = f.read().strip()
+    with open(pace) as f:
+        pace_was = f.read().strip()
     try:
+        # ten times the default 100 pages a wake-up: the tests wait on its merging, not its pace
+        with open(pace, 'w') as f:
+            f.write('1000')
         with open(control, 'w') as f:
             f.write('1')
         yield
     finally:
         with open(control, 'w') as f:
             f.write(was)
+        with open(pace, 'w') as f:
+            f.write(pace_was)
 
 
 def ksm_merged(pid: int | str, pages: int, seconds: float = 20.0) -> int:
     """Wait until KSM merged ``pages`` of process ``pid`` (ksmd scans 100 pages each 20 ms by
-    default: well under a second for a few MiB); its merged pages, or a skip after ``seconds``."""
+    default, 1,000 in ksm_running: well under a second for a few MiB); its merged pages, or a skip
+    after ``seconds``."""
     import time
     import pytest
     deadline = time.monotonic() + seconds
