@@ -107,6 +107,30 @@ def _check_repeats(pattern, option):
                 todo.append(value[1])
 
 
+def _names_colon(pattern):
+    """Whether ``pattern`` names a colon (a literal ':', or one in a set): one that can match a
+    label ``name:uid`` only by its colon or the uid after it (\\W, .) is left to names."""
+    from re import _parser as parser  # (sre_parse before Python 3.11)
+    colon = ord(":")
+    todo = [parser.parse(pattern)]
+    while todo:
+        for op, value in todo.pop():
+            if op == parser.LITERAL and value == colon:
+                return True
+            if op == parser.IN and (parser.NEGATE, None) not in value and any(
+                    o == parser.LITERAL and v == colon or o == parser.RANGE and v[0] <= colon <= v[1] for o, v in value):
+                return True
+            if op in (parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None)):
+                todo.append(value[2])
+            elif op in (parser.SUBPATTERN, getattr(parser, "ATOMIC_GROUP", None)):
+                todo.append(value[-1] if op == parser.SUBPATTERN else value)
+            elif op == parser.BRANCH:
+                todo.extend(value[1])
+            elif op in (parser.ASSERT, parser.ASSERT_NOT):
+                todo.append(value[1])
+    return False
+
+
 def _shown(pattern):
     return repr(pattern if len(pattern) <= 60 else pattern[:57] + "...")
 
@@ -121,6 +145,7 @@ class Selection:
     def __init__(self, process=None, user=None, mapping=None, pids=None):
         self.process = self._compile(process, "-P")
         self.user = self._compile(user, "-U")
+        self._user_labels = self.user is not None and _names_colon(user)
         self.mapping = self._compile(mapping, "-M")
         self.pids = frozenset(pids) if pids else None  # --pid: only these processes
 
@@ -150,13 +175,17 @@ class Selection:
         """-P: the regex is found in the name (from stat) or the command line."""
         return self.process is None or bool(self.process.search(name) or self.process.search(cmdline))
 
-    def wants_user(self, user):
-        """-U: the regex is found in the user name."""
-        return self.user is None or bool(self.user.search(user))
+    def wants_user(self, user, uid=None):
+        """-U: the regex is found in the user name or, for a pattern that names a colon, in
+        ``name:uid``, the label -u gives a uid that shares its name (NIS or LDAP duplicates).  A
+        name holds no colon (passwd's separator), so what a pattern without one matches is as it was."""
+        if self.user is None or self.user.search(user):
+            return True
+        return self._user_labels and uid is not None and bool(self.user.search(f"{user}:{uid}"))
 
-    def wants(self, name, cmdline, user, pid=None):
+    def wants(self, name, cmdline, user, pid=None, uid=None):
         """Whether --pid, -P and -U all select a process."""
-        return (pid is None or self.wants_pid(pid)) and self.wants_process(name, cmdline) and self.wants_user(user)
+        return (pid is None or self.wants_pid(pid)) and self.wants_process(name, cmdline) and self.wants_user(user, uid)
 
     @staticmethod
     def _compile(pattern, option):

@@ -27,6 +27,10 @@ Watching this machine, each frame re-reads only the processes that changed, whos
 whose figure is ``--max-staleness`` old (smem.incremental.Refresher; 0 reads every process every
 frame).
 
+Started with SIGINT ignored (a script's ``smem --interval 1 &``), Ctrl-C does not stop it: the line
+that says so, and that SIGTERM does, is on stderr before the screen is drawn over it, and under
+each frame drawn.
+
 Processes are read serially unless ``--jobs`` or ``SMEM_JOBS`` says otherwise:
 worker processes (smem.collect) save wall time, which a frame a second does
 not need, and cost CPU, which a watch spends every second (docs/benchmarks.md).
@@ -42,6 +46,7 @@ from .errors import CaptureError
 from .formats import FORMATS, Frame, Rendering
 from .incremental import Refresher
 from .report import format_value, make_table
+from .sigint_ignored import sigint_ignored_line
 from .sources.recorded import without_frame
 from .table_memo import RowMemo
 
@@ -245,10 +250,12 @@ def _on_screen(request, the_plan, options, screen):
     number, recorded, next_at = next(upcoming)
     drawn_at = None  # the terminal's size at the last drawing
     damaged = _Damaged()
+    # said on stderr too, before the screen was drawn over it: the screen says it under each frame
+    stop = sigint_ignored_line("watching")
     while True:
         if not state["paused"] and time.monotonic() >= next_at:
             if damaged.read(frames, number, recorded):
-                drawn_at = _draw(screen, frames, options, state, watch)
+                drawn_at = _draw(screen, frames, options, state, watch, stop)
             following = next(upcoming, None)
             if following is None:
                 damaged.said()
@@ -265,7 +272,7 @@ def _on_screen(request, the_plan, options, screen):
                 return
             stale = _press(key, state, frames, options) or stale
         if stale:
-            drawn_at = _draw(screen, frames, options, state, watch)
+            drawn_at = _draw(screen, frames, options, state, watch, stop)
 
 
 def _press(key, state, frames, options):
@@ -287,8 +294,9 @@ def _sorted(options, state):
     return options._replace(sort=state["sort"], reverse=state["reverse"])
 
 
-def _draw(screen, frames, options, state, watch):
-    """Draw the frame at the terminal's size now; that size."""
+def _draw(screen, frames, options, state, watch, stop=None):
+    """Draw the frame at the terminal's size now, ``stop`` (how to stop smem where Ctrl-C does not)
+    under it; that size."""
     columns, rows = size = screen.size()
     # the name flows to the width, unless -a fits all (the screen's spare last column takes the
     # space that ends each line)
@@ -306,12 +314,13 @@ def _draw(screen, frames, options, state, watch):
     width = max(columns - 1, 20)
     head = _wrapped(status, width)
     warnings = [line for w in frames.warnings for line in _wrapped(f"smem: warning: {w}", width)]
+    stop = _wrapped(f"smem: {stop}", width) if stop else []
     longest = len(_wrapped(f"{state_line}  (+{len(table.values)} rows off the screen){keys}", width))
-    room = max(rows - len(head) - longest - len(warnings) - 1, 1)  # (the last line stays free: the cursor)
+    room = max(rows - len(head) - longest - len(warnings) - len(stop) - 1, 1)  # (the last line: the cursor)
     body, hidden = _fitted(table, options, frames, room)
     if hidden:
         state_line += f"  (+{hidden} rows off the screen)"
-    screen.draw(head + _wrapped(state_line + keys, width) + warnings + body)
+    screen.draw(head + _wrapped(state_line + keys, width) + warnings + body + stop)
     return size
 
 

@@ -312,3 +312,33 @@ def test_a_recordings_areas_legend_shows_every_area_without_scrolling(browser, s
         browser.set_window_size(1400, 1200)
     _no_requests_and_no_errors(browser)
 
+
+
+#: script: the lines of the breakdown chart's hover label (x unified: one a trace), once it shows
+AREAS_HOVER = """const label = document.querySelector('#time-areas .hoverlayer');
+    return label && label.textContent ? [...label.querySelectorAll('text')].map((t) => t.textContent) : null"""
+
+
+def test_a_recordings_breakdown_hovers_each_area_in_its_own_unit(browser, small_page):
+    """The breakdown's chart hovered every area in the axis's unit (GiB, of a machine's 24 GiB): the
+    processes' 432 KiB of anon, kernel stacks, page tables read "0.0 GiB".  Each figure the mouse
+    shows is in its own unit now, as the tables write them (KiB, MiB, GiB), its frame's figure."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    _open_file(browser, small_page)
+    _wait(browser, "return document.querySelectorAll('#time-areas .ytick text').length > 1")
+    plot = browser.find_element(By.CSS_SELECTOR, "#time-areas .nsewdrag")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", plot)
+    ActionChains(browser).move_to_element_with_offset(plot, plot.size["width"] // 2 - 2, 0).perform()
+    hovered = _wait(browser, AREAS_HOVER)
+    at = browser.execute_script("return document.getElementById('time-areas')._hoverdata[0].pointNumber")
+    areas = browser.execute_script("return window.smemPage.readEmbedded().timeline.summary.areas")
+    figures = dict(line.rsplit(" : ", 1) for line in hovered if " : " in line)
+    assert len(figures) == len(areas), hovered
+    for area in areas:
+        kib = area["used"][at]
+        unit, size = ("KiB", 1) if kib < 1024 else ("MiB", 1024) if kib < 1 << 20 else ("GiB", 1 << 20)
+        number, shown_unit = figures[area["area"]].split()
+        assert shown_unit == unit and abs(float(number) - kib / size) <= 0.05 + 0.005 * kib / size, (area, hovered)
+    assert figures["process anon (PSS)"] == "432 KiB", hovered  # (was "0.0 GiB")
+    _no_requests_and_no_errors(browser)

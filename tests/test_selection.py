@@ -32,3 +32,15 @@ def test_mapping_filter_gives_what_a_search_of_each_mapping_gives():
     want = {p.pid: [m.name for m in p.mappings if re.search("lib|heap", m.name)] for p in every.processes}
     got = {p.pid: [m.name for m in p.mappings] for p in kept.processes}
     assert got == {pid: names for pid, names in want.items() if pid in got} and sum(map(len, got.values())) > 50
+
+
+def test_a_user_filter_naming_a_colon_is_matched_against_name_uid_too():
+    """-U's pattern is tried on ``name:uid`` (-u's label of a uid sharing its name) only where it
+    names a colon; one that merely can match a colon or a uid (., \\W, (?:x), [^:], 0) is matched
+    against names alone, as before."""
+    for pattern, uid_1, uid_65534 in [("nobody:1", True, False), ("^nobody:65534$", False, True),
+                                      ("[:]", True, True), (r"y\:6", False, True), ("(a|y:)+1", True, False),
+                                      (r"\W", False, False), (".1", False, False), ("(?:y1)", False, False),
+                                      ("[^:a]1", False, False), ("0", False, False), ("^nobody$", True, True)]:
+        chosen = Selection(user=pattern)
+        assert (chosen.wants_user("nobody", 1), chosen.wants_user("nobody", 65534)) == (uid_1, uid_65534), pattern

@@ -93,3 +93,26 @@ def test_openmetrics_and_serve_give_one_series_per_uid(shared_name, tmp_path):
         users = [s.labels["user"] for f in parser.text_string_to_metric_families(exposition) for s in f.samples
                  if s.name == "smem_user_pss_bytes"]
         assert sorted(users) == ["nobody:1", "nobody:65534", "root"], users
+
+
+def _users(capture, *args):
+    out = run_smem("-S", capture, "-u", "-c", "user pss", *args).stdout.decode().splitlines()
+    return [line.split() for line in out[1:]]
+
+
+def test_user_filter_takes_the_label_u_shows(shared_name, tmp_path):
+    """-U nobody:1 (the label -u shows) selects uid 1's processes, in a streamed capture and in one
+    read as a directory; a plain name still selects every uid so named."""
+    with tarfile.open(shared_name) as tar:
+        tar.extractall(tmp_path / "dir", numeric_owner=True, filter="fully_trusted")
+    for capture in (shared_name, tmp_path / "dir"):
+        assert _users(capture, "-U", "nobody:1") == [["nobody", "18570"]]
+        assert _users(capture, "-U", "^nobody:65534$") == [["nobody", "9226"]]
+        assert _users(capture, "-U", "^nobody$") == [["nobody:65534", "9226"], ["nobody:1", "18570"]]
+
+
+def test_user_filter_without_a_colon_matches_names_only(shared_name):
+    """A pattern that names no colon is matched against user names alone, as before: -U 0 does not
+    select root (uid 0), -U '\\W' no one (no name here holds a non-word character)."""
+    for pattern in ("0", r"\W", "1$"):
+        assert _users(shared_name, "-U", pattern) == [], pattern

@@ -21,16 +21,20 @@ from conftest import TESTS, run_smem
 ME = str(os.getpid())
 
 
-def _spawn_on_a_terminal(*args):
+def _spawn_on_a_terminal(*args, sigint_ignored=False):
     """smem ARGS with a new pseudo-terminal as its controlling terminal and standard streams:
     (process, master fd, slave fd: kept open here, so the terminal's modes can be read after
-    smem ends)."""
+    smem ends); ``sigint_ignored``: started with SIGINT ignored, as a script's ``&`` starts it."""
     import fcntl
     master, slave = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+    def started():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        if sigint_ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdin=slave, stdout=slave, stderr=slave,
-                            cwd=TESTS.parent, env=env, start_new_session=True,
-                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+                            cwd=TESTS.parent, env=env, start_new_session=True, preexec_fn=started)
     return proc, master, slave
 
 
@@ -62,8 +66,8 @@ class _Terminal:
         return status
 
 
-def _on_a_terminal(*args):
-    proc, master, slave = _spawn_on_a_terminal(*args)
+def _on_a_terminal(*args, sigint_ignored=False):
+    proc, master, slave = _spawn_on_a_terminal(*args, sigint_ignored=sigint_ignored)
     modes = termios.tcgetattr(slave)
     return proc, _Terminal(master), slave, modes
 
@@ -133,6 +137,37 @@ def test_terminal_restored_on_ctrl_c_and_sigterm(how, status):
     # the end of the table is shown, the largest last; its name cut to the width
     name = lines[-1].split(maxsplit=4)[-1].strip()
     assert name and largest.startswith(name)
+
+
+IGNORED = (b"smem: SIGINT is ignored, as what started smem left it (a script's &): Ctrl-C and kill -INT do "
+           b"not stop watching; SIGTERM does")
+
+
+def test_a_watch_that_ctrl_c_cannot_stop_says_so_on_its_screen():
+    """Started with SIGINT ignored (a script's ``smem --interval 1 &``): the line that says so, and
+    that SIGTERM stops it, is under each frame drawn (said on stderr only, it was drawn over at
+    once), wrapped, not cut; Ctrl-C does nothing, SIGTERM ends it."""
+    import fcntl
+    import struct
+    proc, screen, slave, modes = _on_a_terminal("--interval", "0.2", "--pid", ME, "-c", "pid pss",
+                                                sigint_ignored=True)
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 70, 0, 0))
+        screen.wait_for(rb"frame 2 ")
+        os.write(screen.master, b"\x03")  # the terminal's SIGINT: ignored
+        screen.wait_for(rb"frame 4 ")
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert screen.finish(proc) == 128 + signal.SIGTERM
+        assert termios.tcgetattr(slave) == modes
+    finally:
+        _close(proc, screen, slave)
+    frames = re.findall(rb"\x1b\[H(.*?)\x1b\[J", screen.seen, re.S)
+    last = [line.lstrip(b"\r\n") for line in frames[-1].split(b"\x1b[K")]
+    table = next(i for i, line in enumerate(last) if re.match(rb" *" + ME.encode() + rb" +\d+ *$", line))
+    said = b" ".join(line.strip() for line in last[table + 1:] if line.strip())
+    assert said == IGNORED, last  # under the table, whole
+    assert all(len(line) < 70 for line in last)
 
 
 def test_a_terminal_that_hangs_up_ends_without_a_traceback():

@@ -109,7 +109,7 @@ def sharing_of_selection(snapshot, accounting, selection, exclude=()):
     ``exclude``: pids never selected (smem's own invocation, whose command lines hold the pattern).
     """
     selected = [p.pid for p in snapshot.processes
-                if p.has_memory and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user, p.pid)]
+                if p.has_memory and p.pid not in exclude and selection.wants(p.name, p.cmdline, p.user, p.pid, p.uid)]
     if not selected:
         raise SmemError("--shared-with: no process matches the selection")
     return selected, accounting.shared_with(selected)

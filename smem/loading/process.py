@@ -265,7 +265,7 @@ def read_identity(source, pid, selection, own_pid, names, with_stat=True):
         return None  # before the owner lookup: most processes stop here
     uid = source.owner(pid)
     user = user_name(source, uid, names)
-    if not selection.wants_user(user):
+    if not selection.wants_user(user, uid):
         return None
     return Process(pid, name, cmdline, uid, user, stat)
 

@@ -39,7 +39,7 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
             if process is None:
                 continue
             decided = selection.user is None or process.uid is None or walked.knows_user(process.uid)
-            if selection.user is not None and decided and not selection.wants_user(process.user):
+            if selection.user is not None and decided and not selection.wants_user(process.user, process.uid):
                 continue
             try:
                 result = read_counters(files, process, selection, needs, fold)
@@ -64,7 +64,7 @@ def load_streamed(source, selection, needs, fold, with_processes, jobs):
     meminfo = read_meminfo(source)
     names = {}
     for uid, result in pending:  # the whole capture read: every user name known
-        if selection.wants_user(user_name(source, uid, names)):
+        if selection.wants_user(user_name(source, uid, names), uid):
             gathered.add(result)
     gathered.processes = [process.replaced(user=user_name(source, process.uid, names))
                           for process in gathered.processes]

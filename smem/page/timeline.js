@@ -122,17 +122,19 @@ function drawTimeCharts(summary, at, colors) {
                {displayModeBar: false, responsive: true});
   // (stacked from 0: the unit of their sum at the fullest frame)
   const [, areaMost] = bounds([summary.frames.map((_, i) => summary.areas.reduce((s, a) => s + Math.max(0, a.used[i] || 0), 0))]);
-  const [areaUnit, areaKib, areaFormat] = chartUnit(0, areaMost);
+  const [areaUnit, areaKib] = chartUnit(0, areaMost);
   // (the legend lists the largest first: in the stack's order, a scroll box began with the areas of
   // a few KiB and the large ones were out of sight)
   const peaks = summary.areas.map((a) => bounds([a.used])[1]);
   const ranks = new Map(peaks.map((_, i) => i).sort((i, j) => peaks[j] - peaks[i]).map((i, rank) => [i, rank]));
   // (an area below zero is stacked at 0, as the bar above leaves it out: stacked as it is, it was
   // drawn downwards over the area under it; its hover keeps its figure, the note under says why)
+  // (each hovered figure in its own unit, as the bar's legend writes it: in the axis's, the areas of
+  // a few MiB beside 20 GiB free read "0.0 GiB")
   const areas = summary.areas.map((a, i) => ({
     type: "scatter", mode: "lines", stackgroup: "areas", x, y: a.used.map((v) => (v < 0 ? 0 : v)).map(inUnit(areaKib)),
-    customdata: a.used.map(inUnit(areaKib)), name: plotlyText(a.area),
-    hovertemplate: `%{customdata:${areaFormat}} ${areaUnit}`, legendrank: 1 + ranks.get(i),
+    customdata: a.used, text: a.used.map(human), name: plotlyText(a.area),
+    hovertemplate: "%{text}", legendrank: 1 + ranks.get(i),
     ...(colors.has(a.area) ? {line: {color: colors.get(a.area), width: 1}, fillcolor: colors.get(a.area)} : {})}));
   // (its legend in rows under the plot: beside it, a scroll box of 260 pixels cut off the last
   // areas, "unexplained" among them, at 1400 px)

@@ -100,6 +100,24 @@ def _entry(line, where):
 _LAST_INDEX = [None, None]
 
 
+#: The last anchor inflated, of any recording: [its file's bytes, its dictionary].  A recording played
+#: back (--all-frames, smem html's every frame, read twice) is opened again at every frame, and its
+#: frames in order share an anchor: inflated once, not once a frame.  One kept, as one was kept
+#: while a recording was open: the last is dropped before the next is inflated.
+_LAST_ANCHOR = [None, None]
+
+
+def _inflated_anchor(data, name):
+    """inflate_anchor(data, name), the last one's dictionary again where its file's bytes are
+    ``data`` (compared whole: a file replaced under the same name is inflated anew)."""
+    if _LAST_ANCHOR[0] is not None and _LAST_ANCHOR[0] == data:
+        return _LAST_ANCHOR[1]
+    _LAST_ANCHOR[:] = [None, None]
+    dictionary = inflate_anchor(data, name)
+    _LAST_ANCHOR[:] = [data, dictionary]
+    return dictionary
+
+
 class Recording:
     """A recording's index, read once; :meth:`frame` reads a frame and its anchor."""
 
@@ -114,7 +132,6 @@ class Recording:
         except BaseException:
             os.close(self._dir)
             raise
-        self._anchors = {}
 
     def close(self):
         if self._dir is not None:
@@ -195,12 +212,8 @@ class Recording:
     def frame(self, entry):
         """Frame ``entry`` as stored (a StoredFrame: inflated as it is read), with its anchor inflated."""
         from .zstd_frames import zstd_frames_end
-        dictionary = self._anchors.get(entry.anchor)
-        if dictionary is None:
-            name = anchor_path(entry.anchor)
-            self._anchors = {}  # (the last anchor is dropped before the next is inflated)
-            dictionary = inflate_anchor(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}")
-            self._anchors = {entry.anchor: dictionary}  # (one kept: frames in order share it)
+        name = anchor_path(entry.anchor)
+        dictionary = _inflated_anchor(self._read(name, MAX_FRAME_BYTES), f"{self.path}: {name}")
         name = frame_path(entry.number)
         data = self._read(name, MAX_FRAME_BYTES)
         if zstd_frames_end(data) != len(data):
