@@ -54,3 +54,7 @@ def test_a_process_is_a_value_made_whole_by_the_loader():
             setattr(process, field, None)
     changed = process.replaced(name="other")
     assert (changed.name, process.name) == ("other", read[0].name) and changed.totals == process.totals
+    # a value made once, known by its identity as before: a copy of every field is another process
+    same_fields = process.replaced()
+    assert same_fields is not process and same_fields != process and process == process
+    assert len({process, same_fields, changed}) == 3
