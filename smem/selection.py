@@ -84,11 +84,20 @@ class _Pattern:
 MAX_REPEAT = 10000
 
 
+def _regex_parser():
+    """The re module's own parser of patterns: re._parser, sre_parse before Python 3.11."""
+    try:
+        from re import _parser as parser
+    except ImportError:  # (Python 3.9, 3.10)
+        import sre_parse as parser
+    return parser
+
+
 def _check_repeats(pattern, option):
     """UsageError if ``pattern`` counts a repeat past MAX_REPEAT (an unbounded + or * is fine)."""
     if "{" not in pattern:
         return  # (no count without a brace: a long pattern is not parsed twice)
-    from re import _parser as parser  # (sre_parse before Python 3.11)
+    parser = _regex_parser()
     unbounded = parser.MAXREPEAT
     todo = [parser.parse(pattern)]
     while todo:
@@ -110,7 +119,7 @@ def _check_repeats(pattern, option):
 def _names_colon(pattern):
     """Whether ``pattern`` names a colon (a literal ':', or one in a set): one that can match a
     label ``name:uid`` only by its colon or the uid after it (\\W, .) is left to names."""
-    from re import _parser as parser  # (sre_parse before Python 3.11)
+    parser = _regex_parser()
     colon = ord(":")
     todo = [parser.parse(pattern)]
     while todo:

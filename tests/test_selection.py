@@ -1,7 +1,14 @@
 """The -P/-U/-M filters (smem/selection.py): -M's verdict on a mapping name is kept, so a name
 that every process maps is searched once, and what is kept stays bounded."""
 
+import glob
+import os
 import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 
 from smem import selection
 from smem.selection import Selection
@@ -44,3 +51,38 @@ def test_a_user_filter_naming_a_colon_is_matched_against_name_uid_too():
                                       ("[^:a]1", False, False), ("0", False, False), ("^nobody$", True, True)]:
         chosen = Selection(user=pattern)
         assert (chosen.wants_user("nobody", 1), chosen.wants_user("nobody", 65534)) == (uid_1, uid_65534), pattern
+
+
+def _runs(python):
+    """Whether ``python`` starts (a pyenv shim names versions that are not selected)."""
+    try:
+        return subprocess.run([python, "-c", "pass"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _older_python(minor):
+    """Python 3.``minor`` where this machine has it: on PATH, or installed by pyenv (whose shims
+    run only the versions selected); None where it has none."""
+    candidates = [shutil.which(f"python3.{minor}")] + sorted(
+        glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}")))
+    return next((c for c in candidates if c and _runs(c)), None)
+
+
+@pytest.mark.parametrize("minor", [9, 10])
+def test_a_filter_is_checked_on_the_oldest_pythons_smem_supports(minor):
+    """pyproject says Python 3.9+: the checks that read a pattern through re's own parser (a
+    repeat count, a colon) find it where it was before 3.11 (sre_parse), not only at re._parser."""
+    python = _older_python(minor)
+    if python is None:
+        pytest.skip(f"no Python 3.{minor} on this machine")
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from smem.selection import Selection; "
+            "from smem.errors import UsageError\n"
+            "s = Selection(user='nobody:1'); print(s.wants_user('nobody', 1), s.wants_user('nobody', 2))\n"
+            "try:\n Selection(user='a{99999}')\nexcept UsageError as e:\n print('refused')")
+    done = subprocess.run([python, "-c", code, str(Path(__file__).resolve().parent.parent)],
+                          capture_output=True, text=True, timeout=60)
+    if "No module named" in done.stderr and "smem" not in done.stderr.split("No module named")[-1]:
+        pytest.skip(f"{python}: {done.stderr.strip().splitlines()[-1]}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "refused"]
