@@ -67,39 +67,40 @@ def workers_for(jobs, npids, keeps_text=False):
     return max(1, min(jobs, npids))
 
 
-def each_result(pids, read, workers):
+def each_result(pids, read, workers, ahead=None):
     """``read(pid)`` of each of ``pids``, read by ``workers`` processes (this one included), one
     result at a time as it comes, in no set order (this process's chunks first, then each
     worker's): the caller folds each as it arrives, so neither side holds every process's
     mappings at once.  ``read`` is called in forked children, so it may be any callable (a
     closure over the source and the selection); what it returns must pickle (a worker sends it
-    back)."""
-    for _, result in _each(pids, read, workers):
+    back).  ``ahead(chunk of pids)``, where given, is called by whoever reads a chunk before it
+    reads any of its pids (the source's read_ahead)."""
+    for _, result in _each(pids, read, workers, ahead):
         yield result
 
 
-def _each(pids, read, workers):
+def _each(pids, read, workers, ahead=None):
     """(index in pids, result) of each pid, this process's first."""
     if workers <= 1 or len(pids) < 2:
-        for index, pid in enumerate(pids):
-            yield index, read(pid)
+        yield from _serial(pids, read, ahead)
         return
     import pickle
     size = chunk_size(len(pids))
     nchunks = -(-len(pids) // size)
     queue = _queue(nchunks)
     if queue is None:  # no pipe: read them all here
-        for index, pid in enumerate(pids):
-            yield index, read(pid)
+        yield from _serial(pids, read, ahead)
         return
     children = []  # [pid, its results' file]; pid None once it is reaped
     done = bytearray(len(pids))  # what some process has given
     try:
         for _ in range(1, min(workers, nchunks)):
-            started = _start(queue, pids, size, read, pickle)
+            started = _start(queue, pids, size, read, pickle, ahead)
             if started is not None:
                 children.append(started)
         for first, last in _chunks(queue, len(pids), size):
+            if ahead is not None:
+                ahead(pids[first:last])
             for index in range(first, last):
                 done[index] = 1
                 yield index, read(pids[index])
@@ -213,10 +214,25 @@ def _chunks(queue, npids, size):
         yield first, min(first + size, npids)
 
 
-def _start(queue, pids, size, read, pickle):
+def _serial(pids, read, ahead):
+    """(index, result) of each pid, read here, a chunk at a time where ``ahead`` reads one ahead."""
+    if ahead is None:
+        for index, pid in enumerate(pids):
+            yield index, read(pid)
+        return
+    for first in range(0, len(pids), CHUNK):
+        chunk = pids[first:first + CHUNK]
+        ahead(chunk)
+        for index, pid in enumerate(chunk, first):
+            yield index, read(pid)
+
+
+def _start(queue, pids, size, read, pickle, ahead=None):
     """[pid, its results' file] of a worker taking chunks from ``queue``, or None."""
     def work(out):
         for first, last in _chunks(queue, len(pids), size):
+            if ahead is not None:
+                ahead(pids[first:last])
             batch = [(index, read(pids[index])) for index in range(first, last)]
             pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
     return _fork(work)

@@ -12,7 +12,7 @@ from ..model import Need, Needs
 from ..selection import Selection, own_invocation
 from ..sources.base import NeedHeld, StreamedSource
 from .gathered import Gathered, collector_paused, folded_where_read
-from .process import read_meminfo, read_process_memory
+from .process import files_read_ahead, read_meminfo, read_process_memory
 
 __all__ = ["load_reading", "selected_pids"]
 
@@ -69,6 +69,11 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
         result = one(pid)
         return result, (beside.read(pid) if type(result) is tuple and result[0].has_memory else None)
 
+    ahead_names = files_read_ahead(source, selection, needs)
+
+    def ahead(chunk):
+        source.read_ahead([f"{pid}/{name}" for pid in chunk for name in ahead_names])
+
     # in worker processes, not threads: parsing holds the GIL, and 2 and 4 threads were
     # measured slower than one (docs/benchmarks.md)
     gathered = Gathered(fold, needs)
@@ -76,7 +81,7 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
         from ..collect import each_result, workers_for
         workers = workers_for(jobs, len(pids), needs.counters is None)
         if beside is None:
-            for result in each_result(pids, one, workers):
+            for result in each_result(pids, one, workers, ahead if ahead_names else None):
                 gathered.add(result)
         else:
             for result, more in each_result(pids, one_and_beside, workers):

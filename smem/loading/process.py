@@ -21,6 +21,7 @@ from ..parsers.status import parse_status, status_kib
 from ..sources.base import VANISHING
 
 __all__ = ["read_process_memory", "read_identity", "read_counters", "read_meminfo", "user_name", "name_of",
+           "files_read_ahead",
            "kernel_gives_no_smaps",
            "SLOW_READ_SECONDS", "MAX_KIB"]
 
@@ -199,6 +200,21 @@ def read_counters(source, process, selection, needs, fold=None):
     return process.replaced(**read), had_pss
 
 
+def files_read_ahead(source, selection, needs):
+    """The files of each process read a chunk of processes at a time before any is parsed, on a
+    live machine (Source.read_ahead): its command line (and stat where every process's is read),
+    and its smaps_rollup where every process's is read anyway: no -P or -U chooses processes
+    first (a process left out never has its page tables walked), no --max-rss is checked first,
+    no -M or mapping view reads smaps instead."""
+    if not source.local:
+        return ()
+    names = ("cmdline", "stat") if needs.stat else ("cmdline",)
+    if ((needs.rollup or (not needs.mappings and source.prefer_rollup)) and needs.max_rss_kib is None
+            and selection.process is None and selection.user is None and selection.mapping is None):
+        names += ("smaps_rollup",)
+    return names
+
+
 def _smaps(source, pid):
     """The process's smaps; SmapsAbsent where it has none (counted: the kernel may give none)."""
     try:
@@ -264,6 +280,8 @@ def read_identity(source, pid, selection, own_pid, names, with_stat=True):
     if not selection.wants_process(name, cmdline):
         return None  # before the owner lookup: most processes stop here
     uid = source.owner(pid)
+    if uid is None and source.has(VANISHING):
+        raise ProcessGone(pid)  # (live, no owner is its directory gone: it exited as it was read)
     user = user_name(source, uid, names)
     if not selection.wants_user(user, uid):
         return None

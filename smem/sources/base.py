@@ -139,6 +139,11 @@ class Source(abc.ABC):
         """The user name for ``uid`` on the source's machine, or None if unknown (shown as the uid)."""
         return None
 
+    def read_ahead(self, paths):
+        """Read now the files of ``paths`` that :meth:`read` will be asked for next (the next chunk
+        of processes), where reading them together costs less than reading each as it is asked
+        for; a file gone or refused is left for :meth:`read` to say so.  By default nothing."""
+
     def read_at(self, path, offset, length):
         """``length`` bytes of a binary file from ``offset`` (pagemap, kpagecount)."""
         return derived.read_at(self, path, offset, length)

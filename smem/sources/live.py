@@ -49,6 +49,7 @@ class LiveSource(Source):
         self.capabilities = frozenset({PAGEMAP, OWN_PID, VANISHING}) if local else frozenset()
         self.description = "live system" if local else f"proc tree {root}"
         self._names = {}
+        self._ahead = {}  # {path: bytes} read ahead of the chunk being read (read_ahead)
         self._proc_fd = None
         if not local:
             try:
@@ -64,8 +65,29 @@ class LiveSource(Source):
         except OSError as e:
             raise SourceError(f"{self.proc}: {e.strerror}") from None
 
+    def read_ahead(self, paths):
+        """Live, a chunk's command lines and rollups read in one loop before any is parsed: the
+        kernel's walk of each process's page tables and smem's parsing each evict the other's
+        working set from the CPU's caches, so taking them in turns cost more than both apart
+        (docs/benchmarks.md).  Held until read (or the next chunk's read-ahead)."""
+        if not self.local:
+            return
+        ahead = self._ahead = {}
+        proc = self.proc + "/"
+        for path in paths:
+            try:
+                data = read_whole(proc + path, path[path.rfind("/") + 1:] in WHOLE_IF_SHORT)
+            except OSError:
+                continue  # (read() meets it again and says what it is)
+            if data:  # (an empty one may be a thread leader's: read() looks through a thread)
+                ahead[path] = data
+
     def read(self, path):
         if self.local:
+            if self._ahead:
+                data = self._ahead.pop(path, None)
+                if data is not None:
+                    return data
             try:
                 data = read_whole(self.proc + "/" + path, path[path.rfind("/") + 1:] in WHOLE_IF_SHORT)
             except ProcessLookupError:
