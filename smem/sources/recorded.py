@@ -110,8 +110,9 @@ _LAST_ANCHOR = [None, None]
 def _inflated_anchor(data, name):
     """inflate_anchor(data, name), the last one's dictionary again where its file's bytes are
     ``data`` (compared whole: a file replaced under the same name is inflated anew)."""
-    if _LAST_ANCHOR[0] is not None and _LAST_ANCHOR[0] == data:
-        return _LAST_ANCHOR[1]
+    kept_data, kept = _LAST_ANCHOR  # (one read of the pair: serve's page and metrics threads play back at once)
+    if kept_data is not None and kept_data == data:
+        return kept
     _LAST_ANCHOR[:] = [None, None]
     dictionary = inflate_anchor(data, name)
     _LAST_ANCHOR[:] = [data, dictionary]
@@ -179,8 +180,9 @@ class Recording:
             key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
         except OSError:
             key = None  # (_read says what is wrong)
-        if key is not None and _LAST_INDEX[0] == key:
-            return _LAST_INDEX[1]
+        kept_key, kept = _LAST_INDEX  # (one read of the pair, as _inflated_anchor)
+        if key is not None and kept_key == key:
+            return kept
         parsed = self._parse(self._read(INDEX, MAX_INDEX_BYTES))
         if key is not None:
             _LAST_INDEX[:] = [key, parsed]
