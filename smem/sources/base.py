@@ -61,7 +61,7 @@ def is_pid_name(name):
 
     str.isdigit() also passes "²" and "٣", which int() refuses or reads as another number.
     """
-    return 0 < len(name) <= _PID_DIGITS and name.isascii() and name.isdigit()
+    return _PID_NAME.fullmatch(name) is not None
 
 
 def pid_names(names):
