@@ -189,13 +189,14 @@ class Selection:
         """-P: the regex is found in the name (from stat) or the command line."""
         return self.process is None or bool(self.process.search(name) or self.process.search(cmdline))
 
-    def wants_user(self, user, uid=None):
+    def wants_user(self, user, uid):
         """-U: the regex is found in the user name or, for a pattern that names a colon, in
-        ``name:uid``, the label -u gives a uid that shares its name (NIS or LDAP duplicates).  A
-        name holds no colon (passwd's separator), so what a pattern without one matches is as it was."""
+        ``name:uid``, the label -u gives a uid that shares its name (NIS or LDAP duplicates), and
+        ``name:?`` where the uid is unknown (None), as -u labels that one.  A name holds no colon
+        (passwd's separator), so what a pattern without one matches is as it was."""
         if self.user is None or self.user.search(user):
             return True
-        return self._user_labels and uid is not None and bool(self.user.search(f"{user}:{uid}"))
+        return self._user_labels and bool(self.user.search(f"{user}:{'?' if uid is None else uid}"))
 
     def wants(self, name, cmdline, user, pid=None, uid=None):
         """Whether --pid, -P and -U all select a process."""
