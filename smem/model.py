@@ -96,8 +96,14 @@ class Process(tuple):
     def __setattr__(self, name, value):
         raise AttributeError(f"a Process is a value: its {name} is given where it is made (Process.replaced)")
 
-    __eq__ = object.__eq__
-    __ne__ = object.__ne__
+    def __eq__(self, other):
+        # (not object.__eq__: its NotImplemented let tuple's == answer, and a Process equalled
+        # the tuple of its fields)
+        return self is other
+
+    def __ne__(self, other):
+        return self is not other
+
     __hash__ = object.__hash__
 
     def __reduce__(self):

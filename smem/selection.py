@@ -93,27 +93,42 @@ def _regex_parser():
     return parser
 
 
+def _nodes(parsed, parser):
+    """Every (op, value) of a pattern ``parser`` parsed, at any depth: inside repeats, groups
+    (atomic ones too), alternatives, lookarounds and a conditional group's two branches."""
+    repeats = (parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None))
+    atomic = getattr(parser, "ATOMIC_GROUP", None)  # (Python 3.11+)
+    todo = [parsed]
+    while todo:
+        for op, value in todo.pop():
+            yield op, value
+            if op in repeats:
+                todo.append(value[2])
+            elif op == parser.SUBPATTERN:
+                todo.append(value[-1])
+            elif op == atomic and atomic is not None:
+                todo.append(value)
+            elif op == parser.BRANCH:
+                todo.extend(value[1])
+            elif op in (parser.ASSERT, parser.ASSERT_NOT):
+                todo.append(value[1])
+            elif op == parser.GROUPREF_EXISTS:  # (?(1)yes|no): no is None where there is none
+                todo.extend(branch for branch in value[1:] if branch is not None)
+
+
 def _check_repeats(pattern, option):
     """UsageError if ``pattern`` counts a repeat past MAX_REPEAT (an unbounded + or * is fine)."""
     if "{" not in pattern:
         return  # (no count without a brace: a long pattern is not parsed twice)
     parser = _regex_parser()
     unbounded = parser.MAXREPEAT
-    todo = [parser.parse(pattern)]
-    while todo:
-        for op, value in todo.pop():
-            if op in (parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None)):
-                low, high, sub = value
-                if max(low, 0 if high == unbounded else high) > MAX_REPEAT:
-                    raise UsageError(f"invalid regular expression for {option} {_shown(pattern)}: "
-                                     f"a repeat count over {MAX_REPEAT}")
-                todo.append(sub)
-            elif op == parser.SUBPATTERN:
-                todo.append(value[-1])
-            elif op == parser.BRANCH:
-                todo.extend(value[1])
-            elif op in (parser.ASSERT, parser.ASSERT_NOT):
-                todo.append(value[1])
+    repeats = (parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None))
+    for op, value in _nodes(parser.parse(pattern), parser):
+        if op in repeats:
+            low, high, _ = value
+            if max(low, 0 if high == unbounded else high) > MAX_REPEAT:
+                raise UsageError(f"invalid regular expression for {option} {_shown(pattern)}: "
+                                 f"a repeat count over {MAX_REPEAT}")
 
 
 def _names_colon(pattern):
@@ -121,22 +136,12 @@ def _names_colon(pattern):
     label ``name:uid`` only by its colon or the uid after it (\\W, .) is left to names."""
     parser = _regex_parser()
     colon = ord(":")
-    todo = [parser.parse(pattern)]
-    while todo:
-        for op, value in todo.pop():
-            if op == parser.LITERAL and value == colon:
-                return True
-            if op == parser.IN and (parser.NEGATE, None) not in value and any(
-                    o == parser.LITERAL and v == colon or o == parser.RANGE and v[0] <= colon <= v[1] for o, v in value):
-                return True
-            if op in (parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None)):
-                todo.append(value[2])
-            elif op in (parser.SUBPATTERN, getattr(parser, "ATOMIC_GROUP", None)):
-                todo.append(value[-1] if op == parser.SUBPATTERN else value)
-            elif op == parser.BRANCH:
-                todo.extend(value[1])
-            elif op in (parser.ASSERT, parser.ASSERT_NOT):
-                todo.append(value[1])
+    for op, value in _nodes(parser.parse(pattern), parser):
+        if op == parser.LITERAL and value == colon:
+            return True
+        if op == parser.IN and (parser.NEGATE, None) not in value and any(
+                o == parser.LITERAL and v == colon or o == parser.RANGE and v[0] <= colon <= v[1] for o, v in value):
+            return True
     return False
 
 
@@ -184,13 +189,14 @@ class Selection:
         """-P: the regex is found in the name (from stat) or the command line."""
         return self.process is None or bool(self.process.search(name) or self.process.search(cmdline))
 
-    def wants_user(self, user, uid=None):
+    def wants_user(self, user, uid):
         """-U: the regex is found in the user name or, for a pattern that names a colon, in
-        ``name:uid``, the label -u gives a uid that shares its name (NIS or LDAP duplicates).  A
-        name holds no colon (passwd's separator), so what a pattern without one matches is as it was."""
+        ``name:uid``, the label -u gives a uid that shares its name (NIS or LDAP duplicates), and
+        ``name:?`` where the uid is unknown (None), as -u labels that one.  A name holds no colon
+        (passwd's separator), so what a pattern without one matches is as it was."""
         if self.user is None or self.user.search(user):
             return True
-        return self._user_labels and uid is not None and bool(self.user.search(f"{user}:{uid}"))
+        return self._user_labels and bool(self.user.search(f"{user}:{'?' if uid is None else uid}"))
 
     def wants(self, name, cmdline, user, pid=None, uid=None):
         """Whether --pid, -P and -U all select a process."""

@@ -143,9 +143,11 @@ def test_a_remote_capture_through_the_pipe_still_reads(monkeypatch, tmp_path):
 
 # -- counted repeats and kernel bombs ---------------------------------------------------
 
-@pytest.mark.parametrize("pattern", ["a{99999999}", "(x{3,20000}|y)", "(?=a{10001})", "b{0,99999}?"])
+@pytest.mark.parametrize("pattern", ["a{99999999}", "(x{3,20000}|y)", "(?=a{10001})", "b{0,99999}?",
+                                     "(a)?(?(1)a{10001})", "(a)?(?(1)b|c{10001})", "(?>a{10001})"])
 def test_huge_repeat_counts_are_refused_before_they_are_built(pattern):
-    """regex unrolls a counted repeat when it compiles it: a{99999999} took 24 GB."""
+    """regex unrolls a counted repeat when it compiles it: a{99999999} took 24 GB.  Each kind of
+    group is looked into, a conditional's branches and an atomic group too."""
     from smem.selection import Selection
     with pytest.raises(UsageError, match="a repeat count over"):
         Selection(process=pattern)

@@ -58,3 +58,19 @@ def test_a_process_is_a_value_made_whole_by_the_loader():
     same_fields = process.replaced()
     assert same_fields is not process and same_fields != process and process == process
     assert len({process, same_fields, changed}) == 3
+
+
+def test_a_process_is_not_the_tuple_of_its_fields():
+    """A Process is a tuple underneath (made in one C call) but known by its identity alone: the
+    tuple of its fields is not it (tuple's own == answered where Process's declined), and a
+    pickled one (what a worker sends) comes back with the same fields, another process."""
+    import pickle
+    reading = load_reading(open_source(str(CAPTURE)), jobs=1, needs=Needs().with_kinds(Need.MAPPINGS))
+    process = next(p for p in reading.processes if p.mappings)
+    fields = tuple(process)
+    assert not process == fields and process != fields and not fields == process and fields != process
+    assert process == process and not process != process
+    assert hash(process) == object.__hash__(process)
+    back = pickle.loads(pickle.dumps(process))
+    assert back != process and tuple(back)[:6] == fields[:6] and back.totals == process.totals
+    assert [(m.name, m.counters) for m in back.mappings] == [(m.name, m.counters) for m in process.mappings]

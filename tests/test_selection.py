@@ -43,12 +43,13 @@ def test_mapping_filter_gives_what_a_search_of_each_mapping_gives():
 
 def test_a_user_filter_naming_a_colon_is_matched_against_name_uid_too():
     """-U's pattern is tried on ``name:uid`` (-u's label of a uid sharing its name) only where it
-    names a colon; one that merely can match a colon or a uid (., \\W, (?:x), [^:], 0) is matched
-    against names alone, as before."""
+    names a colon (in a conditional group's branch too); one that merely can match a colon or a uid
+    (., \\W, (?:x), [^:], 0) is matched against names alone, as before."""
     for pattern, uid_1, uid_65534 in [("nobody:1", True, False), ("^nobody:65534$", False, True),
                                       ("[:]", True, True), (r"y\:6", False, True), ("(a|y:)+1", True, False),
                                       (r"\W", False, False), (".1", False, False), ("(?:y1)", False, False),
-                                      ("[^:a]1", False, False), ("0", False, False), ("^nobody$", True, True)]:
+                                      ("[^:a]1", False, False), ("0", False, False), ("^nobody$", True, True),
+                                      ("(y)?(?(1):|b)1", True, False), ("(y)?(?(1)b|:)1", True, False)]:
         chosen = Selection(user=pattern)
         assert (chosen.wants_user("nobody", 1), chosen.wants_user("nobody", 65534)) == (uid_1, uid_65534), pattern
 
@@ -79,10 +80,12 @@ def test_a_filter_is_checked_on_the_oldest_pythons_smem_supports(minor):
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from smem.selection import Selection; "
             "from smem.errors import UsageError\n"
             "s = Selection(user='nobody:1'); print(s.wants_user('nobody', 1), s.wants_user('nobody', 2))\n"
-            "try:\n Selection(user='a{99999}')\nexcept UsageError as e:\n print('refused')")
+            "s = Selection(user='(y)?(?(1)b|:)1'); print(s.wants_user('nobody', 1))\n"
+            "for p in ('a{99999}', '(a)?(?(1)b|a{10001})'):\n"
+            " try:\n  Selection(user=p)\n except UsageError as e:\n  print('refused')")
     done = subprocess.run([python, "-c", code, str(Path(__file__).resolve().parent.parent)],
                           capture_output=True, text=True, timeout=60)
     if "No module named" in done.stderr and "smem" not in done.stderr.split("No module named")[-1]:
         pytest.skip(f"{python}: {done.stderr.strip().splitlines()[-1]}")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "False", "refused"]
+    assert done.stdout.split() == ["True", "False", "True", "refused", "refused"]

@@ -28,12 +28,15 @@ SMEM15_ROWS = [["nobody:65534", "2", "0", "2796", "9226", "40960"],
                ["root", "20", "8192", "75684", "119755", "303340"]]
 
 
-def _renamed(where, names):
+def _renamed(where, names, unowned=()):
     """The capture with each uid of ``names`` named so (None: no name), in its passwd and its tar
-    headers, and without smaps_rollup (smem 1.5's input)."""
+    headers, and without smaps_rollup (smem 1.5's input); the pids ``unowned`` without their
+    directory member and status (no owner known: uid None, user "?")."""
     out = where / "renamed.tar"
     with tarfile.open(CAPTURE) as tin, tarfile.open(out, "w") as tout:
         for m in tin:
+            if m.name in {str(pid) for pid in unowned} | {f"{pid}/status" for pid in unowned}:
+                continue
             data = tin.extractfile(m).read() if m.isreg() else None
             if m.name == "passwd":
                 lines = [line.split(b":") for line in data.splitlines()]
@@ -116,3 +119,22 @@ def test_user_filter_without_a_colon_matches_names_only(shared_name):
     select root (uid 0), -U '\\W' no one (no name here holds a non-word character)."""
     for pattern in ("0", r"\W", "1$"):
         assert _users(shared_name, "-U", pattern) == [], pattern
+
+
+def test_user_filter_takes_the_label_of_an_unknown_uid(tmp_path):
+    """A process whose owner is unknown is user "?"; where a uid is named "?" too, -u labels that
+    row ``?:?`` (uids_apart), and -U '^\\?:\\?$' selects it as shown (it selected nothing: only a
+    known uid was tried as ``name:uid``), in a streamed capture and in one read whole."""
+    from smem.loading import load_reading
+    from smem.selection import Selection
+    from smem.sources import open_source
+    capture = _renamed(tmp_path, {1: "?"}, unowned=[7910])
+    rows = _users(capture)
+    assert sorted(row[0] for row in rows) == ["?:1", "?:?", "nobody", "root"], rows
+    unknown = [row for row in rows if row[0] == "?:?"]
+    for pattern in (r"^\?:\?$", r":\?", r"[:]\?"):
+        assert _users(capture, "-U", pattern) == [["?", unknown[0][1]]], pattern
+    assert sorted(row[0] for row in _users(capture, "-U", r"^\?$")) == ["?:1", "?:?"]
+    assert _users(capture, "-U", r"^\?:1$") == [["?", next(r[1] for r in rows if r[0] == "?:1")]]
+    held = load_reading(open_source(str(capture)), Selection(user=r"^\?:\?$"), jobs=1)
+    assert [(p.pid, p.uid, p.user) for p in held.processes] == [(7910, None, "?")]
