@@ -9,7 +9,7 @@ import re
 import click
 import click.shell_completion
 
-from .errors import UsageError
+from .errors import SmemError, UsageError
 from .options import MAX_SECONDS
 
 __all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "range_text", "seconds", "PATH", "DIRECTORY", "usage_message",
@@ -56,6 +56,10 @@ class SmemCommand(click.Command):
         except click.UsageError as e:  # the parser's own errors (an option's missing value) lack it
             e.ctx = e.ctx or ctx
             raise
+        except BrokenPipeError:
+            raise  # (read by head: quiet, as the report is)
+        except OSError as e:  # --help or --version, the only writes while parsing, to a full disk
+            raise SmemError(f"cannot write to standard output: {e.strerror or e}") from None
         if ctx.args and not ctx.resilient_parsing:
             self._refuse_stray(ctx, ctx.args)
         return rest
