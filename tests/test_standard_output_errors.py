@@ -1,6 +1,6 @@
-"""Help and version written to a standard output that cannot take them (a full disk) are one line
-on stderr and exit status 1, as the report's are: `smem --help > /dev/full` printed Python's
-traceback."""
+"""Help, version and the page written to a standard output that cannot take them (a full disk,
+stdout closed) are one line on stderr and exit status 1, as the report's are: `smem --help >
+/dev/full` and `smem html -o - >&-` printed Python's traceback."""
 
 import os
 import subprocess
@@ -8,7 +8,10 @@ import sys
 
 import pytest
 
+from conftest import FIXTURES
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
 
 def _smem(args, stdout):
@@ -29,3 +32,21 @@ def test_help_and_version_to_a_full_disk_are_one_line(args):
     proc = _to_full_disk(args)
     err = proc.stderr.decode()
     assert proc.returncode == 1 and err == "smem: cannot write to standard output: No space left on device\n", err
+
+
+@pytest.mark.process
+def test_the_page_to_a_full_disk_is_one_line():
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
+    proc = _to_full_disk(["html", "-S", str(CAPTURE), "-o", "-"])
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err == "smem: cannot write the page: No space left on device\n", err
+
+
+@pytest.mark.process
+def test_the_page_to_a_closed_standard_output_is_one_line_before_reading():
+    """Said before the source is read: a missing capture is not what stops it."""
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
+    proc = subprocess.run([sys.executable, "-m", "smem", "html", "-S", "nothere.tgz", "-o", "-"],
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT, preexec_fn=lambda: os.close(1))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err == "smem: cannot write the page: standard output is closed\n", err
