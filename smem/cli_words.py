@@ -128,7 +128,8 @@ class Choice(click.Choice):
             return value
         import difflib  # only for a mistake: not on every run
         name = _option_names(param)
-        close = difflib.get_close_matches(str(value), self.choices, n=3, cutoff=0.6)
+        close = ([c for c in self.choices if c.lower() == str(value).lower()]  # JSON: difflib finds no json
+                 or difflib.get_close_matches(str(value), self.choices, n=3, cutoff=0.6))
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         if len(self.choices) == 1:
             raise UsageError(f"{name} takes {self.choices[0]}, not {value!r}{hint}")
