@@ -45,7 +45,7 @@ def _documents(request):
                 entries = list(recording.frames)
             if len(entries) > 1:
                 return timeline_documents(request, entries)
-    return page_documents(request)
+    return page_documents(request, pids_found=True)
 
 
 def _looks_like_page(head, tail=b""):
