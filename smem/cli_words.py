@@ -5,6 +5,7 @@ ones suggested), so that every wrong word on the command line reads alike.
 
 import math
 import re
+import sys
 
 import click
 import click.shell_completion
@@ -66,13 +67,16 @@ class SmemCommand(click.Command):
 
     def _refuse_stray_beside_eager(self, ctx, args):
         """A dry parse (values unconverted, no callback run): a stray argument beside an eager
-        option is refused before that option prints anything."""
+        option is refused before that option prints anything, and so is --help or --version with
+        standard output closed (click's echo drops what it cannot write: nothing said, exit 0)."""
         if not any(a.startswith("-") for a in args):
             return  # (no option, so no eager one)
         eager = {p.name for p in self.get_params(ctx) if p.is_eager}
         given, stray, _ = self.make_parser(ctx).parse_args(args=list(args))
         if stray and eager & given.keys():
             self._refuse_stray(ctx, stray)
+        if sys.stdout is None and eager & given.keys():
+            raise SmemError("cannot write to standard output: standard output is closed")
 
     def _refuse_stray(self, ctx, stray):
         self._refuse_option_taken_as_value(ctx)

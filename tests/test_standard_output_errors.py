@@ -50,3 +50,13 @@ def test_the_page_to_a_closed_standard_output_is_one_line_before_reading():
                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT, preexec_fn=lambda: os.close(1))
     err = proc.stderr.decode()
     assert proc.returncode == 1 and err == "smem: cannot write the page: standard output is closed\n", err
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["diff", "--help"]])
+def test_help_and_version_to_a_closed_standard_output_are_one_line(args):
+    """They printed nothing and exited 0, as if said: smem >&- of a report is an error already."""
+    proc = subprocess.run([sys.executable, "-m", "smem", *args], stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                          cwd=ROOT, preexec_fn=lambda: os.close(1))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err == "smem: cannot write to standard output: standard output is closed\n", err
