@@ -281,8 +281,14 @@ def html(**o):
     request = PageRequest(query_from(o, "process", source=o["source"], old_source=o["old"]),
                           top_mappings=o["top_mappings"])
     output = o["output"]
-    for warning in run_html(request, output, sys.stdout.buffer if output == "-" and sys.stdout else None, o["force"]):
+    if output == "-" and sys.stdout is None:  # said before the source is read, as smem capture does
+        raise SmemError("cannot write the page: standard output is closed")
+    for warning in run_html(request, output, _write_page if output == "-" else None, o["force"]):
         warn(warning)
+
+
+def _write_page(page):
+    write_bytes(page, "the page")
 
 
 @cli.command(context_settings=CONTEXT)

@@ -30,16 +30,16 @@ def write(text):
     write_bytes(text.encode("utf-8", "surrogateescape"))
 
 
-def write_bytes(data):
+def write_bytes(data, what="the report"):
     if sys.stdout is None:  # started with stdout closed (smem >&-)
-        raise SmemError("cannot write the report: standard output is closed")
+        raise SmemError(f"cannot write {what}: standard output is closed")
     try:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()  # here, not at exit: a full disk is reported, a closed pipe quiet
     except BrokenPipeError:
         quiet_broken_pipe()
     except OSError as e:
-        raise SmemError(f"cannot write the report: {e.strerror}") from None
+        raise SmemError(f"cannot write {what}: {e.strerror}") from None
 
 
 def silence_stdout():

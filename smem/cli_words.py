@@ -5,11 +5,12 @@ ones suggested), so that every wrong word on the command line reads alike.
 
 import math
 import re
+import sys
 
 import click
 import click.shell_completion
 
-from .errors import UsageError
+from .errors import SmemError, UsageError
 from .options import MAX_SECONDS
 
 __all__ = ["SmemCommand", "DefaultGroup", "Choice", "FiniteRange", "range_text", "seconds", "PATH", "DIRECTORY", "usage_message",
@@ -56,19 +57,26 @@ class SmemCommand(click.Command):
         except click.UsageError as e:  # the parser's own errors (an option's missing value) lack it
             e.ctx = e.ctx or ctx
             raise
+        except BrokenPipeError:
+            raise  # (read by head: quiet, as the report is)
+        except OSError as e:  # --help or --version, the only writes while parsing, to a full disk
+            raise SmemError(f"cannot write to standard output: {e.strerror or e}") from None
         if ctx.args and not ctx.resilient_parsing:
             self._refuse_stray(ctx, ctx.args)
         return rest
 
     def _refuse_stray_beside_eager(self, ctx, args):
         """A dry parse (values unconverted, no callback run): a stray argument beside an eager
-        option is refused before that option prints anything."""
+        option is refused before that option prints anything, and so is --help or --version with
+        standard output closed (click's echo drops what it cannot write: nothing said, exit 0)."""
         if not any(a.startswith("-") for a in args):
             return  # (no option, so no eager one)
         eager = {p.name for p in self.get_params(ctx) if p.is_eager}
         given, stray, _ = self.make_parser(ctx).parse_args(args=list(args))
         if stray and eager & given.keys():
             self._refuse_stray(ctx, stray)
+        if sys.stdout is None and eager & given.keys():
+            raise SmemError("cannot write to standard output: standard output is closed")
 
     def _refuse_stray(self, ctx, stray):
         self._refuse_option_taken_as_value(ctx)
@@ -124,7 +132,8 @@ class Choice(click.Choice):
             return value
         import difflib  # only for a mistake: not on every run
         name = _option_names(param)
-        close = difflib.get_close_matches(str(value), self.choices, n=3, cutoff=0.6)
+        close = ([c for c in self.choices if c.lower() == str(value).lower()]  # JSON: difflib finds no json
+                 or difflib.get_close_matches(str(value), self.choices, n=3, cutoff=0.6))
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         if len(self.choices) == 1:
             raise UsageError(f"{name} takes {self.choices[0]}, not {value!r}{hint}")

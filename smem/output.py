@@ -59,8 +59,10 @@ _ENDS = 4096
 
 
 def looks_like_capture(head, tail=b""):
-    """Whether ``head`` (the first bytes of a file) starts a capture smem could have written."""
-    return head.startswith(CAPTURE_MAGIC) or head[257:262] == b"ustar"
+    """Whether ``head`` (the first bytes of a file) starts a capture smem could have written: a tar
+    archive, plain or compressed, whose first member is a capture's (smem.capture_head)."""
+    from .capture_head import holds_capture
+    return holds_capture(head)
 
 
 @contextlib.contextmanager

@@ -54,13 +54,24 @@ class UnknownField(UsageError):
 def _suggestion(view, names):
     """" (did you mean name?)" for a field misspelt (a close spelling of one the view has), as
     for an option; "" where none is close."""
-    import difflib
-    close = [(n, m[0]) for n in names for m in [difflib.get_close_matches(n, view.columns, n=1, cutoff=0.75)] if m]
+    close = [(n, m) for n in names for m in [_meant(view, n)] if m]
     if not close:
         return ""
     if len(names) == 1:
         return f" (did you mean {close[0][1]}?)"
     return " (did you mean " + ", ".join(f"{m} for {n.translate(CONTROLS)[:40]}" for n, m in close) + "?)"
+
+
+def _meant(view, name):
+    """The field ``name`` was meant as: the one the tables head so (PSS, CPU%: the header is what a
+    user sees, and difflib finds "pss" no close spelling of "PSS"), else a close spelling, else None."""
+    import difflib
+    headed = {c.header.lower(): key for key, c in view.columns.items()}
+    headed.update({key.lower(): key for key in view.columns})
+    if name.lower() in headed:
+        return headed[name.lower()]
+    close = difflib.get_close_matches(name, view.columns, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def field_help(view):

@@ -13,17 +13,17 @@ def page_title(documents_meta_source):
     return f"smem: {source.get('hostname') or source.get('description', '?')} at {source.get('time', '?')}"
 
 
-def run_html(request, path, stream=None, force=False):
-    """Write the page of ``request`` (a data.PageRequest) to ``path``, or to ``stream`` (binary)
-    when ``path`` is "-"; the warnings to show."""
+def run_html(request, path, write=None, force=False):
+    """Write the page of ``request`` (a data.PageRequest) to ``path``, or give it to ``write``
+    (bytes: the CLI's, which says a full disk or a closed stdout in one line) when ``path`` is "-";
+    the warnings to show."""
     import json
     plotly = plotly_js()  # a missing extra fails before the source is read
     documents, meta, warnings = _documents(request)
     source = json.loads(documents["process"])["source"]
     page = page_html(documents, meta, page_title(source), plotly)
     if path == "-":
-        stream.write(page)
-        stream.flush()
+        write(page)
         return warnings
     from ..output import output_file
     try:
@@ -45,7 +45,7 @@ def _documents(request):
                 entries = list(recording.frames)
             if len(entries) > 1:
                 return timeline_documents(request, entries)
-    return page_documents(request)
+    return page_documents(request, pids_found=True)
 
 
 def _looks_like_page(head, tail=b""):

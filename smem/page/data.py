@@ -11,7 +11,7 @@ each shared mapping's largest mappers, which no text view prints per process.
 import time
 from typing import NamedTuple
 
-from ..app import plan, read_snapshot
+from ..app import pids_not_found, plan, read_snapshot
 from ..compared_sides import same_frame
 from ..formats import Rendering, render
 from ..loading.gathered import collector_paused
@@ -149,25 +149,28 @@ def _quoted(word):
     return shlex.quote(word)
 
 
-def page_documents(request, at=None, rollup=False):
+def page_documents(request, at=None, rollup=False, pids_found=False):
     """(documents, meta, warnings): name -> the JSON text of each table, ``maps`` and ``sharers``
     (the largest mappings of each process and mappers of each shared mapping, as JSON); ``meta``
     a dict of what the page says of the reading (of frame ``at`` of a recording, if given).
     ``rollup``: frame ``at`` kept smaps_rollup only, so its tables are ROLLUP_TABLES and it has
-    no mapping (its maps and sharers are empty; meta["rollup"] says so).
+    no mapping (its maps and sharers are empty; meta["rollup"] says so). ``pids_found``: --pid's
+    processes not in the reading are said as the report says them (a warning, or an error where
+    none is), for smem html's one reading (not a recording's frames, nor smem serve's page, whose
+    processes come and go).
 
     The cyclic garbage collector is paused throughout, as the loader pauses it: the tables and
     documents are tens of thousands of small lists and dicts, none in a cycle, made while the
     reading's own objects are held, and each full collection went over all of them."""
     with collector_paused():
-        return _page_documents(request, at, ROLLUP_TABLES if rollup else TABLES)
+        return _page_documents(request, at, ROLLUP_TABLES if rollup else TABLES, pids_found)
 
 
 #: what says where a recording's change over time is, when --compare names the page's own frame
 PAGE_FRAMES_HINT = "the page of a recording alone, smem html -S REC, draws it over time"
 
 
-def _page_documents(request, at, tables):
+def _page_documents(request, at, tables, pids_found=False):
     import json
     query = request.query
     compared = query.old_source is not None
@@ -189,6 +192,8 @@ def _page_documents(request, at, tables):
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     new, old = snapshots[-1], snapshots[0] if compared else None
+    if pids_found and query.pids is not None and not compared:  # (compared, as smem diff: either side's)
+        warnings.extend(pids_not_found(query, new))
     if compared:
         warnings.extend(w for w in same_frame(old, new, PAGE_FRAMES_HINT) if w not in warnings)
     documents, process_areas, shown = {}, [], {}

@@ -1,0 +1,65 @@
+"""`smem capture -o FILE` rewrites FILE without --force only if it already holds a capture (README,
+"Captures"); any tar or gzip file passed for one, so `smem capture -o backup.tgz` replaced a
+tarball of someone's /etc or home without a word. The first member of an existing archive (read
+from its first block, decompressed) now tells: a capture's first member is one of its own
+(capture-info, meminfo, a process's directory, ...); a file whose first block does not say
+(bzip2 decompresses nothing before its first 900 KB block ends) is still taken for one."""
+
+import bz2
+import io
+import lzma
+import os
+import random
+import tarfile
+
+import pytest
+
+from conftest import FIXTURES, run_smem
+from smem.output import looks_like_capture
+
+CAPTURES = sorted((FIXTURES / "captures").glob("*.tar.gz"))
+
+
+def _tar(names, mode="w:gz", size=0):
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode=mode) as tar:
+        for name in names:
+            info = tarfile.TarInfo(name)
+            data = f"the content of {name}\n".encode() + random.Random(name).randbytes(size)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("data", [
+    _tar(["etc/hostname", "etc/passwd"]),
+    _tar(["home/ana/thesis.tex"], mode="w"),
+    _tar(["photos/2026/beach.jpg"], mode="w:xz"),
+    lzma.compress(b"a text file, not an archive\n" * 20),
+    bz2.compress(_tar(["etc/passwd"], mode="w")),
+], ids=["tgz of /etc", "tar of a home", "txz of photos", "xz of text", "small tbz of /etc"])
+def test_an_archive_that_holds_no_capture_is_kept(tmp_path, data):
+    backup = tmp_path / "backup.tgz"
+    backup.write_bytes(data)
+    proc = run_smem("capture", "-o", backup)
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.stderr.decode() == (f"smem: refusing to replace {backup}: it exists and does not hold a capture; "
+                                    "give --force to replace it\n")
+    assert backup.read_bytes() == data and os.listdir(tmp_path) == ["backup.tgz"]
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=[c.name for c in CAPTURES])
+def test_a_capture_is_still_taken_for_one(capture):
+    with open(capture, "rb") as f:
+        assert looks_like_capture(f.read(4096))
+
+
+@pytest.mark.parametrize("data", [
+    _tar(["meminfo", "1/smaps"], mode="w:xz"),
+    _tar(["./capture-info", "./meminfo"], mode="w"),
+    _tar(["proc/meminfo"]),
+    _tar(["90021/smaps"]),
+    bz2.compress(_tar(["etc/passwd"], mode="w", size=100_000)),  # (its first 4 KiB inflate to nothing)
+], ids=["txz of a capture", "./ members", "old proc/ layout", "C smemcap's pid first", "bzip2"])
+def test_what_may_be_a_capture_is_taken_for_one(data):
+    assert looks_like_capture(data[:4096])

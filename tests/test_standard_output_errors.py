@@ -1,0 +1,62 @@
+"""Help, version and the page written to a standard output that cannot take them (a full disk,
+stdout closed) are one line on stderr and exit status 1, as the report's are: `smem --help >
+/dev/full` and `smem html -o - >&-` printed Python's traceback."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
+
+
+def _smem(args, stdout):
+    return subprocess.run([sys.executable, "-m", "smem", *args], stdout=stdout, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, cwd=ROOT)
+
+
+def _to_full_disk(args):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as full:
+        return _smem(args, full)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"], ["diff", "--help"], ["capture", "--help"]])
+def test_help_and_version_to_a_full_disk_are_one_line(args):
+    proc = _to_full_disk(args)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err == "smem: cannot write to standard output: No space left on device\n", err
+
+
+@pytest.mark.process
+def test_the_page_to_a_full_disk_is_one_line():
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
+    proc = _to_full_disk(["html", "-S", str(CAPTURE), "-o", "-"])
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err == "smem: cannot write the page: No space left on device\n", err
+
+
+@pytest.mark.process
+def test_the_page_to_a_closed_standard_output_is_one_line_before_reading():
+    """Said before the source is read: a missing capture is not what stops it."""
+    pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
+    proc = subprocess.run([sys.executable, "-m", "smem", "html", "-S", "nothere.tgz", "-o", "-"],
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT, preexec_fn=lambda: os.close(1))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err == "smem: cannot write the page: standard output is closed\n", err
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["diff", "--help"]])
+def test_help_and_version_to_a_closed_standard_output_are_one_line(args):
+    """They printed nothing and exited 0, as if said: smem >&- of a report is an error already."""
+    proc = subprocess.run([sys.executable, "-m", "smem", *args], stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                          cwd=ROOT, preexec_fn=lambda: os.close(1))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and err == "smem: cannot write to standard output: standard output is closed\n", err
