@@ -62,8 +62,10 @@ def _inflated(name, head):
             import zstandard
         except ImportError:
             return None
-        try:
-            return zstandard.ZstdDecompressor().decompressobj().decompress(head)[:tarfile.BLOCKSIZE]
+        import io
+        try:  # (a block read from a stream: a whole frame in ``head`` may inflate to 128 MiB)
+            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(head)) as stream:
+                return stream.read(tarfile.BLOCKSIZE)
         except zstandard.ZstdError:
             return None
     return None

@@ -63,3 +63,20 @@ def test_a_capture_is_still_taken_for_one(capture):
 ], ids=["txz of a capture", "./ members", "old proc/ layout", "C smemcap's pid first", "bzip2"])
 def test_what_may_be_a_capture_is_taken_for_one(data):
     assert looks_like_capture(data[:4096])
+
+
+def test_a_small_zstd_file_that_inflates_to_a_lot_is_looked_at_a_block_only():
+    """The check inflates the first block only: a 4 KB zstd file at the -o path that inflates to
+    120 MiB (zeros; a crafted one to more) was inflated whole, all of it held at once."""
+    zstandard = pytest.importorskip("zstandard")
+    import subprocess
+    import sys
+    bomb = zstandard.ZstdCompressor(level=19).compress(b"\0" * (120 << 20))
+    assert len(bomb) <= 4096  # (the part of a file the check is given)
+    # (VmHWM, the peak of this process's own memory: ru_maxrss keeps the test's, from before exec)
+    code = ("import re, sys; from smem.output import looks_like_capture; "
+            "hwm = lambda: int(re.search(rb'VmHWM:\\s*(\\d+)', open('/proc/self/status', 'rb').read())[1]); "
+            "before = hwm(); assert not looks_like_capture(sys.stdin.buffer.read()); print(hwm() - before)")
+    grown = subprocess.run([sys.executable, "-c", code], input=bomb, capture_output=True, check=True,
+                           cwd=FIXTURES.parent.parent)
+    assert int(grown.stdout) < 16 * 1024, grown.stdout  # KiB: not the 120 MiB it inflates to
