@@ -166,7 +166,8 @@ class Refresher:
         first |= self._leaderless
         oldest = self._oldest(seen, first | grown, gap, now)
         first |= oldest
-        self._ksm.ran(seen.keys() if touched is None else touched)  # (a region given faults nothing)
+        # (a region given faults nothing, and in less than a clock tick moves no stat: its schedstat)
+        self._ksm.ran(seen.keys() if touched is None else touched | self._stats.ran)
         merged = self._ksm.moved(source, seen, first, self._limits, self._page_kib)
         reasons["age"], reasons["ksm"] = len(oldest), len(merged)
         first |= merged

@@ -22,10 +22,11 @@ Only processes ksmd may scan are asked each time: ``ksm_stat`` says whether it m
 least, ``ksm_rmap_items`` 0 says only that ksmd has not reached it yet, up to a whole pass after
 its region was given: there, one still without an rmap item two of ksmd's full scans after it
 was first asked so is taken for one ksmd does not scan: a pass makes an rmap item of each page
-of a region given).  One that said no is asked again once it has run (its stat moved: its CPU
-time or faults; it may have given ksmd a region since).  A region given in less than a clock
-tick by one that neither faults nor runs again waits, as any unseen change does, for its next
-read by age.
+of a region given).  One that said no is asked again once it has run (it may have given ksmd a
+region since): its stat moved (CPU time, faults) or, where the stats are held
+(smem.sources.held_stats), its schedstat did: madvise faults nothing, and a wake-up shorter than
+a clock tick moves no CPU time in the stat.  Elsewhere (no C step, --pid, another /proc; or no
+run time kept) a region given so waits, as any unseen change does, for its next read by age.
 """
 
 from .parsers.ksm import parse_ksm_stat, parse_ksm_value
@@ -95,8 +96,8 @@ class KsmChanges:
         self.ran(pids)
 
     def ran(self, pids):
-        """``pids`` ran since they were asked (their stat moved): each may have given ksmd a region
-        (madvise needs no fault), so each is asked again, and given two more of ksmd's scans."""
+        """``pids`` ran since they were asked (their stat or schedstat moved): each may have given ksmd
+        a region (madvise needs no fault), so each is asked again, and given two more of ksmd's scans."""
         self._unscanned.difference_update(pids)
         for pid in pids:
             self._unreached.pop(pid, None)

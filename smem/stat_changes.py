@@ -67,6 +67,13 @@ class StatChanges:
         return self._held is not None
 
     @property
+    def ran(self):
+        """The pids the latest read through held descriptors found ran since the one before (their
+        schedstat moved), their stat the same or not; empty where none was read (smem.ksm_changes:
+        a region given to ksmd in less than a clock tick moves no stat)."""
+        return self._held.ran if self._held is not None else frozenset()
+
+    @property
     def listed(self):
         """The pids the latest read through held descriptors listed, kernel threads too (0: none held)."""
         return self._held.listed if self._held is not None else 0

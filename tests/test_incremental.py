@@ -44,12 +44,14 @@ class _Full(dict):
         self.before = before
 
 
-def _both(refresher, *pids):
-    """(the Refresher's PSS by pid, a _Full of the full reads on either side of it)."""
-    request = _request(*pids)
+def _both(refresher, *pids, request=None, source=None):
+    """(the Refresher's PSS by pid, a _Full of the full reads on either side of it).  ``request``
+    instead of one of ``pids``; ``source``: the Refresher reads it instead of the request's."""
+    request = request or _request(*pids)
     the_plan = plan(request)
+    load = refresher.load if source is None else lambda _, *args, **kwargs: refresher.load(source, *args, **kwargs)
     before = _pss(read_snapshot(request, the_plan)[0])
-    kept = _pss(read_snapshot(request, the_plan, load=refresher.load)[0])
+    kept = _pss(read_snapshot(request, the_plan, load=load)[0])
     return kept, _Full(_pss(read_snapshot(request, the_plan)[0]), before)
 
 

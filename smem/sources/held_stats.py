@@ -25,6 +25,10 @@ is pageout (DAMOS_PAGEOUT, DAMON_RECLAIM: the same path, which counts no pgsteal
 a file or shmem that another process truncates or punches a hole in (ftruncate, fallocate,
 MADV_REMOVE); pages another writes into it (process_vm_writev, /proc/PID/mem, ptrace,
 userfaultfd's UFFDIO_COPY).
+One whose schedstat moved ran, even where its stat is the same (awake for less than a clock
+tick, no fault): it may have given ksmd a region (smem.ksm_changes), and :attr:`HeldStats.ran`
+says so.  A scan that reads every stat reads no schedstat: what ran then shows at the next that
+does, against the schedstat read before.
 Where the kernel keeps no run time (no /proc/PID/schedstat: CONFIG_SCHED_INFO off; or "0 0 0"),
 as this process's own schedstat says, nothing is gated: a schedstat read would only add to the
 stat's.
@@ -83,6 +87,7 @@ class HeldStats:
         self._passive = None   # PASSIVE counters at the last scan
         self.vmstat = None     # /proc/vmstat's counters as the last scan read them (None: unreadable)
         self.listed = 0        # the pids the last scan listed, kernel threads too (each a stat held)
+        self.ran = frozenset()  # the pids the last scan found ran (schedstat moved), their stat the same or not
         self._timed = _run_time_kept(proc)  # (else no schedstat is read)
 
     def stats(self):
@@ -118,7 +123,11 @@ class HeldStats:
                 os.close(self._sched_fds.pop(pid))
                 self._sched_last.pop(pid, None)
         self._passive = passive
+        sched_before = dict(self._sched_last) if gated is not None else None
         pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR, gated, self._sched_fds, self._sched_last)
+        # (the scan puts a new bytes object where a schedstat moved: an identity pass finds them)
+        self.ran = frozenset() if sched_before is None else \
+            frozenset(pid for pid, now in self._sched_last.items() if sched_before.get(pid) is not now)
         listed = set(pids)
         self.listed = len(pids)
         for pid in [pid for pid in self._last if pid not in listed]:  # (exited)
