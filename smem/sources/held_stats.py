@@ -117,11 +117,13 @@ class HeldStats:
         room(2 * len(self._last) + 512 if self._last else len(os.listdir(self.proc)) + 512)
         passive = self._passive_now()
         gated = None
-        if self._timed and passive is not None and passive == self._passive:
-            gated = {pid for pid, stat in self._seen.items() if stat.num_threads == 1}
-            for pid in [pid for pid in self._sched_fds if pid not in gated]:  # (it has threads now)
+        if self._sched_fds:  # (one that has threads now is gated no more, whether or not this scan gates)
+            seen = self._seen
+            for pid in [pid for pid in self._sched_fds if pid in seen and seen[pid].num_threads != 1]:
                 os.close(self._sched_fds.pop(pid))
                 self._sched_last.pop(pid, None)
+        if self._timed and passive is not None and passive == self._passive:
+            gated = {pid for pid, stat in self._seen.items() if stat.num_threads == 1}
         self._passive = passive
         sched_before = dict(self._sched_last) if gated is not None else None
         pids, changed = _c.scan(self.proc, self._fds, self._last, FLOOR, gated, self._sched_fds, self._sched_last)
