@@ -39,6 +39,9 @@ import smem.cli
 import smem.report
 
 from page_browser import _blank_when_done, _chromium, browser  # noqa: F401 (fixtures: one browser a worker)
+# --use: the tiers of the suite, and what each test needs (tests/resource_tiers.py)
+from resource_tiers import (enabled, leave_out, pytest_addoption, pytest_configure,  # noqa: F401 (hooks)
+                            pytest_terminal_summary, pytest_testnodedown)
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
@@ -72,17 +75,21 @@ def realproc_files(name):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker more than the CPUs this process may run on.  Many tests wait (for
-    a browser, a watch interval, a peer's timeout, a process to be ready): with one worker a CPU,
-    a CPU sits idle meanwhile."""
-    return len(os.sched_getaffinity(0)) + 1
+    """``-n auto``: one worker a CPU this process may run on, and one more where --use takes in
+    tests that wait (for a browser, a watch interval, a peer's timeout, a process to be ready):
+    with one worker a CPU, a CPU would sit idle meanwhile.  The quick loop leaves those out, and
+    a worker more would only collect the suite once more."""
+    cpus = len(os.sched_getaffinity(0))
+    return cpus + 1 if enabled(config) else cpus
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The xdist groups first (each runs whole on one worker, seconds of module fixtures and
     copies of /proc), then the single tests, which fill whichever worker is free: the workers
-    finish together, not one waiting on a group handed out last."""
+    finish together, not one waiting on a group handed out last.  First, the tests that need a
+    resource --use did not name are left out."""
+    leave_out(config, items)
     _keep_groups_whole(config, items)
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
 

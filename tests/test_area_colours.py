@@ -75,6 +75,7 @@ def _breakdowns():
     return sorted(found) + [tuple(area for area, _, _ in system_areas({"MemTotal": 1}))]
 
 
+@pytest.mark.uses("cpu")
 def test_every_area_has_a_colour_of_its_own_apart_from_other_families():
     for areas in _breakdowns():
         assert all(_family(area) for area in areas), [a for a in areas if not _family(a)]
@@ -101,6 +102,7 @@ def test_an_areas_family_is_one_hue():
         assert max(seen) - min(seen) < 8, (family, seen)
 
 
+@pytest.mark.uses("charts")
 def test_the_charts_draw_the_areas_in_their_colours():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import to_hex

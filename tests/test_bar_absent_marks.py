@@ -14,6 +14,7 @@ matplotlib = pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib 
 from chart_capture import CAPTURE, smem, svg_texts  # noqa: E402
 
 
+@pytest.mark.uses("charts")
 def test_a_row_with_no_figure_is_marked_na_once():
     """A breakdown row none of whose columns has a figure (dma-buf without a dma-buf, hardware
     corrupted) was marked "n/a" once a bar, four marks stacked on one row; a bar absent beside
@@ -36,6 +37,7 @@ def test_a_row_with_no_figure_is_marked_na_once():
     assert len([m for m in marks if m < 0.5]) == 1 and len([m for m in marks if m > 1.5]) == 1
 
 
+@pytest.mark.uses("charts")
 def test_a_column_few_rows_have_is_not_marked_na_on_the_others(capsys, tmp_path):
     """-w --breakdown's Saved has a figure on KSM's row alone: it marked n/a on the 27 others, and
     KSM's row (in no sum: no Used, Cache, Noncache) three times; a note says where Saved is drawn,
@@ -66,6 +68,7 @@ def test_a_column_few_rows_have_is_not_marked_na_on_the_others(capsys, tmp_path)
     assert f"{values} absent values not drawn (n/a)" in texts  # (the values: Saved's are not counted)
 
 
+@pytest.mark.uses("charts")
 def test_a_column_no_row_has_is_not_marked_na(capsys, tmp_path):
     """-w --breakdown --bar on a machine without KSM (most): Saved has no figure on any row, and
     was marked n/a on each of the 21 rows that have others (27 marks); a note says it has none."""

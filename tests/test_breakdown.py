@@ -71,6 +71,7 @@ def _shmem_kib():
 SHMEM_NOISE_KIB = 4 * MIB
 
 
+@pytest.mark.uses("cpu")
 def test_known_objects_move_their_rows(tmp_path):
     """A process with 64 MiB anonymous and an 8 MiB /dev/shm file mapped, and a 16 MiB /dev/shm
     file no one maps: --pid limits the processes read to the one we know.
@@ -321,6 +322,7 @@ def test_a_row_below_zero_is_explained(tmp_path):
         meminfo.read_bytes()).kib["MemTotal"]
 
 
+@pytest.mark.uses("cpu")
 def test_a_selection_of_no_process_keeps_the_process_rows_at_0():
     """-P matching nothing switched the table to the rows of a capture without processes ('anon',
     'page cache', 'shmem'), with no word of the selection: the process rows are there, 0 of

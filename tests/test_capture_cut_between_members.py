@@ -48,6 +48,7 @@ def faithful_tar():
     return gzip.decompress((FIXTURES / "captures" / "faithful.tar.gz").read_bytes())
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("where", ["last member", "middle", "before the first process"])
 @pytest.mark.parametrize("view", [[], ["-m"], ["-w"]], ids=["process", "mappings", "system"])
 def test_a_capture_cut_between_members_is_truncated(faithful_tar, tmp_path, where, view):
@@ -62,6 +63,7 @@ def test_a_capture_cut_between_members_is_truncated(faithful_tar, tmp_path, wher
     assert err.startswith(f"smem: {cut}: capture archive is truncated") and err.count("\n") == 1, err
 
 
+@pytest.mark.uses("cpu")
 def test_a_cut_archive_read_by_tarfile_is_truncated_too(faithful_tar, tmp_path):
     """A GNU long name sends the archive through tarfile, which stops quietly at the end of data."""
     source = _members(faithful_tar)
@@ -157,6 +159,7 @@ _INSIDE = ('mount -t proc proc /proc || exit 77; sleep 600 & '
            'while read -r c </proc/$!/comm && [ "$c" != sleep ]; do :; done; exec "$@"')
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
                     reason="needs root to mount a proc and become nobody, and util-linux's unshare")
 def test_what_writing_counted_is_read_from_the_last_capture_info():

@@ -127,6 +127,7 @@ COMPRESSORS = {
 }
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("kind", COMPRESSORS)
 def test_reading_a_cut_off_capture_says_so_and_names_the_file(kind, whole_capture, tmp_path):
     program, said = COMPRESSORS[kind]

@@ -70,6 +70,7 @@ def _streamed(data):
         return stream.held().pids()
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("head", ["fast", "tarfile"])
 @pytest.mark.parametrize("form", ["held", "streamed"])
 def test_a_bomb_of_unread_members_costs_what_the_capture_costs(head, form):
@@ -86,6 +87,7 @@ def test_a_bomb_of_unread_members_costs_what_the_capture_costs(head, form):
     assert code == 0 and peak < CEILING, (code, peak)
 
 
+@pytest.mark.uses("cpu")
 def test_smem_reading_a_bomb_file_peaks_as_for_its_capture(tmp_path):
     """The command line as a user runs it: its own process, its peak from wait4."""
     path = tmp_path / "bomb.tgz"
@@ -125,6 +127,7 @@ def _names(data):
         return [(m.name, member_path(m.name)) for m in tar if m.isreg()]
 
 
+@pytest.mark.uses("cpu")
 def test_every_member_of_a_real_capture_is_one_a_reader_asks_for():
     """A capture of this machine, the fixtures (C smemcap's, ours, the old script's) and an exact
     capture: nothing in them is skipped, so they read as before."""
@@ -141,6 +144,7 @@ def test_every_member_of_a_real_capture_is_one_a_reader_asks_for():
         assert not unread, (label, unread)
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("head", ["fast", "tarfile"])
 def test_unread_members_count_towards_the_whole_capture_limit(head, monkeypatch):
     """(The limit, 4 GiB, made 64 MiB here: the bomb holds 192 MiB of members no reader asks for.)"""

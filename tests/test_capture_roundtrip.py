@@ -118,6 +118,7 @@ def test_processes_a_capture_cannot_read_are_named_as_a_report_names_them(worker
         assert f"{pid}/smaps" not in held and name  # left out, and named by its comm
 
 
+@pytest.mark.uses("cpu")
 def test_capture_info_says_when_the_capture_started():
     """capture-info's time (docs/capture-format.md: "when the capture started") was taken at its
     end, after every process was copied: 24 s after its meminfo on a machine of 1,600 processes, so

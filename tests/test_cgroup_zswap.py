@@ -127,6 +127,7 @@ def test_the_recorded_figures_survive_a_capture(tmp_path):
     assert _zswap_column(archive) == _zswap_column(TREE)
 
 
+@pytest.mark.uses("shells")
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("dash"),
                     reason="needs root, unshare(1) and dash")
 def test_smemcap_sh_records_the_memory_stat_of_its_cgroup(tmp_path):

@@ -15,6 +15,7 @@ from conftest import FIXTURES
 from smem.chart_data import FOLD_EACH, FOLD_TOGETHER, bar_data, pie_data
 
 
+@pytest.mark.uses("cpu")
 def test_pie_folds_small_slices_as_smem15_and_fills_ram_with_unused(capsys):
     ram, _, _ = expected_slices(capsys, "process")
     table, options, snapshot = chart_table(pie="name", ram_kib=ram)
@@ -57,6 +58,7 @@ def test_system_pie_is_the_areas_and_adds_up_to_ram():
     assert sum(pie.values) == sum(v for v in used.values() if v > 0)
 
 
+@pytest.mark.uses("cpu")
 def test_a_slice_below_zero_is_named_as_left_out(tmp_path):
     """A breakdown row below zero (meminfo read before processes that then grew) is no slice: the
     pie's notes name it and its amount, beside the table's note that says why."""
@@ -77,6 +79,7 @@ def test_a_slice_below_zero_is_named_as_left_out(tmp_path):
         "below zero, not drawn: " + ", ".join(f"{area} (-{human(-kib)})" for area, kib in below.items())], pie.notes
 
 
+@pytest.mark.uses("charts")
 def test_pie_with_a_name_sort_shows_pss_in_name_order(capsys, tmp_path):
     pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")  # (it draws the chart too)
     table, options, snapshot = chart_table(pie="name", sort="name", columns=("pid", "name"))
@@ -157,6 +160,7 @@ def test_repeated_labels_carry_the_pid():
     assert len(set(bars.labels)) == len(bars.labels)
 
 
+@pytest.mark.uses("charts")
 def test_bars_fold_small_rows_and_keep_a_sensible_height(capsys, tmp_path):
     """-m --bar map drew every mapping, dozens of them 0, thousands of pixels tall: the rows a pie
     would fold, and those beyond the largest MAX_BARS, are one "other" bar holding their sums."""

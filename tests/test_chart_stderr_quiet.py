@@ -6,6 +6,8 @@ import pytest
 
 from conftest import FIXTURES, run_smem_process
 
+pytestmark = pytest.mark.uses("charts")
+
 pytest.importorskip("matplotlib")
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"

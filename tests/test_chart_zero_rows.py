@@ -14,6 +14,8 @@ from chart_capture import chart_table, smem, svg_texts  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 from smem.chart_data import ZERO_NAMED, bar_data, pie_data  # noqa: E402
 
+pytestmark = pytest.mark.uses("charts")  # each test draws with matplotlib
+
 
 def _csv(capsys, *args):
     code, table, err = smem(capsys, *args, "-F", "csv")

@@ -21,6 +21,8 @@ from chart_capture import (CAPTURE, PROCESS_ROWS, VIEW_ARGS, chart_table, classi
 from smem.chart_data import pie_data  # noqa: E402
 from smem.views import VIEWS  # noqa: E402
 
+pytestmark = pytest.mark.uses("charts")  # each test draws with matplotlib
+
 
 def check_png(path):
     from matplotlib.image import imread

@@ -56,6 +56,7 @@ def test_workers_take_whole_chunks_and_every_result_comes_back_once(tmp_path):
         assert len(set(readers[first:first + size])) == 1
 
 
+@pytest.mark.uses("cpu")
 def test_chunks_are_few_enough_for_one_page_of_pipe(tmp_path):
     assert chunk_size(100) == CHUNK
     assert -(-1_000_000 // chunk_size(1_000_000)) <= MAX_CHUNKS
@@ -147,6 +148,7 @@ def test_how_many_workers(monkeypatch):
     assert workers_for(2, 5000) == 2
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
 @pytest.mark.parametrize("args", [[], ["-m"], ["-u"], ["-t", "-k", "-p"], ["-M", "lib"], ["-w"],
                                   ["-m", "-c", "map count pids pss uss rss vss swap avgpss"],
@@ -161,6 +163,7 @@ def test_parallel_and_serial_captures_give_the_same_bytes(capture, args):
     assert serial.stdout
 
 
+@pytest.mark.uses("cpu")
 def test_parallel_and_serial_agree_without_rollups(tmp_path):
     plain = without_rollups(CAPTURES[0], tmp_path / "plain.tar")
     for args in ([], ["-m"], ["-c", "pid pss pss_anon pss_file pss_shmem"]):
@@ -181,6 +184,7 @@ def _report(source, token, view_name, jobs):
     return [p.pid for p in snapshot.processes], table.values, table.totals
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
 def test_workers_on_a_held_capture_give_what_one_pass_gives(capture):
     """Through the CLI a capture is read in one pass, serially; held whole (as --exact and
@@ -247,6 +251,7 @@ def started(tmp_path_factory):
             p.wait(timeout=30)
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("view_name", ["process", "mapping", "user"])
 def test_parallel_and_serial_agree_on_live_processes(started, view_name):
     """Shared pages' PSS moves when any process on the machine starts or exits: a serial read

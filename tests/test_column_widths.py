@@ -13,6 +13,7 @@ from conftest import FIXTURES, rows, run_smem, run_smem_on_a_terminal
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
 
 
+@pytest.mark.uses("cpu")
 def test_wide_values_widen_their_column_only_when_needed(child, tmp_path):
     c = child("""
         import mmap
@@ -60,6 +61,7 @@ def test_columns_with_commas():
     assert out == ["  PID      PSS "]
 
 
+@pytest.mark.uses("cpu")
 def test_autosize_uses_the_terminal_of_stdout_and_cuts_nothing_off_a_terminal(child):
     token = uuid.uuid4().hex
     c = child("pass", args=[token * 3])
@@ -94,6 +96,7 @@ def test_a_cut_cgroup_keeps_its_last_part(tmp_path):
     assert {row["cgroup"] for row in rows_of} == whole
 
 
+@pytest.mark.uses("cpu")
 def test_diff_on_a_terminal_gives_the_command_the_width_the_others_leave():
     """smem diff cut the command to smem 1.5's 27 characters on a terminal of any width: three
     services run by one interpreter (/root/.pyenv/versions/3.11.7/bin/python3 ...) read the same.

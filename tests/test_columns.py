@@ -70,6 +70,7 @@ def test_absent_counters_are_dashes_and_nulls(tmp_path):
     assert doc["rows"][0]["pss"] is None and doc["rows"][0]["swap"] is None
 
 
+@pytest.mark.uses("cpu")
 def test_live_columns_are_the_kernels_rollup_and_status(tmp_path):
     path = f"/dev/shm/smem-columns-{os.getpid()}"
     compared = {"Pss_Anon", "Pss_Shmem", "Anonymous", "SwapPss", "RssAnon", "RssShmem"}

@@ -30,6 +30,7 @@ def test_diff_keeps_the_reports_order(view, measure):
     assert compared[compared.index("Status"):] == ["Status", f"Old{measure}", measure, *changes, report[-1]]
 
 
+@pytest.mark.uses("cpu")
 def test_watch_keeps_the_reports_order():
     """-w --breakdown --interval read "... Saved Source dUsed Status": Source unwrapped in the middle."""
     report = _header(run_smem("-w", "--breakdown"))
@@ -48,6 +49,7 @@ def _sources(lines, indent):
     return rows
 
 
+@pytest.mark.uses("cpu")
 def test_diffs_source_wraps_under_itself():
     """The comparison's Source, last now, wraps at words on a terminal too narrow for its lines
     (COLUMNS, as in the report); no word is lost, and a pipe still gets one line a row."""

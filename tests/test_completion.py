@@ -15,6 +15,7 @@ def complete(line, run=run_smem):
     return [tuple(item.split(",", 1)) for item in proc.stdout.decode().splitlines()]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_the_first_word_offers_the_commands_not_the_hidden_report():
     commands = complete("smem ", run=run_smem_process)

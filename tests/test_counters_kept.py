@@ -65,6 +65,7 @@ def load(source):
     return load
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("view_name", PROCESS_VIEWS)
 def test_every_column_reads_only_what_it_declares(source, load, view_name):
     view = VIEWS[view_name]
@@ -94,6 +95,7 @@ def test_every_column_reads_only_what_it_declares(source, load, view_name):
     assert checked >= 2 * len(view.columns) - 10
 
 
+@pytest.mark.uses("charts")
 def test_the_mapping_views_pie_by_name_has_its_measure(tmp_path):
     """Sorted by a column that is not an amount, the pie shows PSS, which -c did not ask for."""
     pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
@@ -106,6 +108,7 @@ def test_the_mapping_views_pie_by_name_has_its_measure(tmp_path):
     assert "libc" in svg and "other" in svg
 
 
+@pytest.mark.uses("cpu")
 def test_loading_leaves_the_garbage_collector_as_it_found_it(source):
     """The collector is paused while processes are read (loading.gathered.collector_paused), then restored."""
     import gc
@@ -120,6 +123,7 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it(source):
         gc.enable()
 
 
+@pytest.mark.uses("cpu")
 def test_the_openmetrics_user_gauges_read_their_own_counters(tmp_path):
     """The scrape's per-user table has columns -c did not name (swap uss rss pss)."""
     plain = without_rollups(CAPTURES[0], tmp_path / "plain.tar")
@@ -130,6 +134,7 @@ def test_the_openmetrics_user_gauges_read_their_own_counters(tmp_path):
         assert samples and samples == sorted(line for line in wide.splitlines() if line.startswith(gauge + "{")), gauge
 
 
+@pytest.mark.uses("cpu")
 def test_without_pss_the_rows_sort_by_rss(tmp_path):
     """Kernels before 2.6.25 print no Pss: the default sort falls back to RSS, which -c did not name."""
     import re

@@ -166,6 +166,7 @@ def window(tmp_path_factory):
             proc.wait()
 
 
+@pytest.mark.uses("cpu")
 @WINDOW
 def test_a_report_says_since_the_process_started_as_ps_does(window):
     busy, idle = window.busy, window.idle
@@ -176,6 +177,7 @@ def test_a_report_says_since_the_process_started_as_ps_does(window):
     assert rows[idle] <= 1.0 and expected[idle] <= 1.0
 
 
+@pytest.mark.uses("cpu")
 @WINDOW
 def test_watch_mode_says_over_the_interval(window):
     """A busy loop shows what it ran in the interval, 100% of a core where it had one.  The
@@ -198,6 +200,7 @@ def test_watch_mode_says_over_the_interval(window):
     assert last[idle] <= 1.0
 
 
+@pytest.mark.uses("cpu")
 @WINDOW
 def test_smem_serve_says_over_the_interval_between_its_collections(window):
     """smem serve's cpu gauge: what each process ran between two collections (the textfile's

@@ -49,6 +49,7 @@ def _writes_killing_one_after_the_first(serve, path, victim):
         time.sleep(0.01)
 
 
+@pytest.mark.uses("cpu")
 def test_a_programs_cpu_seconds_keep_what_a_process_that_exited_ran(tmp_path):
     """Two processes of one program each spend 0.15 s of CPU; one is killed after the first
     collection.  The program's counter still counts its time at the third (the sum of the live
@@ -102,6 +103,7 @@ FLAP = ("import signal, sys, time\nnames = sys.argv[1:3]\n"
         "while True: time.sleep(600)\n")
 
 
+@pytest.mark.uses("cpu")
 def test_a_process_out_of_the_selection_for_a_collection_is_not_counted_again_when_back(tmp_path):
     """A process -P leaves out of one collection (its name changed: a server retitling itself, or
     one over --max-rss a moment) is the same process when it is back: its group's counter adds

@@ -7,6 +7,8 @@ import ast
 import collections
 import pathlib
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "smem"
 
@@ -42,6 +44,7 @@ def unreferenced(files, also=""):
     return [(path, name) for path, name in defined if not named[name] and name not in also]
 
 
+@pytest.mark.uses("cpu")
 def test_every_definition_of_the_package_is_used_by_the_package():
     files = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
     entry_points = (ROOT / "pyproject.toml").read_text()

@@ -208,6 +208,7 @@ def test_the_breakdown_has_dma_buf_rows_and_still_adds_up(tree, unheld):
     assert rows["unexplained"]["used"] == mem_total - 1200 - 2512000 - 16 - unheld
 
 
+@pytest.mark.uses("cpu")
 def test_processes_read_holding_no_dma_buf_hold_0_and_a_capture_without_fds_is_unknown(tmp_path):
     """This machine's processes, every fd read as root, hold what they hold (no dma-buf here: 0);
     the breakdown said '-', unknown, beside 'the 0 dma-bufs processes hold'.  A capture keeps the
@@ -315,6 +316,7 @@ print(json.dumps({"expected": {pid: {"37": text} for pid, text in expected.items
 """
 
 
+@pytest.mark.uses("shells")
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("dash"),
                     reason="a /dev of its own needs root, unshare and dash")
 def test_both_capture_writers_carry_the_fdinfo_of_a_live_processs_drm_fds_and_no_other():

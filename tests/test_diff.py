@@ -75,6 +75,7 @@ def _classic(*args):
     return json.loads(proc.stdout)
 
 
+@pytest.mark.uses("cpu")
 def test_processes_matched_by_pid_and_start_time(captures):
     old, new, p = captures
     doc = _rows(old, new, "-c", "pid status old_pss pss dpss duss drss dvss", "-t")
@@ -103,6 +104,7 @@ def test_processes_matched_by_pid_and_start_time(captures):
     assert changes == sorted(changes)
 
 
+@pytest.mark.uses("cpu")
 def test_users_and_programs(captures):
     old, new, p = captures
     users = _rows(old, new, "-u", "-c", "user old_pss pss dpss")
@@ -112,6 +114,7 @@ def test_users_and_programs(captures):
     assert {r["name"] for r in programs["rows"]} >= {r["name"] for r in _classic("-S", new, "-g")["rows"]}
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("view, name, kept", [("-g", "name", set()), ("-u", "user", {""})])
 def test_counts_compare_as_amounts(view, name, kept):
     """smem diff -g: a group's Count in OLD, in NEW and the change, as its memory is (it was NEW's
@@ -135,6 +138,7 @@ def test_counts_compare_as_amounts(view, name, kept):
     assert all(re.fullmatch(r"-?\d+", line.split()[-5]) for line in text[1:] if line.split())
 
 
+@pytest.mark.uses("cpu")
 def test_every_format_and_the_classic_table(captures):
     old, new, _ = captures
     text = run_smem("diff", old, new, "-c", "pid status pss dpss", "-t").stdout.decode().splitlines()
@@ -145,6 +149,7 @@ def test_every_format_and_the_classic_table(captures):
     assert run_smem("diff", old, new, "-w").returncode == 0
 
 
+@pytest.mark.uses("cpu")
 def test_live_against_a_capture_and_usage_errors(captures):
     old, _, _ = captures
     live = run_smem("diff", old, "live", "-u")
@@ -155,6 +160,7 @@ def test_live_against_a_capture_and_usage_errors(captures):
     assert unknown.returncode == 2 and b"dpss" in unknown.stderr  # the known fields include the deltas
 
 
+@pytest.mark.uses("cpu")
 def test_json_describes_both_sources(captures):
     old, new, _ = captures
     doc = _rows(old, new, "-u")
@@ -177,6 +183,7 @@ def test_openmetrics_of_a_diff_parses_as_openmetrics(view):
     assert names and all(re.fullmatch(r"smem_[a-z]+_diff_[a-z0-9_]+", n) for n in names), names
 
 
+@pytest.mark.uses("cpu")
 def test_new_taken_before_old_is_said(tmp_path):
     """OLD and NEW swapped (or a recording's --from after its --to): the changes read backwards,
     which a warning says; in order, nothing is said."""
@@ -194,6 +201,7 @@ def test_new_taken_before_old_is_said(tmp_path):
         "from the later to the earlier"]
 
 
+@pytest.mark.uses("cpu")
 def test_a_side_with_none_of_the_rows_totals_0_not_unknown(captures):
     """-t of rows all gone (a watched process that exited, alone in its -P) showed '-' for NEW's
     PSS, USS, RSS, swap, as if unknown: NEW has none of them, 0; and OLD's of rows all new, 0."""

@@ -31,6 +31,7 @@ CASES = [
 ]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("args", CASES, ids=lambda a: " ".join(str(x) for x in a).replace(str(FIXTURES), ""))
 def test_in_process_runs_are_the_commands_output(args):
     command, in_process = run_smem_process(*args), run_smem(*args)
@@ -38,6 +39,7 @@ def test_in_process_runs_are_the_commands_output(args):
         in_process.returncode, in_process.stdout, in_process.stderr)
 
 
+@pytest.mark.uses("cpu")
 def test_a_capture_on_stdin_too():
     data = gzip.compress(gzip.decompress(CAPTURE.read_bytes()))
     command = run_smem_process("-S", "-", "-w", input=data)

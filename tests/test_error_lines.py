@@ -162,6 +162,7 @@ def test_unreadable_processes_are_one_warning_not_silence(pid_namespace):
     assert all(l.split()[1] == "nobody" for l in proc.stdout.decode().splitlines()[1:])
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_write_errors_are_one_line():
     if not os.path.exists("/dev/full"):
@@ -175,6 +176,7 @@ def test_write_errors_are_one_line():
         assert "Traceback" not in proc.stderr.decode()
 
 
+@pytest.mark.uses("cpu")
 def test_a_directory_above_the_capture_names_the_capture(tmp_path):
     """smem -S on the folder a capture was extracted into one level down, or the folder that holds
     the capture file: "no meminfo in this directory" and nothing of where it is."""

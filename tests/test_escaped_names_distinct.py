@@ -16,6 +16,8 @@ import pytest
 
 from conftest import run_smem
 
+pytestmark = pytest.mark.uses("cpu")
+
 
 def _named(name):
     code = (f"import ctypes, sys; ctypes.CDLL(None).prctl(15, {name!r}, 0, 0, 0); "

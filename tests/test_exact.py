@@ -149,6 +149,7 @@ def _region_accounting(family, name):
     return exact.account(LiveSource(), maps), maps
 
 
+@pytest.mark.uses("cpu")
 def test_each_family_member_to_the_page(family):
     acc, maps = _region_accounting(family, "priv")
     assert acc.skipped == {}
@@ -166,6 +167,7 @@ def test_each_family_member_to_the_page(family):
         assert 0 <= f.pss_kib - c["Pss"] < 1
 
 
+@pytest.mark.uses("cpu")
 def test_family_as_a_group_owns_what_per_process_uss_misses(family):
     acc, _ = _region_accounting(family, "priv")
     pids = family["pids"]
@@ -184,6 +186,7 @@ def test_family_as_a_group_owns_what_per_process_uss_misses(family):
     assert acc.total() == fam
 
 
+@pytest.mark.uses("cpu")
 def test_shared_with_names_the_siblings(family):
     acc, _ = _region_accounting(family, "priv")
     parent, *kids = family["pids"]
@@ -202,6 +205,7 @@ def test_shared_with_names_the_siblings(family):
     assert sw.shared_kib == (N - M) * PAGE_KIB
 
 
+@pytest.mark.uses("cpu")
 def test_accounting_from_frames_one_frame_each(family):
     """ExactAccounting built directly: each process keeps one frame of the region read live."""
     pids = family["pids"]
@@ -227,6 +231,7 @@ def test_accounting_from_frames_one_frame_each(family):
         assert fam.rss_kib == fam.uss_kib == (1 if shared else K + 1) * PAGE_KIB
 
 
+@pytest.mark.uses("cpu")
 def test_zero_page_is_owned_by_no_one(family):
     acc, maps = _region_accounting(family, "zero")
     pid = family["pids"][0]
@@ -249,6 +254,7 @@ def test_zero_page_is_owned_by_no_one(family):
     assert acc.process(pid).pss_kib == 0
 
 
+@pytest.mark.uses("cpu")
 def test_transparent_huge_pages_partly_copied(family):
     acc, maps = _region_accounting(family, "thp")
     parent, first, *_ = family["pids"]
@@ -264,6 +270,7 @@ def test_transparent_huge_pages_partly_copied(family):
     assert acc.process(first).uss_kib == PAGE_KIB
 
 
+@pytest.mark.uses("cpu")
 def test_whole_process_pss_matches_smaps_rollup(family, shm):
     pids = family["pids"] + shm.pids
     # Another process starting or exiting meanwhile changes the counts of shared library
@@ -293,6 +300,7 @@ def test_whole_process_pss_matches_smaps_rollup(family, shm):
 
 # ---------------------------------------------------------------- two users, one segment
 
+@pytest.mark.uses("cpu")
 def test_segment_shared_between_users(shm):
     server, client = shm.pids
     assert shm.users[client] == "nobody"
@@ -323,6 +331,7 @@ def _capture_with(members, pids=None):
     return ArchiveSource(gzip.compress(raw.getvalue()), "exact.tar.gz")
 
 
+@pytest.mark.uses("cpu")
 def test_capture_gives_the_live_figures(family, shm):
     pids = family["pids"] + shm.pids
     live = LiveSource()
@@ -347,6 +356,7 @@ def test_capture_gives_the_live_figures(family, shm):
     assert g.uss_kib == ((K + 1) * M + N - M) * PAGE_KIB
 
 
+@pytest.mark.uses("cpu")
 def test_exact_capture_members_round_trip(family):
     live = LiveSource()
     pids = family["pids"]
@@ -368,6 +378,7 @@ def test_exact_capture_members_round_trip(family):
     assert sorted(set(table.counts.tolist())) == [1, K + 1]
 
 
+@pytest.mark.uses("cpu")
 def test_corrupt_members_are_capture_errors(family):
     pid = family["pids"][0]
     maps = {pid: [mapping_at(pid, family["priv"])]}
@@ -381,6 +392,7 @@ def test_corrupt_members_are_capture_errors(family):
             exact.decode_kpages(bad)
 
 
+@pytest.mark.uses("cpu")
 def test_capture_without_frame_data_says_so():
     source = _capture_with({})
     with pytest.raises(exact.ExactUnavailable, match="no page frame data"):

@@ -45,6 +45,7 @@ def _rollup_pss(comm):
     return {r["pid"]: r["pss"] for r in _json("-P", f"^{comm}", "-c", "pid pss")["rows"]}
 
 
+@pytest.mark.uses("cpu")
 @needs_root
 def test_group_uss_holds_what_per_process_uss_misses(family):
     wl, comm = family
@@ -75,6 +76,7 @@ def test_group_uss_holds_what_per_process_uss_misses(family):
         assert r["guss"] >= PRIVATE_KIB
 
 
+@pytest.mark.uses("cpu")
 @needs_root
 def test_program_view_gains_guss(family):
     wl, comm = family
@@ -83,6 +85,7 @@ def test_program_view_gains_guss(family):
     assert sum(r["count"] for r in doc["rows"]) == len(wl.pids)
 
 
+@pytest.mark.uses("cpu")
 @needs_root
 def test_shared_with_names_the_siblings(family):
     wl, comm = family
@@ -133,6 +136,7 @@ def test_exact_capture_gives_the_live_figures_offline(pid_namespace, tmp_path):
     assert b" - " not in implied.stdout and len(implied.stdout.splitlines()) == len(wl.pids) + 1
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_without_root_a_clear_message_and_the_smaps_report(family):
     wl, comm = family
@@ -151,6 +155,7 @@ def test_without_root_a_clear_message_and_the_smaps_report(family):
     assert shared.returncode == 1 and shared.stderr.decode().count("\n") == 1
 
 
+@pytest.mark.uses("cpu")
 def test_cgroup_view_groups_by_memory_cgroup(family):
     wl, comm = family
     doc = _json("--cgroup", "-c", "cgroup count pss", "-P", f"^{comm}")
@@ -163,6 +168,7 @@ def test_cgroup_view_groups_by_memory_cgroup(family):
     assert {r["cgroup"]: r["count"] for r in doc["rows"]} == cgroups
 
 
+@pytest.mark.uses("cpu")
 def test_exact_views_and_openmetrics_for_every_view():
     assert run_smem("--exact", "-m", "-t").returncode == 2  # not a view of processes: refused, no traceback
     assert b"--exact" in run_smem("--exact", "-w").stderr
@@ -174,6 +180,7 @@ def test_exact_views_and_openmetrics_for_every_view():
         assert list(parser.text_string_to_metric_families(proc.stdout.decode())), args
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 @needs_root
 def test_shared_with_never_selects_smem_itself(family):
@@ -186,6 +193,7 @@ def test_shared_with_never_selects_smem_itself(family):
     assert b"smem_sharing_shared_bytes{pid=" in om.stdout
 
 
+@pytest.mark.uses("cpu")
 @needs_root
 def test_shared_with_honours_numeric_and_refuses_other_views(family):
     wl, comm = family
@@ -195,6 +203,7 @@ def test_shared_with_honours_numeric_and_refuses_other_views(family):
     assert run_smem("-u", "--shared-with", "-P", comm).returncode == 2
 
 
+@pytest.mark.uses("cpu")
 def test_exact_totals_say_they_are_one_group():
     pytest.importorskip("numpy", reason="--exact needs smem[exact]")
     proc = run_smem("--exact", "-u", "-t")

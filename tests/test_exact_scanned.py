@@ -147,6 +147,7 @@ def step(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.uses("cpu")
 def test_scanned_frames_are_the_reference_frames(sharers, step):
     reference, whole, how = _stable_comparison(sharers, jobs=2)
     if how != {True}:
@@ -156,6 +157,7 @@ def test_scanned_frames_are_the_reference_frames(sharers, step):
     assert len(set(whole[sharers[0]][0]) & set(whole[sharers[1]][0])) >= 62 + 32 + 16
 
 
+@pytest.mark.uses("cpu")
 def test_frames_mapped_exclusively_are_counted_apart(sharers, step):
     """Each process's frames no other process maps are its ``own``: left out of its frames, and
     mapped by none of the others; the rest are the reference's frames and counts."""
@@ -178,6 +180,7 @@ def test_frames_mapped_exclusively_are_counted_apart(sharers, step):
     assert len(set(whole[sharers[0]][0]) & set(whole[sharers[1]][0])) >= 62 + 32 + 16
 
 
+@pytest.mark.uses("cpu")
 def test_without_pagemap_scan_the_smaps_ranges_give_the_same_frames(sharers, monkeypatch):
     monkeypatch.setenv("SMEM_PAGEMAP_SCAN", "0")
     reference, whole, how = _stable_comparison(sharers, jobs=2, exclusive=None)
@@ -185,6 +188,7 @@ def test_without_pagemap_scan_the_smaps_ranges_give_the_same_frames(sharers, mon
     assert whole == {pid: frames + ([],) for pid, frames in reference.items()}
 
 
+@pytest.mark.uses("cpu")
 def test_frames_read_in_the_loaders_pass_account_as_read_apart(sharers, step):
     """The frames the loader reads beside each process (frames_pass) are taken as read: the
     accounting is what reading them afterwards gives."""
@@ -228,6 +232,7 @@ def test_map_counts_read_in_runs_are_each_frames_own(tmp_path, monkeypatch, gap,
     assert reader.owned_counts(pfns.astype(np.uint32)).tolist() == want.tolist()
 
 
+@pytest.mark.uses("cpu")
 def test_whole_processes_live_give_the_reference_frames_counted(sharers):
     live = LiveSource()
     group = {"sharers": sharers}
@@ -250,6 +255,7 @@ def test_whole_processes_live_give_the_reference_frames_counted(sharers):
         assert whole.process(pid).rss_kib == reference.process(pid).rss_kib
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("ranked_by", ["map", "bisection"])
 def test_whole_processes_of_an_exact_capture_account_as_the_reference(sharers, monkeypatch, ranked_by):
     from smem.exact import accounting, frame_arrays
@@ -278,6 +284,7 @@ def exact_page_kib():
     return os.sysconf("SC_PAGESIZE") // 1024
 
 
+@pytest.mark.uses("cpu")
 def test_a_whole_process_beside_one_by_its_mappings_keeps_its_own_frames(sharers):
     """Frames a process maps alone, counted not listed, count as much when another process in
     the same accounting comes by its mappings (the general path) as when it is accounted alone."""

@@ -45,6 +45,7 @@ def test_the_core_dependencies_are_click_and_tabulate():
     assert {"charts", "exact", "compression", "metrics", "html", "all"} <= set(extras)
 
 
+@pytest.mark.uses("cpu")
 def test_text_reports_work_without_the_extras(text_only):
     assert _run(text_only, "--version").returncode == 0
     for args in (["-t", "-k"], ["-S", CAPTURE, "-u"], ["-S", CAPTURE, "-P", "smem"], ["-S", CAPTURE, "-m", "-F", "json"],
@@ -56,6 +57,7 @@ def test_text_reports_work_without_the_extras(text_only):
     assert probe.returncode != 0, "numpy is importable without site-packages: the test proves nothing"
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("args,extra", [
     (["-S", CAPTURE, "--pie", "name", "-o", "chart.png"], "charts"),
     (["-S", CAPTURE, "--bar", "name", "-o", "chart.png"], "charts"),
@@ -72,6 +74,7 @@ def test_a_missing_extra_is_one_line_naming_it(text_only, args, extra):
     assert f"pip install {package} (smem's '{extra}' extra" in lines[0] and lines[0].startswith("smem: ")
 
 
+@pytest.mark.uses("cpu")
 def test_record_without_zstandard_says_so_before_making_its_directory(text_only, tmp_path):
     # the line comes before anything is written: no "recording ..." line, no empty recording
     # left behind for the next run to resume

@@ -22,6 +22,7 @@ def classic_rows(*args):
     return proc.stdout.decode().splitlines()
 
 
+@pytest.mark.uses("cpu")
 def test_json_rows_are_the_classic_rows_as_raw_integers():
     cols = "pid user swap uss pss rss vss maps"
     doc = json.loads(run_smem("-S", CAPTURE, "-F", "json", "-c", cols, "-t").stdout)
@@ -136,6 +137,7 @@ def test_html_is_a_table():
     assert out.startswith("<table>") and out.count("<tr>") == len(classic_rows("-c", "pid pss")) + 1
 
 
+@pytest.mark.uses("cpu")
 def test_group_by_program_adds_up_the_processes():
     # names may hold spaces ("odd näme"): the name column is 24 wide
     groups = {l[:24].rstrip(): l[25:].split() for l in classic_rows("-g", "-c", "name count uss pss rss")}
@@ -149,6 +151,7 @@ def test_group_by_program_adds_up_the_processes():
     assert classic_rows("--group", "name") == classic_rows("-g")
 
 
+@pytest.mark.uses("cpu")
 def test_all_columns():
     doc = json.loads(run_smem("-S", CAPTURE, "-F", "json", "-c", "all", "-P", "smem-swapped").stdout)
     from smem.views import VIEWS
@@ -165,6 +168,7 @@ def test_all_columns():
     assert row["swap"] > 0 and row["swappss"] > 0  # the capture's process with pages in swap
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_broken_pipe_is_quiet():
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
@@ -178,6 +182,7 @@ def test_broken_pipe_is_quiet():
     assert proc.wait(timeout=60) == 0 and proc.stderr.read() == b""
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_man_page_is_generated_from_the_cli():
     committed = (TESTS.parent / "docs" / "smem.1").read_text()
@@ -209,6 +214,7 @@ def test_table_formats_are_tabulates():
     assert set(TABLE_FORMATS) - {"markdown"} <= set(tabulate.tabulate_formats)
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_text_reports_import_neither_matplotlib_nor_numpy_nor_tabulate():
     for args in (["--help"], ["-S", str(CAPTURE), "-c", "pid pss"], ["-S", str(CAPTURE), "-u", "-t", "-k"]):
@@ -255,6 +261,7 @@ def test_control_characters_never_reach_programs_raw():
     assert doc["rows"][0]["name"] == "e\x1bb\x07r\r"  # JSON's own escapes, read back whole
 
 
+@pytest.mark.uses("cpu")
 def test_c1_control_characters_are_controls_too():
     """CSI and OSC have 8-bit forms, U+009B and U+009D, which a terminal taking 8-bit controls
     obeys, as it does the bytes 0x9B and 0x9D in a name that is not UTF-8: the tables show ? for

@@ -152,6 +152,7 @@ def extracted(tmp_path_factory) -> dict:
     return roots
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(not os.path.exists(SMEM15), reason='smem 1.5 (/usr/bin/smem) not installed')
 @pytest.mark.parametrize('capture,golden_dir,case', _recheck_cases())
 def test_goldens_are_still_smem15s(extracted, capture: Path, golden_dir: Path, case: dict) -> None:

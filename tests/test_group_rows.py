@@ -60,6 +60,7 @@ def _got(rows):
 VIEW_ROWS = ((program_rows, lambda p: p.name), (user_rows, lambda p: p.uid), (cgroup_rows, lambda p: p.cgroup))
 
 
+@pytest.mark.uses("cpu")
 def test_each_group_is_the_sum_of_its_processes(snapshots):
     class Options:
         numeric = True
@@ -67,6 +68,7 @@ def test_each_group_is_the_sum_of_its_processes(snapshots):
         assert _got(rows(snapshots, Options)) == _expected(snapshots, key)
 
 
+@pytest.mark.uses("cpu")
 def test_a_new_snapshot_is_not_given_the_pass_of_the_one_before(snapshots):
     class Options:
         numeric = True
@@ -77,6 +79,7 @@ def test_a_new_snapshot_is_not_given_the_pass_of_the_one_before(snapshots):
             assert got == _expected(pair, key)
 
 
+@pytest.mark.uses("cpu")
 def test_a_row_is_made_with_its_members_and_none_can_be_added_after(snapshots):
     """The table, a chart and a diff read the same rows: a row's members are a tuple, its sums of them."""
     class Options:

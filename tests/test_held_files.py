@@ -225,6 +225,7 @@ def cloned(tmp_path):
         parent.wait()
 
 
+@pytest.mark.uses("cpu")
 def test_a_cloned_child_that_execs_is_read_anew_not_through_the_address_space_it_left(cloned):
     """The child's held rollup is of the address space it shared, which its parent keeps after the
     child's exec: the kernel reads it on (no ESRCH), so the child's new stack start closes it."""
@@ -255,6 +256,7 @@ def _held_of(pids):
     return [fd for pid in pids for name in MovingFiles.NAMES for fd in _held_descriptors(pid, name)]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(held_stats("/proc") is None, reason="the stats are not held (no C step): nor are the files")
 def test_the_refresher_holds_what_moves_lets_go_of_all_on_a_whole_read_and_of_what_exits(cloned):
     """Through the Refresher, of the whole machine: the child that moves is read through its held

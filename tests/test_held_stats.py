@@ -128,6 +128,7 @@ print('ok')
 """
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('unshare'),
                     reason='placing a pid needs root (ns_last_pid) and a PID namespace of its own (unshare)')
 def test_a_pid_reused_gives_the_new_process_stat_not_the_old_one():

@@ -16,7 +16,7 @@ import hostile_runner  # noqa: E402
 from conftest import SUMMED_USS_LINE, TESTS
 
 # Its module fixtures are costly: one worker builds them and runs every test here.
-pytestmark = pytest.mark.xdist_group("hostile")
+pytestmark = [pytest.mark.xdist_group("hostile"), pytest.mark.uses("cpu")]
 
 
 # -- the corpus ---------------------------------------------------------------------------

@@ -73,6 +73,7 @@ def test_an_xz_stream_asking_for_4_gib_is_refused_without_the_memory(tmp_path):
     assert "xz data is truncated or corrupt" in message and "emory" in message
 
 
+@pytest.mark.uses("cpu")
 def test_a_member_claiming_3_gib_is_refused_before_it_is_inflated(tmp_path):
     for kind in hc.KINDS[1:]:
         tar = hc.without_end(hc.capture_tar())  # no end blocks: another member follows
@@ -85,6 +86,7 @@ def test_a_member_claiming_3_gib_is_refused_before_it_is_inflated(tmp_path):
         assert time.monotonic() - start < HANG, kind
 
 
+@pytest.mark.uses("cpu")
 def test_zero_padding_after_the_end_is_not_inflated_for_ever(tmp_path):
     # 2 GiB of zeros after a complete archive: read up to the trailer limit only
     for kind in ("gzip", "zstd"):
@@ -290,6 +292,7 @@ def _exact_users(data, tmp_path):
     return code, peak, time.monotonic() - start
 
 
+@pytest.mark.uses("cpu")
 def test_frames_spread_one_per_block_cost_what_the_frames_cost(tmp_path):
     # 300,000 frames one per 4,096: tables sized by the largest block took 4.6 GiB and 13 s
     data = hc.exact_capture([4096 * (i + 1) for i in range(300000)])
@@ -358,6 +361,7 @@ def test_a_hostile_user_name_is_one_passwd_field_in_a_capture(tmp_path):
     assert again.user_name(0) is None
 
 
+@pytest.mark.uses("cpu")
 def test_a_capture_file_is_read_in_place_not_copied(tmp_path):
     # an uncompressed capture holding a 199 MiB member it ignores (an absolute path): the
     # file was read whole into memory before its members were looked at

@@ -42,6 +42,7 @@ def test_sizes_still_read(text, expected):
 
 # -- regular expressions ------------------------------------------------------------------
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("pattern", ["a{99999999999}", "(" * 100000, "(", "[z-a]", "\\", "a**", "(?P<1>x)",
                                      "(?<", "x{2,1}", "\\p{NoSuchProperty}", "a{5}{5}"])
 def test_every_regex_compile_error_is_a_usage_error(pattern):
@@ -52,6 +53,7 @@ def test_every_regex_compile_error_is_a_usage_error(pattern):
         assert "\n" not in str(e.value) and len(str(e.value)) < 300
 
 
+@pytest.mark.uses("cpu")
 def test_a_runaway_match_is_stopped_and_refused(tmp_path, monkeypatch):
     from smem import selection
     from smem.loading import load_reading
@@ -113,6 +115,7 @@ def _fake_ssh(monkeypatch, command, timeout="0.5"):
     monkeypatch.setenv("SMEM_SSH_TIMEOUT", timeout)
 
 
+@pytest.mark.uses("network")
 def test_a_stalled_host_is_given_up_on(monkeypatch):
     _fake_ssh(monkeypatch, "cat >/dev/null; exec sleep 30")
     start = time.monotonic()
@@ -154,6 +157,7 @@ def test_huge_repeat_counts_are_refused_before_they_are_built(pattern):
     assert Selection(process="a{10000}|(b+)*c").process is not None  # within the bound, and unbounded
 
 
+@pytest.mark.uses("cpu")
 def test_a_kernel_bomb_is_not_inflated_past_its_headers():
     # ELF headers and 128 MiB of zeros in one stream: all were inflated (up to 512 MiB before refusing)
     from smem.errors import KernelImageError

@@ -11,7 +11,11 @@ import pickle
 import subprocess
 import sys
 
+import pytest
+
 from conftest import TESTS
+
+pytestmark = pytest.mark.uses("cpu")
 
 DRIVER = """
 import os, pickle, signal, sys, time, warnings

@@ -9,7 +9,11 @@ import urllib.error
 import urllib.request
 from contextlib import contextmanager
 
+import pytest
+
 from smem import http_app
+
+pytestmark = pytest.mark.uses("network")
 
 
 @contextmanager

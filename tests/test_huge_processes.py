@@ -42,6 +42,7 @@ def test_max_rss_skips_and_lists_big_processes(big_child):
     assert b"--max-rss" not in kept.stderr
 
 
+@pytest.mark.uses("cpu")
 def test_a_slow_read_is_named_once(big_child):
     proc, token = big_child
     snapshot = load_reading(LiveSource(), needs=Needs(Need.MAPPINGS | Need.STAT, frozenset({"Rss"})))

@@ -134,6 +134,7 @@ def bitmap(tmp_path):
     return path
 
 
+@pytest.mark.uses("cpu")
 @needs_kpageflags
 def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_and_pss(bitmap):
     with forked_workers(8192, 4096, 2) as workload:
@@ -172,6 +173,7 @@ def test_it_marks_each_present_lru_page_once_and_with_every_page_used_gives_rss_
         assert abs(wsspss - pss) <= 64 + moving
 
 
+@pytest.mark.uses("cpu")
 @needs_kpageflags
 def test_a_process_gone_meanwhile_is_left_out(bitmap):
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)

@@ -5,6 +5,8 @@ registries make by name), has no cycle."""
 import ast
 from pathlib import Path
 
+import pytest
+
 import smem
 
 PACKAGE = Path(smem.__file__).parent
@@ -99,6 +101,7 @@ def registry_imports():
             "smem.formats": {f"smem.formats.{f.renderer.split(':')[0]}" for f in FORMATS.values()}}
 
 
+@pytest.mark.uses("cpu")
 def test_the_package_imports_one_way():
     graph = import_graph()
     for name, imported in registry_imports().items():

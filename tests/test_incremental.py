@@ -145,6 +145,7 @@ def test_a_process_retitled_out_of_the_filter_leaves_the_report(view, columns):
         assert [p.pid for p in again.processes] == [p.pid for p in full.processes] == []
 
 
+@pytest.mark.uses("cpu")
 def test_mapping_a_file_another_maps_moves_the_pss_of_both(tmp_path):
     shared = tmp_path / 'shared.dat'
     shared.write_bytes(os.urandom(8 << 20))
@@ -159,6 +160,7 @@ def test_mapping_a_file_another_maps_moves_the_pss_of_both(tmp_path):
         assert refresher.reread == 2
 
 
+@pytest.mark.uses("cpu")
 def test_a_process_that_exits_leaves_and_moves_its_sharers(tmp_path):
     shared = tmp_path / 'shared.dat'
     shared.write_bytes(os.urandom(8 << 20))
@@ -174,6 +176,7 @@ def test_a_process_that_exits_leaves_and_moves_its_sharers(tmp_path):
         _close(kept, full)
 
 
+@pytest.mark.uses("cpu")
 @KSM
 def test_pages_ksm_merges_while_the_process_sleeps_move_its_figure():
     """ksmd merges a sleeping process's pages: its stat does not move, yet its PSS falls (16 MiB
@@ -192,6 +195,7 @@ def test_pages_ksm_merges_while_the_process_sleeps_move_its_figure():
         assert refresher.reasons['ksm'] == 1
 
 
+@pytest.mark.uses("cpu")
 @KSM
 def test_a_process_whose_merged_pages_others_join_is_read_again():
     """a and b hold the same 16 MiB, which KSM merged: each page one KSM page both share.  When
@@ -250,6 +254,7 @@ def _asleep(pid, timeout=30):
     pytest.fail(f'{pid} did not settle')
 
 
+@pytest.mark.uses("cpu")
 def test_a_sleeping_process_ksmd_does_not_scan_is_not_asked_at_every_collection():
     """Read by --pid (each stat read and compared, not held), a sleeping process that gave ksmd
     nothing was asked for its ksm_stat at every collection KSM's counters moved, as if it had
@@ -319,6 +324,7 @@ def test_a_figure_is_never_older_than_max_staleness():
             assert refresher.oldest_age() <= 10.0
 
 
+@pytest.mark.uses("cpu")
 def test_a_collection_longer_than_the_last_leaves_no_figure_older_than_max_staleness():
     """Collections 25 s apart, alternately instant and 8 s long (the clock moves while one
     reads): a figure just under the cut-off when a long one starts must not be served older."""
@@ -341,6 +347,7 @@ def test_a_collection_longer_than_the_last_leaves_no_figure_older_than_max_stale
             assert refresher.oldest_age() <= 60.0, i
 
 
+@pytest.mark.uses("cpu")
 def test_re_reads_for_age_are_spread_evenly():
     """Four idle processes, max-staleness 60 s, a collection every 15 s: one is re-read for its
     age at each (a quarter of them), never the rest at once when the figures of the first read
@@ -374,6 +381,7 @@ class _Clock:
         return now
 
 
+@pytest.mark.uses("cpu")
 def test_re_reads_for_age_stay_even_after_a_slow_collection():
     """Twelve idle processes, max-staleness 60 s, a collection every 15 s, one of which takes 20 s
     (a machine busy for a while): a figure must then be re-read within 40 s to be under 60 s old
@@ -408,6 +416,7 @@ def test_max_staleness_0_reads_everything():
         assert refresher.reread == 1
 
 
+@pytest.mark.uses("network")
 def test_serve_keeps_what_did_not_move_and_says_how_old_it_is():
     parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
     from serve_process import serving, stop

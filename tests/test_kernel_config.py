@@ -39,6 +39,7 @@ def test_the_verdict(text, verdict):
     assert no_page_mapcount(parse_kernel_config(text)) is verdict
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("make", [lambda: b"", lambda: b"not gzip", lambda: gzip.compress(b"x", mtime=0)[:10],
                                   lambda: gzip.compress(bytes(64 << 20), mtime=0)],
                          ids=["empty", "not gzip", "cut", "64 MiB of zeros"])  # (ids alike on every xdist worker)

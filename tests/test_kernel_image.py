@@ -89,6 +89,7 @@ def vmlinux_size(vmlinux, tmp_path_factory) -> tuple[int, int, int, int]:
     return berkeley_size(path)
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("kind", sorted(COMPRESSORS))
 def test_bzimage_payload(kind, vmlinux, vmlinux_size):
     image = fake_bzimage(compress(kind, vmlinux))
@@ -97,6 +98,7 @@ def test_bzimage_payload(kind, vmlinux, vmlinux_size):
     assert r.format == f"bzImage (boot protocol 2.15), {kind}-compressed ELF64 little-endian vmlinux"
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("kind", sorted(COMPRESSORS))
 def test_raw_stream_after_junk(kind, vmlinux, vmlinux_size):
     # As in a vmlinuz that is no bzImage (or an old one): found by its magic,
@@ -108,6 +110,7 @@ def test_raw_stream_after_junk(kind, vmlinux, vmlinux_size):
     assert r.format == f"{kind}-compressed ELF64 little-endian vmlinux at offset {len(junk):#x}"
 
 
+@pytest.mark.uses("cpu")
 def test_old_boot_protocol_falls_back_to_scanning(vmlinux, vmlinux_size):
     # Boot protocol < 2.08 has no payload fields: the magic scan finds it.
     image = fake_bzimage(compress("gzip", vmlinux), version=0x0207)
@@ -116,6 +119,7 @@ def test_old_boot_protocol_falls_back_to_scanning(vmlinux, vmlinux_size):
     assert r.format.startswith("gzip-compressed ELF64 little-endian vmlinux at offset ")
 
 
+@pytest.mark.uses("cpu")
 def test_setup_sects_zero_means_four(vmlinux, vmlinux_size):
     image = fake_bzimage(compress("gzip", vmlinux), setup_sects=0)
     r = kernel_image_size(image)
@@ -123,6 +127,7 @@ def test_setup_sects_zero_means_four(vmlinux, vmlinux_size):
     assert r.format.startswith("bzImage")
 
 
+@pytest.mark.uses("cpu")
 def test_decompression_limit(vmlinux):
     image = fake_bzimage(compress("gzip", vmlinux))
     with pytest.raises(KernelImageError, match="more than 1 MiB"):
@@ -152,6 +157,7 @@ def test_lzo_bzimage_is_named():
         kernel_image_size(image)
 
 
+@pytest.mark.uses("cpu")
 def test_truncated_stream_is_reported(vmlinux):
     stream = compress("xz", vmlinux)
     with pytest.raises(KernelImageError, match="xz stream is corrupt"):
@@ -170,6 +176,7 @@ def test_result_is_frozen():
 # A real distribution kernel (tests/fetch_kernel.sh, or SMEM_TEST_KERNEL_DEB).
 # ---------------------------------------------------------------------------
 
+@pytest.mark.uses("cpu")
 @needs_size
 def test_real_distribution_vmlinuz(tmp_path):
     vmlinuz = real_vmlinuz(tmp_path)
@@ -185,6 +192,7 @@ def test_real_distribution_vmlinuz(tmp_path):
     assert ours(extracted.read_bytes()) == expected
 
 
+@pytest.mark.uses("cpu")
 def test_a_false_zstd_magic_does_not_stop_the_search_without_zstandard(vmlinux, vmlinux_size, tmp_path):
     """Without the zstandard package (smem[compression] not installed), junk that happens to hold
     a zstd magic is passed over and the gzip stream behind it still found; a kernel that is zstd

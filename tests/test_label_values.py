@@ -56,6 +56,7 @@ def named():
         _ended(children)
 
 
+@pytest.mark.uses("network")
 def test_names_that_printable_writes_alike_are_distinct_series(named):
     token, children = named
     proc, base = serving("-P", token, "--top", "100")
@@ -76,6 +77,7 @@ def test_names_that_printable_writes_alike_are_distinct_series(named):
     assert processes[str(children[2].pid)] == "x\\x0ay"  # (the newline, as before)
 
 
+@pytest.mark.uses("cpu")
 def test_openmetrics_format_writes_them_apart_too(named):
     token, _ = named
     text = run_smem("-g", "-P", token, "-F", "openmetrics", check=True).stdout.decode()
@@ -136,6 +138,7 @@ def containers():
             os.rmdir(path)
 
 
+@pytest.mark.uses("network")
 def test_two_containers_whose_ids_start_alike_are_two_series(containers):
     """A cgroup's label in the tables cuts a container's 64 hex digits to the 12 docker ps shows; its
     metric label is its whole path: cut, two cgroups gave one label twice (a duplicate series)."""

@@ -185,6 +185,7 @@ ctypes.CDLL(None).pthread_exit(None)
 """
 
 
+@pytest.mark.uses("cpu")
 def test_an_incremental_collection_re_reads_it_each_time():
     """A Zl's stat says vsize and rss 0 (the leader has no mm), and a thread that frees memory
     moves no fault counter: smem watch, serve and record kept its figure from before."""

@@ -53,6 +53,7 @@ def _warnings(proc):
     return [line for line in proc.stderr.decode().splitlines() if "warning" in line]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("options", ["hidepid=invisible", "hidepid=2", "hidepid=ptraceable"])
 def test_a_proc_that_hides_other_users_processes_is_said(options):
     """hidepid=invisible (2) lists no directory for root's sleep: nothing is unreadable, so the
@@ -79,6 +80,7 @@ def test_a_proc_that_hides_other_users_processes_is_said(options):
 _CAPTURE_IMPORTS = "import smem.app, smem.capture_writer, smem.capture_command, smem.output; "
 
 
+@pytest.mark.uses("cpu")
 def test_a_capture_under_hidepid_says_what_it_left_out(nobodys):
     code = f"smem.cli.main(['capture', '--compression', 'none', '-o', {nobodys + '/c.tar'!r}])"
     proc = _as_nobody(code, "hidepid=invisible", _CAPTURE_IMPORTS)
@@ -87,6 +89,7 @@ def test_a_capture_under_hidepid_says_what_it_left_out(nobodys):
                                "hidden from smem and left out; run as root to capture them"]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("options", ["rw", "hidepid=invisible"])
 def test_a_recording_says_what_its_frames_leave_out(nobodys, options):
     """smem capture said which processes it left out; smem record, which writes the same captures
@@ -132,6 +135,7 @@ def test_smemcap_sh_under_hidepid_says_what_it_left_out(nobodys, shell, hiding):
         assert grouped == said
 
 
+@pytest.mark.uses("cpu")
 def test_shared_memory_says_its_mappers_are_of_the_processes_read():
     """--shm finds who maps an object in each process's maps and fds: as nobody, an object only
     root's processes map showed Mapped 0 and all of it Unmapped, as if nothing mapped it."""
@@ -141,6 +145,7 @@ def test_shared_memory_says_its_mappers_are_of_the_processes_read():
             in proc.stdout.decode().splitlines()), proc.stdout.decode()
 
 
+@pytest.mark.uses("cpu")
 def test_a_json_document_names_the_processes_its_totals_leave_out():
     """A program reads the document, not the warning on stderr: its rows and totals were nobody's
     processes alone, with nothing in it saying that root's sleep was left out."""
@@ -174,6 +179,7 @@ print(json.dumps({"labels": drawn.labels, "notes": drawn.notes}))
 """
 
 
+@pytest.mark.uses("charts")
 def test_a_pie_does_not_call_the_memory_of_processes_not_read_unused():
     """Where RAM is at most twice the processes' PSS the pie fills it with an "unused" slice: run
     without root, that slice held every process not read, root's whole memory drawn as unused."""
@@ -188,6 +194,7 @@ def test_a_pie_does_not_call_the_memory_of_processes_not_read_unused():
                         r"and the 1 process not read\) not drawn: the pie is the \S+ the processes read hold", note), note
 
 
+@pytest.mark.uses("cpu")
 def test_pid_of_a_process_that_cannot_be_read_is_an_error_saying_why():
     """--pid of root's sleep alone printed the warning, an empty table and status 0: a script
     read that the process held nothing.  It is an error now, as a pid not found is, naming why."""
@@ -200,6 +207,7 @@ def test_pid_of_a_process_that_cannot_be_read_is_an_error_saying_why():
     assert re.fullmatch(r"smem: --pid \d+: could not be read \(permission denied\); run as root to see it", line), line
 
 
+@pytest.mark.uses("shells")
 @pytest.mark.parametrize("options", ["rw", "hidepid=invisible"])
 @pytest.mark.parametrize("writer", ["smem capture", "smemcap.sh"])
 def test_a_capture_taken_without_root_says_so_when_read(nobodys, writer, options):
@@ -259,6 +267,7 @@ def test_a_capture_root_could_not_read_all_of_does_not_say_it_was_taken_without_
         "the kernel refused it even so)"]  # (one process: it, not them)
 
 
+@pytest.mark.uses("shells")
 def test_a_smemcap_sh_capture_root_could_not_read_all_of_says_its_writer_ran_as_root(tmp_path):
     """The same for smemcap.sh, a board's root: its capture-info said only how many it left out,
     so the capture was read back with "(a writer not root reads only its own user's)".  Here the
@@ -332,6 +341,7 @@ def test_serve_says_processes_not_read_once_however_many_come_and_go(pid_namespa
     assert second == first
 
 
+@pytest.mark.uses("cpu")
 def test_a_proc_that_refuses_other_users_processes_says_to_run_as_root():
     """hidepid=noaccess (1) lists root's sleep and refuses its every file with EPERM, not EACCES:
     the warning named it, but without the hint that root may read it."""

@@ -12,7 +12,7 @@ from smem.selection import Selection
 from smem.sources import LiveSource
 from workload import PAGE_KIB, expected_pss_kib, forked_workers
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
+pytestmark = [pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps"), pytest.mark.uses("cpu")]
 
 SHARED_KIB, PRIVATE_KIB, WORKERS = 8192, 2048, 3
 

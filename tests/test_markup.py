@@ -80,6 +80,7 @@ def test_markdown_renders_each_name_as_its_text(capture, style):
     assert tags == []  # (no <img>, <a>, <em>, <code>, <script> made of a name)
 
 
+@pytest.mark.uses("cpu")
 def test_restructuredtext_renders_each_name_as_its_text(capture):
     core = pytest.importorskip("docutils.core", reason="smem[test]: docutils not installed")
     from docutils.writers.html5_polyglot import Writer
@@ -158,6 +159,7 @@ def _paragraphs(page):
     return [html.unescape(re.sub(r"<[^>]*>", "", p)).strip() for p in re.findall(r"<p>(.*?)</p>", page, re.S)]
 
 
+@pytest.mark.uses("cpu")
 def test_notes_under_a_markdown_table_are_paragraphs_not_rows():
     """GitHub Markdown takes every line after a table, up to a blank one, for another row."""
     markdown_it = pytest.importorskip("markdown_it", reason="smem[test]: markdown-it-py not installed")
@@ -167,6 +169,7 @@ def test_notes_under_a_markdown_table_are_paragraphs_not_rows():
     assert _paragraphs(page) == _notes()
 
 
+@pytest.mark.uses("cpu")
 def test_notes_under_a_restructuredtext_table_are_paragraphs_without_a_warning():
     core = pytest.importorskip("docutils.core", reason="smem[test]: docutils not installed")
     from docutils.writers.html5_polyglot import Writer

@@ -150,6 +150,7 @@ def test_a_column_named_twice_is_one_family(tree):
     assert len(families["smem_cgroup_pss_bytes"].samples) == 2
 
 
+@pytest.mark.uses("network")
 def test_smem_serve_exports_each_cgroups_stall_time_over_http(tree):
     """A real smem serve of the capture on 127.0.0.1, scraped: per cgroup the two counters of its
     stall time (rate() gives any window's share; the six avg gauges would be six more series a

@@ -70,6 +70,7 @@ def test_a_tree_where_some_processes_lack_smaps_says_nothing_of_the_kernel(tmp_p
     assert proc.stdout.decode().splitlines()[-1].split()[-1] == "4"
 
 
+@pytest.mark.uses("cpu")
 def test_the_recorded_rhel6_tree_without_smaps(tmp_path):
     """PCP's recording of a 2.6.32 machine's 206 processes, none with smaps (a meminfo added)."""
     recorded = REALPROC / "pcp-rhel6-2.6.32-nosmaps" / "proc"

@@ -52,6 +52,7 @@ def _exited_pid():
     return child.pid
 
 
+@pytest.mark.uses("cpu")
 def test_a_vanished_process_is_gone_through_every_source(tmp_path):
     tree = _extract(tmp_path / "cap")
     pid = open_source(str(tree)).pids()[0]
@@ -74,6 +75,7 @@ def test_a_vanished_process_is_gone_through_every_source(tmp_path):
         files.read_process(missing, "smaps")
 
 
+@pytest.mark.uses("cpu")
 def test_a_vanished_process_is_skipped_not_shown_as_unknown(tmp_path):
     """On the live system a missing cmdline means the process exited: it is skipped; in a capture
     it is only a file the capture lacks: the process is kept, its command unknown."""
@@ -105,6 +107,7 @@ print("ok")
 """
 
 
+@pytest.mark.uses("cpu")
 def test_an_unreadable_process_is_unreadable_through_every_source():
     if os.geteuid() != 0:
         pytest.skip("needs root to become a second user")

@@ -85,6 +85,7 @@ def test_a_link_planted_by_another_user_is_not_followed(sticky_tmp, secret, comm
     assert secret.read_bytes() == b"root:only\n"
 
 
+@pytest.mark.uses("charts")
 @charts
 def test_a_directory_link_planted_by_another_user_is_not_a_way_out(sticky_tmp, tmp_path):
     """A link on the way is another user's: nothing is made, rewritten or replaced behind it,
@@ -106,6 +107,7 @@ def test_a_directory_link_planted_by_another_user_is_not_a_way_out(sticky_tmp, t
     assert (victim / "new.png").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.uses("charts")
 @charts
 def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
     real = tmp_path / "real.png"
@@ -117,6 +119,7 @@ def test_our_own_link_is_followed_and_stays_a_link(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["link.png", "real.png"]
 
 
+@pytest.mark.uses("charts")
 @charts
 def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(tmp_path):
     out = tmp_path / "notes.svg"
@@ -142,6 +145,7 @@ def test_an_existing_file_is_replaced_only_when_it_holds_a_chart_or_with_force(t
     assert empty.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.uses("charts")
 @charts
 def test_an_old_chart_is_rewritten_in_place_keeping_owner_and_mode(tmp_path):
     out = tmp_path / "report.png"
@@ -156,6 +160,7 @@ def test_an_old_chart_is_rewritten_in_place_keeping_owner_and_mode(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["report.png"]
 
 
+@pytest.mark.uses("charts")
 @charts
 def test_force_gives_the_name_to_a_new_file_and_writes_through_no_link(tmp_path):
     out = tmp_path / "report.png"
@@ -228,6 +233,7 @@ def test_a_new_file_follows_the_umask(tmp_path):
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
 
 
+@pytest.mark.uses("cpu")
 def test_sigterm_while_writing_leaves_nothing_behind(tmp_path):
     out = tmp_path / "box.tgz"
     proc = subprocess.Popen([sys.executable, "-m", "smem", "capture", "-o", out], cwd=TESTS.parent,
@@ -286,6 +292,7 @@ def test_a_page_is_made_readable_by_its_owner_only(tmp_path):
     assert stat.S_IMODE(os.stat(page).st_mode) == 0o600
 
 
+@pytest.mark.uses("cpu")
 def test_a_fifo_reader_that_goes_away_is_an_error(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -300,6 +307,7 @@ def test_a_fifo_reader_that_goes_away_is_an_error(tmp_path):
     assert proc.returncode == 1 and "reader went away" in err, err
 
 
+@pytest.mark.uses("charts")
 @charts
 def test_a_planted_hard_link_is_not_written_through(tmp_path):
     """A second name for a file elsewhere (a root file that happens to be a chart, or empty)."""
@@ -327,6 +335,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(where)])
 
 
+@pytest.mark.uses("cpu")
 @html
 def test_a_disk_that_fills_keeps_the_old_page_whole(small_disk, tmp_path):
     """An old page rewritten in place (its name, owner and links kept) on a disk without room for
@@ -375,6 +384,7 @@ def _not_a_chart(fmt, path):
         Image.new("RGB", (64, 64), "red").save(path, format={"jpg": "jpeg", "tif": "tiff"}.get(fmt, fmt))
 
 
+@pytest.mark.uses("charts")
 @charts
 @pytest.mark.parametrize("fmt", ["pdf", "svg", "svgz", "eps", "ps", "jpg", "tif", "gif", "webp", "avif"])
 def test_a_file_of_the_charts_format_is_replaced_only_when_smem_drew_it(tmp_path, fmt):

@@ -20,6 +20,7 @@ pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
 pytestmark = pytest.mark.xdist_group("page")
 
 
+@pytest.mark.uses("cpu")
 def test_the_page_embeds_what_smem_json_prints_for_each_table(pages):
     for name in ("plain", "compared"):
         data = embedded(pages[name][1])
@@ -33,6 +34,7 @@ def test_the_page_embeds_what_smem_json_prints_for_each_table(pages):
             assert document == json.loads(printed), (name, key)
 
 
+@pytest.mark.uses("cpu")
 def test_every_level_adds_up_to_the_process(pages):
     data = embedded(pages["plain"][1])
     processes, maps = data["process"][0]["rows"], data["maps"][0]
@@ -73,6 +75,7 @@ def test_o_dash_writes_the_page_to_stdout_and_o_keeps_a_file_that_is_no_page(pag
     for _ in range(2):  # a page smem html wrote is replaced without --force
         assert run_smem("html", "-S", CAPTURE, "-o", again).returncode == 0
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("name", ["page.png", "page.SVG", "page.pdf", "shot.jpg"])
 def test_a_picture_or_document_name_is_refused_for_the_page(tmp_path, name):
     """The page is HTML: written as page.png it opens in no viewer (charts refuse such a mismatch too)."""
@@ -124,6 +127,7 @@ def _pushed_recording(rec, capture, frames=3):
     return rec
 
 
+@pytest.mark.uses("cpu")
 def test_a_recordings_slider_stops_at_frames_without_smaps_with_their_own_tables(tmp_path):
     """Frames 2 and 3 kept smaps_rollup only: each is a stop of its own (it was read from the key
     frame, and the stop was the key frame's), its tables what smem prints at that frame (its
@@ -154,6 +158,7 @@ def test_a_recordings_slider_stops_at_frames_without_smaps_with_their_own_tables
     assert [f["number"] for f in timeline["summary"]["frames"]] == [1, 3]
 
 
+@pytest.mark.uses("cpu")
 def test_the_stops_a_budget_keeps_are_spread_over_the_recording(tmp_path, monkeypatch):
     """A budget that holds two instants besides the last keeps the first and the middle one, not
     the two earliest (the stops were kept earliest first: the end of a long recording had none)."""
@@ -175,6 +180,7 @@ def test_the_stops_a_budget_keeps_are_spread_over_the_recording(tmp_path, monkey
     assert instants["4"]["process"]["source"]["description"].startswith(f"recording {rec} frame 5, ")
 
 
+@pytest.mark.uses("cpu")
 def test_a_frame_whose_rollups_have_no_pss_split_stops_at_its_key_frame(tmp_path):
     """Rollups without Pss_Anon (Linux before 5.9) cannot give the breakdown of their frame: its
     tables are read from the key frame, and the stop is that key frame's (its number and time),

@@ -37,6 +37,7 @@ def test_each_figure_worked_out_by_name_is_what_the_mapping_views_column_reads(p
         assert list(values) == [MAPPING_VIEW.columns[key].getter(row) for key in FIELDS], name
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("path", SMAPS, ids=str)
 def test_the_part_of_the_sums_by_name_is_the_part_of_every_mapping(path):
     data = path.read_bytes()

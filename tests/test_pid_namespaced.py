@@ -41,6 +41,7 @@ def _facts(capture):
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("args", [["-w", "--breakdown"], ["-w", "--breakdown", "-R", "32G"]])
 def test_the_breakdown_in_a_namespace_says_its_processes_are_not_the_machines(args):
     assert SAID in _smem(*args, namespace=True)
@@ -52,6 +53,7 @@ def test_the_views_that_set_no_process_against_meminfo_say_nothing_of_it(args):
     assert SAID not in _smem(*args, namespace=True)
 
 
+@pytest.mark.uses("shells")
 @pytest.mark.parametrize("writer", ["smem capture", "smemcap.sh under dash", "smemcap.sh under busybox sh"])
 def test_a_capture_made_in_a_namespace_says_so_and_its_system_view_warns(tmp_path, writer):
     if writer == "smem capture":
@@ -77,6 +79,7 @@ def test_the_fact_is_read_as_a_number_and_garbage_is_unknown():
     assert Machine.from_facts({}).pid_namespace is None
 
 
+@pytest.mark.uses("shells")
 @pytest.mark.skipif(not shutil.which("setpriv"), reason="util-linux's setpriv runs smemcap.sh as nobody")
 def test_smemcap_as_a_user_kept_out_of_pid_2_by_hidepid_noaccess_does_not_call_it_a_namespace(tmp_path):
     """hidepid=noaccess lists /proc/2 and refuses its stat to other users: pid 2 is there, unread,
@@ -91,6 +94,7 @@ def test_smemcap_as_a_user_kept_out_of_pid_2_by_hidepid_noaccess_does_not_call_i
     assert facts.get("hidepid") is None and "pid_namespace" not in facts, facts
 
 
+@pytest.mark.uses("shells")
 def test_smemcap_on_a_kernel_before_pid_namespaces_does_not_call_it_one(tmp_path):
     """Before Linux 2.6.22 pid 2 was migration/0 or ksoftirqd/0, no kthreadd (PID namespaces came in
     2.6.24): a capture of such a device (RHEL 5's 2.6.18) said pid_namespace=1.  Its uname -r is

@@ -45,6 +45,7 @@ def test_a_pid_that_is_none_is_a_usage_error(value):
     assert "--pid takes process ids" in proc.stderr.decode()
 
 
+@pytest.mark.uses("cpu")
 def test_pids_not_found_are_named(children):
     """A --pid that matches nothing said on stderr: a warning beside those found, an error (exit 1)
     when none is."""
@@ -63,6 +64,7 @@ def test_pids_not_found_are_named(children):
     assert filtered.returncode == 1 and filtered.stderr.decode().endswith(", or left out by -P/-U\n")
 
 
+@pytest.mark.uses("cpu")
 def test_watching_pids_not_found_is_the_same_error(children):
     """Watch mode says so at its first frame as one report does, rather than drawing empty frames."""
     a = children[0]

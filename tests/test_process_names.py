@@ -98,6 +98,7 @@ def test_kernel_threads_and_zombies_left_out_empty_cmdline_shown(child):
         empty.wait()
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_process_filter_never_matches_smem_itself(child):
     token = uuid.uuid4().hex
@@ -108,6 +109,7 @@ def test_process_filter_never_matches_smem_itself(child):
     assert pids == [c.pid]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_process_filter_never_matches_the_wrappers_that_run_smem():
     token = uuid.uuid4().hex

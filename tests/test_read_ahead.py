@@ -49,6 +49,7 @@ def _ours(reading, pids):
             for p in reading.processes if p.pid in pids}
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_read_ahead_gives_what_reading_each_file_as_asked_gives(workers, jobs):
     pids = set(workers.pids)
@@ -67,6 +68,7 @@ def test_read_ahead_gives_what_reading_each_file_as_asked_gives(workers, jobs):
     assert jobs == 2 or len(mine) == 2 * len(pids)  # (read() still answers each, from what was read)
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("selection", [Selection(process="smem-fw"), Selection(user="root"),
                                        Selection(process="no such process at all")])
 def test_no_rollup_is_read_ahead_where_a_filter_chooses_first(workers, selection):
@@ -77,6 +79,7 @@ def test_no_rollup_is_read_ahead_where_a_filter_chooses_first(workers, selection
         assert not any(path.endswith("smaps_rollup") for path in source.read_paths)
 
 
+@pytest.mark.uses("cpu")
 def test_a_max_rss_is_checked_before_any_rollup_is_read(workers):
     source = Recorded()
     load_reading(source, needs=Needs(NEEDS.kinds, NEEDS.counters, max_rss_kib=1), jobs=1)

@@ -213,6 +213,7 @@ def test_a_damaged_recording_is_one_line(small_recording, tmp_path, kind):
             assert {row.split(",")[1] for row in proc.stdout.decode().splitlines()[1:]} == {"1"}, proc.stdout
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("line", [b"\n", b"{}\n"])
 def test_an_index_of_millions_of_short_lines_is_read_in_memory_like_its_size(tmp_path, line):
     """The index was split into a list of every line before the first was parsed: 24 MiB of

@@ -16,6 +16,8 @@ zstandard = pytest.importorskip("zstandard", reason="recordings are zstd: smem[c
 import hostile_inputs as hc  # noqa: E402
 from smem.sources.recorded_frame import ANCHOR_RATIO, MAX_FRAME_BYTES  # noqa: E402
 
+pytestmark = pytest.mark.uses("cpu")
+
 ROOT = Path(__file__).resolve().parents[1]
 #: the peak resident set allowed to smem refusing a hostile recording, MiB (a GiB before)
 CEILING = 160

@@ -93,6 +93,7 @@ def test_a_capture_under_way_is_dropped_and_the_frames_before_it_kept(tmp_path, 
     assert _reads_back(rec) == [1] and marker in pids_of(rec)
 
 
+@pytest.mark.uses("cpu")
 def test_stopped_before_any_capture_came(tmp_path):
     rec = tmp_path / "rec"
     proc, _ = _recorder(rec)

@@ -14,6 +14,8 @@ from hostile_bounds import max_rss_growth  # noqa: E402
 from smem.recording.store import RecordingWriter  # noqa: E402
 from smem.sources.recorded import Recording, anchor_path, frame_path  # noqa: E402
 
+pytestmark = pytest.mark.uses("cpu")
+
 #: the peak growth allowed for adding a frame of either capture below, MiB
 CEILING = 96
 

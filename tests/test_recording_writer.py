@@ -74,6 +74,7 @@ def test_resuming_a_recording_on_a_read_only_disk_is_one_line(tmp_path, pid_name
         subprocess.run(["umount", "-l", disk])
 
 
+@pytest.mark.uses("network")
 @pytest.mark.parametrize("at", ["a member's end", "inside a member"])
 def test_record_listen_keeps_a_capture_of_several_gzip_streams_whole(tmp_path, at):
     """pigz and pbzip2 write several streams one after the other, which -S reads whole; tarfile's
@@ -131,6 +132,7 @@ with RecordingWriter(sys.argv[1]) as writer:
 """
 
 
+@pytest.mark.uses("cpu")
 def test_an_index_line_the_disk_cuts_short_is_taken_back(tmp_path):
     """A line appended in part (the disk full, or the file size limit, in the middle of it) was
     left there, and the next frame's line ran on from it: one line the reader refused, and with

@@ -126,6 +126,7 @@ def test_capture_streamed_through_a_pipe(tmp_path, pid_namespace):
     assert via_pipe.returncode == 0 and via_pipe.stdout == run_smem("-S", tmp_path / "c.tgz", "-w").stdout
 
 
+@pytest.mark.uses("network")
 def test_a_host_that_trickles_is_given_up_after_ten_timeouts(tmp_path):
     """A byte every tenth of a second is never a silence of SMEM_SSH_TIMEOUT (1 s: a shell starved
     past 0.5 s on a busy machine once made one): the host is given up on once it is not done

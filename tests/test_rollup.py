@@ -45,6 +45,7 @@ def _maps(capture):
                 for m in t if m.name.endswith("/smaps") and m.size}
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
 def test_a_captures_process_view_uses_its_rollups(capture, tmp_path):
     summed = _rows(run_smem("-S", without_rollups(capture, tmp_path / "plain.tar"), *STILL, "-H", "-c",
@@ -72,6 +73,7 @@ def test_per_mapping_columns_still_read_smaps(capture, tmp_path):
     assert run_smem("-S", capture, *args, check=True).stdout == run_smem("-S", plain, *args, check=True).stdout
 
 
+@pytest.mark.uses("cpu")
 def test_live_rollup_and_summed_smaps_agree():
     """The live fast path against the full smaps path, on processes that hold still."""
     with forked_workers(shared_kib=2048, private_kib=512, nworkers=4) as w:
@@ -136,6 +138,7 @@ def _rewritten(capture, out, edit):
     return out
 
 
+@pytest.mark.uses("cpu")
 def test_a_rollup_without_the_pss_split_leaves_it_to_the_mappings(tmp_path):
     """Linux 4.14-5.8 print smaps_rollup without Pss_Anon/File/Shmem: estimate per mapping, as without one."""
     capture = CAPTURES[0]
@@ -147,6 +150,7 @@ def test_a_rollup_without_the_pss_split_leaves_it_to_the_mappings(tmp_path):
         assert b" - " not in got and got == run_smem("-S", plain, *args, check=True).stdout, args
 
 
+@pytest.mark.uses("cpu")
 def test_an_unreadable_smaps_header_is_reported(tmp_path):
     capture = CAPTURES[0]
     pid = sorted(_maps(capture))[0]
@@ -182,6 +186,7 @@ def test_a_report_that_shows_no_name_reads_no_stat_and_shows_the_same(capture):
     assert needs_of(named, selected_columns(named, options) + [sort_column(named, options)]).stat
 
 
+@pytest.mark.uses("cpu")
 def test_a_malformed_rollup_is_named_though_stat_was_not_read(tmp_path):
     capture = CAPTURES[0]
     pid = sorted(_rollup_pss(capture))[0]

@@ -70,6 +70,7 @@ def _older_python(minor):
     return next((c for c in candidates if c and _runs(c)), None)
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("minor", [9, 10])
 def test_a_filter_is_checked_on_the_oldest_pythons_smem_supports(minor):
     """pyproject says Python 3.9+: the checks that read a pattern through re's own parser (a

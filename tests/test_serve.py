@@ -40,6 +40,7 @@ def _table(*args):
     return doc["rows"]
 
 
+@pytest.mark.uses("network")
 def test_scrapes_share_one_collection_and_match_the_reports():
     proc, base = serving("-S", CAPTURE, "--top", "5", "--min-interval", "600")
     try:
@@ -168,6 +169,7 @@ def test_a_port_in_use_is_one_line(family, host):
     assert proc.returncode == 1 and lines == [f"smem: cannot listen on {address}: Address already in use"], lines
 
 
+@pytest.mark.uses("network")
 def test_a_process_that_cannot_be_read_is_counted_not_a_failed_scrape(tmp_path):
     import tarfile
     tree = tmp_path / "tree"
@@ -189,6 +191,7 @@ def test_a_process_that_cannot_be_read_is_counted_not_a_failed_scrape(tmp_path):
     assert written["smem_user_pss_bytes"] == {(("user", r["user"]),): float(r["pss"] * 1024) for r in users}
 
 
+@pytest.mark.uses("network")
 def test_processes_a_capture_left_out_are_counted_as_unreadable(tmp_path):
     """A capture whose writer could not read 3 processes (its capture-info says so, and a report
     warns of it) was served with smem_collection_unreadable_processes 0: an alert on it stayed
@@ -232,6 +235,7 @@ def test_a_port_in_use_is_found_before_anything_is_read():
     assert proc.stderr.decode().splitlines() == [f"smem: cannot listen on 127.0.0.1:{port}: Address already in use"]
 
 
+@pytest.mark.uses("network")
 def test_an_accept_header_with_a_version_not_numbers_gets_the_metrics():
     """prometheus_client compares an OpenMetrics Accept header's version as numbers and raises on
     one that is not: anyone who could reach the port had a 500, and a line on smem's stderr for

@@ -25,6 +25,7 @@ def _names(text):
     return {sample.name for family in parser.text_string_to_metric_families(text) for sample in family.samples}
 
 
+@pytest.mark.uses("network")
 def test_name_filters_answer_the_families_asked_for_and_the_source_time_is_exported():
     """``/metrics?name[]=`` (prometheus_client's filter) answered an empty page: smem's families are
     known only once collected.  And a served capture says when it was taken, not only when it was
@@ -50,6 +51,7 @@ def test_name_filters_answer_the_families_asked_for_and_the_source_time_is_expor
     assert float(taken[0].split()[1]) < time.time() - 86400  # (the capture's day, not the scrape's)
 
 
+@pytest.mark.uses("network")
 def test_cpu_percent_says_what_smem_serve_measures():
     """The HELP of smem_<view>_cpu_percent was the column's, which speaks of ps, watch mode and smem
     diff: a Prometheus user read of commands that are not there, not that it is since the scrape
@@ -117,6 +119,7 @@ def _fill(disk):
             time.sleep(0.5)
 
 
+@pytest.mark.uses("cpu")
 def test_a_textfile_writer_outlives_a_disk_that_fills_for_a_while(small_disk):
     """The disk full after a good write: one warning (not one per interval), the last file kept
     whole, and writing again once there is room; it ran on and stops with 0 when asked."""
@@ -172,6 +175,7 @@ def _sample(text, name):
     return next(s.value for f in parser.text_string_to_metric_families(text) for s in f.samples if s.name == name)
 
 
+@pytest.mark.uses("network")
 def test_min_interval_counts_from_when_a_collection_started(many_processes):
     """A scrape --min-interval after the one before was answered with that one again whenever the
     collection took a while (its age counted from its end): Prometheus scraping every S seconds a
@@ -194,6 +198,7 @@ def test_min_interval_counts_from_when_a_collection_started(many_processes):
     assert status == 0 and "Traceback" not in stderr, stderr
 
 
+@pytest.mark.uses("network")
 def test_a_scraper_every_min_interval_gets_a_fresh_collection_each_time():
     """Prometheus scraping every S seconds a server with --min-interval S found the collection
     before S seconds old give or take a few milliseconds, and was answered with it again about
@@ -215,6 +220,7 @@ def test_a_scraper_every_min_interval_gets_a_fresh_collection_each_time():
     assert counts[1] == counts[0] + 1 and counts[2] == counts[1] + 1, counts
 
 
+@pytest.mark.uses("network")
 def test_the_live_page_gets_a_new_reading_at_each_refresh():
     """The page fetches data.json every --min-interval seconds (setInterval), and its reading, aged
     from its end, was found younger than that at every other fetch: the page said "read at" a time
@@ -234,6 +240,7 @@ def test_the_live_page_gets_a_new_reading_at_each_refresh():
     assert read_at[0] < read_at[1] < read_at[2], read_at
 
 
+@pytest.mark.uses("network")
 def test_a_log_no_one_reads_any_more_never_fails_a_scrape(tmp_path):
     """Started from a shell that is gone (its terminal hung up) or piped to a logger that died, smem
     serve cannot write its stderr: each scrape that had something new to say (a capture removed)

@@ -134,6 +134,7 @@ def test_diff_finds_each_object_again_grown_to_the_page_or_gone(objects, tmp_pat
     assert document["sources"]["new"] == document["source"] and document["source"]["description"].endswith("new.tar")
 
 
+@pytest.mark.uses("cpu")
 def test_watch_keys_the_rows_of_each_frame(objects):
     res = run_smem("--shm", "--interval", "0.05", "--count", "2", "-F", "json", "-t",
                    "-c", "kind name inode used dused status")

@@ -52,6 +52,7 @@ def _figures(objects, residency):
     return files[0], memfds.pop()
 
 
+@pytest.mark.uses("cpu")
 def test_mincore_counts_the_written_pages_as_cachestat_does(objects):
     by_mincore = _figures(objects, "mincore")
     assert by_mincore == (objects["file_pages"] * PAGE, objects["memfd_pages"] * PAGE)
@@ -61,12 +62,14 @@ def test_mincore_counts_the_written_pages_as_cachestat_does(objects):
     assert _figures(objects, "auto") == by_mincore
 
 
+@pytest.mark.uses("cpu")
 def test_mincore_reads_a_large_file_in_windows(objects):
     """Windows that do not divide the file (7 pages) add up to the whole."""
     for fd, pages in ((objects["fd"], objects["file_pages"]), (objects["memfd"], objects["memfd_pages"])):
         assert mincore_resident_bytes(fd, PAGE, window=7 * PAGE) == pages * PAGE
 
 
+@pytest.mark.uses("cpu")
 def test_mapping_for_mincore_leaves_the_file_as_it_was(objects):
     fd = objects["fd"]
     digest = hashlib.sha256(os.pread(fd, 48 << 20, 0)).hexdigest()

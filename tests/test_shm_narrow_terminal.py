@@ -189,6 +189,7 @@ def _large_mapping(smaps, path):
     return smaps[:start] + block + smaps[end:]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("columns", [60, 80, 100])
 def test_eight_digit_figures_fit_the_terminal(large, columns):
     """Five figure columns of 8 digits, the Name column full (32), the list on its own line: on 80

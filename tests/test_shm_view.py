@@ -235,6 +235,7 @@ def test_a_capture_gives_the_same_rows(live, objects, tmp_path):
     assert rows(captured) in (rows(before), rows(after))
 
 
+@pytest.mark.uses("cpu")
 def test_an_old_capture_shows_what_it_can_and_says_what_is_missing():
     res = run_smem("-S", FIXTURES / "captures" / "faithful.tar.gz", "--shm", "-F", "json")
     assert res.returncode == 0
@@ -243,6 +244,7 @@ def test_an_old_capture_shows_what_it_can_and_says_what_is_missing():
     assert len(lines) == 1 and "sysvipc/shm" in lines[0] and "smem/shmem" in lines[0]
 
 
+@pytest.mark.uses("cpu")
 def test_selection_options_are_refused():
     res = run_smem("--shm", "-P", "x")
     assert res.returncode == 2 and b"-P" in res.stderr and len(res.stderr.splitlines()) == 1

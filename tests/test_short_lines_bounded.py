@@ -14,6 +14,8 @@ import pytest
 
 import hostile_inputs as hc
 
+pytestmark = pytest.mark.uses("cpu")
+
 #: (16 MiB is enough to tell: the parsers that held a list or every key took 9 to 28 times a
 #: member's size, the bound is 4 times, smem today takes at most 3: SysV shm's text, held and decoded)
 N = 16 << 20

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import FIXTURES, TESTS
 
+pytestmark = pytest.mark.uses("network")
+
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
 

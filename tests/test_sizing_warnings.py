@@ -18,6 +18,7 @@ from elf_files import KERNEL_LIKE_SECTIONS, hand_elf
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
 
 
+@pytest.mark.uses("cpu")
 def test_realmem_below_memtotal_says_what_r_was_read_as_and_what_answers_would_it_fit():
     """An embedded developer asks whether a 256 MiB part would do with -R 256M: -R is the RAM the
     machine measured has, so the warning points to --recommend; and -R 256 (no unit) is 256 bytes,

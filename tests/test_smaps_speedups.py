@@ -188,6 +188,7 @@ def test_there_is_recorded_data_to_compare():
     assert len(RECORDED) >= 20
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("path", RECORDED, ids=str)
 def test_c_and_python_agree_on_every_recorded_smaps(c_module, monkeypatch, path):
     data = path.read_bytes()
@@ -202,6 +203,7 @@ def test_c_and_python_agree_on_every_recorded_smaps(c_module, monkeypatch, path)
         assert values[2] == sums.get("Pss") and values[5:7] == (None, None)
 
 
+@pytest.mark.uses("cpu")
 def test_c_and_python_agree_on_every_captured_smaps(c_module, monkeypatch):
     # each distinct text once: the captures hold empty smaps (kernel threads) and processes of
     # one program alike to the byte, in faithful.tar.gz and again in quirks.tar.gz
@@ -248,6 +250,7 @@ def test_c_and_python_agree_on_quirks(c_module, monkeypatch, data):
     _compare(c_module, data, monkeypatch)
 
 
+@pytest.mark.uses("cpu")
 def test_c_and_python_agree_on_corrupted_copies(c_module, monkeypatch):
     """Bytes changed, dropped and doubled at random in recorded smaps (fixed seed)."""
     rng = random.Random(12)
@@ -295,6 +298,7 @@ def test_the_implementation_in_use_is_named():
     assert (smaps._find_in is not smaps._find_python) == (smaps.IMPLEMENTATION == "C")
 
 
+@pytest.mark.uses("cpu")
 def test_version_says_which_smaps_parser_runs():
     said = run_smem("--version").stdout.decode()
     assert said.startswith("smem ") and f"(smaps parser: {smaps.IMPLEMENTATION})" in said

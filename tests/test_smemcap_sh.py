@@ -194,6 +194,7 @@ def test_every_process_directory_is_complete(tar):
         assert required <= got <= required | {"smaps_rollup", "cgroup"}, pid
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(DASH is None, reason="no dash")
 def test_kernel_threads_are_included(tmp_path):
     """A capture of the machine itself (the one of this module: a child namespace has no kernel

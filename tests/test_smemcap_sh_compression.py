@@ -51,6 +51,7 @@ def test_file_is_written_in_the_compression_its_name_says(shell, pid_namespace, 
     assert list(tmpdir.iterdir()) == []
 
 
+@pytest.mark.uses("shells")
 @pytest.mark.skipif(DASH is None or BUSYBOX is None, reason="no dash or busybox")
 @pytest.mark.parametrize("name, tool, bins", [
     # busybox's xz applet only decompresses; busybox has no zstd

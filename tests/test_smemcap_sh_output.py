@@ -150,6 +150,7 @@ def test_unwritable_output_fails_with_one_line(shell, tmp_path, where):
     assert not (tmp_path / "nonexistent").exists()
 
 
+@pytest.mark.uses("shells")
 @pytest.mark.skipif(DASH is None or BUSYBOX is None, reason="no dash or busybox")
 @pytest.mark.parametrize("missing", ["cat", "mkdir", "rm", "tar", "chown"])
 def test_a_missing_applet_is_named_in_one_line(missing, tmp_path):

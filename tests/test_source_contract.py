@@ -21,6 +21,7 @@ def _extract(tmp_path, into):
     return extract_capture(CAPTURE, into)
 
 
+@pytest.mark.uses("cpu")
 def test_process_errors_become_smem_exceptions_in_one_place():
     live = LiveSource()
     child = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -56,6 +57,7 @@ def test_the_machine_is_the_datas_not_ours(tmp_path):
     assert live.page_size == os.sysconf("SC_PAGE_SIZE") and live.kernel == os.uname().release
 
 
+@pytest.mark.uses("cpu")
 def test_pagemap_arithmetic_takes_the_datas_page_size(tmp_path):
     pytest.importorskip("numpy", reason="--exact needs smem[exact]")
     from smem.errors import CaptureError
@@ -74,6 +76,7 @@ def test_bad_facts_are_unknown_not_wrong():
     assert Machine(page_size=4096, hostname="h").as_facts() == {"pagesize": 4096, "hostname": "h"}
 
 
+@pytest.mark.uses("cpu")
 def test_a_copied_tree_is_the_live_class_not_local(tmp_path):
     root = tmp_path / "box"
     _extract(tmp_path, root / "proc")

@@ -96,6 +96,7 @@ def test_every_layout_and_compression_gives_the_same_report(capture_tar, tmp_pat
         assert _outputs(target.parent if layout.endswith("proc") else target) == expected, layout
 
 
+@pytest.mark.uses("cpu")
 def test_c_smemcap_archive_matches_smem15_on_the_same_data(tmp_path):
     if not (shutil.which("smemcap") and os.path.exists("/usr/bin/smem")):
         pytest.skip("smemcap and smem 1.5 are not installed")
@@ -279,6 +280,7 @@ def test_endless_or_device_inputs_are_refused_at_once():
         assert "not a capture" in err, err
 
 
+@pytest.mark.uses("cpu")
 def test_capture_output_never_replaces_a_link_or_a_pipe(tmp_path):
     import stat
     import threading

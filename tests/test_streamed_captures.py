@@ -111,6 +111,7 @@ def _pure_python_serial(paths):
             for k, v in json.loads(proc.stdout).items()}
 
 
+@pytest.mark.uses("cpu")
 def test_streamed_held_directory_and_pure_python_give_the_same_bytes(captures, serial):
     made, directory = captures
     for streamed, apart in made.values():  # what each capture exercises: one pass, or the held fallback
@@ -146,6 +147,7 @@ def _note_fork():
 os.register_at_fork(after_in_child=_note_fork)
 
 
+@pytest.mark.uses("cpu")
 def test_workers_walk_a_streamed_capture_each_and_give_the_same_bytes(captures, serial, tmp_path):
     """SMEM_JOBS=3: one worker (MAX_WALKERS), walking the archive from its start and loading
     every other process (passwd last in the smemcap-like one: -U waits for it in both walkers);
@@ -170,6 +172,7 @@ def test_workers_walk_a_streamed_capture_each_and_give_the_same_bytes(captures, 
                 forks.unlink(missing_ok=True)
 
 
+@pytest.mark.uses("cpu")
 def test_a_capture_cut_short_says_so_with_workers_as_without(captures, tmp_path):
     made, _ = captures
     whole = made["recorded"][0].read_bytes()
@@ -181,6 +184,7 @@ def test_a_capture_cut_short_says_so_with_workers_as_without(captures, tmp_path)
     assert (parallel.returncode, parallel.stdout, parallel.stderr) == (serial.returncode, serial.stdout, serial.stderr)
 
 
+@pytest.mark.uses("cpu")
 def test_a_replayed_archive_is_walked_apart_from_the_first(captures):
     """Two walks of one capture file (a process and a worker's) do not move each other's place."""
     made, _ = captures
@@ -223,6 +227,7 @@ def _copies(path, template, files, n):
     return path
 
 
+@pytest.mark.uses("cpu")
 def test_peak_memory_does_not_grow_with_the_capture(tmp_path):
     """Four times the processes (150 more copies of a 118 KB smaps: 17 MB more to hold, which
     added 25 MiB to the peak before captures were streamed) add less than 4 MiB to the peak of

@@ -33,6 +33,7 @@ def _said(*args):
     return proc.stderr.count(NOTE)
 
 
+@pytest.mark.uses("cpu")
 def test_group_views_of_several_processes_say_it_once(family):
     _, comm = family
     for view in ("-g", "-u", "--cgroup"):
@@ -40,6 +41,7 @@ def test_group_views_of_several_processes_say_it_once(family):
         assert _said(view, "-P", f"^{comm}", "-F", "github") == 1, view  # tabulate's tables are for people too
 
 
+@pytest.mark.uses("cpu")
 def test_quiet_where_it_does_not_apply(family):
     """One process per group (the leader alone), no USS shown, or the process view: nothing to say."""
     _, comm = family
@@ -50,6 +52,7 @@ def test_quiet_where_it_does_not_apply(family):
     assert _said("-g", "-P", f"^{comm}", "-c", "name uss", "-s", "uss") == 1
 
 
+@pytest.mark.uses("cpu")
 def test_formats_for_programs_stay_clean(family):
     """JSON, CSV, tsv and OpenMetrics: the document on stdout as before, nothing on stderr about it."""
     _, comm = family
@@ -70,6 +73,7 @@ def _kpagecount_readable():
         return False
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(os.geteuid() != 0 or not _kpagecount_readable(),
                     reason="exact accounting needs root and /proc/kpagecount")
 def test_what_the_note_points_to_holds_the_shared_pages(family):

@@ -88,6 +88,7 @@ def test_iomem_alone_and_the_boot_line_estimate(tmp_path):
     assert lines[-1] == "kernel image: estimated from boot log"
 
 
+@pytest.mark.uses("cpu")
 def test_with_the_inputs_smem15_had_the_table_is_smem15s(tmp_path):
     bare = _tree(tmp_path, iomem=False, memmap=False)
     for args in (["-w"], ["-w", "-t", "-k"], ["-w", "-p"], ["-w", "-c", "order area used", "-s", "used", "-r"]):
@@ -107,6 +108,7 @@ def _numbers(stdout):
             if not l.startswith("-") and ": " not in l]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(not (os.path.exists("/usr/bin/smem") and shutil.which("size") and shutil.which("gcc")),
                     reason="smem 1.5, size and gcc are needed")
 def test_with_R_and_K_it_is_smem15_without_the_floats(tmp_path):
@@ -130,6 +132,7 @@ def test_with_R_and_K_it_is_smem15_without_the_floats(tmp_path):
     assert areas["kernel image"][0] == berkeley_size(elf)[3] // 1024
 
 
+@pytest.mark.uses("cpu")
 def test_real_distribution_kernel_through_the_cli(tmp_path):
     vmlinuz = real_vmlinuz(tmp_path)
     if vmlinuz is None or not shutil.which("size"):
@@ -299,6 +302,7 @@ def test_realmem_below_memtotal_is_warned_about(tmp_path):
     assert re.search(r"\(MemTotal \d+\.\dG\)", human), human  # -k: the warning's amounts too
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.process
 def test_live_kernel_image_unknown_without_root_says_why():
     if os.geteuid() != 0:

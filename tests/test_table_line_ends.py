@@ -83,6 +83,7 @@ def test_breakdown_in_a_pipe_has_one_line_a_row():
     assert all(line[:1] != " " for line in lines)
 
 
+@pytest.mark.uses("cpu")
 def test_breakdown_wraps_to_the_terminal_it_is_shown_on():
     """A real terminal of 100 columns (no COLUMNS): stdout's width is read as -a reads it."""
     master, slave = pty.openpty()

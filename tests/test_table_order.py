@@ -61,6 +61,7 @@ def test_ties_and_absent_values_sort_as_one_sort_does(reverse):
     assert [e[2] for e in entries] == expected
 
 
+@pytest.mark.uses("cpu")
 def test_rows_tied_in_thousands_of_columns_sort_without_recursing():
     width = 5000
     entries = [(1, [0] * (width - 1) + [n % 7], n) for n in range(50)]

@@ -361,6 +361,7 @@ def test_what_tarfile_must_read(case, monkeypatch):
     _left_to_tarfile(_crafted(LEFT_TO_TARFILE[case]), monkeypatch)
 
 
+@pytest.mark.uses("cpu")
 def test_reading_a_capture_imports_no_tarfile():
     code = ("import sys; from smem.sources.archive import ArchiveSource; "
             f"ArchiveSource(open({str(FIXTURES / 'captures' / 'quirks.tar.gz')!r}, 'rb').read(), 'q'); "

@@ -251,6 +251,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.uses("network")
 @pytest.mark.parametrize("kind", HOSTILE)
 def test_a_hostile_peer_gets_one_line_and_no_file(tmp_path, kind):
     peer, said, timeout = HOSTILE[kind]
@@ -281,6 +282,7 @@ def test_an_address_not_of_this_machine_is_one_plain_line():
             "smem: cannot listen on 192.0.2.1:5555: Cannot assign requested address"], proc.stderr
 
 
+@pytest.mark.uses("network")
 def test_listening_everywhere_names_no_wildcard_for_the_target_to_dial(tmp_path):
     """``nc 0.0.0.0 PORT`` on the target dials the target itself: the line asks for an address."""
     proc = smem_process("capture", "--listen", "0.0.0.0:0", "-o", tmp_path / "x.tgz", "--timeout", "60")
@@ -296,6 +298,7 @@ def test_listening_everywhere_names_no_wildcard_for_the_target_to_dial(tmp_path)
     assert not (tmp_path / "x.tgz").exists()
 
 
+@pytest.mark.uses("network", "shells")
 def test_a_report_waiting_on_tcp_says_where(tmp_path):
     """``smem -S tcp://HOST:PORT`` waited without a word, as if hung; capture --listen said where."""
     port = free_port()
@@ -315,6 +318,7 @@ def test_timeout_only_with_tcp():
     assert proc.returncode == 2 and b"use it with --listen" in proc.stderr
 
 
+@pytest.mark.uses("network")
 def test_a_reader_that_leaves_mid_capture_is_the_cut_off_error():
     """``smem capture --listen -o - | head -c 10``: what the pipe did not take is lost, and
     smem says so with exit 1, as ``smem capture -o -`` does (not exit 0 with a capture cut short)."""
@@ -334,6 +338,7 @@ def test_a_reader_that_leaves_mid_capture_is_the_cut_off_error():
         "what was written is not a whole capture"], err
 
 
+@pytest.mark.uses("network")
 def test_an_output_that_cannot_be_written_is_said_before_the_wait(tmp_path):
     """-o in a directory that is not there: one line at once, not after a target's capture came
     (minutes later, and then lost)."""
@@ -343,6 +348,7 @@ def test_an_output_that_cannot_be_written_is_said_before_the_wait(tmp_path):
         f"smem: cannot write {tmp_path / 'missing' / 'x.tgz'}: No such file or directory"], err
 
 
+@pytest.mark.uses("network", "shells")
 def test_a_pushed_capture_is_named_capture_from_its_peer_once():
     """A report of a pushed capture names it as its errors do, ``capture from HOST:PORT``: its
     warnings said ``capture capture from 127.0.0.1:40112 left out ...``."""

@@ -79,6 +79,7 @@ def _closed_by_smem(s):
         return True
 
 
+@pytest.mark.uses("network")
 @pytest.mark.parametrize("kind", ["capture", "record", "report"])
 def test_a_silent_peer_connected_first_does_not_delay_a_good_capture(tmp_path, kind):
     proc, port, out = _start(kind, tmp_path)
@@ -109,6 +110,7 @@ class _Trickle(threading.Thread):
                 self.sent += 1
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("kind", ["capture", "record"])
 def test_a_trickling_peer_beside_a_good_one_does_not_delay_it(tmp_path, kind):
     proc, port, out = _start(kind, tmp_path)
@@ -131,6 +133,7 @@ def _socket_count(pid):
     return sum(stat.S_ISSOCK(os.stat(f"{fds}/{fd}").st_mode) for fd in os.listdir(fds))
 
 
+@pytest.mark.uses("network")
 @pytest.mark.parametrize("kind", ["capture", "record"])
 def test_a_flood_of_silent_peers_is_bounded_and_a_good_capture_still_gets_in(tmp_path, kind):
     """Past MAX_CONNECTIONS, each newcomer displaces the peer silent the longest: the flood's
@@ -191,6 +194,7 @@ def _in_thread(send, *args):
     return thread
 
 
+@pytest.mark.uses("network")
 def test_the_captures_under_way_are_bounded_together(monkeypatch):
     """Sixteen peers may each send up to 1 GiB: together they may not (MAX_HELD_BYTES, here made
     small).  The one whose bytes would pass the bound is given up, the one under way goes on."""

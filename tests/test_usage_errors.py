@@ -45,6 +45,7 @@ def test_an_unknown_option_suggests_only_a_near_one():
     assert "did you mean --compression?" in _usage_error(run_smem("capture", "--compresion", "gz"))
 
 
+@pytest.mark.uses("cpu")
 def test_reading_a_capture_from_a_terminal_is_refused():
     import pty
     master, slave = pty.openpty()

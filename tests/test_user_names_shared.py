@@ -55,6 +55,7 @@ def shared_name(tmp_path_factory):
     return _renamed(tmp_path_factory.mktemp("shared-name"), {1: "nobody"})
 
 
+@pytest.mark.uses("cpu")
 def test_table_has_smem15s_rows_labelled_apart(shared_name):
     out = run_smem("-S", shared_name, "-u", check=True).stdout.decode().splitlines()
     assert [line.split() for line in out[1:]] == SMEM15_ROWS
@@ -62,6 +63,7 @@ def test_table_has_smem15s_rows_labelled_apart(shared_name):
     assert [line.split()[0] for line in numeric[1:]] == ["65534", "1", "0"]  # (-n: uids, as before)
 
 
+@pytest.mark.uses("cpu")
 def test_csv_and_json_rows_are_apart(shared_name):
     csv = run_smem("-S", shared_name, "-u", "-F", "csv", "-c", "user pss", check=True).stdout.decode()
     assert [line.split(",")[0] for line in csv.splitlines()[1:]] == ["nobody:65534", "nobody:1", "root"]
@@ -69,6 +71,7 @@ def test_csv_and_json_rows_are_apart(shared_name):
     assert [r["user"] for r in doc["rows"]] == ["nobody:65534", "nobody:1", "root"]
 
 
+@pytest.mark.uses("cpu")
 def test_process_views_total_counts_users_as_uids(shared_name):
     """-t's count of users is the number of -u's rows (smem 1.5 counted names: 2)."""
     doc = json.loads(run_smem("-S", shared_name, "-t", "-F", "json", "-c", "pid user pss", check=True).stdout)
@@ -80,6 +83,7 @@ def test_a_name_one_uid_holds_stays_as_it_is():
     assert sorted(out[1:]) == ["daemon", "nobody", "root"]
 
 
+@pytest.mark.uses("cpu")
 def test_a_name_that_is_an_unnamed_uid(tmp_path):
     """uid 1 named 65534 where uid 65534 has no name (shown as its number): two rows labelled 65534."""
     capture = _renamed(tmp_path, {1: "65534", 65534: None})
@@ -87,6 +91,7 @@ def test_a_name_that_is_an_unnamed_uid(tmp_path):
     assert [line.split() for line in out[1:]] == [["65534:65534", "9226"], ["65534:1", "18570"], ["root", "119755"]]
 
 
+@pytest.mark.uses("cpu")
 def test_openmetrics_and_serve_give_one_series_per_uid(shared_name, tmp_path):
     parser = pytest.importorskip("prometheus_client.parser", reason="smem[metrics]: prometheus_client not installed")
     text = run_smem("-S", shared_name, "-u", "-F", "openmetrics", check=True).stdout.decode()
@@ -103,6 +108,7 @@ def _users(capture, *args):
     return [line.split() for line in out[1:]]
 
 
+@pytest.mark.uses("cpu")
 def test_user_filter_takes_the_label_u_shows(shared_name, tmp_path):
     """-U nobody:1 (the label -u shows) selects uid 1's processes, in a streamed capture and in one
     read as a directory; a plain name still selects every uid so named."""
@@ -114,6 +120,7 @@ def test_user_filter_takes_the_label_u_shows(shared_name, tmp_path):
         assert _users(capture, "-U", "^nobody$") == [["nobody:65534", "9226"], ["nobody:1", "18570"]]
 
 
+@pytest.mark.uses("cpu")
 def test_user_filter_without_a_colon_matches_names_only(shared_name):
     """A pattern that names no colon is matched against user names alone, as before: -U 0 does not
     select root (uid 0), -U '\\W' no one (no name here holds a non-word character)."""

@@ -70,6 +70,7 @@ def test_the_registry_is_the_only_list_of_view_flags(module):
             assert not re.search(rf"""["']{re.escape(name)}["']""", text), name
 
 
+@pytest.mark.uses("cpu")
 def test_nothing_outside_views_switches_on_a_views_name():
     """A view's name is what outputs call it; what a layer does with a view follows its traits, so a
     comparison of ``<...view...>.name`` outside smem/views/ is a view switched on by name."""
@@ -93,6 +94,7 @@ def test_smem_diff_offers_the_flags_of_the_views_it_can_compare():
             assert chosen_by.compared == (VIEWS[name].comparison.row_key is not None), name
 
 
+@pytest.mark.uses("cpu")
 def test_breakdown_is_a_view_of_its_own_and_imports_no_other_system_view():
     """-w --breakdown is the breakdown view; both system views stand on system_areas, not on each other."""
     from test_import_graph import import_graph
@@ -124,6 +126,7 @@ def _with_toy(*args):
                           timeout=120)
 
 
+@pytest.mark.uses("cpu")
 def test_a_new_view_is_its_own_module_and_one_registry_entry():
     """A view smem does not have, added as its module and one entry of the registry: the command
     line offers its flag, chooses it, refuses it beside another view, compares it and reports it."""

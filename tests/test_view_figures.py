@@ -13,6 +13,7 @@ from conftest import rows, run_smem
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
 
 
+@pytest.mark.uses("cpu")
 def test_user_view_vss_is_vss_and_avguss_works(tmp_path):
     cap = tmp_path / "c.tgz"
     run_smem("capture", "-o", cap, check=True)

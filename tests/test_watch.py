@@ -53,6 +53,7 @@ def test_frames_off_a_terminal_with_their_changes(since):
         assert rows[number][1] == rows[number][0] - base
 
 
+@pytest.mark.uses("cpu")
 def test_json_lines_and_csv_are_one_record_stream():
     jsonl = run_smem("--pid", ME, "--interval", "0.02", "--count", "2", "-F", "json", "-t", "-c", "pid pss dpss")
     assert jsonl.returncode == 0, jsonl.stderr
@@ -136,6 +137,7 @@ def _next_frame(stream):
         records.append(record)
 
 
+@pytest.mark.uses("cpu")
 def test_growth_new_and_gone_processes_between_frames():
     """A process that grows shows its growth; one that starts is marked new, one that exits gone."""
     marker = f"smem-watch-test-{os.getpid()}"
@@ -180,6 +182,7 @@ def test_growth_new_and_gone_processes_between_frames():
                 proc.wait()
 
 
+@pytest.mark.uses("cpu")
 def test_gone_rows_leave_a_stream_after_a_few_reports():
     """With --delta first, a process that exited is a gone row for GONE_KEPT reports, then no more
     (on a busy machine they would pile up in every record of the stream)."""

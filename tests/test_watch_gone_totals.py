@@ -13,7 +13,11 @@ import select
 import subprocess
 import sys
 
+import pytest
+
 from conftest import TESTS, run_smem
+
+pytestmark = pytest.mark.uses("cpu")
 
 CHILD = "import sys; print('ready', flush=True); sys.stdin.read()"
 

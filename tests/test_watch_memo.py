@@ -51,6 +51,7 @@ def _pids(table):
     return [row.current.process.pid for row in table.rows]
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize('since', ['first', 'previous'])
 def test_a_watched_frame_is_the_table_of_its_reading(since):
     marker = f'memo{os.getpid()}{since[0]}'  # (a title fits the command line's room)
@@ -87,6 +88,7 @@ def test_a_watched_frame_is_the_table_of_its_reading(since):
             assert computed < len(fourth.rows)
 
 
+@pytest.mark.uses("cpu")
 def test_the_user_view_watched_is_the_table_of_its_reading():
     """A view whose rows keep no cells (a user's sums) is made whole each frame, the same way."""
     marker = f'memo{os.getpid()}u'

@@ -80,6 +80,7 @@ def _close(proc, screen, slave):
     os.close(slave)
 
 
+@pytest.mark.uses("cpu")
 def test_terminal_redrawn_in_place_and_keys():
     proc, screen, slave, modes = _on_a_terminal("--interval", "0.2", "--pid", ME, "-c", "pid pss dpss status")
     try:
@@ -105,6 +106,7 @@ def test_terminal_redrawn_in_place_and_keys():
 ELEVEN_LINES = rb"\x1b\[H(?:[^\x1b]*\x1b\[K\r\n){10}[^\x1b]*\x1b\[K\x1b\[J"
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("how, status", [("ctrl-c", 0), ("sigterm", 128 + signal.SIGTERM)])
 def test_terminal_restored_on_ctrl_c_and_sigterm(how, status):
     """Also: a table taller and wider than the terminal is cut to fit it."""
@@ -143,6 +145,7 @@ IGNORED = (b"smem: SIGINT is ignored, as what started smem left it (a script's &
            b"not stop watching; SIGTERM does")
 
 
+@pytest.mark.uses("cpu")
 def test_a_watch_that_ctrl_c_cannot_stop_says_so_on_its_screen():
     """Started with SIGINT ignored (a script's ``smem --interval 1 &``): the line that says so, and
     that SIGTERM stops it, is under each frame drawn (said on stderr only, it was drawn over at
@@ -238,6 +241,7 @@ def _sleeper(*argv, kib=0):
     return proc
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(subprocess.run(["which", "tmux"], capture_output=True).returncode != 0, reason="needs tmux")
 def test_a_wide_terminal_shows_whole_names_and_lines_and_folds_gone_rows():
     """At 160 columns: the command flows to the width (not 27 characters), the status and warning
@@ -302,6 +306,7 @@ def test_a_recording_whose_first_frame_is_damaged_plays_the_rest_on_a_terminal(t
                                          b"skipped, the other frames played")
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.skipif(subprocess.run(["which", "tmux"], capture_output=True).returncode != 0, reason="needs tmux")
 def test_a_name_of_wide_characters_is_cut_to_the_width_not_wrapped():
     """A command line of wide characters (CJK, emoji: two columns each) was cut to the width in

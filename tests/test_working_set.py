@@ -90,6 +90,7 @@ def _rows(pids, method):
     return {r["pid"]: r for r in document["rows"]}
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("toucher", [(512, 64, "private")], indirect=True)
 def test_a_process_touching_64_of_its_512_mib_has_a_64_mib_working_set(toucher, method):
@@ -104,6 +105,7 @@ def test_a_process_touching_64_of_its_512_mib_has_a_64_mib_working_set(toucher, 
     assert abs(row["wsspss"] - 64 * MIB) <= 6.4 * MIB
 
 
+@pytest.mark.uses("cpu")
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("toucher", [(32, 32, "shared")], indirect=True)
 def test_two_forks_touching_the_same_32_mib_have_16_mib_of_working_set_pss_each(toucher, method):
@@ -200,6 +202,7 @@ def test_a_bitmap_that_cannot_be_written_is_an_error_where_idle_tracking_is_aske
         measure(LiveSource(sys=str(unwritable_sys)), [os.getpid()], 0.1)
 
 
+@pytest.mark.uses("cpu")
 def test_a_bitmap_that_opens_but_refuses_the_marks_falls_back_to_clear_refs_saying_why(tmp_path, monkeypatch):
     """/dev/full in the bitmap's place: it opens for writing, and every write fails (ENOSPC)."""
     pytest.importorskip("numpy", reason="smem[exact]: numpy not installed")
