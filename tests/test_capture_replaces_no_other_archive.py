@@ -65,6 +65,7 @@ def test_what_may_be_a_capture_is_taken_for_one(data):
     assert looks_like_capture(data[:4096])
 
 
+@pytest.mark.uses("cpu")  # (120 MiB compressed, and a Python started)
 def test_a_small_zstd_file_that_inflates_to_a_lot_is_looked_at_a_block_only():
     """The check inflates the first block only: a 4 KB zstd file at the -o path that inflates to
     120 MiB (zeros; a crafted one to more) was inflated whole, all of it held at once."""

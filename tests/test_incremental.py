@@ -111,14 +111,15 @@ def test_a_process_that_drops_root_shows_its_new_user(columns, user_filter):
 
 def _retitled_and_grown(process, request, title):
     """(the Refresher, its reading before, its reading after ``process`` retitled itself and
-    grew by 4 MiB, a full read then)."""
+    grew by 4 MiB, a full read then, a full read just before that reading: see _Full)."""
     the_plan = plan(request)
     refresher = Refresher(HOUR)
     first = read_snapshot(request, the_plan, load=refresher.load)[0]
     process.retitle(title)
     process.grow(4096)
+    before = read_snapshot(request, the_plan)[0]
     again = read_snapshot(request, the_plan, load=refresher.load)[0]
-    return refresher, first, again, read_snapshot(request, the_plan)[0]
+    return refresher, first, again, read_snapshot(request, the_plan)[0], before
 
 
 def test_a_report_that_shows_no_command_line_reads_it_once():
@@ -126,10 +127,10 @@ def test_a_report_that_shows_no_command_line_reads_it_once():
     a process read again for its memory keeps the one first read, and its figures are now's."""
     with obedient_process() as a:
         request = ReportRequest(query=Query(view='user', pids=(a.pid,), jobs=1), table=TableOptions())
-        refresher, first, snapshot, full = _retitled_and_grown(a, request, b'smem-obedient: busy now')
+        refresher, first, snapshot, full, before = _retitled_and_grown(a, request, b'smem-obedient: busy now')
         assert refresher.reread == 1
         assert [p.cmdline for p in snapshot.processes] == [p.cmdline for p in first.processes]
-        _close(_pss(snapshot), _pss(full))
+        _close(_pss(snapshot), _Full(_pss(full), _pss(before)))
         assert _pss(snapshot)[a.pid] > _pss(first)[a.pid]
 
 
@@ -139,8 +140,8 @@ def test_a_process_retitled_out_of_the_filter_leaves_the_report(view, columns):
     leaves the report at once, as a full read leaves it out (not kept for its unchanged name)."""
     with obedient_process() as a:
         query = Query(view=view, pids=(a.pid,), jobs=1, process_filter="workload")  # (in its command line only)
-        _, first, again, full = _retitled_and_grown(a, ReportRequest(query=query, table=TableOptions(columns=columns)),
-                                                    b"renamed-worker")
+        _, first, again, full, _ = _retitled_and_grown(a, ReportRequest(query=query, table=TableOptions(columns=columns)),
+                                                       b"renamed-worker")
         assert [p.pid for p in first.processes] == [a.pid]
         assert [p.pid for p in again.processes] == [p.pid for p in full.processes] == []
 

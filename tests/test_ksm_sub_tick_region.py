@@ -43,6 +43,7 @@ def _passive():
         return sorted((k, v) for k, v in parse_vmstat(f.read()).items() if k.startswith(PASSIVE))
 
 
+@pytest.mark.uses("cpu")
 @KSM
 def test_a_region_given_in_less_than_a_tick_is_asked_for(tmp_path):
     """A sleeping process ksmd does not scan wakes for microseconds, gives ksmd 16 MiB (madvise
