@@ -162,8 +162,9 @@ trap 'on_signal INT 130' INT
 trap 'on_signal TERM 143' TERM
 
 # --- output: open it now so an unwritable path fails before any work -------
-# Whether FILE starts as a capture does (as smem capture -o judges it): a gzip, bzip2, xz or
-# zstd stream, or a tar.  A file that does not (a user's document) is not ours to destroy.
+# Whether FILE starts as a capture does, by its first bytes: a gzip, bzip2, xz or zstd stream, or
+# a tar (smem capture -o looks further, at the archive's first file: busybox cannot, everywhere).
+# A file that does not (a user's document) is not ours to destroy.
 holds_capture() {
 	# its first bytes: 6 with dd, where there is one (a file of one long line is not read whole
 	# into the shell), else its first line

@@ -39,22 +39,18 @@ import secrets
 import shutil
 import stat
 
-from .compression import CAPTURE_COMPRESSIONS
 from .errors import OutputError
 from .output_path import kind_of, not_ours, open_directory, sticky_directory_owner, trusted, write_error
 
-__all__ = ["output_file", "replace_file", "looks_like_capture", "CAPTURE_MAGIC", "FIFO_STALL_SECONDS"]
-
-#: What a capture starts with: a stream of a compression a capture may have (compression.py, the
-#: one table), or a tar header ("ustar" at 257 is checked apart).
-CAPTURE_MAGIC = tuple(c.magic for c in CAPTURE_COMPRESSIONS)
+__all__ = ["output_file", "replace_file", "looks_like_capture", "FIFO_STALL_SECONDS"]
 
 #: A FIFO whose reader takes nothing for this long is given up (a reader that never reads must
 #: not hold root's smem for ever).
 FIFO_STALL_SECONDS = 60
 
 
-#: how much of each end of an existing file is read to tell whether it holds what is written
+#: how much of each end of an existing file is read to tell whether it holds what is written (of
+#: its start, as much as a capture's check looks at: smem.capture_head.HEAD_BYTES)
 _ENDS = 4096
 
 
@@ -233,7 +229,8 @@ class _Target:
             return True
         try:
             with open(f"/proc/self/fd/{self.existing}", "rb") as f:
-                head = f.read(_ENDS)
+                from .capture_head import HEAD_BYTES
+                head = f.read(HEAD_BYTES)
                 f.seek(max(size - _ENDS, 0))
                 tail = f.read(_ENDS)
         except OSError:

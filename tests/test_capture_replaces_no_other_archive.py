@@ -25,6 +25,10 @@ def _tar(names, mode="w:gz", size=0):
     with tarfile.open(fileobj=out, mode=mode) as tar:
         for name in names:
             info = tarfile.TarInfo(name)
+            if name.endswith("/"):  # (a directory)
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+                continue
             data = f"the content of {name}\n".encode() + random.Random(name).randbytes(size)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -81,3 +85,60 @@ def test_a_small_zstd_file_that_inflates_to_a_lot_is_looked_at_a_block_only():
     grown = subprocess.run([sys.executable, "-c", code], input=bomb, capture_output=True, check=True,
                            cwd=FIXTURES.parent.parent)
     assert int(grown.stdout) < 16 * 1024, grown.stdout  # KiB: not the 120 MiB it inflates to
+
+
+def _v7(names):
+    """A plain tar of ``names`` in the old V7 form C smemcap writes (no "ustar" at 257)."""
+    out = bytearray()
+    for name in names:
+        data = f"the content of {name}\n".encode()
+        header = bytearray(tarfile.TarInfo(name).tobuf(format=tarfile.USTAR_FORMAT))
+        header[148:156] = b" " * 8
+        header[124:136] = b"%011o\0" % len(data)
+        header[257:512] = bytes(255)  # (no magic, version, owner names or prefix)
+        header[148:156] = b"%06o\0 " % sum(header)
+        out += header + data + bytes(-len(data) % tarfile.BLOCKSIZE)
+    return bytes(out + bytes(2 * tarfile.BLOCKSIZE))
+
+
+def _pax(names, **kwargs):
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT, **kwargs) as tar:
+        for name in names:
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"abc"))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("data", [
+    _pax(["repo/README.md"], pax_headers={"comment": "0123456789abcdef"}),  # (git archive: a global header first)
+    _pax(["photos/" + "long name " * 12 + ".jpg"]),  # (a pax header for the long name)
+    _tar(["2024/beach.jpg"]),
+    _tar(["smem/__init__.py", "smem/cli.py"]),
+    _tar(["sys/kernel.conf"]),
+    bz2.compress(b"x\n"),
+    bz2.compress(_tar(["etc/passwd"], mode="w", size=100_000)),
+    __import__("gzip").compress(b"hello\n"),
+    b"\x1f\x8b\x08\x00junk that inflates to nothing" * 3,
+], ids=["git archive", "a long name", "a year's photos", "a source tree", "a sys/ of its own", "bzip2 of a line",
+        "tbz of /etc", "gzip of a line", "gzip magic then junk"])
+def test_more_archives_that_hold_no_capture_are_kept(tmp_path, data):
+    assert not looks_like_capture(data)
+    backup = tmp_path / "backup.tgz"
+    backup.write_bytes(data)
+    assert run_smem("capture", "-o", backup).returncode == 1
+    assert backup.read_bytes() == data
+
+
+@pytest.mark.parametrize("data", [
+    _v7(["meminfo", "version", "90021/smaps"]),
+    __import__("gzip").compress(_v7(["meminfo", "90021/smaps"])),
+    _tar(["./", "./capture-info", "./meminfo"]),
+    _tar(["90021/", "90021/smaps"]),
+    _pax(["capture-info", "meminfo"], pax_headers={"comment": "made by hand"}),
+    bz2.compress(_tar(["capture-info", "meminfo"], mode="w", size=100_000)),
+], ids=["C smemcap's plain tar", "C smemcap's, gzipped", "tar -C dir .", "a process's directory first",
+        "pax", "a tbz capture"])
+def test_captures_of_every_form_are_taken_for_one(data):
+    assert looks_like_capture(data)
