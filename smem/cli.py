@@ -8,6 +8,7 @@ values gathered into frozen options (smem.options), and one library function is
 called; :func:`main` turns smem's exceptions into one line on stderr and an exit status.
 """
 
+import functools
 import os
 import sys
 
@@ -283,12 +284,9 @@ def html(**o):
     output = o["output"]
     if output == "-" and sys.stdout is None:  # said before the source is read, as smem capture does
         raise SmemError("cannot write the page: standard output is closed")
-    for warning in run_html(request, output, _write_page if output == "-" else None, o["force"]):
+    for warning in run_html(request, output, functools.partial(write_bytes, what="the page") if output == "-" else None,
+                            o["force"]):
         warn(warning)
-
-
-def _write_page(page):
-    write_bytes(page, "the page")
 
 
 @cli.command(context_settings=CONTEXT)
@@ -379,14 +377,12 @@ def main(argv=None):
         _fail(f"{usage_message(e)} (see '{_command_path(e.ctx)} --help')", 2)
     except click.ClickException as e:
         _fail(one_line(e.format_message()), e.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         sys.exit(130)
     except SmemError as e:
         _fail(str(e), e.exit_code)
     except BrokenPipeError:
         quiet_broken_pipe()
-    except KeyboardInterrupt:
-        sys.exit(130)
     if argv is None:  # the command itself, not a caller that goes on (a test)
         _leave_to_exit()
     sys.exit(0)

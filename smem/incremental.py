@@ -166,8 +166,7 @@ class Refresher:
         first |= self._leaderless
         oldest = self._oldest(seen, first | grown, gap, now)
         first |= oldest
-        # (a region given faults nothing, and in less than a clock tick moves no stat: its schedstat)
-        self._ksm.ran(seen.keys() if touched is None else touched | self._stats.ran)
+        self._ksm.ran(seen.keys() if touched is None else touched | self._stats.ran)  # (a region given: no fault, no tick)
         merged = self._ksm.moved(source, seen, first, self._limits, self._page_kib)
         reasons["age"], reasons["ksm"] = len(oldest), len(merged)
         first |= merged
