@@ -303,19 +303,27 @@ def run_smem_on_a_terminal(args, columns, namespace=None):
         argv, env = namespace.argv(argv, cwd=TESTS.parent), dict(env, PYTHONPATH=str(TESTS.parent))
     proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
                             cwd=TESTS.parent)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(60)
-    os.close(master)
-    return out.decode().replace("\r\n", "\n").splitlines()
+    # The terminal stays open here until the end, and a mark written to it once smem has exited
+    # says all it wrote was read: the kernel hands what is written to a terminal over to its master
+    # a moment later (a work item), so with the last writer gone a read could fail (EIO) while the
+    # last lines were still on their way, on a loaded machine.
+    import select
+    import time
+    mark, out, written = b"\x1e(smem's output ends)\x1e", b"", False
+    deadline = time.monotonic() + 60
+    try:
+        while mark not in out and time.monotonic() < deadline:
+            if not written and proc.poll() is not None:
+                os.write(slave, mark)  # (after everything smem wrote: a terminal keeps the order)
+                written = True
+            if select.select([master], [], [], 0.05)[0]:
+                out += os.read(master, 65536)
+        proc.wait(60)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert mark in out, "smem's output on the terminal did not end within 60 s"
+    return out[:out.index(mark)].decode().replace("\r\n", "\n").splitlines()
 
 
 
