@@ -81,8 +81,12 @@ def load_reading(source, selection=None, *, with_processes=True, needs=None, job
         from ..collect import each_result, workers_for
         workers = workers_for(jobs, len(pids), needs.counters is None)
         if beside is None:
-            for result in each_result(pids, one, workers, ahead if ahead_names else None):
-                gathered.add(result)
+            try:
+                for result in each_result(pids, one, workers, ahead if ahead_names else None):
+                    gathered.add(result)
+            finally:
+                if ahead_names:  # (what was read ahead and not read, of a process gone meanwhile, let go)
+                    source.read_ahead(())
         else:
             for result, more in each_result(pids, one_and_beside, workers):
                 gathered.add(result)

@@ -142,7 +142,9 @@ class Source(abc.ABC):
     def read_ahead(self, paths):
         """Read now the files of ``paths`` that :meth:`read` will be asked for next (the next chunk
         of processes), where reading them together costs less than reading each as it is asked
-        for; a file gone or refused is left for :meth:`read` to say so.  By default nothing."""
+        for; a file gone or refused is left for :meth:`read` to say so.  What was read ahead and not
+        read is let go at the next call (none: the loader's, once a reading ends, so that nothing
+        read ahead is served later as the file's content then).  By default nothing."""
 
     def read_at(self, path, offset, length):
         """``length`` bytes of a binary file from ``offset`` (pagemap, kpagecount)."""
