@@ -34,6 +34,7 @@ class Result(NamedTuple):
     text: Optional[str]             # the report, or None when a chart was shown or saved
     warnings: List[str]
     notes: Tuple[str, ...] = ()     # what the report asked for and its format cannot hold (for standard error)
+    chart: Optional[bytes] = None   # the chart's PNG, for standard output (-o -)
 
 
 class Plan(NamedTuple):
@@ -225,8 +226,7 @@ def run_report(request: ReportRequest) -> Result:
     table = make_table(snapshots, view, table_options, request.system, request.chart)
     if request.chart is not None:
         from .charts import show_chart
-        show_chart(table, table_options, request.chart, snapshot)
-        return Result(None, warnings)
+        return Result(None, warnings, chart=show_chart(table, table_options, request.chart, snapshot))
     companions = companion_tables(the_plan, snapshot, request.system)
     old = snapshots[0] if len(snapshots) > 1 else None
     text = render(Rendering(table, table_options, snapshot, companions, old_snapshot=old))
