@@ -73,4 +73,5 @@ def test_a_chart_to_a_full_disk_or_a_closed_standard_output_is_one_line():
     closed = subprocess.run([sys.executable, "-m", "smem", "-S", "nothere.tgz", "--bar", "name", "-o", "-"],
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT, preexec_fn=lambda: os.close(1))
     err = closed.stderr.decode()
-    assert closed.returncode == 1 and err == "smem: cannot write the chart: standard output is closed; use -o FILE\n", err
+    assert closed.returncode == 1, err
+    assert err == "smem: cannot write the chart: standard output is closed; use -o FILE\n", err
