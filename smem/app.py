@@ -34,6 +34,7 @@ class Result(NamedTuple):
     text: Optional[str]             # the report, or None when a chart was shown or saved
     warnings: List[str]
     notes: Tuple[str, ...] = ()     # what the report asked for and its format cannot hold (for standard error)
+    chart: Optional[bytes] = None   # the chart's PNG, for standard output (-o -)
 
 
 class Plan(NamedTuple):
@@ -218,15 +219,14 @@ def run_report(request: ReportRequest) -> Result:
         one_key_frame(*snapshots)
         warnings.extend(same_frame(*snapshots) + backwards(*snapshots))
     # plain -w reads no process: --pid there, as -P and -U, selects nothing to be found
-    if request.query.pids is not None and request.query.old_source is None and the_plan.view.reads.processes:
-        warnings.extend(pids_not_found(request.query, snapshot))
+    if request.query.pids is not None and the_plan.view.reads.processes:  # (smem diff: on either side)
+        warnings.extend(pids_not_found(request.query, *reversed(snapshots)))
     view = the_plan.view
     table_options = request.table._replace(exact=the_plan.exact)
     table = make_table(snapshots, view, table_options, request.system, request.chart)
     if request.chart is not None:
         from .charts import show_chart
-        show_chart(table, table_options, request.chart, snapshot)
-        return Result(None, warnings)
+        return Result(None, warnings, chart=show_chart(table, table_options, request.chart, snapshot))
     companions = companion_tables(the_plan, snapshot, request.system)
     old = snapshots[0] if len(snapshots) > 1 else None
     text = render(Rendering(table, table_options, snapshot, companions, old_snapshot=old))
@@ -237,27 +237,31 @@ def run_report(request: ReportRequest) -> Result:
     return Result(text, warnings, notes + ((hint,) if hint is not None else ()))
 
 
-def pids_not_found(query, snapshot):
-    """--pid's processes that are not in ``snapshot``: a warning when some are, an error when none
+def pids_not_found(query, snapshot, *others):
+    """--pid's processes that are not in ``snapshot`` (nor in ``others``: a comparison's other side,
+    where a pid on one side only is a change shown): a warning when some are, an error when none
     is, nor was left out by --max-rss (those not read are then said in the error: the warning that
     names them is not shown, and the report would be empty with status 0, as if they held nothing)."""
-    shown = {p.pid for p in snapshot.processes} | {pid for pid, _, _ in snapshot.skipped}
-    unreadable = {pid: reason for reason, processes in snapshot.unreadable.items() for pid, _ in processes}
+    snapshots = (snapshot, *others)
+    shown = {p.pid for s in snapshots for p in s.processes} | {pid for s in snapshots for pid, _, _ in s.skipped}
+    unreadable = {pid: reason for s in reversed(snapshots) for reason, processes in s.unreadable.items()
+                  for pid, _ in processes}
     asked = list(dict.fromkeys(query.pids))
     missing = [pid for pid in asked if pid not in shown and pid not in unreadable]
-    message = (f"--pid {','.join(map(str, missing))}: not found, or a kernel thread or zombie "
-               f"(which has no memory of its own)")
+    message = (f"--pid {','.join(map(str, missing))}: not found{' on either side' if others else ''}, "
+               f"or a kernel thread or zombie (which has no memory of its own)")
     if query.process_filter is not None or query.user_filter is not None:
         message += ", or left out by -P/-U"
     if any(pid in shown for pid in asked):
         return [message] if missing else []
-    if snapshot.no_smaps:  # (not "not found": they are there, and nothing of them can be measured)
+    if any(s.no_smaps for s in snapshots):  # (not "not found": they are there, and nothing of them can be measured)
         raise SmemError(f"--pid {','.join(map(str, asked))}: {NO_SMAPS}")
     said = [message] if missing else []
+    local = any(s.source.local for s in snapshots)
     for reason in sorted({unreadable[pid] for pid in asked if pid in unreadable}):
         pids = [pid for pid in asked if unreadable.get(pid) == reason]
         hint = ("; run as root to see " + ("it" if len(pids) == 1 else "them")
-                if _denied(reason) and snapshot.source.local and os.geteuid() != 0 else "")
+                if _denied(reason) and local and os.geteuid() != 0 else "")
         said.append(f"--pid {','.join(map(str, pids))}: could not be read ({reason.lower()}){hint}")
     raise SmemError("; ".join(said))
 

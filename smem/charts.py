@@ -27,6 +27,8 @@ LABEL_POINTS = 9
 NOTE_POINTS = 10
 #: the longest line of a note, in characters (the 11 in of a chart hold about 180 at 7 points)
 NOTE_CHARS = 150
+#: -o's name of standard output: the chart written there as a PNG (a pipe's; never a terminal's)
+STANDARD_OUTPUT = "-"
 UNUSED_COLOUR = "#d9d9d9"
 OTHER_COLOUR = "#8c8c8c"
 
@@ -205,10 +207,11 @@ def _has_display():
 
 
 def show_chart(table, options, chart, snapshot):
-    """Draw ``chart`` (--pie or --bar) of ``table``: save it to ``-o FILE``, or open a window."""
+    """Draw ``chart`` (--pie or --bar) of ``table``: save it to ``-o FILE``, or open a window; with
+    ``-o -``, the PNG's bytes, for the caller to write to standard output (None otherwise)."""
     _quiet_matplotlib()
     require("matplotlib", "--pie and --bar")
-    fmt = _output_format(chart.output) if chart.output else None
+    fmt = "png" if chart.output == STANDARD_OUTPUT else _output_format(chart.output) if chart.output else None
     if fmt is None and not _has_display():
         raise UsageError("no display to show the chart on ($DISPLAY and $WAYLAND_DISPLAY are unset): "
                          "save it with -o FILE instead, e.g. -o chart.png or -o chart.svg")
@@ -216,10 +219,13 @@ def show_chart(table, options, chart, snapshot):
         data, draw = pie_data(table, options, snapshot), draw_pie
     else:
         data, draw = bar_data(table, options, snapshot), draw_bar
+    if chart.output == STANDARD_OUTPUT:
+        return _png(data, draw)
     if fmt is not None:
         _save(data, draw, chart.output, fmt, chart.force)
     else:
         _show(data, draw)
+    return None
 
 
 #: How a file of each chart format starts; a file -o names is replaced without --force only where
@@ -288,6 +294,19 @@ def _save(data, draw, path, fmt, force=False):
                            **({"pil_kwargs": _MARKED[fmt]} if fmt in _MARKED else {}))
     except (OSError, RuntimeError, ValueError) as e:
         raise SmemError(f"cannot save the chart as {path}: {e}") from None
+
+
+def _png(data, draw):
+    """The chart as a PNG's bytes (as -o FILE.png writes it: matplotlib names itself in it)."""
+    import io
+    from matplotlib.figure import Figure
+    figure, out = Figure(), io.BytesIO()
+    draw(figure, data)
+    try:
+        figure.savefig(out, format="png", dpi=100, bbox_inches="tight")
+    except (RuntimeError, ValueError) as e:  # (as _save says them)
+        raise SmemError(f"cannot draw the chart: {e}") from None
+    return out.getvalue()
 
 
 def _show(data, draw):

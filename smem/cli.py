@@ -20,7 +20,7 @@ from .cli_options import (bundle as _bundle, capture_options, chart_options, exa
                           record_options, report_request, selection_options, serve_from, serve_options, source_options,
                           system_options, table_from, time_options, timeout_option, watched_since, wraps)
 from .cli_options import table_options as _table_options
-from .cli_output import note, printable, quiet_broken_pipe, silence_stdout, warn, write, write_bytes
+from .cli_output import binary_stdout, note, printable, quiet_broken_pipe, silence_stdout, warn, write, write_bytes
 from .cli_words import PATH, Choice, DefaultGroup, command_suggestion, one_line, option_suggestion, usage_message
 from .errors import SmemError, UsageError
 from .options import ReportRequest
@@ -60,7 +60,6 @@ Other commands (each with its --help: smem diff --help, ...):
 Exit status: 0 on success, 1 when a source, file or address to listen on
 cannot be used, 2 for a wrong option or field.
 """
-
 
 
 def _complete_fields(ctx, param, incomplete):
@@ -104,7 +103,6 @@ def _view_option(flag, compared=False):
 view_options = _bundle(*(_view_option(flag) for flag in view_flags()))
 compared_view_options = _bundle(*(_view_option(flag, compared=True) for flag in view_flags(compared=True)))
 
-
 table_options = _table_options(_complete_fields)
 
 
@@ -140,6 +138,8 @@ def _run(request):
         warn(warning)
     if result.text is not None:
         write(result.text)
+    if result.chart is not None:
+        write_bytes(result.chart, what="the chart")
     for line in result.notes:
         note(line)
 
@@ -169,6 +169,8 @@ def report(**o):
     if _asked_field_help(o, view, watched=watched_since(o)):
         return
     validate.report(view, **o)
+    if o["output"] == "-":  # (a chart's PNG: validate lets -o be given with --pie or --bar only)
+        binary_stdout("chart")
     if o["source"] == "-" and sys.stdin is not None and sys.stdin.isatty():
         raise UsageError("-S - reads a capture from standard input, which is a terminal: "
                          "pipe one in (smem capture --script | ssh box sh | smem -S -) or name a file")
@@ -248,10 +250,8 @@ def capture(**o):
         write_bytes(capture_script())
         return
     output = None if o["output"] == "-" else o["output"]  # -o -: standard output, as smem html's
-    if output is None and sys.stdout is None:
-        raise SmemError("cannot write the capture: standard output is closed; use -o FILE")
-    if output is None and sys.stdout.isatty():
-        raise UsageError("refusing to write a capture to a terminal; use -o FILE or a pipe")
+    if output is None:
+        binary_stdout("capture")
     from .capture_command import run_capture, run_receive
     stream = sys.stdout.buffer if output is None else None
     try:

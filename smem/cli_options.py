@@ -110,7 +110,7 @@ def chart_options(complete_fields):
                      help="Show a bar chart, labelled by FIELD."),
         click.option("-o", "--output", metavar="FILE", type=PATH,
                      help="Save the chart (--pie/--bar) to FILE; the format follows the extension (png, svg, "
-                          "pdf, ...)."),
+                          "pdf, ...); -o - writes a PNG to standard output (a pipe or a file, not a terminal)."),
         output_options("chart"),
     )
 

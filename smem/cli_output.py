@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from .errors import SmemError
+from .errors import SmemError, UsageError
 
 
 def printable(message):
@@ -40,6 +40,15 @@ def write_bytes(data, what="the report"):
         quiet_broken_pipe()
     except OSError as e:
         raise SmemError(f"cannot write {what}: {e.strerror}") from None
+
+
+def binary_stdout(what):
+    """Refuse, before anything is read, a standard output that cannot take ``what`` (a capture, a
+    chart: bytes for a file or a pipe): closed, or a terminal, which shows them as garbage."""
+    if sys.stdout is None:  # (smem >&-)
+        raise SmemError(f"cannot write the {what}: standard output is closed; use -o FILE")
+    if sys.stdout.isatty():
+        raise UsageError(f"refusing to write a {what} to a terminal; use -o FILE or a pipe")
 
 
 def silence_stdout():

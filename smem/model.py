@@ -106,6 +106,14 @@ class Process(tuple):
 
     __hash__ = object.__hash__
 
+    def _unordered(self, other):
+        # (not tuple's <: it compared the fields, pid first, a sort by accident that nothing may rely on)
+        raise TypeError(f"a Process has no order (compared with a {type(other).__name__}): sort by a key, its pid "
+                        "or a figure")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _unordered
+    del _unordered
+
     def __reduce__(self):
         """Pickled as a flat tuple of its fields and its mappings as three flat lists (headers,
         names, counters): what a worker sends the parent (smem.collect).  Tuples and lists

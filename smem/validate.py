@@ -117,6 +117,8 @@ def _chart(pie, bar, output, force, fmt=DEFAULT_FORMAT):
         raise UsageError("-o/--output saves a chart: use it with --pie or --bar")
     if force and output is None:
         raise UsageError("--force lets -o replace a file: use it with -o")
+    if force and output == "-":
+        raise UsageError("--force lets -o replace a file: not with -o -")
 
 
 def _watch(interval, count, delta, speed, all_frames, max_staleness):

@@ -212,3 +212,24 @@ def test_a_side_with_none_of_the_rows_totals_0_not_unknown(captures):
         (row,) = doc["rows"]
         for key in ("pss", "uss", "rss"):
             assert doc["totals"][f"{empty}{key}"] == 0 and doc["totals"][f"{full}{key}"] == row[f"{full}{key}"], key
+
+
+@pytest.mark.uses("cpu")
+def test_a_pid_on_neither_side_is_said_as_the_report_says_it(captures):
+    """`smem diff --pid N` of a pid on neither side printed an empty table, exit 0, without a word (a
+    mistyped pid looked like a process that did not change): a warning beside the processes found,
+    an error when none is. A pid on one side only is a change, shown without a word."""
+    old, new, p = captures
+    neither = "--pid 1: not found on either side, or a kernel thread or zombie (which has no memory of its own)"
+    for pid, status in ((p["gone"], "gone"), (p["born"], "new")):
+        one_side = run_smem("diff", old, new, "--pid", pid, "-c", "pid status", "-H")
+        assert one_side.returncode == 0 and one_side.stderr == b"", one_side.stderr
+        assert one_side.stdout.decode().split() == [str(pid), status]
+    none = run_smem("diff", old, new, "--pid", 1)
+    assert none.returncode == 1 and none.stdout == b""
+    assert none.stderr.decode() == f"smem: {neither}\n"
+    some = run_smem("diff", old, new, "--pid", f"1,{p['gone']}", "-c", "pid status", "-H")
+    assert some.returncode == 0 and some.stdout.decode().split() == [str(p["gone"]), "gone"]
+    assert some.stderr.decode() == f"smem: warning: {neither}\n"
+    filtered = run_smem("diff", old, new, "--pid", p["gone"], "-P", "^no-such-name$")
+    assert filtered.returncode == 1 and filtered.stderr.decode().endswith(", or left out by -P/-U\n")

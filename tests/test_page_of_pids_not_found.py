@@ -24,3 +24,15 @@ def test_a_pid_not_found_beside_one_found_is_a_warning(tmp_path):
     proc = run_smem("html", "-S", CAPTURE, "--pid", "1,7909", "-o", page)
     assert proc.returncode == 0 and proc.stderr.decode() == f"smem: warning: {NOT_FOUND}\n"
     assert b'"pid": 7909' in page.read_bytes()
+
+
+def test_compare_says_a_pid_on_neither_side_as_smem_diff_does(tmp_path):
+    """--compare wrote a page of no process, exit 0, for a pid on neither side."""
+    page = tmp_path / "page.html"
+    neither = NOT_FOUND.replace("not found", "not found on either side")
+    proc = run_smem("html", "-S", CAPTURE, "--compare", CAPTURE, "--pid", "1", "-o", page)
+    assert proc.returncode == 1 and proc.stderr.decode() == f"smem: {neither}\n"
+    assert not page.exists()
+    proc = run_smem("html", "-S", CAPTURE, "--compare", CAPTURE, "--pid", "1,7909", "-o", page)
+    assert proc.returncode == 0 and proc.stderr.decode() == f"smem: warning: {neither}\n"
+    assert b'"pid": 7909' in page.read_bytes()

@@ -1,4 +1,4 @@
-"""Help, version and the page written to a standard output that cannot take them (a full disk,
+"""Help, version, the page and a chart (-o -) written to a standard output that cannot take them (a full disk,
 stdout closed) are one line on stderr and exit status 1, as the report's are: `smem --help >
 /dev/full` and `smem html -o - >&-` printed Python's traceback."""
 
@@ -60,3 +60,18 @@ def test_help_and_version_to_a_closed_standard_output_are_one_line(args):
                           cwd=ROOT, preexec_fn=lambda: os.close(1))
     err = proc.stderr.decode()
     assert proc.returncode == 1 and err == "smem: cannot write to standard output: standard output is closed\n", err
+
+
+
+@pytest.mark.process
+@pytest.mark.uses("charts")
+def test_a_chart_to_a_full_disk_or_a_closed_standard_output_is_one_line():
+    """The closed one said before the source is read, as the page's: a missing capture is not what stops it."""
+    pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
+    full = _to_full_disk(["-S", str(CAPTURE), "--pie", "name", "-o", "-"])
+    assert full.returncode == 1 and full.stderr.decode() == "smem: cannot write the chart: No space left on device\n"
+    closed = subprocess.run([sys.executable, "-m", "smem", "-S", "nothere.tgz", "--bar", "name", "-o", "-"],
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT, preexec_fn=lambda: os.close(1))
+    err = closed.stderr.decode()
+    assert closed.returncode == 1, err
+    assert err == "smem: cannot write the chart: standard output is closed; use -o FILE\n", err

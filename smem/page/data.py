@@ -192,8 +192,8 @@ def _page_documents(request, at, tables, pids_found=False):
         snapshots.append(snapshot)
         warnings.extend(w for w in said if w not in warnings)
     new, old = snapshots[-1], snapshots[0] if compared else None
-    if pids_found and query.pids is not None and not compared:  # (compared, as smem diff: either side's)
-        warnings.extend(pids_not_found(query, new))
+    if pids_found and query.pids is not None:  # (compared, as smem diff: on either side)
+        warnings.extend(pids_not_found(query, new, *([old] if compared else [])))
     if compared:
         warnings.extend(w for w in same_frame(old, new, PAGE_FRAMES_HINT) if w not in warnings)
     documents, process_areas, shown = {}, [], {}
