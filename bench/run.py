@@ -26,14 +26,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 import incremental  # noqa: E402
 import measuring  # noqa: E402
+import ours  # noqa: E402
 import synth  # noqa: E402
 import workload  # noqa: E402
 from measuring import GNU_TIME, QUIET, Cmd, measure, run_once, wait_for_quiet  # noqa: E402
+from ours import REPO, ours_argv, ours_env, peer_env, snapshot_ours  # noqa: E402
 from tables import Table, command_table, fmt_mib, fmt_s, ratio_row, verdict  # noqa: E402
 
 SECTIONS = ('process', 'mapping', 'capture', 'memory', 'exact', 'serve', 'scaling', 'startup', 'watch',
@@ -118,8 +119,7 @@ def find_peers(install, log):
     # venv (or pipx) runs it: the base interpreter's site-packages may hold .pth files that
     # import modules at every start (20 ms on the development machine), which neither tool
     # should be charged for.  Without the venv, the benchmark's own interpreter.
-    global OURS_PYTHON
-    OURS_PYTHON = str(py) if has_our_dependencies() else sys.executable
+    ours.OURS_PYTHON = str(py) if has_our_dependencies() else sys.executable
     return p
 
 
@@ -145,7 +145,7 @@ def machine_facts(peers):
         'kernel': platform.release(),
         'CPUs': f'{os.cpu_count()} ({model.group(1).strip() if model else "?"})',
         'memory': f'{int(mem.group(1)) / 1048576:.1f} GiB' if mem else '?',
-        'Python (ours, ps_mem)': f'{platform.python_version()} ({OURS_PYTHON})',
+        'Python (ours, ps_mem)': f'{platform.python_version()} ({ours.OURS_PYTHON})',
         'Python (smem 1.5)': py15 or 'missing',
         'smem (ours)': f'work tree {REPO} at {head or "?"}{" + uncommitted changes in smem/" if dirty else " (smem/ clean)"}',
         'smem 1.5': peers.smem15_version or 'missing',
@@ -157,70 +157,12 @@ def machine_facts(peers):
 
 # ------------------------------------------------------------------ sections
 
-#: The interpreter ours runs under (see find_peers).
-OURS_PYTHON = sys.executable
-
-
-def ours_argv(*args):
-    return [OURS_PYTHON, '-m', 'smem', *args]
-
-
-#: Where ours is imported from: a frozen copy of the work tree's smem/ (see snapshot_ours).
-OURS_ROOT = REPO
-
-
-def snapshot_ours(tmp, ref=None):
-    """Copy smem/ (the work tree's, or commit ``ref``'s) into ``tmp``; run that copy all along.
-
-    The benchmark takes minutes, and the code under test may be edited meanwhile; a
-    frozen copy keeps every run of every section on one version.  Returns a digest of
-    the copied sources, printed with the results so a table can be tied to the code.
-    """
-    import hashlib
-    global OURS_ROOT
-    dest = Path(tmp) / 'ours'
-    if ref:
-        dest.mkdir()
-        archive = subprocess.run(['git', '-C', str(REPO), 'archive', ref, 'smem'], capture_output=True)
-        if archive.returncode:
-            sys.exit(f'bench: git archive {ref}: {archive.stderr.decode(errors="replace").strip()}')
-        subprocess.run(['tar', 'x', '-C', str(dest)], input=archive.stdout, check=True)
-    else:
-        shutil.copytree(REPO / 'smem', dest / 'smem', ignore=shutil.ignore_patterns('__pycache__'))
-    # Build the optional C smaps parser into the copy, as `pip install` does where a compiler is
-    # found (setup.py); without it (no compiler, or a revision before it) ours runs pure Python.
-    if (dest / 'smem' / 'parsers' / '_smaps.c').exists() and (REPO / 'setup.py').exists():
-        shutil.copy(REPO / 'setup.py', dest / 'setup.py')
-        subprocess.run([OURS_PYTHON, 'setup.py', '-q', 'build_ext', '--inplace'], cwd=dest,
-                       capture_output=True)
-        shutil.rmtree(dest / 'build', ignore_errors=True)
-    # Byte-compile the copy as `pip install` does: otherwise every run would compile every
-    # module again where PYTHONDONTWRITEBYTECODE is set (15 ms a start on the development machine).
-    subprocess.run([sys.executable, '-m', 'compileall', '-q', str(dest / 'smem')], check=True)
-    h = hashlib.sha256()
-    for p in sorted((dest / 'smem').rglob('*')):
-        if p.is_file() and '__pycache__' not in p.parts and p.suffix != '.so':
-            h.update(str(p.relative_to(dest)).encode() + b'\0' + p.read_bytes())
-    OURS_ROOT = dest
-    return h.hexdigest()[:12]
-
-
-def ours_env():
-    env = {k: v for k, v in os.environ.items() if k not in ('COLUMNS', 'LINES', 'PYTHONPATH')}
-    env['PYTHONPATH'] = str(OURS_ROOT)
-    return env
-
-
-def peer_env():
-    return {k: v for k, v in os.environ.items() if k not in ('COLUMNS', 'LINES', 'PYTHONPATH')}
-
-
 def section_startup(runs, tmp, log):
     """Import time of smem.cli and whether the heavy chart libraries are imported."""
     env = ours_env()
 
     def importtime(args):
-        r = subprocess.run([OURS_PYTHON, '-X', 'importtime', *args], capture_output=True,
+        r = subprocess.run([ours.OURS_PYTHON, '-X', 'importtime', *args], capture_output=True,
                            text=True, env=env, cwd=tmp)
         rows = re.findall(r'^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)', r.stderr, re.M)
         return r, rows
@@ -248,9 +190,9 @@ def section_startup(runs, tmp, log):
             n = len(re.findall(rf'^import time:.*\| +{lib}(\.|$)', r.stderr, re.M))
             t.add(f'`smem {" ".join(args)}`: lines of importtime naming {lib}', n, '0', verdict(n, 0))
     # wall time of a bare interpreter and of smem --help, interleaved
-    cmds = [Cmd('py-pass', f'{OURS_PYTHON} -c pass', [OURS_PYTHON, '-c', 'pass'], env=env),
+    cmds = [Cmd('py-pass', f'{ours.OURS_PYTHON} -c pass', [ours.OURS_PYTHON, '-c', 'pass'], env=env),
             Cmd('ours-help', 'smem --help', ours_argv('--help'), env=env)]
-    if os.path.exists('/usr/bin/python3') and os.path.realpath('/usr/bin/python3') != os.path.realpath(OURS_PYTHON):
+    if os.path.exists('/usr/bin/python3') and os.path.realpath('/usr/bin/python3') != os.path.realpath(ours.OURS_PYTHON):
         cmds.append(Cmd('py15-pass', '/usr/bin/python3 -c pass (smem 1.5\'s interpreter)',
                         ['/usr/bin/python3', '-c', 'pass'], env=peer_env()))
     if os.path.exists(SMEM15):
@@ -385,11 +327,11 @@ def main(argv=None):
         # `python -m` puts the working directory first on sys.path: work where no smem/ is
         cwd = os.getcwd()
         os.chdir(tmp)
-        where = subprocess.run([OURS_PYTHON, '-c', 'import smem; print(smem.__file__)'], env=ours_env(),
+        where = subprocess.run([ours.OURS_PYTHON, '-c', 'import smem; print(smem.__file__)'], env=ours_env(),
                                capture_output=True, text=True).stdout.strip()
-        if not where.startswith(str(OURS_ROOT)):
-            sys.exit(f'bench: smem imports from {where!r}, not from the frozen copy {OURS_ROOT}')
-        impl = subprocess.run([OURS_PYTHON, '-c', 'import smem.parsers.smaps as s; print(s.IMPLEMENTATION)'],
+        if not where.startswith(str(ours.OURS_ROOT)):
+            sys.exit(f'bench: smem imports from {where!r}, not from the frozen copy {ours.OURS_ROOT}')
+        impl = subprocess.run([ours.OURS_PYTHON, '-c', 'import smem.parsers.smaps as s; print(s.IMPLEMENTATION)'],
                               env=ours_env(), capture_output=True, text=True).stdout.strip()
         facts['smem (ours)'] += f'; smaps parser: {impl or "?"}'
         pre = subprocess.run(ours_argv('-c', 'pid pss'), env=ours_env(), capture_output=True, text=True)
