@@ -28,7 +28,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from run import QUIET, wait_for_quiet  # noqa: E402
+from measuring import QUIET, wait_for_quiet  # noqa: E402
 
 #: the README's test command
 COMMAND = [sys.executable, "-m", "pytest", "-q"]
