@@ -13,7 +13,6 @@ import os
 import sys
 
 import click
-import click.shell_completion
 
 from . import __version__, validate
 from .cli_options import (bundle as _bundle, capture_options, chart_options, exact_options, html_options, query_from,
@@ -79,7 +78,8 @@ def _complete_fields(ctx, param, incomplete):
         cut = max(incomplete.rfind(","), incomplete.rfind(" ")) + 1
         done, last = incomplete[:cut], incomplete[cut:]
     words = sorted(chosen.columns) + (["all", "help"] if several and not done else [])
-    return [click.shell_completion.CompletionItem(done + w) for w in words if w.startswith(last)]
+    from click.shell_completion import CompletionItem  # (as click imports it: only for <Tab>)
+    return [CompletionItem(done + w) for w in words if w.startswith(last)]
 
 
 def _version_message():

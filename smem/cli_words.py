@@ -8,7 +8,6 @@ import re
 import sys
 
 import click
-import click.shell_completion
 
 from .errors import SmemError, UsageError
 from .options import MAX_SECONDS
@@ -191,7 +190,8 @@ class _Path(click.ParamType):
         self.kind = kind  # "file" or "dir": what <Tab> offers
 
     def shell_complete(self, ctx, param, incomplete):
-        return [click.shell_completion.CompletionItem(incomplete, type=self.kind)]
+        from click.shell_completion import CompletionItem  # (as click imports it: only for <Tab>)
+        return [CompletionItem(incomplete, type=self.kind)]
 
 
 PATH = _Path("file")

@@ -8,15 +8,13 @@ stay with who uses them (sources/decompressed.py, capture_command.run_capture,
 parsers/kernel_image.py): this table says which exist, so the three cannot disagree.
 """
 
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 __all__ = ["Compression", "COMPRESSIONS", "CAPTURE_COMPRESSIONS", "WRITTEN", "DEFAULT_WRITTEN", "WRITTEN_ALIASES",
            "compression_of", "by_option", "named_by"]
 
 
-@dataclass(frozen=True)
-class Compression:
+class Compression(NamedTuple):  # (not a dataclass: the command line builds its choices from it at every start)
     name: str                      # as messages name it: "gzip"
     magic: bytes                   # what a stream of it starts with
     option: Optional[str] = None   # its ``smem capture --compression`` spelling, where smem writes it

@@ -27,10 +27,8 @@ lists that no process holds (by a device driver alone, or by a process not read)
 
 from typing import Dict, NamedTuple, Optional, Tuple
 
-from .parsers.dmabuf_buffers import parse_dmabuf_bufinfo, parse_dmabuf_size
-from .parsers.dmabuf_fdinfo import parse_dmabuf_fdinfo
-from .parsers.drm_fdinfo import parse_drm_fdinfo
-from .parsers.maps import dmabuf_mappings
+# (the parsers are imported by the two readers below: every process view imports this module for
+# its columns' names, and reads no device unless a device column is asked for)
 
 __all__ = ["DeviceHandles", "Held", "DeviceShare", "DeviceMemory", "read_device_handles", "device_memory",
            "device_shares", "REGION_KINDS", "region_kind", "sum_shares", "DMABUF_SYSFS", "DMABUF_BUFINFO"]
@@ -74,6 +72,9 @@ def read_device_handles(source, pid, maps_dmabuf=True) -> Optional[DeviceHandles
     client's nor a dma-buf's is left out.  ``maps_dmabuf`` False: the caller has just read the
     process's smaps and no mapping in it is named ``/dmabuf:...``, so neither file is read
     again for them."""
+    from .parsers.dmabuf_fdinfo import parse_dmabuf_fdinfo
+    from .parsers.drm_fdinfo import parse_drm_fdinfo
+    from .parsers.maps import dmabuf_mappings
     found = source.device_fdinfo(pid)
     maps = source.read_optional(f"{pid}/maps") if maps_dmabuf else None
     if maps is None and maps_dmabuf:
@@ -157,6 +158,7 @@ class DeviceMemory(NamedTuple):
 def listed_dmabufs(source):
     """{inode: KiB} of every dma-buf the kernel lists (sysfs statistics, else debugfs bufinfo,
     through the source: a capture's ``sys/`` members); None where it lists none."""
+    from .parsers.dmabuf_buffers import parse_dmabuf_bufinfo, parse_dmabuf_size
     names = [n for n in source.list_sys(DMABUF_SYSFS) if n.isascii() and n.isdigit() and len(n) <= 20]
     if names:
         listed = {}

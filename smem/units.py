@@ -34,7 +34,8 @@ def percent(kib, total):
 
 # ASCII digits and spaces only ("٢G" and "２G" are not sizes, nor is "2\nG": \s and $ would take
 # a newline), and no more digits than a size has (int() refuses 4,300 of them).
-_SIZE = re.compile(r" *([0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30}) *([kmgtpe]?)(i?b?) *", re.IGNORECASE)
+# (Compiled by re at its first use: only an option that takes a size needs it.)
+_SIZE = r" *([0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30}) *([kmgtpe]?)(i?b?) *"
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 #: No machine has this many bytes of RAM (every figure fits a 64-bit counter).
 MAX_SIZE_BYTES = 1 << 64
@@ -51,7 +52,7 @@ def parse_size(text):
     more than 0 and less than 2**64 bytes.
     """
     text = text or ""
-    match = _SIZE.fullmatch(text)
+    match = re.fullmatch(_SIZE, text, re.IGNORECASE)
     if not match or (match.group(3) and not match.group(2) and match.group(3).lower() != "b"):
         raise UsageError(
             f"cannot read memory size {_shown(text)}: use a number with an optional unit, "

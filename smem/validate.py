@@ -11,7 +11,6 @@ view registry (imported here, not at the command line's start: --help and comple
 import os
 import stat
 
-from . import working_set
 from .errors import UsageError
 from .options import DEFAULT_FORMAT, LIVE, MAX_SECONDS
 
@@ -194,7 +193,8 @@ def _working_set(view, seconds, source, watching):
         raise UsageError("--wss measures this machine's processes over time: not a capture or another host")
     if not 0 < seconds <= MAX_SECONDS:
         raise UsageError(f"--wss takes a number of seconds above 0, at most {MAX_SECONDS} (not {seconds:g})")
-    working_set.asked_method()
+    from .working_set import asked_method  # only for --wss
+    asked_method()
     if os.geteuid() != 0:
         raise UsageError("--wss marks each process's pages (idle page tracking, or /proc/PID/clear_refs): "
                          "run it as root")

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import FIXTURES, TESTS, run_smem
 from smem.capture_writer import write_capture
-from smem.parsers.kernel_config import gunzip_config, no_page_mapcount, parse_kernel_config
+from smem.parsers.kernel_config import gunzip_config, no_page_mapcount, no_page_mapcount_in, parse_kernel_config
 from smem.sources.directory import DirectorySource
 
 NOTE = "CONFIG_NO_PAGE_MAPCOUNT"
@@ -34,9 +34,24 @@ def test_this_machines_config_reads():
     (b"CONFIG_NO_PAGE_MAPCOUNT=y\nCONFIG_MMU=y\n", True), (b"# CONFIG_NO_PAGE_MAPCOUNT is not set\n", False),
     (b"CONFIG_MMU=y\n", False), (b"", None), (b"\xff\xfe garbage\n", None),
     (b"CONFIG_NO_PAGE_MAPCOUNT=y\nCONFIG_NO_PAGE_MAPCOUNT=n\n", True), (b"CONFIG_NO_PAGE_MAPCOUNT=m\n", False),
+    (b"CONFIG_NO_PAGE_MAPCOUNT_X=y\nCONFIG_A=\"CONFIG_NO_PAGE_MAPCOUNT=y\"\n", False),
+    (b"# CONFIG_NO_PAGE_MAPCOUNT=y\n", None), (b"  CONFIG_NO_PAGE_MAPCOUNT=y\r", True),
+    (b"CONFIG NO_PAGE_MAPCOUNT=y\nCONFIG_NO_PAGE_MAPCOUNT", None),
+    (b"# CONFIG_NO_PAGE_MAPCOUNT is not set\nCONFIG_NO_PAGE_MAPCOUNT=y", False),
 ])
 def test_the_verdict(text, verdict):
     assert no_page_mapcount(parse_kernel_config(text)) is verdict
+    assert no_page_mapcount_in(text) is verdict  # (what a report asks: the option's lines alone)
+
+
+def test_this_machines_verdict_is_the_whole_parse():
+    path = Path("/proc/config.gz")
+    if not path.is_file():
+        pytest.skip("no /proc/config.gz")
+    text = gunzip_config(path.read_bytes())
+    for config in (text, text.replace(b"CONFIG_NO_PAGE_MAPCOUNT", b"CONFIG_NO_PAGE_MAPCOUN"),
+                   text.replace(b"CONFIG_PAGE_MAPCOUNT=y", b"CONFIG_NO_PAGE_MAPCOUNT=y")):
+        assert no_page_mapcount_in(config) is no_page_mapcount(parse_kernel_config(config))
 
 
 @pytest.mark.uses("cpu")

@@ -21,11 +21,12 @@ def plausible(value, limit=MAX_BYTES):
     return value if 0 <= value < limit else None
 
 
-#: a line, as str.splitlines() ends them
-_LINE = re.compile("[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")
+#: a line, as str.splitlines() ends them (a pattern, compiled by re at its first use: a report
+#: reads no capture-info or SysV segment list unless it asks)
+_LINE = "[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+"
 
 
 def text_lines(text):
     """The non-empty lines of ``text`` as str.splitlines() ends them, one at a time: a list of
     every line of a capture's millions of short ones took gigabytes."""
-    return (match.group() for match in _LINE.finditer(text))
+    return (match.group() for match in re.finditer(_LINE, text))

@@ -46,11 +46,12 @@ def cgroup_v2_path(data):
     return None
 
 
-_CONTAINER = re.compile(r"(docker|cri-containerd|crio|libpod|containerd)-([0-9a-f]{12})[0-9a-f]{52}(\.scope)?")
+#: (a pattern, compiled by re at its first use: most reports show no cgroup)
+_CONTAINER = r"(docker|cri-containerd|crio|libpod|containerd)-([0-9a-f]{12})[0-9a-f]{52}(\.scope)?"
 
 
 def cgroup_label(path):
     """The path with 64-hex container ids cut to the 12 that docker and podman show."""
     if path is None:
         return "?"
-    return _CONTAINER.sub(lambda m: f"{m.group(1)}-{m.group(2)}{m.group(3) or ''}", path)
+    return re.sub(_CONTAINER, lambda m: f"{m.group(1)}-{m.group(2)}{m.group(3) or ''}", path)

@@ -11,7 +11,9 @@ large folio mapped in part, and /proc/kpagecount, are averages over the folio (e
 import zlib
 from typing import Dict, Optional
 
-__all__ = ["parse_kernel_config", "gunzip_config", "no_page_mapcount", "MAX_CONFIG_BYTES"]
+__all__ = ["parse_kernel_config", "gunzip_config", "no_page_mapcount", "no_page_mapcount_in", "MAX_CONFIG_BYTES"]
+
+_NO_PAGE_MAPCOUNT = "CONFIG_NO_PAGE_MAPCOUNT"
 
 #: a .config is 100-300 KiB; more is not one (and a gzip bomb is stopped here)
 MAX_CONFIG_BYTES = 4 << 20
@@ -32,14 +34,21 @@ def parse_kernel_config(data) -> Dict[str, str]:
     """{CONFIG_NAME: value} of ``data`` (bytes); an option "is not set" reads "n"."""
     options = {}
     for line in data.decode("utf-8", "replace").split("\n"):
-        line = line.strip()
-        if line.startswith("# CONFIG_") and line.endswith(" is not set"):
-            options.setdefault(line[2:-len(" is not set")], "n")
-            continue
-        key, eq, value = line.partition("=")
-        if eq and key.startswith("CONFIG_") and " " not in key:
-            options.setdefault(key, value)
+        option = _option(line)
+        if option is not None:
+            options.setdefault(*option)
     return options
+
+
+def _option(line):
+    """(CONFIG_NAME, value) of one line of a config, or None (a comment, a blank line)."""
+    line = line.strip()
+    if line.startswith("# CONFIG_") and line.endswith(" is not set"):
+        return line[2:-len(" is not set")], "n"
+    key, eq, value = line.partition("=")
+    if eq and key.startswith("CONFIG_") and " " not in key:
+        return key, value
+    return None
 
 
 def no_page_mapcount(options) -> Optional[bool]:
@@ -52,3 +61,19 @@ def no_page_mapcount(options) -> Optional[bool]:
     if value == "n" or options:
         return False
     return None
+
+
+def no_page_mapcount_in(data) -> Optional[bool]:
+    """:func:`no_page_mapcount` of the config ``data`` (bytes), from the lines that name the
+    option (and where none sets it, whether any line is an option): every report asks, and
+    need not parse each of the config's thousands of lines for it."""
+    text = data.decode("utf-8", "replace")
+    at = text.find(_NO_PAGE_MAPCOUNT)
+    while at >= 0:
+        start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+        end = len(text) if end < 0 else end
+        option = _option(text[start:end])
+        if option is not None and option[0] == _NO_PAGE_MAPCOUNT:
+            return no_page_mapcount({_NO_PAGE_MAPCOUNT: option[1]})
+        at = text.find(_NO_PAGE_MAPCOUNT, end)
+    return False if any(_option(line) is not None for line in text.split("\n")) else None

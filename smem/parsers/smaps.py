@@ -38,8 +38,9 @@ ANONYMOUS = "<anonymous>"
 
 # A mapping's header: "start-end " at the start of a line (counter lines start with a key).
 # Searching for the newline first lets the regex engine skip ahead; the first line is matched apart.
-_FIRST_HEADER = re.compile(rb"[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]")
-_HEADER = re.compile(rb"\n[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]")
+# (Patterns compiled by re at their first use: only the pure Python parser uses them.)
+_FIRST_HEADER = rb"[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]"
+_HEADER = rb"\n[0-9a-fA-F]+-[0-9a-fA-F]+[ \t]"
 _NEEDLES = {}  # "Pss" -> b"\nPss:", shared by all parses
 _HEX_DIGITS = b"0123456789abcdefABCDEF"
 
@@ -222,8 +223,8 @@ _intern = sys.intern
 
 
 def _parse_python(data):
-    starts = [m.start() + 1 for m in _HEADER.finditer(data)]
-    if _FIRST_HEADER.match(data):
+    starts = [m.start() + 1 for m in re.finditer(_HEADER, data)]
+    if re.match(_FIRST_HEADER, data):
         starts.insert(0, 0)
     size = len(data)
     mappings = []

@@ -14,8 +14,8 @@ __all__ = ["Machine"]
 
 #: uname -m of kernels with 8-byte words, and of those with 4 (a kernel's, not its userspace's:
 #: a 32-bit userspace on a 64-bit kernel still reports the kernel's, unless run under linux32)
-_WORD_BYTES = ((re.compile(r"x86_64|aarch64|riscv64|ppc64.*|s390x|mips64.*|loongarch64"), 8),
-               (re.compile(r"armv[4-7].*l|i[3-6]86|mips|mipsel"), 4))
+_WORD_BYTES = ((r"x86_64|aarch64|riscv64|ppc64.*|s390x|mips64.*|loongarch64", 8),
+               (r"armv[4-7].*l|i[3-6]86|mips|mipsel", 4))  # (compiled by re at their first use)
 
 
 def _count(text):
@@ -55,7 +55,7 @@ class Machine(NamedTuple):
         """The kernel's word size (8 on a 64-bit kernel, 4 on a 32-bit one) from the arch; None
         where the arch is unknown or not one we know the size of."""
         for pattern, size in _WORD_BYTES:
-            if self.arch is not None and pattern.fullmatch(self.arch):
+            if self.arch is not None and re.fullmatch(pattern, self.arch):
                 return size
         return None
 

@@ -15,7 +15,6 @@ from .memory_columns import exact_columns, memory_columns
 from ..kernel_pools import SwapRamRatios
 from .cpu import cpu_column, cpu_readings, process_cpu
 from .process import process_ksm, process_split, user_label
-from ..working_set import summed_working_sets, working_set_of
 
 __all__ = ["USER_VIEW", "PROGRAM_VIEW", "CGROUP_VIEW", "GroupRow", "group_rows"]
 
@@ -61,7 +60,8 @@ class GroupRow:
 
     @property
     def working_set(self):
-        """(wss, wsspss) KiB of its processes, summed (smem.working_set)."""
+        """(wss, wsspss) KiB of its processes, summed (smem.working_set, imported only for a wss column)."""
+        from ..working_set import summed_working_sets, working_set_of
         return summed_working_sets(working_set_of(p, self.measured) for p in self.processes)
 
     @property

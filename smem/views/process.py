@@ -7,7 +7,6 @@ from ..model import ROLLUP_SPLIT
 from ..parsers.cgroup import cgroup_label
 from ..parsers.status import status_kib
 from .columns import Accounting, Comparison, Metrics, Reads, View, count, text
-from ..working_set import working_set_of
 from .cpu import cpu_column, cpu_readings, process_cpu
 from .memory_columns import exact_columns, memory_columns
 
@@ -69,7 +68,8 @@ class ProcessRow:
 
     @property
     def working_set(self):
-        """(wss, wsspss) KiB (smem.working_set)."""
+        """(wss, wsspss) KiB (smem.working_set, imported only for a wss column)."""
+        from ..working_set import working_set_of
         return working_set_of(self.process, self.measured)
 
 
