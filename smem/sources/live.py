@@ -254,12 +254,11 @@ class LiveSource(Source):
     def facts(self):
         if not self.local:
             return {}
-        import socket
         import time
-        uname = os.uname()
+        uname = os.uname()  # (its nodename is gethostname(2)'s on Linux, without importing socket)
         now = time.time()
         facts = {
-            "hostname": socket.gethostname(),
+            "hostname": uname.nodename,
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
             "epoch": str(int(now)),
             "pagesize": str(os.sysconf("SC_PAGE_SIZE")),
