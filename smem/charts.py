@@ -49,7 +49,6 @@ def _output_format(path):
     return extension
 
 
-
 def slice_colours(count):
     """``count`` distinct colours for pie slices: tab20, tab20b and tab20c without their greys
     (they stand for "other" and "unused"), then evenly spaced hues; never one twice."""
@@ -282,31 +281,39 @@ def _inflated_start(head):
 
 
 def _save(data, draw, path, fmt, force=False):
-    import matplotlib
-    from matplotlib.figure import Figure
-    figure = Figure()
-    draw(figure, data)
+    figure = _drawn(data, draw)
     try:
-        with output_file(path, _holds_chart(fmt), force=force, what=f"{fmt} chart") as out, \
-                matplotlib.rc_context({"svg.fonttype": "none"}):
-            # svg.fonttype none: labels stay text, searchable and small.
-            figure.savefig(out, format=fmt, dpi=100, bbox_inches="tight",
-                           **({"pil_kwargs": _MARKED[fmt]} if fmt in _MARKED else {}))
+        with output_file(path, _holds_chart(fmt), force=force, what=f"{fmt} chart") as out:
+            _write(figure, out, fmt)
     except (OSError, RuntimeError, ValueError) as e:
         raise SmemError(f"cannot save the chart as {path}: {e}") from None
 
 
 def _png(data, draw):
-    """The chart as a PNG's bytes (as -o FILE.png writes it: matplotlib names itself in it)."""
+    """The chart as a PNG's bytes, as -o FILE.png writes them (-o -)."""
     import io
-    from matplotlib.figure import Figure
-    figure, out = Figure(), io.BytesIO()
-    draw(figure, data)
+    figure, out = _drawn(data, draw), io.BytesIO()
     try:
-        figure.savefig(out, format="png", dpi=100, bbox_inches="tight")
+        _write(figure, out, "png")
     except (RuntimeError, ValueError) as e:  # (as _save says them)
         raise SmemError(f"cannot draw the chart: {e}") from None
     return out.getvalue()
+
+
+def _drawn(data, draw):
+    from matplotlib.figure import Figure
+    figure = Figure()
+    draw(figure, data)
+    return figure
+
+
+def _write(figure, out, fmt):
+    """``figure`` written to ``out`` as ``fmt``: one routine, so that a file and standard output
+    get the same bytes."""
+    import matplotlib
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # (labels stay text, searchable and small)
+        figure.savefig(out, format=fmt, dpi=100, bbox_inches="tight",
+                       **({"pil_kwargs": _MARKED[fmt]} if fmt in _MARKED else {}))
 
 
 def _show(data, draw):
