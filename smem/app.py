@@ -244,8 +244,9 @@ def pids_not_found(query, snapshot, *others):
     names them is not shown, and the report would be empty with status 0, as if they held nothing)."""
     snapshots = (snapshot, *others)
     shown = {p.pid for s in snapshots for p in s.processes} | {pid for s in snapshots for pid, _, _ in s.skipped}
-    unreadable = {pid: reason for s in reversed(snapshots) for reason, processes in s.unreadable.items()
-                  for pid, _ in processes}
+    # (pid: (why it could not be read, whether on this machine: root may read it again then))
+    unreadable = {pid: (reason, s.source.local) for s in reversed(snapshots)
+                  for reason, processes in s.unreadable.items() for pid, _ in processes}
     asked = list(dict.fromkeys(query.pids))
     missing = [pid for pid in asked if pid not in shown and pid not in unreadable]
     message = (f"--pid {','.join(map(str, missing))}: not found{' on either side' if others else ''}, "
@@ -257,9 +258,9 @@ def pids_not_found(query, snapshot, *others):
     if any(s.no_smaps for s in snapshots):  # (not "not found": they are there, and nothing of them can be measured)
         raise SmemError(f"--pid {','.join(map(str, asked))}: {NO_SMAPS}")
     said = [message] if missing else []
-    local = any(s.source.local for s in snapshots)
-    for reason in sorted({unreadable[pid] for pid in asked if pid in unreadable}):
-        pids = [pid for pid in asked if unreadable.get(pid) == reason]
+    for reason in sorted({unreadable[pid][0] for pid in asked if pid in unreadable}):
+        pids = [pid for pid in asked if pid in unreadable and unreadable[pid][0] == reason]
+        local = any(unreadable[pid][1] for pid in pids)
         hint = ("; run as root to see " + ("it" if len(pids) == 1 else "them")
                 if _denied(reason) and local and os.geteuid() != 0 else "")
         said.append(f"--pid {','.join(map(str, pids))}: could not be read ({reason.lower()}){hint}")
