@@ -48,7 +48,7 @@ def snapshot_ours(tmp, ref=None):
                        capture_output=True)
         shutil.rmtree(dest / 'build', ignore_errors=True)
     # Byte-compile the copy as `pip install` does: otherwise every run would compile every
-    # module again where PYTHONDONTWRITEBYTECODE is set (15 ms a start on the development machine).
+    # module again where PYTHONDONTWRITEBYTECODE is set (docs/benchmarks.md: what it costs a start).
     subprocess.run([sys.executable, '-m', 'compileall', '-q', str(dest / 'smem')], check=True)
     h = hashlib.sha256()
     for p in sorted((dest / 'smem').rglob('*')):

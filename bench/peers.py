@@ -88,7 +88,7 @@ def find_peers(install, log):
     # where it is not installed.)
     # Ours runs under the same venv interpreter as ps_mem, as a user's `pip install` into a
     # venv (or pipx) runs it: the base interpreter's site-packages may hold .pth files that
-    # import modules at every start (20 ms on the development machine), which neither tool
+    # import modules at every start (docs/benchmarks.md), which neither tool
     # should be charged for.  Without the venv, the benchmark's own interpreter.
     ours.OURS_PYTHON = str(py) if has_our_dependencies() else sys.executable
     return p

@@ -48,7 +48,8 @@ def section_startup(runs, tmp, log):
     # wall time of a bare interpreter and of smem --help, interleaved
     cmds = [Cmd('py-pass', f'{ours.OURS_PYTHON} -c pass', [ours.OURS_PYTHON, '-c', 'pass'], env=env),
             Cmd('ours-help', 'smem --help', ours_argv('--help'), env=env)]
-    if os.path.exists('/usr/bin/python3') and os.path.realpath('/usr/bin/python3') != os.path.realpath(ours.OURS_PYTHON):
+    system_python = '/usr/bin/python3'
+    if os.path.exists(system_python) and os.path.realpath(system_python) != os.path.realpath(ours.OURS_PYTHON):
         cmds.append(Cmd('py15-pass', '/usr/bin/python3 -c pass (smem 1.5\'s interpreter)',
                         ['/usr/bin/python3', '-c', 'pass'], env=peer_env()))
     if os.path.exists(SMEM15):

@@ -154,7 +154,6 @@ def run_smem_on_a_terminal(args, columns, namespace=None):
     return out[:out.index(mark)].decode().replace("\r\n", "\n").splitlines()
 
 
-
 #: Python code that imports what smem may import lazily, then becomes nobody (uid 65534).
 #: The interpreter may live under /root, unreadable once we are nobody, so everything smem
 #: could need is imported first; then the code that follows runs as an unprivileged user.

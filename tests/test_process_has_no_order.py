@@ -35,4 +35,3 @@ def test_a_sort_needs_a_key():
     with pytest.raises(TypeError):
         max(processes)
     assert [p.pid for p in sorted(reversed(processes), key=lambda p: p.pid)] == sorted(p.pid for p in processes)
-

@@ -62,7 +62,6 @@ def test_help_and_version_to_a_closed_standard_output_are_one_line(args):
     assert proc.returncode == 1 and err == "smem: cannot write to standard output: standard output is closed\n", err
 
 
-
 @pytest.mark.process
 @pytest.mark.uses("charts")
 def test_a_chart_to_a_full_disk_or_a_closed_standard_output_is_one_line():

@@ -55,7 +55,7 @@ def no_page_mapcount(options) -> Optional[bool]:
     """Whether the kernel was built without per-page map counts (True), with them (False), or
     None where the config does not say (before 6.15 every kernel had them: False then too, when
     CONFIG_PAGE_MAPCOUNT or neither appears the config is simply older)."""
-    value = options.get("CONFIG_NO_PAGE_MAPCOUNT")
+    value = options.get(_NO_PAGE_MAPCOUNT)
     if value == "y":
         return True
     if value == "n" or options:
