@@ -9,9 +9,9 @@ large folio mapped in part, and /proc/kpagecount, are averages over the folio (e
 """
 
 import zlib
-from typing import Dict, Optional
+from typing import Optional
 
-__all__ = ["parse_kernel_config", "gunzip_config", "no_page_mapcount", "no_page_mapcount_in", "MAX_CONFIG_BYTES"]
+__all__ = ["gunzip_config", "no_page_mapcount", "no_page_mapcount_in", "MAX_CONFIG_BYTES"]
 
 _NO_PAGE_MAPCOUNT = "CONFIG_NO_PAGE_MAPCOUNT"
 
@@ -28,16 +28,6 @@ def gunzip_config(data) -> Optional[bytes]:
     except zlib.error:
         return None
     return text if inflater.eof and not inflater.unconsumed_tail else None  # (cut short: not all of it)
-
-
-def parse_kernel_config(data) -> Dict[str, str]:
-    """{CONFIG_NAME: value} of ``data`` (bytes); an option "is not set" reads "n"."""
-    options = {}
-    for line in data.decode("utf-8", "replace").split("\n"):
-        option = _option(line)
-        if option is not None:
-            options.setdefault(*option)
-    return options
 
 
 def _option(line):
@@ -64,9 +54,10 @@ def no_page_mapcount(options) -> Optional[bool]:
 
 
 def no_page_mapcount_in(data) -> Optional[bool]:
-    """:func:`no_page_mapcount` of the config ``data`` (bytes), from the lines that name the
-    option (and where none sets it, whether any line is an option): every report asks, and
-    need not parse each of the config's thousands of lines for it."""
+    """:func:`no_page_mapcount` of the config ``data`` (bytes): the verdict a parse of every line
+    into {CONFIG_NAME: value} would give (the first line naming an option wins; "is not set" reads
+    "n"), from the lines that name the option (and where none sets it, whether any line is an
+    option): every report asks, and need not parse each of the config's thousands of lines."""
     text = data.decode("utf-8", "replace")
     at = text.find(_NO_PAGE_MAPCOUNT)
     while at >= 0:
