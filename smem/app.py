@@ -189,8 +189,8 @@ def _estimated(source, exact):
 @functools.lru_cache(maxsize=2)
 def _no_page_mapcount(text):
     """no_page_mapcount of the config ``text``: parsed once, not at every scrape of smem serve."""
-    from .parsers.kernel_config import no_page_mapcount_in
-    return no_page_mapcount_in(text)
+    from .parsers.kernel_config import no_page_mapcount
+    return no_page_mapcount(text)
 
 
 def _measure_working_set(source, selection, seconds, warnings):

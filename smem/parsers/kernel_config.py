@@ -11,7 +11,7 @@ large folio mapped in part, and /proc/kpagecount, are averages over the folio (e
 import zlib
 from typing import Optional
 
-__all__ = ["gunzip_config", "no_page_mapcount", "no_page_mapcount_in", "MAX_CONFIG_BYTES"]
+__all__ = ["gunzip_config", "no_page_mapcount", "MAX_CONFIG_BYTES"]
 
 _NO_PAGE_MAPCOUNT = "CONFIG_NO_PAGE_MAPCOUNT"
 
@@ -41,23 +41,13 @@ def _option(line):
     return None
 
 
-def no_page_mapcount(options) -> Optional[bool]:
-    """Whether the kernel was built without per-page map counts (True), with them (False), or
-    None where the config does not say (before 6.15 every kernel had them: False then too, when
-    CONFIG_PAGE_MAPCOUNT or neither appears the config is simply older)."""
-    value = options.get(_NO_PAGE_MAPCOUNT)
-    if value == "y":
-        return True
-    if value == "n" or options:
-        return False
-    return None
-
-
-def no_page_mapcount_in(data) -> Optional[bool]:
-    """:func:`no_page_mapcount` of the config ``data`` (bytes): the verdict a parse of every line
-    into {CONFIG_NAME: value} would give (the first line naming an option wins; "is not set" reads
-    "n"), from the lines that name the option (and where none sets it, whether any line is an
-    option): every report asks, and need not parse each of the config's thousands of lines."""
+def no_page_mapcount(data) -> Optional[bool]:
+    """Whether the kernel the config ``data`` (bytes) was built for keeps no per-page map counts
+    (True), keeps them (False), or None where the text holds no option at all.  Before 6.15 every
+    kernel had them: an older config, which names neither CONFIG_NO_PAGE_MAPCOUNT nor its
+    opposite, says False.  The first line naming the option wins ("is not set" reads "n"), as a
+    parse of every line would have it; only the lines that name it are read: every report asks,
+    and need not parse each of the config's thousands of lines."""
     text = data.decode("utf-8", "replace")
     at = text.find(_NO_PAGE_MAPCOUNT)
     while at >= 0:
@@ -65,6 +55,6 @@ def no_page_mapcount_in(data) -> Optional[bool]:
         end = len(text) if end < 0 else end
         option = _option(text[start:end])
         if option is not None and option[0] == _NO_PAGE_MAPCOUNT:
-            return no_page_mapcount({_NO_PAGE_MAPCOUNT: option[1]})
+            return option[1] == "y"
         at = text.find(_NO_PAGE_MAPCOUNT, end)
     return False if any(_option(line) is not None for line in text.split("\n")) else None
