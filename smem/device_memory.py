@@ -27,8 +27,10 @@ lists that no process holds (by a device driver alone, or by a process not read)
 
 from typing import Dict, NamedTuple, Optional, Tuple
 
-# (the parsers are imported by the two readers below: every process view imports this module for
-# its columns' names, and reads no device unless a device column is asked for)
+from .parsers.maps import dmabuf_mappings  # (the loader imports the maps parser anyway)
+
+# (the fdinfo and dma-buf parsers are imported by the two readers below: every process view
+# imports this module for its columns' names, and reads no device unless a device column is asked for)
 
 __all__ = ["DeviceHandles", "Held", "DeviceShare", "DeviceMemory", "read_device_handles", "device_memory",
            "device_shares", "REGION_KINDS", "region_kind", "sum_shares", "DMABUF_SYSFS", "DMABUF_BUFINFO"]
@@ -74,7 +76,6 @@ def read_device_handles(source, pid, maps_dmabuf=True) -> Optional[DeviceHandles
     again for them."""
     from .parsers.dmabuf_fdinfo import parse_dmabuf_fdinfo
     from .parsers.drm_fdinfo import parse_drm_fdinfo
-    from .parsers.maps import dmabuf_mappings
     found = source.device_fdinfo(pid)
     maps = source.read_optional(f"{pid}/maps") if maps_dmabuf else None
     if maps is None and maps_dmabuf:
