@@ -70,6 +70,26 @@ def test_a_tree_where_some_processes_lack_smaps_says_nothing_of_the_kernel(tmp_p
     assert proc.stdout.decode().splitlines()[-1].split()[-1] == "4"
 
 
+
+@pytest.mark.parametrize("options", [("--pid", "1"), ("-P", "^init"), ("-U", "root", "--pid", "1")])
+def test_one_process_without_smaps_picked_out_is_not_the_kernel_without_them(tmp_path, options):
+    """--pid (or a filter) of a process whose smaps is not in a capture, where others' are (one
+    that exited as the capture was taken), said the kernel gives no smaps: it judged from the
+    processes picked out alone."""
+    tree = tmp_path / "proc"
+    shutil.copytree(TREE, tree)
+    for pid in (entry.name for entry in tree.iterdir() if entry.name.isdigit() and entry.name != "1"):
+        (tree / pid / "smaps").write_bytes(b"00400000-00401000 r-xp 00000000 08:01 1 /bin/sh\n"
+                                           b"Size: 4 kB\nRss: 4 kB\nPss: 4 kB\n")
+    for source in (tree, _archive(tree, tmp_path / "board.tgz")):
+        proc = run_smem("-S", source, *options)
+        assert SAID.split(";")[0] not in proc.stderr.decode(), proc.stderr
+        if "--pid" in options:
+            assert proc.returncode == 1 and proc.stdout == b"", proc
+            assert proc.stderr.decode().startswith("smem: --pid 1: not found"), proc.stderr
+        else:
+            assert proc.returncode == 0, proc.stderr
+
 @pytest.mark.uses("cpu")
 def test_the_recorded_rhel6_tree_without_smaps(tmp_path):
     """PCP's recording of a 2.6.32 machine's 206 processes, none with smaps (a meminfo added)."""

@@ -75,13 +75,13 @@ class Gathered:
 
     def kernel_without_smaps(self, source):
         """Whether the source's kernel gives no /proc/PID/smaps: processes were named and none
-        had smaps or smaps_rollup (nor was refused: a refused one has them).  Live, where a process
-        may exit as it is read, the kernel is asked too (process.kernel_gives_no_smaps)."""
+        had smaps or smaps_rollup (nor was refused: a refused one has them), and the kernel says
+        so too (process.kernel_gives_no_smaps): those read may be a few that -P, -U or --pid
+        picked out of a capture, or have exited as they were read."""
         if self.processes or self.unreadable or not self.smaps_absent:
             return False
-        from ..sources.base import VANISHING
         from .process import kernel_gives_no_smaps
-        return not source.has(VANISHING) or kernel_gives_no_smaps(source)
+        return kernel_gives_no_smaps(source)
 
 
 def make_reading(source, needs, processes, meminfo, unreadable, pss_missing, skipped, folded, selected,
