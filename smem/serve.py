@@ -38,7 +38,7 @@ from .app import companion_tables, plan, read_snapshot, readings, warning_kind
 from .cpu_seconds import CpuSeconds
 from .errors import OutputError, SmemError
 from .extras import require
-from .formats.families import families, pressure_families
+from .formats.families import exported, families, pressure_families
 from .http_app import address_text, allowed_hosts, make_server, routes
 from .incremental import Refresher
 from .options import ReportRequest, TableOptions
@@ -74,9 +74,13 @@ def _left_out(snapshot):
 
 
 def _options(view, **more):
+    """The columns of ``view`` a scrape exports, as samples or as labels (which break ties of the
+    sort as a report's do), and no other: one nothing exports (the process view's command line)
+    would be read again for every process a collection re-reads."""
+    labels = {name for name, _ in view.metrics.labels}
     columns = tuple(view.default_columns) + tuple(k for k in EXTRA_COLUMNS
                                                   if k in view.columns and k not in view.default_columns)
-    return TableOptions(columns=columns, **more)
+    return TableOptions(columns=tuple(k for k in columns if k in labels or exported(view.columns[k])), **more)
 
 
 @dataclass

@@ -252,3 +252,31 @@ def test_an_accept_header_with_a_version_not_numbers_gets_the_metrics():
         status, err = stop(proc)
     assert status == 0
     assert "answering" not in err, err
+
+
+def test_a_collection_reads_only_what_it_exports():
+    """The --top table had the process view's command line, which no metric carries (a label would
+    be a new series whenever it changed): each collection read it again for every process it re-read.
+    Its columns now are those exported, as samples or labels, and the families are the same."""
+    from smem.formats.families import exported, families
+    from smem.options import Query, ServeOptions
+    from smem.report import make_table
+    from smem.serve import EXTRA_COLUMNS, SharedCollector
+    from smem.views import VIEWS
+
+    collector = SharedCollector(Query(source=str(CAPTURE)), ServeOptions(top=100), warn=lambda _: None)
+    assert not collector.plan.needs.command
+    for view, options in ((collector.plan.view, collector.request.table), *collector.plan.companions):
+        labels = {name for name, _ in view.metrics.labels}
+        assert all(key in labels or exported(view.columns[key]) for key in options.columns), (view.name, options)
+    collection = collector.latest(say=False)
+    ours = {family.name: family.samples for family in collection.families if family.name.startswith("smem_process_")}
+    # the process view's table with every default column and the exporter's, from the same snapshot
+    view = VIEWS["process"]
+    every = view.default_columns + tuple(k for k in EXTRA_COLUMNS if k in view.columns and k not in view.default_columns)
+    assert "command" in every
+    whole = make_table([collector._previous], view, collector.request.table._replace(columns=every),
+                       collector.request.system)
+    theirs = {f.name: f.samples for f in families(whole)}
+    assert ours == {name: samples for name, samples in theirs.items() if name in ours}
+    assert ours.keys() == theirs.keys()

@@ -41,6 +41,14 @@ class Family:
     type: str = "gauge"
 
 
+def exported(column, label_names=()):
+    """Whether :func:`families` makes samples of ``column``: an amount or a count, or one its
+    ColumnMetric declares; not a label of the rows, nor text (a command line, a mapping's name)."""
+    if column.key in label_names:
+        return False
+    return column.metric is not None or column.is_amount or column.total == "sum"
+
+
 def families(table, helps=None):
     """A :class:`Family` for each amount or count column of ``table`` (labels and text are not gauges),
     and one for each name its columns' ColumnMetric declare (a cgroup's pressure columns: one family
@@ -58,14 +66,14 @@ def families(table, helps=None):
     for column in table.columns:
         shown.setdefault(column.key, column)
     for column in shown.values():
-        if column.metric is not None and column.key not in label_names:
+        if not exported(column, label_names):
+            continue  # labels, text and identifiers are not gauges
+        if column.metric is not None:
             if column.metric.name not in declared:
                 declared[column.metric.name] = (column.metric, [])
                 result.append(column.metric.name)  # (its place among the families)
             declared[column.metric.name][1].extend(_samples(table, column, row_labels))
             continue
-        if column.key in label_names or not (column.is_amount or column.total == "sum"):
-            continue  # labels, text and identifiers are not gauges
         samples = []
         for row, values in zip(table.rows, row_labels):
             value = column.getter(row)
