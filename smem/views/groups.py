@@ -99,8 +99,9 @@ def group_rows(snapshots, key, label, pressure=None, apart=None):
             group = groups[k] = (label(process), [], [])
         group[1].append(process)
         group[2].append(cpu)
-    exact, devices, clock = snapshot.exact, snapshot.devices, snapshot.clock
+    exact, clock = snapshot.exact, snapshot.clock
     figures = exact.groups({k: [p.pid for p in g[1]] for k, g in groups.items()}) if exact is not None else None
+    devices = snapshot.devices.shares if snapshot.devices is not None else None  # (no share held: no row has one)
     if devices:
         from ..device_memory import sum_shares
     names = apart({k: g[0] for k, g in groups.items()}) if apart is not None else None
@@ -109,7 +110,8 @@ def group_rows(snapshots, key, label, pressure=None, apart=None):
         name = names[k] if names is not None else name
         shares = [v for v in cpus if v is not None] if clock is not None else None
         rows.append(GroupRow(k, name, tuple(processes), exact=figures[k] if figures is not None else None,
-                             swap_ratios=members.ratios.of_group(processes),
+                             swap_ratios=members.ratios.of_group(processes) if members.swapped
+                             else members.ratios.machine,
                              devices=sum_shares(devices.get(p.pid) for p in processes) if devices else None,
                              pressure=pressure, cpu=round(sum(shares), 1) if shares else None,
                              measured=snapshot.working_set))
@@ -119,9 +121,10 @@ def group_rows(snapshots, key, label, pressure=None, apart=None):
 class _Members:
     """What every group view takes of a snapshot's processes, the same for the program, user and
     cgroup views of one collection (smem serve's scrape, a watch frame, a page make the three):
-    those that map memory, the cpu of each over the interval, the swap ratios."""
+    those that map memory, the cpu of each over the interval, the swap ratios, and whether any
+    has pages in swap (else each group's ratios are the machine's, its members not weighed)."""
 
-    __slots__ = ("snapshots", "processes", "cpu", "ratios")
+    __slots__ = ("snapshots", "processes", "cpu", "ratios", "swapped")
 
     def __init__(self, snapshots):
         snapshot = snapshots[-1]
@@ -131,6 +134,7 @@ class _Members:
         self.cpu = ([process_cpu(p, clock, earlier) for p in self.processes] if clock is not None
                     else [None] * len(self.processes))
         self.ratios = SwapRamRatios(snapshot.pools, snapshot.meminfo.kib)
+        self.swapped = any(p.totals.get("SwapPss") for p in self.processes)
 
 
 _latest = [None]  # the _Members made last: the next group view of the same snapshots takes it
