@@ -298,7 +298,7 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
     at once); every frame written is kept whole. Needs smem[compression] (zstandard).
     """
     from .sources.recorded import parse_duration
-    validate.record(count=count, duration=duration, listen=listen, interval=interval, timeout=timeout)
+    validate.record(output=output, count=count, duration=duration, listen=listen, interval=interval, timeout=timeout)
     seconds = parse_duration(duration, "--duration") if duration is not None else None
     from .recording.record import DEFAULT_INTERVAL, record_pushed, record_this_machine
     from .recording.stopping import Stopped

@@ -22,6 +22,7 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
     """The main command: its chart, watch, system, --exact and --wss options against each other
     and against ``view`` (the name the view flags chose)."""
     _chart(pie, bar, output, force, fmt)
+    _output_read_from(output, force, (source,))
     _over_tcp(timeout, (source,), "-S tcp://HOST:PORT")
     _frame_chosen(source, at, "--at")
     watching = _watch(interval, count, delta, speed, all_frames, max_staleness)
@@ -80,6 +81,47 @@ def _frame_chosen(source, at, option):
         return
     kind = "a capture directory" if stat.S_ISDIR(mode) else "a capture"
     raise UsageError(f"{option} chooses a frame of a recording: {source} is {kind}")
+
+
+def _output_read_from(output, force, sources):
+    """-o names no file a source is read from: the capture itself, or with --force a file of a
+    capture's or a recording's directory.  --force lets -o replace a file that holds no chart (no
+    page), and the chart (page) would be written over the capture it is made from, lost once read
+    (without it, a chart or page of its own in the directory may be written again)."""
+    if output is None or output == "-":
+        return
+    try:
+        written = os.stat(output)
+    except (OSError, ValueError):  # (not there yet: nothing to lose; a NUL: -o says it)
+        return
+    for source in sources:
+        if source is None or source in ("", "-", LIVE) or "://" in source:
+            continue
+        try:
+            read = os.stat(source)
+        except (OSError, ValueError):
+            continue
+        if os.path.samestat(written, read):
+            raise UsageError(f"-o {output} is the source {source} itself: it would be replaced by what is read "
+                             "from it; name another file")
+        if force and stat.S_ISDIR(read.st_mode) and _inside(output, read):
+            raise UsageError(f"-o {output} is a file of the source {source} (a capture's or recording's "
+                             "directory): --force would replace it; name a file outside it")
+
+
+def _inside(path, directory):
+    """Whether ``path`` (an existing file, links followed as a write follows them) lies under
+    ``directory`` (an os.stat result)."""
+    parent = os.path.dirname(os.path.realpath(path))
+    while True:
+        try:
+            if os.path.samestat(os.stat(parent), directory):
+                return True
+        except OSError:
+            return False
+        if parent == os.path.dirname(parent):
+            return False
+        parent = os.path.dirname(parent)
 
 
 def _over_tcp(timeout, sources, how):
@@ -236,10 +278,14 @@ def html(*, force, output, source, old, **_):
                          f"save charts as .png, .svg or .pdf)")
     if "-" in (source, old):
         raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
+    _output_read_from(output, force, (source, old))
 
 
-def record(*, count, duration, listen, interval, timeout, **_):
+def record(*, output=None, count, duration, listen, interval, timeout, **_):
     """smem record: one end, and this machine's pace or a target's (--listen, --timeout)."""
+    if output == "-":
+        raise UsageError("-o names the recording's directory: a recording is files, not a stream "
+                         "for standard output (-o -)")
     if count is not None and duration is not None:
         raise UsageError("choose one end: --count N or --duration T")
     if listen is not None and interval is not None:
