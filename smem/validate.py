@@ -51,6 +51,8 @@ def diff(view, *, old, new, from_=None, to=None, timeout=None, **selection):
     """smem diff: OLD alone is a recording, --from and --to choose frames of recordings, and
     ``view`` (as the view flags chose it) has rows to match between two readings."""
     _over_tcp(timeout, (old, new), "OLD or NEW tcp://HOST:PORT")
+    if old == new == "-":  # (the second read of standard input found it empty: "no capture")
+        raise UsageError("OLD and NEW cannot both be standard input (-): it is read once; name one of them a file")
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
@@ -140,6 +142,9 @@ def _not_a_recording(old):
         return said + ": it is this machine now; give a capture or recording to compare with it, then live"
     if "://" in old:
         return said
+    if old == "-":  # (not a path: "cannot read -: No such file or directory" said nothing of it)
+        return said.replace(f"{old} is not", "standard input (-) is not") + "; a capture on it compares with " \
+            "this machine now: smem diff - live"
     try:
         os.stat(old)
     except OSError as e:

@@ -125,6 +125,16 @@ def test_diff_of_one_not_a_recording_suggests_no_command_that_fails(tmp_path):
     assert _refused("diff", "ssh://box") == f"smem: {said}ssh://box is not a recording"
 
 
+def test_diff_of_standard_input_alone_or_twice_says_so():
+    """smem diff - (a capture on stdin, alone) said "cannot read -: No such file or directory", and
+    smem diff - - "standard input: empty (no capture)": its second read found nothing left."""
+    said = "smem diff compares OLD and NEW, or the first and last frames of a recording: "
+    assert _refused("diff", "-") == (f"smem: {said}standard input (-) is not a recording; a capture on it "
+                                     "compares with this machine now: smem diff - live")
+    assert _refused("diff", "-", "-") == ("smem: OLD and NEW cannot both be standard input (-): it is read once; "
+                                          "name one of them a file")
+
+
 @pytest.mark.parametrize("args, said", [
     (["--listen", "127.0.0.1:0", "--exact", "--script", "--compression", "xz"],
      "--listen writes the capture as the target sent it: it takes no --exact or --script or --compression"),
