@@ -21,6 +21,7 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
            recommend, exact, wss, source, at, fmt, timeout=None, **selection):
     """The main command: its chart, watch, system, --exact and --wss options against each other
     and against ``view`` (the name the view flags chose)."""
+    _named(output)
     _chart(pie, bar, output, force, fmt)
     _output_read_from(output, force, (source,))
     _over_tcp(timeout, (source,), "-S tcp://HOST:PORT")
@@ -83,6 +84,13 @@ def _frame_chosen(source, at, option):
         return
     kind = "a capture directory" if stat.S_ISDIR(mode) else "a capture"
     raise UsageError(f"{option} chooses a frame of a recording: {source} is {kind}")
+
+
+def _named(output):
+    """-o '' names nothing: a chart was then shown in a window (as with no -o), and the others said
+    "cannot write : a directory"."""
+    if output == "":
+        raise UsageError("-o takes the name of a file (or - for standard output): '' names none")
 
 
 def _output_read_from(output, force, sources):
@@ -274,6 +282,7 @@ NOT_A_PAGE = frozenset("png svg svgz pdf jpg jpeg gif webp bmp tif tiff eps ps a
 
 def html(*, force, output, source, old, **_):
     """smem html: --force only over a named file, captures read by name, a name that says HTML."""
+    _named(output)
     if force and output == "-":
         raise UsageError("--force lets -o replace a file: not with -o -")
     extension = os.path.splitext(output)[1][1:].lower() if output != "-" else ""
@@ -288,6 +297,8 @@ def html(*, force, output, source, old, **_):
 
 def record(*, output=None, count, duration, listen, interval, timeout, **_):
     """smem record: one end, and this machine's pace or a target's (--listen, --timeout)."""
+    if output == "":
+        raise UsageError("-o takes the name of the recording's directory: '' names none")
     if output == "-":
         raise UsageError("-o names the recording's directory: a recording is files, not a stream "
                          "for standard output (-o -)")
@@ -301,6 +312,7 @@ def record(*, output=None, count, duration, listen, interval, timeout, **_):
 
 def capture(*, output, force, host, compression, exact, script, listen, timeout, **_):
     """smem capture: --listen, --script and ssh (--host) each take only their own options."""
+    _named(output)
     if listen is not None:
         given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),
                                           ("--compression", compression is not None)) if value]
