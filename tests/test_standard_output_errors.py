@@ -1,6 +1,6 @@
 """Help, version, the page and a chart (-o -) written to a standard output that cannot take them (a full disk,
-stdout closed) are one line on stderr and exit status 1, as the report's are: `smem --help >
-/dev/full` and `smem html -o - >&-` printed Python's traceback."""
+stdout closed, a pipe closed before their end) are one line on stderr and exit status 1, as the report's
+are: `smem --help > /dev/full` and `smem html -o - >&-` printed Python's traceback."""
 
 import os
 import subprocess
@@ -79,7 +79,8 @@ def test_a_chart_to_a_full_disk_or_a_closed_standard_output_is_one_line():
 @pytest.mark.process
 @pytest.mark.parametrize("args, what, extra", [
     (["html", "-S", str(CAPTURE), "-o", "-"], "page", "plotly"),
-    pytest.param(["-S", str(CAPTURE), "--pie", "name", "-o", "-"], "chart", "matplotlib", marks=pytest.mark.uses("charts")),
+    pytest.param(["-S", str(CAPTURE), "--pie", "name", "-o", "-"], "chart", "matplotlib",
+                 marks=pytest.mark.uses("charts")),
 ])
 def test_a_page_or_chart_whose_reader_leaves_early_is_said_cut_off(args, what, extra):
     """The reader of a pipe gone before the end (a dropped ssh, `| head`): exit 0 without a word, as a

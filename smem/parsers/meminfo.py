@@ -39,7 +39,7 @@ def parse_meminfo(data):
         in_kib = len(fields) > 1 and fields[1].lower() == b"kb"
         if abs(value) >= (MAX_KIB if in_kib else MAX_BYTES):
             raise CaptureError(f"meminfo: {name[:40]!r} is {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}"
-                              f"{' kB' if in_kib else ''}, past 2**64 bytes: not a real meminfo (damaged capture?)")
+                               f"{' kB' if in_kib else ''}, past 2**64 bytes: not a real meminfo (damaged capture?)")
         if len(kib) + len(counts) < MAX_KEYS or name in kib or name in counts:
             (kib if in_kib else counts)[name] = value
     return Meminfo(kib, counts)
