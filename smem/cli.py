@@ -19,7 +19,8 @@ from .cli_options import (bundle as _bundle, capture_options, chart_options, exa
                           record_options, report_request, selection_options, serve_from, serve_options, source_options,
                           system_options, table_from, time_options, timeout_option, watched_since, wraps)
 from .cli_options import table_options as _table_options
-from .cli_output import binary_stdout, note, printable, quiet_broken_pipe, silence_stdout, warn, write, write_bytes
+from .cli_output import (binary_stdout, note, printable, quiet_broken_pipe, silence_stdout, warn, write, write_bytes,
+                         write_whole)
 from .cli_words import PATH, Choice, DefaultGroup, command_suggestion, one_line, option_suggestion, usage_message
 from .errors import SmemError, UsageError
 from .options import ReportRequest
@@ -139,7 +140,7 @@ def _run(request):
     if result.text is not None:
         write(result.text)
     if result.chart is not None:
-        write_bytes(result.chart, what="the chart")
+        write_whole(result.chart, "the chart")
     for line in result.notes:
         note(line)
 
@@ -284,8 +285,7 @@ def html(**o):
     output = o["output"]
     if output == "-" and sys.stdout is None:  # said before the source is read, as smem capture does
         raise SmemError("cannot write the page: standard output is closed")
-    for warning in run_html(request, output, functools.partial(write_bytes, what="the page") if output == "-" else None,
-                            o["force"]):
+    for warning in run_html(request, output, functools.partial(write_whole, what="the page"), o["force"]):  # (for -o -)
         warn(warning)
 
 
@@ -298,7 +298,7 @@ def record(output, interval, count, duration, smaps_every, listen, timeout):
     at once); every frame written is kept whole. Needs smem[compression] (zstandard).
     """
     from .sources.recorded import parse_duration
-    validate.record(count=count, duration=duration, listen=listen, interval=interval, timeout=timeout)
+    validate.record(output=output, count=count, duration=duration, listen=listen, interval=interval, timeout=timeout)
     seconds = parse_duration(duration, "--duration") if duration is not None else None
     from .recording.record import DEFAULT_INTERVAL, record_pushed, record_this_machine
     from .recording.stopping import Stopped

@@ -30,16 +30,29 @@ def write(text):
     write_bytes(text.encode("utf-8", "surrogateescape"))
 
 
-def write_bytes(data, what="the report"):
+def write_bytes(data, what="the report", whole=False):
     if sys.stdout is None:  # started with stdout closed (smem >&-)
         raise SmemError(f"cannot write {what}: standard output is closed")
     try:
-        sys.stdout.buffer.write(data)
+        view = memoryview(data)
+        while view:  # (a pipe whose reader left mid-write took part of it: said by the count alone)
+            view = view[sys.stdout.buffer.write(view):]
         sys.stdout.buffer.flush()  # here, not at exit: a full disk is reported, a closed pipe quiet
     except BrokenPipeError:
-        quiet_broken_pipe()
+        if not whole:
+            quiet_broken_pipe()
+        silence_stdout()
+        raise SmemError(f"{what} was cut off: standard output was closed before the end (broken pipe); "
+                        "what was written is not whole") from None
     except OSError as e:
         raise SmemError(f"cannot write {what}: {e.strerror}") from None
+
+
+def write_whole(data, what):
+    """``data``, a whole document (a chart's PNG, a page), on stdout: a pipe closed before its end
+    (a dropped ssh, ``| head``) left the reader part of one, an error as a capture cut off is, not
+    the quiet end of a report read by ``head``."""
+    write_bytes(data, what, whole=True)
 
 
 def binary_stdout(what):

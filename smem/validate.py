@@ -21,7 +21,9 @@ def report(view, *, pie, bar, output, force, interval, count, delta, speed, all_
            recommend, exact, wss, source, at, fmt, timeout=None, **selection):
     """The main command: its chart, watch, system, --exact and --wss options against each other
     and against ``view`` (the name the view flags chose)."""
+    _named(output)
     _chart(pie, bar, output, force, fmt)
+    _output_read_from(output, force, (source,))
     _over_tcp(timeout, (source,), "-S tcp://HOST:PORT")
     _frame_chosen(source, at, "--at")
     watching = _watch(interval, count, delta, speed, all_frames, max_staleness)
@@ -50,6 +52,8 @@ def diff(view, *, old, new, from_=None, to=None, timeout=None, **selection):
     """smem diff: OLD alone is a recording, --from and --to choose frames of recordings, and
     ``view`` (as the view flags chose it) has rows to match between two readings."""
     _over_tcp(timeout, (old, new), "OLD or NEW tcp://HOST:PORT")
+    if old == new == "-":  # (the second read of standard input found it empty: "no capture")
+        raise UsageError("OLD and NEW cannot both be standard input (-): it is read once; name one of them a file")
     if new is None:
         from .sources.recorded import is_recording
         if not is_recording(old):
@@ -82,6 +86,54 @@ def _frame_chosen(source, at, option):
     raise UsageError(f"{option} chooses a frame of a recording: {source} is {kind}")
 
 
+def _named(output):
+    """-o '' names nothing: a chart was then shown in a window (as with no -o), and the others said
+    "cannot write : a directory"."""
+    if output == "":
+        raise UsageError("-o takes the name of a file (or - for standard output): '' names none")
+
+
+def _output_read_from(output, force, sources):
+    """-o names no file a source is read from: the capture itself, or with --force a file of a
+    capture's or a recording's directory.  --force lets -o replace a file that holds no chart (no
+    page), and the chart (page) would be written over the capture it is made from, lost once read
+    (without it, a chart or page of its own in the directory may be written again)."""
+    if output is None or output == "-":
+        return
+    try:
+        written = os.stat(output)
+    except (OSError, ValueError):  # (not there yet: nothing to lose; a NUL: -o says it)
+        return
+    for source in sources:
+        if source is None or source in ("", "-", LIVE) or "://" in source:
+            continue
+        try:
+            read = os.stat(source)
+        except (OSError, ValueError):
+            continue
+        if os.path.samestat(written, read):
+            raise UsageError(f"-o {output} is the source {source} itself: it would be replaced by what is read "
+                             "from it; name another file")
+        if force and stat.S_ISDIR(read.st_mode) and _inside(output, read):
+            raise UsageError(f"-o {output} is a file of the source {source} (a capture's or recording's "
+                             "directory): --force would replace it; name a file outside it")
+
+
+def _inside(path, directory):
+    """Whether ``path`` (an existing file, links followed as a write follows them) lies under
+    ``directory`` (an os.stat result)."""
+    parent = os.path.dirname(os.path.realpath(path))
+    while True:
+        try:
+            if os.path.samestat(os.stat(parent), directory):
+                return True
+        except OSError:
+            return False
+        if parent == os.path.dirname(parent):
+            return False
+        parent = os.path.dirname(parent)
+
+
 def _over_tcp(timeout, sources, how):
     """--timeout only where a source is received over TCP (it bounds nothing else)."""
     if timeout is not None and not any(str(s).startswith("tcp://") for s in sources if s is not None):
@@ -98,6 +150,9 @@ def _not_a_recording(old):
         return said + ": it is this machine now; give a capture or recording to compare with it, then live"
     if "://" in old:
         return said
+    if old == "-":  # (not a path: "cannot read -: No such file or directory" said nothing of it)
+        return said.replace(f"{old} is not", "standard input (-) is not") + "; a capture on it compares with " \
+            "this machine now: smem diff - live"
     try:
         os.stat(old)
     except OSError as e:
@@ -227,6 +282,7 @@ NOT_A_PAGE = frozenset("png svg svgz pdf jpg jpeg gif webp bmp tif tiff eps ps a
 
 def html(*, force, output, source, old, **_):
     """smem html: --force only over a named file, captures read by name, a name that says HTML."""
+    _named(output)
     if force and output == "-":
         raise UsageError("--force lets -o replace a file: not with -o -")
     extension = os.path.splitext(output)[1][1:].lower() if output != "-" else ""
@@ -236,10 +292,16 @@ def html(*, force, output, source, old, **_):
                          f"save charts as .png, .svg or .pdf)")
     if "-" in (source, old):
         raise UsageError("smem html reads captures by name: -S - and --compare - are not supported")
+    _output_read_from(output, force, (source, old))
 
 
-def record(*, count, duration, listen, interval, timeout, **_):
+def record(*, output=None, count, duration, listen, interval, timeout, **_):
     """smem record: one end, and this machine's pace or a target's (--listen, --timeout)."""
+    if output == "":
+        raise UsageError("-o takes the name of the recording's directory: '' names none")
+    if output == "-":
+        raise UsageError("-o names the recording's directory: a recording is files, not a stream "
+                         "for standard output (-o -)")
     if count is not None and duration is not None:
         raise UsageError("choose one end: --count N or --duration T")
     if listen is not None and interval is not None:
@@ -250,6 +312,7 @@ def record(*, count, duration, listen, interval, timeout, **_):
 
 def capture(*, output, force, host, compression, exact, script, listen, timeout, **_):
     """smem capture: --listen, --script and ssh (--host) each take only their own options."""
+    _named(output)
     if listen is not None:
         given = [name for name, value in (("--host", host), ("--exact", exact), ("--script", script),
                                           ("--compression", compression is not None)) if value]

@@ -1,6 +1,6 @@
 """Help, version, the page and a chart (-o -) written to a standard output that cannot take them (a full disk,
-stdout closed) are one line on stderr and exit status 1, as the report's are: `smem --help >
-/dev/full` and `smem html -o - >&-` printed Python's traceback."""
+stdout closed, a pipe closed before their end) are one line on stderr and exit status 1, as the report's
+are: `smem --help > /dev/full` and `smem html -o - >&-` printed Python's traceback."""
 
 import os
 import subprocess
@@ -74,3 +74,24 @@ def test_a_chart_to_a_full_disk_or_a_closed_standard_output_is_one_line():
     err = closed.stderr.decode()
     assert closed.returncode == 1, err
     assert err == "smem: cannot write the chart: standard output is closed; use -o FILE\n", err
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("args, what, extra", [
+    (["html", "-S", str(CAPTURE), "-o", "-"], "page", "plotly"),
+    pytest.param(["-S", str(CAPTURE), "--pie", "name", "-o", "-"], "chart", "matplotlib",
+                 marks=pytest.mark.uses("charts")),
+])
+def test_a_page_or_chart_whose_reader_leaves_early_is_said_cut_off(args, what, extra):
+    """The reader of a pipe gone before the end (a dropped ssh, `| head`): exit 0 without a word, as a
+    report read by head, though what it had was not a whole page or PNG (a capture cut off so is an
+    error).  The one write of it took part and said so only by its count, never raising at all."""
+    pytest.importorskip(extra, reason=f"{extra} not installed")
+    proc = subprocess.Popen([sys.executable, "-m", "smem", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, cwd=ROOT)
+    assert len(proc.stdout.read(100)) == 100  # (the page is megabytes, the PNG 160 KiB: more than a pipe holds)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1, err
+    assert err == (f"smem: the {what} was cut off: standard output was closed before the end (broken pipe); "
+                   "what was written is not whole\n"), err

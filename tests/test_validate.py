@@ -125,6 +125,25 @@ def test_diff_of_one_not_a_recording_suggests_no_command_that_fails(tmp_path):
     assert _refused("diff", "ssh://box") == f"smem: {said}ssh://box is not a recording"
 
 
+@pytest.mark.parametrize("args", [["-S", CAPTURE, "--pie", "name"], ["html", "-S", CAPTURE], ["capture"],
+                                  ["capture", "--listen", "127.0.0.1:0"], ["record"]])
+def test_an_empty_output_name_is_refused(args):
+    """-o '' was taken as no -o by the charts (a window, or "no display"), and as a directory by
+    the others ("cannot write : a directory")."""
+    what = "the recording's directory" if args == ["record"] else "a file (or - for standard output)"
+    assert _refused(*args, "-o", "") == f"smem: -o takes the name of {what}: '' names none"
+
+
+def test_diff_of_standard_input_alone_or_twice_says_so():
+    """smem diff - (a capture on stdin, alone) said "cannot read -: No such file or directory", and
+    smem diff - - "standard input: empty (no capture)": its second read found nothing left."""
+    said = "smem diff compares OLD and NEW, or the first and last frames of a recording: "
+    assert _refused("diff", "-") == (f"smem: {said}standard input (-) is not a recording; a capture on it "
+                                     "compares with this machine now: smem diff - live")
+    assert _refused("diff", "-", "-") == ("smem: OLD and NEW cannot both be standard input (-): it is read once; "
+                                          "name one of them a file")
+
+
 @pytest.mark.parametrize("args, said", [
     (["--listen", "127.0.0.1:0", "--exact", "--script", "--compression", "xz"],
      "--listen writes the capture as the target sent it: it takes no --exact or --script or --compression"),

@@ -8,7 +8,7 @@ as what they match is read, so a filtered-out process's smaps is never read.
 
 import time
 
-from ..errors import ProcessGone, ProcessSkipped, ProcessUnreadable, SmapsAbsent, SourceError
+from ..errors import CaptureError, ProcessGone, ProcessSkipped, ProcessUnreadable, SmapsAbsent, SourceError
 from ..aggregate import pss_split_of_mappings
 from ..model import ROLLUP_SPLIT, Process, rollup_keys, summed
 from ..parsers.cmdline import parse_cmdline
@@ -42,14 +42,18 @@ _SPLIT_COUNTERS = frozenset({"Pss", "Anonymous", "Rss"})
 
 
 def read_meminfo(source):
+    """The source's meminfo; a CaptureError where it has none, or one no kernel writes: a damaged
+    capture (a recording's frame that is one is skipped, as a frame damaged on disk), named."""
     try:
         meminfo = parse_meminfo(source.read("meminfo"))
     except FileNotFoundError:
-        raise SourceError(f"{source.description}: no meminfo") from None
+        raise CaptureError(f"{source.description}: no meminfo") from None
     except PermissionError:
         raise SourceError(f"{source.description}: meminfo is not readable") from None
+    except CaptureError as e:
+        raise CaptureError(f"{source.description}: {e}") from None
     if "MemTotal" not in meminfo.kib:
-        raise SourceError(f"{source.description}: meminfo holds no MemTotal (not a /proc/meminfo)")
+        raise CaptureError(f"{source.description}: meminfo holds no MemTotal (not a /proc/meminfo)")
     return meminfo
 
 

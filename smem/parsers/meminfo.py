@@ -9,7 +9,7 @@ is absent from the result, never 0.
 import io
 from typing import Dict, NamedTuple
 
-from ..errors import SourceError
+from ..errors import CaptureError
 from . import MAX_BYTES, MAX_KEYS, MAX_KIB
 
 __all__ = ["Meminfo", "parse_meminfo"]
@@ -21,7 +21,7 @@ class Meminfo(NamedTuple):
 
 
 def parse_meminfo(data):
-    """Raises SourceError for a figure no machine has (2**64 bytes or more): a damaged file."""
+    """Raises CaptureError for a figure no machine has (2**64 bytes or more): a damaged file."""
     kib = {}
     counts = {}
     for line in io.BytesIO(data):  # (line by line: a list of millions of short lines took gigabytes)
@@ -38,8 +38,8 @@ def parse_meminfo(data):
         name = key.strip().decode("ascii", "replace")
         in_kib = len(fields) > 1 and fields[1].lower() == b"kb"
         if abs(value) >= (MAX_KIB if in_kib else MAX_BYTES):
-            raise SourceError(f"meminfo: {name[:40]!r} is {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}"
-                              f"{' kB' if in_kib else ''}, past 2**64 bytes: not a real meminfo (damaged capture?)")
+            raise CaptureError(f"meminfo: {name[:40]!r} is {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}"
+                               f"{' kB' if in_kib else ''}, past 2**64 bytes: not a real meminfo (damaged capture?)")
         if len(kib) + len(counts) < MAX_KEYS or name in kib or name in counts:
             (kib if in_kib else counts)[name] = value
     return Meminfo(kib, counts)
