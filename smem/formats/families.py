@@ -26,7 +26,7 @@ from typing import List, Tuple
 
 from .cells import printable
 
-__all__ = ["Family", "families", "cpu_seconds_family", "pressure_families", "recommendation_families"]
+__all__ = ["Family", "exported", "families", "cpu_seconds_family", "pressure_families", "recommendation_families"]
 
 
 @dataclass(frozen=True)
