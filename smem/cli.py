@@ -283,8 +283,8 @@ def html(**o):
     request = PageRequest(query_from(o, "process", source=o["source"], old_source=o["old"]),
                           top_mappings=o["top_mappings"])
     output = o["output"]
-    if output == "-" and sys.stdout is None:  # said before the source is read, as smem capture does
-        raise SmemError("cannot write the page: standard output is closed")
+    if output == "-":  # said before the source is read, as smem capture says it: closed, or a terminal
+        binary_stdout("page")
     for warning in run_html(request, output, functools.partial(write_whole, what="the page"), o["force"]):  # (for -o -)
         warn(warning)
 
