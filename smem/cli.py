@@ -108,16 +108,16 @@ table_options = _table_options(_complete_fields)
 
 
 def _asked_field_help(o, view, compared=False, watched=None):
-    """-c help: print the fields of the view (compared, or watched since ``watched``), with what each is,
-    and the view's default columns and sort (which -s's help cannot name for every view)."""
+    """-c help: print the fields of the view (compared, or watched since ``watched``: no --pie or --bar
+    then), with what each is, and its default columns and sort (which -s's help cannot name for all)."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
     chosen = _fields_of(VIEWS[view], compared, watched)
     columns = " ".join(chosen.default_columns_for(o.get("exact") or False, o.get("wss") is not None))
-    write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen)
-          + f"By default: -c '{columns}' -s {chosen.default_sort}\n")
+    write(f"Fields of the {chosen.name} view (-c, -s{'' if compared or watched is not None else ', --pie, --bar'}):\n"
+          f"{field_help(chosen)}By default: -c '{columns}' -s {chosen.default_sort}\n")
     return True
 
 
