@@ -198,7 +198,7 @@ def pie_data(table, options, snapshot):
         notes.append(_zero_note(_labels(zero, label_column), view.row_noun))
     if not drawn:
         why = "absent from this source" if missing == len(pairs) else "0 for all of them"
-        raise SmemError(f"nothing to chart: the {view.title}' {column.header} is {why}")
+        raise SmemError(f"nothing to chart: the {view.whose} {column.header} is {why}")
     rows = list(zip((value for value, _, _ in drawn), _labels([(label, row) for _, label, row in drawn], label_column)))
     used = sum(value for value, _ in rows)
     ram = table.ram_kib
@@ -308,7 +308,7 @@ def _not_zero(labels, raw, headers, view, notes, folded):
         return list(range(len(labels)))
     if len(zero) == len(labels):
         verb = "is" if len(headers) == 1 else "are"
-        raise SmemError(f"nothing to chart: the {view.title}' {', '.join(headers)} {verb} 0 for all of them")
+        raise SmemError(f"nothing to chart: the {view.whose} {', '.join(headers)} {verb} 0 for all of them")
     named = [labels[i] for i in zero]
     if folded and zero[-1] == len(labels) - 1:
         notes.pop()  # (the "other" note: that bar is not drawn)

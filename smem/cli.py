@@ -108,16 +108,16 @@ table_options = _table_options(_complete_fields)
 
 
 def _asked_field_help(o, view, compared=False, watched=None):
-    """-c help: print the fields of the view (compared, or watched since ``watched``), with what each is,
-    and the view's default columns and sort (which -s's help cannot name for every view)."""
+    """-c help: print the fields of the view (compared, or watched since ``watched``: no --pie or --bar
+    then), with what each is, and its default columns and sort (which -s's help cannot name for all)."""
     if (o["columns"] or "").strip() != "help":
         return False
     from .report import field_help
     from .views import VIEWS
     chosen = _fields_of(VIEWS[view], compared, watched)
     columns = " ".join(chosen.default_columns_for(o.get("exact") or False, o.get("wss") is not None))
-    write(f"Fields of the {chosen.name} view (-c, -s, --pie, --bar):\n" + field_help(chosen)
-          + f"By default: -c '{columns}' -s {chosen.default_sort}\n")
+    write(f"Fields of the {chosen.name} view (-c, -s{'' if compared or watched is not None else ', --pie, --bar'}):\n"
+          f"{field_help(chosen)}By default: -c '{columns}' -s {chosen.default_sort}\n")
     return True
 
 
@@ -283,8 +283,8 @@ def html(**o):
     request = PageRequest(query_from(o, "process", source=o["source"], old_source=o["old"]),
                           top_mappings=o["top_mappings"])
     output = o["output"]
-    if output == "-" and sys.stdout is None:  # said before the source is read, as smem capture does
-        raise SmemError("cannot write the page: standard output is closed")
+    if output == "-":  # said before the source is read, as smem capture says it: closed, or a terminal
+        binary_stdout("page")
     for warning in run_html(request, output, functools.partial(write_whole, what="the page"), o["force"]):  # (for -o -)
         warn(warning)
 

@@ -180,7 +180,7 @@ capture_options = bundle(
 #: smem html's (then the selection)
 html_options = bundle(
     click.option("-o", "--output", metavar="FILE", type=PATH, required=True,
-                 help="Write the page to FILE (- for standard output)."),
+                 help="Write the page to FILE (- for standard output: a pipe or a file, not a terminal)."),
     output_options("page smem html wrote"),
     click.option("-S", "--source", metavar="SOURCE", type=PATH,
                  help="Data source: a capture, a directory, ssh://[user@]host[:port], tcp://HOST:PORT (one capture "

@@ -57,7 +57,8 @@ def write_whole(data, what):
 
 def binary_stdout(what):
     """Refuse, before anything is read, a standard output that cannot take ``what`` (a capture, a
-    chart: bytes for a file or a pipe): closed, or a terminal, which shows them as garbage."""
+    chart: bytes for a file or a pipe; the page: megabytes of script, plotly.js's control bytes among
+    them): closed, or a terminal, which shows them as garbage."""
     if sys.stdout is None:  # (smem >&-)
         raise SmemError(f"cannot write the {what}: standard output is closed; use -o FILE")
     if sys.stdout.isatty():

@@ -56,8 +56,7 @@ def workers_for(jobs, npids, keeps_text=False):
     if keeps_text:
         return 1
     if jobs is None:
-        env = os.environ.get("SMEM_JOBS", "").strip()
-        jobs = int(env) if env.isdigit() else DEFAULT_JOBS
+        jobs = _environment_jobs()
         if jobs == 0:
             if npids < MIN_PIDS:
                 return 1
@@ -65,6 +64,19 @@ def workers_for(jobs, npids, keeps_text=False):
     elif jobs == 0:
         jobs = len(os.sched_getaffinity(0))
     return max(1, min(jobs, npids))
+
+
+def _environment_jobs():
+    """SMEM_JOBS as --jobs takes it (a count, 0: one per CPU); DEFAULT_JOBS where unset or empty.
+    Anything else is a UsageError, as a wrong --jobs is: ignored, a typo would pass unseen."""
+    env = os.environ.get("SMEM_JOBS", "").strip()
+    if not env:
+        return DEFAULT_JOBS
+    if not (env.isascii() and env.isdigit()):  # (str.isdigit takes "²", which int() refuses)
+        from .errors import UsageError
+        raise UsageError(f"SMEM_JOBS={env[:40]!r}: give a number of processes, or 0 for one per CPU")
+    number = env.lstrip("0") or "0"
+    return int(number) if len(number) <= 9 else 10 ** 9  # (no more than the pids anyway; int() refuses 4,300 digits)
 
 
 def each_result(pids, read, workers, ahead=None):

@@ -53,8 +53,11 @@ def routes(metrics_app, page_app=None, host_allowed=lambda header: False):
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
             environ = _served_accept(environ)
-            if environ.get("REQUEST_METHOD") == "HEAD":  # prometheus_client's app answers it 405
+            method = environ.get("REQUEST_METHOD")
+            if method == "HEAD":  # prometheus_client's app answers it 405
                 return _head(metrics_app, environ, start_response)
+            if method != "GET":  # (prometheus_client's Allow leaves out the HEAD answered here)
+                return _metrics_methods(method, start_response)
             return metrics_app(environ, start_response)
         if page_app is not None and path in page_app.paths:
             if not host_allowed(environ.get("HTTP_HOST", "")):
@@ -77,6 +80,21 @@ def routes(metrics_app, page_app=None, host_allowed=lambda header: False):
     listed = served[0] if len(served) == 1 else ", ".join(served[:-1]) + " and " + served[-1]
     not_found = f"not found: smem serves {listed}\n".encode()
     return app
+
+
+#: what /metrics answers, in its Allow header
+METRICS_METHODS = "GET, HEAD, OPTIONS"
+
+
+def _metrics_methods(method, start_response):
+    """OPTIONS and any other method on /metrics: the methods it answers (RFC 9110, 15.5.6: a 405
+    names them all), as the page's 405 names its own."""
+    if method == "OPTIONS":
+        start_response("200 OK", [("Allow", METRICS_METHODS), ("Content-Length", "0")])
+        return []
+    start_response("405 Method Not Allowed", [("Content-Type", "text/plain; charset=utf-8"),
+                                              ("Allow", METRICS_METHODS)])
+    return [b"smem: /metrics is read with GET (or HEAD): nothing here changes state\n"]
 
 
 def _served_accept(environ):

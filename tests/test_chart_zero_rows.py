@@ -87,3 +87,21 @@ def test_an_other_bar_at_zero_is_named_by_the_rows_it_holds(capsys, tmp_path):
     (note,) = [t for t in svg_texts(out) if t.startswith("zero, not drawn: ")]
     assert sorted(note.removeprefix("zero, not drawn: ").split(", ")) == ["[vdso]", "[vsyscall]", "[vvar]",
                                                                             "[vvar_vclock]"], note
+
+
+@pytest.mark.parametrize("chart", [("--pie", "name"), ("--bar", "name")])
+def test_nothing_to_chart_names_a_view_whose_title_is_no_plural(capsys, tmp_path, chart):
+    """--shm's tmpfs mounts with nothing in RAM: the line said "the shared memory' RSS", a plural's
+    apostrophe on a title that is none; "the processes' Swap" keeps its own."""
+    import tarfile
+    tree = tmp_path / "capture"
+    with tarfile.open(FIXTURES / "captures" / "faithful.tar.gz") as archive:
+        archive.extractall(tree, filter="data")
+    (tree / "smem").mkdir(exist_ok=True)
+    (tree / "smem" / "shmem").write_text("# smem shmem inventory 1\n"
+                                         "mount 0:23 tmpfs 1048576 0 0 0 /dev/shm\n"
+                                         "mount 0:27 tmpfs 2097152 0 0 0 /run/user/0\n")
+    out = tmp_path / "chart.png"
+    code, _, err = smem(capsys, "--shm", "-c", "name rss", *chart, "-o", out, source=tree)
+    assert code == 1 and err.splitlines()[-1] == "smem: nothing to chart: the shared memory's RSS is 0 for all of them"
+    assert not out.exists()

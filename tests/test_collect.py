@@ -148,6 +148,23 @@ def test_how_many_workers(monkeypatch):
     assert workers_for(2, 5000) == 2
 
 
+@pytest.mark.parametrize("value", ["abc", "\u00b2", "-1", "2x"])
+def test_a_wrong_smem_jobs_is_one_line_and_status_2(value):
+    """SMEM_JOBS=abc was ignored without a word, and SMEM_JOBS=\u00b2 (a digit to str.isdigit, not to
+    int) a traceback: a wrong value is refused as a wrong --jobs is."""
+    result = run_smem("-S", CAPTURES[0], "-u", env={"SMEM_JOBS": value})
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == b""
+    assert result.stderr.decode().splitlines() == [
+        f"smem: SMEM_JOBS={value!r}: give a number of processes, or 0 for one per CPU"]
+
+
+def test_a_huge_smem_jobs_is_as_many_as_the_processes():
+    """digits past what int() takes from text (4,300) are still a count: no more workers than pids."""
+    assert run_smem("-S", CAPTURES[0], "-u", env={"SMEM_JOBS": "9" * 5000}, check=True).stdout == \
+        run_smem("-S", CAPTURES[0], "-u", env={"SMEM_JOBS": "1"}, check=True).stdout
+
+
 @pytest.mark.uses("cpu")
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
 @pytest.mark.parametrize("args", [[], ["-m"], ["-u"], ["-t", "-k", "-p"], ["-M", "lib"], ["-w"],

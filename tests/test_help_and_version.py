@@ -129,6 +129,16 @@ def test_field_help_names_the_views_defaults(args, default):
     assert "-c help names it" in " ".join(_help("", 100).split())
 
 
+@pytest.mark.parametrize("args,takes", [([], "-c, -s, --pie, --bar"), (["-m"], "-c, -s, --pie, --bar"),
+                                        (["diff", CAPTURE], "-c, -s"), (["--interval", "1"], "-c, -s"),
+                                        (["-u", "--interval", "1"], "-c, -s")])
+def test_field_help_names_only_the_options_that_take_the_fields(args, takes):
+    """-c help said "(-c, -s, --pie, --bar)" for smem diff, which has no --pie or --bar, and in
+    watch mode, which refuses them: it names what the command takes."""
+    first = run_smem(*args, "-c", "help").stdout.decode().splitlines()[0]
+    assert first.startswith("Fields of the ") and first.endswith(f" view ({takes}):"), first
+
+
 def test_shared_with_help_names_every_selection_it_takes():
     """--shared-with's help said "With -P/-U"; --pid is a selection it takes too."""
     assert "--shared-with With -P, -U or --pid:" in " ".join(_help("", 100).split())

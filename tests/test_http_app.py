@@ -134,3 +134,23 @@ def test_a_request_trickled_a_byte_at_a_time_is_cut_off(monkeypatch, capfd):
                 closed = True
         assert closed and time.monotonic() - started < 5
     assert capfd.readouterr().err == ""
+
+
+def test_metrics_names_every_method_it_answers():
+    """/metrics answers GET, HEAD (smem's, not prometheus_client's) and OPTIONS; its 405 and its
+    OPTIONS named OPTIONS and GET only (prometheus_client's Allow), leaving out the HEAD it answers."""
+    prometheus = pytest.importorskip("prometheus_client", reason="smem[metrics]: prometheus_client not installed")
+    app = http_app.routes(prometheus.make_wsgi_app(prometheus.CollectorRegistry()))
+    with _serving(app) as (host, port):
+        url = f"http://{host}:{port}/metrics"
+        for method in ("GET", "HEAD"):
+            with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=60) as answer:
+                assert answer.status == 200
+        with urllib.request.urlopen(urllib.request.Request(url, method="OPTIONS"), timeout=60) as answer:
+            assert (answer.status, answer.headers["Allow"], answer.read()) == (200, "GET, HEAD, OPTIONS", b"")
+        for method in ("POST", "PUT", "DELETE"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(urllib.request.Request(url, data=b"", method=method), timeout=60)
+            assert refused.value.code == 405
+            assert refused.value.headers["Allow"] == "GET, HEAD, OPTIONS"
+            assert refused.value.read() == b"smem: /metrics is read with GET (or HEAD): nothing here changes state\n"

@@ -240,3 +240,8 @@ class View(NamedTuple):
     @property
     def row_noun(self):
         return self.charting.noun or self.title
+
+    @property
+    def whose(self):
+        """The title as the owner of the view's figures: the processes' RSS, the shared memory's."""
+        return self.title + ("'" if self.title.endswith("s") else "'s")
