@@ -50,7 +50,7 @@ selection_options = bundle(
     click.option("-P", "--processfilter", metavar="REGEX", help="Process filter regex (name or command line)."),
     click.option("-M", "--mapfilter", metavar="REGEX", help="Mapping filter regex."),
     click.option("-U", "--userfilter", metavar="REGEX", help="User filter regex (one naming a colon also matches -u's name:uid labels)."),
-    click.option("--pid", "pids", metavar="PID[,PID...]", help="Only these processes (in every view)."),
+    click.option("--pid", "pids", metavar="PID[,PID...]", help="Only these processes (in every view but plain -w)."),
     click.option("--jobs", "-j", type=click.IntRange(min=0), metavar="N",
                  help="Read processes in N processes (0: one per CPU; default: one per CPU from 200 "
                       "processes up, else 1; a streamed capture: at most 2)."),

@@ -199,12 +199,17 @@ def _registered(view):
 
 
 def _takes_selection(view, *, processfilter, userfilter, mapfilter, pids, **_):
-    """A view that attributes memory to every process takes no -P/-U/-M/--pid."""
+    """A view that attributes memory to every process takes no -P/-U/-M/--pid, nor one that reads
+    no process (plain -w: they were taken and selected nothing, the report the same without them)."""
+    given = [o for o, v in (("-P", processfilter), ("-U", userfilter), ("-M", mapfilter), ("--pid", pids)) if v]
+    if not given:
+        return
     if not view.reads.selection:
-        given = [o for o, v in (("-P", processfilter), ("-U", userfilter), ("-M", mapfilter), ("--pid", pids)) if v]
-        if given:
-            raise UsageError(f"the {view.title} view attributes memory to every process: "
-                             f"it takes no {' or '.join(given)}")
+        raise UsageError(f"the {view.title} view attributes memory to every process: "
+                         f"it takes no {' or '.join(given)}")
+    if not view.reads.processes:
+        raise UsageError(f"-w reads no process: {' or '.join(given)} would select nothing in it "
+                         f"(-w --breakdown, which splits the processes' memory, takes them)")
 
 
 def _comparable(view, exact, command):

@@ -343,13 +343,17 @@ def test_absurd_inputs_are_errors_not_hangs(tmp_path):
         assert proc.returncode == code and text in err and err.count("\n") == 1, (args, err)
 
 
-def test_pid_with_plain_system_view_is_not_looked_for(realproc):
-    """Plain -w reads no process: --pid (of a process the tree holds) was 'not found', exit 1,
-    while -P and -U are taken and select nothing."""
+@pytest.mark.parametrize("selection", [("--pid", "2084"), ("-P", "surfaceflinger"), ("-U", "system"), ("-M", "libc")])
+def test_a_selection_with_plain_system_view_is_refused(realproc, selection):
+    """Plain -w reads no process: --pid (of a process the tree holds) was 'not found', exit 1;
+    then it, -P, -U and -M were taken and selected nothing, the report the same as without them
+    (a script read it as the memory of what it asked for). A usage line now; with --breakdown,
+    which reads the processes, they select."""
     tree = realproc / "android-pixel3-4.9-systemui"
-    plain = run_smem("-S", tree, "-w")
-    with_pid = run_smem("-S", tree, "-w", "--pid", "2084")
-    assert with_pid.returncode == 0, with_pid.stderr
-    assert with_pid.stdout == plain.stdout
+    proc = run_smem("-S", tree, "-w", *selection)
+    assert proc.returncode == 2 and proc.stdout == b"", proc
+    assert proc.stderr.decode() == (f"smem: -w reads no process: {selection[0]} would select nothing in it "
+                                    "(-w --breakdown, which splits the processes' memory, takes them)\n")
+    assert run_smem("-S", tree, "-w", "--breakdown", *selection).returncode == 0
     # --breakdown reads the processes: a pid it lacks is still an error
     assert run_smem("-S", tree, "-w", "--breakdown", "--pid", "999").returncode == 1
