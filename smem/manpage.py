@@ -111,7 +111,9 @@ def manpage():
         ".TP", "\\fBSMEM_SSH\\fR", "The ssh command for \\fBssh://\\fR sources (default \\fBssh\\fR).",
         ".TP", "\\fBSMEM_SSH_TIMEOUT\\fR",
         f"Seconds an \\fBssh://\\fR host may send nothing before it is given up on (default {DEFAULT_TIMEOUT:g}).",
-        ".TP", "\\fBSMEM_JOBS\\fR", "Worker processes that read /proc or a capture, as \\fB\\-\\-jobs\\fR (which wins).",
+        ".TP", "\\fBSMEM_JOBS\\fR", "Worker processes that read /proc or a capture, as \\fB\\-\\-jobs\\fR (which wins); "
+        "not \\fBsmem serve\\fR's, which reads in one process unless \\fB\\-j\\fR says otherwise "
+        "(a server forks no worker from a thread of its own unless asked).",
         ".TP", "\\fBSMEM_WSS_METHOD\\fR",
         "How \\fB\\-\\-wss\\fR measures: \\fBpage_idle\\fR (idle page tracking, an error where the kernel "
         "lacks it) or \\fBclear_refs\\fR; unset: idle page tracking where /sys/kernel/mm/page_idle/bitmap can be "
