@@ -40,7 +40,7 @@ import shutil
 import stat
 
 from .errors import OutputError
-from .output_path import kind_of, not_ours, open_directory, sticky_directory_owner, trusted, write_error
+from .output_path import kind_of, not_a_file, not_ours, open_directory, sticky_directory_owner, trusted, write_error
 
 __all__ = ["output_file", "replace_file", "looks_like_capture", "FIFO_STALL_SECONDS"]
 
@@ -168,7 +168,7 @@ class _Target:
         except OSError:
             mode = stat.S_IFREG  # a dangling link of ours: its target is made below
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise OutputError(f"refusing to write {path}: it is {kind_of(mode)}, and -o writes regular files")
+            raise not_a_file(path, mode)
         sticky_owner = None if follow else sticky_directory_owner(directory)
         if sticky_owner is not None and link.st_uid not in (os.geteuid(), sticky_owner):
             raise not_ours(path, link.st_uid)  # before opening: a FIFO's reader learns nothing
@@ -192,7 +192,7 @@ class _Target:
             return
         if not stat.S_ISREG(info.st_mode):
             os.close(fd)
-            raise OutputError(f"refusing to write {path}: it is {kind_of(info.st_mode)}, and -o writes regular files")
+            raise not_a_file(path, info.st_mode)
         self.existing = fd
         self.existing_mode = stat.S_IMODE(info.st_mode)
         if force and not follow:

@@ -13,7 +13,7 @@ import stat
 
 from .errors import OutputError
 
-__all__ = ["open_directory", "sticky_directory_owner", "trusted", "kind_of", "not_ours", "write_error"]
+__all__ = ["open_directory", "sticky_directory_owner", "trusted", "kind_of", "not_a_file", "not_ours", "write_error"]
 
 #: Links followed on the way before the path is taken for a loop (the kernel's MAXSYMLINKS).
 _MAX_LINKS = 40
@@ -35,6 +35,15 @@ def trusted(owner):
 def not_ours(path, uid):
     return OutputError(f"refusing to write {path}: it belongs to another user (uid {uid}) "
                        "in a world-writable directory; remove it or choose another name")
+
+
+def not_a_file(path, mode):
+    """-o naming a device, directory or socket: refused before it is opened (opening one can act:
+    a tape rewinds), with the way to any file there is (a shell's redirection of -o -)."""
+    hint = f"; -o - writes to standard output, which the shell may send there (-o - > {path})" \
+        if stat.S_ISCHR(mode) else ""
+    return OutputError(f"refusing to write {path}: it is {kind_of(mode)}, and -o writes regular files and FIFOs"
+                       + hint)
 
 
 def write_error(path, e):

@@ -209,6 +209,8 @@ def test_devices_and_directories_are_refused(tmp_path):
         for args in (["capture", "-o", path], [*PIE, "-o", path]):
             line = _one_error_line(run_smem(*args))
             assert kind in line, line
+            # (where to send output to /dev/null: the shell's redirection of -o -, not -o)
+            assert line.endswith(f"(-o - > {path})") == (kind == "character device"), line
     folder = tmp_path / "folder.png"
     folder.mkdir()
     assert "directory" in _one_error_line(run_smem(*PIE, "-o", folder))
