@@ -2,6 +2,8 @@
 taken before OLD, both one frame of a recording, or two frames a report of mappings would read
 from one key frame."""
 
+import os
+
 from .errors import UsageError
 
 __all__ = ["one_key_frame", "same_frame", "backwards", "DIFF_FRAMES_HINT"]
@@ -27,12 +29,26 @@ DIFF_FRAMES_HINT = "smem diff REC alone compares its first frame with its last; 
 
 def same_frame(old, new, hint=DIFF_FRAMES_HINT):
     """The warning where OLD and NEW are one frame of one recording (``smem diff REC REC`` compares
-    its last frame with itself; REC alone compares the first with the last): every change is 0."""
+    its last frame with itself; REC alone compares the first with the last), or one capture (by
+    name or through a link): every change is 0."""
     before, after = (getattr(s.source, "recording_frame", None) for s in (old, new))
+    if before is None and after is None:
+        return _same_capture(old.source, new.source)
     if before is None or after is None or before.path != after.path or before.asked != after.asked:
         return []
     return [f"OLD and NEW are one frame, frame {after.asked} of recording {after.name}: "
             f"every change is 0 ({hint})"]
+
+
+def _same_capture(old, new):
+    names = [getattr(source, "path", None) or getattr(source, "name", None) for source in (old, new)]
+    if None in names or "-" in names:
+        return []
+    try:
+        same = os.path.samestat(os.stat(names[0]), os.stat(names[1]))
+    except (OSError, ValueError, TypeError):  # (a name that is no file here: a host, a port)
+        return []
+    return [f"OLD and NEW are one capture, {names[1]}: every change is 0"] if same else []
 
 
 def backwards(old, new):

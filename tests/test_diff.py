@@ -233,3 +233,19 @@ def test_a_pid_on_neither_side_is_said_as_the_report_says_it(captures):
     assert some.stderr.decode() == f"smem: warning: {neither}\n"
     filtered = run_smem("diff", old, new, "--pid", p["gone"], "-P", "^no-such-name$")
     assert filtered.returncode == 1 and filtered.stderr.decode().endswith(", or left out by -P/-U\n")
+
+
+def test_one_capture_on_both_sides_is_said(tmp_path):
+    """`smem diff X X` (or X and a link to it) showed every change 0 without a word, where the same
+    frame of a recording on both sides is said; two copies of one capture are two captures."""
+    link = tmp_path / "link.tar.gz"
+    link.symlink_to(CAPTURE)
+    copy = tmp_path / "copy.tar.gz"
+    shutil.copyfile(CAPTURE, copy)
+    for new in (CAPTURE, link):
+        proc = run_smem("diff", CAPTURE, new)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.decode().splitlines() == [f"smem: warning: OLD and NEW are one capture, {new}: "
+                                                     "every change is 0"]
+    proc = run_smem("diff", CAPTURE, copy)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr

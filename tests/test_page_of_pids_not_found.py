@@ -2,6 +2,8 @@
 warning beside the processes found, an error (exit 1, no page written) when none was found. It
 wrote a page of no process, exit 0, without a word: a mistyped pid looked like an idle machine."""
 
+import shutil
+
 import pytest
 
 from conftest import FIXTURES, run_smem
@@ -30,9 +32,11 @@ def test_compare_says_a_pid_on_neither_side_as_smem_diff_does(tmp_path):
     """--compare wrote a page of no process, exit 0, for a pid on neither side."""
     page = tmp_path / "page.html"
     neither = NOT_FOUND.replace("not found", "not found on either side")
-    proc = run_smem("html", "-S", CAPTURE, "--compare", CAPTURE, "--pid", "1", "-o", page)
+    old = tmp_path / "old.tar.gz"  # (a copy: one capture on both sides is said, and is not this test's)
+    shutil.copyfile(CAPTURE, old)
+    proc = run_smem("html", "-S", CAPTURE, "--compare", old, "--pid", "1", "-o", page)
     assert proc.returncode == 1 and proc.stderr.decode() == f"smem: {neither}\n"
     assert not page.exists()
-    proc = run_smem("html", "-S", CAPTURE, "--compare", CAPTURE, "--pid", "1,7909", "-o", page)
+    proc = run_smem("html", "-S", CAPTURE, "--compare", old, "--pid", "1,7909", "-o", page)
     assert proc.returncode == 0 and proc.stderr.decode() == f"smem: warning: {neither}\n"
     assert b'"pid": 7909' in page.read_bytes()
