@@ -27,7 +27,8 @@ memfds, zram, KSM and zswap settings, dma-bufs, /etc/passwd and host details)
 as a gzip-compressed tar (a plain tar where there is no gzip) written to
 stdout when FILE is omitted or "-", else to FILE compressed as its name says
 (.tar none, .tgz or .tar.gz gzip, .tar.bz2 bzip2, .tar.xz xz, .tar.zst zstd;
-gzip for any other name), where the box has that tool.
+gzip for any other name but one of a compression it cannot write, such as
+.lz4, which is refused), where the box has that tool.
 Analyse it elsewhere with: smem -S FILE
 
 An existing FILE is rewritten only if it is empty or already holds a capture
@@ -70,6 +71,21 @@ if [ $# -gt 1 ]; then
 	exit 2
 fi
 out=${1:--}
+# A name that says a compression this script never writes would hold gzip under it, misleading
+# every tool that reads it by its name: a usage error, as smem capture -o's.
+unwritten=
+case $out in
+*.[Ll][Zz]4) unwritten=lz4 ;;
+*.[Ll][Zz]) unwritten=lzip ;;
+*.[Ll][Zz][Mm][Aa] | *.[Tt][Ll][Zz]) unwritten=lzma ;;
+*.[Ll][Zz][Oo]) unwritten=lzop ;;
+*.Z) unwritten=compress ;;
+esac
+if [ -n "$unwritten" ]; then
+	printf '%s: %s names %s, which %s cannot write: name it %s\n' "$prog" "$out" "$unwritten" "$prog" \
+		"FILE.tgz, FILE.tar.bz2, FILE.tar.xz, FILE.tar.zst or FILE.tar" >&2
+	exit 2
+fi
 
 [ -r /proc/meminfo ] && [ -d /proc/self ] ||
 	die "/proc is not mounted (cannot read /proc/meminfo)"

@@ -13,7 +13,7 @@ import sys
 import click
 
 from .cli_output import note
-from .cli_words import DIRECTORY, PATH, SIZE, Choice, FiniteRange, Percent, seconds
+from .cli_words import DIRECTORY, GIVEN_SIZE, PATH, SIZE, Choice, FiniteRange, Percent, seconds
 from .compression import DEFAULT_WRITTEN, WRITTEN, WRITTEN_ALIASES
 from .errors import UsageError
 from .formats import FORMATS, TABLE_FORMATS
@@ -85,7 +85,7 @@ def table_options(complete_fields):
 
 #: the whole system (-w): installed RAM, the kernel image and the recommendation
 system_options = bundle(
-    click.option("-R", "--realmem", metavar="SIZE", type=SIZE, help="RAM installed in the machine measured (e.g. 2G, 512M, 1.5GiB; a bare number is bytes)."),
+    click.option("-R", "--realmem", metavar="SIZE", type=GIVEN_SIZE, help="RAM installed in the machine measured (e.g. 2G, 512M, 1.5GiB; a bare number is bytes)."),
     click.option("-K", "--kernel", metavar="PATH", type=PATH,
                  help="Path to the kernel image (vmlinux, bzImage, vmlinuz; an arm64 or RISC-V Image or Image.gz, "
                       "by its header's image_size)."),
@@ -236,7 +236,7 @@ serve_options = bundle(
 def report_request(o, view):
     """The main command's values (``o``, as click names them; valid together) as a ReportRequest
     of ``view``."""
-    pie, bar = o["pie"], o["bar"]
+    pie, bar, realmem = o["pie"], o["bar"], o["realmem"]
     return ReportRequest(
         query=query_from(o, view, source=o["source"], exact=o["exact"], wss_seconds=o["wss"],
                          timeout=o["timeout"], at=o["at"]),
@@ -244,7 +244,8 @@ def report_request(o, view):
             working_set=o["wss"] is not None),
         chart=(ChartOptions("pie" if pie is not None else "bar", pie if pie is not None else bar, o["output"],
                             o["force"]) if pie is not None or bar is not None else None),
-        system=SystemOptions(realmem_bytes=o["realmem"],
+        system=SystemOptions(realmem_bytes=realmem.bytes if realmem else None,
+                             realmem_bare=bool(realmem and realmem.bare),
                              kernel_path=o["kernel"], recommend=o["recommend"]),
         watch=watch_from(o),
     )

@@ -199,21 +199,27 @@ DIRECTORY = _Path("dir")
 
 
 class _Size(click.ParamType):
-    """A memory size ("2G"), as bytes; a bad one is refused naming the option it was given to."""
+    """A memory size ("2G"), as bytes (or, ``given``, as a units.GivenSize: bytes and whether
+    it was a bare number); a bad one is refused naming the option it was given to."""
 
     name = "size"
+
+    def __init__(self, given=False):
+        self.given = given
 
     def convert(self, value, param, ctx):
         if isinstance(value, int):
             return value
-        from .units import parse_size
+        from .units import read_size
         try:
-            return parse_size(value)
+            size = read_size(value)
         except UsageError as e:
             raise UsageError(f"{_option_names(param)}: {e}") from None
+        return size if self.given else size.bytes
 
 
 SIZE = _Size()
+GIVEN_SIZE = _Size(given=True)
 
 
 def _option_names(param):

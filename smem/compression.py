@@ -11,7 +11,7 @@ parsers/kernel_image.py): this table says which exist, so the three cannot disag
 from typing import NamedTuple, Optional
 
 __all__ = ["Compression", "COMPRESSIONS", "CAPTURE_COMPRESSIONS", "WRITTEN", "DEFAULT_WRITTEN", "WRITTEN_ALIASES",
-           "compression_of", "by_option", "named_by"]
+           "compression_of", "by_option", "named_by", "unwritten_named_by"]
 
 
 class Compression(NamedTuple):  # (not a dataclass: the command line builds its choices from it at every start)
@@ -81,3 +81,16 @@ def named_by(path):
     or None: a capture written under a name that says another compression is misnamed."""
     name = str(path).lower()
     return next((option for extension, option in _EXTENSIONS.items() if name.endswith(extension)), None)
+
+
+#: compressions a name may say that smem cannot write (as GNU tar's -a reads them, and lz4's):
+#: a capture written under one would be gzip or the like misnamed.  ".Z" is compress only in capitals
+_NOT_WRITTEN = {".lz4": "lz4", ".lz": "lzip", ".lzma": "lzma", ".tlz": "lzma", ".lzo": "lzop",
+                ".Z": "compress", ".taZ": "compress"}
+
+
+def unwritten_named_by(path):
+    """The compression ``path``'s extension names that smem cannot write (box.tar.lz4: lz4), or None."""
+    name = str(path)
+    return next((what for extension, what in _NOT_WRITTEN.items()
+                 if name.endswith(extension) or (extension.islower() and name.lower().endswith(extension))), None)

@@ -81,6 +81,7 @@ class SystemOptions(NamedTuple):
     """The whole system (-w, --breakdown): installed RAM, the kernel image, and --recommend."""
 
     realmem_bytes: Optional[int] = None    # -R
+    realmem_bare: bool = False             # -R was a bare number (bytes), which a warning may say
     kernel_path: Optional[str] = None      # -K
     recommend: Optional[float] = None      # --recommend headroom, percent
 

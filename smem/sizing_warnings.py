@@ -37,12 +37,16 @@ def _sizes_unknown(source, ram, kernel):
 def _realmem_below(system, mem_total, abbreviate):
     """The warning for an -R below MemTotal, naming -R as read: whoever asks "would 256 MiB do?"
     with -R 256M learns that -R is the measured machine's RAM and --recommend the answer, and an
-    -R without a unit (256: bytes) is said to be bytes."""
+    -R without a unit (256: bytes) is said to be bytes; one with a unit (1K) is shown as read."""
     amount = human if abbreviate else (lambda kib: f"{kib} KiB")  # -k: as the table
     size = system.realmem_bytes
     # -R as the user wrote it (2G, not 2097152 KiB), and in the table's unit to compare with MemTotal
-    given = (f"{size} bytes (a size without a unit is bytes: {size}M is {size} MiB)" if size < 1 << 20
-             else human(system.ram_kib) + ("" if abbreviate else f" ({amount(system.ram_kib)})"))
+    if system.realmem_bare and size < 1 << 20:
+        given = f"{size} bytes (a size without a unit is bytes: {size}M is {size} MiB)"
+    elif size < 1024:  # -R 512B: no KiB of it to show
+        given = f"{size} bytes"
+    else:
+        given = human(system.ram_kib) + ("" if abbreviate else f" ({amount(system.ram_kib)})")
     line = (f"-R {given} is less than the memory the kernel manages (MemTotal {amount(mem_total)}): "
             "firmware/hardware shows as 0")
     if system.recommend is None:

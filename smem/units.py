@@ -5,10 +5,11 @@ it; conversion happens only here, at the edge.
 """
 
 import re
+from typing import NamedTuple
 
 from .errors import UsageError
 
-__all__ = ["human", "percent", "parse_size"]
+__all__ = ["GivenSize", "human", "percent", "parse_size", "read_size"]
 
 _SUFFIXES = ("", "K", "M", "G", "T", "P", "E")
 
@@ -45,12 +46,25 @@ def _shown(text):
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
+class GivenSize(NamedTuple):
+    """A size as read: its bytes, and whether it was a bare number (bytes without a unit)."""
+
+    bytes: int
+    bare: bool
+
+
 def parse_size(text):
     """Bytes from "2G", "2GB", "2GiB", "1.5G", "512m", "2097152K" or "2147483648".
 
     Suffixes are binary (K = 1024), as in smem 1.5; a bare number is bytes.  A size is
     more than 0 and less than 2**64 bytes.
     """
+    return read_size(text).bytes
+
+
+def read_size(text):
+    """``text`` as parse_size reads it, as a GivenSize: a warning about a size may then say
+    "without a unit" only of a size given without one."""
     text = text or ""
     match = re.fullmatch(_SIZE, text, re.IGNORECASE)
     if not match or (match.group(3) and not match.group(2) and match.group(3).lower() != "b"):
@@ -71,4 +85,4 @@ def parse_size(text):
         raise UsageError(f"memory size {_shown(text)} is not more than 0 bytes: give a size such as 2G")
     if size >= MAX_SIZE_BYTES:
         raise UsageError(f"memory size {_shown(text)} is past 2**64 bytes (16 EiB): no machine has it")
-    return size
+    return GivenSize(size, bare=not unit and not match.group(3))

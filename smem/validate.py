@@ -315,6 +315,17 @@ def record(*, output=None, count, duration, listen, interval, timeout, **_):
         raise UsageError("--timeout bounds a sender over TCP: use it with --listen")
 
 
+def _compression_named(output):
+    """A capture is never written under a name that says a compression smem cannot write: gz in a
+    .tar.lz4 (--compression's, the default's, or a target's over --listen) misleads every reader."""
+    from .compression import unwritten_named_by
+    what = unwritten_named_by(output) if output not in (None, "-") else None
+    if what is not None:
+        raise UsageError(f"-o {output} names {what}, which smem capture cannot write: it writes gz, bz2, xz, zst "
+                         "or none, as -o's extension names it (.tgz, .tar.bz2, .tar.xz, .tar.zst, .tar) or "
+                         "--compression chooses")
+
+
 def capture(*, output, force, host, compression, exact, script, listen, timeout, **_):
     """smem capture: --listen, --script and ssh (--host) each take only their own options."""
     _named(output)
@@ -334,6 +345,7 @@ def capture(*, output, force, host, compression, exact, script, listen, timeout,
         return
     if force and output is None:
         raise UsageError("--force lets -o replace a file: use it with -o")
+    _compression_named(output)
     if exact and host:
         raise UsageError("--exact cannot capture over ssh: the shell script cannot read pagemap; "
                          "run 'smem capture --exact' on the host")

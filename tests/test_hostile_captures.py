@@ -242,6 +242,22 @@ def test_a_meminfo_figure_no_machine_has_is_refused_in_one_line(line, tmp_path):
         read_meminfo(open_source(str(root)))
 
 
+@pytest.mark.parametrize("total", [0, -2048000])
+def test_a_memtotal_not_more_than_0_is_a_damaged_capture(total, tmp_path):
+    """MemTotal 0 or below is no machine's, yet was reported (-w's kernel dynamic memory -512000, -p
+    shares of it): the damaged capture a meminfo without MemTotal is.  A negative Committed_AS,
+    which old kernels printed, still reads."""
+    capture = tmp_path / "c.tar"
+    capture.write_bytes(hc.capture_tar(meminfo=hc.MEMINFO.replace(b"2048000", str(total).encode(), 1)))
+    for args in (["-w"], ["-u", "-p"]):
+        proc = run_smem("-S", capture, *args)
+        assert proc.returncode == 1 and proc.stdout == b"", proc
+        assert proc.stderr.decode() == (f"smem: capture {capture}: meminfo holds MemTotal {total} kB, which no "
+                                        "machine has (not a /proc/meminfo)\n"), proc.stderr
+    capture.write_bytes(hc.capture_tar(meminfo=hc.MEMINFO + b"Committed_AS:    -5000 kB\n"))
+    assert run_smem("-S", capture, "-w").returncode == 0
+
+
 def test_stat_and_status_numbers_no_machine_has_read_as_unknown():
     from smem.parsers.stat import parse_stat
     from smem.parsers.status import parse_status, status_ids, status_kib

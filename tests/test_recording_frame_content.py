@@ -10,8 +10,9 @@ import pytest
 import hostile_inputs as hc
 from conftest import run_smem
 
-#: meminfo of a frame: none at all (not a /proc/meminfo), and a figure no machine has
-BAD_MEMINFO = {"no MemTotal": b"garbage\n", "a figure no machine has": b"MemTotal: 1" + b"0" * 30 + b" kB\n"}
+#: meminfo of a frame: none at all (not a /proc/meminfo), a figure no machine has, and a MemTotal of 0
+BAD_MEMINFO = {"no MemTotal": b"garbage\n", "a figure no machine has": b"MemTotal: 1" + b"0" * 30 + b" kB\n",
+               "MemTotal 0": b"MemTotal: 0 kB\n"}
 
 
 def _recording(tmp_path, meminfo):

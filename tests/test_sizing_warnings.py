@@ -37,6 +37,17 @@ def test_realmem_below_memtotal_says_what_r_was_read_as_and_what_answers_would_i
     assert err.count("\n") == 1  # one line still
 
 
+@pytest.mark.uses("cpu")
+@pytest.mark.parametrize("given, read", [("1K", "-R 1.0K (1 KiB)"), ("1KiB", "-R 1.0K (1 KiB)"),
+                                         ("512B", "-R 512 bytes"), ("0.5M", "-R 512.0K (512 KiB)")])
+def test_realmem_with_a_unit_is_not_said_to_be_without_one(given, read):
+    """-R 1K said "a size without a unit is bytes: 1024M is 1024 MiB" of a size written with its
+    unit: that hint is for a bare number only; a small size with a unit is shown as read."""
+    err = run_smem("-S", CAPTURE, "-w", "-R", given).stderr.decode()
+    assert f"smem: warning: {read} is less than the memory the kernel manages" in err, err
+    assert "without a unit" not in err, err
+
+
 def test_a_kernel_image_of_another_release_than_the_capture_ran_is_warned_about(tmp_path):
     """A board's developer has several build trees: -K with the wrong one's vmlinux sized it
     silently.  Its banner's release (``Linux version R``) against the capture's kernel: a warning

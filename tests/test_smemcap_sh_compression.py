@@ -51,6 +51,23 @@ def test_file_is_written_in_the_compression_its_name_says(shell, pid_namespace, 
     assert list(tmpdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[1]], indirect=True)  # dash, busybox sh
+@pytest.mark.parametrize("name, says", [("box.tar.lz4", "lz4"), ("box.tar.lz", "lzip"), ("box.tlz", "lzma"),
+                                        ("box.tar.lzo", "lzop"), ("box.tar.Z", "compress")])
+def test_a_name_that_says_a_compression_it_never_writes_is_refused(shell, pid_namespace, tmp_path, name, says):
+    """box.tar.lz4 was written as gzip (the compression of a name it does not know): a file that
+    says lz4 and holds gzip misleads every tool that reads it.  A usage error, as smem capture's."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = tmp_path / name
+    res = run_script(shell, tmpdir, str(out), namespace=pid_namespace, timeout=120)
+    assert (res.returncode, res.stdout) == (2, b""), res
+    assert res.stderr.decode().splitlines() == [
+        f"smemcap.sh: {out} names {says}, which smemcap.sh cannot write: name it FILE.tgz, FILE.tar.bz2, "
+        "FILE.tar.xz, FILE.tar.zst or FILE.tar"]
+    assert not out.exists() and list(tmpdir.iterdir()) == []
+
+
 @pytest.mark.uses("shells")
 @pytest.mark.skipif(DASH is None or BUSYBOX is None, reason="no dash or busybox")
 @pytest.mark.parametrize("name, tool, bins", [

@@ -159,6 +159,22 @@ def test_capture_rules(args, said):
     assert _refused("capture", *args) == f"smem: {said}"
 
 
+CANNOT_WRITE = ("which smem capture cannot write: it writes gz, bz2, xz, zst or none, as -o's extension "
+                "names it (.tgz, .tar.bz2, .tar.xz, .tar.zst, .tar) or --compression chooses")
+
+
+@pytest.mark.parametrize("name, says", [("x.tar.lz4", "lz4"), ("x.tar.lz", "lzip"), ("x.tar.lzma", "lzma"),
+                                        ("x.tlz", "lzma"), ("x.tar.lzo", "lzop"), ("x.tar.Z", "compress")])
+@pytest.mark.parametrize("given", [[], ["--compression", "gz"], ["--listen", "127.0.0.1:0"]])
+def test_capture_refuses_a_name_that_says_a_compression_it_cannot_write(tmp_path, name, says, given):
+    """smem capture -o x.tar.lz4 wrote a gzip archive named .lz4 (gz, the default for a name it
+    does not know), and --compression gz there (or a capture received with --listen) is as
+    mislabelled: every tool that reads it by its name is misled.  Refused, nothing written."""
+    output = tmp_path / name
+    assert _refused("capture", "-o", output, *given) == f"smem: -o {output} names {says}, {CANNOT_WRITE}"
+    assert not output.exists()
+
+
 @pytest.mark.parametrize("args, said", [
     (["-o", "-", "--force"], "--force lets -o replace a file: not with -o -"),
     (["-o", "page.html", "-S", "-"], "smem html reads captures by name: -S - and --compare - are not supported"),

@@ -42,8 +42,9 @@ _SPLIT_COUNTERS = frozenset({"Pss", "Anonymous", "Rss"})
 
 
 def read_meminfo(source):
-    """The source's meminfo; a CaptureError where it has none, or one no kernel writes: a damaged
-    capture (a recording's frame that is one is skipped, as a frame damaged on disk), named."""
+    """The source's meminfo; a CaptureError where it has none, or one no kernel writes (no MemTotal,
+    or one not above 0): a damaged capture (a recording's frame that is one is skipped, as a frame
+    damaged on disk), named."""
     try:
         meminfo = parse_meminfo(source.read("meminfo"))
     except FileNotFoundError:
@@ -52,8 +53,12 @@ def read_meminfo(source):
         raise SourceError(f"{source.description}: meminfo is not readable") from None
     except CaptureError as e:
         raise CaptureError(f"{source.description}: {e}") from None
-    if "MemTotal" not in meminfo.kib:
+    total = meminfo.kib.get("MemTotal")
+    if total is None:
         raise CaptureError(f"{source.description}: meminfo holds no MemTotal (not a /proc/meminfo)")
+    if total <= 0:  # (other figures may be: old kernels printed a negative Committed_AS)
+        raise CaptureError(f"{source.description}: meminfo holds MemTotal {total} kB, which no machine has "
+                           "(not a /proc/meminfo)")
     return meminfo
 
 
