@@ -154,6 +154,30 @@ def run_smem_on_a_terminal(args, columns, namespace=None):
     return out[:out.index(mark)].decode().replace("\r\n", "\n").splitlines()
 
 
+
+def refused_on_a_terminal(args):
+    """(smem ``args`` run with its standard output a pseudo-terminal, what reached the terminal):
+    the CompletedProcess (stderr captured) and the bytes the terminal got, read up to a mark
+    written after smem exited (a terminal hands what is written to its master a moment later)."""
+    import pty
+    import select
+    import time
+    master, slave = pty.openpty()
+    mark, shown = b"\x1e(end)\x1e", b""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "smem", *args], stdout=slave, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, cwd=CHECKOUT, timeout=120)
+        os.write(slave, mark)
+        deadline = time.monotonic() + 30
+        while mark not in shown and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.05)[0]:
+                shown += os.read(master, 65536)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert mark in shown, "what smem wrote to the terminal did not end within 30 s"
+    return proc, shown[:shown.index(mark)]
+
 #: Python code that imports what smem may import lazily, then becomes nobody (uid 65534).
 #: The interpreter may live under /root, unreadable once we are nobody, so everything smem
 #: could need is imported first; then the code that follows runs as an unprivileged user.

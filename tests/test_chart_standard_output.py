@@ -4,15 +4,11 @@ before anything is read (a PNG shown there is garbage), as `smem capture` refuse
 closed standard output is test_standard_output_errors.py's."""
 
 import os
-import pty
-import select
-import subprocess
-import sys
-import time
 
 import pytest
 
 from conftest import FIXTURES, run_smem
+from running_smem import refused_on_a_terminal
 
 pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed")
 pytestmark = pytest.mark.uses("charts")  # each test draws with matplotlib
@@ -41,19 +37,6 @@ def test_force_is_refused_with_standard_output():
 def test_a_terminal_is_refused_before_the_source_is_read():
     """A missing capture is not what stops it; nothing reaches the terminal (read up to a mark
     written after smem exited: a terminal hands what is written to its master a moment later)."""
-    master, slave = pty.openpty()
-    mark, shown = b"\x1e(end)\x1e", b""
-    try:
-        proc = subprocess.run([sys.executable, "-m", "smem", "-S", "nothere.tgz", "--pie", "name", "-o", "-"],
-                              stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT, timeout=120)
-        os.write(slave, mark)
-        deadline = time.monotonic() + 30
-        while mark not in shown and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.05)[0]:
-                shown += os.read(master, 65536)
-    finally:
-        os.close(slave)
-        os.close(master)
-    assert mark in shown
-    assert proc.returncode == 2 and shown[:shown.index(mark)] == b""
+    proc, shown = refused_on_a_terminal(["-S", "nothere.tgz", "--pie", "name", "-o", "-"])
+    assert proc.returncode == 2 and shown == b""
     assert proc.stderr.decode() == "smem: refusing to write a chart to a terminal; use -o FILE or a pipe\n"

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES
+from running_smem import refused_on_a_terminal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
@@ -57,24 +58,9 @@ def test_the_page_to_a_terminal_is_refused_before_reading():
     """smem html -o - on a terminal poured 6 MB of HTML and plotly.js (raw control bytes among
     them) onto it; it is refused as a capture or a chart is, before a missing capture is read.
     What reached the terminal is read up to a mark written after smem exited."""
-    import pty
-    import select
-    import time
     pytest.importorskip("plotly", reason="smem[html]: plotly not installed")
-    master, slave = pty.openpty()
-    mark, shown = b"\x1e(end)\x1e", b""
-    try:
-        proc = _smem(["html", "-S", "nothere.tgz", "-o", "-"], slave)
-        os.write(slave, mark)
-        deadline = time.monotonic() + 30
-        while mark not in shown and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.05)[0]:
-                shown += os.read(master, 65536)
-    finally:
-        os.close(slave)
-        os.close(master)
-    assert mark in shown
-    assert proc.returncode == 2 and shown[:shown.index(mark)] == b""
+    proc, shown = refused_on_a_terminal(["html", "-S", "nothere.tgz", "-o", "-"])
+    assert proc.returncode == 2 and shown == b""
     assert proc.stderr.decode() == "smem: refusing to write a page to a terminal; use -o FILE or a pipe\n"
 
 
