@@ -3,8 +3,6 @@
 before anything is read (a PNG shown there is garbage), as `smem capture` refuses one; a full disk or a
 closed standard output is test_standard_output_errors.py's."""
 
-import os
-
 import pytest
 
 from conftest import FIXTURES, run_smem
@@ -14,7 +12,6 @@ pytest.importorskip("matplotlib", reason="smem[charts]: matplotlib not installed
 pytestmark = pytest.mark.uses("charts")  # each test draws with matplotlib
 
 CAPTURE = FIXTURES / "captures" / "faithful.tar.gz"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.parametrize("chart", [("--pie", "name"), ("-u", "--bar", "user")])
