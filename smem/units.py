@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from .errors import UsageError
 
-__all__ = ["GivenSize", "human", "percent", "parse_size", "read_size"]
+__all__ = ["GivenSize", "human", "percent", "read_size"]
 
 _SUFFIXES = ("", "K", "M", "G", "T", "P", "E")
 
@@ -53,18 +53,13 @@ class GivenSize(NamedTuple):
     bare: bool
 
 
-def parse_size(text):
-    """Bytes from "2G", "2GB", "2GiB", "1.5G", "512m", "2097152K" or "2147483648".
+def read_size(text):
+    """Bytes from "2G", "2GB", "2GiB", "1.5G", "512m", "2097152K" or "2147483648", as a GivenSize:
+    a warning about a size may then say "without a unit" only of a size given without one.
 
     Suffixes are binary (K = 1024), as in smem 1.5; a bare number is bytes.  A size is
     more than 0 and less than 2**64 bytes.
     """
-    return read_size(text).bytes
-
-
-def read_size(text):
-    """``text`` as parse_size reads it, as a GivenSize: a warning about a size may then say
-    "without a unit" only of a size given without one."""
     text = text or ""
     match = re.fullmatch(_SIZE, text, re.IGNORECASE)
     if not match or (match.group(3) and not match.group(2) and match.group(3).lower() != "b"):

@@ -26,9 +26,9 @@ pytestmark = pytest.mark.xdist_group("hostile")
                                   "0", "0G", "0.0001", "-1G", "+2G", "16E", "99999999999999999999",
                                   "1" + "0" * 40, "1.5.5G", "GiB", "2iB", ".G", "2 G B", "0x10G"])
 def test_hostile_sizes_are_one_line_usage_errors(text):
-    from smem.units import parse_size
+    from smem.units import read_size
     with pytest.raises(UsageError) as e:
-        parse_size(text)
+        read_size(text)
     assert "\n" not in str(e.value) and len(str(e.value)) < 200
 
 
@@ -36,8 +36,8 @@ def test_hostile_sizes_are_one_line_usage_errors(text):
                                             ("512m", 512 << 20), ("2097152K", 2 << 30), ("5", 5),
                                             ("15.99E", int(15.99 * 10 ** 4) * 2 ** 60 // 10 ** 4)])
 def test_sizes_still_read(text, expected):
-    from smem.units import parse_size
-    assert parse_size(text) == expected
+    from smem.units import read_size
+    assert read_size(text).bytes == expected
 
 
 # -- regular expressions ------------------------------------------------------------------
