@@ -218,7 +218,7 @@ def run_report(request: ReportRequest) -> Result:
         from .compared_sides import backwards, one_key_frame, same_frame
         one_key_frame(*snapshots)
         warnings.extend(same_frame(*snapshots) + backwards(*snapshots))
-    # (plain -w reads no process: validate refuses --pid, -P and -U with it)
+    # (plain -w reads no process: validate refuses --pid, -P, -U and -M with it)
     if request.query.pids is not None and the_plan.view.reads.processes:  # (smem diff: on either side)
         warnings.extend(pids_not_found(request.query, *reversed(snapshots)))
     view = the_plan.view

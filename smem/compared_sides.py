@@ -3,6 +3,7 @@ taken before OLD, both one frame of a recording, or two frames a report of mappi
 from one key frame."""
 
 import os
+import stat
 
 from .errors import UsageError
 
@@ -29,7 +30,7 @@ DIFF_FRAMES_HINT = "smem diff REC alone compares its first frame with its last; 
 
 def same_frame(old, new, hint=DIFF_FRAMES_HINT):
     """The warning where OLD and NEW are one frame of one recording (``smem diff REC REC`` compares
-    its last frame with itself; REC alone compares the first with the last), or one capture (by
+    its last frame with itself; REC alone compares the first with the last), or one capture file (by
     name or through a link): every change is 0."""
     before, after = (getattr(s.source, "recording_frame", None) for s in (old, new))
     if before is None and after is None:
@@ -45,9 +46,11 @@ def _same_capture(old, new):
     if None in names or "-" in names:
         return []
     try:
-        same = os.path.samestat(os.stat(names[0]), os.stat(names[1]))
+        before, after = os.stat(names[0]), os.stat(names[1])
     except (OSError, ValueError, TypeError):  # (a name that is no file here: a host, a port)
         return []
+    # (a capture's file; not a directory, which may be a /proc, read anew for each side)
+    same = stat.S_ISREG(after.st_mode) and os.path.samestat(before, after)
     return [f"OLD and NEW are one capture, {names[1]}: every change is 0"] if same else []
 
 

@@ -9,6 +9,7 @@ everywhere).  Everything after is done relative to the directory reached (output
 
 import errno
 import os
+import shlex
 import stat
 
 from .errors import OutputError
@@ -40,7 +41,7 @@ def not_ours(path, uid):
 def not_a_file(path, mode):
     """-o naming a device, directory or socket: refused before it is opened (opening one can act:
     a tape rewinds), with the way to any file there is (a shell's redirection of -o -)."""
-    hint = f"; -o - writes to standard output, which the shell may send there (-o - > {path})" \
+    hint = f"; -o - writes to standard output, which the shell may send there (-o - > {shlex.quote(path)})" \
         if stat.S_ISCHR(mode) else ""
     return OutputError(f"refusing to write {path}: it is {kind_of(mode)}, and -o writes regular files and FIFOs"
                        + hint)

@@ -105,14 +105,15 @@ def _output_read_from(output, force, sources):
     except (OSError, ValueError):  # (not there yet: nothing to lose; a NUL: -o says it)
         return
     for source in sources:
-        if source is None or source in ("", "-", LIVE) or "://" in source:
+        if source is None or source in ("", LIVE) or "://" in source:
             continue
         try:
-            read = os.stat(source)
+            read = os.fstat(0) if source == "-" else os.stat(source)  # (-S -: the file on standard input)
         except (OSError, ValueError):
             continue
         if os.path.samestat(written, read):
-            raise UsageError(f"-o {output} is the source {source} itself: it would be replaced by what is read "
+            named = "on standard input (-)" if source == "-" else source
+            raise UsageError(f"-o {output} is the source {named} itself: it would be replaced by what is read "
                              "from it; name another file")
         if force and stat.S_ISDIR(read.st_mode) and _inside(output, read):
             raise UsageError(f"-o {output} is a file of the source {source} (a capture's or recording's "

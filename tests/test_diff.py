@@ -249,3 +249,6 @@ def test_one_capture_on_both_sides_is_said(tmp_path):
                                                      "every change is 0"]
     proc = run_smem("diff", CAPTURE, copy)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    # a directory is read anew for each side (a /proc): its changes are real
+    proc = run_smem("diff", "/proc", "/proc", "-w")
+    assert proc.returncode == 0 and b"one capture" not in proc.stderr, proc.stderr

@@ -44,6 +44,20 @@ def test_a_chart_is_not_written_over_its_capture(tmp_path):
     _refused(["-S", capture, "--pie", "name", "-o", capture, "--force"], capture, "is the source")
 
 
+
+@pytest.mark.process
+def test_a_chart_is_not_written_over_the_capture_on_standard_input(tmp_path):
+    """`smem -S - --pie name -o box.png --force < box.png` wrote the chart over the capture it read."""
+    capture = tmp_path / "box.png"
+    shutil.copy(CAPTURE, capture)
+    with open(capture, "rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "smem", "-S", "-", "--pie", "name", "-o", str(capture), "--force"],
+                              stdin=stdin, capture_output=True, cwd=FIXTURES.parents[1], timeout=120)
+    assert proc.returncode == 2 and proc.stdout == b"", proc
+    assert proc.stderr.decode() == (f"smem: -o {capture} is the source on standard input (-) itself: it would be "
+                                    "replaced by what is read from it; name another file\n")
+    assert capture.read_bytes() == CAPTURE.read_bytes()
+
 @pytest.mark.parametrize("member", ["index.jsonl", "frames/000004.zst"])
 def test_force_replaces_no_file_of_a_recording_read(tmp_path, member):
     pytest.importorskip("zstandard", reason="a recording needs smem[compression]")
