@@ -79,7 +79,7 @@ case $out in
 *.[Ll][Zz]) unwritten=lzip ;;
 *.[Ll][Zz][Mm][Aa] | *.[Tt][Ll][Zz]) unwritten=lzma ;;
 *.[Ll][Zz][Oo]) unwritten=lzop ;;
-*.Z) unwritten=compress ;;
+*.Z | *.taZ) unwritten=compress ;;
 esac
 if [ -n "$unwritten" ]; then
 	printf '%s: %s names %s, which %s cannot write: name it %s\n' "$prog" "$out" "$unwritten" "$prog" \

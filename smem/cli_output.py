@@ -36,7 +36,12 @@ def write_bytes(data, what="the report", whole=False):
     try:
         view = memoryview(data)
         while view:  # (a pipe whose reader left mid-write took part of it: said by the count alone)
-            view = view[sys.stdout.buffer.write(view):]
+            written = sys.stdout.buffer.write(view)
+            if written is None:  # (python -u: a raw file, whose non-blocking pipe is full: wait, not spin)
+                import select
+                select.select([], [sys.stdout.buffer], [])
+                continue
+            view = view[written:]
         sys.stdout.buffer.flush()  # here, not at exit: a full disk is reported, a closed pipe quiet
     except BrokenPipeError:
         if not whole:

@@ -43,7 +43,7 @@ def _realmem_below(system, mem_total, abbreviate):
     # -R as the user wrote it (2G, not 2097152 KiB), and in the table's unit to compare with MemTotal
     if system.realmem_bare and size < 1 << 20:
         given = f"{size} bytes (a size without a unit is bytes: {size}M is {size} MiB)"
-    elif size < 1024:  # -R 512B: no KiB of it to show
+    elif size < 1024 or (size < 1 << 20 and size % 1024):  # -R 512B, 1.5K: what KiB would round
         given = f"{size} bytes"
     else:
         given = human(system.ram_kib) + ("" if abbreviate else f" ({amount(system.ram_kib)})")

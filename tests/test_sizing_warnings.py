@@ -39,7 +39,8 @@ def test_realmem_below_memtotal_says_what_r_was_read_as_and_what_answers_would_i
 
 @pytest.mark.uses("cpu")
 @pytest.mark.parametrize("given, read", [("1K", "-R 1.0K (1 KiB)"), ("1KiB", "-R 1.0K (1 KiB)"),
-                                         ("512B", "-R 512 bytes"), ("0.5M", "-R 512.0K (512 KiB)")])
+                                         ("512B", "-R 512 bytes"), ("0.5M", "-R 512.0K (512 KiB)"),
+                                         ("1.5K", "-R 1536 bytes"), ("2000B", "-R 2000 bytes")])
 def test_realmem_with_a_unit_is_not_said_to_be_without_one(given, read):
     """-R 1K said "a size without a unit is bytes: 1024M is 1024 MiB" of a size written with its
     unit: that hint is for a bare number only; a small size with a unit is shown as read."""

@@ -53,7 +53,7 @@ def test_file_is_written_in_the_compression_its_name_says(shell, pid_namespace, 
 
 @pytest.mark.parametrize("shell", [SHELLS[0], SHELLS[1]], indirect=True)  # dash, busybox sh
 @pytest.mark.parametrize("name, says", [("box.tar.lz4", "lz4"), ("box.tar.lz", "lzip"), ("box.tlz", "lzma"),
-                                        ("box.tar.lzo", "lzop"), ("box.tar.Z", "compress")])
+                                        ("box.tar.lzo", "lzop"), ("box.tar.Z", "compress"), ("box.taZ", "compress")])
 def test_a_name_that_says_a_compression_it_never_writes_is_refused(shell, pid_namespace, tmp_path, name, says):
     """box.tar.lz4 was written as gzip (the compression of a name it does not know): a file that
     says lz4 and holds gzip misleads every tool that reads it.  A usage error, as smem capture's."""
