@@ -6,6 +6,7 @@ exit 0 and not a word.  It says once that the kernel gives no smaps, and its tot
 
 import json
 import shutil
+import subprocess
 import tarfile
 
 import pytest
@@ -81,8 +82,11 @@ def test_one_process_without_smaps_picked_out_is_not_the_kernel_without_them(tmp
     for pid in (entry.name for entry in tree.iterdir() if entry.name.isdigit() and entry.name != "1"):
         (tree / pid / "smaps").write_bytes(b"00400000-00401000 r-xp 00000000 08:01 1 /bin/sh\n"
                                            b"Size: 4 kB\nRss: 4 kB\nPss: 4 kB\n")
-    for source in (tree, _archive(tree, tmp_path / "board.tgz")):
-        proc = run_smem("-S", source, *options)
+    tarred = tmp_path / "tarred.tgz"  # (by tar(1), as smemcap.sh writes one: read in one pass, streamed)
+    subprocess.run(["tar", "czf", tarred, "-C", tree, *sorted(p.name for p in tree.iterdir())], check=True)
+    for source, given in ((tree, None), (_archive(tree, tmp_path / "board.tgz"), None), (tarred, None),
+                          ("-", tarred.read_bytes())):
+        proc = run_smem("-S", source, *options, input=given)
         assert SAID.split(";")[0] not in proc.stderr.decode(), proc.stderr
         if "--pid" in options:
             assert proc.returncode == 1 and proc.stdout == b"", proc

@@ -31,6 +31,7 @@ class ArchiveStream(Archive, StreamedSource):
         reads: the caller then reads it whole (:meth:`held`).  Global members are kept here;
         meminfo is checked at the end."""
         per_mapping = self._per_mapping
+        self._seen = (False, False)  # (any process, any smaps): what pids() cannot say once gone past
         done = set()
         current, files = None, {}
 
@@ -41,6 +42,9 @@ class ArchiveStream(Archive, StreamedSource):
             return is_process_file(leaf)
 
         def finish(pid, files):
+            if not self._seen[1] and (f"{pid}/smaps_rollup" in files or f"{pid}/smaps" in files):
+                self._seen = (True, True)  # (a kernel thread's is there, empty)
+            self._seen = (True, self._seen[1])
             if not per_mapping and files.get(f"{pid}/smaps_rollup"):
                 files.pop(f"{pid}/smaps", None)  # as the held form drops it
             done.add(pid)
@@ -74,6 +78,9 @@ class ArchiveStream(Archive, StreamedSource):
         if unusual:  # (raised here, not in the handler: its traceback would hold what was read)
             raise NeedHeld
         self._check_meminfo()
+
+    def smaps_seen(self):
+        return getattr(self, "_seen", None)
 
     @property
     def replayable(self):

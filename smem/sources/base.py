@@ -194,6 +194,11 @@ class Source(abc.ABC):
     def close(self):
         pass
 
+    def smaps_seen(self):
+        """For a source read in one pass (a streamed archive), once read: (whether it held any
+        process, whether any held smaps or smaps_rollup); None where its pids can be asked again."""
+        return None
+
     def hidden(self):
         """Why processes are missing from :meth:`pids` that no unreadable file shows: a proc
         mount's hidepid= (hidden_pids.Hiding, said as a clause by str()); None where every
