@@ -42,9 +42,8 @@ class ArchiveStream(Archive, StreamedSource):
             return is_process_file(leaf)
 
         def finish(pid, files):
-            if not self._seen[1] and (f"{pid}/smaps_rollup" in files or f"{pid}/smaps" in files):
-                self._seen = (True, True)  # (a kernel thread's is there, empty)
-            self._seen = (True, self._seen[1])
+            # (a kernel thread's smaps is there, empty: the kernel gives them)
+            self._seen = (True, self._seen[1] or f"{pid}/smaps_rollup" in files or f"{pid}/smaps" in files)
             if not per_mapping and files.get(f"{pid}/smaps_rollup"):
                 files.pop(f"{pid}/smaps", None)  # as the held form drops it
             done.add(pid)
